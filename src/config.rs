@@ -1,0 +1,389 @@
+//! Configuration: the typed settings, layered with figment as defaults →
+//! `config/gateway.toml` (or `--config FILE`) → `MCP_UI_GATEWAY_*` environment
+//! variables → command-line flags, then checked as a whole so one bad field is
+//! reported by name, with the file it came from.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// Prefix of the environment variables that set configuration fields;
+/// nested fields use `__`, e.g. `MCP_UI_GATEWAY_LIMITS__MAX_BODY_BYTES`.
+pub const ENV_PREFIX: &str = "MCP_UI_GATEWAY_";
+/// The file read when `--config` is not given, if it exists.
+pub const DEFAULT_FILE: &str = "config/gateway.toml";
+
+/// The whole configuration, as read.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Address the gateway listens on. Loopback by default.
+    pub listen: SocketAddr,
+    /// 64 hexadecimal characters sealing session ids. Give every replica the
+    /// same key; unset means a random key per process.
+    pub session_key: Option<String>,
+    /// Extra values accepted in the `Host` header. With a loopback `listen`
+    /// only loopback names are accepted by default (DNS-rebinding protection).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed to call the gateway (CORS and `Origin`
+    /// checks), e.g. `https://inspector.example.com`. Loopback origins are
+    /// always allowed; `"*"` allows any.
+    pub allowed_origins: Vec<String>,
+    /// On SIGTERM or SIGINT, how long open exchanges may take to finish.
+    pub shutdown_grace_secs: u64,
+    /// Limits applied to every request and upstream.
+    pub limits: Limits,
+    /// The upstream MCP servers, each mounted at its own path.
+    #[serde(rename = "upstream")]
+    pub upstreams: Vec<UpstreamConfig>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8787)),
+            session_key: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            shutdown_grace_secs: 10,
+            limits: Limits::default(),
+            upstreams: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Largest request body accepted from a client (413 beyond).
+    pub max_body_bytes: usize,
+    /// Largest single message accepted from an upstream (an SSE event or a
+    /// stdio line); beyond it the request fails with a JSON-RPC error.
+    pub max_message_bytes: usize,
+    /// How long a request may wait for its upstream's response.
+    pub request_timeout_secs: u64,
+    /// How long connecting to an upstream may take.
+    pub connect_timeout_secs: u64,
+    /// Most sessions this process owns at once (stdio children and legacy SSE
+    /// connections); new sessions beyond it are refused with 503.
+    pub max_sessions: usize,
+    /// A session this process owns ends after this long without a request.
+    pub session_idle_secs: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 4 * 1024 * 1024,
+            max_message_bytes: 64 * 1024 * 1024,
+            request_timeout_secs: 300,
+            connect_timeout_secs: 10,
+            max_sessions: 1024,
+            session_idle_secs: 3600,
+        }
+    }
+}
+
+/// One upstream, as written in `[[upstream]]`. Exactly one of `url`,
+/// `sse_url` and `command` says how to reach it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// Name used in logs, errors and the default mount path.
+    pub name: String,
+    /// Path the upstream is served at. Default: `/mcp` when there is one
+    /// upstream, `/<name>/mcp` when there are several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Streamable HTTP endpoint, e.g. `http://127.0.0.1:3001/mcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Legacy HTTP+SSE (2024-11-05) endpoint, e.g. `http://127.0.0.1:3001/sse`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse_url: Option<String>,
+    /// Program to run as a stdio server, one child per client session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Arguments of `command`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Environment added to the child's (which inherits the gateway's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Working directory of the child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// Request headers forwarded to this upstream besides the MCP ones and
+    /// `Authorization`, e.g. `["x-api-key"]`. Never forwarded to other upstreams.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forward_headers: Vec<String>,
+}
+
+/// How an upstream is reached, once validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    Http { url: http::Uri },
+    Sse { url: http::Uri },
+    Stdio(StdioCommand),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StdioCommand {
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+}
+
+/// A validated upstream and where it is mounted.
+#[derive(Debug, Clone)]
+pub struct Mount {
+    pub name: String,
+    pub path: String,
+    pub transport: Transport,
+    pub forward_headers: Vec<http::HeaderName>,
+}
+
+/// Overrides from the command line; `None` leaves lower layers in force.
+#[derive(Debug, Default, Serialize)]
+pub struct Overrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<SocketAddr>,
+    #[serde(rename = "upstream", skip_serializing_if = "Option::is_none")]
+    pub upstreams: Option<Vec<UpstreamConfig>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Figment(Box<figment::Error>),
+    #[error("config file {0} does not exist")]
+    Missing(PathBuf),
+    #[error("{}", .problems.join("\n"))]
+    Invalid { problems: Vec<String> },
+}
+
+/// Read the layered configuration. `file` is `--config`; without it
+/// `config/gateway.toml` is read when present.
+pub fn load(
+    file: Option<&Path>,
+    overrides: &Overrides,
+) -> Result<(Config, Option<PathBuf>), ConfigError> {
+    let file = match file {
+        Some(f) if !f.exists() => return Err(ConfigError::Missing(f.to_path_buf())),
+        Some(f) => Some(f.to_path_buf()),
+        None => Some(PathBuf::from(DEFAULT_FILE)).filter(|p| p.exists()),
+    };
+    let mut figment = Figment::from(Serialized::defaults(Config::default()));
+    if let Some(f) = &file {
+        figment = figment.merge(Toml::file_exact(f));
+    }
+    figment = figment
+        .merge(Env::prefixed(ENV_PREFIX).split("__"))
+        .merge(Serialized::defaults(overrides));
+    let config: Config = figment
+        .extract()
+        .map_err(|e| ConfigError::Figment(Box::new(e)))?;
+    Ok((config, file))
+}
+
+impl Config {
+    /// Check what serde cannot and resolve each upstream's mount. Reports
+    /// every problem, each naming its field.
+    pub fn mounts(&self) -> Result<Vec<Mount>, ConfigError> {
+        let mut problems = Vec::new();
+        if let Some(key) = &self.session_key
+            && let Err(e) = crate::session::SessionKey::from_hex(key)
+        {
+            problems.push(format!("session_key: {e}"));
+        }
+        if self.limits.max_body_bytes == 0 {
+            problems.push("limits.max_body_bytes: must be greater than 0".into());
+        }
+        if self.limits.request_timeout_secs == 0 {
+            problems.push("limits.request_timeout_secs: must be greater than 0".into());
+        }
+        let single = self.upstreams.len() == 1;
+        let mut mounts: Vec<Mount> = Vec::new();
+        for (i, up) in self.upstreams.iter().enumerate() {
+            let at = format!("upstream[{i}]");
+            match mount(up, single) {
+                Ok(m) => {
+                    if mounts.iter().any(|o| o.name == m.name) {
+                        problems.push(format!(
+                            "{at}.name: \"{}\" is used by another upstream",
+                            m.name
+                        ));
+                    }
+                    if mounts.iter().any(|o| o.path == m.path) {
+                        problems.push(format!(
+                            "{at}.path: \"{}\" is used by another upstream",
+                            m.path
+                        ));
+                    }
+                    mounts.push(m);
+                }
+                Err(errs) => problems.extend(errs.into_iter().map(|e| format!("{at}{e}"))),
+            }
+        }
+        if problems.is_empty() {
+            Ok(mounts)
+        } else {
+            Err(ConfigError::Invalid { problems })
+        }
+    }
+}
+
+fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {
+    let mut errs = Vec::new();
+    if up.name.is_empty()
+        || !up
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+    {
+        errs.push(format!(
+            ".name: \"{}\" must be non-empty letters, digits, '-', '_' or '.'",
+            up.name
+        ));
+    }
+    let path = match &up.path {
+        Some(p) if !p.starts_with('/') || p.contains(['?', '#', ' ']) => {
+            errs.push(format!(
+                ".path: \"{p}\" must start with '/' and hold no query"
+            ));
+            p.clone()
+        }
+        Some(p) => p.clone(),
+        None if single => "/mcp".to_owned(),
+        None => format!("/{}/mcp", up.name),
+    };
+    let chosen = [up.url.is_some(), up.sse_url.is_some(), up.command.is_some()];
+    let transport = match chosen {
+        [true, false, false] => http_url(".url", up.url.as_deref().unwrap(), &mut errs)
+            .map(|url| Transport::Http { url }),
+        [false, true, false] => http_url(".sse_url", up.sse_url.as_deref().unwrap(), &mut errs)
+            .map(|url| Transport::Sse { url }),
+        [false, false, true] => {
+            let program = up.command.clone().unwrap();
+            if program.trim().is_empty() {
+                errs.push(".command: must not be empty".into());
+            }
+            Some(Transport::Stdio(StdioCommand {
+                program,
+                args: up.args.clone(),
+                env: up.env.clone(),
+                cwd: up.cwd.clone(),
+            }))
+        }
+        _ => {
+            errs.push(format!(
+                " (\"{}\"): set exactly one of `url`, `sse_url` or `command`",
+                up.name
+            ));
+            None
+        }
+    };
+    if !up.args.is_empty() && up.command.is_none() {
+        errs.push(".args: only meaningful with `command`".into());
+    }
+    let mut forward_headers = Vec::new();
+    for (i, h) in up.forward_headers.iter().enumerate() {
+        match http::HeaderName::from_bytes(h.as_bytes()) {
+            Ok(name) => forward_headers.push(name),
+            Err(_) => errs.push(format!(
+                ".forward_headers[{i}]: \"{h}\" is not a header name"
+            )),
+        }
+    }
+    match transport {
+        Some(transport) if errs.is_empty() => Ok(Mount {
+            name: up.name.clone(),
+            path,
+            transport,
+            forward_headers,
+        }),
+        _ => Err(errs),
+    }
+}
+
+fn http_url(field: &str, text: &str, errs: &mut Vec<String>) -> Option<http::Uri> {
+    match text.parse::<http::Uri>() {
+        Ok(uri) if uri.scheme_str() == Some("http") && uri.host().is_some() => Some(uri),
+        Ok(uri) if uri.scheme_str() == Some("https") => {
+            errs.push(format!(
+                "{field}: \"{text}\": https upstreams are not supported yet; put a local TLS client (or the upstream itself) on http://127.0.0.1"
+            ));
+            let _ = uri;
+            None
+        }
+        _ => {
+            errs.push(format!("{field}: \"{text}\" is not an http:// URL"));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn up(name: &str) -> UpstreamConfig {
+        UpstreamConfig {
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn single_upstream_mounts_at_mcp() {
+        let mut c = Config::default();
+        c.upstreams.push(UpstreamConfig {
+            url: Some("http://127.0.0.1:9/mcp".into()),
+            ..up("a")
+        });
+        let m = c.mounts().unwrap();
+        assert_eq!(m[0].path, "/mcp");
+    }
+
+    #[test]
+    fn reports_every_problem_by_field() {
+        let mut c = Config::default();
+        c.session_key = Some("12".into());
+        c.upstreams.push(up("a"));
+        c.upstreams.push(UpstreamConfig {
+            url: Some("ftp://x".into()),
+            ..up("a")
+        });
+        let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+            panic!()
+        };
+        let text = problems.join("\n");
+        assert!(text.contains("session_key"), "{text}");
+        assert!(
+            text.contains("upstream[0] (\"a\"): set exactly one"),
+            "{text}"
+        );
+        assert!(text.contains("upstream[1].url"), "{text}");
+    }
+
+    #[test]
+    fn several_upstreams_get_named_paths() {
+        let mut c = Config::default();
+        c.upstreams.push(UpstreamConfig {
+            command: Some("x".into()),
+            ..up("one")
+        });
+        c.upstreams.push(UpstreamConfig {
+            sse_url: Some("http://127.0.0.1:1/sse".into()),
+            ..up("two")
+        });
+        let m = c.mounts().unwrap();
+        assert_eq!(m[0].path, "/one/mcp");
+        assert_eq!(m[1].path, "/two/mcp");
+    }
+}

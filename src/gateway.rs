@@ -1,0 +1,208 @@
+//! The gateway's shared state: its mounts, the session key, the HTTP client,
+//! and the sessions this process owns (stdio children and legacy SSE
+//! connections). HTTP-upstream sessions live only in their sealed ids.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::RngCore;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Config, ConfigError, Limits, Mount, Transport};
+use crate::session::SessionKey;
+use crate::upstream::messages::MessageSession;
+use crate::upstream::{self, UpstreamError};
+
+/// Everything a request handler needs, shared by all connections.
+pub struct Gateway {
+    pub mounts: Vec<MountState>,
+    pub by_path: HashMap<String, usize>,
+    pub key: SessionKey,
+    /// Identifies this process in the ids of sessions it owns.
+    pub instance: [u8; 16],
+    pub client: upstream::http::Client,
+    pub limits: Limits,
+    pub hosts: crate::server::HostPolicy,
+    pub sessions: Registry,
+    pub shutdown: CancellationToken,
+}
+
+pub struct MountState {
+    pub mount: Mount,
+    /// The session shared by sessionless (2026-07-28) clients of a
+    /// message-oriented upstream, started on first use.
+    shared: tokio::sync::Mutex<Option<Arc<MessageSession>>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("this gateway already serves {0} sessions (limits.max_sessions)")]
+    Full(usize),
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+}
+
+impl Gateway {
+    pub fn new(config: &Config, mounts: Vec<Mount>) -> Result<Arc<Self>, ConfigError> {
+        let key = match &config.session_key {
+            Some(hex) => SessionKey::from_hex(hex).map_err(|e| ConfigError::Invalid {
+                problems: vec![format!("session_key: {e}")],
+            })?,
+            None => SessionKey::random(),
+        };
+        let mut instance = [0u8; 16];
+        rand::rng().fill_bytes(&mut instance);
+        let by_path = mounts
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.path.clone(), i))
+            .collect();
+        Ok(Arc::new(Gateway {
+            mounts: mounts
+                .into_iter()
+                .map(|mount| MountState {
+                    mount,
+                    shared: tokio::sync::Mutex::new(None),
+                })
+                .collect(),
+            by_path,
+            key,
+            instance,
+            client: upstream::http::client(Duration::from_secs(config.limits.connect_timeout_secs)),
+            limits: config.limits.clone(),
+            hosts: crate::server::HostPolicy::new(config),
+            sessions: Registry::default(),
+            shutdown: CancellationToken::new(),
+        }))
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.limits.request_timeout_secs)
+    }
+
+    /// Start a new session on a message-oriented upstream and register it.
+    pub async fn open_session(
+        &self,
+        mount: usize,
+    ) -> Result<(u64, Arc<MessageSession>), OpenError> {
+        if self.sessions.len() >= self.limits.max_sessions {
+            return Err(OpenError::Full(self.limits.max_sessions));
+        }
+        let m = &self.mounts[mount].mount;
+        let session = upstream::open_session(m, &self.limits, &self.client, false).await?;
+        let id = self.sessions.insert(mount, session.clone());
+        Ok((id, session))
+    }
+
+    /// The shared session of a mount, (re)started when absent or ended.
+    pub async fn shared_session(&self, mount: usize) -> Result<Arc<MessageSession>, OpenError> {
+        let state = &self.mounts[mount];
+        let mut slot = state.shared.lock().await;
+        if let Some(s) = slot.as_ref().filter(|s| !s.is_closed()) {
+            return Ok(s.clone());
+        }
+        let s = upstream::open_session(&state.mount, &self.limits, &self.client, true).await?;
+        *slot = Some(s.clone());
+        Ok(s)
+    }
+
+    /// End every session this process owns (children are killed).
+    pub async fn close_all(&self, reason: &str) {
+        for s in self.sessions.drain() {
+            s.close(reason);
+        }
+        for m in &self.mounts {
+            if let Some(s) = m.shared.lock().await.take() {
+                s.close(reason);
+            }
+        }
+    }
+
+    /// Periodically end sessions idle beyond `limits.session_idle_secs`.
+    pub fn spawn_reaper(self: &Arc<Self>) {
+        let gw = Arc::downgrade(self);
+        let stop = self.shutdown.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(15));
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stop.cancelled() => return,
+                }
+                let Some(gw) = gw.upgrade() else { return };
+                let ttl = Duration::from_secs(gw.limits.session_idle_secs);
+                for s in gw.sessions.idle_beyond(ttl) {
+                    s.close(format!("session idle for more than {} s", ttl.as_secs()));
+                }
+            }
+        });
+    }
+
+    pub fn is_message_mount(&self, mount: usize) -> bool {
+        !matches!(self.mounts[mount].mount.transport, Transport::Http { .. })
+    }
+}
+
+/// Sessions owned by this process, by number.
+#[derive(Default)]
+pub struct Registry {
+    next: AtomicU64,
+    map: Mutex<HashMap<u64, (usize, Arc<MessageSession>)>>,
+}
+
+impl Registry {
+    fn insert(&self, mount: usize, session: Arc<MessageSession>) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        // Ended sessions are purged lazily (on lookup, count and reaping),
+        // so a child that exits on its own needs no callback into this table.
+        self.map.lock().unwrap().insert(id, (mount, session));
+        id
+    }
+
+    pub fn get(&self, mount: usize, id: u64) -> Option<Arc<MessageSession>> {
+        let mut map = self.map.lock().unwrap();
+        match map.get(&id) {
+            Some((m, s)) if *m == mount && !s.is_closed() => Some(s.clone()),
+            Some((_, s)) if s.is_closed() => {
+                map.remove(&id);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    pub fn remove(&self, id: u64) -> Option<Arc<MessageSession>> {
+        self.map.lock().unwrap().remove(&id).map(|(_, s)| s)
+    }
+
+    /// Open sessions; ended ones are dropped from the table on the way.
+    pub fn len(&self) -> usize {
+        let mut map = self.map.lock().unwrap();
+        map.retain(|_, (_, s)| !s.is_closed());
+        map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn idle_beyond(&self, ttl: Duration) -> Vec<Arc<MessageSession>> {
+        let mut map = self.map.lock().unwrap();
+        map.retain(|_, (_, s)| !s.is_closed());
+        map.values()
+            .filter(|(_, s)| s.idle() > ttl)
+            .map(|(_, s)| s.clone())
+            .collect()
+    }
+
+    fn drain(&self) -> Vec<Arc<MessageSession>> {
+        self.map
+            .lock()
+            .unwrap()
+            .drain()
+            .map(|(_, (_, s))| s)
+            .collect()
+    }
+}

@@ -1,0 +1,394 @@
+//! JSON-RPC 2.0 envelopes: classify a message from its top-level keys without
+//! parsing the values, build the gateway's own error bodies, and splice new
+//! values into a message without re-serialising the rest of it.
+//!
+//! Everything the gateway forwards stays as the bytes it received; this module
+//! only borrows slices of them (`RawValue`), which is what keeps forwarding
+//! lossless and about ten times cheaper than a full parse.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+/// JSON-RPC and MCP error codes the gateway itself produces.
+pub mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// Implementation-defined server error: the upstream could not be reached,
+    /// timed out or went away.
+    pub const UPSTREAM_ERROR: i64 = -32000;
+    /// The session id is unknown, expired or forged (the TypeScript SDK's code).
+    pub const SESSION_NOT_FOUND: i64 = -32001;
+    /// 2026-07-28: `Mcp-Method`/`Mcp-Name` headers disagree with the body.
+    pub const HEADER_MISMATCH: i64 = -32020;
+}
+
+/// What a single JSON-RPC message is, judged by which keys it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Request,
+    Notification,
+    Response,
+}
+
+/// A borrowed view of one message: the values stay raw slices of the input.
+#[derive(Debug)]
+pub struct Message<'a> {
+    pub kind: Kind,
+    pub id: Option<&'a RawValue>,
+    pub method: Option<Cow<'a, str>>,
+    pub params: Option<&'a RawValue>,
+    pub result: Option<&'a RawValue>,
+    pub error: Option<&'a RawValue>,
+}
+
+/// A POST body: one message, or a batch (JSON-RPC arrays, 2025-03-26 only).
+#[derive(Debug)]
+pub enum Body<'a> {
+    Single(Message<'a>),
+    Batch(Vec<(Message<'a>, &'a RawValue)>),
+}
+
+/// Why a body is not acceptable JSON-RPC.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClassifyError {
+    #[error("parse error: {0}")]
+    Parse(String),
+    #[error("invalid request: {0}")]
+    Invalid(&'static str),
+}
+
+impl ClassifyError {
+    pub fn code(&self) -> i64 {
+        match self {
+            ClassifyError::Parse(_) => code::PARSE_ERROR,
+            ClassifyError::Invalid(_) => code::INVALID_REQUEST,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<Cow<'a, str>>,
+    // `Some("null")` for an explicit null id, `None` only when the key is absent.
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// Classify a POST body or a line from an upstream.
+pub fn classify(bytes: &[u8]) -> Result<Body<'_>, ClassifyError> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'[') {
+        let items: Vec<&RawValue> =
+            serde_json::from_slice(bytes).map_err(|e| ClassifyError::Parse(e.to_string()))?;
+        if items.is_empty() {
+            return Err(ClassifyError::Invalid("empty batch"));
+        }
+        let messages = items
+            .into_iter()
+            .map(|raw| classify_one(raw.get().as_bytes()).map(|m| (m, raw)))
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(Body::Batch(messages));
+    }
+    classify_one(bytes).map(Body::Single)
+}
+
+/// Classify exactly one message (no batches).
+pub fn classify_one(bytes: &[u8]) -> Result<Message<'_>, ClassifyError> {
+    let env: Envelope<'_> = match serde_json::from_slice(bytes) {
+        Ok(env) => env,
+        Err(e) if e.is_data() => {
+            // Valid JSON of the wrong shape (a string, a number, wrong key types)
+            // is an invalid request, not a parse error.
+            return Err(ClassifyError::Invalid("not a JSON-RPC message object"));
+        }
+        Err(e) => return Err(ClassifyError::Parse(e.to_string())),
+    };
+    if env.jsonrpc.as_deref() != Some("2.0") {
+        return Err(ClassifyError::Invalid("\"jsonrpc\" must be \"2.0\""));
+    }
+    let kind = match (
+        &env.method,
+        env.id,
+        env.result.is_some() || env.error.is_some(),
+    ) {
+        (Some(_), Some(id), false) => {
+            if !is_valid_id(id) {
+                return Err(ClassifyError::Invalid(
+                    "request id must be a string or a number",
+                ));
+            }
+            Kind::Request
+        }
+        (Some(_), None, false) => Kind::Notification,
+        (None, Some(_), true) => {
+            if env.result.is_some() && env.error.is_some() {
+                return Err(ClassifyError::Invalid(
+                    "a response has either result or error",
+                ));
+            }
+            Kind::Response
+        }
+        _ => {
+            return Err(ClassifyError::Invalid(
+                "neither a request, a notification nor a response",
+            ));
+        }
+    };
+    Ok(Message {
+        kind,
+        id: env.id,
+        method: env.method,
+        params: env.params,
+        result: env.result,
+        error: env.error,
+    })
+}
+
+fn is_valid_id(id: &RawValue) -> bool {
+    matches!(id.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
+}
+
+/// A canonical text for an id, so `"a"` and `"\u0061"` match while `1` and
+/// `"1"` stay different, as JSON-RPC requires.
+pub fn id_key(id: &RawValue) -> String {
+    let raw = id.get();
+    if raw.starts_with('"')
+        && raw.contains('\\')
+        && let Ok(s) = serde_json::from_str::<String>(raw)
+    {
+        return serde_json::to_string(&s).unwrap_or_else(|_| raw.to_owned());
+    }
+    raw.to_owned()
+}
+
+/// The gateway's own error response. `id` is `null` when the request could not
+/// be identified.
+pub fn error_response(id: Option<&RawValue>, code: i64, message: &str) -> Bytes {
+    let id = id.map(RawValue::get).unwrap_or("null");
+    let message = serde_json::to_string(message).expect("strings serialise");
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":{message}}}}}"#
+    ))
+}
+
+/// Byte offset of a borrowed slice inside the buffer it was parsed from.
+fn offset_in(buf: &[u8], part: &str) -> Option<usize> {
+    let start = (part.as_ptr() as usize).checked_sub(buf.as_ptr() as usize)?;
+    (start + part.len() <= buf.len()).then_some(start)
+}
+
+/// Replace one raw value (borrowed from `buf`) with `new` text, keeping every
+/// other byte of the message as it was.
+pub fn splice(buf: &[u8], part: &RawValue, new: &str) -> Option<Vec<u8>> {
+    let start = offset_in(buf, part.get())?;
+    let end = start + part.get().len();
+    let mut out = Vec::with_capacity(buf.len() - part.get().len() + new.len());
+    out.extend_from_slice(&buf[..start]);
+    out.extend_from_slice(new.as_bytes());
+    out.extend_from_slice(&buf[end..]);
+    Some(out)
+}
+
+#[derive(Deserialize)]
+struct ParamsMeta<'a> {
+    #[serde(borrow, rename = "_meta", default)]
+    meta: Option<MetaFields<'a>>,
+    #[serde(
+        borrow,
+        rename = "progressToken",
+        default,
+        deserialize_with = "present"
+    )]
+    progress_token: Option<&'a RawValue>,
+    #[serde(borrow, rename = "requestId", default, deserialize_with = "present")]
+    request_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uri: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct MetaFields<'a> {
+    #[serde(
+        borrow,
+        rename = "progressToken",
+        default,
+        deserialize_with = "present"
+    )]
+    progress_token: Option<&'a RawValue>,
+}
+
+/// The few fields of `params` that routing needs, read without parsing the rest.
+#[derive(Debug, Default)]
+pub struct ParamsView<'a> {
+    /// `params._meta.progressToken` of a request.
+    pub request_progress_token: Option<&'a RawValue>,
+    /// `params.progressToken` of `notifications/progress`.
+    pub progress_token: Option<&'a RawValue>,
+    /// `params.requestId` of `notifications/cancelled`.
+    pub request_id: Option<&'a RawValue>,
+    /// `params.name` (tools/call, prompts/get).
+    pub name: Option<Cow<'a, str>>,
+    /// `params.uri` (resources/read).
+    pub uri: Option<Cow<'a, str>>,
+}
+
+pub fn params_view(params: Option<&RawValue>) -> ParamsView<'_> {
+    let Some(params) = params else {
+        return ParamsView::default();
+    };
+    match serde_json::from_str::<ParamsMeta<'_>>(params.get()) {
+        Ok(p) => ParamsView {
+            request_progress_token: p.meta.and_then(|m| m.progress_token),
+            progress_token: p.progress_token,
+            request_id: p.request_id,
+            name: p.name,
+            uri: p.uri,
+        },
+        Err(_) => ParamsView::default(),
+    }
+}
+
+/// Remove raw line breaks so a message fits on one stdio line. Inside valid
+/// JSON a raw CR or LF can only be insignificant whitespace (strings escape
+/// them), so this never changes a value.
+pub fn to_single_line(bytes: &[u8]) -> Cow<'_, [u8]> {
+    if bytes.iter().any(|&b| b == b'\n' || b == b'\r') {
+        Cow::Owned(
+            bytes
+                .iter()
+                .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(s: &str) -> Message<'_> {
+        match classify(s.as_bytes()).unwrap() {
+            Body::Single(m) => m,
+            Body::Batch(_) => panic!("batch"),
+        }
+    }
+
+    #[test]
+    fn classifies_each_kind() {
+        let r = one(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#);
+        assert_eq!(r.kind, Kind::Request);
+        assert_eq!(r.method.as_deref(), Some("tools/list"));
+        let n = one(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        assert_eq!(n.kind, Kind::Notification);
+        let ok = one(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#);
+        assert_eq!(ok.kind, Kind::Response);
+        let err = one(r#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"x"}}"#);
+        assert_eq!(err.kind, Kind::Response);
+        assert_eq!(err.id.unwrap().get(), "null");
+    }
+
+    #[test]
+    fn rejects_what_is_not_json_rpc() {
+        assert_eq!(classify(b"{nope").unwrap_err().code(), code::PARSE_ERROR);
+        assert_eq!(classify(b"").unwrap_err().code(), code::PARSE_ERROR);
+        for bad in [
+            "\"hello\"",
+            "42",
+            "{}",
+            r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#,
+            r#"{"jsonrpc":"2.0","method":7}"#,
+            "[]",
+        ] {
+            assert_eq!(
+                classify(bad.as_bytes()).unwrap_err().code(),
+                code::INVALID_REQUEST,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn batches_keep_each_raw_message() {
+        let body = br#"[{"jsonrpc":"2.0","id":1,"method":"a"}, {"jsonrpc":"2.0","method":"b"}]"#;
+        let Body::Batch(items) = classify(body).unwrap() else {
+            panic!()
+        };
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[1].1.get(), r#"{"jsonrpc":"2.0","method":"b"}"#);
+        assert_eq!(items[1].0.kind, Kind::Notification);
+    }
+
+    #[test]
+    fn id_keys_distinguish_numbers_and_strings() {
+        let a: &RawValue = serde_json::from_str("1").unwrap();
+        let b: &RawValue = serde_json::from_str("\"1\"").unwrap();
+        let c: &RawValue = serde_json::from_str("\"\\u0031\"").unwrap();
+        assert_ne!(id_key(a), id_key(b));
+        assert_eq!(id_key(b), id_key(c));
+    }
+
+    #[test]
+    fn splice_replaces_only_the_value() {
+        let text = br#"{"jsonrpc":"2.0", "id" : 17 ,"method":"x","params":{"z":1,"a":2}}"#;
+        let m = classify_one(text).unwrap();
+        let out = splice(text, m.id.unwrap(), "\"gw-1\"").unwrap();
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"jsonrpc":"2.0", "id" : "gw-1" ,"method":"x","params":{"z":1,"a":2}}"#
+        );
+    }
+
+    #[test]
+    fn params_view_reads_routing_fields() {
+        let m = one(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"x":[1,2]},"_meta":{"progressToken":"p1","other":1}}}"#,
+        );
+        let v = params_view(m.params);
+        assert_eq!(v.request_progress_token.unwrap().get(), "\"p1\"");
+        assert_eq!(v.name.as_deref(), Some("echo"));
+    }
+
+    #[test]
+    fn error_response_escapes_message() {
+        let body = error_response(None, code::PARSE_ERROR, "bad \"quote\"\n");
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["error"]["message"], "bad \"quote\"\n");
+        assert!(v["id"].is_null());
+    }
+
+    #[test]
+    fn single_line_keeps_values() {
+        let text = b"{\n  \"a\": \"x\\ny\"\r\n}";
+        let line = to_single_line(text);
+        let a: serde_json::Value = serde_json::from_slice(text).unwrap();
+        let b: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(a, b);
+        assert!(!line.contains(&b'\n'));
+    }
+}

@@ -1,0 +1,24 @@
+//! mcp-ui-gateway: a lossless reverse proxy in front of unmodified MCP
+//! servers, adding what MCP Apps and ChatGPT hosts need to render a UI.
+//!
+//! Layout, from the wire inwards:
+//! - [`server`]: the listener and the checks every request passes (host and
+//!   origin, CORS, media types, body limit), then hands over to the relay.
+//! - [`relay`]: joins one client exchange to its session and upstream.
+//! - [`upstream`]: how each kind of upstream is reached: streamable HTTP,
+//!   legacy HTTP+SSE, or a stdio child, and the routing of what they say.
+//! - [`gateway`]: shared state: mounts, session key, client, owned sessions.
+//! - [`session`]: sealed session ids that carry their own routing.
+//! - [`jsonrpc`] and [`sse`]: pure, allocation-light message and event parsing.
+//! - [`config`]: layered configuration and its validation.
+//! - [`demo`]: the bundled legacy MCP server the default configuration fronts.
+
+pub mod config;
+pub mod demo;
+pub mod gateway;
+pub mod jsonrpc;
+pub mod relay;
+pub mod server;
+pub mod session;
+pub mod sse;
+pub mod upstream;

@@ -1,0 +1,453 @@
+//! The downstream side: the listener, HTTP/1.1 and HTTP/2 connections, and
+//! the checks every request passes before it reaches the relay: mount lookup,
+//! `Host`/`Origin` validation against DNS rebinding, CORS, methods, media
+//! types and the body limit.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::gateway::Gateway;
+use crate::jsonrpc::{self, code};
+use crate::relay;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub type Body = UnsyncBoxBody<Bytes, BoxError>;
+
+/// Headers a browser host may send (CORS preflight).
+const ALLOW_HEADERS: &str = "authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name";
+/// Headers a browser host may read.
+const EXPOSE_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate";
+
+/// A bound gateway, ready to serve.
+pub struct Server {
+    listener: TcpListener,
+    gateway: Arc<Gateway>,
+}
+
+impl Server {
+    pub async fn bind(gateway: Arc<Gateway>, addr: SocketAddr) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        Ok(Server { listener, gateway })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("bound listener has an address")
+    }
+
+    pub fn gateway(&self) -> &Arc<Gateway> {
+        &self.gateway
+    }
+
+    /// Serve until `shutdown` fires, then stop accepting, let open exchanges
+    /// finish for at most `grace`, and end every owned session.
+    pub async fn run(self, shutdown: CancellationToken, grace: Duration) {
+        let gateway = self.gateway;
+        gateway.spawn_reaper();
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let builder = auto::Builder::new(TokioExecutor::new());
+        loop {
+            let (stream, peer) = tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait, don't spin.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                _ = shutdown.cancelled() => break,
+            };
+            let _ = stream.set_nodelay(true);
+            let gw = gateway.clone();
+            let service = hyper::service::service_fn(move |req| {
+                let gw = gw.clone();
+                async move { Ok::<_, Infallible>(handle(gw, req).await) }
+            });
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            let conn = graceful.watch(conn.into_owned());
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!(client.addr = %peer, error = %e, "connection ended with an error");
+                }
+            });
+        }
+        // Long-lived SSE streams would hold the drain open: end them first.
+        gateway.shutdown.cancel();
+        gateway.close_all("the gateway is shutting down").await;
+        if tokio::time::timeout(grace, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                grace_secs = grace.as_secs(),
+                "connections still open after the grace period; closing them"
+            );
+        }
+    }
+}
+
+/// One HTTP request, start to finish.
+pub async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
+    let origin = req.headers().get(header::ORIGIN).cloned();
+    let mut resp = route(&gw, req).await;
+    if let Some(origin) = origin.filter(|o| gw.hosts.origin_allowed(o)) {
+        let h = resp.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        h.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static(EXPOSE_HEADERS),
+        );
+        h.append(header::VARY, HeaderValue::from_static("origin"));
+    }
+    resp
+}
+
+async fn route(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
+    if !gw.hosts.host_allowed(&req) {
+        return error(
+            StatusCode::FORBIDDEN,
+            code::UPSTREAM_ERROR,
+            "Forbidden: Host header not allowed",
+        );
+    }
+    if let Some(origin) = req.headers().get(header::ORIGIN)
+        && !gw.hosts.origin_allowed(origin)
+    {
+        return error(
+            StatusCode::FORBIDDEN,
+            code::UPSTREAM_ERROR,
+            "Forbidden: Origin not allowed",
+        );
+    }
+    let path = req.uri().path();
+    if path == "/healthz" {
+        return text(StatusCode::OK, "ok\n");
+    }
+    let Some(&mount) = gw
+        .by_path
+        .get(path)
+        .or_else(|| gw.by_path.get(path.trim_end_matches('/')))
+    else {
+        return text(
+            StatusCode::NOT_FOUND,
+            "not found: this gateway serves MCP at its mount paths\n",
+        );
+    };
+    match *req.method() {
+        Method::POST => post(gw, mount, req).await,
+        Method::GET => {
+            if !accepts(req.headers(), "text/event-stream") {
+                return error(
+                    StatusCode::NOT_ACCEPTABLE,
+                    code::INVALID_REQUEST,
+                    "Not Acceptable: Accept must include text/event-stream",
+                );
+            }
+            relay::get(gw, mount, req).await
+        }
+        Method::DELETE => relay::delete(gw, mount, req).await,
+        Method::OPTIONS => preflight(),
+        _ => {
+            let mut r = error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                code::INVALID_REQUEST,
+                "Method Not Allowed",
+            );
+            r.headers_mut().insert(
+                header::ALLOW,
+                HeaderValue::from_static("GET, POST, DELETE, OPTIONS"),
+            );
+            r
+        }
+    }
+}
+
+async fn post(gw: &Arc<Gateway>, mount: usize, req: Request<Incoming>) -> Response<Body> {
+    let json = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code::INVALID_REQUEST,
+            "Unsupported Media Type: Content-Type must be application/json",
+        );
+    }
+    if !(accepts(req.headers(), "application/json") && accepts(req.headers(), "text/event-stream"))
+    {
+        return error(
+            StatusCode::NOT_ACCEPTABLE,
+            code::INVALID_REQUEST,
+            "Not Acceptable: Accept must include both application/json and text/event-stream",
+        );
+    }
+    let limit = gw.limits.max_body_bytes;
+    let (parts, body) = req.into_parts();
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                code::INVALID_REQUEST,
+                &format!(
+                    "Payload Too Large: the body exceeds {limit} bytes (limits.max_body_bytes)"
+                ),
+            );
+        }
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                code::PARSE_ERROR,
+                &format!("could not read the body: {e}"),
+            );
+        }
+    };
+    relay::post(gw, mount, parts, bytes).await
+}
+
+/// Whether `Accept` admits `media` (wildcards count; no header does not).
+fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    let (ty, _) = media.split_once('/').expect("type/subtype");
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',').any(|item| {
+                let item = item.split(';').next().unwrap_or("").trim();
+                item.eq_ignore_ascii_case(media)
+                    || item == "*/*"
+                    || item
+                        .strip_suffix("/*")
+                        .is_some_and(|t| t.eq_ignore_ascii_case(ty))
+            })
+        })
+}
+
+fn preflight() -> Response<Body> {
+    let mut r = Response::new(empty());
+    *r.status_mut() = StatusCode::NO_CONTENT;
+    let h = r.headers_mut();
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST, DELETE, OPTIONS"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(ALLOW_HEADERS),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("86400"),
+    );
+    r
+}
+
+/// Which `Host` and `Origin` values are accepted.
+#[derive(Debug, Clone)]
+pub struct HostPolicy {
+    loopback_only: bool,
+    hosts: Vec<String>,
+    origins: Vec<String>,
+    any_origin: bool,
+}
+
+impl HostPolicy {
+    pub fn new(config: &Config) -> Self {
+        HostPolicy {
+            loopback_only: config.listen.ip().is_loopback() && config.allowed_hosts.is_empty(),
+            hosts: config
+                .allowed_hosts
+                .iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect(),
+            origins: config
+                .allowed_origins
+                .iter()
+                .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
+                .collect(),
+            any_origin: config.allowed_origins.iter().any(|o| o == "*"),
+        }
+    }
+
+    pub fn host_allowed<B>(&self, req: &Request<B>) -> bool {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_owned)
+            .or_else(|| req.uri().authority().map(|a| a.to_string()));
+        let Some(host) = host.map(|h| h.to_ascii_lowercase()) else {
+            return false;
+        };
+        if self
+            .hosts
+            .iter()
+            .any(|h| *h == host || *h == strip_port(&host))
+        {
+            return true;
+        }
+        if self.loopback_only {
+            return is_loopback_name(strip_port(&host));
+        }
+        self.hosts.is_empty()
+    }
+
+    pub fn origin_allowed(&self, origin: &HeaderValue) -> bool {
+        let Ok(origin) = origin.to_str() else {
+            return false;
+        };
+        let origin = origin.to_ascii_lowercase();
+        if self.any_origin || self.origins.contains(&origin) {
+            return true;
+        }
+        let Some((scheme, rest)) = origin.split_once("://") else {
+            return false;
+        };
+        matches!(scheme, "http" | "https") && is_loopback_name(strip_port(rest))
+    }
+}
+
+fn strip_port(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
+}
+
+fn is_loopback_name(host: &str) -> bool {
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+// === response helpers ===
+
+pub fn empty() -> Body {
+    Full::new(Bytes::new())
+        .map_err(|e| match e {})
+        .boxed_unsync()
+}
+
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|e| match e {})
+        .boxed_unsync()
+}
+
+pub fn text(status: StatusCode, body: &'static str) -> Response<Body> {
+    let mut r = Response::new(full(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+/// A JSON response with a status.
+pub fn json(status: StatusCode, body: Bytes) -> Response<Body> {
+    let mut r = Response::new(full(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// An HTTP error whose body is an id-less JSON-RPC error, as MCP servers answer.
+pub fn error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+    json(status, jsonrpc::error_response(None, code, message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(listen: &str, hosts: &[&str], origins: &[&str]) -> HostPolicy {
+        HostPolicy::new(&Config {
+            listen: listen.parse().unwrap(),
+            allowed_hosts: hosts.iter().map(|s| s.to_string()).collect(),
+            allowed_origins: origins.iter().map(|s| s.to_string()).collect(),
+            ..Config::default()
+        })
+    }
+
+    fn req(host: &str) -> Request<()> {
+        Request::get("/mcp").header("host", host).body(()).unwrap()
+    }
+
+    #[test]
+    fn loopback_bind_accepts_only_loopback_hosts() {
+        let p = policy("127.0.0.1:0", &[], &[]);
+        for ok in [
+            "localhost",
+            "localhost:8787",
+            "127.0.0.1:1",
+            "[::1]:80",
+            "127.1.2.3",
+        ] {
+            assert!(p.host_allowed(&req(ok)), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:8787",
+            "127.0.0.1.evil.example",
+            "localhost.evil.example",
+        ] {
+            assert!(!p.host_allowed(&req(bad)), "{bad}");
+        }
+    }
+
+    #[test]
+    fn configured_hosts_and_origins() {
+        let p = policy(
+            "0.0.0.0:0",
+            &["gw.example.com"],
+            &["https://app.example.com"],
+        );
+        assert!(p.host_allowed(&req("gw.example.com:443")));
+        assert!(!p.host_allowed(&req("other.example.com")));
+        assert!(p.origin_allowed(&HeaderValue::from_static("https://app.example.com")));
+        assert!(p.origin_allowed(&HeaderValue::from_static("http://localhost:5173")));
+        assert!(!p.origin_allowed(&HeaderValue::from_static("https://evil.example")));
+        assert!(!p.origin_allowed(&HeaderValue::from_static("null")));
+    }
+
+    #[test]
+    fn accept_matching() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        assert!(accepts(&h, "application/json") && accepts(&h, "text/event-stream"));
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        assert!(!accepts(&h, "text/event-stream"));
+        h.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+        assert!(accepts(&h, "text/event-stream"));
+    }
+}

@@ -1,0 +1,265 @@
+//! Downstream session ids: everything routing needs, sealed with a 32-byte key.
+//!
+//! An id carries the mount it belongs to and either the upstream's own session
+//! id (HTTP upstreams: any gateway process holding the same key can serve the
+//! next request, with no shared store) or a handle on a session this process
+//! owns (stdio children and legacy SSE connections, which live in one
+//! process). XChaCha20-Poly1305 with a random 192-bit nonce seals it: a forged,
+//! truncated or foreign-key id fails to open and is answered 404.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use rand::RngCore;
+
+const VERSION: u8 = 1;
+const AAD: &[u8] = b"mcp-ui-gateway/session/v1";
+const NONCE_LEN: usize = 24;
+const TAG_LEN: usize = 16;
+
+/// Where a downstream session leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// A streamable HTTP upstream; `None` when the upstream issued no session id.
+    Http { upstream_session: Option<String> },
+    /// A session owned by one gateway process (`instance`), numbered `id` there.
+    Local { instance: [u8; 16], id: u64 },
+}
+
+/// The sealed content of a downstream session id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    pub mount: String,
+    pub route: Route,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("session key must be 64 hexadecimal characters (32 bytes), got {0} characters")]
+    Length(usize),
+    #[error("session key is not hexadecimal: {0}")]
+    Hex(#[from] hex::FromHexError),
+}
+
+/// The key that seals session ids. Cloning shares nothing mutable.
+#[derive(Clone)]
+pub struct SessionKey {
+    cipher: XChaCha20Poly1305,
+}
+
+impl std::fmt::Debug for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionKey(..)")
+    }
+}
+
+impl SessionKey {
+    pub fn from_hex(text: &str) -> Result<Self, KeyError> {
+        let text = text.trim();
+        if text.len() != 64 {
+            return Err(KeyError::Length(text.len()));
+        }
+        let bytes = hex::decode(text)?;
+        Ok(Self::from_bytes(
+            &bytes.try_into().expect("64 hex chars are 32 bytes"),
+        ))
+    }
+
+    pub fn from_bytes(key: &[u8; 32]) -> Self {
+        SessionKey {
+            cipher: XChaCha20Poly1305::new(key.into()),
+        }
+    }
+
+    /// A fresh key for this process only: its sessions do not survive a
+    /// restart and cannot be served by replicas.
+    pub fn random() -> Self {
+        let mut key = [0u8; 32];
+        rand::rng().fill_bytes(&mut key);
+        Self::from_bytes(&key)
+    }
+
+    /// Seal a token into an id of visible ASCII (base64url).
+    pub fn seal(&self, token: &Token) -> String {
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rng().fill_bytes(&mut nonce);
+        let plain = encode(token);
+        let sealed = self
+            .cipher
+            .encrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: &plain,
+                    aad: AAD,
+                },
+            )
+            .expect("encryption of a small buffer cannot fail");
+        let mut out = Vec::with_capacity(NONCE_LEN + sealed.len());
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&sealed);
+        URL_SAFE_NO_PAD.encode(out)
+    }
+
+    /// Open an id; `None` for anything not sealed by this key.
+    pub fn open(&self, id: &str) -> Option<Token> {
+        if id.len() > 4096 {
+            return None;
+        }
+        let bytes = URL_SAFE_NO_PAD.decode(id.trim()).ok()?;
+        if bytes.len() < NONCE_LEN + TAG_LEN {
+            return None;
+        }
+        let (nonce, sealed) = bytes.split_at(NONCE_LEN);
+        let plain = self
+            .cipher
+            .decrypt(
+                XNonce::from_slice(nonce),
+                Payload {
+                    msg: sealed,
+                    aad: AAD,
+                },
+            )
+            .ok()?;
+        decode(&plain)
+    }
+}
+
+// Layout: version, kind, mount (u8 length + bytes), then per kind:
+// Http: flag, u16 length + upstream session id; Local: 16-byte instance, u64 id.
+fn encode(token: &Token) -> Vec<u8> {
+    let mount = &token.mount.as_bytes()[..token.mount.len().min(255)];
+    let mut out = vec![VERSION];
+    match &token.route {
+        Route::Http { .. } => out.push(1),
+        Route::Local { .. } => out.push(2),
+    }
+    out.push(mount.len() as u8);
+    out.extend_from_slice(mount);
+    match &token.route {
+        Route::Http { upstream_session } => match upstream_session {
+            Some(s) => {
+                let s = &s.as_bytes()[..s.len().min(u16::MAX as usize)];
+                out.push(1);
+                out.extend_from_slice(&(s.len() as u16).to_be_bytes());
+                out.extend_from_slice(s);
+            }
+            None => out.push(0),
+        },
+        Route::Local { instance, id } => {
+            out.extend_from_slice(instance);
+            out.extend_from_slice(&id.to_be_bytes());
+        }
+    }
+    out
+}
+
+fn decode(bytes: &[u8]) -> Option<Token> {
+    let mut r = Reader(bytes);
+    if r.u8()? != VERSION {
+        return None;
+    }
+    let kind = r.u8()?;
+    let mount_len = r.u8()? as usize;
+    let mount = String::from_utf8(r.take(mount_len)?.to_vec()).ok()?;
+    let route = match kind {
+        1 => {
+            let upstream_session = match r.u8()? {
+                0 => None,
+                1 => {
+                    let len = u16::from_be_bytes(r.take(2)?.try_into().ok()?) as usize;
+                    Some(String::from_utf8(r.take(len)?.to_vec()).ok()?)
+                }
+                _ => return None,
+            };
+            Route::Http { upstream_session }
+        }
+        2 => Route::Local {
+            instance: r.take(16)?.try_into().ok()?,
+            id: u64::from_be_bytes(r.take(8)?.try_into().ok()?),
+        },
+        _ => return None,
+    };
+    r.0.is_empty().then_some(Token { mount, route })
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(s: Option<&str>) -> Token {
+        Token {
+            mount: "time".into(),
+            route: Route::Http {
+                upstream_session: s.map(Into::into),
+            },
+        }
+    }
+
+    #[test]
+    fn seal_open_round_trip() {
+        let key = SessionKey::random();
+        for token in [
+            http(Some("4f0e-uuid")),
+            http(None),
+            Token {
+                mount: "".into(),
+                route: Route::Local {
+                    instance: [7; 16],
+                    id: u64::MAX,
+                },
+            },
+        ] {
+            let id = key.seal(&token);
+            assert!(id.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+            assert_eq!(key.open(&id), Some(token));
+        }
+    }
+
+    #[test]
+    fn ids_are_unlinkable_and_unforgeable() {
+        let key = SessionKey::random();
+        let a = key.seal(&http(Some("x")));
+        let b = key.seal(&http(Some("x")));
+        assert_ne!(a, b, "fresh nonce per id");
+        let other = SessionKey::random();
+        assert_eq!(other.open(&a), None, "another key cannot open it");
+        let mut bytes = URL_SAFE_NO_PAD.decode(&a).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        assert_eq!(key.open(&URL_SAFE_NO_PAD.encode(bytes)), None);
+        for junk in ["", "abc", "!!!!", &"A".repeat(5000), &a[..a.len() - 2]] {
+            assert_eq!(key.open(junk), None);
+        }
+    }
+
+    #[test]
+    fn key_from_hex() {
+        let hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+        let a = SessionKey::from_hex(hex).unwrap();
+        let b = SessionKey::from_hex(hex).unwrap();
+        assert_eq!(b.open(&a.seal(&http(None))), Some(http(None)));
+        assert!(matches!(
+            SessionKey::from_hex("abcd"),
+            Err(KeyError::Length(4))
+        ));
+        assert!(SessionKey::from_hex(&"zz".repeat(32)).is_err());
+    }
+}

@@ -1,0 +1,464 @@
+//! Sessions over message-oriented upstreams (a stdio child, a legacy SSE
+//! connection): the transport moves whole messages both ways, and this module
+//! routes what comes back: a response to the client request waiting for it,
+//! progress to the request that asked for it, and everything else the server
+//! says on its own (logging, sampling, elicitation, list changes) to an open
+//! request stream or the client's GET stream, queued until one exists.
+//!
+//! One client per session is the default, so ids pass unchanged. A session
+//! shared by several sessionless (2026-07-28) clients rewrites request ids to
+//! its own and restores them on the way back.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::jsonrpc::{self, Kind, code};
+
+/// Most server messages kept for a client that has no stream open yet.
+const BACKLOG: usize = 1024;
+/// Messages buffered per request or GET stream before the upstream waits.
+const STREAM_BUFFER: usize = 64;
+
+/// What reaches a waiting request.
+#[derive(Debug)]
+pub enum Delivery {
+    /// A message related to the request (progress, a server request, logging).
+    Related(Bytes),
+    /// The response that completes the request.
+    Final(Bytes),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("upstream '{upstream}' is closed: {reason}")]
+    Closed { upstream: String, reason: String },
+}
+
+struct Pending {
+    tx: mpsc::Sender<Delivery>,
+    seq: u64,
+    /// The client's id, as it sent it.
+    client_id: Box<str>,
+    /// Whether the upstream saw another id (shared sessions).
+    rewritten: bool,
+    progress: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    pending: HashMap<String, Pending>,
+    by_progress: HashMap<String, String>,
+    get_stream: Option<mpsc::Sender<Bytes>>,
+    backlog: VecDeque<Bytes>,
+    next_id: u64,
+    seq: u64,
+}
+
+/// A session with one message-oriented upstream connection.
+pub struct MessageSession {
+    upstream: Arc<str>,
+    outgoing: mpsc::Sender<Bytes>,
+    state: Mutex<State>,
+    closed: CancellationToken,
+    reason: OnceLock<String>,
+    rewrite_ids: bool,
+    created: Instant,
+    last_active_ms: AtomicU64,
+}
+
+/// Removes a request's routing entry if it is dropped before its response
+/// arrived (the client went away, or the request timed out).
+pub struct PendingGuard {
+    session: Arc<MessageSession>,
+    key: String,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        self.session.forget(&self.key);
+    }
+}
+
+impl MessageSession {
+    /// `outgoing` feeds the transport's writer; `rewrite_ids` is for sessions
+    /// shared by several clients.
+    pub fn new(upstream: Arc<str>, outgoing: mpsc::Sender<Bytes>, rewrite_ids: bool) -> Arc<Self> {
+        Arc::new(MessageSession {
+            upstream,
+            outgoing,
+            state: Mutex::new(State::default()),
+            closed: CancellationToken::new(),
+            reason: OnceLock::new(),
+            rewrite_ids,
+            created: Instant::now(),
+            last_active_ms: AtomicU64::new(0),
+        })
+    }
+
+    pub fn upstream(&self) -> &str {
+        &self.upstream
+    }
+
+    /// Cancelled once the session ends, for whatever reason.
+    pub fn closed(&self) -> &CancellationToken {
+        &self.closed
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// Time since the last client request.
+    pub fn idle(&self) -> std::time::Duration {
+        let last = self.last_active_ms.load(Ordering::Relaxed);
+        self.created
+            .elapsed()
+            .saturating_sub(std::time::Duration::from_millis(last))
+    }
+
+    fn touch(&self) {
+        let ms = self.created.elapsed().as_millis() as u64;
+        self.last_active_ms.store(ms, Ordering::Relaxed);
+    }
+
+    fn closed_error(&self) -> SessionError {
+        SessionError::Closed {
+            upstream: self.upstream.to_string(),
+            reason: self
+                .reason
+                .get()
+                .cloned()
+                .unwrap_or_else(|| "session ended".into()),
+        }
+    }
+
+    /// Send a client request and get the stream of what relates to it. The
+    /// receiver ends with [`Delivery::Final`].
+    pub async fn request(
+        self: &Arc<Self>,
+        message: &[u8],
+        id: &RawValue,
+        progress_token: Option<&RawValue>,
+    ) -> Result<(mpsc::Receiver<Delivery>, PendingGuard), SessionError> {
+        self.touch();
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        let (key, wire) = {
+            let mut st = self.state.lock().unwrap();
+            if self.is_closed() {
+                return Err(self.closed_error());
+            }
+            st.seq += 1;
+            let seq = st.seq;
+            let (key, wire, rewritten) = if self.rewrite_ids {
+                st.next_id += 1;
+                let ours = st.next_id.to_string();
+                let wire = jsonrpc::splice(message, id, &ours)
+                    .map(Bytes::from)
+                    .unwrap_or_else(|| Bytes::copy_from_slice(message));
+                (ours, wire, true)
+            } else {
+                (jsonrpc::id_key(id), Bytes::copy_from_slice(message), false)
+            };
+            let progress = progress_token.map(jsonrpc::id_key);
+            if let Some(p) = &progress {
+                st.by_progress.insert(p.clone(), key.clone());
+            }
+            st.pending.insert(
+                key.clone(),
+                Pending {
+                    tx,
+                    seq,
+                    client_id: id.get().into(),
+                    rewritten,
+                    progress,
+                },
+            );
+            (key, wire)
+        };
+        let guard = PendingGuard {
+            session: self.clone(),
+            key,
+        };
+        self.outgoing
+            .send(wire)
+            .await
+            .map_err(|_| self.closed_error())?;
+        Ok((rx, guard))
+    }
+
+    /// Send a client notification or response (nothing comes back for it).
+    pub async fn notify(
+        &self,
+        message: Bytes,
+        kind: Kind,
+        method: Option<&str>,
+    ) -> Result<(), SessionError> {
+        self.touch();
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
+        // A shared session cannot tell whose request `requestId` names, and
+        // server-to-client requests do not exist in the sessionless protocol.
+        if self.rewrite_ids && (kind == Kind::Response || method == Some("notifications/cancelled"))
+        {
+            tracing::debug!(upstream = %self.upstream, "dropped a message a shared session cannot route");
+            return Ok(());
+        }
+        self.outgoing
+            .send(message)
+            .await
+            .map_err(|_| self.closed_error())
+    }
+
+    /// Attach the client's GET stream, which receives what the server says on
+    /// its own, starting with anything queued. At most one at a time.
+    pub fn attach_stream(&self) -> Option<mpsc::Receiver<Bytes>> {
+        self.touch();
+        let mut st = self.state.lock().unwrap();
+        if st.get_stream.as_ref().is_some_and(|tx| !tx.is_closed()) {
+            return None;
+        }
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER.max(st.backlog.len()));
+        for m in st.backlog.drain(..) {
+            let _ = tx.try_send(m);
+        }
+        st.get_stream = Some(tx);
+        Some(rx)
+    }
+
+    fn forget(&self, key: &str) {
+        let mut st = self.state.lock().unwrap();
+        if let Some(p) = st.pending.remove(key)
+            && let Some(t) = p.progress
+        {
+            st.by_progress.remove(&t);
+        }
+    }
+
+    /// Route one message from the upstream.
+    pub async fn deliver(&self, message: Bytes) {
+        let parsed = match jsonrpc::classify_one(&message) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(upstream = %self.upstream, error = %e, "ignored a message from the upstream that is not JSON-RPC");
+                return;
+            }
+        };
+        let target = {
+            let mut st = self.state.lock().unwrap();
+            match parsed.kind {
+                Kind::Response => {
+                    let key = jsonrpc::id_key(parsed.id.expect("responses have ids"));
+                    let Some(p) = st.pending.remove(&key) else {
+                        tracing::debug!(upstream = %self.upstream, id = %key, "response to no waiting request");
+                        return;
+                    };
+                    if let Some(t) = &p.progress {
+                        st.by_progress.remove(t);
+                    }
+                    let bytes = match parsed.id {
+                        Some(id) if p.rewritten => jsonrpc::splice(&message, id, &p.client_id)
+                            .map(Bytes::from)
+                            .unwrap_or_else(|| message.clone()),
+                        _ => message.clone(),
+                    };
+                    Target::Request(p.tx, Delivery::Final(bytes))
+                }
+                _ => {
+                    let progress_for = (parsed.method.as_deref() == Some("notifications/progress"))
+                        .then(|| {
+                            jsonrpc::params_view(parsed.params)
+                                .progress_token
+                                .map(jsonrpc::id_key)
+                        })
+                        .flatten()
+                        .and_then(|t| st.by_progress.get(&t).cloned())
+                        .and_then(|k| st.pending.get(&k).map(|p| p.tx.clone()));
+                    match progress_for {
+                        Some(tx) => Target::Request(tx, Delivery::Related(message.clone())),
+                        None => route_unrelated(&mut st, message.clone()),
+                    }
+                }
+            }
+        };
+        match target {
+            Target::Request(tx, d) => {
+                let _ = tx.send(d).await;
+            }
+            Target::Stream(tx, m) => {
+                let _ = tx.send(m).await;
+            }
+            Target::Queued => {}
+        }
+    }
+
+    /// End the session: every waiting request gets an error naming the
+    /// upstream and `reason`, streams close, and the transport stops.
+    pub fn close(&self, reason: impl Into<String>) {
+        let reason = reason.into();
+        let first = self.reason.set(reason.clone()).is_ok();
+        let pending: Vec<Pending> = {
+            let mut st = self.state.lock().unwrap();
+            st.by_progress.clear();
+            st.get_stream = None;
+            st.backlog.clear();
+            st.pending.drain().map(|(_, p)| p).collect()
+        };
+        self.closed.cancel();
+        if first && !pending.is_empty() {
+            tracing::warn!(upstream = %self.upstream, %reason, failed = pending.len(), "upstream session ended with requests in flight");
+        }
+        let message = format!("upstream '{}' {}", self.upstream, reason);
+        for p in pending {
+            let id = serde_json::from_str::<&RawValue>(&p.client_id).ok();
+            let body = jsonrpc::error_response(id, code::UPSTREAM_ERROR, &message);
+            let _ = p.tx.try_send(Delivery::Final(body));
+        }
+    }
+}
+
+enum Target {
+    Request(mpsc::Sender<Delivery>, Delivery),
+    Stream(mpsc::Sender<Bytes>, Bytes),
+    Queued,
+}
+
+/// A server message unrelated to any request goes to the most recent open
+/// request stream (clients accept server messages on any stream, and a
+/// sampling request during a tool call belongs there), else the GET stream,
+/// else the backlog.
+fn route_unrelated(st: &mut State, message: Bytes) -> Target {
+    let newest = st
+        .pending
+        .values()
+        .filter(|p| !p.tx.is_closed())
+        .max_by_key(|p| p.seq)
+        .map(|p| p.tx.clone());
+    if let Some(tx) = newest {
+        return Target::Request(tx, Delivery::Related(message));
+    }
+    if let Some(tx) = st.get_stream.as_ref().filter(|tx| !tx.is_closed()) {
+        return Target::Stream(tx.clone(), message);
+    }
+    if st.backlog.len() == BACKLOG {
+        st.backlog.pop_front();
+        tracing::warn!("server message backlog full; dropped the oldest message");
+    }
+    st.backlog.push_back(message);
+    Target::Queued
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> &RawValue {
+        serde_json::from_str(s).unwrap()
+    }
+
+    async fn next(rx: &mut mpsc::Receiver<Delivery>) -> Delivery {
+        tokio::time::timeout(std::time::Duration::from_secs(2), rx.recv())
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn routes_response_progress_and_server_requests() {
+        let (out_tx, mut out_rx) = mpsc::channel(8);
+        let s = MessageSession::new("t".into(), out_tx, false);
+        let req = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"progressToken":"p"}}}"#;
+        let (mut rx, _g) = s.request(req, raw("5"), Some(raw("\"p\""))).await.unwrap();
+        assert_eq!(&out_rx.recv().await.unwrap()[..], &req[..]);
+        s.deliver(Bytes::from_static(
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}"#,
+        ))
+        .await;
+        s.deliver(Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage"}"#,
+        ))
+        .await;
+        s.deliver(Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
+        ))
+        .await;
+        assert!(
+            matches!(next(&mut rx).await, Delivery::Related(b) if b.starts_with(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress"))
+        );
+        assert!(
+            matches!(next(&mut rx).await, Delivery::Related(b) if b.ends_with(b"createMessage\"}"))
+        );
+        assert!(
+            matches!(next(&mut rx).await, Delivery::Final(b) if &b[..] == br#"{"jsonrpc":"2.0","id":5,"result":{}}"#)
+        );
+    }
+
+    #[tokio::test]
+    async fn unrelated_messages_wait_for_a_stream() {
+        let (out_tx, _out_rx) = mpsc::channel(8);
+        let s = MessageSession::new("t".into(), out_tx, false);
+        s.deliver(Bytes::from_static(
+            br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+        ))
+        .await;
+        let mut get = s.attach_stream().unwrap();
+        assert!(s.attach_stream().is_none(), "one GET stream at a time");
+        assert!(get.recv().await.unwrap().ends_with(b"list_changed\"}"));
+    }
+
+    #[tokio::test]
+    async fn shared_sessions_rewrite_ids_both_ways() {
+        let (out_tx, mut out_rx) = mpsc::channel(8);
+        let s = MessageSession::new("t".into(), out_tx, true);
+        let a = br#"{"jsonrpc":"2.0","id":"x","method":"ping"}"#;
+        let id = jsonrpc::classify_one(a).unwrap().id.unwrap();
+        let (mut ra, _ga) = s.request(a, id, None).await.unwrap();
+        let (mut rb, _gb) = s.request(a, id, None).await.unwrap();
+        assert_eq!(
+            &out_rx.recv().await.unwrap()[..],
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
+        );
+        assert_eq!(
+            &out_rx.recv().await.unwrap()[..],
+            br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#
+        );
+        s.deliver(Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":2,"result":{"b":1}}"#,
+        ))
+        .await;
+        s.deliver(Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#,
+        ))
+        .await;
+        assert!(
+            matches!(next(&mut ra).await, Delivery::Final(m) if &m[..] == br#"{"jsonrpc":"2.0","id":"x","result":{"a":1}}"#)
+        );
+        assert!(
+            matches!(next(&mut rb).await, Delivery::Final(m) if &m[..] == br#"{"jsonrpc":"2.0","id":"x","result":{"b":1}}"#)
+        );
+    }
+
+    #[tokio::test]
+    async fn close_fails_requests_in_flight() {
+        let (out_tx, _out_rx) = mpsc::channel(8);
+        let s = MessageSession::new("stdio-x".into(), out_tx, false);
+        let (mut rx, _g) = s
+            .request(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, raw("1"), None)
+            .await
+            .unwrap();
+        s.close("exited with status 1");
+        let Delivery::Final(body) = next(&mut rx).await else {
+            panic!()
+        };
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!(v["error"]["message"].as_str().unwrap().contains("stdio-x"));
+        assert!(s.request(b"{}", raw("2"), None).await.is_err());
+    }
+}

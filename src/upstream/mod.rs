@@ -1,0 +1,53 @@
+//! Upstream MCP servers: how the gateway reaches each kind. Streamable HTTP is
+//! relayed request by request ([`http`]); a stdio child ([`stdio`]) and a
+//! legacy HTTP+SSE connection ([`sse`]) are message pipes joined to a
+//! [`messages::MessageSession`] that routes what they say.
+
+pub mod http;
+pub mod messages;
+pub mod sse;
+pub mod stdio;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::{Limits, Mount, Transport};
+use messages::MessageSession;
+
+/// Why an upstream could not be used; every message names the upstream.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("upstream '{upstream}' is unreachable: {detail}")]
+    Unreachable { upstream: String, detail: String },
+    #[error("upstream '{upstream}' did not answer within {seconds} s")]
+    Timeout { upstream: String, seconds: u64 },
+    #[error("upstream '{upstream}' could not be started: {detail}")]
+    Spawn { upstream: String, detail: String },
+    #[error("upstream '{upstream}' sent an invalid reply: {detail}")]
+    Protocol { upstream: String, detail: String },
+}
+
+/// Open a new session on a message-oriented upstream. `shared` sessions
+/// serve several sessionless clients and rewrite ids.
+pub async fn open_session(
+    mount: &Mount,
+    limits: &Limits,
+    client: &http::Client,
+    shared: bool,
+) -> Result<Arc<MessageSession>, UpstreamError> {
+    match &mount.transport {
+        Transport::Stdio(cmd) => stdio::spawn(&mount.name, cmd, limits, shared),
+        Transport::Sse { url } => {
+            sse::connect(
+                &mount.name,
+                url,
+                limits,
+                client,
+                shared,
+                Duration::from_secs(limits.connect_timeout_secs),
+            )
+            .await
+        }
+        Transport::Http { .. } => unreachable!("HTTP upstreams are relayed per request"),
+    }
+}
