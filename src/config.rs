@@ -352,8 +352,10 @@ mod tests {
 
     #[test]
     fn reports_every_problem_by_field() {
-        let mut c = Config::default();
-        c.session_key = Some("12".into());
+        let mut c = Config {
+            session_key: Some("12".into()),
+            ..Config::default()
+        };
         c.upstreams.push(up("a"));
         c.upstreams.push(UpstreamConfig {
             url: Some("ftp://x".into()),

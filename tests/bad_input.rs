@@ -1,0 +1,267 @@
+//! Bad input and broken upstreams: each gets a clear status or JSON-RPC error,
+//! and the gateway keeps serving afterwards.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use hyper::{Method, StatusCode};
+use serde_json::{Value, json};
+use support::clients::{post_json, request_raw};
+use support::gateway::{self as gw, TestGateway};
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bad-input-test","version":"1"}}}"#;
+
+fn body_json(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
+}
+
+/// A fresh session still works: the gateway survived whatever came before.
+async fn assert_still_serving(url: &str) {
+    let (status, headers, body) = post_json(url, &[], INIT).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    assert!(headers.contains_key("mcp-session-id"));
+    assert_eq!(
+        body_json(&body)["result"]["serverInfo"]["name"],
+        "task-list-demo"
+    );
+}
+
+fn error_code(body: &[u8]) -> i64 {
+    body_json(body)["error"]["code"]
+        .as_i64()
+        .expect("a JSON-RPC error")
+}
+
+#[tokio::test]
+async fn malformed_and_invalid_messages_are_rejected_clearly() {
+    let g = TestGateway::start(vec![gw::demo_stdio("demo")]).await;
+    let url = g.url();
+
+    let (status, _, body) = post_json(&url, &[], "{\"jsonrpc\":\"2.0\",").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error_code(&body), -32700);
+    assert!(body_json(&body)["id"].is_null());
+
+    for not_rpc in [
+        r#"{"hello":"world"}"#,
+        r#"[1,2]"#,
+        r#""text""#,
+        r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#,
+        "[]",
+    ] {
+        let (status, _, body) = post_json(&url, &[], not_rpc).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{not_rpc}");
+        assert_eq!(error_code(&body), -32600, "{not_rpc}");
+    }
+
+    let (status, _, body) = post_json(&url, &[("content-type", "text/plain")], INIT).await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert!(String::from_utf8_lossy(&body).contains("application/json"));
+
+    let (status, _, _) = post_json(&url, &[("accept", "application/json")], INIT).await;
+    assert_eq!(status, StatusCode::NOT_ACCEPTABLE);
+    let (status, _, _) = post_json(&url, &[("accept", "text/html")], INIT).await;
+    assert_eq!(status, StatusCode::NOT_ACCEPTABLE);
+    let (status, _, _) =
+        request_raw(Method::GET, &url, &[("accept", "application/json")], "").await;
+    assert_eq!(status, StatusCode::NOT_ACCEPTABLE);
+
+    let (status, _, _) = request_raw(Method::PUT, &url, &[], "").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    let (status, _, _) = post_json(&g.url_for("/elsewhere"), &[], INIT).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    assert_still_serving(&url).await;
+}
+
+#[tokio::test]
+async fn oversized_bodies_get_413() {
+    let mut config = gw::test_config();
+    config.upstreams = vec![gw::demo_stdio("demo")];
+    config.limits.max_body_bytes = 64 * 1024;
+    let g = TestGateway::start_with(config).await;
+    let big = json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"add_task","arguments":{"title":"x".repeat(100_000)}}});
+    let (status, _, body) = post_json(&g.url(), &[], big.to_string()).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(String::from_utf8_lossy(&body).contains("limits.max_body_bytes"));
+    assert_still_serving(&g.url()).await;
+}
+
+#[tokio::test]
+async fn unknown_and_forged_sessions_get_404() {
+    let g = TestGateway::start(vec![gw::demo_stdio("demo")]).await;
+    let url = g.url();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    for forged in ["nope", "AAAA", &"A".repeat(120), "../../etc/passwd"] {
+        let (status, _, body) = post_json(&url, &[("mcp-session-id", forged)], list).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{forged}");
+        assert_eq!(error_code(&body), -32001);
+    }
+    // A real id, tampered with by one character.
+    let (_, headers, _) = post_json(&url, &[], INIT).await;
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let mut tampered = sid.clone().into_bytes();
+    tampered[10] = if tampered[10] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    let (status, _, _) = post_json(&url, &[("mcp-session-id", &tampered)], list).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // An id sealed by another gateway (another key) does not open here.
+    let other = TestGateway::start(vec![gw::demo_stdio("demo")]).await;
+    let (_, headers, _) = post_json(&other.url(), &[], INIT).await;
+    let foreign = headers["mcp-session-id"].to_str().unwrap();
+    let (status, _, _) = post_json(&url, &[("mcp-session-id", foreign)], list).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // A deleted session is gone.
+    let (status, _, _) = request_raw(Method::DELETE, &url, &[("mcp-session-id", &sid)], "").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _, _) = post_json(&url, &[("mcp-session-id", &sid)], list).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_still_serving(&url).await;
+}
+
+#[tokio::test]
+async fn dns_rebinding_and_cors() {
+    let g = TestGateway::start(vec![gw::demo_stdio("demo")]).await;
+    let url = g.url();
+    let (status, _, _) = post_json(&url, &[("host", "evil.example:8787")], INIT).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _, _) = post_json(&url, &[("origin", "https://evil.example")], INIT).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    let (status, headers, _) = post_json(&url, &[("origin", "http://localhost:5173")], INIT).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        headers["access-control-allow-origin"],
+        "http://localhost:5173"
+    );
+    let exposed = headers["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(exposed.contains("mcp-session-id") && exposed.contains("www-authenticate"));
+
+    let (status, headers, _) = request_raw(
+        Method::OPTIONS,
+        &url,
+        &[
+            ("origin", "http://localhost:5173"),
+            ("access-control-request-method", "POST"),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let allowed = headers["access-control-allow-headers"].to_str().unwrap();
+    for h in [
+        "authorization",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "last-event-id",
+    ] {
+        assert!(allowed.contains(h), "{h} in {allowed}");
+    }
+}
+
+#[tokio::test]
+async fn upstream_down_is_a_json_rpc_error_naming_it() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let g = TestGateway::start(vec![gw::http(
+        "billing",
+        &format!("http://127.0.0.1:{port}/mcp"),
+    )])
+    .await;
+    let started = Instant::now();
+    let (status, _, body) = post_json(&g.url(), &[], INIT).await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(status, StatusCode::OK);
+    let v = body_json(&body);
+    assert_eq!(v["id"], 1);
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("upstream 'billing'"), "{message}");
+
+    // The same for a stdio command that cannot start and an SSE URL nobody serves.
+    let g = TestGateway::start(vec![gw::stdio("ghost", "/nonexistent/mcp-server", &[])]).await;
+    let (_, _, body) = post_json(&g.url(), &[], INIT).await;
+    assert!(
+        body_json(&body)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("upstream 'ghost'")
+    );
+    let g = TestGateway::start(vec![gw::sse(
+        "old",
+        &format!("http://127.0.0.1:{port}/sse"),
+    )])
+    .await;
+    let (_, _, body) = post_json(&g.url(), &[], INIT).await;
+    assert!(
+        body_json(&body)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("upstream 'old'")
+    );
+}
+
+#[tokio::test]
+async fn stdio_child_exiting_mid_call_fails_the_call() {
+    // Answers initialize, takes the next two messages, then dies.
+    let script = r#"read l; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fragile","version":"0"}}}'; read l; read l; exit 3"#;
+    let g = TestGateway::start(vec![gw::stdio("fragile", "sh", &["-c", script])]).await;
+    let url = g.url();
+    let (status, headers, _) = post_json(&url, &[], INIT).await;
+    assert_eq!(status, StatusCode::OK);
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let (status, _, _) = post_json(
+        &url,
+        &[("mcp-session-id", &sid)],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let started = Instant::now();
+    let (status, _, body) = post_json(
+        &url,
+        &[("mcp-session-id", &sid)],
+        r#"{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"x"}}"#,
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(5), "no hang");
+    assert_eq!(status, StatusCode::OK);
+    let v = body_json(&body);
+    assert_eq!(v["id"], "call-1");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("upstream 'fragile'") && message.contains("exit"),
+        "{message}"
+    );
+    // The session is over: the client is told to start again.
+    let (status, _, _) = post_json(
+        &url,
+        &[("mcp-session-id", &sid)],
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn protocol_headers_are_checked_for_stdio_mounts() {
+    let g = TestGateway::start(vec![gw::demo_stdio("demo")]).await;
+    let url = g.url();
+    let (status, _, _) = post_json(&url, &[("mcp-protocol-version", "1999-01-01")], INIT).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _, body) = post_json(&url, &[("mcp-method", "tools/list")], INIT).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error_code(&body), -32020);
+    // Sessionless GET and DELETE do not exist for a stdio mount.
+    let (status, _, _) =
+        request_raw(Method::GET, &url, &[("accept", "text/event-stream")], "").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+}

@@ -1,0 +1,108 @@
+//! Start the gateway in-process on 127.0.0.1:0 in front of given upstreams,
+//! and stop it when the handle drops.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_ui_gateway::config::{Config, UpstreamConfig};
+use mcp_ui_gateway::gateway::Gateway;
+use mcp_ui_gateway::server::Server;
+use tokio_util::sync::CancellationToken;
+
+pub struct TestGateway {
+    pub addr: SocketAddr,
+    pub gateway: Arc<Gateway>,
+    stop: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl TestGateway {
+    /// A gateway with default settings in front of `upstreams`.
+    pub async fn start(upstreams: Vec<UpstreamConfig>) -> Self {
+        Self::start_with(Config {
+            upstreams,
+            ..test_config()
+        })
+        .await
+    }
+
+    pub async fn start_with(mut config: Config) -> Self {
+        config.listen = "127.0.0.1:0".parse().unwrap();
+        let mounts = config.mounts().expect("valid test config");
+        let gateway = Gateway::new(&config, mounts).expect("gateway");
+        let server = Server::bind(gateway.clone(), config.listen)
+            .await
+            .expect("bind");
+        let addr = server.local_addr();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(server.run(stop.clone(), Duration::from_secs(2)));
+        TestGateway {
+            addr,
+            gateway,
+            stop,
+            task: Some(task),
+        }
+    }
+
+    /// URL of the first mount.
+    pub fn url(&self) -> String {
+        self.url_for(&self.gateway.mounts[0].mount.path)
+    }
+
+    pub fn url_for(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Stop and wait for the shutdown to complete.
+    pub async fn shutdown(mut self) {
+        self.stop.cancel();
+        if let Some(t) = self.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
+        }
+    }
+}
+
+impl Drop for TestGateway {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Defaults with short timeouts, so a failing test fails fast.
+pub fn test_config() -> Config {
+    let mut c = Config::default();
+    c.limits.request_timeout_secs = 20;
+    c.limits.connect_timeout_secs = 5;
+    c
+}
+
+pub fn http(name: &str, url: &str) -> UpstreamConfig {
+    UpstreamConfig {
+        name: name.into(),
+        url: Some(url.into()),
+        ..Default::default()
+    }
+}
+
+pub fn sse(name: &str, url: &str) -> UpstreamConfig {
+    UpstreamConfig {
+        name: name.into(),
+        sse_url: Some(url.into()),
+        ..Default::default()
+    }
+}
+
+pub fn stdio(name: &str, program: &str, args: &[&str]) -> UpstreamConfig {
+    UpstreamConfig {
+        name: name.into(),
+        command: Some(program.into()),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+/// The gateway binary's bundled demo server, as a stdio upstream.
+pub fn demo_stdio(name: &str) -> UpstreamConfig {
+    stdio(name, env!("CARGO_BIN_EXE_mcp-ui-gateway"), &["demo-server"])
+}
