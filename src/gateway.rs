@@ -133,8 +133,15 @@ impl Gateway {
                 }
                 let Some(gw) = gw.upgrade() else { return };
                 let ttl = Duration::from_secs(gw.limits.session_idle_secs);
+                let reason = format!("session idle for more than {} s", ttl.as_secs());
                 for s in gw.sessions.idle_beyond(ttl) {
-                    s.close(format!("session idle for more than {} s", ttl.as_secs()));
+                    s.close(reason.clone());
+                }
+                for m in &gw.mounts {
+                    let mut shared = m.shared.lock().await;
+                    if let Some(s) = shared.take_if(|s| s.idle() > ttl) {
+                        s.close(reason.clone());
+                    }
                 }
             }
         });

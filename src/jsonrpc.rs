@@ -24,6 +24,9 @@ pub mod code {
     pub const UPSTREAM_ERROR: i64 = -32000;
     /// The session id is unknown, expired or forged (the TypeScript SDK's code).
     pub const SESSION_NOT_FOUND: i64 = -32001;
+    /// The client cancelled the request (`notifications/cancelled`); the
+    /// answer a client ignores, as it must any late response.
+    pub const REQUEST_CANCELLED: i64 = -32800;
     /// 2026-07-28: `Mcp-Method`/`Mcp-Name` headers disagree with the body.
     pub const HEADER_MISMATCH: i64 = -32020;
 }

@@ -341,7 +341,7 @@ async fn post_messages(
                     }
                 }
                 kind => match session
-                    .notify(body.clone(), kind, m.method.as_deref())
+                    .notify(body.clone(), kind, m.method.as_deref(), m.params)
                     .await
                 {
                     Ok(()) => accepted(),
@@ -566,7 +566,12 @@ async fn post_batch(
                 }
             }
         } else if session
-            .notify(Bytes::copy_from_slice(bytes), m.kind, m.method.as_deref())
+            .notify(
+                Bytes::copy_from_slice(bytes),
+                m.kind,
+                m.method.as_deref(),
+                m.params,
+            )
             .await
             .is_err()
         {

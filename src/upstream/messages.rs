@@ -199,22 +199,49 @@ impl MessageSession {
         message: Bytes,
         kind: Kind,
         method: Option<&str>,
+        params: Option<&RawValue>,
     ) -> Result<(), SessionError> {
         self.touch();
         if self.is_closed() {
             return Err(self.closed_error());
         }
+        let cancel = method == Some("notifications/cancelled");
         // A shared session cannot tell whose request `requestId` names, and
         // server-to-client requests do not exist in the sessionless protocol.
-        if self.rewrite_ids && (kind == Kind::Response || method == Some("notifications/cancelled"))
-        {
+        if self.rewrite_ids && (kind == Kind::Response || cancel) {
             tracing::debug!(upstream = %self.upstream, "dropped a message a shared session cannot route");
             return Ok(());
+        }
+        if cancel {
+            // The server will not answer a cancelled request: end the wait
+            // for it now rather than at the request timeout.
+            if let Some(id) = jsonrpc::params_view(params).request_id {
+                self.cancel_pending(&jsonrpc::id_key(id), id);
+            }
         }
         self.outgoing
             .send(message)
             .await
             .map_err(|_| self.closed_error())
+    }
+
+    fn cancel_pending(&self, key: &str, id: &RawValue) {
+        let p = {
+            let mut st = self.state.lock().unwrap();
+            let p = st.pending.remove(key);
+            if let Some(t) = p.as_ref().and_then(|p| p.progress.as_ref()) {
+                st.by_progress.remove(t);
+            }
+            p
+        };
+        if let Some(p) = p {
+            let body = jsonrpc::error_response(
+                Some(id),
+                code::REQUEST_CANCELLED,
+                "request cancelled by the client",
+            );
+            let _ = p.tx.try_send(Delivery::Final(body));
+        }
     }
 
     /// Attach the client's GET stream, which receives what the server says on
