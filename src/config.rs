@@ -33,6 +33,9 @@ pub struct Config {
     /// checks), e.g. `https://inspector.example.com`. Loopback origins are
     /// always allowed; `"*"` allows any.
     pub allowed_origins: Vec<String>,
+    /// The overlay directory (UI metadata and widgets per upstream), watched
+    /// and reloaded on change. A missing directory means no overlays.
+    pub overlays: PathBuf,
     /// On SIGTERM or SIGINT, how long open exchanges may take to finish.
     pub shutdown_grace_secs: u64,
     /// Limits applied to every request and upstream.
@@ -49,6 +52,7 @@ impl Default for Config {
             session_key: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            overlays: PathBuf::from("overlays"),
             shutdown_grace_secs: 10,
             limits: Limits::default(),
             upstreams: Vec::new(),
@@ -153,6 +157,8 @@ pub struct Mount {
 pub struct Overrides {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<SocketAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlays: Option<PathBuf>,
     #[serde(rename = "upstream", skip_serializing_if = "Option::is_none")]
     pub upstreams: Option<Vec<UpstreamConfig>>,
 }

@@ -11,6 +11,7 @@ use rand::RngCore;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ConfigError, Limits, Mount, Transport};
+use crate::live::Live;
 use crate::session::SessionKey;
 use crate::upstream::messages::MessageSession;
 use crate::upstream::{self, UpstreamError};
@@ -26,6 +27,8 @@ pub struct Gateway {
     pub limits: Limits,
     pub hosts: crate::server::HostPolicy,
     pub sessions: Registry,
+    /// The overlays in force.
+    pub live: Arc<Live>,
     pub shutdown: CancellationToken,
 }
 
@@ -45,7 +48,11 @@ pub enum OpenError {
 }
 
 impl Gateway {
-    pub fn new(config: &Config, mounts: Vec<Mount>) -> Result<Arc<Self>, ConfigError> {
+    pub fn new(
+        config: &Config,
+        mounts: Vec<Mount>,
+        live: Arc<Live>,
+    ) -> Result<Arc<Self>, ConfigError> {
         let key = match &config.session_key {
             Some(hex) => SessionKey::from_hex(hex).map_err(|e| ConfigError::Invalid {
                 problems: vec![format!("session_key: {e}")],
@@ -74,6 +81,7 @@ impl Gateway {
             limits: config.limits.clone(),
             hosts: crate::server::HostPolicy::new(config),
             sessions: Registry::default(),
+            live,
             shutdown: CancellationToken::new(),
         }))
     }
@@ -147,6 +155,28 @@ impl Gateway {
         });
     }
 
+    /// Announce overlay changes to the sessions this process owns (HTTP
+    /// upstreams' GET streams subscribe to [`Live`] themselves).
+    pub fn spawn_change_announcer(self: &Arc<Self>) {
+        let gw = Arc::downgrade(self);
+        let stop = self.shutdown.clone();
+        let mut changes = self.live.subscribe();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = changes.changed() => if changed.is_err() { return },
+                    _ = stop.cancelled() => return,
+                }
+                let Some(gw) = gw.upgrade() else { return };
+                for session in gw.sessions.all() {
+                    for message in crate::relay::LIST_CHANGED {
+                        session.deliver(bytes::Bytes::from_static(message)).await;
+                    }
+                }
+            }
+        });
+    }
+
     pub fn is_message_mount(&self, mount: usize) -> bool {
         !matches!(self.mounts[mount].mount.transport, Transport::Http { .. })
     }
@@ -202,6 +232,12 @@ impl Registry {
             .filter(|(_, s)| s.idle() > ttl)
             .map(|(_, s)| s.clone())
             .collect()
+    }
+
+    fn all(&self) -> Vec<Arc<MessageSession>> {
+        let mut map = self.map.lock().unwrap();
+        map.retain(|_, (_, s)| !s.is_closed());
+        map.values().map(|(_, s)| s.clone()).collect()
     }
 
     fn drain(&self) -> Vec<Arc<MessageSession>> {

@@ -10,6 +10,11 @@
 //! - [`gateway`]: shared state: mounts, session key, client, owned sessions.
 //! - [`session`]: sealed session ids that carry their own routing.
 //! - [`jsonrpc`] and [`sse`]: pure, allocation-light message and event parsing.
+//! - [`rewrite`]: pure rewrites of results (`tools/list`, `tools/call`,
+//!   resources, capabilities) that add the overlays' UI metadata.
+//! - [`live`]: the overlay snapshot in force, swapped whole on reload.
+//! - [`overlay`]: the operator's overlay files, loaded, checked and compiled
+//!   into one immutable set (tool metadata and widget resources).
 //! - [`config`]: layered configuration and its validation.
 //! - [`demo`]: the bundled legacy MCP server the default configuration fronts.
 
@@ -17,7 +22,10 @@ pub mod config;
 pub mod demo;
 pub mod gateway;
 pub mod jsonrpc;
+pub mod live;
+pub mod overlay;
 pub mod relay;
+pub mod rewrite;
 pub mod server;
 pub mod session;
 pub mod sse;

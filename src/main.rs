@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use mcp_ui_gateway::config::{self, Overrides, Transport, UpstreamConfig};
 use mcp_ui_gateway::gateway::Gateway;
+use mcp_ui_gateway::live::Live;
 use mcp_ui_gateway::server::Server;
 use tokio_util::sync::CancellationToken;
 
@@ -46,6 +47,9 @@ struct ServeArgs {
     /// Configuration file [default: config/gateway.toml when it exists].
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Overlay directory, watched and reloaded live [default: overlays].
+    #[arg(long, value_name = "DIR")]
+    overlays: Option<PathBuf>,
     /// Front one streamable HTTP upstream, e.g. http://127.0.0.1:3001/mcp.
     #[arg(long, value_name = "URL", conflicts_with_all = ["upstream_sse", "command"])]
     upstream: Option<String>,
@@ -139,6 +143,7 @@ impl ServeArgs {
 async fn serve(args: ServeArgs) -> ExitCode {
     let overrides = Overrides {
         listen: args.listen,
+        overlays: args.overlays.clone(),
         upstreams: args.upstream().map(|u| vec![u]),
     };
     let (mut config, file) = match config::load(args.config.as_deref(), &overrides) {
@@ -159,7 +164,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
             ));
         }
     };
-    let gateway = match Gateway::new(&config, mounts) {
+    let live = match Live::open(&config.overlays) {
+        Ok(live) => live,
+        Err(errors) => return fail(&format!("{} (in {})", errors, config.overlays.display())),
+    };
+    let gateway = match Gateway::new(&config, mounts, live.clone()) {
         Ok(g) => g,
         Err(e) => {
             return fail(&format!(
@@ -201,6 +210,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     tracing::info!(%addr, config = %source, "mcp-ui-gateway serving");
     let stop = CancellationToken::new();
+    if let Err(e) = live.watch(stop.clone()) {
+        tracing::warn!(error = %e, dir = %config.overlays.display(), "cannot watch the overlay directory; edits need a restart");
+    }
     tokio::spawn(stop_on_signal(stop.clone()));
     server
         .run(stop, Duration::from_secs(config.shutdown_grace_secs))

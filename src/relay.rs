@@ -7,6 +7,9 @@
 // failure path, so its size does not matter.
 #![allow(clippy::result_large_err)]
 
+pub mod plan;
+mod stream;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,11 +27,13 @@ use tokio_stream::wrappers::ReceiverStream;
 use crate::config::Transport;
 use crate::gateway::{Gateway, OpenError};
 use crate::jsonrpc::{self, Kind, Message, code};
+use crate::overlay::OverlaySet;
 use crate::server::{self, Body};
 use crate::session::{Route, Token};
 use crate::sse;
 use crate::upstream::messages::{Delivery, MessageSession, PendingGuard};
 use crate::upstream::{self, UpstreamError};
+use plan::{Plan, Rewrite};
 
 pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 const PROTOCOL_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -65,6 +70,12 @@ const KNOWN_VERSIONS: &[&str] = &[
     "2025-06-18",
     "2025-11-25",
     "2026-07-28",
+];
+
+/// What the gateway tells live sessions after an overlay reload.
+pub const LIST_CHANGED: [&[u8]; 2] = [
+    br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+    br#"{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}"#,
 ];
 
 /// Send server messages as SSE comments this often on idle streams.
@@ -138,15 +149,52 @@ pub async fn post(
         Ok(s) => s,
         Err(r) => return r,
     };
+    // One snapshot for the whole exchange, however long it takes.
+    let overlays = gw.live.load();
+    let name = &gw.mounts[mount].mount.name;
+    let (plan, request_id) = match &parsed {
+        jsonrpc::Body::Single(m) => (
+            plan::plan(&overlays, name, m),
+            m.id.filter(|_| m.kind == Kind::Request),
+        ),
+        jsonrpc::Body::Batch(_) => (Plan::Forward, None),
+    };
+    if let Plan::Answer(answer) = plan {
+        return server::json(StatusCode::OK, answer);
+    }
+    let finisher = match plan {
+        Plan::Rewrite(rewrite) => Some(Finisher {
+            overlays,
+            mount: name.clone(),
+            rewrite,
+        }),
+        _ => None,
+    };
     if gw.is_message_mount(mount) {
-        post_messages(gw, mount, &parts.headers, &body, parsed, sref).await
+        post_messages(gw, mount, &parts.headers, &body, parsed, sref, finisher).await
     } else {
-        let first_request = match &parsed {
-            jsonrpc::Body::Single(m) if m.kind == Kind::Request => m.id,
-            _ => None,
-        };
-        let id = first_request.map(|id| id.get().to_owned());
-        post_http(gw, mount, &parts.headers, body.clone(), sref, id).await
+        let id = request_id.map(|id| id.get().to_owned());
+        post_http(gw, mount, &parts.headers, body.clone(), sref, id, finisher).await
+    }
+}
+
+/// Rewrites the response to one planned request, falling back to the
+/// upstream's bytes whenever the rewrite does not apply.
+#[derive(Clone)]
+struct Finisher {
+    overlays: Arc<OverlaySet>,
+    mount: String,
+    rewrite: Rewrite,
+}
+
+impl Finisher {
+    /// The rewritten response, or `None` to keep the upstream's.
+    fn finish(&self, response: &[u8]) -> Option<Bytes> {
+        let applied = plan::apply(&self.overlays, &self.mount, &self.rewrite, response);
+        for warning in &applied.warnings {
+            tracing::warn!(upstream = %self.mount, rewrite = ?self.rewrite, "{warning}");
+        }
+        applied.body
     }
 }
 
@@ -157,6 +205,7 @@ async fn post_http(
     body: Bytes,
     sref: SessionRef,
     request_id: Option<String>,
+    finisher: Option<Finisher>,
 ) -> Response<Body> {
     let Transport::Http { url } = &gw.mounts[mount].mount.transport else {
         unreachable!("HTTP mount")
@@ -170,7 +219,7 @@ async fn post_http(
         &sref,
         body,
     );
-    match upstream::http::send(
+    let resp = match upstream::http::send(
         &gw.client,
         &gw.mounts[mount].mount.name,
         req,
@@ -178,9 +227,36 @@ async fn post_http(
     )
     .await
     {
-        Ok(resp) => relay_response(gw, mount, resp, &sref),
-        Err(e) => upstream_failure(request_id.as_deref(), &e),
+        Ok(resp) => resp,
+        Err(e) => return upstream_failure(request_id.as_deref(), &e),
+    };
+    let (parts, body) = resp.into_parts();
+    let head = relay_head(gw, mount, &parts, &sref);
+    let (Some(finisher), Some(id), true) = (finisher, request_id, parts.status.is_success()) else {
+        return head.map(|()| body.map_err(Into::into).boxed_unsync());
+    };
+    let id: Box<RawValue> = RawValue::from_string(id).expect("the id was parsed from JSON");
+    let key = jsonrpc::id_key(&id);
+    if is_event_stream(&parts.headers) {
+        let limit = gw.limits.max_message_bytes;
+        return head.map(|()| stream::rewrite_response_events(body, key, finisher, limit));
     }
+    // A JSON answer is read whole (bounded), rewritten and sent on.
+    let bytes = match http_body_util::Limited::new(body, gw.limits.max_message_bytes)
+        .collect()
+        .await
+    {
+        Ok(c) => c.to_bytes(),
+        Err(e) => {
+            let e = UpstreamError::Protocol {
+                upstream: gw.mounts[mount].mount.name.clone(),
+                detail: format!("could not read its response: {e}"),
+            };
+            return upstream_failure(Some(id.get()), &e);
+        }
+    };
+    let bytes = finisher.finish(&bytes).unwrap_or(bytes);
+    head.map(|()| server::full(bytes))
 }
 
 /// A request whose upstream failed gets a JSON-RPC error naming the
@@ -229,15 +305,15 @@ fn upstream_request(
     req
 }
 
-/// Relay an HTTP upstream's response, its body streamed through untouched.
-fn relay_response(
+/// The head of an HTTP upstream's response as the client gets it: status,
+/// allowed headers, and the session id translated.
+fn relay_head(
     gw: &Gateway,
     mount: usize,
-    resp: Response<Incoming>,
+    parts: &http::response::Parts,
     sref: &SessionRef,
-) -> Response<Body> {
-    let (parts, body) = resp.into_parts();
-    let mut out = Response::new(body.map_err(Into::into).boxed_unsync());
+) -> Response<()> {
+    let mut out = Response::new(());
     *out.status_mut() = parts.status;
     let h = out.headers_mut();
     for name in &FORWARDED_RESPONSE_HEADERS {
@@ -290,6 +366,7 @@ async fn post_messages(
     body: &Bytes,
     parsed: jsonrpc::Body<'_>,
     sref: SessionRef,
+    finisher: Option<Finisher>,
 ) -> Response<Body> {
     if let Some(v) = headers.get(PROTOCOL_HEADER)
         && !v.to_str().is_ok_and(|v| KNOWN_VERSIONS.contains(&v.trim()))
@@ -329,7 +406,7 @@ async fn post_messages(
                     let id = m.id.expect("requests have ids");
                     let progress = jsonrpc::params_view(m.params).request_progress_token;
                     let resp = match session.request(body, id, progress).await {
-                        Ok((rx, guard)) => answer(gw, &session, rx, guard, id).await,
+                        Ok((rx, guard)) => answer(gw, &session, rx, guard, id, finisher).await,
                         Err(e) => server::json(
                             StatusCode::OK,
                             jsonrpc::error_response(Some(id), code::UPSTREAM_ERROR, &e.to_string()),
@@ -448,6 +525,7 @@ async fn answer(
     mut rx: mpsc::Receiver<Delivery>,
     guard: PendingGuard,
     id: &RawValue,
+    finisher: Option<Finisher>,
 ) -> Response<Body> {
     let deadline = Instant::now() + gw.request_timeout();
     let timeout_error = || {
@@ -463,6 +541,7 @@ async fn answer(
     };
     match tokio::time::timeout_at(deadline, rx.recv()).await {
         Ok(Some(Delivery::Final(b))) => {
+            let b = finish(finisher.as_ref(), b);
             let is_error = jsonrpc::classify_one(&b).is_ok_and(|m| m.error.is_some());
             let mut r = server::json(StatusCode::OK, b);
             if is_error {
@@ -490,7 +569,7 @@ async fn answer(
                     };
                     let (bytes, last) = match next {
                         Ok(Some(Delivery::Related(b))) => (b, false),
-                        Ok(Some(Delivery::Final(b))) => (b, true),
+                        Ok(Some(Delivery::Final(b))) => (finish(finisher.as_ref(), b), true),
                         Ok(None) => return,
                         Err(_) => (timeout_body.clone(), true),
                     };
@@ -514,6 +593,12 @@ async fn answer(
             server::json(StatusCode::OK, timeout_error())
         }
     }
+}
+
+fn finish(finisher: Option<&Finisher>, response: Bytes) -> Bytes {
+    finisher
+        .and_then(|f| f.finish(&response))
+        .unwrap_or(response)
 }
 
 async fn post_batch(
@@ -734,6 +819,7 @@ async fn forward_bodyless(
     headers: &HeaderMap,
     sref: &SessionRef,
 ) -> Response<Body> {
+    let method_is_get = method == http::Method::GET;
     let req = upstream_request(gw, mount, method, url.clone(), headers, sref, Bytes::new());
     match upstream::http::send(
         &gw.client,
@@ -743,7 +829,18 @@ async fn forward_bodyless(
     )
     .await
     {
-        Ok(resp) => relay_response(gw, mount, resp, sref),
+        Ok(resp) => {
+            let (parts, body) = resp.into_parts();
+            let head = relay_head(gw, mount, &parts, sref);
+            // The server's own stream also carries the gateway's list-changed
+            // announcements after an overlay reload.
+            if method_is_get && parts.status.is_success() && is_event_stream(&parts.headers) {
+                let changes = gw.live.subscribe();
+                let limit = gw.limits.max_message_bytes;
+                return head.map(|()| stream::with_announcements(body, changes, limit));
+            }
+            head.map(|()| body.map_err(Into::into).boxed_unsync())
+        }
         Err(e) => upstream_failure(None, &e),
     }
 }

@@ -59,6 +59,7 @@ impl Server {
     pub async fn run(self, shutdown: CancellationToken, grace: Duration) {
         let gateway = self.gateway;
         gateway.spawn_reaper();
+        gateway.spawn_change_announcer();
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let builder = auto::Builder::new(TokioExecutor::new());
         loop {

@@ -74,6 +74,13 @@ impl Parser {
         Ok(Some(parse_block(self.buf.split_to(end).freeze())))
     }
 
+    /// Whatever is buffered and not yet returned as an event, for a stream
+    /// that ended mid-event (passed on as it is).
+    pub fn take_remaining(&mut self) -> Bytes {
+        self.scanned = 0;
+        self.buf.split().freeze()
+    }
+
     /// At the end of the stream: the last event, when it was terminated by
     /// a final CR that could not be told from half a CRLF until now.
     pub fn finish(&mut self) -> Option<Event> {

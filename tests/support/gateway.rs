@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use mcp_ui_gateway::config::{Config, UpstreamConfig};
 use mcp_ui_gateway::gateway::Gateway;
+use mcp_ui_gateway::live::Live;
 use mcp_ui_gateway::server::Server;
 use tokio_util::sync::CancellationToken;
 
@@ -30,7 +31,8 @@ impl TestGateway {
     pub async fn start_with(mut config: Config) -> Self {
         config.listen = "127.0.0.1:0".parse().unwrap();
         let mounts = config.mounts().expect("valid test config");
-        let gateway = Gateway::new(&config, mounts).expect("gateway");
+        let live = Live::open(&config.overlays).expect("valid overlays");
+        let gateway = Gateway::new(&config, mounts, live).expect("gateway");
         let server = Server::bind(gateway.clone(), config.listen)
             .await
             .expect("bind");
@@ -69,9 +71,13 @@ impl Drop for TestGateway {
     }
 }
 
-/// Defaults with short timeouts, so a failing test fails fast.
+/// Defaults with short timeouts, so a failing test fails fast, and no
+/// overlays unless a test gives some.
 pub fn test_config() -> Config {
-    let mut c = Config::default();
+    let mut c = Config {
+        overlays: "/nonexistent/overlays".into(),
+        ..Config::default()
+    };
     c.limits.request_timeout_secs = 20;
     c.limits.connect_timeout_secs = 5;
     c

@@ -1,0 +1,173 @@
+//! The live overlay snapshot: one immutable [`OverlaySet`] that requests
+//! read once per exchange and a reload replaces whole. A reload that fails
+//! keeps the last good snapshot and says why; one that changes nothing is
+//! not announced. Watching the directory (debounced) lives here too.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::overlay::{LoadErrors, OverlaySet, load_dir};
+
+/// Quiet time after the last file event before reloading: editors write a
+/// file in several steps (truncate, write, rename, chmod).
+const DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// Holds the current overlays and announces each change.
+pub struct Live {
+    dir: Option<PathBuf>,
+    current: ArcSwap<OverlaySet>,
+    generation: AtomicU64,
+    changes: watch::Sender<u64>,
+}
+
+/// What a reload did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Reloaded {
+    /// A new snapshot is in force.
+    Changed(u64),
+    /// The files compile to what is already in force.
+    Unchanged,
+}
+
+impl Live {
+    /// No overlays: the gateway forwards everything as it is.
+    pub fn empty() -> Arc<Self> {
+        Self::new(None, OverlaySet::default())
+    }
+
+    pub fn new(dir: Option<PathBuf>, initial: OverlaySet) -> Arc<Self> {
+        Arc::new(Live {
+            dir,
+            current: ArcSwap::from_pointee(initial),
+            generation: AtomicU64::new(0),
+            changes: watch::channel(0).0,
+        })
+    }
+
+    /// Load `dir` for the first time. A missing directory means no overlays;
+    /// a broken one is an error (there is no last good snapshot to keep).
+    pub fn open(dir: &Path) -> Result<Arc<Self>, LoadErrors> {
+        if !dir.exists() {
+            tracing::info!(dir = %dir.display(), "no overlay directory; upstreams are served unchanged");
+            return Ok(Self::new(Some(dir.to_path_buf()), OverlaySet::default()));
+        }
+        let set = load_dir(dir)?;
+        Ok(Self::new(Some(dir.to_path_buf()), set))
+    }
+
+    /// The snapshot in force; hold it for the whole exchange.
+    pub fn load(&self) -> Arc<OverlaySet> {
+        self.current.load_full()
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Notified with the new generation after every change.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Swap in a new snapshot (keeping the widget versions the old one served
+    /// readable) and announce it.
+    pub fn publish(&self, mut next: OverlaySet) -> Reloaded {
+        let previous = self.current.load_full();
+        next.retain_previous_versions(&previous);
+        if next == *previous {
+            return Reloaded::Unchanged;
+        }
+        self.current.store(Arc::new(next));
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        self.changes.send_replace(generation);
+        Reloaded::Changed(generation)
+    }
+
+    /// Read the directory again. On errors the snapshot in force stays.
+    pub fn reload(&self) -> Result<Reloaded, LoadErrors> {
+        let Some(dir) = &self.dir else {
+            return Ok(Reloaded::Unchanged);
+        };
+        let next = if dir.exists() {
+            load_dir(dir)?
+        } else {
+            OverlaySet::default()
+        };
+        Ok(self.publish(next))
+    }
+
+    /// Watch the directory and reload on changes until `stop`.
+    pub fn watch(self: &Arc<Self>, stop: CancellationToken) -> notify::Result<()> {
+        let Some(dir) = self.dir.clone() else {
+            return Ok(());
+        };
+        let (tx, mut rx) = mpsc::channel::<()>(1);
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                let relevant = event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_)));
+                if relevant {
+                    // A full channel already means "reload pending".
+                    let _ = tx.try_send(());
+                }
+            })?;
+        // Watch the parent too, so the directory being created, replaced or
+        // removed is noticed.
+        let parent = dir
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        watcher.watch(&parent, RecursiveMode::NonRecursive)?;
+        if dir.exists() {
+            watcher.watch(&dir, RecursiveMode::Recursive)?;
+        }
+        let live = self.clone();
+        tokio::spawn(async move {
+            let mut watcher = watcher;
+            let mut watching = dir.exists();
+            loop {
+                tokio::select! {
+                    got = rx.recv() => if got.is_none() { return },
+                    _ = stop.cancelled() => return,
+                }
+                // Debounce: wait for a quiet period, absorbing further events.
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::sleep(DEBOUNCE) => break,
+                        got = rx.recv() => if got.is_none() { return },
+                        _ = stop.cancelled() => return,
+                    }
+                }
+                if !watching && dir.exists() {
+                    watching = watcher.watch(&dir, RecursiveMode::Recursive).is_ok();
+                } else if watching && !dir.exists() {
+                    watching = false;
+                }
+                live.reload_and_log();
+            }
+        });
+        Ok(())
+    }
+
+    fn reload_and_log(&self) {
+        match self.reload() {
+            Ok(Reloaded::Changed(generation)) => {
+                tracing::info!(generation, "overlays reloaded");
+            }
+            Ok(Reloaded::Unchanged) => tracing::debug!("overlay files changed; nothing to apply"),
+            Err(errors) => {
+                tracing::warn!(
+                    generation = self.generation(),
+                    "overlay reload failed; the last good overlays stay in force\n{errors}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! What the gateway does with one client request, decided from the overlay
+//! snapshot alone: forward it untouched, answer it itself (a widget
+//! resource), or forward it and rewrite the matching response. Pure: the
+//! relay does the IO on both sides of these functions.
+//!
+//! A mount without overlays is never rewritten: the gateway is then exactly
+//! the upstream, byte for byte.
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::{self, Kind, Message, code};
+use crate::overlay::OverlaySet;
+use crate::rewrite::{self, ListChanged, Warning};
+
+/// The methods whose responses the gateway may rewrite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rewrite {
+    Initialize,
+    Discover,
+    ToolsList,
+    ResourcesList,
+    TemplatesList,
+    /// A `tools/call` of a tool whose overlay shapes results.
+    ToolCall(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    Forward,
+    /// Answer with this complete response; the upstream never sees the request.
+    Answer(Bytes),
+    Rewrite(Rewrite),
+}
+
+/// Decide for one message sent to `mount`.
+pub fn plan(overlays: &OverlaySet, mount: &str, m: &Message<'_>) -> Plan {
+    if m.kind != Kind::Request {
+        return Plan::Forward;
+    }
+    let Some(tools) = overlays.mount(mount) else {
+        return Plan::Forward;
+    };
+    match m.method.as_deref().unwrap_or_default() {
+        "initialize" => Plan::Rewrite(Rewrite::Initialize),
+        "server/discover" => Plan::Rewrite(Rewrite::Discover),
+        "tools/list" => Plan::Rewrite(Rewrite::ToolsList),
+        "resources/list" => Plan::Rewrite(Rewrite::ResourcesList),
+        "resources/templates/list" => Plan::Rewrite(Rewrite::TemplatesList),
+        "resources/read" => {
+            let view = jsonrpc::params_view(m.params);
+            match view
+                .uri
+                .as_deref()
+                .and_then(|uri| overlays.widgets().by_uri(uri))
+            {
+                Some(widget) => Plan::Answer(result_response(m.id, &rewrite::read_result(widget))),
+                None => Plan::Forward,
+            }
+        }
+        "tools/call" => {
+            let view = jsonrpc::params_view(m.params);
+            match view
+                .name
+                .as_deref()
+                .and_then(|n| tools.tool(n).map(|t| (n, t)))
+            {
+                Some((name, tool)) if !tool.result.is_noop() => {
+                    Plan::Rewrite(Rewrite::ToolCall(name.to_owned()))
+                }
+                _ => Plan::Forward,
+            }
+        }
+        _ => Plan::Forward,
+    }
+}
+
+/// What [`apply`] made of a response.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// The new response; `None` leaves the upstream's bytes as they were.
+    pub body: Option<Bytes>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Rewrite the response to a planned request. Anything unexpected (not JSON,
+/// no result, another error) leaves the response untouched.
+pub fn apply(overlays: &OverlaySet, mount: &str, rewrite: &Rewrite, response: &[u8]) -> Applied {
+    let Ok(Value::Object(mut message)) = serde_json::from_slice::<Value>(response) else {
+        return Applied::default();
+    };
+    let mut warnings = Vec::new();
+    // The gateway answers the resource listings an upstream lacks.
+    if let Some(error) = message.get("error") {
+        let not_found = error.get("code").and_then(Value::as_i64) == Some(code::METHOD_NOT_FOUND);
+        let local = match rewrite {
+            Rewrite::ResourcesList if not_found => {
+                rewrite::local_resources_list(&overlays.widgets_for(mount))
+            }
+            Rewrite::TemplatesList if not_found => json!({ "resourceTemplates": [] }),
+            _ => return Applied::default(),
+        };
+        message.remove("error");
+        message.insert("result".into(), local);
+        return Applied {
+            body: Some(to_bytes(&message)),
+            warnings,
+        };
+    }
+    let Some(result) = message.get_mut("result") else {
+        return Applied::default();
+    };
+    let list_changed = ListChanged {
+        tools: true,
+        resources: true,
+    };
+    match rewrite {
+        Rewrite::Initialize => rewrite::initialize_result(result, list_changed),
+        Rewrite::Discover => rewrite::discover_result(result, list_changed),
+        Rewrite::ToolsList => {
+            let tools = overlays.mount(mount).cloned().unwrap_or_default();
+            warnings = rewrite::tools_list(result, &tools, overlays.widgets());
+        }
+        Rewrite::ResourcesList => {
+            warnings = rewrite::resources_list(result, &overlays.widgets_for(mount));
+        }
+        Rewrite::TemplatesList => return Applied::default(),
+        Rewrite::ToolCall(name) => match overlays.mount(mount).and_then(|m| m.tool(name)) {
+            Some(tool) => warnings = rewrite::tools_call_result(result, tool),
+            None => return Applied::default(),
+        },
+    }
+    Applied {
+        body: Some(to_bytes(&message)),
+        warnings,
+    }
+}
+
+fn to_bytes(message: &Map<String, Value>) -> Bytes {
+    Bytes::from(serde_json::to_vec(message).expect("a JSON value serialises"))
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":…}` with the request's id as sent.
+fn result_response(id: Option<&RawValue>, result: &Value) -> Bytes {
+    let id = id.map(RawValue::get).unwrap_or("null");
+    let result = serde_json::to_string(result).expect("a JSON value serialises");
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::overlay::{MountOverlays, ToolOverlay, Widget, Widgets};
+    use std::collections::BTreeMap;
+
+    fn overlays() -> OverlaySet {
+        let widget = Widget::compile(
+            "board",
+            &Default::default(),
+            "<!doctype html><p>hi</p>".into(),
+        );
+        let tool = ToolOverlay {
+            widget: Some("board".into()),
+            ..Default::default()
+        };
+        let mut mounts = BTreeMap::new();
+        mounts.insert(
+            "demo".to_owned(),
+            MountOverlays::new([("list".to_owned(), tool)]),
+        );
+        OverlaySet::new(mounts, Widgets::new([widget]))
+    }
+
+    fn msg(text: &str) -> Message<'_> {
+        jsonrpc::classify_one(text.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn mounts_without_overlays_are_left_alone() {
+        let o = overlays();
+        let m = msg(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+        assert_eq!(plan(&o, "other", &m), Plan::Forward);
+        assert_eq!(plan(&o, "demo", &m), Plan::Rewrite(Rewrite::ToolsList));
+        let n = msg(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        assert_eq!(plan(&o, "demo", &n), Plan::Forward);
+    }
+
+    #[test]
+    fn widget_reads_are_answered_locally() {
+        let o = overlays();
+        let uri = o.widgets().get("board").unwrap().uri.clone();
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":"r1","method":"resources/read","params":{{"uri":"{uri}"}}}}"#
+        );
+        let Plan::Answer(body) = plan(&o, "demo", &msg(&text)) else {
+            panic!()
+        };
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["id"], "r1");
+        assert_eq!(
+            v["result"]["contents"][0]["mimeType"],
+            "text/html;profile=mcp-app"
+        );
+        let other = msg(
+            r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///x"}}"#,
+        );
+        assert_eq!(plan(&o, "demo", &other), Plan::Forward);
+    }
+
+    #[test]
+    fn missing_resource_methods_are_answered() {
+        let o = overlays();
+        let not_found =
+            br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found"}}"#;
+        let a = apply(&o, "demo", &Rewrite::ResourcesList, not_found);
+        let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
+        assert_eq!(v["id"], 3);
+        assert_eq!(v["result"]["resources"][0]["name"], "board");
+        let a = apply(&o, "demo", &Rewrite::TemplatesList, not_found);
+        let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
+        assert_eq!(v["result"]["resourceTemplates"], json!([]));
+        // Other errors pass as they are.
+        let other = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"boom"}}"#;
+        assert!(
+            apply(&o, "demo", &Rewrite::ResourcesList, other)
+                .body
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn tools_list_gains_the_widget_and_keeps_the_rest() {
+        let o = overlays();
+        let response = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"list","inputSchema":{"type":"object"},"x-vendor":1},{"name":"other","inputSchema":{}}],"nextCursor":"c2"}}"#;
+        let a = apply(&o, "demo", &Rewrite::ToolsList, response);
+        let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
+        let uri = &o.widgets().get("board").unwrap().uri;
+        assert_eq!(
+            v["result"]["tools"][0]["_meta"]["ui"]["resourceUri"],
+            json!(uri)
+        );
+        assert_eq!(v["result"]["tools"][0]["x-vendor"], 1);
+        assert_eq!(
+            v["result"]["tools"][1],
+            json!({"name":"other","inputSchema":{}})
+        );
+        assert_eq!(v["result"]["nextCursor"], "c2");
+    }
+}

@@ -1,0 +1,441 @@
+//! Table-driven tests of the `tools/list` rewrite, one rule per test.
+
+use serde_json::json;
+
+use super::*;
+use crate::overlay::{Annotations, SecurityScheme, Widget, WidgetManifest};
+
+fn clock() -> Widget {
+    Widget::compile("clock", &WidgetManifest::default(), "<p>clock</p>".into())
+}
+
+fn widgets() -> Widgets {
+    Widgets::new([clock()])
+}
+
+fn mount(tools: &[(&str, ToolOverlay)]) -> MountOverlays {
+    MountOverlays::new(tools.iter().map(|(name, t)| (name.to_string(), t.clone())))
+}
+
+fn with_widget() -> ToolOverlay {
+    ToolOverlay {
+        widget: Some("clock".into()),
+        ..ToolOverlay::default()
+    }
+}
+
+/// Rewrites a one-tool list and returns the tool.
+fn rewrite_one(tool: Value, overlay: ToolOverlay) -> (Value, Vec<Warning>) {
+    let name = tool["name"].as_str().unwrap().to_owned();
+    let mut result = json!({ "tools": [tool] });
+    let warnings = tools_list(&mut result, &mount(&[(&name, overlay)]), &widgets());
+    (result["tools"][0].clone(), warnings)
+}
+
+#[test]
+fn a_widget_sets_all_three_uri_keys_and_explicit_visibility() {
+    let (tool, warnings) = rewrite_one(
+        json!({ "name": "t", "inputSchema": { "type": "object" } }),
+        with_widget(),
+    );
+    assert!(warnings.is_empty());
+    let uri = clock().uri;
+    assert_eq!(
+        tool.to_string(),
+        json!({
+            "name": "t",
+            "inputSchema": { "type": "object" },
+            "_meta": {
+                "ui": { "resourceUri": uri, "visibility": ["model", "app"] },
+                "ui/resourceUri": uri,
+                "openai/outputTemplate": uri,
+                "openai/visibility": "public",
+                "openai/widgetAccessible": true
+            }
+        })
+        .to_string()
+    );
+}
+
+#[test]
+fn visibility_mapping() {
+    use Audience::{App, Model};
+    let cases: [(Vec<Audience>, Value, &str, bool); 4] = [
+        (vec![Model, App], json!(["model", "app"]), "public", true),
+        (vec![App], json!(["app"]), "private", true),
+        (vec![Model], json!(["model"]), "public", false),
+        (vec![App, Model], json!(["model", "app"]), "public", true),
+    ];
+    for (visibility, ui, openai, accessible) in cases {
+        for widget in [None, Some("clock".to_owned())] {
+            let overlay = ToolOverlay {
+                widget: widget.clone(),
+                visibility: Some(visibility.clone()),
+                ..ToolOverlay::default()
+            };
+            let (tool, _) = rewrite_one(json!({ "name": "t" }), overlay);
+            let meta = &tool["_meta"];
+            assert_eq!(
+                meta["ui"]["visibility"], ui,
+                "{visibility:?} widget {widget:?}"
+            );
+            assert_eq!(meta["openai/visibility"], openai, "{visibility:?}");
+            assert_eq!(
+                meta["openai/widgetAccessible"], accessible,
+                "{visibility:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_upstream_visibility_is_kept_and_mirrored_unless_overridden() {
+    let native = json!({ "name": "t", "_meta": { "ui": { "visibility": ["app"], "x": 1 } } });
+    let (tool, _) = rewrite_one(native.clone(), with_widget());
+    assert_eq!(tool["_meta"]["ui"]["visibility"], json!(["app"]));
+    assert_eq!(tool["_meta"]["ui"]["x"], 1);
+    assert_eq!(tool["_meta"]["openai/visibility"], "private");
+    let overlay = ToolOverlay {
+        visibility: Some(vec![Audience::Model]),
+        ..with_widget()
+    };
+    let (tool, _) = rewrite_one(native, overlay);
+    assert_eq!(tool["_meta"]["ui"]["visibility"], json!(["model"]));
+    assert_eq!(tool["_meta"]["openai/widgetAccessible"], false);
+}
+
+#[test]
+fn existing_keys_keep_their_order_and_unknown_fields_stay() {
+    let upstream = json!({
+        "name": "t",
+        "title": "Old",
+        "description": "Old description",
+        "inputSchema": { "type": "object", "$defs": {}, "x-custom": true },
+        "annotations": { "title": "Ann", "readOnlyHint": false },
+        "execution": { "taskSupport": "forbidden" },
+        "icons": [{ "src": "data:," }],
+        "_meta": { "vendor/key": 1, "openai/outputTemplate": "ui://old/x.html", "securitySchemes": [] },
+        "x-unknown": { "kept": true }
+    });
+    let overlay = ToolOverlay {
+        title: Some("New".into()),
+        annotations: Some(Annotations {
+            read_only_hint: Some(true),
+            open_world_hint: Some(false),
+            ..Annotations::default()
+        }),
+        security_schemes: Some(vec![SecurityScheme::Noauth {}]),
+        ..with_widget()
+    };
+    let (tool, _) = rewrite_one(upstream, overlay);
+    let keys: Vec<&String> = tool.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "name",
+            "title",
+            "description",
+            "inputSchema",
+            "annotations",
+            "execution",
+            "icons",
+            "_meta",
+            "x-unknown",
+            "securitySchemes"
+        ]
+    );
+    assert_eq!(tool["title"], "New");
+    assert_eq!(tool["description"], "Old description");
+    assert_eq!(
+        tool["annotations"],
+        json!({ "title": "Ann", "readOnlyHint": true, "openWorldHint": false })
+    );
+    assert_eq!(
+        tool["inputSchema"],
+        json!({ "type": "object", "$defs": {}, "x-custom": true })
+    );
+    let meta_keys: Vec<&String> = tool["_meta"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        meta_keys,
+        [
+            "vendor/key",
+            "openai/outputTemplate",
+            "securitySchemes",
+            "ui",
+            "ui/resourceUri",
+            "openai/visibility",
+            "openai/widgetAccessible"
+        ]
+    );
+    assert_eq!(tool["_meta"]["openai/outputTemplate"], json!(clock().uri));
+    assert_eq!(
+        tool["_meta"]["securitySchemes"],
+        json!([{ "type": "noauth" }])
+    );
+    assert_eq!(tool["securitySchemes"], json!([{ "type": "noauth" }]));
+}
+
+#[test]
+fn cursors_unknown_result_fields_and_other_tools_are_untouched() {
+    let original = json!({
+        "tools": [
+            { "name": "a", "inputSchema": { "type": "object" }, "_meta": { "z": 1, "a": 2 } },
+            { "name": "b", "inputSchema": { "type": "object" } },
+            { "no-name": true },
+            "not even an object"
+        ],
+        "nextCursor": "b3BhcXVl",
+        "x-result-extra": [1, 2],
+        "_meta": { "page": 1 }
+    });
+    let mut result = original.clone();
+    let warnings = tools_list(&mut result, &mount(&[("b", with_widget())]), &widgets());
+    assert!(warnings.is_empty());
+    assert_eq!(result["nextCursor"], "b3BhcXVl");
+    assert_eq!(result["x-result-extra"], original["x-result-extra"]);
+    assert_eq!(result["_meta"], original["_meta"]);
+    for i in [0, 2, 3] {
+        // Byte for byte, key order included.
+        assert_eq!(
+            result["tools"][i].to_string(),
+            original["tools"][i].to_string()
+        );
+    }
+    assert!(result["tools"][1]["_meta"]["ui"]["resourceUri"].is_string());
+
+    let mut untouched = original.clone();
+    tools_list(&mut untouched, &MountOverlays::default(), &widgets());
+    assert_eq!(untouched.to_string(), original.to_string());
+}
+
+#[test]
+fn status_texts_profile_output_schema_and_description() {
+    let overlay = ToolOverlay {
+        description: Some("Shows the time".into()),
+        invoking: Some("Reading the clock…".into()),
+        invoked: Some("Time read".into()),
+        profile: Some(true),
+        output_schema: json!({ "type": "object" }).as_object().cloned(),
+        security_schemes: Some(vec![SecurityScheme::Oauth2 {
+            scopes: vec!["time.read".into()],
+        }]),
+        ..ToolOverlay::default()
+    };
+    let (tool, _) = rewrite_one(
+        json!({ "name": "t", "outputSchema": { "type": "object", "old": 1 } }),
+        overlay,
+    );
+    assert_eq!(
+        tool.to_string(),
+        json!({
+            "name": "t",
+            "outputSchema": { "type": "object" },
+            "description": "Shows the time",
+            "securitySchemes": [{ "type": "oauth2", "scopes": ["time.read"] }],
+            "_meta": {
+                "openai/toolInvocation/invoking": "Reading the clock…",
+                "openai/toolInvocation/invoked": "Time read",
+                "openai/profile": true,
+                "securitySchemes": [{ "type": "oauth2", "scopes": ["time.read"] }]
+            }
+        })
+        .to_string()
+    );
+    let unmark = ToolOverlay {
+        profile: Some(false),
+        ..ToolOverlay::default()
+    };
+    let (tool, _) = rewrite_one(
+        json!({ "name": "t", "_meta": { "openai/profile": true, "k": 1 } }),
+        unmark,
+    );
+    assert_eq!(tool["_meta"], json!({ "k": 1 }));
+}
+
+#[test]
+fn a_missing_widget_is_a_warning_not_a_broken_tool() {
+    let overlay = ToolOverlay {
+        widget: Some("gone".into()),
+        ..ToolOverlay::default()
+    };
+    let (tool, warnings) = rewrite_one(json!({ "name": "t" }), overlay);
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].reason.contains("`gone`"));
+    assert!(tool["_meta"].get("openai/outputTemplate").is_none());
+    assert_eq!(tool["_meta"]["openai/widgetAccessible"], true);
+}
+
+fn file_object() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "download_url": { "type": "string" },
+            "file_id": { "type": "string" },
+            "mime_type": { "type": "string" },
+            "file_name": { "type": "string" }
+        },
+        "required": ["download_url", "file_id"],
+        "additionalProperties": false
+    })
+}
+
+/// `object` with the key at `pointer` set (inserted if new).
+fn with(mut object: Value, pointer: &str, value: Value) -> Value {
+    let (parent, key) = pointer.rsplit_once('/').unwrap();
+    object.pointer_mut(parent).unwrap()[key] = value;
+    object
+}
+
+fn without(mut object: Value, pointer: &str, key: &str) -> Value {
+    object
+        .pointer_mut(pointer)
+        .unwrap()
+        .as_object_mut()
+        .unwrap()
+        .shift_remove(key);
+    object
+}
+
+#[test]
+fn file_param_rules() {
+    let seed_example = json!({
+        "type": "object",
+        "$defs": { "OpenAIFile": file_object() },
+        "properties": { "file": { "$ref": "#/$defs/OpenAIFile" } },
+        "required": ["file"]
+    });
+    let direct = |file: Value| json!({ "type": "object", "properties": { "file": file } });
+    let cases: [(&str, Value, Option<&str>); 13] = [
+        ("the seed's descriptor", seed_example, None),
+        ("inline object", direct(file_object()), None),
+        (
+            "array of files",
+            direct(json!({ "type": "array", "items": file_object() })),
+            None,
+        ),
+        (
+            "optional (anyOf null)",
+            direct(json!({ "anyOf": [file_object(), { "type": "null" }] })),
+            None,
+        ),
+        (
+            "extra optional property",
+            direct(with(
+                file_object(),
+                "/properties/size",
+                json!({ "type": "integer" }),
+            )),
+            None,
+        ),
+        (
+            "not a property",
+            json!({ "type": "object", "properties": {} }),
+            Some("not a top-level property"),
+        ),
+        (
+            "no inputSchema",
+            Value::Null,
+            Some("not a top-level property"),
+        ),
+        (
+            "string param",
+            direct(json!({ "type": "string" })),
+            Some("not \"object\""),
+        ),
+        (
+            "mime_type undeclared",
+            direct(without(file_object(), "/properties", "mime_type")),
+            Some("must declare `mime_type`"),
+        ),
+        (
+            "file_id not required",
+            direct(with(file_object(), "/required", json!(["download_url"]))),
+            Some("must require `file_id`"),
+        ),
+        (
+            "optional one required",
+            direct(with(
+                file_object(),
+                "/required",
+                json!(["download_url", "file_id", "file_name"]),
+            )),
+            Some("not `file_name`"),
+        ),
+        (
+            "file_id typed wrong",
+            direct(with(
+                file_object(),
+                "/properties/file_id",
+                json!({ "type": "integer" }),
+            )),
+            Some("`file_id` must be a string"),
+        ),
+        (
+            "dangling $ref",
+            direct(json!({ "$ref": "#/$defs/Nope" })),
+            Some("points at nothing"),
+        ),
+    ];
+    for (case, schema, expected) in cases {
+        let problems = file_param_problems(&schema, "file");
+        match expected {
+            None => assert!(problems.is_empty(), "{case}: {problems:?}"),
+            Some(part) => assert!(
+                problems.iter().any(|p| p.contains(part)),
+                "{case}: {problems:?}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn only_valid_file_params_are_emitted() {
+    let overlay = ToolOverlay {
+        file_params: vec!["good".into(), "bad".into()],
+        ..ToolOverlay::default()
+    };
+    let tool = json!({
+        "name": "t",
+        "inputSchema": { "type": "object", "properties": { "good": file_object(), "bad": { "type": "string" } } }
+    });
+    let (rewritten, warnings) = rewrite_one(tool.clone(), overlay);
+    assert_eq!(rewritten["_meta"]["openai/fileParams"], json!(["good"]));
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].subject, "t");
+    assert!(warnings[0].reason.contains("`bad`"));
+
+    let all_bad = ToolOverlay {
+        file_params: vec!["bad".into()],
+        ..ToolOverlay::default()
+    };
+    let mut stale = tool;
+    stale["_meta"] = json!({ "openai/fileParams": ["bad"] });
+    let (rewritten, _) = rewrite_one(stale, all_bad);
+    assert_eq!(
+        rewritten["_meta"],
+        json!({}),
+        "an invalid upstream declaration is removed too"
+    );
+}
+
+#[test]
+fn widget_only_keys_required_by_the_upstream_output_schema_are_flagged() {
+    let overlay = ToolOverlay {
+        result: crate::overlay::ResultShaping {
+            structured_from_text: false,
+            widget_only: vec!["raw".into()],
+        },
+        ..ToolOverlay::default()
+    };
+    let upstream =
+        json!({ "name": "t", "outputSchema": { "type": "object", "required": ["raw"] } });
+    let (tool, warnings) = rewrite_one(upstream.clone(), overlay.clone());
+    assert_eq!(tool, upstream, "nothing else to change");
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].reason.contains("`raw`"), "{}", warnings[0]);
+    let fixed = ToolOverlay {
+        output_schema: json!({ "type": "object" }).as_object().cloned(),
+        ..overlay
+    };
+    assert!(rewrite_one(upstream, fixed).1.is_empty());
+}
