@@ -17,13 +17,18 @@
 //!   into one immutable set (tool metadata and widget resources).
 //! - [`config`]: layered configuration and its validation.
 //! - [`demo`]: the bundled legacy MCP server the default configuration fronts.
+//! - [`probe`]: a one-off MCP client that lists an upstream's live tools.
+//! - [`cli`]: the `check` and `init` commands, built on [`overlay`] and
+//!   [`probe`].
 
+pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod gateway;
 pub mod jsonrpc;
 pub mod live;
 pub mod overlay;
+pub mod probe;
 pub mod relay;
 pub mod rewrite;
 pub mod server;

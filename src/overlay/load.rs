@@ -76,10 +76,62 @@ impl std::error::Error for LoadErrors {}
 
 /// Reads and compiles the overlay directory `dir`.
 pub fn load_dir(dir: &Path) -> Result<OverlaySet, LoadErrors> {
+    let inspection = inspect_dir(dir);
+    if inspection.errors.is_empty() {
+        Ok(inspection.set)
+    } else {
+        Err(LoadErrors(inspection.errors))
+    }
+}
+
+/// Everything reading an overlay directory found, kept even when some of it
+/// is broken: `check` reports the errors and still compares the tools that
+/// parsed with the live upstream, pointing back into the files.
+#[derive(Debug, Clone, Default)]
+pub struct Inspection {
+    /// The parts that passed every check (all of it when `errors` is empty).
+    pub set: OverlaySet,
+    /// Every problem, in file then line order.
+    pub errors: Vec<LoadError>,
+    /// Every mount file that parsed, in name order.
+    pub mount_files: Vec<MountFileSite>,
+    /// Every tool table of those files, broken or not.
+    pub tools: Vec<ToolSite>,
+}
+
+/// A mount file and the mount (upstream name) it describes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountFileSite {
+    pub file: PathBuf,
+    pub mount: String,
+    /// Whether a top-level `upstream` key names the mount (else the file
+    /// name does), and the line of that key when known.
+    pub upstream_key: bool,
+    pub upstream_line: Option<usize>,
+}
+
+/// Where one tool overlay is written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSite {
+    pub file: PathBuf,
+    /// Line where the tool's table starts.
+    pub line: Option<usize>,
+    pub mount: String,
+    pub tool: String,
+    /// The overlay as parsed, even if it broke a rule; `None` when it did not
+    /// parse.
+    pub overlay: Option<ToolOverlay>,
+}
+
+/// Reads the overlay directory `dir`, reporting every problem instead of
+/// stopping at the first; [`load_dir`] is this, all or nothing.
+pub fn inspect_dir(dir: &Path) -> Inspection {
     let mut loader = Loader {
         root: dir.to_path_buf(),
         real_root: PathBuf::new(),
         errors: Vec::new(),
+        mount_files: Vec::new(),
+        tools: Vec::new(),
     };
     match fs::canonicalize(dir) {
         Ok(real) => loader.real_root = real,
@@ -90,17 +142,21 @@ pub fn load_dir(dir: &Path) -> Result<OverlaySet, LoadErrors> {
                 None,
                 format!("cannot open the overlay directory: {e}"),
             );
-            return Err(LoadErrors(loader.errors));
+            return Inspection {
+                errors: loader.errors,
+                ..Inspection::default()
+            };
         }
     }
     let (widgets, widget_names) = loader.widgets();
     let mounts = loader.mounts(&|name| widget_names.iter().any(|n| n == name));
-    if loader.errors.is_empty() {
-        Ok(OverlaySet::new(mounts, Widgets::new(widgets)))
-    } else {
-        let mut errors = loader.errors;
-        errors.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
-        Err(LoadErrors(errors))
+    let mut errors = loader.errors;
+    errors.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    Inspection {
+        set: OverlaySet::new(mounts, Widgets::new(widgets)),
+        errors,
+        mount_files: loader.mount_files,
+        tools: loader.tools,
     }
 }
 
@@ -124,6 +180,8 @@ struct Loader {
     /// Its real path: no file read may resolve outside it.
     real_root: PathBuf,
     errors: Vec<LoadError>,
+    mount_files: Vec<MountFileSite>,
+    tools: Vec<ToolSite>,
 }
 
 impl Loader {
@@ -232,6 +290,10 @@ impl Loader {
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or_default();
+        let upstream_key = upstream.is_some();
+        let upstream_line = upstream
+            .as_ref()
+            .and_then(|_| key_line(&source, "upstream"));
         let mount = upstream.unwrap_or_else(|| stem.to_owned());
         if mount.is_empty() {
             self.error(
@@ -242,9 +304,22 @@ impl Loader {
             );
             return None;
         }
+        self.mount_files.push(MountFileSite {
+            file: path.to_path_buf(),
+            mount: mount.clone(),
+            upstream_key,
+            upstream_line,
+        });
         let mut good = Vec::new();
         for parsed in tools {
             let ParsedTool { name, line, tool } = parsed;
+            self.tools.push(ToolSite {
+                file: path.to_path_buf(),
+                line,
+                mount: mount.clone(),
+                tool: name.clone(),
+                overlay: tool.as_ref().ok().cloned(),
+            });
             let place = |key: &str| match key {
                 "" => format!("tools.{name}"),
                 key => format!("tools.{name}.{key}"),
@@ -334,23 +409,37 @@ impl Loader {
                 return None;
             }
         };
+        let allowed = self.remote_assets_allowed(&entry_path, &html, &inlined.remote, &manifest);
+        allowed.then(|| Widget::compile(name, &manifest, inlined.html))
+    }
+
+    /// Remote scripts and stylesheets stay remote; a host loads them only
+    /// from origins in `csp.resource_domains`, so any other is an error now
+    /// rather than a widget that silently breaks in the host.
+    fn remote_assets_allowed(
+        &mut self,
+        entry_path: &Path,
+        html: &str,
+        remote: &[(usize, String)],
+        manifest: &WidgetManifest,
+    ) -> bool {
         let allowed = manifest
             .csp
             .as_ref()
             .and_then(|csp| csp.resource_domains.as_deref())
             .unwrap_or_default();
-        let mut blocked = false;
-        for (offset, url) in &inlined.remote {
+        let mut all_allowed = true;
+        for (offset, url) in remote {
             let origin = validate::url_origin(url).unwrap_or_else(|| url.clone());
             if !validate::origin_allowed(&origin, allowed) {
                 let reason = format!(
                     "\"{url}\" is remote, and its origin {origin} is not in csp.resource_domains of the manifest, so hosts would block it"
                 );
-                self.error(&entry_path, Some(line_of(&html, *offset)), None, reason);
-                blocked = true;
+                self.error(entry_path, Some(line_of(html, *offset)), None, reason);
+                all_allowed = false;
             }
         }
-        (!blocked).then(|| Widget::compile(name, &manifest, inlined.html))
+        all_allowed
     }
 
     fn manifest(&mut self, folder: &Path) -> Option<WidgetManifest> {

@@ -488,55 +488,56 @@ fn tag_name(rest: &str, name: &str) -> Option<usize> {
 /// offset just past the `>`.
 fn parse_attrs(html: &str, from: usize) -> (Vec<Attr<'_>>, usize) {
     let bytes = html.as_bytes();
+    let skip = |mut i: usize, while_: fn(u8) -> bool| {
+        while i < bytes.len() && while_(bytes[i]) {
+            i += 1;
+        }
+        i
+    };
     let mut attrs = Vec::new();
     let mut i = from;
     loop {
-        while i < bytes.len() && (bytes[i].is_ascii_whitespace() || bytes[i] == b'/') {
-            i += 1;
-        }
-        if i >= bytes.len() {
-            return (attrs, bytes.len());
-        }
-        if bytes[i] == b'>' {
-            return (attrs, i + 1);
+        i = skip(i, |b| b.is_ascii_whitespace() || b == b'/');
+        match bytes.get(i) {
+            None => return (attrs, bytes.len()),
+            Some(b'>') => return (attrs, i + 1),
+            Some(_) => {}
         }
         let name_start = i;
-        while i < bytes.len() && !bytes[i].is_ascii_whitespace() && !b"=>/".contains(&bytes[i]) {
-            i += 1;
-        }
+        i = skip(i, |b| !b.is_ascii_whitespace() && !b"=>/".contains(&b));
         let name = html[name_start..i].to_ascii_lowercase();
-        let mut j = i;
-        while j < bytes.len() && bytes[j].is_ascii_whitespace() {
-            j += 1;
-        }
+        let after_name = skip(i, |b| b.is_ascii_whitespace());
         let mut value = None;
-        if j < bytes.len() && bytes[j] == b'=' {
-            j += 1;
-            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
-                j += 1;
-            }
-            if j < bytes.len() && (bytes[j] == b'"' || bytes[j] == b'\'') {
-                let quote = bytes[j];
-                let value_start = j + 1;
-                let value_end = html[value_start..]
-                    .find(quote as char)
-                    .map_or(html.len(), |q| value_start + q);
-                value = Some(&html[value_start..value_end]);
-                i = (value_end + 1).min(html.len());
-            } else {
-                let value_start = j;
-                while j < bytes.len() && !bytes[j].is_ascii_whitespace() && bytes[j] != b'>' {
-                    j += 1;
-                }
-                value = Some(&html[value_start..j]);
-                i = j;
-            }
+        if bytes.get(after_name) == Some(&b'=') {
+            let (v, end) = attr_value(html, skip(after_name + 1, |b| b.is_ascii_whitespace()));
+            value = Some(v);
+            i = end;
         }
         attrs.push(Attr {
             name,
             value,
             raw: &html[name_start..i],
         });
+    }
+}
+
+/// The attribute value starting at `at`, quoted or not; returns it and the
+/// offset just past it.
+fn attr_value(html: &str, at: usize) -> (&str, usize) {
+    match html.as_bytes().get(at) {
+        Some(&quote @ (b'"' | b'\'')) => {
+            let start = at + 1;
+            let end = html[start..]
+                .find(quote as char)
+                .map_or(html.len(), |q| start + q);
+            (&html[start..end], (end + 1).min(html.len()))
+        }
+        _ => {
+            let end = html[at..]
+                .find(|c: char| c.is_ascii_whitespace() || c == '>')
+                .map_or(html.len(), |e| at + e);
+            (&html[at..end], end)
+        }
     }
 }
 

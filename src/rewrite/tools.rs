@@ -37,6 +37,38 @@ fn apply(
     widgets: &Widgets,
     warnings: &mut Vec<Warning>,
 ) {
+    let schemes = overlay
+        .security_schemes
+        .as_ref()
+        .map(|schemes| Value::Array(schemes.iter().map(|s| s.to_json()).collect()));
+    set_descriptor_fields(tool, overlay, schemes.as_ref());
+    widget_only_against_output_schema(tool, name, overlay, warnings);
+    let file_params = checked_file_params(tool, name, &overlay.file_params, warnings);
+    let uri = overlay
+        .widget
+        .as_deref()
+        .and_then(|widget| match widgets.get(widget) {
+            Some(widget) => Some(widget.uri.clone()),
+            None => {
+                let reason = format!("widget `{widget}` is not loaded; no resourceUri set");
+                warnings.push(Warning::new(name, reason));
+                None
+            }
+        });
+    let meta = MetaChanges {
+        uri,
+        file_params,
+        schemes,
+    };
+    set_meta(tool, overlay, meta);
+}
+
+/// The top-level Tool fields an overlay replaces or merges into.
+fn set_descriptor_fields(
+    tool: &mut Map<String, Value>,
+    overlay: &ToolOverlay,
+    schemes: Option<&Value>,
+) {
     if let Some(title) = &overlay.title {
         tool.insert("title".into(), json!(title));
     }
@@ -52,46 +84,38 @@ fn apply(
     if let Some(schema) = &overlay.output_schema {
         tool.insert("outputSchema".into(), Value::Object(schema.clone()));
     }
-    widget_only_against_output_schema(tool, name, overlay, warnings);
-    let schemes = overlay
-        .security_schemes
-        .as_ref()
-        .map(|schemes| Value::Array(schemes.iter().map(|s| s.to_json()).collect()));
-    if let Some(schemes) = &schemes {
+    if let Some(schemes) = schemes {
         // A non-standard top-level Tool field (OpenAI), mirrored in `_meta`
-        // below for clients that only read `_meta`.
+        // for clients that only read `_meta`.
         tool.insert("securitySchemes".into(), schemes.clone());
     }
-    let file_params = checked_file_params(tool, name, &overlay.file_params, warnings);
-    let uri = overlay
-        .widget
-        .as_deref()
-        .and_then(|widget| match widgets.get(widget) {
-            Some(widget) => Some(widget.uri.clone()),
-            None => {
-                warnings.push(Warning::new(
-                    name,
-                    format!("widget `{widget}` is not loaded; no resourceUri set"),
-                ));
-                None
-            }
-        });
+}
 
+/// What `set_meta` writes besides the overlay's plain values.
+struct MetaChanges {
+    /// The widget's current URI, if the overlay names a loaded widget.
+    uri: Option<String>,
+    /// The overlay's file parameters that passed the schema rules.
+    file_params: Vec<String>,
+    schemes: Option<Value>,
+}
+
+fn set_meta(tool: &mut Map<String, Value>, overlay: &ToolOverlay, changes: MetaChanges) {
     // `_meta` is only created when something goes into it; removals need
     // one to exist already.
-    let adds_meta = uri.is_some()
+    let adds = changes.uri.is_some()
         || overlay.widget.is_some()
         || overlay.visibility.is_some()
         || overlay.invoking.is_some()
         || overlay.invoked.is_some()
-        || !file_params.is_empty()
+        || !changes.file_params.is_empty()
         || overlay.profile == Some(true)
-        || schemes.is_some();
-    if !adds_meta && !tool.get("_meta").is_some_and(Value::is_object) {
+        || changes.schemes.is_some();
+    if !adds && !tool.get("_meta").is_some_and(Value::is_object) {
         return;
     }
     let meta = object_at(tool, "_meta");
-    if let Some(uri) = &uri {
+    if let Some(uri) = &changes.uri {
         object_at(meta, "ui").insert("resourceUri".into(), json!(uri));
         // The deprecated flat key, still read by older hosts, and ChatGPT's
         // alias: all three name the same resource.
@@ -108,10 +132,11 @@ fn apply(
         meta.insert("openai/toolInvocation/invoked".into(), json!(text));
     }
     if !overlay.file_params.is_empty() {
-        if file_params.is_empty() {
+        if changes.file_params.is_empty() {
+            // An upstream declaration the overlay could not confirm goes too.
             meta.shift_remove("openai/fileParams");
         } else {
-            meta.insert("openai/fileParams".into(), json!(file_params));
+            meta.insert("openai/fileParams".into(), json!(changes.file_params));
         }
     }
     match overlay.profile {
@@ -123,7 +148,7 @@ fn apply(
         }
         None => {}
     }
-    if let Some(schemes) = schemes {
+    if let Some(schemes) = changes.schemes {
         meta.insert("securitySchemes".into(), schemes);
     }
 }

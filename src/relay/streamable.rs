@@ -1,0 +1,223 @@
+//! The relay to a streamable HTTP upstream: each client request becomes one
+//! upstream request on a pooled connection, and the answer streams back as
+//! received, except the one response a plan rewrites.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use serde_json::value::RawValue;
+
+use super::{
+    Finisher, METHOD_HEADER, NAME_HEADER, PROTOCOL_HEADER, SESSION_HEADER, SessionRef, stream,
+    upstream_failure,
+};
+use crate::config::Transport;
+use crate::gateway::Gateway;
+use crate::jsonrpc;
+use crate::server::{self, Body};
+use crate::session::{Route, Token};
+use crate::upstream::{self, UpstreamError};
+
+/// Request headers every upstream receives when the client sent them.
+static FORWARDED_REQUEST_HEADERS: [HeaderName; 8] = [
+    header::CONTENT_TYPE,
+    header::ACCEPT,
+    header::AUTHORIZATION,
+    header::USER_AGENT,
+    PROTOCOL_HEADER,
+    HeaderName::from_static("last-event-id"),
+    METHOD_HEADER,
+    NAME_HEADER,
+];
+
+/// Response headers relayed from an HTTP upstream; the session id is
+/// translated separately and hop-by-hop headers never pass.
+static FORWARDED_RESPONSE_HEADERS: [HeaderName; 6] = [
+    header::CONTENT_TYPE,
+    header::CACHE_CONTROL,
+    header::WWW_AUTHENTICATE,
+    header::RETRY_AFTER,
+    header::ALLOW,
+    PROTOCOL_HEADER,
+];
+
+pub(super) async fn post_http(
+    gw: &Arc<Gateway>,
+    mount: usize,
+    headers: &HeaderMap,
+    body: Bytes,
+    sref: SessionRef,
+    request_id: Option<String>,
+    finisher: Option<Finisher>,
+) -> Response<Body> {
+    let Transport::Http { url } = &gw.mounts[mount].mount.transport else {
+        unreachable!("HTTP mount")
+    };
+    let req = upstream_request(
+        gw,
+        mount,
+        http::Method::POST,
+        url.clone(),
+        headers,
+        &sref,
+        body,
+    );
+    let resp = match upstream::http::send(
+        &gw.client,
+        &gw.mounts[mount].mount.name,
+        req,
+        gw.request_timeout(),
+    )
+    .await
+    {
+        Ok(resp) => resp,
+        Err(e) => return upstream_failure(request_id.as_deref(), &e),
+    };
+    let (parts, body) = resp.into_parts();
+    let head = relay_head(gw, mount, &parts, &sref);
+    let (Some(finisher), Some(id), true) = (finisher, request_id, parts.status.is_success()) else {
+        return head.map(|()| body.map_err(Into::into).boxed_unsync());
+    };
+    let id: Box<RawValue> = RawValue::from_string(id).expect("the id was parsed from JSON");
+    let key = jsonrpc::id_key(&id);
+    if is_event_stream(&parts.headers) {
+        let limit = gw.limits.max_message_bytes;
+        return head.map(|()| stream::rewrite_response_events(body, key, finisher, limit));
+    }
+    // A JSON answer is read whole (bounded), rewritten and sent on.
+    let bytes = match http_body_util::Limited::new(body, gw.limits.max_message_bytes)
+        .collect()
+        .await
+    {
+        Ok(c) => c.to_bytes(),
+        Err(e) => {
+            let e = UpstreamError::Protocol {
+                upstream: gw.mounts[mount].mount.name.clone(),
+                detail: format!("could not read its response: {e}"),
+            };
+            return upstream_failure(Some(id.get()), &e);
+        }
+    };
+    let bytes = finisher.finish(&bytes).unwrap_or(bytes);
+    head.map(|()| server::full(bytes))
+}
+
+fn upstream_request(
+    gw: &Gateway,
+    mount: usize,
+    method: http::Method,
+    url: http::Uri,
+    headers: &HeaderMap,
+    sref: &SessionRef,
+    body: Bytes,
+) -> Request<Full<Bytes>> {
+    let mut req = Request::new(Full::new(body));
+    *req.method_mut() = method;
+    *req.uri_mut() = url;
+    let out = req.headers_mut();
+    let extra = &gw.mounts[mount].mount.forward_headers;
+    for name in FORWARDED_REQUEST_HEADERS.iter().chain(extra) {
+        for v in headers.get_all(name) {
+            out.append(name.clone(), v.clone());
+        }
+    }
+    if let SessionRef::Http {
+        upstream: Some(s), ..
+    } = sref
+        && let Ok(v) = HeaderValue::from_str(s)
+    {
+        out.insert(SESSION_HEADER, v);
+    }
+    req
+}
+
+/// The head of an HTTP upstream's response as the client gets it: status,
+/// allowed headers, and the session id translated.
+fn relay_head(
+    gw: &Gateway,
+    mount: usize,
+    parts: &http::response::Parts,
+    sref: &SessionRef,
+) -> Response<()> {
+    let mut out = Response::new(());
+    *out.status_mut() = parts.status;
+    let h = out.headers_mut();
+    for name in &FORWARDED_RESPONSE_HEADERS {
+        for v in parts.headers.get_all(name) {
+            h.append(name.clone(), v.clone());
+        }
+    }
+    if is_event_stream(&parts.headers) {
+        h.insert(
+            HeaderName::from_static("x-accel-buffering"),
+            HeaderValue::from_static("no"),
+        );
+    }
+    if let Some(up) = parts
+        .headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+    {
+        let id = match sref {
+            SessionRef::Http {
+                upstream: Some(prev),
+                received,
+            } if prev == up => received.clone(),
+            _ => {
+                let token = Token {
+                    mount: gw.mounts[mount].mount.name.clone(),
+                    route: Route::Http {
+                        upstream_session: Some(up.to_owned()),
+                    },
+                };
+                HeaderValue::from_str(&gw.key.seal(&token))
+                    .expect("base64url is a valid header value")
+            }
+        };
+        h.insert(SESSION_HEADER, id);
+    }
+    out
+}
+
+fn is_event_stream(h: &HeaderMap) -> bool {
+    h.get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+}
+
+pub(super) async fn forward_bodyless(
+    gw: &Arc<Gateway>,
+    mount: usize,
+    method: http::Method,
+    url: &http::Uri,
+    headers: &HeaderMap,
+    sref: &SessionRef,
+) -> Response<Body> {
+    let method_is_get = method == http::Method::GET;
+    let req = upstream_request(gw, mount, method, url.clone(), headers, sref, Bytes::new());
+    match upstream::http::send(
+        &gw.client,
+        &gw.mounts[mount].mount.name,
+        req,
+        gw.request_timeout(),
+    )
+    .await
+    {
+        Ok(resp) => {
+            let (parts, body) = resp.into_parts();
+            let head = relay_head(gw, mount, &parts, sref);
+            // The server's own stream also carries the gateway's list-changed
+            // announcements after an overlay reload.
+            if method_is_get && parts.status.is_success() && is_event_stream(&parts.headers) {
+                let changes = gw.live.subscribe();
+                let limit = gw.limits.max_message_bytes;
+                return head.map(|()| stream::with_announcements(body, changes, limit));
+            }
+            head.map(|()| body.map_err(Into::into).boxed_unsync())
+        }
+        Err(e) => upstream_failure(None, &e),
+    }
+}
