@@ -261,20 +261,15 @@ impl Probe {
         let id = self.next_id;
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
         let body = Bytes::from(serde_json::to_vec(&body).expect("JSON values serialise"));
-        let Probe {
-            upstream,
-            conn,
-            timeout,
-            limit,
-            ..
-        } = self;
+        let (timeout, limit) = (self.timeout, self.limit);
+        let Probe { upstream, conn, .. } = self;
         let exchange = async {
             match conn {
                 Conn::Messages(session) => messages_exchange(session, upstream, id, &body).await,
-                Conn::Http(http) => http_exchange(http, upstream, *timeout, *limit, id, body).await,
+                Conn::Http(http) => http_exchange(http, upstream, timeout, limit, id, body).await,
             }
         };
-        let reply = tokio::time::timeout(self.timeout, exchange)
+        let reply = tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| UpstreamError::Timeout {
                 upstream: self.upstream.clone(),

@@ -4,9 +4,9 @@
 //! id and the upstream's own, and a [`plan`] decides the few responses the
 //! gateway answers or rewrites.
 //!
-//! - [`streamable`]: to streamable HTTP upstreams, request by request;
-//! - [`messages`]: to stdio and legacy SSE upstreams, through owned sessions;
-//! - [`stream`]: event-by-event transforms of an upstream's SSE stream.
+//! - `streamable`: to streamable HTTP upstreams, request by request;
+//! - `messages`: to stdio and legacy SSE upstreams, through owned sessions;
+//! - `stream`: event-by-event transforms of an upstream's SSE stream.
 
 // Handlers return a ready response as their error: it is built once, on a
 // failure path, so its size does not matter.
