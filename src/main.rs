@@ -1,16 +1,24 @@
 //! The `mcp-ui-gateway` command: parse the command line, load the layered
-//! configuration, and serve; or run the bundled demo server.
+//! configuration, and serve; check or scaffold the overlays; or run the
+//! bundled demo server.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use mcp_ui_gateway::config::{self, Overrides, Transport, UpstreamConfig};
+use mcp_ui_gateway::cli;
+use mcp_ui_gateway::config::{self, Config, Mount, Overrides, UpstreamConfig};
 use mcp_ui_gateway::gateway::Gateway;
 use mcp_ui_gateway::live::Live;
 use mcp_ui_gateway::server::Server;
 use tokio_util::sync::CancellationToken;
+
+/// Print a line on stdout; a closed stdout (`| head`) is not an error worth
+/// dying for, unlike with `println!`.
+macro_rules! say {
+    ($($arg:tt)*) => { say_line(format_args!($($arg)*)) };
+}
 
 /// A lossless MCP reverse proxy that gives existing MCP servers a user interface.
 ///
@@ -30,6 +38,26 @@ struct Cli {
 enum Command {
     /// Serve MCP on --listen, in front of the configured upstream(s).
     Serve(ServeArgs),
+    /// Check the overlays: every problem, one per line, then a summary.
+    ///
+    /// Reports what loading the overlay directory reports (syntax, unknown
+    /// keys, missing widgets, status text over 64 characters, malformed CSP
+    /// origins, ...), overlay files for upstreams that are not configured,
+    /// and, unless --offline, what each overlaid upstream's live tools/list
+    /// contradicts: unknown tools, file parameters its input schema cannot
+    /// carry, result shaping that cannot work. Takes the upstreams from the
+    /// configuration, or one from the same flags as `serve`. Exit status: 0
+    /// when clean, 1 when there are problems, 2 on a usage or configuration
+    /// error.
+    Check(CheckArgs),
+    /// Write overlay stubs for the tools of a live upstream.
+    ///
+    /// Lists the tools of every configured upstream (or --upstream NAME, or
+    /// the stdio server given after `--`) and writes <overlays>/<name>.toml:
+    /// one [tools.<tool>] table per tool, its keys commented out, so the file
+    /// changes nothing until edited. Never replaces an existing file without
+    /// --force.
+    Init(InitArgs),
     /// Run the bundled legacy demo MCP server (a task list) over stdio, or
     /// over streamable HTTP with --http.
     DemoServer {
@@ -37,6 +65,47 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
     },
+}
+
+#[derive(clap::Args, Debug)]
+struct CheckArgs {
+    /// Configuration file [default: config/gateway.toml when it exists].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Overlay directory [default: overlays, or `overlays` in the config].
+    #[arg(long, value_name = "DIR")]
+    overlays: Option<PathBuf>,
+    /// Do not contact the upstreams: check the files alone.
+    #[arg(long)]
+    offline: bool,
+    #[command(flatten)]
+    one: OneUpstream,
+}
+
+#[derive(clap::Args, Debug)]
+struct InitArgs {
+    /// Configuration file [default: config/gateway.toml when it exists].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Overlay directory to write into, created if missing [default:
+    /// overlays, or `overlays` in the config].
+    #[arg(long, value_name = "DIR")]
+    overlays: Option<PathBuf>,
+    /// Only this upstream [default: every configured one]; with a command
+    /// after `--` or --upstream-sse, the name to give that upstream.
+    #[arg(long, visible_alias = "name", value_name = "NAME")]
+    upstream: Option<String>,
+    /// One legacy HTTP+SSE upstream instead of the configured ones, e.g.
+    /// http://127.0.0.1:3001/sse.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    upstream_sse: Option<String>,
+    /// Replace stub files that already exist.
+    #[arg(long)]
+    force: bool,
+    /// One stdio server instead of the configured ones: everything after
+    /// `--` is its command and arguments.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
 }
 
 #[derive(clap::Args, Debug, Default)]
@@ -50,19 +119,30 @@ struct ServeArgs {
     /// Overlay directory, watched and reloaded live [default: overlays].
     #[arg(long, value_name = "DIR")]
     overlays: Option<PathBuf>,
-    /// Front one streamable HTTP upstream, e.g. http://127.0.0.1:3001/mcp.
+    #[command(flatten)]
+    one: OneUpstream,
+}
+
+/// One upstream given on the command line instead of the configured ones.
+#[derive(clap::Args, Debug, Default)]
+struct OneUpstream {
+    /// One streamable HTTP upstream instead of the configured ones, e.g.
+    /// http://127.0.0.1:3001/mcp.
     #[arg(long, value_name = "URL", conflicts_with_all = ["upstream_sse", "command"])]
     upstream: Option<String>,
-    /// Front one legacy HTTP+SSE upstream, e.g. http://127.0.0.1:3001/sse.
+    /// One legacy HTTP+SSE upstream instead of the configured ones, e.g.
+    /// http://127.0.0.1:3001/sse.
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     upstream_sse: Option<String>,
-    /// Name of the upstream given on the command line (logs, errors).
+    /// Name of the upstream given on the command line (logs, errors, and its
+    /// overlay file: <overlays>/<NAME>.toml).
     #[arg(long, value_name = "NAME", default_value = "upstream")]
     name: String,
-    /// Path to serve the upstream given on the command line at.
+    /// Path the gateway serves the upstream given on the command line at.
     #[arg(long, value_name = "PATH", default_value = "/mcp")]
     path: String,
-    /// Front a stdio server: everything after `--` is its command and arguments.
+    /// One stdio server instead of the configured ones: everything after
+    /// `--` is its command and arguments.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
 }
@@ -76,8 +156,11 @@ enum LogFormat {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The demo server's stderr ends up in the gateway's log: keep it quiet.
+    // `check` and `init` print what matters themselves; of the log they keep
+    // warnings and what a stdio upstream says on stderr (why it failed).
     let default_level = match cli.command {
         Some(Command::DemoServer { .. }) => "warn",
+        Some(Command::Check(_) | Command::Init(_)) => "warn,mcp_ui_gateway::upstream::stderr=info",
         _ => "info",
     };
     init_logging(cli.log_format, default_level);
@@ -88,16 +171,18 @@ fn main() -> ExitCode {
         }
         Some(Command::DemoServer { http: Some(addr) }) => report(runtime.block_on(async move {
             let listener = tokio::net::TcpListener::bind(addr).await?;
-            println!(
+            let stop = CancellationToken::new();
+            stop_on_signal(stop.clone());
+            say!(
                 "demo server: http://{}{}",
                 listener.local_addr()?,
                 mcp_ui_gateway::demo::HTTP_PATH
             );
-            let stop = CancellationToken::new();
-            tokio::spawn(stop_on_signal(stop.clone()));
             mcp_ui_gateway::demo::serve_http(listener, stop).await
         })),
         Some(Command::Serve(args)) => runtime.block_on(serve(args)),
+        Some(Command::Check(args)) => runtime.block_on(check(args)),
+        Some(Command::Init(args)) => runtime.block_on(init(args)),
         None => runtime.block_on(serve(ServeArgs::default_demo())),
     }
 }
@@ -105,64 +190,104 @@ fn main() -> ExitCode {
 impl ServeArgs {
     fn default_demo() -> Self {
         ServeArgs {
-            name: "upstream".into(),
-            path: "/mcp".into(),
+            one: OneUpstream {
+                name: "upstream".into(),
+                path: "/mcp".into(),
+                ..Default::default()
+            },
             ..Default::default()
-        }
-    }
-
-    /// The upstream named on the command line, if any.
-    fn upstream(&self) -> Option<UpstreamConfig> {
-        let base = UpstreamConfig {
-            name: self.name.clone(),
-            path: Some(self.path.clone()),
-            ..Default::default()
-        };
-        if let Some(url) = &self.upstream {
-            Some(UpstreamConfig {
-                url: Some(url.clone()),
-                ..base
-            })
-        } else if let Some(url) = &self.upstream_sse {
-            Some(UpstreamConfig {
-                sse_url: Some(url.clone()),
-                ..base
-            })
-        } else if let Some((program, args)) = self.command.split_first() {
-            Some(UpstreamConfig {
-                command: Some(program.clone()),
-                args: args.to_vec(),
-                ..base
-            })
-        } else {
-            None
         }
     }
 }
 
-async fn serve(args: ServeArgs) -> ExitCode {
-    let overrides = Overrides {
-        listen: args.listen,
-        overlays: args.overlays.clone(),
-        upstreams: args.upstream().map(|u| vec![u]),
+impl OneUpstream {
+    /// The upstream named on the command line, if any.
+    fn upstream(&self) -> Option<UpstreamConfig> {
+        command_line_upstream(
+            &self.name,
+            &self.path,
+            self.upstream.as_deref(),
+            self.upstream_sse.as_deref(),
+            &self.command,
+        )
+    }
+}
+
+/// An upstream given by flags: `url`, `sse_url` or a stdio `command`.
+fn command_line_upstream(
+    name: &str,
+    path: &str,
+    url: Option<&str>,
+    sse_url: Option<&str>,
+    command: &[String],
+) -> Option<UpstreamConfig> {
+    let base = UpstreamConfig {
+        name: name.to_owned(),
+        path: Some(path.to_owned()),
+        ..Default::default()
     };
-    let (mut config, file) = match config::load(args.config.as_deref(), &overrides) {
-        Ok(c) => c,
-        Err(e) => return fail(&format!("configuration error: {e}")),
-    };
+    if let Some(url) = url {
+        Some(UpstreamConfig {
+            url: Some(url.to_owned()),
+            ..base
+        })
+    } else if let Some(url) = sse_url {
+        Some(UpstreamConfig {
+            sse_url: Some(url.to_owned()),
+            ..base
+        })
+    } else if let Some((program, args)) = command.split_first() {
+        Some(UpstreamConfig {
+            command: Some(program.clone()),
+            args: args.to_vec(),
+            ..base
+        })
+    } else {
+        None
+    }
+}
+
+/// The configuration as every command sees it: defaults, file, environment
+/// and flags, with the bundled demo as the upstream when none is configured.
+struct Loaded {
+    config: Config,
+    mounts: Vec<Mount>,
+    /// Where it came from, for messages.
+    source: String,
+}
+
+fn load_config(file: Option<&Path>, overrides: &Overrides) -> Result<Loaded, String> {
+    let (mut config, file) =
+        config::load(file, overrides).map_err(|e| format!("configuration error: {e}"))?;
     let source = file
         .map(|f| f.display().to_string())
         .unwrap_or_else(|| "defaults".into());
     if config.upstreams.is_empty() {
         config.upstreams.push(demo_upstream());
     }
-    let mounts = match config.mounts() {
-        Ok(m) => m,
-        Err(e) => {
-            return fail(&format!(
-                "configuration error ({source}, environment and flags):\n{e}"
-            ));
-        }
+    let mounts = config
+        .mounts()
+        .map_err(|e| format!("configuration error ({source}, environment and flags):\n{e}"))?;
+    Ok(Loaded {
+        config,
+        mounts,
+        source,
+    })
+}
+
+async fn serve(args: ServeArgs) -> ExitCode {
+    let overrides = Overrides {
+        listen: args.listen,
+        overlays: args.overlays.clone(),
+        upstreams: args.one.upstream().map(|u| vec![u]),
+    };
+    let Loaded {
+        config,
+        mounts,
+        source,
+    } = match load_config(args.config.as_deref(), &overrides) {
+        Ok(loaded) => loaded,
+        Err(message) => return fail(&message),
     };
     let live = match Live::open(&config.overlays) {
         Ok(live) => live,
@@ -189,36 +314,118 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Err(e) => return fail(&format!("cannot listen on {}: {e}", config.listen)),
     };
     let addr = server.local_addr();
+    // Signals first: whoever reads the endpoint line may stop us at once.
+    let stop = CancellationToken::new();
+    stop_on_signal(stop.clone());
     for m in &gateway.mounts {
         let m = &m.mount;
-        let what = match &m.transport {
-            Transport::Http { url } => format!("streamable HTTP {url}"),
-            Transport::Sse { url } => format!("legacy SSE {url}"),
-            Transport::Stdio(c) => format!(
-                "stdio `{}`",
-                std::iter::once(&c.program)
-                    .chain(&c.args)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ),
-        };
-        println!(
+        let what = cli::describe_transport(m);
+        say!(
             "MCP endpoint: http://{addr}{} -> upstream '{}' ({what})",
-            m.path, m.name
+            m.path,
+            m.name
         );
     }
     tracing::info!(%addr, config = %source, "mcp-ui-gateway serving");
-    let stop = CancellationToken::new();
     if let Err(e) = live.watch(stop.clone()) {
         tracing::warn!(error = %e, dir = %config.overlays.display(), "cannot watch the overlay directory; edits need a restart");
     }
-    tokio::spawn(stop_on_signal(stop.clone()));
     server
         .run(stop, Duration::from_secs(config.shutdown_grace_secs))
         .await;
     tracing::info!("stopped");
     ExitCode::SUCCESS
+}
+
+/// Exit status of `check` and `init` for a usage or configuration error (as
+/// clap's own usage errors), apart from 1, "problems found".
+const USAGE_ERROR: u8 = 2;
+
+async fn check(args: CheckArgs) -> ExitCode {
+    let overrides = Overrides {
+        overlays: args.overlays,
+        upstreams: args.one.upstream().map(|u| vec![u]),
+        ..Default::default()
+    };
+    let loaded = match load_config(args.config.as_deref(), &overrides) {
+        Ok(loaded) => loaded,
+        Err(message) => return usage_fail(&message),
+    };
+    let options = cli::check::Options {
+        offline: args.offline,
+    };
+    let report = cli::check::run(
+        &loaded.config.overlays,
+        &loaded.mounts,
+        &loaded.config.limits,
+        options,
+        &mut std::io::stderr(),
+    )
+    .await;
+    let report = match report {
+        Ok(report) => report,
+        Err(message) => return usage_fail(&message),
+    };
+    for problem in &report.problems {
+        say!("{problem}");
+    }
+    for warning in &report.warnings {
+        say!("warning: {warning}");
+    }
+    say!("{}", report.summary());
+    if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+async fn init(args: InitArgs) -> ExitCode {
+    let name = args.upstream.as_deref().unwrap_or("upstream");
+    let one = command_line_upstream(
+        name,
+        "/mcp",
+        None,
+        args.upstream_sse.as_deref(),
+        &args.command,
+    );
+    let overrides = Overrides {
+        overlays: args.overlays,
+        upstreams: one.map(|u| vec![u]),
+        ..Default::default()
+    };
+    let loaded = match load_config(args.config.as_deref(), &overrides) {
+        Ok(loaded) => loaded,
+        Err(message) => return usage_fail(&message),
+    };
+    let options = cli::init::Options {
+        upstream: args.upstream,
+        force: args.force,
+    };
+    let outcome = cli::init::run(
+        &loaded.config.overlays,
+        &loaded.mounts,
+        &loaded.config.limits,
+        &options,
+        &mut std::io::stderr(),
+    )
+    .await;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(message) => return usage_fail(&message),
+    };
+    for line in &outcome.written {
+        say!("{line}");
+    }
+    for failure in &outcome.failures {
+        eprintln!("mcp-ui-gateway: {failure}");
+    }
+    if outcome.failures.is_empty() {
+        eprintln!("next: edit the stubs, then run `mcp-ui-gateway check`");
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 /// The bundled demo: this same executable, run as a stdio server.
@@ -234,21 +441,45 @@ fn demo_upstream() -> UpstreamConfig {
     }
 }
 
-async fn stop_on_signal(stop: CancellationToken) {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// Cancel `stop` on SIGTERM or SIGINT. The handlers are installed before this
+/// returns, so a signal sent as soon as the endpoint is printed is honoured.
+fn stop_on_signal(stop: CancellationToken) {
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("SIGTERM handler");
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::warn!("cannot install signal handlers; stop the gateway with SIGKILL");
+            return;
+        };
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            // Cancel first: logging can fail (a closed stderr) and must not
+            // keep the gateway from stopping.
+            stop.cancel();
+            tracing::info!("shutting down");
+        });
     }
     #[cfg(not(unix))]
-    let _ = ctrl_c.await;
-    tracing::info!("shutting down");
-    stop.cancel();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        stop.cancel();
+        tracing::info!("shutting down");
+    });
+}
+
+fn say_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out
+        .write_fmt(line)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
 }
 
 fn init_logging(format: LogFormat, default_level: &str) {
@@ -257,6 +488,8 @@ fn init_logging(format: LogFormat, default_level: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        // A closed stderr must not turn every log call into a panic.
+        .log_internal_errors(false)
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match format {
@@ -275,4 +508,9 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
 fn fail(message: &str) -> ExitCode {
     eprintln!("mcp-ui-gateway: {message}");
     ExitCode::FAILURE
+}
+
+fn usage_fail(message: &str) -> ExitCode {
+    eprintln!("mcp-ui-gateway: {message}");
+    ExitCode::from(USAGE_ERROR)
 }

@@ -112,12 +112,12 @@ pub async fn list_tools(mount: &Mount, limits: &Limits) -> Result<Listing, Probe
     let connect = Duration::from_secs(limits.connect_timeout_secs);
     let client = up_http::client(connect);
     let conn = match &mount.transport {
-        Transport::Http { url } => Conn::Http(HttpConn {
+        Transport::Http { url } => Conn::Http(Box::new(HttpConn {
             client,
             url: url.clone(),
             session: None,
             protocol: None,
-        }),
+        })),
         Transport::Stdio(_) | Transport::Sse { .. } => {
             Conn::Messages(upstream::open_session(mount, limits, &client, false).await?)
         }
@@ -139,8 +139,8 @@ pub async fn list_tools(mount: &Mount, limits: &Limits) -> Result<Listing, Probe
 enum Conn {
     /// Stdio or legacy SSE: whole messages both ways, routed by the session.
     Messages(Arc<MessageSession>),
-    /// Streamable HTTP: one POST per message.
-    Http(HttpConn),
+    /// Streamable HTTP: one POST per message. Boxed: the client is large.
+    Http(Box<HttpConn>),
 }
 
 struct HttpConn {
@@ -203,7 +203,9 @@ impl Probe {
             let mut page = self.request("tools/list", params).await?;
             match page.get_mut("tools").map(Value::take) {
                 Some(Value::Array(list)) => tools.extend(list),
-                _ => return Err(self.protocol("a tools/list result without a `tools` array".into())),
+                _ => {
+                    return Err(self.protocol("a tools/list result without a `tools` array".into()));
+                }
             }
             match page.get("nextCursor") {
                 // Some servers send an empty cursor to mean "no more"; no
@@ -327,10 +329,6 @@ impl Probe {
     fn protocol(&self, detail: String) -> ProbeError {
         protocol(&self.upstream, detail)
     }
-
-    fn protocol_error(&self, detail: String) -> ProbeError {
-        self.protocol(detail)
-    }
 }
 
 fn protocol(upstream: &str, detail: String) -> ProbeError {
@@ -370,9 +368,7 @@ async fn messages_exchange(
             }
             Delivery::Related(bytes) => {
                 if let Some(answer) = answer_server_request(&bytes) {
-                    session
-                        .notify(answer, Kind::Response, None, None)
-                        .await?;
+                    session.notify(answer, Kind::Response, None, None).await?;
                 }
             }
         }
@@ -554,7 +550,10 @@ fn answer_server_request(message: &[u8]) -> Option<Bytes> {
     let id = parsed.id?;
     let method = parsed.method.as_deref().unwrap_or_default();
     Some(if method == "ping" {
-        Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.get()))
+        Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#,
+            id.get()
+        ))
     } else {
         let reason = format!("{CLIENT_NAME} only lists tools; it does not support `{method}`");
         jsonrpc::error_response(Some(id), code::METHOD_NOT_FOUND, &reason)
@@ -648,7 +647,10 @@ done
             .await
             .unwrap_err()
             .to_string();
-        assert!(err.contains("upstream 'loop'") && err.contains("twice"), "{err}");
+        assert!(
+            err.contains("upstream 'loop'") && err.contains("twice"),
+            "{err}"
+        );
     }
 
     #[tokio::test]
@@ -688,7 +690,10 @@ done
             },
             forward_headers: Vec::new(),
         };
-        let err = list_tools(&mount, &limits(5)).await.unwrap_err().to_string();
+        let err = list_tools(&mount, &limits(5))
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("upstream 'nobody' is unreachable"), "{err}");
     }
 
@@ -699,6 +704,8 @@ done
         let other =
             answer_server_request(br#"{"jsonrpc":"2.0","id":"a","method":"roots/list"}"#).unwrap();
         assert!(std::str::from_utf8(&other).unwrap().contains("-32601"));
-        assert!(answer_server_request(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#).is_none());
+        assert!(
+            answer_server_request(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#).is_none()
+        );
     }
 }

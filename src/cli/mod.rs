@@ -1,1 +1,42 @@
-//! placeholder
+//! The operator's commands besides `serve`: [`check`] validates the overlay
+//! directory, offline and against each overlaid upstream's live `tools/list`;
+//! [`init`] writes overlay stubs for the tools of a live upstream.
+//!
+//! The binary parses the command line and loads the configuration exactly as
+//! `serve` does; these modules do the work and return what to print, so the
+//! wording of every finding lives in one place.
+
+pub mod check;
+pub mod init;
+
+use crate::config::{Mount, Transport};
+
+/// How an upstream is reached, for progress lines and the `serve` banner:
+/// "streamable HTTP http://…", "legacy SSE http://…" or "stdio `cmd args`".
+pub fn describe_transport(mount: &Mount) -> String {
+    match &mount.transport {
+        Transport::Http { url } => format!("streamable HTTP {url}"),
+        Transport::Sse { url } => format!("legacy SSE {url}"),
+        Transport::Stdio(c) => format!(
+            "stdio `{}`",
+            std::iter::once(&c.program)
+                .chain(&c.args)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    }
+}
+
+/// `a, b, c`, or `(none)`: configured names in messages.
+fn list(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    let names: Vec<String> = names
+        .into_iter()
+        .map(|n| format!("'{}'", n.as_ref()))
+        .collect();
+    if names.is_empty() {
+        "(none)".into()
+    } else {
+        names.join(", ")
+    }
+}

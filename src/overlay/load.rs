@@ -583,19 +583,38 @@ type Parsed = (Option<String>, Vec<ParsedTool>);
 /// A TOML mount file: the file's syntax and top-level keys first, then each
 /// tool on its own so that every broken tool is reported.
 fn parse_toml(source: &str) -> Result<Parsed, Located> {
-    let file: MountFile<toml::Spanned<toml::Value>> =
+    // Plain values, not spans: a tool table that is only implied (by
+    // `[tools.x.result]` or dotted keys) has no span of its own.
+    let file: MountFile<toml::Value> =
         toml::from_str(source).map_err(|e| Located::toml(&e, source))?;
     let tools = file
         .tools
         .into_iter()
-        .map(|(name, spanned)| {
-            let line = Some(line_of(source, spanned.span().start));
-            let value = spanned.into_inner();
+        .map(|(name, value)| {
+            let line = tool_line(source, &name);
             let tool = ToolOverlay::deserialize(value).map_err(|e| Located::toml_value(&e));
             ParsedTool { name, line, tool }
         })
         .collect();
     Ok((file.upstream, tools))
+}
+
+/// The first line that names tool `name` under `tools` (a table header or a
+/// dotted key), for error messages.
+fn tool_line(source: &str, name: &str) -> Option<usize> {
+    let forms = [
+        format!("tools.{name}"),
+        format!("tools.\"{name}\""),
+        format!("tools.'{name}'"),
+    ];
+    source.lines().enumerate().find_map(|(i, line)| {
+        let line = line.trim_start().trim_start_matches('[').trim_start();
+        forms.iter().find_map(|form| {
+            let rest = line.strip_prefix(form.as_str())?;
+            let next = rest.trim_start().chars().next();
+            matches!(next, None | Some(']' | '.' | '=')).then_some(i + 1)
+        })
+    })
 }
 
 /// A JSON mount file. Each tool is parsed from its own slice of the text, so
@@ -674,5 +693,21 @@ mod tests {
             located.reason
         );
         assert!(!located.reason.contains("at line"));
+    }
+
+    #[test]
+    fn implied_and_dotted_tool_tables_parse() {
+        let text = "# x\n[tools.add_task.result]\nstructured_from_text = true\n\n[tools]\nlist_tasks.title = \"List\"\n";
+        let (_, tools) = parse_toml(text).unwrap();
+        let by_name = |n: &str| tools.iter().find(|t| t.name == n).unwrap();
+        let add = by_name("add_task");
+        assert!(add.tool.as_ref().unwrap().result.structured_from_text);
+        assert_eq!(add.line, Some(2));
+        let list = by_name("list_tasks");
+        assert_eq!(list.tool.as_ref().unwrap().title.as_deref(), Some("List"));
+        assert_eq!(
+            tool_line("[tools.add]\n[tools.add_task]\n", "add_task"),
+            Some(2)
+        );
     }
 }

@@ -22,9 +22,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-pub use load::{
-    Inspection, LoadError, LoadErrors, MountFileSite, ToolSite, inspect_dir, load_dir,
-};
+pub use load::{Inspection, LoadError, LoadErrors, MountFileSite, ToolSite, inspect_dir, load_dir};
 pub use widget::Widget;
 
 /// How many superseded versions of each widget stay readable after a reload

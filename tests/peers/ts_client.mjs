@@ -43,7 +43,7 @@ const ELICITATION_CONTENT = { name: 'Gateway Tester', check: true, email: 'teste
 
 function usage(msg) {
   if (msg) process.stderr.write(`ts_client: ${msg}\n`);
-  process.stderr.write('usage: ts_client.mjs URL [--transport streamable|sse] [--dump-tools FILE] ' +
+  process.stderr.write('usage: ts_client.mjs URL [--transport streamable|sse|stdio] [--dump-tools FILE] ' +
     '[--dump-resources FILE] [--timeout S] [--request-timeout S] [--long-duration S] [--long-steps N] ' +
     '[--skip-elicitation] [--call TOOL [--args JSON]] [--stdio-args JSON]\n');
   process.exit(2);

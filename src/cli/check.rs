@@ -1,0 +1,396 @@
+//! `mcp-ui-gateway check`: every problem of an overlay directory in one run,
+//! one per line, each naming the file, the line and the key, so that one
+//! edit-check cycle fixes them all.
+//!
+//! Three layers, each reporting everything it finds:
+//! 1. what loading reports (syntax, unknown keys, missing widgets, status
+//!    text over 64 characters, malformed CSP origins, …), the very errors the
+//!    gateway would log on a reload;
+//! 2. overlay files naming an upstream that is not configured, which the
+//!    gateway would silently never apply;
+//! 3. unless offline, each overlaid upstream's live `tools/list`: tools it
+//!    does not have, file parameters its input schema cannot carry, and
+//!    result shaping that cannot work with the tool as it is.
+//!
+//! Hazards that only might be problems (it depends on results no listing
+//! shows) are warnings: printed, but they do not fail the check.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{describe_transport, list};
+use crate::config::{Limits, Mount};
+use crate::overlay::load::WIDGETS_DIR;
+use crate::overlay::{Inspection, LoadError, ToolOverlay, ToolSite, inspect_dir};
+use crate::probe::{self, Listing};
+use crate::rewrite::file_param_problems;
+
+/// How many of an upstream's tool names an "unknown tool" message lists.
+const NAMES_SHOWN: usize = 12;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Skip the live `tools/list` of the upstreams.
+    pub offline: bool,
+}
+
+/// Everything `check` found. A finding reads `file:line: key.path: reason`,
+/// like the gateway's own reload errors.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// What must be fixed; any makes the check fail.
+    pub problems: Vec<LoadError>,
+    /// What may be wrong, depending on what the upstream returns.
+    pub warnings: Vec<LoadError>,
+    /// The overlay directory, for the summary.
+    dir: PathBuf,
+    files: usize,
+    tools: usize,
+    widgets: usize,
+    offline: bool,
+    /// Upstreams checked live, with their number of tools.
+    checked: Vec<(String, usize)>,
+}
+
+impl Report {
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// The one-line verdict printed last.
+    pub fn summary(&self) -> String {
+        let warnings = match self.warnings.len() {
+            0 => String::new(),
+            1 => ", 1 warning".into(),
+            n => format!(", {n} warnings"),
+        };
+        if !self.is_clean() {
+            let n = self.problems.len();
+            let s = if n == 1 { "" } else { "s" };
+            return format!("{n} problem{s} in {}{warnings}", self.dir.display());
+        }
+        let live = if self.offline {
+            "not checked against the upstreams (--offline)".to_owned()
+        } else if self.checked.is_empty() {
+            "no upstream to check against".to_owned()
+        } else {
+            let each: Vec<String> = self
+                .checked
+                .iter()
+                .map(|(name, tools)| format!("'{name}' ({})", plural(*tools, "tool")))
+                .collect();
+            format!("checked against upstream {}", each.join(", "))
+        };
+        format!(
+            "{} OK: {}, {} overlaid, {}; {live}{warnings}",
+            self.dir.display(),
+            plural(self.files, "overlay file"),
+            plural(self.tools, "tool"),
+            plural(self.widgets, "widget"),
+        )
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// Checks the overlay directory `dir` against the configured `mounts`.
+/// Progress goes to `progress`. `Err` is for a directory that cannot be
+/// checked at all (a usage error), not for problems in it.
+pub async fn run(
+    dir: &Path,
+    mounts: &[Mount],
+    limits: &Limits,
+    options: Options,
+    progress: &mut dyn Write,
+) -> Result<Report, String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "the overlay directory {} does not exist (set it with --overlays or `overlays` in the configuration)",
+            dir.display()
+        ));
+    }
+    let inspection = inspect_dir(dir);
+    let mut report = Report {
+        dir: dir.to_path_buf(),
+        files: inspection.mount_files.len(),
+        tools: inspection.tools.len(),
+        widgets: inspection.set.widgets().iter().count(),
+        offline: options.offline,
+        ..Report::default()
+    };
+    report.problems.extend(inspection.errors.iter().cloned());
+    unknown_upstreams(&inspection, mounts, &mut report);
+    unused_widgets(dir, &inspection, &mut report);
+    if !options.offline {
+        for mount in mounts {
+            let sites: Vec<&ToolSite> = inspection
+                .tools
+                .iter()
+                .filter(|site| site.mount == mount.name)
+                .collect();
+            if sites.is_empty() {
+                continue;
+            }
+            let _ = writeln!(
+                progress,
+                "checking upstream '{}' ({})",
+                mount.name,
+                describe_transport(mount)
+            );
+            match probe::list_tools(mount, limits).await {
+                Ok(listing) => {
+                    let from = listing
+                        .server()
+                        .map(|s| format!(" from {s}"))
+                        .unwrap_or_default();
+                    let _ = writeln!(progress, "  {}{from}", plural(listing.tools.len(), "tool"));
+                    report
+                        .checked
+                        .push((mount.name.clone(), listing.tools.len()));
+                    for site in sites {
+                        live_tool(site, &listing, &mut report);
+                    }
+                }
+                Err(e) => {
+                    let first = &sites[0];
+                    report.problems.push(LoadError {
+                        file: first.file.clone(),
+                        line: None,
+                        place: None,
+                        reason: format!(
+                            "cannot check against the live tools/list: {e} (fix the upstream, or run with --offline)"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    let order = |a: &LoadError, b: &LoadError| (&a.file, a.line).cmp(&(&b.file, b.line));
+    report.problems.sort_by(order);
+    report.warnings.sort_by(order);
+    Ok(report)
+}
+
+/// Overlay files whose mount is not a configured upstream: the gateway never
+/// applies them, and says nothing, since it looks overlays up by mount.
+fn unknown_upstreams(inspection: &Inspection, mounts: &[Mount], report: &mut Report) {
+    let configured: BTreeSet<&str> = mounts.iter().map(|m| m.name.as_str()).collect();
+    for site in &inspection.mount_files {
+        if configured.contains(site.mount.as_str()) {
+            continue;
+        }
+        let names = list(mounts.iter().map(|m| &m.name));
+        let (line, place, reason) = if site.upstream_key {
+            (
+                site.upstream_line,
+                Some("upstream".to_owned()),
+                format!(
+                    "no upstream named '{}' is configured (configured: {names})",
+                    site.mount
+                ),
+            )
+        } else {
+            (
+                None,
+                None,
+                format!(
+                    "the file name makes these the tools of upstream '{}', which is not configured (configured: {names}); rename the file or set `upstream = \"…\"`",
+                    site.mount
+                ),
+            )
+        };
+        report.problems.push(LoadError {
+            file: site.file.clone(),
+            line,
+            place,
+            reason,
+        });
+    }
+}
+
+/// A widget no tool names is never listed nor served: most likely a tool's
+/// `widget` key misses it, or it is left over.
+fn unused_widgets(dir: &Path, inspection: &Inspection, report: &mut Report) {
+    let used: BTreeSet<&str> = inspection
+        .tools
+        .iter()
+        .filter_map(|site| site.overlay.as_ref()?.widget.as_deref())
+        .collect();
+    for widget in inspection.set.widgets().iter() {
+        if !used.contains(widget.name.as_str()) {
+            report.warnings.push(LoadError {
+                file: dir.join(WIDGETS_DIR).join(&widget.name),
+                line: None,
+                place: None,
+                reason: "no tool names this widget, so no host will see it".into(),
+            });
+        }
+    }
+}
+
+/// The checks of one tool overlay against the live tool.
+fn live_tool(site: &ToolSite, listing: &Listing, report: &mut Report) {
+    let at = |key: &str| match key {
+        "" => format!("tools.{}", site.tool),
+        key => format!("tools.{}.{key}", site.tool),
+    };
+    let finding = |key: &str, reason: String| LoadError {
+        file: site.file.clone(),
+        line: site.line,
+        place: Some(at(key)),
+        reason,
+    };
+    let Some(tool) = listing.tool(&site.tool) else {
+        let reason = unknown_tool(&site.mount, &site.tool, listing);
+        report.problems.push(finding("", reason));
+        return;
+    };
+    let Some(overlay) = &site.overlay else {
+        return;
+    };
+    let input_schema = tool.get("inputSchema").unwrap_or(&Value::Null);
+    for (i, param) in overlay.file_params.iter().enumerate() {
+        let problems = file_param_problems(input_schema, param);
+        if !problems.is_empty() {
+            let reason = format!(
+                "`{param}`: {}; the gateway leaves it out of openai/fileParams",
+                problems.join("; ")
+            );
+            report
+                .problems
+                .push(finding(&format!("file_params[{i}]"), reason));
+        }
+    }
+    let upstream_schema = tool.get("outputSchema").filter(|s| s.is_object());
+    if overlay.output_schema.is_none() {
+        let required = required_keys(upstream_schema);
+        for key in &overlay.result.widget_only {
+            if required.contains(key.as_str()) {
+                let reason = format!(
+                    "`{key}` is required by the upstream's outputSchema but moved out of structuredContent, so clients would reject the results; set output_schema"
+                );
+                report.problems.push(finding("result.widget_only", reason));
+            }
+        }
+    }
+    shaping_warnings(overlay, upstream_schema.is_some(), &finding, report);
+}
+
+/// Result shaping that the tool's listing says will not work as meant.
+fn shaping_warnings(
+    overlay: &ToolOverlay,
+    upstream_has_schema: bool,
+    finding: &dyn Fn(&str, String) -> LoadError,
+    report: &mut Report,
+) {
+    if overlay.result.structured_from_text && upstream_has_schema {
+        report.warnings.push(finding(
+            "result.structured_from_text",
+            "has no effect: the upstream declares an outputSchema, so it sends structuredContent itself".into(),
+        ));
+    }
+    if overlay.output_schema.is_some()
+        && !overlay.result.structured_from_text
+        && !upstream_has_schema
+    {
+        report.warnings.push(finding(
+            "output_schema",
+            "the upstream declares no outputSchema, so its results probably carry no structuredContent, and clients that enforce the advertised schema reject such results; if the tool returns JSON text, set result.structured_from_text = true".into(),
+        ));
+    }
+}
+
+fn required_keys(schema: Option<&Value>) -> BTreeSet<&str> {
+    schema
+        .and_then(|s| s.get("required"))
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// "upstream 'x' has no tool `y`", with the likely intended name, or the
+/// names it does have.
+fn unknown_tool(mount: &str, tool: &str, listing: &Listing) -> String {
+    let names: Vec<&str> = listing.names().collect();
+    let mut reason = format!("upstream '{mount}' has no tool `{tool}`");
+    if names.is_empty() {
+        reason.push_str(" (it lists no tools)");
+        return reason;
+    }
+    let nearest = names
+        .iter()
+        .map(|n| (distance(tool, n), *n))
+        .min()
+        .filter(|(d, _)| *d <= (tool.chars().count() / 3).max(2));
+    if let Some((_, name)) = nearest {
+        reason.push_str(&format!("; did you mean `{name}`?"));
+        return reason;
+    }
+    let shown: Vec<String> = names
+        .iter()
+        .take(NAMES_SHOWN)
+        .map(|n| format!("`{n}`"))
+        .collect();
+    let more = names.len().saturating_sub(NAMES_SHOWN);
+    reason.push_str(&format!(" (its tools: {}", shown.join(", ")));
+    if more > 0 {
+        reason.push_str(&format!(", and {more} more"));
+    }
+    reason.push(')');
+    reason
+}
+
+/// Levenshtein distance, for "did you mean". Tool names are short.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn edit_distance() {
+        assert_eq!(distance("list_task", "list_tasks"), 1);
+        assert_eq!(distance("", "abc"), 3);
+        assert_eq!(distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn unknown_tools_suggest_or_list() {
+        let listing = Listing {
+            server_info: None,
+            protocol_version: probe::PROTOCOL_VERSION.into(),
+            tools: vec![json!({"name": "list_tasks"}), json!({"name": "add_task"})],
+        };
+        assert_eq!(
+            unknown_tool("demo", "list_task", &listing),
+            "upstream 'demo' has no tool `list_task`; did you mean `list_tasks`?"
+        );
+        assert_eq!(
+            unknown_tool("demo", "weather", &listing),
+            "upstream 'demo' has no tool `weather` (its tools: `list_tasks`, `add_task`)"
+        );
+    }
+}

@@ -1,0 +1,492 @@
+//! The `check` and `init` commands, run as the built binary in temporary
+//! directories: `check` finds every problem class in one run and passes clean
+//! overlays (the repository's own included); `init` writes stubs that `check`
+//! accepts, over every transport, and never replaces a file unasked.
+//!
+//! Every server listens on 127.0.0.1, and every run of the binary is bounded.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use support::upstreams::{self, HttpFlavor};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-ui-gateway");
+/// Generous: a run starts stdio servers and waits for their handshakes.
+const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+/// Keeps a hung upstream from using up `RUN_TIMEOUT`.
+const LIMITS: &str = "[limits]\nrequest_timeout_secs = 20\nconnect_timeout_secs = 5\n";
+
+/// Runs the binary in `dir`; environment that could change its
+/// configuration or log output is removed.
+async fn run(dir: &Path, args: &[&str]) -> Output {
+    let mut command = tokio::process::Command::new(BIN);
+    command.args(args).current_dir(dir).kill_on_drop(true);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") || key == "RUST_LOG" {
+            command.env_remove(key);
+        }
+    }
+    tokio::time::timeout(RUN_TIMEOUT, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("`mcp-ui-gateway {}` took too long", args.join(" ")))
+        .expect("the binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// stdout, and both streams for assertion messages.
+fn streams(out: &Output) -> (String, String) {
+    let stdout = text(&out.stdout);
+    let both = format!("--- stdout\n{stdout}--- stderr\n{}", text(&out.stderr));
+    (stdout, both)
+}
+
+fn write(path: impl AsRef<Path>, contents: &str) {
+    let path = path.as_ref();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, contents).unwrap();
+}
+
+/// A TOML `[[upstream]]` running the bundled demo over stdio.
+fn demo_upstream(name: &str) -> String {
+    format!("[[upstream]]\nname = \"{name}\"\ncommand = {BIN:?}\nargs = [\"demo-server\"]\n\n")
+}
+
+/// A stdio server in sh, just enough MCP for a listing: its first page has
+/// a tool whose file parameter breaks the file-object rules (no mime_type or
+/// file_name, file_id not required); its second page has another tool.
+const FILES_SERVER: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"files","version":"1"}}}\n' "$id" ;;
+    *'"cursor":"2"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"later","inputSchema":{"type":"object"}}]}}\n' "$id" ;;
+    *'"method":"tools/list"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"upload","inputSchema":{"type":"object","properties":{"attachment":{"type":"object","properties":{"download_url":{"type":"string"},"file_id":{"type":"string"}},"required":["download_url"]}}}}],"nextCursor":"2"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+#[tokio::test]
+async fn check_reports_every_problem_class_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = format!(
+        "{}[[upstream]]\nname = \"files\"\ncommand = \"sh\"\nargs = [\"-c\", '''{FILES_SERVER}''']\n\n{LIMITS}",
+        demo_upstream("demo")
+    );
+    write(root.join("gw.toml"), &config);
+    write(
+        root.join("overlays/demo.toml"),
+        r#"[tools.list_task]
+title = "A typo in the tool name"
+
+[tools.add_task]
+widget = "nowhere"
+
+[tools.complete_task]
+invoking = "Completing the task you asked for, which takes quite a while now…"
+"#,
+    );
+    write(
+        root.join("overlays/files.toml"),
+        "[tools.upload]\nfile_params = [\"attachment\"]\n\n[tools.later]\ntitle = \"On page two\"\n",
+    );
+    write(
+        root.join("overlays/ghost.toml"),
+        "[tools.x]\ntitle = \"X\"\n",
+    );
+    write(
+        root.join("overlays/extra.toml"),
+        "upstream = \"phantom\"\n\n[tools.y]\ntitle = \"Y\"\n",
+    );
+    write(
+        root.join("overlays/widgets/card/index.html"),
+        "<p>card</p>\n",
+    );
+    write(
+        root.join("overlays/widgets/card/widget.toml"),
+        "[csp]\nconnect_domains = [\"https://api.example.com\", \"https://cdn.example.com/lib\"]\n",
+    );
+
+    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    let expected = [
+        // Unknown tool, with the likely intended one.
+        "overlays/demo.toml:1: tools.list_task: upstream 'demo' has no tool `list_task`; did you mean `list_tasks`?",
+        // Missing widget.
+        "overlays/demo.toml:4: tools.add_task.widget: no widget folder `widgets/nowhere`",
+        // Over-long status text.
+        "overlays/demo.toml:7: tools.complete_task.invoking: 65 characters; ChatGPT allows at most 64",
+        // Unknown upstream, by an explicit key and by the file name.
+        "overlays/extra.toml:1: upstream: no upstream named 'phantom' is configured (configured: 'demo', 'files')",
+        "overlays/ghost.toml: the file name makes these the tools of upstream 'ghost', which is not configured",
+        // File parameter whose live schema breaks the rules.
+        "overlays/files.toml:1: tools.upload.file_params[0]: `attachment`: the file object must declare `mime_type`, `file_name`; the file object must require `file_id`",
+        // Malformed CSP origin.
+        "overlays/widgets/card/widget.toml:2: csp.connect_domains[1]: `https://cdn.example.com/lib` has a path",
+    ];
+    for line in expected {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(line)),
+            "missing {line:?}\n{both}"
+        );
+    }
+    // `later` is on the second page: pages were followed, so it is known.
+    assert!(!stdout.contains("tools.later"), "{both}");
+    assert_eq!(
+        stdout.lines().last(),
+        Some("7 problems in overlays"),
+        "{both}"
+    );
+    assert_eq!(stdout.lines().count(), 8, "{both}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("checking upstream 'demo' (stdio `"),
+        "{both}"
+    );
+    assert!(
+        stderr.contains("checking upstream 'files' (stdio `sh"),
+        "{both}"
+    );
+}
+
+#[tokio::test]
+async fn check_passes_a_clean_overlay() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("gw.toml"),
+        &format!("{}{LIMITS}", demo_upstream("demo")),
+    );
+    write(
+        root.join("overlays/demo.toml"),
+        r#"#:schema ./schema/overlay.schema.json
+[tools.list_tasks]
+widget = "board"
+invoking = "Loading tasks…"
+invoked = "Tasks loaded"
+annotations = { readOnlyHint = true, destructiveHint = false, openWorldHint = false }
+result = { structured_from_text = true }
+"#,
+    );
+    write(
+        root.join("overlays/widgets/board/index.html"),
+        "<p>board</p>\n",
+    );
+    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert_eq!(
+        stdout,
+        "overlays OK: 1 overlay file, 1 tool overlaid, 1 widget; checked against upstream 'demo' (3 tools)\n",
+        "{both}"
+    );
+    // Offline, the upstream is not contacted.
+    let out = run(root, &["check", "--config", "gw.toml", "--offline"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(
+        stdout.ends_with("not checked against the upstreams (--offline)\n"),
+        "{both}"
+    );
+    assert!(!text(&out.stderr).contains("checking upstream"), "{both}");
+}
+
+#[tokio::test]
+async fn check_passes_on_the_repository_overlays() {
+    // The default configuration: the bundled demo, and `overlays/`.
+    let out = run(Path::new(env!("CARGO_MANIFEST_DIR")), &["check"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(stdout.starts_with("overlays OK: "), "{both}");
+    assert!(stdout.contains("checked against upstream 'demo'"), "{both}");
+}
+
+#[tokio::test]
+async fn check_names_an_unreachable_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // A port nothing listens on.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    write(
+        root.join("gw.toml"),
+        &format!("[[upstream]]\nname = \"down\"\nurl = \"http://{addr}/mcp\"\n\n{LIMITS}"),
+    );
+    write(
+        root.join("overlays/down.toml"),
+        "[tools.t]\ntitle = \"T\"\n",
+    );
+    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    assert!(
+        stdout.starts_with(
+            "overlays/down.toml: cannot check against the live tools/list: upstream 'down' is unreachable"
+        ),
+        "{both}"
+    );
+}
+
+#[tokio::test]
+async fn usage_and_configuration_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let out = run(root, &["check", "--config", "missing.toml"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", streams(&out).1);
+    write(root.join("bad.toml"), "[[upstream]]\nname = \"x\"\n");
+    let out = run(root, &["check", "--config", "bad.toml"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", streams(&out).1);
+    assert!(text(&out.stderr).contains("set exactly one of"));
+    // No overlay directory to check.
+    let out = run(root, &["check", "--overlays", "none"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", streams(&out).1);
+    write(root.join("gw.toml"), &demo_upstream("demo"));
+    let out = run(root, &["init", "--config", "gw.toml", "--upstream", "nope"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", streams(&out).1);
+    assert!(text(&out.stderr).contains("no upstream named 'nope' is configured"));
+    let out = run(root, &["check", "--bogus"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", streams(&out).1);
+}
+
+#[tokio::test]
+async fn init_writes_a_stub_for_the_demo_that_check_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("gw.toml"),
+        &format!("{}{LIMITS}", demo_upstream("demo")),
+    );
+    let out = run(root, &["init", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(
+        stdout.starts_with(
+            "wrote overlays/demo.toml: 3 tool stubs of upstream 'demo' (task-list-demo "
+        ),
+        "{both}"
+    );
+    assert!(
+        stdout.contains("wrote overlays/schema/overlay.schema.json"),
+        "{both}"
+    );
+    let stub = std::fs::read_to_string(root.join("overlays/demo.toml")).unwrap();
+    assert!(
+        stub.starts_with("#:schema ./schema/overlay.schema.json\n"),
+        "{stub}"
+    );
+    for tool in ["list_tasks", "add_task", "complete_task"] {
+        assert!(stub.contains(&format!("\n[tools.{tool}]\n")), "{stub}");
+    }
+    assert!(
+        stub.contains("\n# List all tasks with their id, title and completion state.\n"),
+        "{stub}"
+    );
+    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(
+        stdout.starts_with("overlays OK: 1 overlay file, 3 tools overlaid"),
+        "{both}"
+    );
+}
+
+#[tokio::test]
+async fn init_refuses_to_overwrite_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("gw.toml"),
+        &format!("{}{LIMITS}", demo_upstream("demo")),
+    );
+    let mine = "# my own overlays\n";
+    write(root.join("overlays/demo.toml"), mine);
+    let out = run(root, &["init", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    assert_eq!(stdout, "", "{both}");
+    assert!(
+        text(&out.stderr).contains("overlays/demo.toml exists; not overwritten (use --force"),
+        "{both}"
+    );
+    let kept = std::fs::read_to_string(root.join("overlays/demo.toml")).unwrap();
+    assert_eq!(kept, mine);
+    assert!(
+        !root.join("overlays/schema").exists(),
+        "a refusal writes nothing"
+    );
+
+    let out = run(root, &["init", "--config", "gw.toml", "--force"]).await;
+    let (_, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    let replaced = std::fs::read_to_string(root.join("overlays/demo.toml")).unwrap();
+    assert!(replaced.contains("[tools.list_tasks]"), "{replaced}");
+}
+
+#[tokio::test]
+async fn init_leaves_out_tools_another_file_overlays() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("gw.toml"),
+        &format!("{}{LIMITS}", demo_upstream("demo")),
+    );
+    write(
+        root.join("overlays/tasks.toml"),
+        "upstream = \"demo\"\n\n[tools.list_tasks]\ntitle = \"Tasks\"\n",
+    );
+    let out = run(root, &["init", "--config", "gw.toml", "--upstream", "demo"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(stdout.contains("2 tool stubs"), "{both}");
+    let stub = std::fs::read_to_string(root.join("overlays/demo.toml")).unwrap();
+    assert!(!stub.contains("[tools.list_tasks]"), "{stub}");
+    assert!(
+        stub.contains("# list_tasks: overlaid in overlays/tasks.toml"),
+        "{stub}"
+    );
+    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", streams(&out).1);
+}
+
+/// `init` then `check` through every transport: the fixture server over
+/// streamable HTTP (SSE and JSON responses), legacy HTTP+SSE and stdio.
+#[tokio::test(flavor = "multi_thread")]
+async fn init_and_check_over_every_transport() {
+    let stateful = upstreams::start_http(HttpFlavor::StatefulSse)
+        .await
+        .unwrap();
+    let json = upstreams::start_http(HttpFlavor::StatelessJson)
+        .await
+        .unwrap();
+    let legacy = upstreams::start_sse().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = format!(
+        "[[upstream]]\nname = \"stateful\"\nurl = \"{}\"\n\n\
+         [[upstream]]\nname = \"json\"\nurl = \"{}\"\n\n\
+         [[upstream]]\nname = \"legacy\"\nsse_url = \"{}\"\n\n\
+         [[upstream]]\nname = \"stdio\"\ncommand = {:?}\n\n{LIMITS}",
+        stateful.url,
+        json.url,
+        legacy.url,
+        upstreams::STDIO_COMMAND
+    );
+    write(root.join("gw.toml"), &config);
+    let out = run(root, &["init", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    for name in ["stateful", "json", "legacy", "stdio"] {
+        assert!(
+            stdout.contains(&format!("wrote overlays/{name}.toml: ")),
+            "{name}\n{both}"
+        );
+        let stub = std::fs::read_to_string(root.join(format!("overlays/{name}.toml"))).unwrap();
+        assert!(stub.contains("\n[tools.echo]\n"), "{name}: {stub}");
+    }
+    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(stdout.starts_with("overlays OK: 4 overlay files"), "{both}");
+    for name in ["stateful", "json", "legacy", "stdio"] {
+        assert!(stdout.contains(&format!("'{name}' (")), "{name}\n{both}");
+    }
+}
+
+#[tokio::test]
+async fn both_commands_are_in_the_help() {
+    let out = run(Path::new("."), &["--help"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(stdout.contains("\n  check "), "{both}");
+    assert!(stdout.contains("\n  init "), "{both}");
+    let out = run(Path::new("."), &["check", "--help"]).await;
+    let (stdout, both) = streams(&out);
+    assert!(stdout.contains("--offline"), "{both}");
+    assert!(stdout.contains("Exit status"), "{both}");
+    let out = run(Path::new("."), &["init", "--help"]).await;
+    let (stdout, both) = streams(&out);
+    assert!(
+        stdout.contains("--force") && stdout.contains("--upstream"),
+        "{both}"
+    );
+}
+
+#[tokio::test]
+async fn warnings_do_not_fail_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("gw.toml"),
+        &format!("{}{LIMITS}", demo_upstream("demo")),
+    );
+    // The demo sends no structuredContent, so a schema without shaping
+    // advertises results the tool never returns; and no tool uses `spare`.
+    write(
+        root.join("overlays/demo.toml"),
+        "[tools.add_task]\n\n[tools.add_task.output_schema]\ntype = \"object\"\n",
+    );
+    write(
+        root.join("overlays/widgets/spare/index.html"),
+        "<p>spare</p>\n",
+    );
+    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{both}");
+    assert!(
+        lines[0].starts_with("warning: overlays/demo.toml:1: tools.add_task.output_schema: the upstream declares no outputSchema"),
+        "{both}"
+    );
+    assert_eq!(
+        lines[1],
+        "warning: overlays/widgets/spare: no tool names this widget, so no host will see it"
+    );
+    assert!(
+        lines[2].starts_with("overlays OK: ") && lines[2].ends_with(", 2 warnings"),
+        "{both}"
+    );
+}
+
+/// Without a configuration file, `check` and `init` take one upstream from
+/// the same flags as `serve`: `--name NAME -- COMMAND`.
+#[tokio::test]
+async fn a_command_line_upstream_needs_no_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let upstream = ["--name", "tasks", "--", BIN, "demo-server"];
+    let init: Vec<&str> = ["init", "--overlays", "mine"]
+        .into_iter()
+        .chain(upstream)
+        .collect();
+    let out = run(root, &init).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(
+        stdout.starts_with("wrote mine/tasks.toml: 3 tool stubs"),
+        "{both}"
+    );
+    let check: Vec<&str> = ["check", "--overlays", "mine"]
+        .into_iter()
+        .chain(upstream)
+        .collect();
+    let out = run(root, &check).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(
+        stdout.contains("checked against upstream 'tasks' (3 tools)"),
+        "{both}"
+    );
+}

@@ -1,0 +1,1 @@
+document.getElementById("board").dataset.ready = "yes";

