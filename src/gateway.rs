@@ -170,7 +170,7 @@ impl Gateway {
                 let Some(gw) = gw.upgrade() else { return };
                 for session in gw.sessions.all() {
                     for message in crate::relay::LIST_CHANGED {
-                        session.deliver(bytes::Bytes::from_static(message)).await;
+                        session.announce(bytes::Bytes::from_static(message)).await;
                     }
                 }
             }

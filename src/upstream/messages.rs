@@ -326,6 +326,26 @@ impl MessageSession {
         }
     }
 
+    /// Say something of the gateway's own (an overlay change) to the client:
+    /// on its GET stream, or queued until it opens one. Never on a request's
+    /// stream, which belongs to that request's exchange.
+    pub async fn announce(&self, message: Bytes) {
+        let tx = {
+            let mut st = self.state.lock().unwrap();
+            match st.get_stream.as_ref().filter(|tx| !tx.is_closed()) {
+                Some(tx) => tx.clone(),
+                None => {
+                    if st.backlog.len() == BACKLOG {
+                        st.backlog.pop_front();
+                    }
+                    st.backlog.push_back(message);
+                    return;
+                }
+            }
+        };
+        let _ = tx.send(message).await;
+    }
+
     /// End the session: every waiting request gets an error naming the
     /// upstream and `reason`, streams close, and the transport stops.
     pub fn close(&self, reason: impl Into<String>) {
