@@ -145,6 +145,15 @@ impl Live {
                         _ = stop.cancelled() => return,
                     }
                 }
+                // An editor saving in place truncates first: an empty overlay
+                // file is a save in progress, not "no overlays". Wait it out,
+                // a bounded number of times.
+                for _ in 0..10 {
+                    if !has_empty_overlay_file(&dir) {
+                        break;
+                    }
+                    tokio::time::sleep(DEBOUNCE).await;
+                }
                 if !watching && dir.exists() {
                     watching = watcher.watch(&dir, RecursiveMode::Recursive).is_ok();
                 } else if watching && !dir.exists() {
@@ -170,4 +179,19 @@ impl Live {
             }
         }
     }
+}
+
+/// Whether a mount file directly in `dir` is empty (being written).
+fn has_empty_overlay_file(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let path = e.path();
+        let overlay = matches!(
+            path.extension().and_then(|x| x.to_str()),
+            Some("toml" | "json")
+        );
+        overlay && e.metadata().is_ok_and(|m| m.is_file() && m.len() == 0)
+    })
 }

@@ -1,0 +1,788 @@
+//! End to end in headless Chromium: the gateway binary serves the bundled demo (a legacy
+//! task list over stdio) with the overlays in `overlays/`, and `tests/browser/run.mjs`
+//! opens a real MCP Apps host page (the official `AppBridge` from
+//! `@modelcontextprotocol/ext-apps`) that connects **through the gateway**: it lists the
+//! tools, reads the `ui://task-board/…` widget the gateway serves, renders it with the
+//! upstream's data, and a click inside the widget calls a tool through the host and the
+//! gateway whose result shows in the widget.
+//!
+//! Two flows: `list_tasks` then "Done" on task 2 (`complete_task`), and `add_task` then
+//! typing a title and pressing "Add" (`add_task`, then the widget's own `list_tasks`).
+//! Each run's screenshot and JSON summary are kept in `target/test-artifacts/`.
+//!
+//! The peers (node modules in `tests/peers/node_modules`, Debian's `chromium`) come from
+//! `bash scripts/install-peers.sh`; when they are missing the tests fail saying so, unless
+//! `MCP_UI_SKIP_PEERS=1`, which turns that into a printed note and a skip.
+//!
+//! Every process started here (the gateway with its demo children, node with its
+//! Chromium) is killed by PID, with its descendants, when the test ends, panics
+//! included; every wait is bounded; only 127.0.0.1 is used. The two tests take turns
+//! (one Chromium at a time).
+
+use std::io::{BufRead as _, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Set to `1` to skip (instead of fail) when the peers are not installed.
+const SKIP_ENV: &str = "MCP_UI_SKIP_PEERS";
+/// The gateway must print its endpoint line within this.
+const READY_LIMIT: Duration = Duration::from_secs(30);
+/// run.mjs bounds itself to this many seconds (every wait inside is bounded too)...
+const DRIVER_OWN_TIMEOUT_S: &str = "60";
+/// ...and is killed if it has not exited after this.
+const DRIVER_LIMIT: Duration = Duration::from_secs(90);
+/// The gateway must exit after SIGTERM within this.
+const STOP_LIMIT: Duration = Duration::from_secs(20);
+/// Output lines kept per process for failure messages.
+const LOG_LINES: usize = 2000;
+
+/// One Chromium at a time (2 cores).
+static TURN: Mutex<()> = Mutex::new(());
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/test-artifacts` (next to `target/tmp`, so a custom target dir is respected).
+fn artifacts_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tmp
+        .parent()
+        .map(|target| target.join("test-artifacts"))
+        .unwrap_or_else(|| root().join("target/test-artifacts"));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    dir
+}
+
+// ---------------------------------------------------------------------------------------
+// Peers
+
+/// What run.mjs needs and is not installed (empty when all is there).
+fn missing_peers() -> Vec<String> {
+    let modules = root().join("tests/peers/node_modules");
+    let mut missing: Vec<String> = [
+        "@modelcontextprotocol/ext-apps/package.json",
+        "@modelcontextprotocol/client/package.json",
+        "esbuild/package.json",
+        "playwright-core/package.json",
+    ]
+    .iter()
+    .map(|p| modules.join(p))
+    .filter(|p| !p.exists())
+    .map(|p| p.display().to_string())
+    .collect();
+    let on_path = |program: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {program}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !on_path("node") {
+        missing.push("node (on PATH)".into());
+    }
+    let chromium_ok = match std::env::var_os("CHROMIUM") {
+        Some(path) => Path::new(&path).exists(),
+        None => on_path("chromium"),
+    };
+    if !chromium_ok {
+        missing.push("chromium (on PATH, or $CHROMIUM)".into());
+    }
+    missing
+}
+
+/// `true` to go on; `false` to skip (peers missing and `MCP_UI_SKIP_PEERS=1`);
+/// a panic telling how to install them otherwise.
+fn peers_ready() -> bool {
+    let missing = missing_peers();
+    if missing.is_empty() {
+        return true;
+    }
+    if std::env::var(SKIP_ENV).as_deref() == Ok("1") {
+        eprintln!(
+            "SKIPPED: browser peers missing ({}); {SKIP_ENV}=1",
+            missing.join(", ")
+        );
+        return false;
+    }
+    panic!(
+        "browser peers missing: {}.\nRun `bash scripts/install-peers.sh` (npm packages \
+         pinned in tests/peers/package.json and Debian's chromium), or set {SKIP_ENV}=1 \
+         to skip these tests.",
+        missing.join(", ")
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Processes
+
+#[derive(Default)]
+struct Output {
+    stdout: Vec<String>,
+    stderr: Vec<String>,
+}
+
+/// A process this test started; it and everything below it are killed when dropped.
+struct Proc {
+    name: String,
+    child: Child,
+    pid: u32,
+    out: Arc<Mutex<Output>>,
+    /// stdout lines as they arrive (stderr goes to the log only).
+    lines: Receiver<String>,
+    readers: Vec<JoinHandle<()>>,
+}
+
+impl Proc {
+    fn spawn(name: &str, cmd: &mut Command) -> Proc {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("{name}: cannot spawn {cmd:?}: {e}"));
+        let pid = child.id();
+        let out = Arc::new(Mutex::new(Output::default()));
+        let (tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let readers = vec![
+            read_lines(stdout, out.clone(), true, Some(tx)),
+            read_lines(stderr, out.clone(), false, None),
+        ];
+        Proc {
+            name: name.to_owned(),
+            child,
+            pid,
+            out,
+            lines,
+            readers,
+        }
+    }
+
+    /// The first stdout line `pick` accepts, within [`READY_LIMIT`].
+    fn wait_for_line<T>(&mut self, what: &str, pick: impl Fn(&str) -> Option<T>) -> T {
+        let deadline = Instant::now() + READY_LIMIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(value) = pick(&line) {
+                        return value;
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self.wait_exit(Duration::from_secs(5));
+                    panic!(
+                        "{}: output ended before {what} (exit: {status:?})\n{}",
+                        self.name,
+                        self.tail(40)
+                    );
+                }
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "{}: no {what} within {READY_LIMIT:?}\n{}",
+                    self.name,
+                    self.tail(40)
+                ),
+            }
+        }
+    }
+
+    /// Polls for the exit for at most `limit`.
+    fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Waits (bounded) for the process to exit by itself; then its full stdout.
+    fn finish(&mut self, limit: Duration) -> Result<(ExitStatus, String), String> {
+        let Some(status) = self.wait_exit(limit) else {
+            self.kill_tree();
+            return Err(format!(
+                "{}: still running after {limit:?}; killed\n{}",
+                self.name,
+                self.tail(60)
+            ));
+        };
+        self.join_readers();
+        let stdout = self.out.lock().unwrap().stdout.join("\n");
+        Ok((status, stdout))
+    }
+
+    /// The pipes close once every holder has exited: bounded, in case a grandchild
+    /// keeps one open.
+    fn join_readers(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for reader in self.readers.drain(..) {
+            while !reader.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if reader.is_finished() {
+                let _ = reader.join();
+            }
+        }
+    }
+
+    /// SIGTERM, then a bounded wait for the exit (SIGKILL to the tree after it).
+    fn terminate(&mut self) -> Result<ExitStatus, String> {
+        signal("TERM", &[self.pid]);
+        match self.wait_exit(STOP_LIMIT) {
+            Some(status) => Ok(status),
+            None => {
+                self.kill_tree();
+                Err(format!(
+                    "{}: still running {STOP_LIMIT:?} after SIGTERM; killed\n{}",
+                    self.name,
+                    self.tail(40)
+                ))
+            }
+        }
+    }
+
+    fn tail(&self, n: usize) -> String {
+        let out = self.out.lock().unwrap();
+        let last = |v: &[String]| {
+            v[v.len().saturating_sub(n)..]
+                .iter()
+                .map(|l| format!("    {}", truncate(l, 800)))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        format!(
+            "  --- {} (pid {}) stdout, last {n} lines:\n{}\n  --- stderr, last {n} lines:\n{}",
+            self.name,
+            self.pid,
+            last(&out.stdout),
+            last(&out.stderr)
+        )
+    }
+
+    /// SIGKILL to every descendant, then to the process itself.
+    fn kill_tree(&mut self) {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        signal("KILL", &descendants(self.pid));
+        let _ = self.child.kill();
+        let _ = self.wait_exit(Duration::from_secs(5));
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill_tree();
+    }
+}
+
+fn read_lines(
+    pipe: impl Read + Send + 'static,
+    out: Arc<Mutex<Output>>,
+    is_stdout: bool,
+    tx: Option<mpsc::Sender<String>>,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        // Bytes, not `lines()`: invalid UTF-8 must not stop the draining.
+        let mut reader = BufReader::new(pipe);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let line = String::from_utf8_lossy(&buf)
+                .trim_end_matches(['\n', '\r'])
+                .to_owned();
+            {
+                let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
+                let v = if is_stdout {
+                    &mut out.stdout
+                } else {
+                    &mut out.stderr
+                };
+                if v.len() == LOG_LINES {
+                    v.remove(0);
+                }
+                v.push(line.clone());
+            }
+            if let Some(tx) = &tx {
+                let _ = tx.send(line);
+            }
+        }
+    })
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &s[..end], s.len())
+}
+
+/// Sends a signal to PIDs with kill(1) (the crate forbids `unsafe`, so no libc).
+fn signal(sig: &str, pids: &[u32]) {
+    if pids.is_empty() {
+        return;
+    }
+    let _ = Command::new("kill")
+        .args(["-s", sig, "--"])
+        .args(pids.iter().map(u32::to_string))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Every live process below `root`, from /proc.
+fn descendants(root: u32) -> Vec<u32> {
+    let table: Vec<(u32, u32, char)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+            let state = rest.next()?.chars().next()?;
+            let ppid = rest.next()?.parse().ok()?;
+            Some((pid, ppid, state))
+        })
+        .collect();
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for &(pid, ppid, state) in &table {
+            if ppid == parent && !found.contains(&pid) && state != 'Z' && state != 'X' {
+                found.push(pid);
+                frontier.push(pid);
+            }
+        }
+    }
+    found
+}
+
+// ---------------------------------------------------------------------------------------
+// The gateway and the driver
+
+/// The gateway binary on 127.0.0.1:0 serving the bundled demo with `overlays/`, ready.
+fn start_gateway() -> (Proc, String) {
+    let root = root();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(root.join("config/gateway.toml"))
+        .args(["--listen", "127.0.0.1:0", "--overlays"])
+        .arg(root.join("overlays"))
+        .current_dir(&root);
+    // The gateway reads every MCP_UI_GATEWAY_* variable as configuration (and rejects
+    // unknown ones, such as this test's own switch): keep the run hermetic.
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("MCP_UI_GATEWAY_") {
+            cmd.env_remove(key);
+        }
+    }
+    if std::env::var_os("RUST_LOG").is_none() {
+        cmd.env("RUST_LOG", "info");
+    }
+    let mut gateway = Proc::spawn("gateway", &mut cmd);
+    let url = gateway.wait_for_line("`MCP endpoint: ` line on stdout", |line| {
+        let rest = line.strip_prefix("MCP endpoint: ")?;
+        Some(rest.split(" -> ").next()?.trim().to_owned())
+    });
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "gateway endpoint line gave an unexpected URL {url:?}\n{}",
+        gateway.tail(20)
+    );
+    (gateway, url)
+}
+
+/// SIGTERM; the gateway must exit 0 and leave none of its demo children running.
+fn stop_gateway(mut gateway: Proc) {
+    let children = descendants(gateway.pid);
+    let status = gateway.terminate().unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        status.success(),
+        "gateway exited with {status} after SIGTERM (expected 0)\n{}",
+        gateway.tail(30)
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut left = children;
+    while !left.is_empty() && Instant::now() < deadline {
+        left.retain(|&pid| Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if !left.is_empty() {
+        signal("KILL", &left);
+        panic!("the gateway exited but left its children {left:?} running (killed now)");
+    }
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let rest = &stat[stat.rfind(')')? + 1..];
+            rest.split_whitespace().next().map(|s| s == "Z" || s == "X")
+        })
+        .unwrap_or(true)
+}
+
+/// Runs `node tests/browser/run.mjs --mcp URL …ARGS --screenshot <artifacts>/<name>.png`,
+/// keeps its summary as `<name>.json`, and returns the summary of a successful run.
+fn run_driver(
+    gateway: &mut Proc,
+    url: &str,
+    name: &str,
+    args: &[&str],
+) -> (Value, PathBuf, Duration) {
+    let artifacts = artifacts_dir();
+    let screenshot = artifacts.join(format!("{name}.png"));
+    let _ = std::fs::remove_file(&screenshot);
+    let mut cmd = Command::new("node");
+    cmd.arg(root().join("tests/browser/run.mjs"))
+        .args(["--mcp", url])
+        .args(args)
+        .args(["--timeout", DRIVER_OWN_TIMEOUT_S, "--screenshot"])
+        .arg(&screenshot)
+        .current_dir(root());
+    let started = Instant::now();
+    let mut driver = Proc::spawn(&format!("run.mjs ({name})"), &mut cmd);
+    let (status, stdout) = driver
+        .finish(DRIVER_LIMIT)
+        .unwrap_or_else(|e| panic!("{e}\n{}", gateway.tail(30)));
+    let took = started.elapsed();
+    let summary_file = artifacts.join(format!("{name}.json"));
+    let _ = std::fs::write(&summary_file, &stdout);
+    let summary: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "run.mjs ({name}) exited with {status} without a JSON summary ({e})\n{}\n{}",
+            driver.tail(40),
+            gateway.tail(30)
+        )
+    });
+    if status.code() == Some(2) {
+        panic!(
+            "run.mjs ({name}) exited 2 (usage or a missing peer; run `bash \
+             scripts/install-peers.sh`)\n{}",
+            driver.tail(20)
+        );
+    }
+    assert!(
+        status.success() && summary["ok"] == Value::Bool(true),
+        "run.mjs ({name}) failed through the gateway ({status}): {}\n  summary: {}\n{}\n{}",
+        summary["reason"],
+        summary_file.display(),
+        driver.tail(30),
+        gateway.tail(30)
+    );
+    assert!(
+        screenshot.metadata().is_ok_and(|m| m.len() > 1000),
+        "run.mjs ({name}) wrote no screenshot at {}",
+        screenshot.display()
+    );
+    (summary, screenshot, took)
+}
+
+// ---------------------------------------------------------------------------------------
+// Checks on the driver's summary
+
+fn texts(value: &Value) -> String {
+    value.as_str().unwrap_or_default().to_owned()
+}
+
+/// What every run through the gateway must show, whatever the flow: the host talked to
+/// the demo through the gateway, read the gateway's versioned widget resource with the
+/// MCP Apps media type and its UI `_meta`, the widget initialised over the bridge, and
+/// the browser saw no page error or CSP violation.
+fn check_common(summary: &Value, tool: &str) {
+    let host = &summary["host"];
+    let context = || serde_json::to_string_pretty(summary).unwrap_or_default();
+    assert_eq!(summary["mode"], "server", "{}", context());
+    assert_eq!(
+        host["server"]["name"],
+        "task-list-demo",
+        "the host reached the demo upstream through the gateway\n{}",
+        context()
+    );
+    assert_eq!(host["tool"]["name"], tool, "{}", context());
+    let resource_uri = texts(&host["tool"]["_meta"]["ui"]["resourceUri"]);
+    assert!(
+        resource_uri.starts_with("ui://task-board/") && resource_uri.ends_with(".html"),
+        "the tool carries the gateway's versioned widget URI, got {resource_uri:?}\n{}",
+        context()
+    );
+    assert_eq!(
+        host["tool"]["_meta"]["ui/resourceUri"],
+        resource_uri.as_str()
+    );
+    assert_eq!(
+        host["tool"]["_meta"]["openai/outputTemplate"],
+        resource_uri.as_str()
+    );
+    assert_eq!(host["resource"]["uri"], resource_uri.as_str());
+    assert_eq!(host["resource"]["mimeType"], "text/html;profile=mcp-app");
+    assert!(
+        host["resource"]["htmlLength"].as_u64().unwrap_or(0) > 1000,
+        "the widget HTML (assets inlined) came through\n{}",
+        context()
+    );
+    assert_eq!(
+        host["resource"]["meta"]["ui"]["prefersBorder"],
+        true,
+        "the widget manifest's _meta reached the host\n{}",
+        context()
+    );
+    assert_eq!(host["app_info"]["name"], "task-board", "{}", context());
+    assert_eq!(host["initialized"], true, "{}", context());
+    assert_eq!(host["tool_result_sent"], true, "{}", context());
+    let structured = &host["tool_result"]["structuredContent"];
+    assert!(
+        structured.is_object(),
+        "the initial tool result carries the structuredContent the gateway adds\n{}",
+        context()
+    );
+    // Every MCP request of the page went to the gateway and succeeded.
+    let http = summary["http"].as_array().cloned().unwrap_or_default();
+    for wanted in ["initialize", "tools/list", "resources/read", "tools/call"] {
+        assert!(
+            http.iter().any(|e| e["rpc"] == wanted),
+            "no {wanted} went through the gateway\n{}",
+            context()
+        );
+    }
+    for exchange in &http {
+        let status = exchange["status"].as_u64().unwrap_or(0);
+        assert!(
+            (200..300).contains(&status),
+            "an MCP exchange through the gateway failed: {exchange}\n{}",
+            context()
+        );
+    }
+    let bad_console: Vec<&Value> = summary["console"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .filter(|m| {
+                    m["type"] == "pageerror"
+                        || m["type"] == "error"
+                        || texts(&m["text"]).contains("Content Security Policy")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        bad_console.is_empty(),
+        "the browser reported errors: {bad_console:?}\n{}",
+        context()
+    );
+    let errors = host["errors"].as_array().map_or(0, Vec::len);
+    assert_eq!(errors, 0, "the host logged errors\n{}", context());
+}
+
+fn view_calls(summary: &Value) -> Vec<(String, Value)> {
+    summary["host"]["view_calls"]
+        .as_array()
+        .map(|calls| {
+            calls
+                .iter()
+                .map(|c| (texts(&c["name"]), c["arguments"].clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn done_on_task_2_completes_it_through_the_gateway_and_the_widget_shows_it() {
+    if !peers_ready() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let started = Instant::now();
+    let (mut gateway, url) = start_gateway();
+    let (summary, screenshot, took) = run_driver(
+        &mut gateway,
+        &url,
+        "browser-list-tasks-complete",
+        &[
+            "--tool",
+            "list_tasks",
+            "--click",
+            r#"[data-task-id="2"] button[data-action="complete"]"#,
+            "--expect",
+            "Completed \u{201c}Write the release notes\u{201d}.",
+            "--expect-call",
+        ],
+    );
+    let context = || serde_json::to_string_pretty(&summary).unwrap_or_default();
+    check_common(&summary, "list_tasks");
+
+    // The widget rendered the upstream's data: the seeded tasks, as list_tasks returned
+    // them (the gateway's structuredContent), before the click.
+    let initial = &summary["host"]["tool_result"]["structuredContent"]["tasks"];
+    let titles: Vec<String> = initial
+        .as_array()
+        .map(|tasks| tasks.iter().map(|t| texts(&t["title"])).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        titles,
+        [
+            "Water the plants",
+            "Write the release notes",
+            "Book the team dinner"
+        ],
+        "list_tasks through the gateway returned the demo's seeded tasks\n{}",
+        context()
+    );
+    let view_text = texts(&summary["view_text"]);
+    for title in &titles {
+        assert!(
+            view_text.contains(title.as_str()),
+            "the widget shows {title:?}: {view_text:?}"
+        );
+    }
+
+    // The click made the widget call complete_task {id: 2} through the host and the
+    // gateway; the upstream's answer (task 2 now done) is what the widget shows.
+    let call = &summary["click"]["view_call"];
+    assert_eq!(call["name"], "complete_task", "{}", context());
+    assert_eq!(call["arguments"], serde_json::json!({ "id": 2 }));
+    assert_eq!(call["is_error"], false, "{}", context());
+    let result: Value = serde_json::from_str(&texts(&call["result_text"])).unwrap_or_default();
+    assert_eq!(
+        result,
+        serde_json::json!({ "id": 2, "title": "Write the release notes", "done": true }),
+        "complete_task's result came from the upstream\n{}",
+        context()
+    );
+    let calls = view_calls(&summary);
+    let completed = summary["host"]["view_calls"]
+        .as_array()
+        .and_then(|calls| calls.iter().find(|c| c["name"] == "complete_task"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        completed["result"]["structuredContent"]["done"], true,
+        "the gateway shaped the click's result too; view calls: {calls:?}"
+    );
+    assert!(
+        view_text.contains("Completed \u{201c}Write the release notes\u{201d}.")
+            && view_text.contains("1 open \u{b7} 2 done"),
+        "the widget shows the click's result: {view_text:?}"
+    );
+
+    stop_gateway(gateway);
+    eprintln!(
+        "browser list_tasks + Done on task 2: driver {:.1} s, test {:.1} s; screenshot {}",
+        took.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+        screenshot.display()
+    );
+}
+
+#[test]
+fn add_from_the_widget_adds_through_the_gateway_and_the_widget_lists_it() {
+    if !peers_ready() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let started = Instant::now();
+    let (mut gateway, url) = start_gateway();
+    let (summary, screenshot, took) = run_driver(
+        &mut gateway,
+        &url,
+        "browser-add-task",
+        &[
+            "--tool",
+            "add_task",
+            "--args",
+            r#"{"title":"Pack the demo"}"#,
+            "--fill",
+            "#new-title",
+            "--value",
+            "Buy oat milk",
+            "--click",
+            "#add-button",
+            "--expect",
+            "Added \u{201c}Buy oat milk\u{201d}.",
+            "--expect-call",
+        ],
+    );
+    let context = || serde_json::to_string_pretty(&summary).unwrap_or_default();
+    check_common(&summary, "add_task");
+    assert_eq!(
+        summary["host"]["tool_result"]["structuredContent"],
+        serde_json::json!({ "id": 4, "title": "Pack the demo", "done": false }),
+        "the host's add_task went through the gateway to the upstream\n{}",
+        context()
+    );
+    let call = &summary["click"]["view_call"];
+    assert_eq!(call["name"], "add_task", "{}", context());
+    assert_eq!(
+        call["arguments"],
+        serde_json::json!({ "title": "Buy oat milk" })
+    );
+    assert_eq!(call["is_error"], false, "{}", context());
+    let result: Value = serde_json::from_str(&texts(&call["result_text"])).unwrap_or_default();
+    assert_eq!(
+        result,
+        serde_json::json!({ "id": 5, "title": "Buy oat milk", "done": false }),
+        "{}",
+        context()
+    );
+    // After adding, the widget lists the tasks again (list_tasks through the gateway) and
+    // shows both new ones next to the seeded ones.
+    let calls: Vec<String> = view_calls(&summary).into_iter().map(|(n, _)| n).collect();
+    assert!(
+        calls.ends_with(&["add_task".to_owned(), "list_tasks".to_owned()]),
+        "the widget refreshed after adding: {calls:?}"
+    );
+    let view_text = texts(&summary["view_text"]);
+    for title in [
+        "Water the plants",
+        "Write the release notes",
+        "Book the team dinner",
+        "Pack the demo",
+        "Buy oat milk",
+    ] {
+        assert!(
+            view_text.contains(title),
+            "the widget shows {title:?}: {view_text:?}"
+        );
+    }
+    assert!(
+        view_text.contains("4 open \u{b7} 1 done"),
+        "the widget's summary counts the upstream's tasks: {view_text:?}"
+    );
+
+    stop_gateway(gateway);
+    eprintln!(
+        "browser add_task + Add: driver {:.1} s, test {:.1} s; screenshot {}",
+        took.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+        screenshot.display()
+    );
+}
