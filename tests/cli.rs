@@ -490,3 +490,37 @@ async fn a_command_line_upstream_needs_no_configuration() {
         "{both}"
     );
 }
+
+#[tokio::test]
+async fn serve_names_the_file_and_field_of_a_bad_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("gw.toml"),
+        "listen = \"127.0.0.1:0\"\n[limits]\nmax_body_bytez = 3\n",
+    );
+    let out = run(root, &["serve", "--config", "gw.toml"]).await;
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("gw.toml") && err.contains("max_body_bytez"),
+        "{err}"
+    );
+    write(
+        root.join("gw.toml"),
+        "listen = \"127.0.0.1:0\"\n[[upstream]]\nname = \"a\"\nurl = \"ftp://x\"\n",
+    );
+    let out = run(root, &["serve", "--config", "gw.toml"]).await;
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("gw.toml") && err.contains("upstream[0].url"),
+        "{err}"
+    );
+    let out = run(
+        root,
+        &["serve", "--config", "gw.toml", "--listen", "not-an-address"],
+    )
+    .await;
+    assert!(!out.status.success());
+}
