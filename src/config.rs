@@ -33,6 +33,12 @@ pub struct Config {
     /// checks), e.g. `https://inspector.example.com`. Loopback origins are
     /// always allowed; `"*"` allows any.
     pub allowed_origins: Vec<String>,
+    /// The gateway's external base URL, e.g. `https://gw.example.com` behind a
+    /// TLS terminator. Each mount's protected-resource identifier is this plus
+    /// its path. Unset: `http://` plus the request's `Host` (the listen
+    /// address for direct clients).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
     /// The overlay directory (UI metadata and widgets per upstream), watched
     /// and reloaded on change. A missing directory means no overlays.
     pub overlays: PathBuf,
@@ -52,6 +58,7 @@ impl Default for Config {
             session_key: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            public_url: None,
             overlays: PathBuf::from("overlays"),
             shutdown_grace_secs: 10,
             limits: Limits::default(),
@@ -125,6 +132,27 @@ pub struct UpstreamConfig {
     /// `Authorization`, e.g. `["x-api-key"]`. Never forwarded to other upstreams.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forward_headers: Vec<String>,
+    /// How a `tools/call` refused by this upstream for authorization (HTTP 401
+    /// or 403) reaches the client: `"http"` relays the status and challenge
+    /// as they are; `"in-band"` answers a tool result with `isError` and
+    /// `_meta["mcp/www_authenticate"]` (what ChatGPT acts on).
+    #[serde(default, skip_serializing_if = "AuthChallenge::is_http")]
+    pub auth_challenge: AuthChallenge,
+}
+
+/// See [`UpstreamConfig::auth_challenge`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuthChallenge {
+    #[default]
+    Http,
+    InBand,
+}
+
+impl AuthChallenge {
+    fn is_http(&self) -> bool {
+        *self == AuthChallenge::Http
+    }
 }
 
 /// How an upstream is reached, once validated.
@@ -150,6 +178,7 @@ pub struct Mount {
     pub path: String,
     pub transport: Transport,
     pub forward_headers: Vec<http::HeaderName>,
+    pub auth_challenge: AuthChallenge,
 }
 
 /// Overrides from the command line; `None` leaves lower layers in force.
@@ -206,6 +235,18 @@ impl Config {
             && let Err(e) = crate::session::SessionKey::from_hex(key)
         {
             problems.push(format!("session_key: {e}"));
+        }
+        if let Some(u) = &self.public_url {
+            let ok = u.parse::<http::Uri>().is_ok_and(|uri| {
+                matches!(uri.scheme_str(), Some("http" | "https"))
+                    && uri.host().is_some()
+                    && uri.query().is_none()
+            });
+            if !ok {
+                problems.push(format!(
+                    "public_url: \"{u}\" must be an http:// or https:// URL with no query"
+                ));
+            }
         }
         if self.limits.max_body_bytes == 0 {
             problems.push("limits.max_body_bytes: must be greater than 0".into());
@@ -312,6 +353,7 @@ fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {
             path,
             transport,
             forward_headers,
+            auth_challenge: up.auth_challenge,
         }),
         _ => Err(errs),
     }
@@ -377,6 +419,35 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("upstream[1].url"), "{text}");
+    }
+
+    #[test]
+    fn auth_settings() {
+        let c: Config = figment::Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::string(
+                "public_url = \"https://gw.example.com\"\n[[upstream]]\nname = \"a\"\nurl = \"http://127.0.0.1:9/mcp\"\nauth_challenge = \"in-band\"\n",
+            ))
+            .extract()
+            .unwrap();
+        assert_eq!(c.public_url.as_deref(), Some("https://gw.example.com"));
+        let m = c.mounts().unwrap();
+        assert_eq!(m[0].auth_challenge, AuthChallenge::InBand);
+        let bad = Config {
+            public_url: Some("gw.example.com".into()),
+            ..Config::default()
+        };
+        let ConfigError::Invalid { problems } = bad.mounts().unwrap_err() else {
+            panic!()
+        };
+        assert!(problems[0].starts_with("public_url:"), "{problems:?}");
+        assert!(
+            figment::Figment::from(Serialized::defaults(Config::default()))
+                .merge(Toml::string(
+                    "[[upstream]]\nname = \"a\"\nurl = \"http://x/\"\nauth_challenge = \"bogus\"\n",
+                ))
+                .extract::<Config>()
+                .is_err()
+        );
     }
 
     #[test]

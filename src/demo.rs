@@ -162,6 +162,13 @@ impl TaskListDemo {
         Ok(json_text(json!({ "tasks": self.store.list() })))
     }
 
+    #[tool(
+        description = "Return the current task list, like list_tasks. For the task board widget's Refresh button; the model should call list_tasks."
+    )]
+    async fn refresh_tasks(&self) -> Result<CallToolResult, ErrorData> {
+        Ok(json_text(json!({ "tasks": self.store.list() })))
+    }
+
     #[tool(description = "Add a task with the given title and return it.")]
     async fn add_task(
         &self,
@@ -315,7 +322,10 @@ mod tests {
             })
             .collect();
         names.sort();
-        assert_eq!(names, ["add_task", "complete_task", "list_tasks"]);
+        assert_eq!(
+            names,
+            ["add_task", "complete_task", "list_tasks", "refresh_tasks"]
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! and the sessions this process owns (stdio children and legacy SSE
 //! connections). HTTP-upstream sessions live only in their sealed ids.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,7 +29,38 @@ pub struct Gateway {
     pub sessions: Registry,
     /// The overlays in force.
     pub live: Arc<Live>,
+    /// The tool names each overlaid upstream listed, which render tools
+    /// yield to.
+    pub upstream_tools: Arc<UpstreamTools>,
     pub shutdown: CancellationToken,
+    /// OAuth: upstream metadata locations and the rewritten documents.
+    pub auth: crate::auth::AuthState,
+}
+
+/// The tool names each upstream (with overlays) last listed, as seen in the
+/// `tools/list` responses passing through: a render tool whose name the
+/// upstream takes is dropped from listings and its calls go upstream.
+#[derive(Debug, Default)]
+pub struct UpstreamTools {
+    by_mount: Mutex<HashMap<String, BTreeSet<String>>>,
+}
+
+impl UpstreamTools {
+    /// Whether `mount`'s upstream listed a tool called `name`.
+    pub fn has(&self, mount: &str, name: &str) -> bool {
+        let map = self.by_mount.lock().unwrap();
+        map.get(mount).is_some_and(|names| names.contains(name))
+    }
+
+    /// Records one `tools/list` page; the first page replaces what was known.
+    pub fn record(&self, mount: &str, first_page: bool, names: Vec<String>) {
+        let mut map = self.by_mount.lock().unwrap();
+        let known = map.entry(mount.to_owned()).or_default();
+        if first_page {
+            known.clear();
+        }
+        known.extend(names);
+    }
 }
 
 pub struct MountState {
@@ -82,7 +113,9 @@ impl Gateway {
             hosts: crate::server::HostPolicy::new(config),
             sessions: Registry::default(),
             live,
+            upstream_tools: Arc::default(),
             shutdown: CancellationToken::new(),
+            auth: crate::auth::AuthState::new(config.public_url.clone()),
         }))
     }
 
@@ -168,6 +201,7 @@ impl Gateway {
                     _ = stop.cancelled() => return,
                 }
                 let Some(gw) = gw.upgrade() else { return };
+                gw.log_render_collisions();
                 for session in gw.sessions.all() {
                     for message in crate::relay::LIST_CHANGED {
                         session.announce(bytes::Bytes::from_static(message)).await;
@@ -175,6 +209,20 @@ impl Gateway {
                 }
             }
         });
+    }
+
+    /// After a reload: says which render tools an upstream tool of the same
+    /// name shadows (as far as the listings seen so far tell).
+    fn log_render_collisions(&self) {
+        let overlays = self.live.load();
+        for (mount, tools) in overlays.mounts() {
+            for (name, _) in tools.render_tools() {
+                if self.upstream_tools.has(mount, name) {
+                    let warning = crate::rewrite::render::collision(name);
+                    tracing::warn!(upstream = %mount, "{warning}");
+                }
+            }
+        }
     }
 
     pub fn is_message_mount(&self, mount: usize) -> bool {

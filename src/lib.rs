@@ -15,12 +15,15 @@
 //! - [`live`]: the overlay snapshot in force, swapped whole on reload.
 //! - [`overlay`]: the operator's overlay files, loaded, checked and compiled
 //!   into one immutable set (tool metadata and widget resources).
+//! - [`auth`]: OAuth through the gateway: challenges rewritten to the
+//!   gateway's protected-resource metadata, which it serves per mount.
 //! - [`config`]: layered configuration and its validation.
 //! - [`demo`]: the bundled legacy MCP server the default configuration fronts.
 //! - [`probe`]: a one-off MCP client that lists an upstream's live tools.
 //! - [`cli`]: the `check` and `init` commands, built on [`overlay`] and
 //!   [`probe`].
 
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod demo;

@@ -459,17 +459,15 @@ fn stop_on_signal(stop: CancellationToken) {
                 _ = term.recv() => {}
                 _ = int.recv() => {}
             }
-            // Cancel first: logging can fail (a closed stderr) and must not
-            // keep the gateway from stopping.
+            // The server logs the shutdown; logging here could fail (a
+            // closed stderr) before the cancel.
             stop.cancel();
-            tracing::info!("shutting down");
         });
     }
     #[cfg(not(unix))]
     tokio::spawn(async move {
         let _ = tokio::signal::ctrl_c().await;
         stop.cancel();
-        tracing::info!("shutting down");
     });
 }
 

@@ -584,6 +584,7 @@ mod tests {
                 cwd: None,
             }),
             forward_headers: Vec::new(),
+            auth_challenge: Default::default(),
         }
     }
 
@@ -666,11 +667,15 @@ done
                 url: url.parse().unwrap(),
             },
             forward_headers: Vec::new(),
+            auth_challenge: Default::default(),
         };
         let listing = list_tools(&mount, &limits(10)).await.unwrap();
         let mut names: Vec<&str> = listing.names().collect();
         names.sort_unstable();
-        assert_eq!(names, ["add_task", "complete_task", "list_tasks"]);
+        assert_eq!(
+            names,
+            ["add_task", "complete_task", "list_tasks", "refresh_tasks"]
+        );
         stop.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(10), server).await;
     }
@@ -689,6 +694,7 @@ done
                 url: format!("http://{addr}/mcp").parse().unwrap(),
             },
             forward_headers: Vec::new(),
+            auth_challenge: Default::default(),
         };
         let err = list_tools(&mount, &limits(5))
             .await

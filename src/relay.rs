@@ -123,7 +123,9 @@ pub async fn post(
     let name = &gw.mounts[mount].mount.name;
     let (plan, request_id) = match &parsed {
         jsonrpc::Body::Single(m) => (
-            plan::plan(&overlays, name, m),
+            plan::plan(&overlays, name, m, &|tool| {
+                gw.upstream_tools.has(name, tool)
+            }),
             m.id.filter(|_| m.kind == Kind::Request),
         ),
         jsonrpc::Body::Batch(_) => (Plan::Forward, None),
@@ -131,19 +133,49 @@ pub async fn post(
     if let Plan::Answer(answer) = plan {
         return server::json(StatusCode::OK, answer);
     }
-    let finisher = match plan {
-        Plan::Rewrite(rewrite) => Some(Finisher {
-            overlays,
-            mount: name.clone(),
-            rewrite,
-        }),
+    let tool_call = matches!(&parsed, jsonrpc::Body::Single(m)
+        if m.kind == Kind::Request && m.method.as_deref() == Some("tools/call"));
+    // A tool result may carry its own challenge: its metadata URL is
+    // rewritten to the gateway's, like the HTTP header's.
+    let auth_prm = tool_call
+        .then(|| gw.auth.base(&parts.headers))
+        .flatten()
+        .and_then(|base| match &gw.mounts[mount].mount.transport {
+            Transport::Http { url } | Transport::Sse { url } => Some((
+                crate::auth::prm_url(&base, &gw.mounts[mount].mount.path),
+                crate::auth::origin_of(url),
+            )),
+            Transport::Stdio(_) => None,
+        });
+    let rewrite = match plan {
+        Plan::Rewrite(rewrite) => Some(rewrite),
         _ => None,
     };
+    let finisher = (rewrite.is_some() || auth_prm.is_some()).then(|| Finisher {
+        overlays,
+        mount: name.clone(),
+        rewrite,
+        auth_prm,
+        upstream_tools: gw.upstream_tools.clone(),
+    });
     if gw.is_message_mount(mount) {
         messages::post_messages(gw, mount, &parts.headers, &body, parsed, sref, finisher).await
     } else {
         let id = request_id.map(|id| id.get().to_owned());
-        streamable::post_http(gw, mount, &parts.headers, body.clone(), sref, id, finisher).await
+        let call = streamable::Call {
+            request_id: id,
+            tool_call,
+        };
+        streamable::post_http(
+            gw,
+            mount,
+            &parts.headers,
+            body.clone(),
+            sref,
+            call,
+            finisher,
+        )
+        .await
     }
 }
 
@@ -153,17 +185,38 @@ pub async fn post(
 struct Finisher {
     overlays: Arc<OverlaySet>,
     mount: String,
-    rewrite: Rewrite,
+    rewrite: Option<Rewrite>,
+    /// The gateway's metadata URL and the upstream's origin, for challenges
+    /// inside a tool result.
+    auth_prm: Option<(String, String)>,
+    /// Where `tools/list` pages record the upstream's tool names.
+    upstream_tools: Arc<crate::gateway::UpstreamTools>,
 }
 
 impl Finisher {
     /// The rewritten response, or `None` to keep the upstream's.
     fn finish(&self, response: &[u8]) -> Option<Bytes> {
-        let applied = plan::apply(&self.overlays, &self.mount, &self.rewrite, response);
-        for warning in &applied.warnings {
-            tracing::warn!(upstream = %self.mount, rewrite = ?self.rewrite, "{warning}");
+        let mut body = None;
+        if let Some(rewrite) = &self.rewrite {
+            let known = |tool: &str| self.upstream_tools.has(&self.mount, tool);
+            let applied = plan::apply(&self.overlays, &self.mount, rewrite, response, &known);
+            if let (Some(names), Rewrite::ToolsListPage { first }) =
+                (applied.upstream_tools.clone(), rewrite)
+            {
+                self.upstream_tools.record(&self.mount, *first, names);
+            }
+            for warning in &applied.warnings {
+                tracing::warn!(upstream = %self.mount, rewrite = ?rewrite, "{warning}");
+            }
+            body = applied.body;
         }
-        applied.body
+        if let Some((prm, origin)) = &self.auth_prm {
+            let current = body.as_deref().unwrap_or(response);
+            if let Some(b) = crate::auth::rewrite_result_challenges(current, prm, origin) {
+                body = Some(b);
+            }
+        }
+        body
     }
 }
 

@@ -89,6 +89,10 @@ impl Server {
                 }
             });
         }
+        tracing::info!(
+            grace_secs = grace.as_secs(),
+            "shutting down: no new connections, draining open ones"
+        );
         // Long-lived SSE streams would hold the drain open: end them first.
         gateway.shutdown.cancel();
         gateway.close_all("the gateway is shutting down").await;
@@ -140,6 +144,24 @@ async fn route(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path();
     if path == "/healthz" {
         return text(StatusCode::OK, "ok\n");
+    }
+    if path.starts_with(crate::auth::PRM_PATH) {
+        return match (crate::auth::prm_mount(gw, path), req.method()) {
+            (Some(mount), &Method::GET | &Method::HEAD) => {
+                crate::auth::serve_prm(gw, mount, req.headers()).await
+            }
+            (Some(_), &Method::OPTIONS) => preflight(),
+            (Some(_), _) => {
+                let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed\n");
+                r.headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("GET, OPTIONS"));
+                r
+            }
+            (None, _) => text(
+                StatusCode::NOT_FOUND,
+                "not found: no mount at this protected-resource metadata path\n",
+            ),
+        };
     }
     let Some(&mount) = gw
         .by_path

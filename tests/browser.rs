@@ -6,8 +6,10 @@
 //! upstream's data, and a click inside the widget calls a tool through the host and the
 //! gateway whose result shows in the widget.
 //!
-//! Two flows: `list_tasks` then "Done" on task 2 (`complete_task`), and `add_task` then
-//! typing a title and pressing "Add" (`add_task`, then the widget's own `list_tasks`).
+//! Three flows: the decoupled pattern (`list_tasks` for the data, then the gateway-owned
+//! render tool `show_tasks`) then "Done" on task 2 (`complete_task`); the same render then
+//! "Refresh" (the app-only helper `refresh_tasks`, no new render); and `add_task` then
+//! typing a title and pressing "Add" (`add_task`, then the widget's own `refresh_tasks`).
 //! Each run's screenshot and JSON summary are kept in `target/test-artifacts/`.
 //!
 //! The peers (node modules in `tests/peers/node_modules`, Debian's `chromium`) come from
@@ -16,7 +18,7 @@
 //!
 //! Every process started here (the gateway with its demo children, node with its
 //! Chromium) is killed by PID, with its descendants, when the test ends, panics
-//! included; every wait is bounded; only 127.0.0.1 is used. The two tests take turns
+//! included; every wait is bounded; only 127.0.0.1 is used. The tests take turns
 //! (one Chromium at a time).
 
 use std::io::{BufRead as _, BufReader, Read};
@@ -600,6 +602,44 @@ fn check_common(summary: &Value, tool: &str) {
     assert_eq!(errors, 0, "the host logged errors\n{}", context());
 }
 
+/// The decoupled pattern as the host saw it: the data tool (`list_tasks`) is
+/// listed and answers without any template; the gateway-owned render tool
+/// (`show_tasks`) is marked as such and its result alone carries the template.
+fn check_decoupled(summary: &Value) {
+    let host = &summary["host"];
+    let context = || serde_json::to_string_pretty(summary).unwrap_or_default();
+    assert_eq!(host["data_tool"]["name"], "list_tasks", "{}", context());
+    assert!(
+        host["data_tool"]["_meta"]["ui"]["resourceUri"].is_null()
+            && host["data_tool"]["_meta"]["openai/outputTemplate"].is_null(),
+        "the data tool stays a data tool: no template\n{}",
+        context()
+    );
+    assert!(
+        host["data_result"]["_meta"]["ui"]["resourceUri"].is_null(),
+        "the data call's result carries no template\n{}",
+        context()
+    );
+    assert_eq!(
+        host["tool"]["_meta"]["io.github.mcp-ui-gateway/renderTool"]["dataTools"],
+        serde_json::json!(["list_tasks"]),
+        "{}",
+        context()
+    );
+    assert_eq!(
+        host["tool_result"]["structuredContent"],
+        host["data_result"]["structuredContent"],
+        "the render tool echoes the data it was given\n{}",
+        context()
+    );
+    assert_eq!(
+        host["tool_result"]["_meta"]["ui"]["resourceUri"],
+        host["tool"]["_meta"]["ui"]["resourceUri"],
+        "the render call's result carries the template\n{}",
+        context()
+    );
+}
+
 fn view_calls(summary: &Value) -> Vec<(String, Value)> {
     summary["host"]["view_calls"]
         .as_array()
@@ -628,8 +668,10 @@ fn done_on_task_2_completes_it_through_the_gateway_and_the_widget_shows_it() {
         &url,
         "browser-list-tasks-complete",
         &[
-            "--tool",
+            "--data-tool",
             "list_tasks",
+            "--tool",
+            "show_tasks",
             "--click",
             r#"[data-task-id="2"] button[data-action="complete"]"#,
             "--expect",
@@ -638,10 +680,11 @@ fn done_on_task_2_completes_it_through_the_gateway_and_the_widget_shows_it() {
         ],
     );
     let context = || serde_json::to_string_pretty(&summary).unwrap_or_default();
-    check_common(&summary, "list_tasks");
+    check_common(&summary, "show_tasks");
+    check_decoupled(&summary);
 
     // The widget rendered the upstream's data: the seeded tasks, as list_tasks returned
-    // them (the gateway's structuredContent), before the click.
+    // them (the gateway's structuredContent) and show_tasks echoed them, before the click.
     let initial = &summary["host"]["tool_result"]["structuredContent"]["tasks"];
     let titles: Vec<String> = initial
         .as_array()
@@ -753,11 +796,12 @@ fn add_from_the_widget_adds_through_the_gateway_and_the_widget_lists_it() {
         "{}",
         context()
     );
-    // After adding, the widget lists the tasks again (list_tasks through the gateway) and
+    // After adding, the widget lists the tasks again (its app-only helper refresh_tasks,
+    // through the gateway) and
     // shows both new ones next to the seeded ones.
     let calls: Vec<String> = view_calls(&summary).into_iter().map(|(n, _)| n).collect();
     assert!(
-        calls.ends_with(&["add_task".to_owned(), "list_tasks".to_owned()]),
+        calls.ends_with(&["add_task".to_owned(), "refresh_tasks".to_owned()]),
         "the widget refreshed after adding: {calls:?}"
     );
     let view_text = texts(&summary["view_text"]);
@@ -781,6 +825,83 @@ fn add_from_the_widget_adds_through_the_gateway_and_the_widget_lists_it() {
     stop_gateway(gateway);
     eprintln!(
         "browser add_task + Add: driver {:.1} s, test {:.1} s; screenshot {}",
+        took.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+        screenshot.display()
+    );
+}
+
+#[test]
+fn refresh_in_the_rendered_board_calls_the_app_only_helper_without_remounting() {
+    if !peers_ready() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let started = Instant::now();
+    let (mut gateway, url) = start_gateway();
+    let (summary, screenshot, took) = run_driver(
+        &mut gateway,
+        &url,
+        "browser-show-tasks-refresh",
+        &[
+            "--data-tool",
+            "list_tasks",
+            "--tool",
+            "show_tasks",
+            "--click",
+            "#refresh-button",
+            "--expect",
+            "Refreshed: 3 tasks.",
+            "--expect-call",
+        ],
+    );
+    let context = || serde_json::to_string_pretty(&summary).unwrap_or_default();
+    check_common(&summary, "show_tasks");
+    check_decoupled(&summary);
+    let call = &summary["click"]["view_call"];
+    assert_eq!(call["name"], "refresh_tasks", "{}", context());
+    assert_eq!(call["is_error"], false, "{}", context());
+    let refreshed = summary["host"]["view_calls"]
+        .as_array()
+        .and_then(|calls| calls.iter().find(|c| c["name"] == "refresh_tasks"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        refreshed["result"]["structuredContent"]["tasks"]
+            .as_array()
+            .map(Vec::len),
+        Some(3),
+        "the helper's result came from the upstream, shaped by the gateway\n{}",
+        context()
+    );
+    // One View, initialized once: the refresh updated it in place.
+    let bridge = &summary["host"]["bridge"];
+    let initializes: u64 = bridge
+        .as_object()
+        .map(|counts| {
+            counts
+                .iter()
+                .filter(|(k, _)| k.ends_with("ui/initialize"))
+                .filter_map(|(_, n)| n.as_u64())
+                .sum()
+        })
+        .unwrap_or(0);
+    assert_eq!(
+        initializes,
+        1,
+        "the View was not mounted again\n{}",
+        context()
+    );
+    assert!(
+        summary["host"]["view_calls"]
+            .as_array()
+            .is_some_and(|calls| calls.iter().all(|c| c["name"] != "show_tasks")),
+        "the refresh did not render again\n{}",
+        context()
+    );
+    stop_gateway(gateway);
+    eprintln!(
+        "browser show_tasks + Refresh: driver {:.1} s, test {:.1} s; screenshot {}",
         took.as_secs_f64(),
         started.elapsed().as_secs_f64(),
         screenshot.display()

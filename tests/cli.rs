@@ -187,7 +187,7 @@ result = { structured_from_text = true }
     assert_eq!(out.status.code(), Some(0), "{both}");
     assert_eq!(
         stdout,
-        "overlays OK: 1 overlay file, 1 tool overlaid, 1 widget; checked against upstream 'demo' (3 tools)\n",
+        "overlays OK: 1 overlay file, 1 tool overlaid, 1 widget; checked against upstream 'demo' (4 tools)\n",
         "{both}"
     );
     // Offline, the upstream is not contacted.
@@ -199,6 +199,57 @@ result = { structured_from_text = true }
         "{both}"
     );
     assert!(!text(&out.stderr).contains("checking upstream"), "{both}");
+}
+
+#[tokio::test]
+async fn check_reports_a_render_tool_whose_name_an_upstream_tool_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("gw.toml"),
+        &format!("{}{LIMITS}", demo_upstream("demo")),
+    );
+    // `add_task` is an upstream tool: the render tool of that name collides.
+    write(
+        root.join("overlays/demo.toml"),
+        r#"[tools.list_tasks]
+result = { structured_from_text = true }
+output_schema = { type = "object", required = ["tasks"] }
+
+[render.show_tasks]
+widget = "board"
+data_tools = ["list_tasks"]
+
+[render.add_task]
+widget = "board"
+data_tools = ["list_task"]
+input_schema = { type = "object" }
+"#,
+    );
+    write(
+        root.join("overlays/widgets/board/index.html"),
+        "<p>board</p>\n",
+    );
+    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    assert!(
+        stdout.contains(
+            "overlays/demo.toml:9: render.add_task: name collision: upstream 'demo' has a tool named `add_task`; the upstream's tool wins"
+        ),
+        "{both}"
+    );
+    assert!(
+        stdout.contains(
+            "overlays/demo.toml:9: render.add_task.data_tools[0]: upstream 'demo' has no tool `list_task`; did you mean `list_tasks`?"
+        ),
+        "{both}"
+    );
+    assert!(!stdout.contains("render.show_tasks"), "{both}");
+    // Offline, the collision cannot be seen, and the overlay is valid.
+    let out = run(root, &["check", "--config", "gw.toml", "--offline"]).await;
+    let (_, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
 }
 
 #[tokio::test]
@@ -273,7 +324,7 @@ async fn init_writes_a_stub_for_the_demo_that_check_accepts() {
     assert_eq!(out.status.code(), Some(0), "{both}");
     assert!(
         stdout.starts_with(
-            "wrote overlays/demo.toml: 3 tool stubs of upstream 'demo' (task-list-demo "
+            "wrote overlays/demo.toml: 4 tool stubs of upstream 'demo' (task-list-demo "
         ),
         "{both}"
     );
@@ -286,7 +337,7 @@ async fn init_writes_a_stub_for_the_demo_that_check_accepts() {
         stub.starts_with("#:schema ./schema/overlay.schema.json\n"),
         "{stub}"
     );
-    for tool in ["list_tasks", "add_task", "complete_task"] {
+    for tool in ["list_tasks", "add_task", "complete_task", "refresh_tasks"] {
         assert!(stub.contains(&format!("\n[tools.{tool}]\n")), "{stub}");
     }
     assert!(
@@ -297,7 +348,7 @@ async fn init_writes_a_stub_for_the_demo_that_check_accepts() {
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
     assert!(
-        stdout.starts_with("overlays OK: 1 overlay file, 3 tools overlaid"),
+        stdout.starts_with("overlays OK: 1 overlay file, 4 tools overlaid"),
         "{both}"
     );
 }
@@ -349,7 +400,7 @@ async fn init_leaves_out_tools_another_file_overlays() {
     let out = run(root, &["init", "--config", "gw.toml", "--upstream", "demo"]).await;
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
-    assert!(stdout.contains("2 tool stubs"), "{both}");
+    assert!(stdout.contains("3 tool stubs"), "{both}");
     let stub = std::fs::read_to_string(root.join("overlays/demo.toml")).unwrap();
     assert!(!stub.contains("[tools.list_tasks]"), "{stub}");
     assert!(
@@ -475,7 +526,7 @@ async fn a_command_line_upstream_needs_no_configuration() {
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
     assert!(
-        stdout.starts_with("wrote mine/tasks.toml: 3 tool stubs"),
+        stdout.starts_with("wrote mine/tasks.toml: 4 tool stubs"),
         "{both}"
     );
     let check: Vec<&str> = ["check", "--overlays", "mine"]
@@ -486,7 +537,7 @@ async fn a_command_line_upstream_needs_no_configuration() {
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
     assert!(
-        stdout.contains("checked against upstream 'tasks' (3 tools)"),
+        stdout.contains("checked against upstream 'tasks' (4 tools)"),
         "{both}"
     );
 }

@@ -35,6 +35,15 @@ enum Op {
     Read {
         widget: &'static str,
     },
+    /// `tools/list` with the mount's render tools added (last page).
+    ToolsListWithRender {
+        mount: &'static str,
+    },
+    /// The gateway's answer to a render tool call; the input is the arguments.
+    RenderCall {
+        mount: &'static str,
+        tool: &'static str,
+    },
 }
 
 /// The gateway announcing both list changes (overlay hot reload).
@@ -137,6 +146,27 @@ const CASES: &[(&str, Option<&str>, Op)] = &[
             tool: "complete_task",
         },
     ),
+    (
+        "demo-tools-list-render",
+        Some("demo-tools-list"),
+        Op::ToolsListWithRender { mount: "demo" },
+    ),
+    (
+        "demo-call-show_tasks",
+        Some("demo-render-args"),
+        Op::RenderCall {
+            mount: "demo",
+            tool: "show_tasks",
+        },
+    ),
+    (
+        "demo-call-show_tasks-invalid",
+        Some("demo-render-args-invalid"),
+        Op::RenderCall {
+            mount: "demo",
+            tool: "show_tasks",
+        },
+    ),
     ("widget-clock-read", None, Op::Read { widget: "clock" }),
     ("widget-board-read", None, Op::Read { widget: "board" }),
     ("widget-tasks-read", None, Op::Read { widget: "tasks" }),
@@ -188,6 +218,24 @@ fn run(op: Op, set: &OverlaySet, input: Option<Value>) -> (Value, Vec<Warning>) 
         }
         Op::Read { widget } => {
             value = rewrite::read_result(set.widgets().get(widget).expect("widget loaded"));
+            Vec::new()
+        }
+        Op::ToolsListWithRender { mount } => {
+            let overlays = set.mount(mount).expect("mount has overlays");
+            let mut warnings = rewrite::tools_list(&mut value, overlays, set.widgets());
+            warnings.extend(rewrite::render::add_render_tools(
+                &mut value,
+                overlays,
+                set.widgets(),
+                &|_| false,
+            ));
+            warnings
+        }
+        Op::RenderCall { mount, tool } => {
+            let overlays = set.mount(mount).expect("mount has overlays");
+            let render = overlays.render_tool(tool).expect("render tool declared");
+            value =
+                rewrite::render::call_result(tool, render, overlays, set.widgets(), Some(&value));
             Vec::new()
         }
     };

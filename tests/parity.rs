@@ -202,9 +202,24 @@ async fn demo_tools_and_widget_carry_every_key_a_native_mcp_apps_server_emits() 
     names.sort();
     assert_eq!(
         names,
-        ["add_task", "complete_task", "list_tasks"],
-        "every demo tool renders a widget through the gateway: {listed}"
+        ["add_task", "complete_task", "show_tasks"],
+        "every demo tool that renders renders a widget through the gateway, the data tool list_tasks does not (its render tool show_tasks does): {listed}"
     );
+    let named = |name: &str| tools.iter().find(|t| t["name"] == name).cloned();
+    let list_tasks = named("list_tasks").expect("list_tasks is listed");
+    assert!(
+        list_tasks["_meta"]["openai/outputTemplate"].is_null(),
+        "the data tool carries no template: {list_tasks}"
+    );
+    let show_tasks = named("show_tasks").expect("the render tool is listed");
+    assert_eq!(
+        show_tasks["_meta"]["io.github.mcp-ui-gateway/renderTool"]["dataTools"],
+        json!(["list_tasks"])
+    );
+    let refresh = named("refresh_tasks").expect("the app-only helper is listed");
+    assert_eq!(refresh["_meta"]["ui"]["visibility"], json!(["app"]));
+    assert_eq!(refresh["_meta"]["openai/visibility"], "private");
+    assert_eq!(refresh["_meta"]["openai/widgetAccessible"], true);
     let mut widget_uris = BTreeSet::new();
     for tool in &ui_tools {
         let mut gaps = Vec::new();

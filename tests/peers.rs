@@ -458,6 +458,9 @@ enum Upstream<'a> {
     Http(&'a str),
     Sse(&'a str),
     Stdio(&'a [String]),
+    /// No upstream configured (the bundled demo, as `demo`) with this overlay
+    /// directory.
+    DemoWithOverlays(&'a Path),
 }
 
 struct Gateway {
@@ -482,6 +485,7 @@ impl Gateway {
             Upstream::Http(url) => cmd.args(["--upstream", url]),
             Upstream::Sse(url) => cmd.args(["--upstream-sse", url]),
             Upstream::Stdio(command) => cmd.arg("--").args(command),
+            Upstream::DemoWithOverlays(dir) => cmd.arg("--overlays").arg(dir),
         };
         let mut proc = Proc::spawn(format!("gateway ({label} upstream)"), &mut cmd);
         let url = proc
@@ -1215,4 +1219,85 @@ async fn conformance_through_the_gateway_passes_everything_direct_passes_plus_dn
         failures.join("\n")
     );
     println!("[conformance] done in {:.1?}", t0.elapsed());
+}
+
+// ---------------------------------------------------------------------------------------
+// The decoupled data/render pattern, with the bundled demo and the repository's overlays
+
+#[tokio::test]
+async fn data_call_then_render_call_gets_the_template_only_on_the_render_call() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let overlays = peers.root.join("overlays");
+    let gateway = Gateway::start(
+        &peers,
+        "bundled demo with overlays/",
+        Upstream::DemoWithOverlays(&overlays),
+    )
+    .await;
+    let mut failures = Vec::new();
+    for kind in [ClientKind::Python] {
+        let via = run_client_via(
+            &peers,
+            &gateway,
+            kind,
+            &["--data-tool", "list_tasks", "--call", "show_tasks"],
+        )
+        .await;
+        let who = kind.label();
+        let tools = &via["tools"];
+        for name in ["list_tasks", "show_tasks", "refresh_tasks"] {
+            if !tools
+                .as_array()
+                .is_some_and(|t| t.iter().any(|n| n == name))
+            {
+                failures.push(format!("{who}: {name} is not listed: {tools}"));
+            }
+        }
+        let tool_meta = &via["tool_meta"];
+        if !tool_meta["list_tasks"]["ui"]["resourceUri"].is_null() {
+            failures.push(format!("{who}: the data tool has a template: {tool_meta}"));
+        }
+        let marker = &tool_meta["show_tasks"]["io.github.mcp-ui-gateway/renderTool"];
+        if marker["dataTools"] != serde_json::json!(["list_tasks"]) {
+            failures.push(format!(
+                "{who}: show_tasks is not marked as a render tool: {tool_meta}"
+            ));
+        }
+        let data = &via["data_call"];
+        if data["is_error"] != false || !data["structured_content"]["tasks"].is_array() {
+            failures.push(format!("{who}: the data call failed: {data}"));
+        }
+        if !data["meta"]["ui"]["resourceUri"].is_null()
+            || !data["meta"]["openai/outputTemplate"].is_null()
+        {
+            failures.push(format!(
+                "{who}: the data call's result carries a template: {data}"
+            ));
+        }
+        let render = &via["call"];
+        if render["is_error"] != false {
+            failures.push(format!("{who}: the render call failed: {render}"));
+        }
+        if render["structured_content"] != data["structured_content"] {
+            failures.push(format!(
+                "{who}: the render call did not echo the data: {render}"
+            ));
+        }
+        let uri = tool_meta["show_tasks"]["ui"]["resourceUri"]
+            .as_str()
+            .unwrap_or("");
+        if !uri.starts_with("ui://task-board/")
+            || render["meta"]["ui"]["resourceUri"] != uri
+            || render["meta"]["openai/outputTemplate"] != uri
+        {
+            failures.push(format!(
+                "{who}: the render call's result lacks the template {uri:?}: {render}"
+            ));
+        }
+        println!("[render] {who}: data {data}\n[render] {who}: render {render}");
+    }
+    gateway.stop().await;
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

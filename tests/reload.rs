@@ -469,14 +469,21 @@ async fn good_and_bad_edits(upstream: Upstream) {
     let mut session = Session::open(&s.url).await.expect("session");
     let mut stream = session.get_stream().await;
     let (before, _) = session.tools().await.expect("tools/list");
-    let widget_uri = before["list_tasks"]["_meta"]["ui"]["resourceUri"].clone();
+    // The repository's overlays: the render tool `show_tasks` (gateway-owned) and
+    // `add_task` render the task board; the data tool `list_tasks` does not.
+    let widget_uri = before["add_task"]["_meta"]["ui"]["resourceUri"].clone();
     assert!(
         widget_uri
             .as_str()
             .is_some_and(|u| u.starts_with("ui://task-board/")),
         "{upstream:?}: the copied overlays are in force: {:?}",
-        before["list_tasks"]
+        before["add_task"]
     );
+    assert_eq!(
+        before["show_tasks"]["_meta"]["ui"]["resourceUri"], widget_uri,
+        "{upstream:?}: the render tool is listed: {before:?}"
+    );
+    assert!(before["list_tasks"]["_meta"]["ui"]["resourceUri"].is_null());
 
     // A good edit: applied and announced on the open GET stream.
     let generation = live.generation();
@@ -498,6 +505,9 @@ async fn good_and_bad_edits(upstream: Upstream) {
             ("add_task".to_owned(), "A: adding".to_owned()),
             ("complete_task".to_owned(), "A: completing".to_owned()),
             ("list_tasks".to_owned(), "A: listing".to_owned()),
+            // Not overlaid by the variant: the upstream's (no title). The render tool
+            // `show_tasks` of the repository's overlays is gone with them.
+            ("refresh_tasks".to_owned(), String::new()),
         ]),
         "{upstream:?}: the edit is applied"
     );
@@ -693,7 +703,8 @@ async fn under_load(upstream: Upstream) {
             "{upstream:?}: variant {tag} loads"
         );
         let (tools, _) = probe.tools().await.expect("tools/list");
-        assert_eq!(tools.len(), 3, "{upstream:?}: {tools:?}");
+        // The demo's four tools; the variants declare no render tool.
+        assert_eq!(tools.len(), 4, "{upstream:?}: {tools:?}");
         assert_eq!(tools["list_tasks"]["title"], format!("{tag}: listing"));
         variants.push(Arc::new(tools));
     }

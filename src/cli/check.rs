@@ -9,8 +9,9 @@
 //! 2. overlay files naming an upstream that is not configured, which the
 //!    gateway would silently never apply;
 //! 3. unless offline, each overlaid upstream's live `tools/list`: tools it
-//!    does not have, file parameters its input schema cannot carry, and
-//!    result shaping that cannot work with the tool as it is.
+//!    does not have, file parameters its input schema cannot carry, result
+//!    shaping that cannot work with the tool as it is, and render tools
+//!    whose name an upstream tool takes (a collision: the upstream wins).
 //!
 //! Hazards that only might be problems (it depends on results no listing
 //! shows) are warnings: printed, but they do not fail the check.
@@ -24,7 +25,7 @@ use serde_json::Value;
 use super::{describe_transport, list};
 use crate::config::{Limits, Mount};
 use crate::overlay::load::WIDGETS_DIR;
-use crate::overlay::{Inspection, LoadError, ToolOverlay, ToolSite, inspect_dir};
+use crate::overlay::{Inspection, LoadError, RenderSite, ToolOverlay, ToolSite, inspect_dir};
 use crate::probe::{self, Listing};
 use crate::rewrite::file_param_problems;
 
@@ -137,7 +138,12 @@ pub async fn run(
                 .iter()
                 .filter(|site| site.mount == mount.name)
                 .collect();
-            if sites.is_empty() {
+            let renders: Vec<&RenderSite> = inspection
+                .renders
+                .iter()
+                .filter(|site| site.mount == mount.name)
+                .collect();
+            if sites.is_empty() && renders.is_empty() {
                 continue;
             }
             let _ = writeln!(
@@ -159,11 +165,17 @@ pub async fn run(
                     for site in sites {
                         live_tool(site, &listing, &mut report);
                     }
+                    for site in renders {
+                        live_render(site, &listing, &mut report);
+                    }
                 }
                 Err(e) => {
-                    let first = &sites[0];
+                    let file = match sites.first() {
+                        Some(site) => site.file.clone(),
+                        None => renders[0].file.clone(),
+                    };
                     report.problems.push(LoadError {
-                        file: first.file.clone(),
+                        file,
                         line: None,
                         place: None,
                         reason: format!(
@@ -283,6 +295,36 @@ fn live_tool(site: &ToolSite, listing: &Listing, report: &mut Report) {
         }
     }
     shaping_warnings(overlay, upstream_schema.is_some(), &finding, report);
+}
+
+/// A render tool against the live listing: its name must be free (an
+/// upstream tool of the same name wins, and the gateway drops the render
+/// tool), and its data tools must exist.
+fn live_render(site: &RenderSite, listing: &Listing, report: &mut Report) {
+    let finding = |key: &str, reason: String| LoadError {
+        file: site.file.clone(),
+        line: site.line,
+        place: Some(match key {
+            "" => format!("render.{}", site.name),
+            key => format!("render.{}.{key}", site.name),
+        }),
+        reason,
+    };
+    if listing.tool(&site.name).is_some() {
+        let reason = format!(
+            "name collision: upstream '{}' has a tool named `{}`; the upstream's tool wins, so the gateway leaves this render tool out of tools/list and sends its calls upstream; rename the render tool",
+            site.mount, site.name
+        );
+        report.problems.push(finding("", reason));
+    }
+    for (i, tool) in site.render.data_tools.iter().enumerate() {
+        if listing.tool(tool).is_none() {
+            let reason = unknown_tool(&site.mount, tool, listing);
+            report
+                .problems
+                .push(finding(&format!("data_tools[{i}]"), reason));
+        }
+    }
 }
 
 /// Result shaping that the tool's listing says will not work as meant.

@@ -16,7 +16,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{
-    MountOverlays, OverlaySet, ToolOverlay, Widget, WidgetManifest, Widgets, validate, widget,
+    MountOverlays, OverlaySet, RenderTool, ToolOverlay, Widget, WidgetManifest, Widgets, validate,
+    widget,
 };
 
 /// The folder holding one sub-folder per widget.
@@ -97,6 +98,19 @@ pub struct Inspection {
     pub mount_files: Vec<MountFileSite>,
     /// Every tool table of those files, broken or not.
     pub tools: Vec<ToolSite>,
+    /// Every render tool table of those files that parsed.
+    pub renders: Vec<RenderSite>,
+}
+
+/// Where one render tool is written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderSite {
+    pub file: PathBuf,
+    /// Line where the render tool's table starts.
+    pub line: Option<usize>,
+    pub mount: String,
+    pub name: String,
+    pub render: RenderTool,
 }
 
 /// A mount file and the mount (upstream name) it describes.
@@ -132,6 +146,7 @@ pub fn inspect_dir(dir: &Path) -> Inspection {
         errors: Vec::new(),
         mount_files: Vec::new(),
         tools: Vec::new(),
+        renders: Vec::new(),
     };
     match fs::canonicalize(dir) {
         Ok(real) => loader.real_root = real,
@@ -157,6 +172,7 @@ pub fn inspect_dir(dir: &Path) -> Inspection {
         errors,
         mount_files: loader.mount_files,
         tools: loader.tools,
+        renders: loader.renders,
     }
 }
 
@@ -172,6 +188,9 @@ pub(super) struct MountFile<T> {
     upstream: Option<String>,
     #[serde(default = "BTreeMap::new")]
     tools: BTreeMap<String, T>,
+    /// Gateway-owned render tools, by name.
+    #[serde(default = "BTreeMap::new")]
+    render: BTreeMap<String, RenderTool>,
 }
 
 struct Loader {
@@ -182,6 +201,7 @@ struct Loader {
     errors: Vec<LoadError>,
     mount_files: Vec<MountFileSite>,
     tools: Vec<ToolSite>,
+    renders: Vec<RenderSite>,
 }
 
 impl Loader {
@@ -229,6 +249,8 @@ impl Loader {
 
     fn mounts(&mut self, widget_exists: &dyn Fn(&str) -> bool) -> BTreeMap<String, MountOverlays> {
         let mut mounts: BTreeMap<String, BTreeMap<String, ToolOverlay>> = BTreeMap::new();
+        // Render tools with the file and line that declare them.
+        let mut renders: BTreeMap<String, Vec<PendingRender>> = BTreeMap::new();
         // Where each (mount, tool) was first defined, to name both files of a
         // duplicate.
         let mut defined: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
@@ -237,9 +259,13 @@ impl Loader {
             let Some(format) = mount_format(&path) else {
                 continue;
             };
-            let Some((mount, tools)) = self.mount_file(&path, format, widget_exists) else {
+            let Some((mount, tools, render)) = self.mount_file(&path, format, widget_exists) else {
                 continue;
             };
+            for (name, (tool, line)) in render {
+                let entry = (name, tool, path.clone(), line);
+                renders.entry(mount.clone()).or_default().push(entry);
+            }
             for GoodTool { name, tool, line } in tools {
                 let key = (mount.clone(), name.clone());
                 if let Some(first) = defined.get(&key) {
@@ -254,9 +280,29 @@ impl Loader {
                 mounts.entry(mount.clone()).or_default().insert(name, tool);
             }
         }
+        for mount in renders.keys() {
+            mounts.entry(mount.clone()).or_default();
+        }
         mounts
             .into_iter()
-            .map(|(mount, tools)| (mount, MountOverlays::new(tools)))
+            .map(|(mount, tools)| {
+                let overlays = MountOverlays::new(tools);
+                let mut good = Vec::new();
+                for (name, render, path, line) in renders.remove(&mount).unwrap_or_default() {
+                    let problems = validate::render(&name, &render, &overlays, widget_exists);
+                    for problem in &problems {
+                        let place = match problem.place.as_str() {
+                            "" => format!("render.{name}"),
+                            key => format!("render.{name}.{key}"),
+                        };
+                        self.error(&path, line, Some(place), problem.reason.clone());
+                    }
+                    if problems.is_empty() {
+                        good.push((name, render));
+                    }
+                }
+                (mount, overlays.with_render(good))
+            })
             .collect()
     }
 
@@ -267,7 +313,7 @@ impl Loader {
         path: &Path,
         format: Format,
         widget_exists: &dyn Fn(&str) -> bool,
-    ) -> Option<(String, Vec<GoodTool>)> {
+    ) -> Option<(String, Vec<GoodTool>, RenderTables)> {
         let source = match self.read(path) {
             Ok(source) => source,
             Err(reason) => {
@@ -279,7 +325,7 @@ impl Loader {
             Format::Toml => parse_toml(&source),
             Format::Json => parse_json(&source),
         };
-        let (upstream, tools) = match parsed {
+        let (upstream, tools, render) = match parsed {
             Ok(parsed) => parsed,
             Err(e) => {
                 self.error(path, e.line, e.place, e.reason);
@@ -349,7 +395,21 @@ impl Loader {
                 }
             }
         }
-        Some((mount, good))
+        let render = render
+            .into_iter()
+            .map(|(name, tool)| {
+                let line = table_line(&source, "render", &name);
+                self.renders.push(RenderSite {
+                    file: path.to_path_buf(),
+                    line,
+                    mount: mount.clone(),
+                    name: name.clone(),
+                    render: tool.clone(),
+                });
+                (name, (tool, line))
+            })
+            .collect();
+        Some((mount, good, render))
     }
 
     // === widgets ===
@@ -578,7 +638,18 @@ struct ParsedTool {
     tool: Result<ToolOverlay, Located>,
 }
 
-type Parsed = (Option<String>, Vec<ParsedTool>);
+type Parsed = (
+    Option<String>,
+    Vec<ParsedTool>,
+    BTreeMap<String, RenderTool>,
+);
+
+/// A render tool waiting for its mount's tool overlays (its input schema may
+/// come from them): name, table, file and line.
+type PendingRender = (String, RenderTool, PathBuf, Option<usize>);
+
+/// A mount file's render tools, each with the line of its table.
+type RenderTables = BTreeMap<String, (RenderTool, Option<usize>)>;
 
 /// A TOML mount file: the file's syntax and top-level keys first, then each
 /// tool on its own so that every broken tool is reported.
@@ -596,16 +667,28 @@ fn parse_toml(source: &str) -> Result<Parsed, Located> {
             ParsedTool { name, line, tool }
         })
         .collect();
-    Ok((file.upstream, tools))
+    Ok((file.upstream, tools, file.render))
 }
 
 /// The first line that names tool `name` under `tools` (a table header or a
 /// dotted key), for error messages.
 fn tool_line(source: &str, name: &str) -> Option<usize> {
+    table_line(source, "tools", name)
+}
+
+/// The first line that names `name` under the top-level `table`, in TOML
+/// (`[render.x]`, `render.x.title = …`) or JSON (`"x": {` after `"render"`).
+fn table_line(source: &str, table: &str, name: &str) -> Option<usize> {
+    let json = format!("\"{name}\"");
+    if source.trim_start().starts_with('{') {
+        let start = source.find(&format!("\"{table}\""))?;
+        let at = start + source[start..].find(&json)?;
+        return Some(line_of(source, at));
+    }
     let forms = [
-        format!("tools.{name}"),
-        format!("tools.\"{name}\""),
-        format!("tools.'{name}'"),
+        format!("{table}.{name}"),
+        format!("{table}.\"{name}\""),
+        format!("{table}.'{name}'"),
     ];
     source.lines().enumerate().find_map(|(i, line)| {
         let line = line.trim_start().trim_start_matches('[').trim_start();
@@ -637,7 +720,7 @@ fn parse_json(source: &str) -> Result<Parsed, Located> {
             }
         })
         .collect();
-    Ok((file.upstream, tools))
+    Ok((file.upstream, tools, file.render))
 }
 
 /// 1-based line of byte `offset` in `text`.
@@ -698,7 +781,7 @@ mod tests {
     #[test]
     fn implied_and_dotted_tool_tables_parse() {
         let text = "# x\n[tools.add_task.result]\nstructured_from_text = true\n\n[tools]\nlist_tasks.title = \"List\"\n";
-        let (_, tools) = parse_toml(text).unwrap();
+        let (_, tools, _) = parse_toml(text).unwrap();
         let by_name = |n: &str| tools.iter().find(|t| t.name == n).unwrap();
         let add = by_name("add_task");
         assert!(add.tool.as_ref().unwrap().result.structured_from_text);

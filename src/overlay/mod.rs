@@ -22,7 +22,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-pub use load::{Inspection, LoadError, LoadErrors, MountFileSite, ToolSite, inspect_dir, load_dir};
+pub use load::{
+    Inspection, LoadError, LoadErrors, MountFileSite, RenderSite, ToolSite, inspect_dir, load_dir,
+};
 pub use widget::Widget;
 
 /// How many superseded versions of each widget stay readable after a reload
@@ -85,6 +87,41 @@ pub struct ToolOverlay {
     #[serde(default)]
     pub result: ResultShaping,
 }
+
+/// A gateway-owned render tool: `[render.<name>]` in a mount file. The
+/// gateway lists it beside the upstream's tools and answers its calls
+/// itself: the arguments, checked against the input schema, come back as
+/// `structuredContent` with the widget's template metadata. The decoupled
+/// pattern: the upstream's data tools fetch, this tool renders.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RenderTool {
+    /// Name of the widget folder it renders (required).
+    pub widget: String,
+    /// The upstream tools whose results it renders (at least one); the
+    /// default description tells the model to call the first one first.
+    pub data_tools: Vec<String>,
+    /// The tool's `title`.
+    pub title: Option<String>,
+    /// The tool's `description`; default: one naming the data tools.
+    pub description: Option<String>,
+    /// `inputSchema`; default: the `output_schema` of the first data tool
+    /// whose overlay declares one (so the input is that tool's output).
+    pub input_schema: Option<Map<String, Value>>,
+    /// `outputSchema`; default: the input schema (the arguments are echoed).
+    pub output_schema: Option<Map<String, Value>>,
+    /// Hints merged over the defaults (read-only, not destructive, closed
+    /// world, idempotent: the gateway only echoes the arguments).
+    pub annotations: Option<Annotations>,
+    /// `openai/toolInvocation/invoking`.
+    pub invoking: Option<String>,
+    /// `openai/toolInvocation/invoked`.
+    pub invoked: Option<String>,
+}
+
+/// The `_meta` key that marks a tool in `tools/list` as gateway-owned (a
+/// render tool); its value is `{"dataTools": [..], "widget": ".."}`.
+pub const RENDER_TOOL_META: &str = "io.github.mcp-ui-gateway/renderTool";
 
 /// MCP `ToolAnnotations` hints, spelled as on the wire so they can be copied
 /// from the spec. OpenAI's review requires the first three.
@@ -248,17 +285,49 @@ impl DisplayMode {
 
 // === impl MountOverlays ===
 
-/// The tool overlays of one mount (one upstream).
+/// The tool overlays and render tools of one mount (one upstream).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MountOverlays {
     tools: BTreeMap<String, ToolOverlay>,
+    render: BTreeMap<String, RenderTool>,
 }
 
 impl MountOverlays {
     pub fn new(tools: impl IntoIterator<Item = (String, ToolOverlay)>) -> Self {
         MountOverlays {
             tools: tools.into_iter().collect(),
+            render: BTreeMap::new(),
         }
+    }
+
+    /// Adds gateway-owned render tools.
+    pub fn with_render(mut self, render: impl IntoIterator<Item = (String, RenderTool)>) -> Self {
+        self.render.extend(render);
+        self
+    }
+
+    /// The render tool called `name`, if any.
+    pub fn render_tool(&self, name: &str) -> Option<&RenderTool> {
+        self.render.get(name)
+    }
+
+    /// Every render tool, by name.
+    pub fn render_tools(&self) -> impl Iterator<Item = (&str, &RenderTool)> {
+        self.render.iter().map(|(name, tool)| (name.as_str(), tool))
+    }
+
+    /// The input schema of `render`: its own, or else the `output_schema` of
+    /// the first data tool whose overlay declares one.
+    pub fn render_input_schema<'a>(
+        &'a self,
+        render: &'a RenderTool,
+    ) -> Option<&'a Map<String, Value>> {
+        render.input_schema.as_ref().or_else(|| {
+            render
+                .data_tools
+                .iter()
+                .find_map(|t| self.tools.get(t)?.output_schema.as_ref())
+        })
     }
 
     /// The overlay of the tool called `name`, if any.
@@ -271,11 +340,13 @@ impl MountOverlays {
         self.tools.iter().map(|(name, tool)| (name.as_str(), tool))
     }
 
-    /// The widgets this mount's tools render.
+    /// The widgets this mount's tools and render tools render.
     pub fn widget_names(&self) -> BTreeSet<&str> {
+        let render = self.render.values().map(|r| r.widget.as_str());
         self.tools
             .values()
             .filter_map(|tool| tool.widget.as_deref())
+            .chain(render)
             .collect()
     }
 }

@@ -92,6 +92,7 @@ fn shipped_schemas_are_json_and_match_the_overlay_types() {
     let schema: Value = serde_json::from_str(OVERLAY_SCHEMA).expect("overlay.schema.json is JSON");
     assert_same_keys::<MountFile<Value>>(&schema, "/properties");
     assert_same_keys::<ToolOverlay>(&schema, "/definitions/tool/properties");
+    assert_same_keys::<RenderTool>(&schema, "/definitions/renderTool/properties");
     assert_same_keys::<Annotations>(&schema, "/definitions/annotations/properties");
     assert_same_keys::<ResultShaping>(&schema, "/definitions/result/properties");
 
@@ -150,8 +151,10 @@ fn shipped_schemas_are_json_and_match_the_overlay_types() {
 fn the_schema_agrees_with_the_limits_enforced_at_load() {
     let schema: Value = serde_json::from_str(OVERLAY_SCHEMA).unwrap();
     for key in ["invoking", "invoked"] {
-        let max = schema.pointer(&format!("/definitions/tool/properties/{key}/maxLength"));
-        assert_eq!(max, Some(&json!(validate::STATUS_TEXT_MAX_CHARS)));
+        for table in ["tool", "renderTool"] {
+            let max = schema.pointer(&format!("/definitions/{table}/properties/{key}/maxLength"));
+            assert_eq!(max, Some(&json!(validate::STATUS_TEXT_MAX_CHARS)));
+        }
     }
 }
 
@@ -287,7 +290,7 @@ fn every_problem_is_reported_with_file_line_and_place() {
         "time.toml:1: tools.get_current_time.invoking: 74 characters; ChatGPT allows at most 64",
         "time.toml:5: tools.convert_time: unknown field `widgt`, expected one of `widget`, `title`, `description`, `visibility`, `invoking`, `invoked`, `annotations`, `security_schemes`, `file_params`, `profile`, `output_schema`, `result`",
         "time.toml:8: tools.third.security_schemes: unknown field `extra`, there are no fields",
-        "top.json:3: unknown field `typo`, expected one of `$schema`, `upstream`, `tools`",
+        "top.json:3: unknown field `typo`, expected one of `$schema`, `upstream`, `tools`, `render`",
         "widgets/Bad Name: widget folder `Bad Name`: names are 1 to 63 of a-z, 0-9, `-` and `_`, starting with a letter or digit (the name is the host of its ui:// URI)",
         "widgets/assets/index.html:2: script src \"../escape.js\": leaves the widget folder",
         "widgets/assets/index.html:4: stylesheet href \"missing.css\": cannot open: No such file or directory (os error 2)",
@@ -439,4 +442,65 @@ fn superseded_versions_stay_readable_within_a_bound() {
     );
     same.retain_previous_versions(&set);
     assert_eq!(same, set);
+}
+
+#[test]
+fn render_tools_load_with_their_schema_taken_from_the_data_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "demo.toml",
+        "[tools.list]\noutput_schema = { type = \"object\", required = [\"tasks\"] }\n\n[render.show]\nwidget = \"board\"\ndata_tools = [\"list\"]\n",
+    );
+    write(root, "widgets/board/index.html", "<p>board</p>");
+    let set = load_dir(root).unwrap();
+    let mount = set.mount("demo").unwrap();
+    let render = mount.render_tool("show").unwrap();
+    assert_eq!(
+        mount.render_input_schema(render).unwrap()["required"],
+        json!(["tasks"])
+    );
+    assert_eq!(set.widgets_for("demo").len(), 1);
+    // A mount file with render tools only is a mount too.
+    write(
+        root,
+        "other.json",
+        r#"{"render": {"show": {"widget": "board", "data_tools": ["x"], "input_schema": {"type": "object"}}}}"#,
+    );
+    let set = load_dir(root).unwrap();
+    assert!(set.mount("other").unwrap().render_tool("show").is_some());
+}
+
+#[test]
+fn render_tool_problems_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "demo.toml",
+        "[tools.list]\ntitle = \"List\"\n\n[render.list]\nwidget = \"board\"\ndata_tools = [\"list\"]\ninput_schema = { type = \"object\" }\n\n[render.show]\nwidget = \"nowhere\"\ndata_tools = []\ninvoking = \"\"\"\nline\ntwo\"\"\"\n",
+    );
+    write(root, "widgets/board/index.html", "<p>board</p>");
+    let errors = errors(root);
+    assert_eq!(
+        errors,
+        [
+            "demo.toml:4: render.list: `list` is also overlaid as `[tools.list]`, an upstream tool; a render tool needs a name of its own",
+            "demo.toml:4: render.list.data_tools: a render tool cannot be its own data tool",
+            "demo.toml:9: render.show.widget: no widget folder `widgets/nowhere`",
+            "demo.toml:9: render.show.data_tools: empty: name the upstream tool(s) whose results this tool renders",
+            "demo.toml:9: render.show.invoking: a status text is one line",
+            "demo.toml:9: render.show.input_schema: missing, and no data tool's overlay declares an output_schema to take it from",
+        ],
+    );
+    // Unknown keys are errors, as for tools.
+    write(
+        root,
+        "demo.toml",
+        "[render.show]\nwidget = \"board\"\ndata_tools = [\"l\"]\nwidgt = 1\n",
+    );
+    let unknown = super::tests::errors(root);
+    assert_eq!(unknown.len(), 1, "{unknown:?}");
+    assert!(unknown[0].contains("unknown field `widgt`"), "{unknown:?}");
 }

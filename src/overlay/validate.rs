@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{ToolOverlay, WidgetManifest, widget};
+use super::{MountOverlays, RenderTool, ToolOverlay, WidgetManifest, widget};
 
 /// ChatGPT's limit on `openai/toolInvocation/invoking` and `invoked`.
 pub const STATUS_TEXT_MAX_CHARS: usize = 64;
@@ -91,6 +91,69 @@ pub fn tool(tool: &ToolOverlay, widget_exists: &dyn Fn(&str) -> bool) -> Vec<Pro
                 ),
             ));
         }
+    }
+    problems
+}
+
+/// Checks a render tool `name` of a mount whose tool overlays are `mount`
+/// (its input schema may come from a data tool's overlay).
+pub fn render(
+    name: &str,
+    render: &RenderTool,
+    mount: &MountOverlays,
+    widget_exists: &dyn Fn(&str) -> bool,
+) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    if mount.tool(name).is_some() {
+        problems.push(Problem::new(
+            "",
+            format!("`{name}` is also overlaid as `[tools.{name}]`, an upstream tool; a render tool needs a name of its own"),
+        ));
+    }
+    if !widget_exists(&render.widget) {
+        problems.push(Problem::new(
+            "widget",
+            format!("no widget folder `widgets/{}`", render.widget),
+        ));
+    }
+    if render.data_tools.is_empty() {
+        problems.push(Problem::new(
+            "data_tools",
+            "empty: name the upstream tool(s) whose results this tool renders",
+        ));
+    }
+    names("data_tools", &render.data_tools, &mut problems);
+    if render.data_tools.iter().any(|t| t == name) {
+        problems.push(Problem::new(
+            "data_tools",
+            "a render tool cannot be its own data tool",
+        ));
+    }
+    for (key, text) in [("invoking", &render.invoking), ("invoked", &render.invoked)] {
+        if let Some(text) = text
+            && let Err(reason) = status_text(text)
+        {
+            problems.push(Problem::new(key, reason));
+        }
+    }
+    for (key, schema) in [
+        ("input_schema", &render.input_schema),
+        ("output_schema", &render.output_schema),
+    ] {
+        if let Some(schema) = schema
+            && schema.get("type").and_then(|t| t.as_str()) != Some("object")
+        {
+            problems.push(Problem::new(
+                format!("{key}.type"),
+                "must be \"object\": tool arguments and structured content are objects",
+            ));
+        }
+    }
+    if mount.render_input_schema(render).is_none() {
+        problems.push(Problem::new(
+            "input_schema",
+            "missing, and no data tool's overlay declares an output_schema to take it from",
+        ));
     }
     problems
 }

@@ -1,7 +1,8 @@
 //! What the gateway does with one client request, decided from the overlay
-//! snapshot alone: forward it untouched, answer it itself (a widget
-//! resource), or forward it and rewrite the matching response. Pure: the
-//! relay does the IO on both sides of these functions.
+//! snapshot (and the upstream tool names seen so far, for render-tool name
+//! collisions): forward it untouched, answer it itself (a widget resource,
+//! a render-tool call), or forward it and rewrite the matching response.
+//! Pure: the relay does the IO on both sides of these functions.
 //!
 //! A mount without overlays is never rewritten: the gateway is then exactly
 //! the upstream, byte for byte.
@@ -19,9 +20,13 @@ use crate::rewrite::{self, ListChanged, Warning};
 pub enum Rewrite {
     Initialize,
     Discover,
-    ToolsList,
     ResourcesList,
     TemplatesList,
+    /// A `tools/list` page; the first one (no cursor) restarts the record of
+    /// the upstream's tool names.
+    ToolsListPage {
+        first: bool,
+    },
     /// A `tools/call` of a tool whose overlay shapes results.
     ToolCall(String),
 }
@@ -34,8 +39,14 @@ pub enum Plan {
     Rewrite(Rewrite),
 }
 
-/// Decide for one message sent to `mount`.
-pub fn plan(overlays: &OverlaySet, mount: &str, m: &Message<'_>) -> Plan {
+/// Decide for one message sent to `mount`. `upstream_has` says whether the
+/// upstream listed a tool of that name (it then wins over a render tool).
+pub fn plan(
+    overlays: &OverlaySet,
+    mount: &str,
+    m: &Message<'_>,
+    upstream_has: &dyn Fn(&str) -> bool,
+) -> Plan {
     if m.kind != Kind::Request {
         return Plan::Forward;
     }
@@ -45,7 +56,13 @@ pub fn plan(overlays: &OverlaySet, mount: &str, m: &Message<'_>) -> Plan {
     match m.method.as_deref().unwrap_or_default() {
         "initialize" => Plan::Rewrite(Rewrite::Initialize),
         "server/discover" => Plan::Rewrite(Rewrite::Discover),
-        "tools/list" => Plan::Rewrite(Rewrite::ToolsList),
+        "tools/list" => {
+            let cursor = m
+                .params
+                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                .is_some_and(|p| p.get("cursor").is_some_and(|c| !c.is_null()));
+            Plan::Rewrite(Rewrite::ToolsListPage { first: !cursor })
+        }
         "resources/list" => Plan::Rewrite(Rewrite::ResourcesList),
         "resources/templates/list" => Plan::Rewrite(Rewrite::TemplatesList),
         "resources/read" => {
@@ -61,6 +78,28 @@ pub fn plan(overlays: &OverlaySet, mount: &str, m: &Message<'_>) -> Plan {
         }
         "tools/call" => {
             let view = jsonrpc::params_view(m.params);
+            let render = view
+                .name
+                .as_deref()
+                .filter(|n| !upstream_has(n))
+                .and_then(|n| tools.render_tool(n).map(|r| (n, r)));
+            if let Some((name, render)) = render {
+                let params = m
+                    .params
+                    .and_then(|p| serde_json::from_str::<Value>(p.get()).ok());
+                let arguments = params.as_ref().and_then(|p| p.get("arguments"));
+                let mut result = rewrite::render::call_result(
+                    name,
+                    render,
+                    tools,
+                    overlays.widgets(),
+                    arguments,
+                );
+                if let (Some(p), Value::Object(result)) = (&params, &mut result) {
+                    mark_complete(p, result);
+                }
+                return Plan::Answer(result_response(m.id, &result));
+            }
             match view
                 .name
                 .as_deref()
@@ -82,11 +121,21 @@ pub struct Applied {
     /// The new response; `None` leaves the upstream's bytes as they were.
     pub body: Option<Bytes>,
     pub warnings: Vec<Warning>,
+    /// For a `tools/list` page: the upstream's tool names on it, for the
+    /// caller to remember (render tools yield to them).
+    pub upstream_tools: Option<Vec<String>>,
 }
 
 /// Rewrite the response to a planned request. Anything unexpected (not JSON,
-/// no result, another error) leaves the response untouched.
-pub fn apply(overlays: &OverlaySet, mount: &str, rewrite: &Rewrite, response: &[u8]) -> Applied {
+/// no result, another error) leaves the response untouched. `upstream_has`
+/// is as for [`plan`] (the names on earlier `tools/list` pages).
+pub fn apply(
+    overlays: &OverlaySet,
+    mount: &str,
+    rewrite: &Rewrite,
+    response: &[u8],
+    upstream_has: &dyn Fn(&str) -> bool,
+) -> Applied {
     let Ok(Value::Object(mut message)) = serde_json::from_slice::<Value>(response) else {
         return Applied::default();
     };
@@ -106,11 +155,13 @@ pub fn apply(overlays: &OverlaySet, mount: &str, rewrite: &Rewrite, response: &[
         return Applied {
             body: Some(to_bytes(&message)),
             warnings,
+            upstream_tools: None,
         };
     }
     let Some(result) = message.get_mut("result") else {
         return Applied::default();
     };
+    let mut upstream_tools = None;
     let list_changed = ListChanged {
         tools: true,
         resources: true,
@@ -118,9 +169,24 @@ pub fn apply(overlays: &OverlaySet, mount: &str, rewrite: &Rewrite, response: &[
     match rewrite {
         Rewrite::Initialize => rewrite::initialize_result(result, list_changed),
         Rewrite::Discover => rewrite::discover_result(result, list_changed),
-        Rewrite::ToolsList => {
-            let tools = overlays.mount(mount).cloned().unwrap_or_default();
-            warnings = rewrite::tools_list(result, &tools, overlays.widgets());
+        Rewrite::ToolsListPage { .. } => {
+            let names: Vec<String> = result
+                .get("tools")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+                .collect();
+            let none = crate::overlay::MountOverlays::default();
+            let tools = overlays.mount(mount).unwrap_or(&none);
+            warnings = rewrite::tools_list(result, tools, overlays.widgets());
+            warnings.extend(rewrite::render::add_render_tools(
+                result,
+                tools,
+                overlays.widgets(),
+                upstream_has,
+            ));
+            upstream_tools = Some(names);
         }
         Rewrite::ResourcesList => {
             warnings = rewrite::resources_list(result, &overlays.widgets_for(mount));
@@ -134,6 +200,18 @@ pub fn apply(overlays: &OverlaySet, mount: &str, rewrite: &Rewrite, response: &[
     Applied {
         body: Some(to_bytes(&message)),
         warnings,
+        upstream_tools,
+    }
+}
+
+/// Protocol revisions from 2026-07-28 on (stateless requests name theirs in
+/// `_meta`) require `resultType` on every result the gateway answers itself.
+fn mark_complete(params: &Value, result: &mut Map<String, Value>) {
+    let version = params
+        .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
+        .and_then(Value::as_str);
+    if version.is_some_and(|v| v >= "2026-07-28") {
+        result.insert("resultType".into(), json!("complete"));
     }
 }
 
@@ -153,7 +231,7 @@ fn result_response(id: Option<&RawValue>, result: &Value) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::overlay::{MountOverlays, ToolOverlay, Widget, Widgets};
+    use crate::overlay::{MountOverlays, RenderTool, ToolOverlay, Widget, Widgets};
     use std::collections::BTreeMap;
 
     fn overlays() -> OverlaySet {
@@ -166,12 +244,29 @@ mod tests {
             widget: Some("board".into()),
             ..Default::default()
         };
+        let render = RenderTool {
+            widget: "board".into(),
+            data_tools: vec!["list".into()],
+            input_schema: json!({"type": "object", "required": ["items"]})
+                .as_object()
+                .cloned(),
+            ..Default::default()
+        };
         let mut mounts = BTreeMap::new();
         mounts.insert(
             "demo".to_owned(),
-            MountOverlays::new([("list".to_owned(), tool)]),
+            MountOverlays::new([("list".to_owned(), tool)])
+                .with_render([("show".to_owned(), render)]),
         );
         OverlaySet::new(mounts, Widgets::new([widget]))
+    }
+
+    fn none(_: &str) -> bool {
+        false
+    }
+
+    fn first_page() -> Rewrite {
+        Rewrite::ToolsListPage { first: true }
     }
 
     fn msg(text: &str) -> Message<'_> {
@@ -182,10 +277,18 @@ mod tests {
     fn mounts_without_overlays_are_left_alone() {
         let o = overlays();
         let m = msg(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
-        assert_eq!(plan(&o, "other", &m), Plan::Forward);
-        assert_eq!(plan(&o, "demo", &m), Plan::Rewrite(Rewrite::ToolsList));
+        assert_eq!(plan(&o, "other", &m, &none), Plan::Forward);
+        assert_eq!(
+            plan(&o, "demo", &m, &none),
+            Plan::Rewrite(Rewrite::ToolsListPage { first: true })
+        );
+        let page = msg(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"2"}}"#);
+        assert_eq!(
+            plan(&o, "demo", &page, &none),
+            Plan::Rewrite(Rewrite::ToolsListPage { first: false })
+        );
         let n = msg(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        assert_eq!(plan(&o, "demo", &n), Plan::Forward);
+        assert_eq!(plan(&o, "demo", &n, &none), Plan::Forward);
     }
 
     #[test]
@@ -195,7 +298,7 @@ mod tests {
         let text = format!(
             r#"{{"jsonrpc":"2.0","id":"r1","method":"resources/read","params":{{"uri":"{uri}"}}}}"#
         );
-        let Plan::Answer(body) = plan(&o, "demo", &msg(&text)) else {
+        let Plan::Answer(body) = plan(&o, "demo", &msg(&text), &none) else {
             panic!()
         };
         let v: Value = serde_json::from_slice(&body).unwrap();
@@ -207,7 +310,7 @@ mod tests {
         let other = msg(
             r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///x"}}"#,
         );
-        assert_eq!(plan(&o, "demo", &other), Plan::Forward);
+        assert_eq!(plan(&o, "demo", &other, &none), Plan::Forward);
     }
 
     #[test]
@@ -215,17 +318,17 @@ mod tests {
         let o = overlays();
         let not_found =
             br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found"}}"#;
-        let a = apply(&o, "demo", &Rewrite::ResourcesList, not_found);
+        let a = apply(&o, "demo", &Rewrite::ResourcesList, not_found, &none);
         let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
         assert_eq!(v["id"], 3);
         assert_eq!(v["result"]["resources"][0]["name"], "board");
-        let a = apply(&o, "demo", &Rewrite::TemplatesList, not_found);
+        let a = apply(&o, "demo", &Rewrite::TemplatesList, not_found, &none);
         let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
         assert_eq!(v["result"]["resourceTemplates"], json!([]));
         // Other errors pass as they are.
         let other = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"boom"}}"#;
         assert!(
-            apply(&o, "demo", &Rewrite::ResourcesList, other)
+            apply(&o, "demo", &Rewrite::ResourcesList, other, &none)
                 .body
                 .is_none()
         );
@@ -235,7 +338,7 @@ mod tests {
     fn tools_list_gains_the_widget_and_keeps_the_rest() {
         let o = overlays();
         let response = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"list","inputSchema":{"type":"object"},"x-vendor":1},{"name":"other","inputSchema":{}}],"nextCursor":"c2"}}"#;
-        let a = apply(&o, "demo", &Rewrite::ToolsList, response);
+        let a = apply(&o, "demo", &first_page(), response, &none);
         let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
         let uri = &o.widgets().get("board").unwrap().uri;
         assert_eq!(
@@ -248,5 +351,63 @@ mod tests {
             json!({"name":"other","inputSchema":{}})
         );
         assert_eq!(v["result"]["nextCursor"], "c2");
+    }
+
+    #[test]
+    fn render_calls_are_answered_unless_the_upstream_has_the_name() {
+        let o = overlays();
+        let call = msg(
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"show","arguments":{"items":[1,2]}}}"#,
+        );
+        let Plan::Answer(body) = plan(&o, "demo", &call, &none) else {
+            panic!()
+        };
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["result"]["structuredContent"], json!({"items": [1, 2]}));
+        assert!(v["result"]["_meta"]["ui"]["resourceUri"].is_string());
+        let bad = msg(
+            r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"show","arguments":{}}}"#,
+        );
+        let Plan::Answer(body) = plan(&o, "demo", &bad, &none) else {
+            panic!()
+        };
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["result"]["isError"], true);
+        // The upstream's own `show` wins.
+        assert_eq!(plan(&o, "demo", &call, &|n| n == "show"), Plan::Forward);
+        // A 2026-07-28 request gets the result type that revision requires.
+        let stateless = msg(
+            r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"show","arguments":{"items":[]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+        );
+        let Plan::Answer(body) = plan(&o, "demo", &stateless, &none) else {
+            panic!()
+        };
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["result"]["resultType"], "complete");
+        // Data calls still go upstream.
+        let data = msg(
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"list","arguments":{}}}"#,
+        );
+        assert_eq!(plan(&o, "demo", &data, &none), Plan::Forward);
+    }
+
+    #[test]
+    fn tools_list_gains_render_tools_and_reports_names() {
+        let o = overlays();
+        let response = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"list","inputSchema":{"type":"object"}}]}}"#;
+        let a = apply(&o, "demo", &first_page(), response, &none);
+        assert_eq!(a.upstream_tools, Some(vec!["list".to_owned()]));
+        let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
+        assert_eq!(v["result"]["tools"][1]["name"], "show");
+        let clash =
+            br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"show","inputSchema":{}}]}}"#;
+        let a = apply(&o, "demo", &first_page(), clash, &none);
+        assert_eq!(a.warnings.len(), 1);
+        let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
+        assert_eq!(
+            v["result"]["tools"],
+            json!([{"name":"show","inputSchema":{}}])
+        );
     }
 }

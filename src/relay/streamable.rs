@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Request, Response};
+use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use serde_json::value::RawValue;
 
@@ -14,14 +14,16 @@ use super::{
     Finisher, METHOD_HEADER, NAME_HEADER, PROTOCOL_HEADER, SESSION_HEADER, SessionRef, stream,
     upstream_failure,
 };
-use crate::config::Transport;
+use crate::config::{AuthChallenge, Transport};
 use crate::gateway::Gateway;
 use crate::jsonrpc;
 use crate::server::{self, Body};
 use crate::session::{Route, Token};
 use crate::upstream::{self, UpstreamError};
 
-/// Request headers every upstream receives when the client sent them.
+/// Request headers the mount's own upstream receives when the client sent
+/// them (with the mount's `forward_headers`); never any other upstream's, and
+/// never logged: `Authorization` carries the client's token.
 static FORWARDED_REQUEST_HEADERS: [HeaderName; 8] = [
     header::CONTENT_TYPE,
     header::ACCEPT,
@@ -44,15 +46,27 @@ static FORWARDED_RESPONSE_HEADERS: [HeaderName; 6] = [
     PROTOCOL_HEADER,
 ];
 
+/// What the relay knows of the request it forwards.
+pub(super) struct Call {
+    /// The JSON-RPC id of a single request, as written.
+    pub request_id: Option<String>,
+    /// Whether it is a `tools/call` (eligible for in-band challenges).
+    pub tool_call: bool,
+}
+
 pub(super) async fn post_http(
     gw: &Arc<Gateway>,
     mount: usize,
     headers: &HeaderMap,
     body: Bytes,
     sref: SessionRef,
-    request_id: Option<String>,
+    call: Call,
     finisher: Option<Finisher>,
 ) -> Response<Body> {
+    let Call {
+        request_id,
+        tool_call,
+    } = call;
     let Transport::Http { url } = &gw.mounts[mount].mount.transport else {
         unreachable!("HTTP mount")
     };
@@ -77,7 +91,26 @@ pub(super) async fn post_http(
         Err(e) => return upstream_failure(request_id.as_deref(), &e),
     };
     let (parts, body) = resp.into_parts();
-    let head = relay_head(gw, mount, &parts, &sref);
+    let base = gw.auth.base(headers);
+    let mut head = relay_head(gw, mount, &parts, &sref);
+    crate::auth::rewrite_challenges(gw, mount, base.as_deref(), head.headers_mut());
+    if tool_call
+        && matches!(
+            parts.status,
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+        )
+        && gw.mounts[mount].mount.auth_challenge == AuthChallenge::InBand
+        && let (Some(id), Some(base)) = (request_id.as_deref(), base.as_deref())
+        && let Ok(id) = serde_json::from_str::<&RawValue>(id)
+    {
+        let prm = crate::auth::prm_url(base, &gw.mounts[mount].mount.path);
+        let answer = crate::auth::in_band_result(id, parts.status, head.headers(), &prm);
+        let mut r = server::json(StatusCode::OK, answer);
+        if let Some(sid) = head.headers().get(SESSION_HEADER) {
+            r.headers_mut().insert(SESSION_HEADER, sid.clone());
+        }
+        return r;
+    }
     let (Some(finisher), Some(id), true) = (finisher, request_id, parts.status.is_success()) else {
         return head.map(|()| body.map_err(Into::into).boxed_unsync());
     };
@@ -121,7 +154,12 @@ fn upstream_request(
     let extra = &gw.mounts[mount].mount.forward_headers;
     for name in FORWARDED_REQUEST_HEADERS.iter().chain(extra) {
         for v in headers.get_all(name) {
-            out.append(name.clone(), v.clone());
+            let mut v = v.clone();
+            // Debug output of a sensitive value (and HPACK indexing) hides it.
+            if *name == header::AUTHORIZATION || extra.contains(name) {
+                v.set_sensitive(true);
+            }
+            out.append(name.clone(), v);
         }
     }
     if let SessionRef::Http {
@@ -208,7 +246,9 @@ pub(super) async fn forward_bodyless(
     {
         Ok(resp) => {
             let (parts, body) = resp.into_parts();
-            let head = relay_head(gw, mount, &parts, sref);
+            let mut head = relay_head(gw, mount, &parts, sref);
+            let base = gw.auth.base(headers);
+            crate::auth::rewrite_challenges(gw, mount, base.as_deref(), head.headers_mut());
             // The server's own stream also carries the gateway's list-changed
             // announcements after an overlay reload.
             if method_is_get && parts.status.is_success() && is_event_stream(&parts.headers) {

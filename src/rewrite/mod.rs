@@ -10,12 +10,14 @@
 //!
 //! - [`tools`]: `tools/list`, and the file-parameter rules it enforces;
 //! - [`call`]: opt-in shaping of `tools/call` results;
+//! - [`render`]: gateway-owned render tools, listed and answered here;
 //! - [`resources`]: the widget resources in `resources/list` and `read`;
 //! - [`capabilities`]: `initialize` and `server/discover` results;
 //! - [`schema`]: the JSON Schema subset shaped results are checked against.
 
 pub mod call;
 pub mod capabilities;
+pub mod render;
 pub mod resources;
 pub mod schema;
 pub mod tools;

@@ -3,11 +3,13 @@
 // (tests/browser/host, the official AppBridge) inside headless Chromium, optionally
 // clicks inside the View, takes a screenshot and prints a JSON summary.
 //
-//   node tests/browser/run.mjs --mcp URL --tool NAME [--args JSON]
+//   node tests/browser/run.mjs --mcp URL --tool NAME [--data-tool NAME] [--args JSON]
 //        [--click SELECTOR] [--expect TEXT] [--expect-call[-text]] --screenshot FILE
 //   node tests/browser/run.mjs --html FILE --tool-result JSON|@FILE [--mcp URL] [--tool NAME]
 //        [--args JSON] [--fill SELECTOR --value TEXT] [--click SELECTOR] [--expect TEXT] --screenshot FILE
 //
+// --data-tool NAME calls NAME first (with --args) and passes its structuredContent to
+// --tool as arguments: the decoupled data/render pattern.
 // --fill SELECTOR --value TEXT types TEXT into a field of the View before the click.
 // --expect TEXT waits until TEXT is in the View's text (after the click, if any).
 // --expect-call (with --click) waits until the click made the View call a tool through
@@ -40,7 +42,7 @@ const started = Date.now();
 
 // ---------------------------------------------------------------- arguments
 
-const USAGE = `usage: node tests/browser/run.mjs (--mcp URL --tool NAME | --html FILE --tool-result JSON|@FILE [--mcp URL] [--tool NAME])
+const USAGE = `usage: node tests/browser/run.mjs (--mcp URL --tool NAME [--data-tool NAME] | --html FILE --tool-result JSON|@FILE [--mcp URL] [--tool NAME])
        [--args JSON] [--fill SELECTOR --value TEXT] [--click SELECTOR] [--expect TEXT] [--expect-call | --expect-call-text] --screenshot FILE
        [--theme light|dark] [--switch-theme light|dark] [--timeout SECONDS] [--direct] [--keep] [--quiet]`;
 
@@ -51,7 +53,7 @@ function usage(message) {
 
 function parseArgs(argv) {
   const opts = { args: '{}', theme: 'light', timeout: 90, direct: false, keep: false, quiet: false, expectCall: false, expectCallText: false };
-  const valued = new Set(['--mcp', '--tool', '--args', '--click', '--expect', '--screenshot', '--html',
+  const valued = new Set(['--mcp', '--tool', '--data-tool', '--args', '--click', '--expect', '--screenshot', '--html',
     '--tool-result', '--theme', '--timeout', '--fill', '--value', '--switch-theme']);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -374,6 +376,7 @@ async function main() {
 
   if (opts.mcp) query.set('mcp', opts.direct ? opts.mcp : '/mcp');
   if (opts.tool) query.set('tool', opts.tool);
+  if (opts.dataTool) query.set('dataTool', opts.dataTool);
   query.set('args', opts.args);
   query.set('theme', opts.theme);
   query.set('sandbox', `${sandboxOrigin}/sandbox.html`);
@@ -507,6 +510,7 @@ async function hostSnapshot(page) {
       app_info: h.appInfo, app_capabilities: h.appCapabilities,
       initialized: h.initialized, tool_input_sent: h.toolInputSent, tool_result_sent: h.toolResultSent,
       tool_result: h.toolResult, last_tool_result: h.lastToolResult,
+      data_tool: h.dataTool, data_result: h.dataResult,
       view_calls: h.viewCalls, sizes: h.sizes.slice(-3), size_changes: h.sizes.length,
       bridge: counts, teardown: h.teardown,
       errors: h.log.filter((l) => l.level === 'error').map((l) => l.msg),

@@ -17,8 +17,10 @@ Against @modelcontextprotocol/server-everything (or a gateway in front of it) it
   6. lists resources.
 
 Generic mode, for any server: `--call TOOL [--args JSON]` connects, lists tools, calls TOOL with
-the JSON object ARGS and prints the result (`call`: `is_error`, `text`, `structured_content`)
-instead of steps 3-6. `--transport stdio` runs URL as a program (arguments in `--stdio-args`, a
+the JSON object ARGS and prints the result (`call`: `is_error`, `text`, `structured_content`,
+`meta`) and every listed tool's `_meta` (`tool_meta`) instead of steps 3-6. With
+`--data-tool DATA`, DATA is called first with ARGS (`data_call`) and TOOL gets its structured
+content: the decoupled data/render pattern. `--transport stdio` runs URL as a program (arguments in `--stdio-args`, a
 JSON array) and talks MCP over its stdin/stdout, e.g. a direct baseline for a stdio server:
 
     py_client.py tests/peers/.venv/bin/python --transport stdio \
@@ -67,6 +69,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--call", metavar="TOOL",
                    help="generic mode: list tools, call TOOL with --args, print the result (no other steps)")
     p.add_argument("--args", default="{}", help="--call: the tool's arguments, a JSON object")
+    p.add_argument("--data-tool", metavar="TOOL",
+                   help="--call: first call TOOL with --args, then call --call with its structured content "
+                        "(the decoupled data/render pattern); both results are printed, with their _meta")
     p.add_argument("--mode", choices=["auto", "legacy"], default="auto",
                    help="mcp.Client negotiation mode (auto: probe server/discover, fall back to initialize)")
     p.add_argument("--timeout", type=float, default=60.0, help="bound on the whole run, seconds")
@@ -85,6 +90,17 @@ def parse_args() -> argparse.Namespace:
     if not isinstance(args.stdio_arguments, list) or not all(isinstance(a, str) for a in args.stdio_arguments):
         p.error("--stdio-args must be a JSON array of strings")
     return args
+
+
+def call_summary(tool: str, result: types.CallToolResult) -> dict[str, Any]:
+    """What generic mode prints of one tools/call result."""
+    return {
+        "tool": tool,
+        "is_error": bool(result.is_error),
+        "text": text_of(result),
+        "structured_content": result.structured_content,
+        "meta": result.model_dump(by_alias=True, exclude_none=True).get("_meta"),
+    }
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -249,14 +265,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             summary["tool_count"] = len(names)
 
             if args.call is not None:
-                step = f"tools/call {args.call}"
-                called = await client.call_tool(args.call, args.call_arguments)
-                summary["call"] = {
-                    "tool": args.call,
-                    "is_error": bool(called.is_error),
-                    "text": text_of(called),
-                    "structured_content": called.structured_content,
+                summary["tool_meta"] = {
+                    t.name: t.model_dump(by_alias=True, exclude_none=True).get("_meta") for t in tools.tools
                 }
+                call_arguments = args.call_arguments
+                if args.data_tool is not None:
+                    step = f"tools/call {args.data_tool}"
+                    data = await client.call_tool(args.data_tool, args.call_arguments)
+                    summary["data_call"] = call_summary(args.data_tool, data)
+                    if data.is_error or data.structured_content is None:
+                        raise StepFailed(f"data tool {args.data_tool} returned no structured content: {text_of(data)}")
+                    call_arguments = data.structured_content
+                step = f"tools/call {args.call}"
+                called = await client.call_tool(args.call, call_arguments)
+                summary["call"] = call_summary(args.call, called)
             else:
                 await everything_steps()
             step = "close"

@@ -36,6 +36,7 @@
       form: document.getElementById('add-form'),
       input: document.getElementById('new-title'),
       addButton: document.getElementById('add-button'),
+      refreshButton: document.getElementById('refresh-button'),
     };
 
     var state = {
@@ -430,8 +431,10 @@
       });
     }
 
+    // The app-only helper (visibility ["app"]): the model never sees it, and
+    // the board updates in place instead of being rendered again.
     function refresh() {
-      return callTool('list_tasks', {}).then(function (result) {
+      return callTool('refresh_tasks', {}).then(function (result) {
         var parsed = apply(interpretResult(result));
         if (parsed.error) throw new Error(parsed.error);
         return parsed;
@@ -459,6 +462,16 @@
         delete state.inFlight[key];
         render();
         reportError(err);
+      });
+    });
+
+    el.refreshButton.addEventListener('click', function () {
+      el.refreshButton.disabled = true;
+      setStatus('Refreshing\u2026', 'loading');
+      refresh().then(function () {
+        setStatus('Refreshed: ' + countText(), 'ok');
+      }, reportError).then(function () {
+        el.refreshButton.disabled = false;
       });
     });
 

@@ -64,6 +64,8 @@ interface HostState {
   initialized: boolean;
   toolInputSent: boolean;
   toolResultSent: boolean;
+  dataTool: Json; // with dataTool: that tool's tools/list entry
+  dataResult: Json; // with dataTool: its result, whose structuredContent became the args
   toolResult: Json; // the result sent with ui/notifications/tool-result
   lastToolResult: Json; // the latest tools/call result, initial or from the View
   viewCalls: ViewCall[];
@@ -96,6 +98,8 @@ const state: HostState = {
   initialized: false,
   toolInputSent: false,
   toolResultSent: false,
+  dataTool: null,
+  dataResult: null,
   toolResult: null,
   lastToolResult: null,
   viewCalls: [],
@@ -169,7 +173,10 @@ function appMayCall(tool: any): boolean {
 async function main(): Promise<void> {
   const mcpParam = params.get("mcp");
   const toolName = params.get("tool");
-  const args = parseJsonParam("args", {}) as Record<string, unknown>;
+  let args = parseJsonParam("args", {}) as Record<string, unknown>;
+  // The decoupled pattern: call this data tool first and pass its
+  // structuredContent to the (render) tool as its arguments.
+  const dataToolName = params.get("dataTool");
   const htmlUrl = params.get("html");
   const theme = params.get("theme") === "dark" ? "dark" : "light";
   const sandboxUrl = new URL(params.get("sandbox") ?? "sandbox.html", location.href);
@@ -210,6 +217,15 @@ async function main(): Promise<void> {
   if (toolName && client) {
     tool = tools.find((t) => t.name === toolName) ?? fail(`tool ${toolName} is not in tools/list`);
     state.tool = tool;
+  }
+  if (dataToolName && client) {
+    state.dataTool = tools.find((t) => t.name === dataToolName) ?? fail(`tool ${dataToolName} is not in tools/list`);
+    setPhase("calling the data tool");
+    log(`tools/call ${dataToolName} (data)`, args);
+    const data: any = await withTimeout(client.callTool({ name: dataToolName, arguments: args }), 20000, "data tools/call");
+    state.dataResult = data;
+    if (data.isError || !data.structuredContent) fail(`data tool ${dataToolName} returned no structuredContent`);
+    args = data.structuredContent;
   }
 
   // --- The View's HTML ------------------------------------------------------

@@ -1,0 +1,151 @@
+//! Micro-benchmarks of the gateway's hot-path pieces, as bytes per second:
+//! envelope classification, the `tools/list` rewrite (full plan + apply, as
+//! the relay runs it) at 10, 100 and 1,000 tools, SSE parsing and framing,
+//! and sealing and opening a session id.
+//!
+//! `cargo bench --bench core`; inputs are built from the captured
+//! server-everything `tools/list` in tests/golden/input.
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use mcp_ui_gateway::jsonrpc;
+use mcp_ui_gateway::overlay::{MountOverlays, OverlaySet, ToolOverlay, Widget, Widgets};
+use mcp_ui_gateway::relay::plan::{self, Rewrite};
+use mcp_ui_gateway::session::{Route, SessionKey, Token};
+use mcp_ui_gateway::sse;
+use serde_json::{Value, json};
+
+/// A `tools/list` response of `n` tools cycled from server-everything's real
+/// ones (renamed so each is unique), every other tool overlaid.
+fn tools_list(n: usize) -> (Vec<u8>, OverlaySet) {
+    let captured: Value = serde_json::from_str(include_str!(
+        "../tests/golden/input/everything-tools-list.json"
+    ))
+    .unwrap();
+    let real = captured["tools"].as_array().unwrap();
+    let mut tools = Vec::with_capacity(n);
+    let mut overlays = BTreeMap::new();
+    for i in 0..n {
+        let mut tool = real[i % real.len()].clone();
+        let name = format!("{}_{i}", tool["name"].as_str().unwrap());
+        tool["name"] = json!(name);
+        if i % 2 == 0 {
+            let overlay = ToolOverlay {
+                widget: Some("board".into()),
+                invoking: Some("Working…".into()),
+                ..Default::default()
+            };
+            overlays.insert(name, overlay);
+        }
+        tools.push(tool);
+    }
+    let response = json!({"jsonrpc": "2.0", "id": 7, "result": {"tools": tools}});
+    let widget = Widget::compile(
+        "board",
+        &Default::default(),
+        "<!doctype html><p>board</p>".into(),
+    );
+    let mut mounts = BTreeMap::new();
+    mounts.insert("everything".to_owned(), MountOverlays::new(overlays));
+    (
+        serde_json::to_vec(&response).unwrap(),
+        OverlaySet::new(mounts, Widgets::new([widget])),
+    )
+}
+
+fn classify(c: &mut Criterion) {
+    let (body, _) = tools_list(100);
+    let call = br#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"},"_meta":{"progressToken":"p-42"}}}"#;
+    let mut g = c.benchmark_group("classify");
+    g.throughput(Throughput::Bytes(call.len() as u64));
+    g.bench_function("tools/call request", |b| {
+        b.iter(|| {
+            matches!(
+                jsonrpc::classify(black_box(call)).unwrap(),
+                jsonrpc::Body::Single(_)
+            )
+        })
+    });
+    g.throughput(Throughput::Bytes(body.len() as u64));
+    g.bench_function("tools/list response, 100 tools", |b| {
+        b.iter(|| {
+            matches!(
+                jsonrpc::classify(black_box(&body)).unwrap(),
+                jsonrpc::Body::Single(_)
+            )
+        })
+    });
+    g.finish();
+}
+
+fn rewrite(c: &mut Criterion) {
+    let mut g = c.benchmark_group("tools/list rewrite");
+    for n in [10, 100, 1000] {
+        let (body, overlays) = tools_list(n);
+        g.throughput(Throughput::Bytes(body.len() as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(n), &body, |b, body| {
+            b.iter(|| {
+                plan::apply(
+                    &overlays,
+                    "everything",
+                    &Rewrite::ToolsListPage { first: true },
+                    black_box(body),
+                    &|_| false,
+                )
+                .body
+                .unwrap()
+            })
+        });
+    }
+    g.finish();
+}
+
+fn sse_events(c: &mut Criterion) {
+    let (body, _) = tools_list(100);
+    let framed = sse::frame(Some("1_0"), Some("message"), &body);
+    let mut stream = Vec::new();
+    for _ in 0..10 {
+        stream.extend_from_slice(&framed);
+    }
+    let mut g = c.benchmark_group("sse");
+    g.throughput(Throughput::Bytes(body.len() as u64));
+    g.bench_function("frame", |b| {
+        b.iter(|| sse::frame(None, Some("message"), black_box(&body)))
+    });
+    g.throughput(Throughput::Bytes(stream.len() as u64));
+    g.bench_function("parse, 16 KiB chunks", |b| {
+        b.iter(|| {
+            let mut p = sse::Parser::new(usize::MAX);
+            let mut n = 0;
+            for chunk in stream.chunks(16 * 1024) {
+                p.push(chunk);
+                while let Some(ev) = p.next_event().unwrap() {
+                    n += ev.raw.len();
+                }
+            }
+            n
+        })
+    });
+    g.finish();
+}
+
+fn session_ids(c: &mut Criterion) {
+    let key = SessionKey::random();
+    let token = Token {
+        mount: "everything".into(),
+        route: Route::Http {
+            upstream_session: Some("6f1c2b9e-5d0a-4c3e-9a57-0b2f8e1d4c6a".into()),
+        },
+    };
+    let id = key.seal(&token);
+    let mut g = c.benchmark_group("session id");
+    g.throughput(Throughput::Bytes(id.len() as u64));
+    g.bench_function("seal", |b| b.iter(|| key.seal(black_box(&token))));
+    g.bench_function("open", |b| b.iter(|| key.open(black_box(&id)).unwrap()));
+    g.finish();
+}
+
+criterion_group!(benches, classify, rewrite, sse_events, session_ids);
+criterion_main!(benches);

@@ -1,0 +1,497 @@
+//! OAuth through the gateway: upstream challenges rewritten to point at the
+//! gateway's own protected-resource metadata (RFC 9728), that metadata served
+//! per mount from the upstream's document with `resource` set to the mount's
+//! public URL, and in-band challenges (`_meta["mcp/www_authenticate"]`) for
+//! tool calls.
+//!
+//! Tokens never pass through here: `Authorization` is forwarded by the relay
+//! to the mount's own upstream only, and nothing in this module logs headers.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::config::Transport;
+use crate::gateway::Gateway;
+use crate::server::{self, Body};
+
+/// Where RFC 9728 puts protected-resource metadata.
+pub const PRM_PATH: &str = "/.well-known/oauth-protected-resource";
+/// How long a fetched upstream document is served from memory.
+pub const PRM_TTL: Duration = Duration::from_secs(60);
+/// Largest upstream metadata document accepted.
+const PRM_MAX_BYTES: usize = 256 * 1024;
+
+/// Per-mount OAuth state: the upstream's metadata URL as its last challenge
+/// named it, and the rewritten metadata, cached briefly.
+#[derive(Default)]
+pub struct AuthState {
+    public_url: Option<String>,
+    challenge_urls: Mutex<HashMap<usize, String>>,
+    /// Keyed by mount and base URL (without `public_url`, the base follows
+    /// the request's `Host`).
+    cache: Mutex<HashMap<(usize, String), (Instant, Bytes)>>,
+}
+
+impl AuthState {
+    pub fn new(public_url: Option<String>) -> Self {
+        AuthState {
+            public_url: public_url.map(|u| u.trim_end_matches('/').to_owned()),
+            ..AuthState::default()
+        }
+    }
+
+    /// The gateway's external base URL for a request with these headers.
+    pub fn base(&self, headers: &HeaderMap) -> Option<String> {
+        if let Some(u) = &self.public_url {
+            return Some(u.clone());
+        }
+        headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(|h| format!("http://{h}"))
+    }
+
+    fn remember_challenge_url(&self, mount: usize, url: String) {
+        self.challenge_urls
+            .lock()
+            .expect("not poisoned")
+            .insert(mount, url);
+    }
+}
+
+/// The public URL of a mount (its protected-resource identifier).
+pub fn resource_url(base: &str, mount_path: &str) -> String {
+    format!("{base}{mount_path}")
+}
+
+/// The gateway's metadata URL for a mount (the path-inserted form).
+pub fn prm_url(base: &str, mount_path: &str) -> String {
+    format!("{base}{PRM_PATH}{mount_path}")
+}
+
+/// The mount a well-known path names: the path-inserted form for any mount,
+/// the bare form when exactly one mount is served (or one is at `/`).
+pub fn prm_mount(gw: &Gateway, path: &str) -> Option<usize> {
+    let rest = path.strip_prefix(PRM_PATH)?;
+    let rest = rest.trim_end_matches('/');
+    if rest.is_empty() {
+        if gw.mounts.len() == 1 {
+            return Some(0);
+        }
+        return gw.by_path.get("/").copied();
+    }
+    if !rest.starts_with('/') {
+        return None;
+    }
+    gw.by_path.get(rest).copied()
+}
+
+// === challenges ===
+
+/// Byte range of the value of auth-param `name` in a challenge (quotes
+/// excluded), if present.
+fn param_span(challenge: &str, name: &str) -> Option<(usize, usize, bool)> {
+    let lower = challenge.to_ascii_lowercase();
+    let bytes = challenge.as_bytes();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find(name) {
+        let start = from + at;
+        from = start + name.len();
+        let before_ok = start == 0 || matches!(bytes[start - 1], b' ' | b',' | b'\t');
+        let mut i = start + name.len();
+        while i < bytes.len() && bytes[i] == b' ' {
+            i += 1;
+        }
+        if !before_ok || i >= bytes.len() || bytes[i] != b'=' {
+            continue;
+        }
+        i += 1;
+        while i < bytes.len() && bytes[i] == b' ' {
+            i += 1;
+        }
+        if i < bytes.len() && bytes[i] == b'"' {
+            let s = i + 1;
+            let mut j = s;
+            while j < bytes.len() && bytes[j] != b'"' {
+                if bytes[j] == b'\\' {
+                    j += 1;
+                }
+                j += 1;
+            }
+            return Some((s, j.min(bytes.len()), true));
+        }
+        let s = i;
+        let mut j = s;
+        while j < bytes.len() && !matches!(bytes[j], b',' | b' ' | b'\t') {
+            j += 1;
+        }
+        return Some((s, j, false));
+    }
+    None
+}
+
+/// The value of auth-param `name` in a challenge.
+pub fn challenge_param(challenge: &str, name: &str) -> Option<String> {
+    let (s, e, quoted) = param_span(challenge, name)?;
+    let v = &challenge[s..e];
+    Some(if quoted {
+        v.replace("\\\"", "\"").replace("\\\\", "\\")
+    } else {
+        v.to_owned()
+    })
+}
+
+/// The challenge with `resource_metadata` pointing at `prm`, added when the
+/// upstream named none.
+pub fn rewrite_challenge(challenge: &str, prm: &str) -> String {
+    match param_span(challenge, "resource_metadata") {
+        Some((s, e, true)) => format!("{}{prm}{}", &challenge[..s], &challenge[e..]),
+        Some((s, e, false)) => format!("{}\"{prm}\"{}", &challenge[..s], &challenge[e..]),
+        None => {
+            let t = challenge.trim_end();
+            if t.contains(' ') {
+                format!("{t}, resource_metadata=\"{prm}\"")
+            } else {
+                format!("{t} resource_metadata=\"{prm}\"")
+            }
+        }
+    }
+}
+
+/// Rewrite every `WWW-Authenticate` of an upstream's response in place,
+/// remembering the upstream's own metadata URL for [`serve_prm`].
+pub fn rewrite_challenges(gw: &Gateway, mount: usize, base: Option<&str>, headers: &mut HeaderMap) {
+    let Some(base) = base else { return };
+    let prm = prm_url(base, &gw.mounts[mount].mount.path);
+    let values: Vec<HeaderValue> = headers
+        .get_all(header::WWW_AUTHENTICATE)
+        .iter()
+        .cloned()
+        .collect();
+    if values.is_empty() {
+        return;
+    }
+    headers.remove(header::WWW_AUTHENTICATE);
+    for v in values {
+        let Ok(text) = v.to_str() else {
+            headers.append(header::WWW_AUTHENTICATE, v);
+            continue;
+        };
+        // Only a URL on the upstream's own origin is fetched later: the
+        // gateway never follows a challenge elsewhere.
+        if let Some(url) = challenge_param(text, "resource_metadata")
+            && let Transport::Http { url: up } = &gw.mounts[mount].mount.transport
+            && url
+                .strip_prefix(&origin_of(up))
+                .is_some_and(|rest| rest.starts_with('/'))
+        {
+            gw.auth.remember_challenge_url(mount, url);
+        }
+        match HeaderValue::from_str(&rewrite_challenge(text, &prm)) {
+            Ok(nv) => headers.append(header::WWW_AUTHENTICATE, nv),
+            Err(_) => headers.append(header::WWW_AUTHENTICATE, v),
+        };
+    }
+}
+
+/// A challenge as ChatGPT requires it in-band: with `error` and
+/// `error_description`.
+fn complete_challenge(challenge: &str, status: StatusCode) -> String {
+    let mut c = challenge.trim_end().to_owned();
+    if !c.contains(' ') {
+        c.push(' ');
+    } else {
+        c.push_str(", ");
+    }
+    let mut added = Vec::new();
+    if challenge_param(challenge, "error").is_none() {
+        let error = if status == StatusCode::FORBIDDEN {
+            "insufficient_scope"
+        } else {
+            "invalid_token"
+        };
+        added.push(format!("error=\"{error}\""));
+    }
+    if challenge_param(challenge, "error_description").is_none() {
+        let d = if status == StatusCode::FORBIDDEN {
+            "The upstream requires more access; sign in again"
+        } else {
+            "Sign-in required"
+        };
+        added.push(format!("error_description=\"{d}\""));
+    }
+    if added.is_empty() {
+        return challenge.to_owned();
+    }
+    c.push_str(&added.join(", "));
+    c
+}
+
+/// The tool result a `tools/call` gets, in-band, for an upstream's HTTP 401
+/// or 403 with these (already rewritten) challenges.
+pub fn in_band_result(id: &RawValue, status: StatusCode, headers: &HeaderMap, prm: &str) -> Bytes {
+    let mut challenges: Vec<String> = headers
+        .get_all(header::WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(|c| complete_challenge(c, status))
+        .collect();
+    if challenges.is_empty() {
+        challenges.push(complete_challenge(
+            &format!("Bearer resource_metadata=\"{prm}\""),
+            status,
+        ));
+    }
+    let text = challenges
+        .iter()
+        .find_map(|c| challenge_param(c, "error_description"))
+        .unwrap_or_else(|| "Authorization required".to_owned());
+    let result = serde_json::json!({
+        "isError": true,
+        "content": [{"type": "text", "text": format!("Authorization required: {text}")}],
+        "_meta": {"mcp/www_authenticate": challenges},
+    });
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(id.get().as_bytes());
+    out.extend_from_slice(br#","result":"#);
+    out.extend_from_slice(result.to_string().as_bytes());
+    out.push(b'}');
+    Bytes::from(out)
+}
+
+/// Rewrite `resource_metadata` in a result's `_meta["mcp/www_authenticate"]`
+/// (a string or an array of strings) when it is absent or points at the
+/// upstream's origin (another origin's metadata is left alone); `None` when
+/// there is nothing to change.
+pub fn rewrite_result_challenges(
+    response: &[u8],
+    prm: &str,
+    upstream_origin: &str,
+) -> Option<Bytes> {
+    // Cheap pre-check: most results carry no challenge.
+    if !response
+        .windows(b"mcp/www_authenticate".len())
+        .any(|w| w == b"mcp/www_authenticate")
+    {
+        return None;
+    }
+    let mut v: Value = serde_json::from_slice(response).ok()?;
+    let slot = v
+        .get_mut("result")?
+        .get_mut("_meta")?
+        .get_mut("mcp/www_authenticate")?;
+    let mut changed = false;
+    let mut fix = |s: &mut Value| {
+        if let Value::String(c) = s {
+            let ours = challenge_param(c, "resource_metadata").is_none_or(|u| {
+                u.strip_prefix(upstream_origin)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            });
+            if !ours {
+                return;
+            }
+            let n = rewrite_challenge(c, prm);
+            if n != *c {
+                *c = n;
+                changed = true;
+            }
+        }
+    };
+    match slot {
+        Value::Array(items) => items.iter_mut().for_each(&mut fix),
+        other => fix(other),
+    }
+    changed.then(|| Bytes::from(serde_json::to_vec(&v).expect("serializable")))
+}
+
+/// `http://host:port` of an upstream URL.
+pub fn origin_of(url: &http::Uri) -> String {
+    format!(
+        "{}://{}",
+        url.scheme_str().unwrap_or("http"),
+        url.authority().map(|a| a.as_str()).unwrap_or_default()
+    )
+}
+
+// === protected-resource metadata ===
+
+/// Serve a mount's protected-resource metadata: the upstream's document with
+/// `resource` set to the mount's public URL, everything else unchanged.
+pub async fn serve_prm(gw: &Gateway, mount: usize, headers: &HeaderMap) -> Response<Body> {
+    let Some(base) = gw.auth.base(headers) else {
+        return server::text(StatusCode::BAD_REQUEST, "no Host header\n");
+    };
+    if let Some((at, doc)) = gw
+        .auth
+        .cache
+        .lock()
+        .expect("not poisoned")
+        .get(&(mount, base.clone()))
+        .cloned()
+        && at.elapsed() < PRM_TTL
+    {
+        return prm_response(doc);
+    }
+    let Transport::Http { url } = &gw.mounts[mount].mount.transport else {
+        return server::text(
+            StatusCode::NOT_FOUND,
+            "not found: this upstream publishes no protected-resource metadata\n",
+        );
+    };
+    let remembered = gw
+        .auth
+        .challenge_urls
+        .lock()
+        .expect("not poisoned")
+        .get(&mount)
+        .cloned();
+    let origin = origin_of(url);
+    let upath = url.path().trim_end_matches('/');
+    let mut candidates: Vec<String> = remembered.into_iter().collect();
+    if !upath.is_empty() {
+        candidates.push(format!("{origin}{PRM_PATH}{upath}"));
+    }
+    candidates.push(format!("{origin}{PRM_PATH}"));
+    let resource = resource_url(&base, &gw.mounts[mount].mount.path);
+    for candidate in candidates {
+        let Some(doc) = fetch_json(gw, &candidate).await else {
+            continue;
+        };
+        let Value::Object(mut obj) = doc else {
+            continue;
+        };
+        obj.insert("resource".into(), Value::String(resource.clone()));
+        let bytes = Bytes::from(serde_json::to_vec(&Value::Object(obj)).expect("serializable"));
+        gw.auth
+            .cache
+            .lock()
+            .expect("not poisoned")
+            .insert((mount, base.clone()), (Instant::now(), bytes.clone()));
+        return prm_response(bytes);
+    }
+    tracing::debug!(upstream = %gw.mounts[mount].mount.name, "no protected-resource metadata found at the upstream");
+    server::text(
+        StatusCode::NOT_FOUND,
+        "not found: the upstream publishes no protected-resource metadata\n",
+    )
+}
+
+fn prm_response(doc: Bytes) -> Response<Body> {
+    let mut r = server::json(StatusCode::OK, doc);
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=60"),
+    );
+    r
+}
+
+/// GET a JSON document from an upstream (http only, bounded in time and size).
+async fn fetch_json(gw: &Gateway, url: &str) -> Option<Value> {
+    let uri: http::Uri = url.parse().ok()?;
+    if uri.scheme_str() != Some("http") {
+        return None;
+    }
+    let mut req = Request::new(Full::new(Bytes::new()));
+    *req.uri_mut() = uri;
+    req.headers_mut()
+        .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    let timeout = gw.request_timeout().min(Duration::from_secs(10));
+    let resp = tokio::time::timeout(timeout, gw.client.request(req))
+        .await
+        .ok()?
+        .ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let body = tokio::time::timeout(
+        timeout,
+        Limited::new(resp.into_body(), PRM_MAX_BYTES).collect(),
+    )
+    .await
+    .ok()?
+    .ok()?
+    .to_bytes();
+    let v: Value = serde_json::from_slice(&body).ok()?;
+    v.as_object().filter(|o| !o.is_empty())?;
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rewrites_quoted_token_and_missing_resource_metadata() {
+        let prm = "https://gw.example.com/.well-known/oauth-protected-resource/mcp";
+        let c = r#"Bearer error="invalid_token", error_description="expired", resource_metadata="http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp""#;
+        let r = rewrite_challenge(c, prm);
+        assert_eq!(
+            r,
+            format!(
+                r#"Bearer error="invalid_token", error_description="expired", resource_metadata="{prm}""#
+            )
+        );
+        assert_eq!(
+            challenge_param(&r, "error").as_deref(),
+            Some("invalid_token")
+        );
+        assert_eq!(
+            challenge_param(&r, "error_description").as_deref(),
+            Some("expired")
+        );
+        assert_eq!(
+            rewrite_challenge("Bearer", prm),
+            format!(r#"Bearer resource_metadata="{prm}""#)
+        );
+        assert_eq!(
+            rewrite_challenge(r#"Bearer realm="x""#, prm),
+            format!(r#"Bearer realm="x", resource_metadata="{prm}""#)
+        );
+        assert_eq!(
+            rewrite_challenge("Bearer resource_metadata=http://u/x, scope=a", prm),
+            format!(r#"Bearer resource_metadata="{prm}", scope=a"#)
+        );
+    }
+
+    #[test]
+    fn in_band_result_has_error_and_description() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer resource_metadata="https://gw/x""#),
+        );
+        let id: Box<RawValue> = RawValue::from_string("7".into()).unwrap();
+        let b = in_band_result(&id, StatusCode::UNAUTHORIZED, &h, "https://gw/x");
+        let v: Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["result"]["isError"], true);
+        let c = v["result"]["_meta"]["mcp/www_authenticate"][0]
+            .as_str()
+            .unwrap();
+        assert!(c.contains(r#"error="invalid_token""#), "{c}");
+        assert!(c.contains("error_description="), "{c}");
+        assert!(c.contains(r#"resource_metadata="https://gw/x""#), "{c}");
+    }
+
+    #[test]
+    fn result_challenges_rewritten() {
+        let body = br#"{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[],"_meta":{"mcp/www_authenticate":"Bearer resource_metadata=\"http://up/.well-known/oauth-protected-resource\", error=\"insufficient_scope\""}}}"#;
+        assert!(rewrite_result_challenges(body, "https://gw/p", "http://elsewhere").is_none());
+        let out = rewrite_result_challenges(body, "https://gw/p", "http://up").unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v["result"]["_meta"]["mcp/www_authenticate"],
+            r#"Bearer resource_metadata="https://gw/p", error="insufficient_scope""#
+        );
+        assert!(rewrite_result_challenges(br#"{"result":{}}"#, "x", "http://up").is_none());
+    }
+}

