@@ -85,7 +85,9 @@ pub(super) async fn post_messages(
                     let id = m.id.expect("requests have ids");
                     let progress = jsonrpc::params_view(m.params).request_progress_token;
                     let resp = match session.request(body, id, progress).await {
-                        Ok((rx, guard)) => answer(gw, &session, rx, guard, id, finisher).await,
+                        Ok((rx, guard)) => {
+                            answer(gw, &session, rx, guard, id, finisher, new_id.is_some()).await
+                        }
                         Err(e) => server::json(
                             StatusCode::OK,
                             jsonrpc::error_response(Some(id), code::UPSTREAM_ERROR, &e.to_string()),
@@ -202,6 +204,8 @@ async fn answer(
     guard: PendingGuard,
     id: &RawValue,
     finisher: Option<Finisher>,
+    // Only a new session's initialize needs to know (see `finish_initialize`).
+    mark_errors: bool,
 ) -> Response<Body> {
     let deadline = Instant::now() + gw.request_timeout();
     let timeout_error = || {
@@ -218,7 +222,8 @@ async fn answer(
     match tokio::time::timeout_at(deadline, rx.recv()).await {
         Ok(Some(Delivery::Final(b))) => {
             let b = finish(finisher.as_ref(), b);
-            let is_error = jsonrpc::classify_one(&b).is_ok_and(|m| m.error.is_some());
+            let is_error =
+                mark_errors && jsonrpc::classify_one(&b).is_ok_and(|m| m.error.is_some());
             let mut r = server::json(StatusCode::OK, b);
             if is_error {
                 r.extensions_mut().insert(ErrorAnswer);
