@@ -136,6 +136,11 @@ pub fn apply(
     response: &[u8],
     upstream_has: &dyn Fn(&str) -> bool,
 ) -> Applied {
+    if let Rewrite::ToolsListPage { .. } = rewrite
+        && let Some(applied) = tools_list_page(overlays, mount, response, upstream_has)
+    {
+        return applied;
+    }
     let Ok(Value::Object(mut message)) = serde_json::from_slice::<Value>(response) else {
         return Applied::default();
     };
@@ -202,6 +207,115 @@ pub fn apply(
         warnings,
         upstream_tools,
     }
+}
+
+/// A `tools/list` page, the one rewrite whose answers are large (every tool
+/// of a server, with its schemas): only the overlaid tools are parsed and
+/// rewritten; every other tool, and every other field, stays the text the
+/// upstream sent. `None` when the page is not the expected shape (the
+/// general path then handles it).
+fn tools_list_page(
+    overlays: &OverlaySet,
+    mount: &str,
+    response: &[u8],
+    upstream_has: &dyn Fn(&str) -> bool,
+) -> Option<Applied> {
+    #[derive(serde::Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow, default)]
+        name: Option<std::borrow::Cow<'a, str>>,
+    }
+    let text = std::str::from_utf8(response).ok()?;
+    let envelope = raw_entries(text)?;
+    let result = envelope.iter().find(|(k, _)| k == "result")?.1;
+    let fields = raw_entries(result.get())?;
+    let tools: Vec<&RawValue> =
+        serde_json::from_str(fields.iter().find(|(k, _)| k == "tools")?.1.get()).ok()?;
+    let none = crate::overlay::MountOverlays::default();
+    let overlaid = overlays.mount(mount).unwrap_or(&none);
+    let mut warnings = Vec::new();
+    let mut names = Vec::with_capacity(tools.len());
+    let mut listed: Vec<std::borrow::Cow<'_, str>> = Vec::with_capacity(tools.len());
+    for raw in tools {
+        let name = serde_json::from_str::<Named<'_>>(raw.get())
+            .ok()
+            .and_then(|n| n.name);
+        if let Some(name) = &name {
+            names.push(name.to_string());
+        }
+        if name.as_deref().is_some_and(|n| overlaid.tool(n).is_some()) {
+            let mut page = json!({ "tools": [serde_json::from_str::<Value>(raw.get()).ok()?] });
+            warnings.extend(rewrite::tools_list(&mut page, overlaid, overlays.widgets()));
+            listed.push(serde_json::to_string(&page["tools"][0]).ok()?.into());
+        } else {
+            listed.push(raw.get().into());
+        }
+    }
+    // Render tools join the last page (the general rewrite decides; it sees
+    // this page's names through `upstream_has`).
+    let mut extra = json!({ "tools": [] });
+    if let Some((_, cursor)) = fields.iter().find(|(k, _)| k == "nextCursor") {
+        extra["nextCursor"] = serde_json::from_str(cursor.get()).ok()?;
+    }
+    let on_page = |n: &str| names.iter().any(|p| p == n) || upstream_has(n);
+    warnings.extend(rewrite::render::add_render_tools(
+        &mut extra,
+        overlaid,
+        overlays.widgets(),
+        &on_page,
+    ));
+    for tool in extra["tools"].as_array()? {
+        listed.push(tool.to_string().into());
+    }
+    let tools = format!("[{}]", listed.join(","));
+    let result = with_entry(&fields, "tools", &tools);
+    let body = with_entry(&envelope, "result", &result);
+    Some(Applied {
+        body: Some(Bytes::from(body)),
+        warnings,
+        upstream_tools: Some(names),
+    })
+}
+
+/// The members of a JSON object, in order, values as raw text.
+fn raw_entries(text: &str) -> Option<Vec<(String, &RawValue)>> {
+    struct Entries;
+    impl<'de> serde::de::Visitor<'de> for Entries {
+        type Value = Vec<(String, &'de RawValue)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
+                out.push(entry);
+            }
+            Ok(out)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let entries = serde::Deserializer::deserialize_map(&mut de, Entries).ok()?;
+    de.end().ok()?;
+    Some(entries)
+}
+
+/// An object's text with the value of `key` replaced by `value`.
+fn with_entry(entries: &[(String, &RawValue)], key: &str, value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 64);
+    out.push('{');
+    for (i, (k, v)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(k).expect("strings serialise"));
+        out.push(':');
+        out.push_str(if k == key { value } else { v.get() });
+    }
+    out.push('}');
+    out
 }
 
 /// Protocol revisions from 2026-07-28 on (stateless requests name theirs in
