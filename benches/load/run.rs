@@ -1,0 +1,175 @@
+//! One measured point: N concurrent sessions × M calls against one target,
+//! bounded in count and time.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::{Session, Target};
+use crate::procs::Proc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    /// `tools/call` of `echo`: a small request and result.
+    Small,
+    /// `tools/call` of `big`: a 1 MiB result.
+    Big,
+    /// `tools/list` (as many tools as the upstream has).
+    List,
+}
+
+impl Call {
+    pub fn message(self) -> (&'static str, &'static str) {
+        match self {
+            Call::Small => (
+                "tools/call",
+                r#"{"name":"echo","arguments":{"message":"hello"}}"#,
+            ),
+            Call::Big => (
+                "tools/call",
+                r#"{"name":"big","arguments":{"message":"x"}}"#,
+            ),
+            Call::List => ("tools/list", "{}"),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub scenario: String,
+    pub target: String,
+    pub concurrency: usize,
+    pub calls: usize,
+    pub errors: usize,
+    pub first_error: Option<String>,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub per_sec: f64,
+    /// CPU seconds of the measured proxy per 1,000 calls.
+    pub cpu_per_1k: Option<f64>,
+    /// Peak RSS of the measured proxy during the point, KiB.
+    pub peak_rss_kib: Option<u64>,
+}
+
+pub struct Budget {
+    pub calls_per_session: usize,
+    pub max_time: Duration,
+    pub warmup_calls: usize,
+}
+
+/// Open `concurrency` sessions, warm them up, then run the calls.
+pub async fn point(
+    scenario: &str,
+    label: &str,
+    target: &Target,
+    concurrency: usize,
+    call: Call,
+    budget: &Budget,
+    proc: Option<&Proc>,
+) -> Point {
+    let mut errors = 0;
+    let mut first_error = None;
+    let mut sessions = Vec::with_capacity(concurrency);
+    let opens =
+        futures_util::future::join_all((0..concurrency).map(|_| Session::open(target))).await;
+    for s in opens {
+        match s {
+            Ok(s) => sessions.push(s),
+            Err(e) => {
+                errors += 1;
+                first_error.get_or_insert(format!("open: {e}"));
+            }
+        }
+    }
+    let (method, params) = call.message();
+    for s in sessions.iter_mut() {
+        for _ in 0..budget.warmup_calls {
+            if let Err(e) = s.request(method, params).await {
+                errors += 1;
+                first_error.get_or_insert(format!("warm-up: {e}"));
+            }
+        }
+    }
+    if let Some(p) = proc {
+        p.reset_peak();
+    }
+    let cpu0 = proc.map(|p| p.cpu_secs());
+    let start = Instant::now();
+    let deadline = start + budget.max_time;
+    let start_gate = Arc::new(tokio::sync::Barrier::new(sessions.len() + 1));
+    let mut tasks = Vec::with_capacity(sessions.len());
+    for mut s in sessions {
+        let gate = start_gate.clone();
+        let n = budget.calls_per_session;
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::with_capacity(n);
+            let mut errs = 0usize;
+            let mut first = None;
+            gate.wait().await;
+            for _ in 0..n {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                let t = Instant::now();
+                match s.request(method, params).await {
+                    Ok(_) => lat.push(t.elapsed().as_nanos() as u64),
+                    Err(e) => {
+                        errs += 1;
+                        first.get_or_insert(e);
+                    }
+                }
+            }
+            (s, lat, errs, first)
+        }));
+    }
+    start_gate.wait().await;
+    let t0 = Instant::now();
+    let mut lat = Vec::new();
+    let mut open = Vec::new();
+    for t in tasks {
+        match t.await {
+            Ok((s, l, e, f)) => {
+                lat.extend(l);
+                errors += e;
+                if let Some(f) = f {
+                    first_error.get_or_insert(f);
+                }
+                open.push(s);
+            }
+            Err(e) => {
+                errors += 1;
+                first_error.get_or_insert(format!("task: {e}"));
+            }
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = match (proc, cpu0) {
+        (Some(p), Some(c0)) => Some(p.cpu_secs() - c0),
+        _ => None,
+    };
+    let peak = proc.map(|p| p.rss_kib().1);
+    futures_util::future::join_all(open.into_iter().map(|s| s.close())).await;
+    lat.sort_unstable();
+    let pct = |q: f64| -> f64 {
+        if lat.is_empty() {
+            return f64::NAN;
+        }
+        let i = ((lat.len() as f64 * q).ceil() as usize).clamp(1, lat.len()) - 1;
+        lat[i] as f64 / 1000.0
+    };
+    let calls = lat.len();
+    Point {
+        scenario: scenario.into(),
+        target: label.into(),
+        concurrency,
+        calls,
+        errors,
+        first_error,
+        p50_us: pct(0.50),
+        p90_us: pct(0.90),
+        p99_us: pct(0.99),
+        per_sec: calls as f64 / wall,
+        cpu_per_1k: cpu.filter(|_| calls > 0).map(|c| c / calls as f64 * 1000.0),
+        peak_rss_kib: peak,
+    }
+}
