@@ -58,6 +58,8 @@ impl Parser {
             self.started = true;
             if self.buf.starts_with(b"\xEF\xBB\xBF") {
                 self.buf.advance(3);
+                // Those bytes may have been scanned already.
+                self.scanned = self.scanned.saturating_sub(3);
             }
         }
     }
@@ -71,6 +73,8 @@ impl Parser {
             return Ok(None);
         };
         self.scanned = 0;
+        // A byte-order mark is only stripped at the very start of the stream.
+        self.started = true;
         Ok(Some(parse_block(self.buf.split_to(end).freeze())))
     }
 
@@ -247,6 +251,33 @@ mod tests {
         let mut p = Parser::new(8);
         p.push(b"data: 0123456789");
         assert_eq!(p.next_event(), Err(SseError::TooLarge { limit: 8 }));
+    }
+
+    #[test]
+    fn bom_split_across_chunks_keeps_every_byte() {
+        // Found by fuzzing (sse_parse): bytes of a BOM that arrived in pieces
+        // were still counted as scanned once it was stripped, so the line
+        // endings right after it were missed.
+        let input = b"\xEF\xBB\xBF\r\rdata: b\r\r";
+        let events = |sizes: &[usize]| {
+            let mut p = Parser::new(64);
+            let (mut out, mut at) = (vec![], 0);
+            for n in sizes {
+                p.push(&input[at..at + n]);
+                at += n;
+                while let Some(e) = p.next_event().unwrap() {
+                    out.push(e);
+                }
+            }
+            out.extend(p.finish());
+            out
+        };
+        let whole = events(&[input.len()]);
+        assert_eq!(whole.len(), 3, "{whole:?}");
+        assert_eq!(events(&[2, 1, 3, input.len() - 6]), whole);
+        // A BOM after the first event is data, not a mark to strip.
+        let ev = all(b"\n\xEF\xBB\xBFdata: x\n\n", 1);
+        assert_eq!(&ev[1].raw[..3], b"\xEF\xBB\xBF");
     }
 
     #[test]

@@ -588,10 +588,17 @@ impl Located {
     }
 
     fn toml(e: &toml::de::Error, source: &str) -> Self {
+        let reason = e.message().trim_end().replace('\n', "; ");
         Located {
             line: e.span().map(|span| line_of(source, span.start)),
             place: None,
-            reason: e.message().trim_end().replace('\n', "; "),
+            // Some syntax errors (a control character in a comment) come
+            // without a message.
+            reason: if reason.is_empty() {
+                "invalid TOML here (a character TOML does not allow?)".to_owned()
+            } else {
+                reason
+            },
         }
     }
 
@@ -776,6 +783,17 @@ mod tests {
             located.reason
         );
         assert!(!located.reason.contains("at line"));
+    }
+
+    #[test]
+    fn toml_errors_always_have_a_reason() {
+        // Found by fuzzing (overlay_load): a control character in a comment
+        // gave an error with an empty message.
+        let source = "#:schema x\x0fy\nentry = \"index.html\"\n";
+        let e = toml::from_str::<WidgetManifest>(source).unwrap_err();
+        let located = Located::toml(&e, source);
+        assert!(!located.reason.is_empty(), "{e:?}");
+        assert_eq!(located.line, Some(1));
     }
 
     #[test]
