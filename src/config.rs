@@ -42,6 +42,11 @@ pub struct Config {
     /// The overlay directory (UI metadata and widgets per upstream), watched
     /// and reloaded on change. A missing directory means no overlays.
     pub overlays: PathBuf,
+    /// Serve `/preview`, a page that renders each mount's tools and widgets
+    /// in the browser (an MCP Apps host for editing overlays). Unset: on when
+    /// `listen` is a loopback address, off otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<bool>,
     /// On SIGTERM or SIGINT, how long open exchanges may take to finish.
     pub shutdown_grace_secs: u64,
     /// Limits applied to every request and upstream.
@@ -60,6 +65,7 @@ impl Default for Config {
             allowed_origins: Vec::new(),
             public_url: None,
             overlays: PathBuf::from("overlays"),
+            preview: None,
             shutdown_grace_secs: 10,
             limits: Limits::default(),
             upstreams: Vec::new(),
@@ -84,6 +90,12 @@ pub struct Limits {
     pub max_sessions: usize,
     /// A session this process owns ends after this long without a request.
     pub session_idle_secs: u64,
+    /// Most requests one session may have waiting for its upstream at once;
+    /// beyond it a request is refused with 429 and a JSON-RPC error.
+    pub max_in_flight_per_session: usize,
+    /// Most stdio children running at once across every stdio upstream; a
+    /// session that would start one more is refused with 503.
+    pub max_stdio_children: usize,
 }
 
 impl Default for Limits {
@@ -95,6 +107,8 @@ impl Default for Limits {
             connect_timeout_secs: 10,
             max_sessions: 1024,
             session_idle_secs: 3600,
+            max_in_flight_per_session: 64,
+            max_stdio_children: 256,
         }
     }
 }
@@ -188,6 +202,8 @@ pub struct Overrides {
     pub listen: Option<SocketAddr>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overlays: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<bool>,
     #[serde(rename = "upstream", skip_serializing_if = "Option::is_none")]
     pub upstreams: Option<Vec<UpstreamConfig>>,
 }
@@ -227,6 +243,24 @@ pub fn load(
 }
 
 impl Config {
+    /// Whether `/preview` is served: `preview` when set, else whether
+    /// `listen` is a loopback address.
+    pub fn preview_enabled(&self) -> bool {
+        self.preview
+            .unwrap_or_else(|| self.listen.ip().is_loopback())
+    }
+
+    /// The warning a non-loopback `listen` address deserves (none on
+    /// loopback): whoever reaches the port reaches every upstream.
+    pub fn exposure_warning(&self) -> Option<String> {
+        (!self.listen.ip().is_loopback()).then(|| {
+            format!(
+                "listening on {}, a non-loopback address: anyone who can reach it can use every upstream; put authentication in front and set allowed_hosts and allowed_origins",
+                self.listen
+            )
+        })
+    }
+
     /// Check what serde cannot and resolve each upstream's mount. Reports
     /// every problem, each naming its field.
     pub fn mounts(&self) -> Result<Vec<Mount>, ConfigError> {
@@ -253,6 +287,19 @@ impl Config {
         }
         if self.limits.request_timeout_secs == 0 {
             problems.push("limits.request_timeout_secs: must be greater than 0".into());
+        }
+        for (field, value) in [
+            ("max_message_bytes", self.limits.max_message_bytes),
+            ("max_sessions", self.limits.max_sessions),
+            (
+                "max_in_flight_per_session",
+                self.limits.max_in_flight_per_session,
+            ),
+            ("max_stdio_children", self.limits.max_stdio_children),
+        ] {
+            if value == 0 {
+                problems.push(format!("limits.{field}: must be greater than 0"));
+            }
         }
         let single = self.upstreams.len() == 1;
         let mut mounts: Vec<Mount> = Vec::new();
@@ -302,6 +349,13 @@ fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {
         Some(p) if !p.starts_with('/') || p.contains(['?', '#', ' ']) => {
             errs.push(format!(
                 ".path: \"{p}\" must start with '/' and hold no query"
+            ));
+            p.clone()
+        }
+        Some(p) if is_reserved_path(p) => {
+            errs.push(format!(
+                ".path: \"{p}\" is one of the gateway's own paths \
+                 (/healthz, /readyz, /metrics, /preview, /.well-known/…)"
             ));
             p.clone()
         }
@@ -374,6 +428,15 @@ fn http_url(field: &str, text: &str, errs: &mut Vec<String>) -> Option<http::Uri
             None
         }
     }
+}
+
+/// Paths the gateway answers itself, which no mount may take.
+fn is_reserved_path(path: &str) -> bool {
+    let path = path.trim_end_matches('/');
+    matches!(path, "/healthz" | "/readyz" | "/metrics")
+        || path == "/preview"
+        || path.starts_with("/preview/")
+        || path.starts_with("/.well-known/")
 }
 
 #[cfg(test)]
@@ -464,5 +527,28 @@ mod tests {
         let m = c.mounts().unwrap();
         assert_eq!(m[0].path, "/one/mcp");
         assert_eq!(m[1].path, "/two/mcp");
+    }
+
+    #[test]
+    fn mounts_cannot_take_the_gateways_own_paths() {
+        for taken in [
+            "/metrics",
+            "/readyz/",
+            "/healthz",
+            "/preview/x",
+            "/.well-known/y",
+        ] {
+            let mut c = Config::default();
+            c.upstreams.push(UpstreamConfig {
+                command: Some("x".into()),
+                path: Some(taken.into()),
+                ..up("one")
+            });
+            let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+                panic!()
+            };
+            assert!(problems[0].contains("gateway's own paths"), "{problems:?}");
+        }
+        assert!(!is_reserved_path("/metrics/mcp") && !is_reserved_path("/previews"));
     }
 }

@@ -33,8 +33,18 @@ pub struct Gateway {
     /// yield to.
     pub upstream_tools: Arc<UpstreamTools>,
     pub shutdown: CancellationToken,
+    /// The stdio children running, against `limits.max_stdio_children`.
+    pub children: Arc<upstream::stdio::Children>,
+    /// Requests waiting for an upstream, per client session.
+    pub in_flight: Arc<InFlight>,
     /// OAuth: upstream metadata locations and the rewritten documents.
     pub auth: crate::auth::AuthState,
+    /// Whether `/preview` is served (`Config::preview_enabled`).
+    pub preview: bool,
+    /// Request counters and latency histograms, served at `/metrics`.
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// The upstreams' last readiness, served at `/readyz`.
+    pub readiness: crate::health::Readiness,
 }
 
 /// The tool names each upstream (with overlays) last listed, as seen in the
@@ -65,6 +75,8 @@ impl UpstreamTools {
 
 pub struct MountState {
     pub mount: Mount,
+    /// A stdio mount's crash record and restart backoff.
+    pub restarts: Arc<upstream::stdio::Restarts>,
     /// The session shared by sessionless (2026-07-28) clients of a
     /// message-oriented upstream, started on first use.
     shared: tokio::sync::Mutex<Option<Arc<MessageSession>>>,
@@ -92,6 +104,8 @@ impl Gateway {
         };
         let mut instance = [0u8; 16];
         rand::rng().fill_bytes(&mut instance);
+        let metrics = crate::metrics::Metrics::new(mounts.iter().map(|m| m.name.clone()));
+        let readiness = crate::health::Readiness::new(mounts.len());
         let by_path = mounts
             .iter()
             .enumerate()
@@ -102,6 +116,7 @@ impl Gateway {
                 .into_iter()
                 .map(|mount| MountState {
                     mount,
+                    restarts: Arc::default(),
                     shared: tokio::sync::Mutex::new(None),
                 })
                 .collect(),
@@ -115,7 +130,12 @@ impl Gateway {
             live,
             upstream_tools: Arc::default(),
             shutdown: CancellationToken::new(),
+            children: upstream::stdio::Children::new(config.limits.max_stdio_children),
+            in_flight: Arc::default(),
             auth: crate::auth::AuthState::new(config.public_url.clone()),
+            preview: config.preview_enabled(),
+            metrics: Arc::new(metrics),
+            readiness,
         }))
     }
 
@@ -132,7 +152,9 @@ impl Gateway {
             return Err(OpenError::Full(self.limits.max_sessions));
         }
         let m = &self.mounts[mount].mount;
-        let session = upstream::open_session(m, &self.limits, &self.client, false).await?;
+        let sup = self.supervisor(mount);
+        let session =
+            upstream::open_supervised(m, &self.limits, &self.client, false, Some(&sup)).await?;
         let id = self.sessions.insert(mount, session.clone());
         Ok((id, session))
     }
@@ -144,9 +166,54 @@ impl Gateway {
         if let Some(s) = slot.as_ref().filter(|s| !s.is_closed()) {
             return Ok(s.clone());
         }
-        let s = upstream::open_session(&state.mount, &self.limits, &self.client, true).await?;
+        let sup = self.supervisor(mount);
+        let s =
+            upstream::open_supervised(&state.mount, &self.limits, &self.client, true, Some(&sup))
+                .await?;
         *slot = Some(s.clone());
         Ok(s)
+    }
+
+    fn supervisor(&self, mount: usize) -> upstream::stdio::Supervisor {
+        upstream::stdio::Supervisor {
+            children: self.children.clone(),
+            restarts: self.mounts[mount].restarts.clone(),
+        }
+    }
+
+    /// The mounts whose stdio command has been crashing, by name, with the
+    /// crash record; a fault whose `retry_in` is set is holding off starts.
+    pub fn upstream_faults(&self) -> Vec<(String, upstream::stdio::Fault)> {
+        self.mounts
+            .iter()
+            .filter_map(|m| Some((m.mount.name.clone(), m.restarts.fault()?)))
+            .collect()
+    }
+
+    /// The `/metrics` exposition: the counters, with the sessions, children,
+    /// reloads and readiness as they are now.
+    pub async fn metrics_text(&self) -> String {
+        let mut sessions_open = self.sessions.open_by_mount(self.mounts.len());
+        for (m, state) in self.mounts.iter().enumerate() {
+            if state
+                .shared
+                .lock()
+                .await
+                .as_ref()
+                .is_some_and(|s| !s.is_closed())
+            {
+                sessions_open[m] += 1;
+            }
+        }
+        let (reloads_ok, reloads_failed) = self.live.reload_counts();
+        let snapshot = crate::metrics::Snapshot {
+            sessions_open,
+            stdio_children: self.children.running(),
+            reloads_ok,
+            reloads_failed,
+            upstream_up: self.readiness.last(),
+        };
+        self.metrics.render(&snapshot)
     }
 
     /// End every session this process owns (children are killed).
@@ -230,6 +297,54 @@ impl Gateway {
     }
 }
 
+/// Requests waiting for an upstream, per client session id (as sent), against
+/// `limits.max_in_flight_per_session`. A request counts until its response
+/// body ends.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    map: Mutex<HashMap<Box<[u8]>, usize>>,
+}
+
+impl InFlight {
+    /// A place for one more request of `session`, unless it has `max` already.
+    pub fn try_enter(self: &Arc<Self>, session: &[u8], max: usize) -> Option<InFlightGuard> {
+        let mut map = self.map.lock().unwrap();
+        let n = map.entry(session.into()).or_default();
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(InFlightGuard {
+            table: self.clone(),
+            session: session.into(),
+        })
+    }
+
+    /// Requests `session` has waiting.
+    pub fn count(&self, session: &[u8]) -> usize {
+        self.map.lock().unwrap().get(session).copied().unwrap_or(0)
+    }
+}
+
+/// One request's place in [`InFlight`], given back on drop.
+#[derive(Debug)]
+pub struct InFlightGuard {
+    table: Arc<InFlight>,
+    session: Box<[u8]>,
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        let mut map = self.table.map.lock().unwrap();
+        if let Some(n) = map.get_mut(&self.session) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.session);
+            }
+        }
+    }
+}
+
 /// Sessions owned by this process, by number.
 #[derive(Default)]
 pub struct Registry {
@@ -260,6 +375,19 @@ impl Registry {
 
     pub fn remove(&self, id: u64) -> Option<Arc<MessageSession>> {
         self.map.lock().unwrap().remove(&id).map(|(_, s)| s)
+    }
+
+    /// Open sessions by mount index; ended ones are dropped on the way.
+    fn open_by_mount(&self, mounts: usize) -> Vec<usize> {
+        let mut map = self.map.lock().unwrap();
+        map.retain(|_, (_, s)| !s.is_closed());
+        let mut open = vec![0; mounts];
+        for (m, _) in map.values() {
+            if let Some(n) = open.get_mut(*m) {
+                *n += 1;
+            }
+        }
+        open
     }
 
     /// Open sessions; ended ones are dropped from the table on the way.

@@ -19,7 +19,11 @@
 //!   gateway's protected-resource metadata, which it serves per mount.
 //! - [`config`]: layered configuration and its validation.
 //! - [`demo`]: the bundled legacy MCP server the default configuration fronts.
+//! - [`metrics`] and [`health`]: `/metrics` (Prometheus text), request
+//!   ids, and `/readyz` (every upstream answers).
 //! - [`probe`]: a one-off MCP client that lists an upstream's live tools.
+//! - [`preview`]: the `/preview` page, a browser MCP Apps host for the
+//!   gateway's own mounts.
 //! - [`cli`]: the `check` and `init` commands, built on [`overlay`] and
 //!   [`probe`].
 
@@ -28,9 +32,12 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod gateway;
+pub mod health;
 pub mod jsonrpc;
 pub mod live;
+pub mod metrics;
 pub mod overlay;
+pub mod preview;
 pub mod probe;
 pub mod relay;
 pub mod rewrite;

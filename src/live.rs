@@ -13,7 +13,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::overlay::{LoadErrors, OverlaySet, load_dir};
+use crate::overlay::{LoadError, LoadErrors, OverlaySet, load_dir};
 
 /// Quiet time after the last file event before reloading: editors write a
 /// file in several steps (truncate, write, rename, chmod).
@@ -25,6 +25,9 @@ pub struct Live {
     current: ArcSwap<OverlaySet>,
     generation: AtomicU64,
     changes: watch::Sender<u64>,
+    /// Reloads that succeeded (applied or unchanged) and that failed.
+    reloads_ok: AtomicU64,
+    reloads_failed: AtomicU64,
 }
 
 /// What a reload did.
@@ -48,6 +51,8 @@ impl Live {
             current: ArcSwap::from_pointee(initial),
             generation: AtomicU64::new(0),
             changes: watch::channel(0).0,
+            reloads_ok: AtomicU64::new(0),
+            reloads_failed: AtomicU64::new(0),
         })
     }
 
@@ -95,12 +100,37 @@ impl Live {
         let Some(dir) = &self.dir else {
             return Ok(Reloaded::Unchanged);
         };
+        if !dir.exists() && self.current.load().mounts().next().is_some() {
+            // Deleted (or moved) while serving: most often a step of a
+            // checkout or a sync, not a wish to drop the UI. Keep serving the
+            // last good overlays until the directory returns.
+            self.reloads_failed.fetch_add(1, Ordering::Relaxed);
+            return Err(LoadErrors(vec![LoadError {
+                file: dir.clone(),
+                line: None,
+                place: None,
+                reason: "the overlay directory is gone; the last good overlays stay in force \
+                         until it returns"
+                    .into(),
+            }]));
+        }
         let next = if dir.exists() {
-            load_dir(dir)?
+            load_dir(dir).inspect_err(|_| {
+                self.reloads_failed.fetch_add(1, Ordering::Relaxed);
+            })?
         } else {
             OverlaySet::default()
         };
+        self.reloads_ok.fetch_add(1, Ordering::Relaxed);
         Ok(self.publish(next))
+    }
+
+    /// Reloads so far: (succeeded, failed).
+    pub fn reload_counts(&self) -> (u64, u64) {
+        (
+            self.reloads_ok.load(Ordering::Relaxed),
+            self.reloads_failed.load(Ordering::Relaxed),
+        )
     }
 
     /// Watch the directory and reload on changes until `stop`.
@@ -108,10 +138,14 @@ impl Live {
         let Some(dir) = self.dir.clone() else {
             return Ok(());
         };
+        // Absolute, so the paths of events from both watches below compare
+        // with it.
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
         let (tx, mut rx) = mpsc::channel::<()>(1);
+        let ours = dir.clone();
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                let relevant = event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_)));
+                let relevant = event.is_ok_and(|e| is_about(&e, &ours));
                 if relevant {
                     // A full channel already means "reload pending".
                     let _ = tx.try_send(());
@@ -179,6 +213,18 @@ impl Live {
             }
         }
     }
+}
+
+/// Whether a file event concerns the overlay directory or what is in it.
+/// The parent is watched only to see the directory come and go: a log file
+/// written beside it must not cause a reload (each failed reload writes a
+/// log line).
+fn is_about(event: &notify::Event, dir: &Path) -> bool {
+    if matches!(event.kind, notify::EventKind::Access(_)) {
+        return false;
+    }
+    // No paths: the watcher lost track (queue overflow); read again.
+    event.paths.is_empty() || event.paths.iter().any(|p| p.starts_with(dir))
 }
 
 /// Whether a mount file directly in `dir` is empty (being written).

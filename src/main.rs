@@ -119,6 +119,13 @@ struct ServeArgs {
     /// Overlay directory, watched and reloaded live [default: overlays].
     #[arg(long, value_name = "DIR")]
     overlays: Option<PathBuf>,
+    /// Serve /preview, a browser page rendering the mounts' tools and widgets
+    /// [default: on with a loopback --listen, or `preview` in the config].
+    #[arg(long, overrides_with = "no_preview")]
+    preview: bool,
+    /// Do not serve /preview.
+    #[arg(long, overrides_with = "preview")]
+    no_preview: bool,
     #[command(flatten)]
     one: OneUpstream,
 }
@@ -190,6 +197,8 @@ fn main() -> ExitCode {
 impl ServeArgs {
     fn default_demo() -> Self {
         ServeArgs {
+            // The demo is for trying things out: show its widget in /preview.
+            preview: true,
             one: OneUpstream {
                 name: "upstream".into(),
                 path: "/mcp".into(),
@@ -279,6 +288,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
     let overrides = Overrides {
         listen: args.listen,
         overlays: args.overlays.clone(),
+        preview: match (args.preview, args.no_preview) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
         upstreams: args.one.upstream().map(|u| vec![u]),
     };
     let Loaded {
@@ -301,8 +315,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
             ));
         }
     };
-    if !config.listen.ip().is_loopback() {
-        tracing::warn!(listen = %config.listen, "listening on a non-loopback address: anyone who can reach it can use every upstream; put authentication in front and set allowed_hosts and allowed_origins");
+    if let Some(warning) = config.exposure_warning() {
+        tracing::warn!(listen = %config.listen, "{warning}");
     }
     if config.session_key.is_none() {
         tracing::info!(
@@ -325,6 +339,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
             m.path,
             m.name
         );
+    }
+    if gateway.preview {
+        say!("Preview: http://{addr}{}", mcp_ui_gateway::preview::PATH);
     }
     tracing::info!(%addr, config = %source, "mcp-ui-gateway serving");
     if let Err(e) = live.watch(stop.clone()) {

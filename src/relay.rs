@@ -32,6 +32,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use crate::config::Transport;
 use crate::gateway::Gateway;
 use crate::jsonrpc::{self, Kind, code};
+use crate::metrics::{Exchange, MethodId};
 use crate::overlay::OverlaySet;
 use crate::server::{self, Body};
 use crate::session::{Route, Token};
@@ -104,16 +105,30 @@ fn resolve_session(
 
 // === POST ===
 
+/// One POST exchange, counted in the metrics when its response body ends.
 pub async fn post(
     gw: &Arc<Gateway>,
     mount: usize,
     parts: http::request::Parts,
     body: Bytes,
 ) -> Response<Body> {
+    let mut exchange = gw.metrics.exchange(mount, MethodId::OTHER);
+    let resp = post_exchange(gw, mount, parts, body, &mut exchange).await;
+    exchange.finish_body(resp)
+}
+
+async fn post_exchange(
+    gw: &Arc<Gateway>,
+    mount: usize,
+    parts: http::request::Parts,
+    body: Bytes,
+    exchange: &mut Exchange,
+) -> Response<Body> {
     let parsed = match jsonrpc::classify(&body) {
         Ok(p) => p,
         Err(e) => return server::error(StatusCode::BAD_REQUEST, e.code(), &e.to_string()),
     };
+    exchange.set_method(MethodId::of_body(&parsed));
     let sref = match resolve_session(gw, mount, &parts.headers) {
         Ok(s) => s,
         Err(r) => return r,
@@ -133,6 +148,76 @@ pub async fn post(
     if let Plan::Answer(answer) = plan {
         return server::json(StatusCode::OK, answer);
     }
+    // A session's requests waiting upstream are bounded; the place is held
+    // until the response body ends.
+    let has_request = match &parsed {
+        jsonrpc::Body::Single(m) => m.kind == Kind::Request,
+        jsonrpc::Body::Batch(items) => items.iter().any(|(m, _)| m.kind == Kind::Request),
+    };
+    let in_flight = match parts.headers.get(SESSION_HEADER) {
+        Some(sid) if has_request => {
+            let max = gw.limits.max_in_flight_per_session;
+            match gw.in_flight.try_enter(sid.as_bytes(), max) {
+                Some(guard) => Some(guard),
+                None => return too_many_in_flight(request_id, max),
+            }
+        }
+        _ => None,
+    };
+    let planned = Planned {
+        overlays,
+        plan,
+        request_id,
+    };
+    let response = post_planned(gw, mount, &parts, &body, parsed, sref, planned).await;
+    match in_flight {
+        Some(guard) => response.map(|b| {
+            b.map_frame(move |f| {
+                let _held = &guard;
+                f
+            })
+            .boxed_unsync()
+        }),
+        None => response,
+    }
+}
+
+/// 429 for a request over `limits.max_in_flight_per_session`.
+fn too_many_in_flight(request_id: Option<&RawValue>, max: usize) -> Response<Body> {
+    let message = format!(
+        "Too Many Requests: this session already has {max} requests waiting for the upstream (limits.max_in_flight_per_session)"
+    );
+    let mut r = server::json(
+        StatusCode::TOO_MANY_REQUESTS,
+        jsonrpc::error_response(request_id, code::UPSTREAM_ERROR, &message),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
+/// What was decided for a request before it goes upstream.
+struct Planned<'a> {
+    overlays: Arc<OverlaySet>,
+    plan: Plan,
+    request_id: Option<&'a RawValue>,
+}
+
+async fn post_planned(
+    gw: &Arc<Gateway>,
+    mount: usize,
+    parts: &http::request::Parts,
+    body: &Bytes,
+    parsed: jsonrpc::Body<'_>,
+    sref: SessionRef,
+    planned: Planned<'_>,
+) -> Response<Body> {
+    let Planned {
+        overlays,
+        plan,
+        request_id,
+    } = planned;
+    let name = &gw.mounts[mount].mount.name;
     let tool_call = matches!(&parsed, jsonrpc::Body::Single(m)
         if m.kind == Kind::Request && m.method.as_deref() == Some("tools/call"));
     // A tool result may carry its own challenge: its metadata URL is
@@ -159,7 +244,7 @@ pub async fn post(
         upstream_tools: gw.upstream_tools.clone(),
     });
     if gw.is_message_mount(mount) {
-        messages::post_messages(gw, mount, &parts.headers, &body, parsed, sref, finisher).await
+        messages::post_messages(gw, mount, &parts.headers, body, parsed, sref, finisher).await
     } else {
         let id = request_id.map(|id| id.get().to_owned());
         let call = streamable::Call {

@@ -28,9 +28,12 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub type Body = UnsyncBoxBody<Bytes, BoxError>;
 
 /// Headers a browser host may send (CORS preflight).
-const ALLOW_HEADERS: &str = "authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name";
+const ALLOW_HEADERS: &str = "authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name, x-request-id";
 /// Headers a browser host may read.
-const EXPOSE_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate";
+const EXPOSE_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate, x-request-id";
+/// The request id: taken from the client when sane, else made; returned on
+/// every response and carried by every log line of the request.
+pub const REQUEST_ID_HEADER: http::HeaderName = http::HeaderName::from_static("x-request-id");
 
 /// A bound gateway, ready to serve.
 pub struct Server {
@@ -89,20 +92,39 @@ impl Server {
                 }
             });
         }
+        // Closing the listener refuses new connections at once.
+        drop(self.listener);
         tracing::info!(
             grace_secs = grace.as_secs(),
             "shutting down: no new connections, draining open ones"
         );
-        // Long-lived SSE streams would hold the drain open: end them first.
+        // Long-lived GET streams would hold the drain open: end them first.
+        // Calls in flight go on, their children with them, until the grace.
         gateway.shutdown.cancel();
-        gateway.close_all("the gateway is shutting down").await;
-        if tokio::time::timeout(grace, graceful.shutdown())
-            .await
-            .is_err()
-        {
+        let drained = graceful.shutdown();
+        tokio::pin!(drained);
+        let in_time = tokio::time::timeout(grace, &mut drained).await.is_ok();
+        if !in_time {
             tracing::warn!(
                 grace_secs = grace.as_secs(),
-                "connections still open after the grace period; closing them"
+                "calls still in flight after the grace period; ending them"
+            );
+        }
+        // Calls still waiting get an error naming the upstream, then every
+        // child is stopped and reaped.
+        gateway.close_all("the gateway is shutting down").await;
+        if !in_time {
+            let _ = tokio::time::timeout(Duration::from_secs(1), &mut drained).await;
+        }
+        let reaped = tokio::time::timeout(Duration::from_secs(5), async {
+            while gateway.children.running() > 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        if reaped.await.is_err() {
+            tracing::warn!(
+                running = gateway.children.running(),
+                "stdio children still running after shutdown"
             );
         }
     }
@@ -110,8 +132,13 @@ impl Server {
 
 /// One HTTP request, start to finish.
 pub async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
+    use tracing::Instrument;
     let origin = req.headers().get(header::ORIGIN).cloned();
-    let mut resp = route(&gw, req).await;
+    let request_id = crate::metrics::request_id(req.headers().get(REQUEST_ID_HEADER));
+    let span = tracing::info_span!("request", request_id = %request_id.to_str().unwrap_or(""));
+    let mut resp = route(&gw, req).instrument(span).await;
+    gw.metrics.record_status(resp.status());
+    resp.headers_mut().insert(REQUEST_ID_HEADER, request_id);
     if let Some(origin) = origin.filter(|o| gw.hosts.origin_allowed(o)) {
         let h = resp.headers_mut();
         h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
@@ -163,6 +190,15 @@ async fn route(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
             ),
         };
     }
+    if path == "/metrics" {
+        return crate::metrics::response(gw.metrics_text().await);
+    }
+    if path == "/readyz" {
+        return crate::health::readyz(gw).await;
+    }
+    if crate::preview::claims(gw, path) {
+        return crate::preview::serve(gw, req.method(), req.uri());
+    }
     let Some(&mount) = gw
         .by_path
         .get(path)
@@ -183,9 +219,17 @@ async fn route(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
                     "Not Acceptable: Accept must include text/event-stream",
                 );
             }
-            relay::get(gw, mount, req).await
+            let exchange = gw.metrics.exchange(mount, crate::metrics::MethodId::GET);
+            let resp = relay::get(gw, mount, req).await;
+            exchange.finish_head(&resp);
+            resp
         }
-        Method::DELETE => relay::delete(gw, mount, req).await,
+        Method::DELETE => {
+            let exchange = gw.metrics.exchange(mount, crate::metrics::MethodId::DELETE);
+            let resp = relay::delete(gw, mount, req).await;
+            exchange.finish_head(&resp);
+            resp
+        }
         Method::OPTIONS => preflight(),
         _ => {
             let mut r = error(

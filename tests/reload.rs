@@ -860,3 +860,37 @@ async fn http_upstream_no_request_fails_and_no_list_is_mixed_while_overlays_relo
         .await
         .expect("the load test finishes within its limit");
 }
+
+/// Files written beside the overlay directory (a log, say) do not reload the
+/// overlays: only the directory itself and what is inside it count.
+#[tokio::test]
+async fn writes_beside_the_overlay_directory_do_not_reload() {
+    let setup = setup(Upstream::Stdio).await;
+    let live = &setup.gateway.gateway.live;
+    let beside = setup.dir.parent().unwrap().join("gateway.log");
+    // Let any event of the setup itself settle first.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let before = live.reload_counts();
+    for i in 0..10 {
+        std::fs::write(&beside, format!("line {i}\n")).unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        live.reload_counts(),
+        before,
+        "a write beside the directory reloaded"
+    );
+    // A write inside still does.
+    let demo = setup.dir.join("demo.toml");
+    let text = std::fs::read_to_string(&demo).unwrap();
+    std::fs::write(&demo, text.replace("Add a task", "Add one task")).unwrap();
+    let reloaded = support::clients::wait_until(Duration::from_secs(20), || {
+        (live.reload_counts().0 > before.0).then_some(())
+    })
+    .await;
+    assert!(
+        reloaded.is_some(),
+        "an edit inside the directory did not reload"
+    );
+}

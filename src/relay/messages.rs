@@ -24,6 +24,7 @@ use crate::jsonrpc::{self, Kind, Message, code};
 use crate::server::{self, Body};
 use crate::session::{Route, Token};
 use crate::sse;
+use crate::upstream::UpstreamError;
 use crate::upstream::messages::{Delivery, MessageSession, PendingGuard};
 
 /// Protocol revisions a message-oriented mount accepts in `MCP-Protocol-Version`.
@@ -144,11 +145,13 @@ pub(super) fn check_method_headers(
 pub(super) fn open_failure(id: Option<&RawValue>, e: &OpenError) -> Response<Body> {
     tracing::warn!(error = %e, "could not open an upstream session");
     match (e, id) {
-        (OpenError::Full(_), _) => server::error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            code::UPSTREAM_ERROR,
-            &e.to_string(),
-        ),
+        (OpenError::Full(_) | OpenError::Upstream(UpstreamError::ChildLimit { .. }), _) => {
+            server::error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                code::UPSTREAM_ERROR,
+                &e.to_string(),
+            )
+        }
         (_, Some(id)) => server::json(
             StatusCode::OK,
             jsonrpc::error_response(Some(id), code::UPSTREAM_ERROR, &e.to_string()),
@@ -233,7 +236,8 @@ async fn answer(
         Ok(Some(Delivery::Related(first))) => {
             let timeout_body = timeout_error();
             let (tx, out) = mpsc::channel::<Bytes>(16);
-            let stop = gw.shutdown.clone();
+            // A call in flight outlives a shutdown's start: it ends with its
+            // response, its deadline, or its session (closed after the grace).
             tokio::spawn(async move {
                 let _guard = guard;
                 if tx.send(message_event(&first)).await.is_err() {
@@ -246,7 +250,6 @@ async fn answer(
                             if tx.send(Bytes::from_static(sse::KEEPALIVE)).await.is_err() { return }
                             continue;
                         }
-                        _ = stop.cancelled() => return,
                     };
                     let (bytes, last) = match next {
                         Ok(Some(Delivery::Related(b))) => (b, false),

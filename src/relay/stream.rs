@@ -8,6 +8,7 @@ use futures_util::stream;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use super::{Finisher, LIST_CHANGED};
 use crate::jsonrpc::{self, Kind};
@@ -41,19 +42,92 @@ pub(super) fn rewrite_response_events(
 
 /// Pass a GET stream through, adding the gateway's list-changed
 /// notifications between events whenever the overlays change.
+/// The stream ends when `stop` fires (the gateway is shutting down).
 pub(super) fn with_announcements(
     body: Incoming,
     changes: watch::Receiver<u64>,
     limit: usize,
+    stop: CancellationToken,
 ) -> Body {
-    events(body, limit, |ev: Event| ev.raw, Some(changes))
+    events(body, limit, |ev: Event| ev.raw, Some((changes, stop)))
+}
+
+/// End a POST's SSE answer with a JSON-RPC error event for its request when
+/// the upstream stream fails (a reset, an event over the size limit) or is
+/// still open at `deadline`, made by `error_event` from the cause. Only on an
+/// event boundary: a half-sent event cannot be taken back, so the stream is
+/// then cut as it was.
+pub(super) fn error_event_on_failure<E>(
+    body: Body,
+    error_event: E,
+    deadline: tokio::time::Instant,
+    timeout_secs: u64,
+) -> Body
+where
+    E: Fn(&str) -> Bytes + Send + 'static,
+{
+    struct Failing<E> {
+        body: Body,
+        boundary: bool,
+        done: bool,
+        error_event: E,
+        // One timer for the whole answer, not one per frame.
+        timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    }
+    let st = Failing {
+        body,
+        boundary: true,
+        done: false,
+        error_event,
+        timer: Box::pin(tokio::time::sleep_until(deadline)),
+    };
+    let s = stream::unfold(st, move |mut st| async move {
+        if st.done {
+            return None;
+        }
+        let frame = tokio::select! {
+            biased;
+            f = st.body.frame() => Some(f),
+            () = &mut st.timer => None,
+        };
+        let Some(frame) = frame else {
+            st.done = true;
+            let cause = format!("no answer within {timeout_secs} s (limits.request_timeout_secs)");
+            tracing::warn!(error = %cause, "upstream stream failed during a request");
+            if st.boundary {
+                return Some((Ok(Frame::data((st.error_event)(&cause))), st));
+            }
+            return Some((Err(cause.into()), st));
+        };
+        match frame {
+            Some(Ok(f)) => {
+                if let Some(d) = f.data_ref().filter(|d| !d.is_empty()) {
+                    st.boundary = d.ends_with(b"\n\n") || d.ends_with(b"\r\n\r\n");
+                }
+                Some((Ok(f), st))
+            }
+            Some(Err(e)) => {
+                st.done = true;
+                let cause = e.to_string();
+                tracing::warn!(error = %cause, "upstream stream failed during a request");
+                if st.boundary {
+                    let event = (st.error_event)(&cause);
+                    Some((Ok(Frame::data(event)), st))
+                } else {
+                    Some((Err(e), st))
+                }
+            }
+            None => None,
+        }
+    });
+    StreamBody::new(s).boxed_unsync()
 }
 
 struct State<F> {
     body: Incoming,
     parser: Parser,
     transform: F,
-    changes: Option<watch::Receiver<u64>>,
+    changes: Option<(watch::Receiver<u64>, CancellationToken)>,
     done: bool,
 }
 
@@ -61,7 +135,7 @@ fn events<F>(
     body: Incoming,
     limit: usize,
     transform: F,
-    changes: Option<watch::Receiver<u64>>,
+    changes: Option<(watch::Receiver<u64>, CancellationToken)>,
 ) -> Body
 where
     F: FnMut(Event) -> Bytes + Send + 'static,
@@ -94,8 +168,9 @@ where
                 return Some((Ok(Frame::data(out.freeze())), st));
             }
             let frame = match st.changes.as_mut() {
-                Some(changes) => tokio::select! {
+                Some((changes, stop)) => tokio::select! {
                     f = st.body.frame() => f,
+                    _ = stop.cancelled() => return None,
                     changed = changes.changed() => {
                         if changed.is_err() {
                             st.changes = None;

@@ -91,6 +91,28 @@ pub(super) async fn post_http(
         Err(e) => return upstream_failure(request_id.as_deref(), &e),
     };
     let (parts, body) = resp.into_parts();
+    // A request's answer is JSON or an SSE stream; anything else (an HTML
+    // error page from a proxy, a misconfigured URL) is not an MCP answer.
+    if parts.status.is_success()
+        && parts.status != StatusCode::ACCEPTED
+        && let Some(id) = request_id.as_deref()
+        && !is_event_stream(&parts.headers)
+        && !is_json(&parts.headers)
+    {
+        let found = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .unwrap_or_else(|| "none".into());
+        let e = UpstreamError::Protocol {
+            upstream: gw.mounts[mount].mount.name.clone(),
+            detail: format!(
+                "answered {} with Content-Type {found:?}, not application/json or text/event-stream",
+                parts.status
+            ),
+        };
+        return upstream_failure(Some(id), &e);
+    }
     let base = gw.auth.base(headers);
     let mut head = relay_head(gw, mount, &parts, &sref);
     crate::auth::rewrite_challenges(gw, mount, base.as_deref(), head.headers_mut());
@@ -111,14 +133,43 @@ pub(super) async fn post_http(
         }
         return r;
     }
+    // A request's SSE answer that breaks off, or is still open at the request
+    // timeout, ends with an error for it.
+    let timeout_secs = gw.limits.request_timeout_secs;
+    let deadline = tokio::time::Instant::now() + gw.request_timeout();
+    let sse_request = parts.status.is_success() && is_event_stream(&parts.headers);
+    let error_event = request_id.as_deref().filter(|_| sse_request).map(|id| {
+        let id: Box<RawValue> = RawValue::from_string(id.to_owned()).expect("parsed JSON id");
+        let upstream = gw.mounts[mount].mount.name.clone();
+        move |cause: &str| {
+            let message = format!("upstream '{upstream}' stream failed: {cause}");
+            super::message_event(&jsonrpc::error_response(
+                Some(&id),
+                jsonrpc::code::UPSTREAM_ERROR,
+                &message,
+            ))
+        }
+    });
     let (Some(finisher), Some(id), true) = (finisher, request_id, parts.status.is_success()) else {
-        return head.map(|()| body.map_err(Into::into).boxed_unsync());
+        let body = body.map_err(Into::into).boxed_unsync();
+        return match error_event {
+            Some(make) => {
+                head.map(|()| stream::error_event_on_failure(body, make, deadline, timeout_secs))
+            }
+            None => head.map(|()| body),
+        };
     };
     let id: Box<RawValue> = RawValue::from_string(id).expect("the id was parsed from JSON");
     let key = jsonrpc::id_key(&id);
     if is_event_stream(&parts.headers) {
         let limit = gw.limits.max_message_bytes;
-        return head.map(|()| stream::rewrite_response_events(body, key, finisher, limit));
+        let body = stream::rewrite_response_events(body, key, finisher, limit);
+        return match error_event {
+            Some(make) => {
+                head.map(|()| stream::error_event_on_failure(body, make, deadline, timeout_secs))
+            }
+            None => head.map(|()| body),
+        };
     }
     // A JSON answer is read whole (bounded), rewritten and sent on.
     let bytes = match http_body_util::Limited::new(body, gw.limits.max_message_bytes)
@@ -127,9 +178,15 @@ pub(super) async fn post_http(
     {
         Ok(c) => c.to_bytes(),
         Err(e) => {
+            let limit = gw.limits.max_message_bytes;
+            let detail = if e.is::<http_body_util::LengthLimitError>() {
+                format!("its response exceeds {limit} bytes (limits.max_message_bytes)")
+            } else {
+                format!("could not read its response: {e}")
+            };
             let e = UpstreamError::Protocol {
                 upstream: gw.mounts[mount].mount.name.clone(),
-                detail: format!("could not read its response: {e}"),
+                detail,
             };
             return upstream_failure(Some(id.get()), &e);
         }
@@ -220,6 +277,13 @@ fn relay_head(
     out
 }
 
+fn is_json(h: &HeaderMap) -> bool {
+    h.get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
 fn is_event_stream(h: &HeaderMap) -> bool {
     h.get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -254,7 +318,8 @@ pub(super) async fn forward_bodyless(
             if method_is_get && parts.status.is_success() && is_event_stream(&parts.headers) {
                 let changes = gw.live.subscribe();
                 let limit = gw.limits.max_message_bytes;
-                return head.map(|()| stream::with_announcements(body, changes, limit));
+                let stop = gw.shutdown.clone();
+                return head.map(|()| stream::with_announcements(body, changes, limit, stop));
             }
             head.map(|()| body.map_err(Into::into).boxed_unsync())
         }

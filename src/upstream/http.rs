@@ -35,6 +35,10 @@ pub async fn send(
 ) -> Result<http::Response<Incoming>, UpstreamError> {
     match tokio::time::timeout(timeout, client.request(req)).await {
         Ok(Ok(resp)) => Ok(resp),
+        Ok(Err(e)) if is_parse_error(&e) => Err(UpstreamError::Protocol {
+            upstream: upstream.to_owned(),
+            detail: format!("its answer is not HTTP ({})", describe(&e)),
+        }),
         Ok(Err(e)) => Err(UpstreamError::Unreachable {
             upstream: upstream.to_owned(),
             detail: describe(&e),
@@ -44,6 +48,22 @@ pub async fn send(
             seconds: timeout.as_secs(),
         }),
     }
+}
+
+/// Whether the upstream was reached but answered something that is not an
+/// HTTP response.
+fn is_parse_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if err
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_parse)
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
 }
 
 /// The innermost cause, which is what an operator can act on

@@ -25,6 +25,20 @@ pub enum UpstreamError {
     Spawn { upstream: String, detail: String },
     #[error("upstream '{upstream}' sent an invalid reply: {detail}")]
     Protocol { upstream: String, detail: String },
+    #[error(
+        "upstream '{upstream}' keeps crashing ({crashes} in a row, last: {last}); next start allowed in {:.1} s",
+        *retry_in_ms as f64 / 1000.0
+    )]
+    Backoff {
+        upstream: String,
+        crashes: u32,
+        last: String,
+        retry_in_ms: u64,
+    },
+    #[error(
+        "upstream '{upstream}' could not be started: {max} stdio children are already running (limits.max_stdio_children)"
+    )]
+    ChildLimit { upstream: String, max: usize },
 }
 
 /// Open a new session on a message-oriented upstream. `shared` sessions
@@ -35,8 +49,23 @@ pub async fn open_session(
     client: &http::Client,
     shared: bool,
 ) -> Result<Arc<MessageSession>, UpstreamError> {
+    open_supervised(mount, limits, client, shared, None).await
+}
+
+/// [`open_session`], with a stdio child counted against `sup` (the
+/// gateway's child limit and the mount's restart backoff).
+pub async fn open_supervised(
+    mount: &Mount,
+    limits: &Limits,
+    client: &http::Client,
+    shared: bool,
+    sup: Option<&stdio::Supervisor>,
+) -> Result<Arc<MessageSession>, UpstreamError> {
     match &mount.transport {
-        Transport::Stdio(cmd) => stdio::spawn(&mount.name, cmd, limits, shared),
+        Transport::Stdio(cmd) => match sup {
+            Some(sup) => stdio::spawn_supervised(&mount.name, cmd, limits, shared, sup),
+            None => stdio::spawn(&mount.name, cmd, limits, shared),
+        },
         Transport::Sse { url } => {
             sse::connect(
                 &mount.name,

@@ -1,0 +1,143 @@
+//! Readiness: `/readyz` answers 200 when every upstream answered a real MCP
+//! exchange (`initialize` and `tools/list`, through [`crate::probe`]) within
+//! [`PROBE_TIMEOUT`], 503 naming each one that did not and why. Results are
+//! cached for [`CACHE_FOR`], and concurrent checks share one probe, so the
+//! endpoint can be polled often without loading the upstreams (a stdio
+//! upstream's probe starts a child of its own).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use http::{Response, StatusCode};
+
+use crate::gateway::Gateway;
+use crate::server::Body;
+
+/// How long one upstream may take to answer the probe.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a result is served before probing again.
+pub const CACHE_FOR: Duration = Duration::from_secs(5);
+
+/// One upstream's readiness: `Ok` or why not.
+pub type Verdict = Result<(), String>;
+
+/// The last readiness result, by mount.
+pub struct Readiness {
+    cached: tokio::sync::Mutex<Option<(Instant, Arc<Vec<Verdict>>)>>,
+    /// The last result as up/down, for `mcp_gateway_upstream_up`.
+    last: Mutex<Vec<Option<bool>>>,
+}
+
+impl Readiness {
+    pub fn new(mounts: usize) -> Self {
+        Readiness {
+            cached: tokio::sync::Mutex::new(None),
+            last: Mutex::new(vec![None; mounts]),
+        }
+    }
+
+    /// Each mount's verdict, probed again when the cached one is older than
+    /// [`CACHE_FOR`].
+    pub async fn check(&self, gw: &Gateway) -> Arc<Vec<Verdict>> {
+        let mut cached = self.cached.lock().await;
+        if let Some((at, verdicts)) = cached.as_ref()
+            && at.elapsed() < CACHE_FOR
+        {
+            return verdicts.clone();
+        }
+        let verdicts = Arc::new(join_all((0..gw.mounts.len()).map(|m| probe(gw, m))).await);
+        *self.last.lock().unwrap() = verdicts.iter().map(|v| Some(v.is_ok())).collect();
+        *cached = Some((Instant::now(), verdicts.clone()));
+        verdicts
+    }
+
+    /// The last verdicts as up (true) or down, `None` before the first check.
+    pub fn last(&self) -> Vec<Option<bool>> {
+        self.last.lock().unwrap().clone()
+    }
+}
+
+/// Whether mount `m`'s upstream answers now.
+async fn probe(gw: &Gateway, m: usize) -> Verdict {
+    if let Some(fault) = known_fault(gw, m) {
+        return Err(fault);
+    }
+    let mount = &gw.mounts[m].mount;
+    match tokio::time::timeout(PROBE_TIMEOUT, crate::probe::list_tools(mount, &gw.limits)).await {
+        Ok(Ok(_)) => Ok(()),
+        // An upstream that wants a token answers; the probe just has none.
+        Ok(Err(e)) if requires_authorization(&e.to_string()) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!(
+            "upstream '{}' did not answer within {} s",
+            mount.name,
+            PROBE_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// A fault the gateway already knows of for mount `m`: a stdio upstream
+/// that keeps crashing and whose next start is held off.
+fn known_fault(gw: &Gateway, m: usize) -> Option<String> {
+    let name = &gw.mounts[m].mount.name;
+    let (_, fault) = gw
+        .upstream_faults()
+        .into_iter()
+        .find(|(n, f)| n == name && f.retry_in.is_some())?;
+    Some(format!(
+        "upstream '{name}' crashed {} times in a row (last: {}); next start in {} s",
+        fault.crashes,
+        fault.last,
+        fault.retry_in.unwrap_or_default().as_secs().max(1)
+    ))
+}
+
+fn requires_authorization(message: &str) -> bool {
+    message.contains(" answered 401 ") || message.contains(" answered 403 ")
+}
+
+/// The `/readyz` response.
+pub async fn readyz(gw: &Gateway) -> Response<Body> {
+    let verdicts = gw.readiness.check(gw).await;
+    let ready = verdicts.iter().all(Result::is_ok);
+    let mut body = String::from(if ready { "ready\n" } else { "not ready\n" });
+    for (m, verdict) in verdicts.iter().enumerate() {
+        let name = &gw.mounts[m].mount.name;
+        match verdict {
+            Ok(()) => body.push_str(&format!("upstream '{name}': ok\n")),
+            Err(why) => body.push_str(&format!(
+                "upstream '{name}': not ready: {}\n",
+                why.replace('\n', " ")
+            )),
+        }
+    }
+    let mut r = Response::new(crate::server::full(body));
+    *r.status_mut() = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn authorization_answers_count_as_answers() {
+        assert!(super::requires_authorization(
+            "upstream 'a' is unreachable: POST http://x/mcp answered 401 Unauthorized to a request"
+        ));
+        assert!(!super::requires_authorization(
+            "upstream 'a' is unreachable: connection refused"
+        ));
+    }
+}

@@ -1,0 +1,963 @@
+// The /preview page: an MCP Apps host for the gateway's own mounts.
+//
+// It speaks MCP streamable HTTP to a mount (initialize, notifications/initialized,
+// tools/list, tools/call, resources/read, with Mcp-Session-Id), keeps a GET SSE
+// stream on its session for list_changed notifications, and renders a tool's
+// widget in a sandboxed iframe (no allow-same-origin) whose document the page
+// writes from what resources/read returned. The iframe's Content-Security-Policy
+// comes from the resource's _meta.ui.csp (the gateway builds the header of
+// /preview/sandbox from it). The widget talks to the page over the MCP Apps
+// ui/* bridge (JSON-RPC over postMessage); a window.openai object is injected
+// for widgets written against ChatGPT.
+(function () {
+  'use strict';
+
+  var MCP_PROTOCOL_VERSION = '2025-06-18';
+  var APPS_PROTOCOL_VERSION = '2026-01-26';
+  var HOST_INFO = { name: 'mcp-ui-gateway-preview', version: '1.0.0' };
+  var DISPLAY_MODES = ['inline', 'fullscreen', 'pip'];
+  var REQUEST_TIMEOUT_MS = 120000;
+
+  var $ = function (id) { return document.getElementById(id); };
+  var ui = {
+    mount: $('mount'), server: $('server'), theme: $('theme'), displayMode: $('display-mode'),
+    locale: $('locale'), connection: $('connection'), toolList: $('tool-list'),
+    toolsEmpty: $('tools-empty'), toolName: $('tool-name'), toolDescription: $('tool-description'),
+    form: $('tool-form'), fields: $('fields'), formError: $('form-error'), callButton: $('call-button'),
+    rawRequest: $('raw-request'), requestOrigin: $('request-origin'), rawResult: $('raw-result'),
+    resultState: $('result-state'), widgetHost: $('widget-host'), widgetUri: $('widget-uri'),
+    widgetEmpty: $('widget-empty'), exitMode: $('exit-mode'), sidePanel: $('side-panel'),
+    bridgeLog: $('bridge-log'), clearLog: $('clear-log'),
+  };
+
+  var state = {
+    mounts: [],
+    mcp: null,
+    tools: [],
+    tool: null,
+    lastCall: null, // { tool, arguments, result }
+    view: null,
+    theme: 'light',
+    displayMode: 'inline',
+    locale: 'en-US',
+    modelContext: null,
+  };
+  // For tests and debugging.
+  window.__preview = state;
+
+  // ------------------------------------------------------------------ MCP over streamable HTTP
+
+  // Splits an SSE byte stream into JSON-RPC messages (data of each event).
+  function SseParser(onMessage) {
+    var buffer = '';
+    return function (chunk, done) {
+      buffer += chunk;
+      buffer = buffer.replace(/\r\n?/g, '\n');
+      var parts = buffer.split('\n\n');
+      buffer = done ? '' : parts.pop();
+      parts.forEach(function (block) {
+        var data = [];
+        block.split('\n').forEach(function (line) {
+          if (line.indexOf('data:') === 0) data.push(line.slice(5).replace(/^ /, ''));
+        });
+        if (!data.length) return;
+        var text = data.join('\n');
+        if (!text.trim()) return;
+        try { onMessage(JSON.parse(text)); } catch (e) { log('error', 'in', 'unparsable SSE event', text); }
+      });
+    };
+  }
+
+  async function readSse(response, onMessage, signal) {
+    var reader = response.body.getReader();
+    var decoder = new TextDecoder();
+    var feed = SseParser(onMessage);
+    try {
+      for (;;) {
+        if (signal && signal.aborted) break;
+        var step = await reader.read();
+        if (step.done) { feed(decoder.decode(), true); break; }
+        feed(decoder.decode(step.value, { stream: true }), false);
+      }
+    } finally {
+      try { reader.releaseLock(); } catch (e) { /* already released */ }
+    }
+  }
+
+  function Mcp(mount) {
+    this.mount = mount;
+    this.path = mount.path;
+    this.sessionId = null;
+    this.protocolVersion = MCP_PROTOCOL_VERSION;
+    this.nextId = 1;
+    this.closed = false;
+    this.streamAbort = null;
+    this.onNotification = function () {};
+    this.onRecovered = function () {};
+  }
+
+  Mcp.prototype.headers = function (accept) {
+    var h = { 'Accept': accept, 'Content-Type': 'application/json' };
+    if (this.sessionId) h['Mcp-Session-Id'] = this.sessionId;
+    if (this.initialized) h['MCP-Protocol-Version'] = this.protocolVersion;
+    return h;
+  };
+
+  // One JSON-RPC request; resolves to the whole response message.
+  Mcp.prototype.request = async function (method, params, retried) {
+    var self = this;
+    var id = this.nextId++;
+    var message = { jsonrpc: '2.0', id: id, method: method, params: params || {} };
+    this.lastRequest = message;
+    var abort = new AbortController();
+    var timer = setTimeout(function () { abort.abort(); }, REQUEST_TIMEOUT_MS);
+    try {
+      var response = await fetch(this.path, {
+        method: 'POST', headers: this.headers('application/json, text/event-stream'),
+        body: JSON.stringify(message), signal: abort.signal,
+      });
+      if (method === 'initialize') {
+        var sid = response.headers.get('mcp-session-id');
+        if (sid) this.sessionId = sid;
+      }
+      if (response.status === 404 && this.sessionId && method !== 'initialize' && !retried) {
+        // The session ended (gateway restart, idle timeout): start a new one.
+        await this.connect();
+        return this.request(method, params, true);
+      }
+      var type = (response.headers.get('content-type') || '').toLowerCase();
+      var answer = null;
+      if (type.indexOf('text/event-stream') === 0) {
+        await readSse(response, function (msg) {
+          if (msg && msg.id === id && msg.method === undefined) answer = msg;
+          else if (msg && msg.method) self.onNotification(msg);
+        }, abort.signal);
+      } else {
+        var text = await response.text();
+        try { answer = text ? JSON.parse(text) : null; } catch (e) { answer = null; }
+        if (!answer || typeof answer !== 'object') {
+          throw new Error(method + ': HTTP ' + response.status + ' ' + text.slice(0, 300));
+        }
+      }
+      if (!answer) throw new Error(method + ': HTTP ' + response.status + ', no response in the stream');
+      return answer;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  // The result, or an Error carrying the JSON-RPC error.
+  Mcp.prototype.call = async function (method, params) {
+    var msg = await this.request(method, params);
+    if (msg.error) {
+      var err = new Error(method + ': ' + (msg.error.message || 'error ' + msg.error.code));
+      err.rpc = msg.error;
+      throw err;
+    }
+    return msg.result;
+  };
+
+  Mcp.prototype.notify = async function (method, params) {
+    var response = await fetch(this.path, {
+      method: 'POST', headers: this.headers('application/json, text/event-stream'),
+      body: JSON.stringify({ jsonrpc: '2.0', method: method, params: params || {} }),
+    });
+    if (!response.ok) throw new Error(method + ': HTTP ' + response.status);
+  };
+
+  Mcp.prototype.connect = async function () {
+    this.initialized = false;
+    this.sessionId = null;
+    var result = await this.call('initialize', {
+      protocolVersion: MCP_PROTOCOL_VERSION,
+      capabilities: {},
+      clientInfo: HOST_INFO,
+    });
+    this.serverInfo = result.serverInfo || {};
+    this.capabilities = result.capabilities || {};
+    if (typeof result.protocolVersion === 'string') this.protocolVersion = result.protocolVersion;
+    this.initialized = true;
+    await this.notify('notifications/initialized');
+    this.listen();
+    return result;
+  };
+
+  // The GET stream of the session: server-initiated notifications (list_changed
+  // when overlays are reloaded). Reopened after it ends, with a bounded backoff.
+  Mcp.prototype.listen = function () {
+    var self = this;
+    if (this.streamAbort) this.streamAbort.abort();
+    var abort = new AbortController();
+    this.streamAbort = abort;
+    var delay = 500;
+    (async function loop() {
+      while (!self.closed && !abort.signal.aborted) {
+        try {
+          var response = await fetch(self.path, {
+            method: 'GET', headers: self.headers('text/event-stream'), signal: abort.signal,
+          });
+          if (response.status === 405) { log('info', 'gateway', 'GET stream', 'not offered by this mount (405)'); return; }
+          if (response.status === 404 && self.sessionId) { self.recover(); return; }
+          if (response.ok && response.body) {
+            delay = 500;
+            self.streaming = true;
+            setConnection('connected', 'connected · listening');
+            await readSse(response, function (msg) { if (msg && msg.method) self.onNotification(msg); }, abort.signal);
+          }
+        } catch (e) {
+          if (abort.signal.aborted) return;
+        }
+        self.streaming = false;
+        if (self.closed || abort.signal.aborted) return;
+        setConnection('connecting', 'stream ended: reconnecting…');
+        await new Promise(function (r) { setTimeout(r, delay); });
+        delay = Math.min(delay * 2, 10000);
+      }
+    })();
+  };
+
+  // The session is gone (the gateway restarted, or it expired): start a new
+  // one, a bounded number of times, then list again.
+  Mcp.prototype.recover = async function () {
+    if (this.recovering || this.closed) return;
+    this.recovering = true;
+    setConnection('connecting', 'session ended: reconnecting…');
+    for (var attempt = 1; attempt <= 60 && !this.closed; attempt++) {
+      try {
+        await this.connect();
+        this.recovering = false;
+        this.onRecovered();
+        return;
+      } catch (e) {
+        await new Promise(function (r) { setTimeout(r, Math.min(1000 * attempt, 10000)); });
+      }
+    }
+    this.recovering = false;
+    if (!this.closed) setConnection('error', 'cannot reconnect: reload the page');
+  };
+
+  Mcp.prototype.close = function () {
+    this.closed = true;
+    if (this.streamAbort) this.streamAbort.abort();
+    if (this.sessionId) {
+      fetch(this.path, { method: 'DELETE', keepalive: true, headers: this.headers('application/json, text/event-stream') })
+        .catch(function () {});
+    }
+  };
+
+  // ------------------------------------------------------------------ page helpers
+
+  function pretty(value) {
+    try { return JSON.stringify(value, null, 2); } catch (e) { return String(value); }
+  }
+
+  function short(value) {
+    var text;
+    try { text = JSON.stringify(value); } catch (e) { text = String(value); }
+    return text === undefined ? '' : text.length > 160 ? text.slice(0, 157) + '…' : text;
+  }
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === 'text') node.textContent = attrs[k];
+      else if (k === 'className') node.className = attrs[k];
+      else node.setAttribute(k, attrs[k]);
+    });
+    (children || []).forEach(function (c) { if (c) node.appendChild(c); });
+    return node;
+  }
+
+  function log(kind, dir, method, detail) {
+    var item = el('li', { 'data-kind': kind }, [
+      el('span', { className: 'dir', text: dir === 'in' ? 'view →' : dir === 'out' ? '→ view' : dir }),
+      el('span', { className: 'method', text: method }),
+      document.createTextNode(detail === undefined ? '' : ' ' + (typeof detail === 'string' ? detail : short(detail))),
+    ]);
+    item.title = typeof detail === 'string' ? detail : pretty(detail);
+    ui.bridgeLog.appendChild(item);
+    while (ui.bridgeLog.childNodes.length > 300) ui.bridgeLog.removeChild(ui.bridgeLog.firstChild);
+    ui.bridgeLog.scrollTop = ui.bridgeLog.scrollHeight;
+  }
+
+  function side(kind, label, body, replaceKey) {
+    var placeholder = $('side-empty');
+    if (placeholder) placeholder.parentNode.removeChild(placeholder);
+    var existing = replaceKey ? ui.sidePanel.querySelector('[data-key="' + replaceKey + '"]') : null;
+    var item = el('li', { 'data-kind': kind }, [el('strong', { text: label }), body]);
+    if (replaceKey) item.setAttribute('data-key', replaceKey);
+    if (existing) ui.sidePanel.replaceChild(item, existing);
+    else ui.sidePanel.appendChild(item);
+  }
+
+  function setConnection(kind, text) {
+    ui.connection.setAttribute('data-state', kind);
+    ui.connection.textContent = text;
+  }
+
+  function uiMeta(tool) {
+    var meta = (tool && tool._meta) || {};
+    return (meta.ui && typeof meta.ui === 'object') ? meta.ui : {};
+  }
+
+  function resourceUriOf(tool) {
+    var meta = (tool && tool._meta) || {};
+    return uiMeta(tool).resourceUri || meta['ui/resourceUri'] || meta['openai/outputTemplate'] || null;
+  }
+
+  // ------------------------------------------------------------------ tools and forms
+
+  function renderToolList() {
+    ui.toolList.textContent = '';
+    ui.toolsEmpty.hidden = state.tools.length > 0;
+    state.tools.forEach(function (tool) {
+      var visibility = uiMeta(tool).visibility;
+      var badges = [];
+      if (resourceUriOf(tool)) badges.push(el('span', { className: 'badge widget', text: 'widget' }));
+      if (Array.isArray(visibility) && visibility.indexOf('model') < 0) {
+        badges.push(el('span', { className: 'badge', text: 'app only' }));
+      }
+      var button = el('button', { type: 'button', 'data-tool': tool.name }, [
+        el('span', { className: 'name', text: tool.name }, badges),
+        tool.title || (tool.annotations && tool.annotations.title)
+          ? el('span', { className: 'title', text: tool.title || tool.annotations.title }) : null,
+      ]);
+      if (state.tool && state.tool.name === tool.name) button.setAttribute('aria-current', 'true');
+      button.addEventListener('click', function () { selectTool(tool.name); });
+      ui.toolList.appendChild(el('li', {}, [button]));
+    });
+  }
+
+  function selectTool(name) {
+    var tool = state.tools.filter(function (t) { return t.name === name; })[0];
+    if (!tool) return;
+    state.tool = tool;
+    renderToolList();
+    ui.toolName.textContent = tool.title ? tool.title + ' (' + tool.name + ')' : tool.name;
+    ui.toolDescription.textContent = tool.description || '';
+    buildForm(tool.inputSchema || {});
+    ui.form.hidden = false;
+    ui.formError.hidden = true;
+  }
+
+  function schemaType(schema) {
+    var t = schema.type;
+    if (Array.isArray(t)) t = t.filter(function (x) { return x !== 'null'; })[0];
+    return t;
+  }
+
+  function buildForm(schema) {
+    ui.fields.textContent = '';
+    var props = (schema && schema.properties) || {};
+    var required = Array.isArray(schema.required) ? schema.required : [];
+    var names = Object.keys(props);
+    if (!names.length) {
+      ui.fields.appendChild(el('p', { className: 'muted', text: 'This tool takes no arguments.' }));
+    }
+    names.forEach(function (name) {
+      var prop = props[name] || {};
+      var type = schemaType(prop);
+      var id = 'arg-' + name;
+      var isRequired = required.indexOf(name) >= 0;
+      var label = el('label', { 'for': id, text: name + (isRequired ? ' *' : '') });
+      var input;
+      var kind;
+      if (Array.isArray(prop.enum)) {
+        kind = 'enum';
+        input = el('select', { id: id });
+        if (!isRequired) input.appendChild(el('option', { value: '', text: '(none)' }));
+        prop.enum.forEach(function (v, i) {
+          input.appendChild(el('option', { value: String(i), text: JSON.stringify(v) }));
+        });
+      } else if (type === 'boolean') {
+        kind = 'boolean';
+        input = el('input', { id: id, type: 'checkbox' });
+        if (prop.default === true) input.checked = true;
+      } else if (type === 'integer' || type === 'number') {
+        kind = type;
+        input = el('input', { id: id, type: 'number', step: type === 'integer' ? '1' : 'any' });
+        if (typeof prop.minimum === 'number') input.min = prop.minimum;
+        if (typeof prop.maximum === 'number') input.max = prop.maximum;
+        if (typeof prop.default === 'number') input.value = prop.default;
+      } else if (type === 'string') {
+        kind = 'string';
+        input = el('input', { id: id, type: 'text' });
+        if (typeof prop.default === 'string') input.value = prop.default;
+        if (prop.format) input.placeholder = prop.format;
+      } else {
+        kind = 'json';
+        input = el('textarea', { id: id, spellcheck: 'false' });
+        input.placeholder = type === 'array' ? '[ … ] (JSON)' : type === 'object' ? '{ … } (JSON)' : 'JSON value';
+        if (prop.default !== undefined) input.value = JSON.stringify(prop.default, null, 2);
+      }
+      input.setAttribute('data-arg', name);
+      input.setAttribute('data-kind', kind);
+      if (isRequired) input.setAttribute('data-required', 'true');
+      var hint = prop.description ? el('span', { className: 'hint', text: prop.description }) : null;
+      var typeHint = el('span', { className: 'hint', text: kind === 'json' ? (type || 'any') + ', as JSON' : kind });
+      var field = el('div', { className: 'field' + (kind === 'boolean' ? ' checkbox' : '') },
+        kind === 'boolean' ? [input, label, hint] : [label, input, hint || typeHint]);
+      field._prop = prop;
+      ui.fields.appendChild(field);
+    });
+  }
+
+  // The arguments the form holds, or throws an Error naming the field.
+  function collectArguments() {
+    var args = {};
+    Array.prototype.forEach.call(ui.fields.querySelectorAll('[data-arg]'), function (input) {
+      var name = input.getAttribute('data-arg');
+      var kind = input.getAttribute('data-kind');
+      var required = input.getAttribute('data-required') === 'true';
+      var prop = input.parentNode._prop || {};
+      if (kind === 'boolean') { args[name] = input.checked; return; }
+      var raw = input.value;
+      if (raw === '' || (kind === 'json' && !raw.trim())) {
+        if (required) throw new Error(name + ': required');
+        return;
+      }
+      if (kind === 'enum') { args[name] = prop.enum[Number(raw)]; return; }
+      if (kind === 'string') { args[name] = raw; return; }
+      if (kind === 'integer' || kind === 'number') {
+        var n = Number(raw);
+        if (!Number.isFinite(n)) throw new Error(name + ': not a number');
+        if (kind === 'integer' && !Number.isInteger(n)) throw new Error(name + ': not an integer');
+        args[name] = n;
+        return;
+      }
+      try { args[name] = JSON.parse(raw); } catch (e) { throw new Error(name + ': invalid JSON (' + e.message + ')'); }
+    });
+    return args;
+  }
+
+  ui.form.addEventListener('submit', function (event) {
+    event.preventDefault();
+    var tool = state.tool;
+    if (!tool) return;
+    var args;
+    try {
+      args = collectArguments();
+    } catch (e) {
+      ui.formError.textContent = e.message;
+      ui.formError.hidden = false;
+      return;
+    }
+    ui.formError.hidden = true;
+    callFromForm(tool, args);
+  });
+
+  async function callTool(params, origin) {
+    ui.requestOrigin.textContent = origin;
+    ui.resultState.textContent = '(waiting…)';
+    ui.rawResult.textContent = '…';
+    try {
+      // The body as sent (request() builds it before its first await).
+      var pending = state.mcp.request('tools/call', params);
+      ui.rawRequest.textContent = pretty(state.mcp.lastRequest);
+      var response = await pending;
+      ui.rawResult.textContent = pretty(response);
+      ui.resultState.textContent = response.error ? '(JSON-RPC error)' : response.result && response.result.isError ? '(isError)' : '(ok)';
+      return response;
+    } catch (e) {
+      ui.rawResult.textContent = String(e.message || e);
+      ui.resultState.textContent = '(failed)';
+      throw e;
+    }
+  }
+
+  async function callFromForm(tool, args) {
+    ui.callButton.disabled = true;
+    try {
+      var response = await callTool({ name: tool.name, arguments: args }, '(from the form)');
+      if (response.error) return;
+      state.lastCall = { tool: tool, arguments: args, result: response.result };
+      if (resourceUriOf(tool)) await renderWidget(tool, args, response.result);
+    } catch (e) {
+      /* shown in the result panel */
+    } finally {
+      ui.callButton.disabled = false;
+    }
+  }
+
+  // ------------------------------------------------------------------ host context
+
+  function hostContext(tool) {
+    var ctx = {
+      theme: state.theme,
+      displayMode: state.displayMode,
+      availableDisplayModes: DISPLAY_MODES.slice(),
+      locale: state.locale,
+      timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+      userAgent: navigator.userAgent,
+      platform: 'web',
+      deviceCapabilities: { touch: navigator.maxTouchPoints > 0, hover: true },
+      safeAreaInsets: { top: 0, right: 0, bottom: 0, left: 0 },
+      containerDimensions: { maxHeight: 2000 },
+    };
+    if (tool) ctx.toolInfo = { tool: tool };
+    return ctx;
+  }
+
+  function changeHostContext(partial) {
+    Object.keys(partial).forEach(function (k) { state[k] = partial[k]; });
+    document.body.setAttribute('data-theme', state.theme);
+    ui.theme.value = state.theme;
+    ui.displayMode.value = state.displayMode;
+    ui.locale.value = state.locale;
+    applyDisplayMode();
+    var view = state.view;
+    if (view && view.initialized) notifyView(view, 'ui/notifications/host-context-changed', partial);
+  }
+
+  function applyDisplayMode() {
+    ui.widgetHost.setAttribute('data-display-mode', state.displayMode);
+    ui.exitMode.hidden = state.displayMode === 'inline' || !state.view;
+  }
+
+  ui.theme.addEventListener('change', function () { changeHostContext({ theme: ui.theme.value }); });
+  ui.displayMode.addEventListener('change', function () { changeHostContext({ displayMode: ui.displayMode.value }); });
+  ui.locale.addEventListener('change', function () { changeHostContext({ locale: ui.locale.value }); });
+  ui.exitMode.addEventListener('click', function () { changeHostContext({ displayMode: 'inline' }); });
+  ui.clearLog.addEventListener('click', function () { ui.bridgeLog.textContent = ''; });
+
+  // ------------------------------------------------------------------ the widget and its bridge
+
+  // Runs inside the widget document (serialized into it): window.openai for
+  // widgets written against ChatGPT, on top of the same ui/* bridge.
+  function openaiCompat(init) {
+    var seq = 0;
+    var pending = {};
+    var bridgeSeen = false;
+    var globals = {
+      toolInput: init.toolInput, toolOutput: init.toolOutput, toolResponseMetadata: init.toolResponseMetadata,
+      widgetState: null, theme: init.theme, displayMode: init.displayMode, locale: init.locale,
+      maxHeight: init.maxHeight, safeArea: { insets: { top: 0, right: 0, bottom: 0, left: 0 } },
+      userAgent: { device: { type: 'desktop' }, capabilities: { hover: true, touch: false } },
+      view: { mode: init.displayMode, params: null },
+    };
+    function post(message) { window.parent.postMessage(message, '*'); }
+    function request(method, params) {
+      var id = 'openai:' + (++seq);
+      return new Promise(function (resolve, reject) {
+        pending[id] = { resolve: resolve, reject: reject };
+        post({ jsonrpc: '2.0', id: id, method: method, params: params });
+      });
+    }
+    function setGlobals(partial) {
+      Object.keys(partial).forEach(function (k) { globals[k] = partial[k]; });
+      if (partial.displayMode) globals.view = { mode: partial.displayMode, params: null };
+      window.dispatchEvent(new CustomEvent('openai:set_globals', { detail: { globals: partial } }));
+    }
+    var api = {
+      callTool: function (name, args) { return request('tools/call', { name: name, arguments: args || {} }); },
+      sendFollowUpMessage: function (o) {
+        return request('ui/message', { role: 'user', content: [{ type: 'text', text: String((o && o.prompt) || '') }] })
+          .then(function () {});
+      },
+      openExternal: function (o) { return request('ui/open-link', { url: String((o && o.href) || '') }).then(function () {}); },
+      requestDisplayMode: function (o) {
+        return request('ui/request-display-mode', { mode: o && o.mode }).then(function (r) {
+          setGlobals({ displayMode: r.mode });
+          return { mode: r.mode };
+        });
+      },
+      setWidgetState: function (s) {
+        setGlobals({ widgetState: s });
+        return request('ui/update-model-context', { structuredContent: { widgetState: s } }).then(function () {});
+      },
+      notifyIntrinsicHeight: function (h) {
+        post({ jsonrpc: '2.0', method: 'ui/notifications/size-changed', params: { height: Math.ceil(Number(h) || 0) } });
+      },
+      requestClose: function () { post({ jsonrpc: '2.0', method: 'ui/notifications/request-teardown', params: {} }); },
+    };
+    Object.keys(globals).forEach(function (k) {
+      Object.defineProperty(api, k, { enumerable: true, get: function () { return globals[k]; } });
+    });
+    window.openai = api;
+    window.addEventListener('message', function (event) {
+      if (event.source !== window.parent) return;
+      var m = event.data;
+      if (!m || typeof m !== 'object' || m.jsonrpc !== '2.0') return;
+      if (m.method === undefined) {
+        var waiter = pending[m.id];
+        if (waiter) {
+          delete pending[m.id];
+          if (m.error) waiter.reject(new Error(m.error.message || 'error ' + m.error.code));
+          else waiter.resolve(m.result);
+        } else if (m.result && m.result.protocolVersion && m.result.hostContext) {
+          bridgeSeen = true; // the widget initialised the bridge itself
+        }
+        return;
+      }
+      var p = m.params || {};
+      if (m.method === 'ui/notifications/tool-input') setGlobals({ toolInput: p.arguments || {} });
+      else if (m.method === 'ui/notifications/tool-result') {
+        setGlobals({ toolOutput: p.structuredContent === undefined ? null : p.structuredContent,
+          toolResponseMetadata: p._meta === undefined ? null : p._meta });
+      } else if (m.method === 'ui/notifications/host-context-changed') {
+        var g = {};
+        ['theme', 'displayMode', 'locale'].forEach(function (k) { if (p[k] !== undefined) g[k] = p[k]; });
+        if (Object.keys(g).length) setGlobals(g);
+      }
+    });
+    // A widget that only knows window.openai never starts the bridge: start it for it.
+    window.addEventListener('load', function () {
+      setTimeout(function () {
+        if (bridgeSeen) return;
+        request('ui/initialize', {
+          appInfo: { name: 'window.openai', version: '1.0.0' }, appCapabilities: {}, protocolVersion: init.protocolVersion,
+        }).then(function () {
+          post({ jsonrpc: '2.0', method: 'ui/notifications/initialized', params: {} });
+        }, function () {});
+      }, 800);
+    });
+  }
+
+  function safeJson(value) {
+    return JSON.stringify(value === undefined ? null : value)
+      .replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  }
+
+  // The widget document: the resource's HTML with the window.openai object first in <head>.
+  function prepareHtml(html, init) {
+    var script = '<script>(' + openaiCompat.toString() + ')(' + safeJson(init) + ');</script>';
+    var head = /<head\b[^>]*>/i.exec(html);
+    if (head) return html.slice(0, head.index + head[0].length) + script + html.slice(head.index + head[0].length);
+    var htmlTag = /<html\b[^>]*>/i.exec(html);
+    if (htmlTag) {
+      var at = htmlTag.index + htmlTag[0].length;
+      return html.slice(0, at) + '<head>' + script + '</head>' + html.slice(at);
+    }
+    return script + html;
+  }
+
+  // _meta.ui.permissions -> the iframe's allow attribute.
+  function allowAttribute(permissions) {
+    var features = { camera: 'camera', microphone: 'microphone', geolocation: 'geolocation', clipboardWrite: 'clipboard-write' };
+    return Object.keys(permissions || {}).filter(function (k) {
+      return features[k] && permissions[k];
+    }).map(function (k) { return features[k]; }).join('; ');
+  }
+
+  function decodeContent(content) {
+    if (typeof content.text === 'string') return content.text;
+    if (typeof content.blob === 'string') {
+      var bin = atob(content.blob);
+      var bytes = new Uint8Array(bin.length);
+      for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      return new TextDecoder().decode(bytes);
+    }
+    throw new Error('the resource has neither text nor blob');
+  }
+
+  function postToView(view, message) {
+    if (view.iframe.contentWindow) view.iframe.contentWindow.postMessage(message, '*');
+  }
+
+  function notifyView(view, method, params) {
+    log('info', 'out', method, params);
+    postToView(view, { jsonrpc: '2.0', method: method, params: params });
+  }
+
+  function requestView(view, method, params, timeoutMs) {
+    var id = 'host:' + (view.nextId++);
+    log('info', 'out', method, params);
+    return new Promise(function (resolve, reject) {
+      var timer = setTimeout(function () {
+        delete view.pending[id];
+        reject(new Error(method + ': no answer within ' + timeoutMs + ' ms'));
+      }, timeoutMs);
+      view.pending[id] = { resolve: resolve, reject: reject, timer: timer };
+      postToView(view, { jsonrpc: '2.0', id: id, method: method, params: params });
+    });
+  }
+
+  async function teardown(view) {
+    if (!view || view.closed) return;
+    if (view.initialized) {
+      try { await requestView(view, 'ui/resource-teardown', {}, 1000); } catch (e) { /* removed anyway */ }
+    }
+    view.closed = true;
+    if (view.iframe.parentNode) view.iframe.parentNode.removeChild(view.iframe);
+  }
+
+  async function renderWidget(tool, args, result, onlyIfChanged) {
+    var uri = resourceUriOf(tool);
+    var read;
+    try {
+      read = await state.mcp.call('resources/read', { uri: uri });
+    } catch (e) {
+      log('error', 'gateway', 'resources/read', e.message);
+      ui.widgetUri.textContent = uri + ' (could not be read: ' + e.message + ')';
+      return;
+    }
+    var content = (read.contents || []).filter(function (c) { return c && c.uri === uri; })[0] || (read.contents || [])[0];
+    if (!content) { log('error', 'gateway', 'resources/read', 'no contents for ' + uri); return; }
+    var meta = (content._meta && content._meta.ui) || {};
+    var csp = meta.csp || {};
+    var html = decodeContent(content);
+    var current = state.view;
+    if (onlyIfChanged && current && !current.closed && current.uri === uri && current.source === html
+      && JSON.stringify(current.meta) === JSON.stringify(meta)) {
+      log('info', 'host', 'reload', uri + ' is unchanged: kept');
+      return;
+    }
+    var init = {
+      toolInput: args,
+      toolOutput: result && result.structuredContent !== undefined ? result.structuredContent : null,
+      toolResponseMetadata: result && result._meta !== undefined ? result._meta : null,
+      theme: state.theme, displayMode: state.displayMode, locale: state.locale, maxHeight: 2000,
+      protocolVersion: APPS_PROTOCOL_VERSION,
+    };
+    await teardown(state.view);
+    var iframe = el('iframe', {
+      title: 'Widget of ' + tool.name,
+      sandbox: 'allow-scripts allow-forms',
+      referrerpolicy: 'no-referrer',
+      src: '/preview/sandbox?csp=' + encodeURIComponent(JSON.stringify(csp)),
+    });
+    if (meta.prefersBorder) iframe.className = 'bordered';
+    var allow = allowAttribute(meta.permissions);
+    if (allow) iframe.setAttribute('allow', allow);
+    var view = {
+      iframe: iframe, tool: tool, uri: uri, csp: csp, arguments: args, result: result,
+      html: prepareHtml(html, init), source: html, meta: meta, initialized: false, closed: false, nextId: 1, pending: {},
+      mimeType: content.mimeType,
+    };
+    state.view = view;
+    ui.widgetEmpty.hidden = true;
+    ui.widgetUri.textContent = uri;
+    ui.widgetHost.appendChild(iframe);
+    applyDisplayMode();
+    log('info', 'host', 'render', uri + ' · ' + content.mimeType + ' · csp ' + short(csp));
+  }
+
+  function respond(view, id, result) {
+    log('info', 'out', '(result)', result);
+    postToView(view, { jsonrpc: '2.0', id: id, result: result });
+  }
+
+  function respondError(view, id, code, message) {
+    log('error', 'out', '(error)', message);
+    postToView(view, { jsonrpc: '2.0', id: id, error: { code: code, message: message } });
+  }
+
+  function onViewMessage(view, msg) {
+    if (msg.method === 'ui/notifications/sandbox-proxy-ready') {
+      postToView(view, { jsonrpc: '2.0', method: 'ui/notifications/sandbox-resource-ready', params: { html: view.html } });
+      return;
+    }
+    if (msg.method === undefined) {
+      var waiter = view.pending[msg.id];
+      if (!waiter) return;
+      delete view.pending[msg.id];
+      clearTimeout(waiter.timer);
+      log(msg.error ? 'error' : 'info', 'in', '(result)', msg.error || msg.result);
+      if (msg.error) waiter.reject(new Error(msg.error.message)); else waiter.resolve(msg.result);
+      return;
+    }
+    var params = msg.params || {};
+    var isRequest = msg.id !== undefined && msg.id !== null;
+    log('info', 'in', msg.method, params);
+    if (!isRequest) {
+      onViewNotification(view, msg.method, params);
+      return;
+    }
+    onViewRequest(view, msg.id, msg.method, params).then(function (result) {
+      if (!view.closed) respond(view, msg.id, result);
+    }, function (err) {
+      if (!view.closed) respondError(view, msg.id, err.code || -32000, err.message || String(err));
+    });
+  }
+
+  function onViewNotification(view, method, params) {
+    switch (method) {
+      case 'ui/notifications/initialized':
+        if (view.initialized) return;
+        view.initialized = true;
+        notifyView(view, 'ui/notifications/tool-input', { arguments: view.arguments || {} });
+        if (view.result) notifyView(view, 'ui/notifications/tool-result', view.result);
+        break;
+      case 'ui/notifications/size-changed':
+        if (typeof params.height === 'number' && params.height > 0) {
+          view.iframe.style.height = Math.min(Math.max(Math.ceil(params.height), 60), 2000) + 'px';
+        }
+        break;
+      case 'ui/notifications/request-teardown':
+        side('info', 'Teardown requested', el('pre', { text: 'The widget asked to be closed.' }));
+        break;
+      default:
+        break;
+    }
+  }
+
+  async function onViewRequest(view, id, method, params) {
+    switch (method) {
+      case 'ui/initialize':
+        return {
+          protocolVersion: APPS_PROTOCOL_VERSION,
+          hostInfo: HOST_INFO,
+          hostCapabilities: {
+            openLinks: {}, serverTools: {}, serverResources: {}, logging: {},
+            updateModelContext: { text: {}, structuredContent: {} },
+            message: { text: {} },
+            sandbox: { csp: view.csp },
+          },
+          hostContext: hostContext(view.tool),
+        };
+      case 'ping':
+        return {};
+      case 'tools/call': {
+        var response = await callTool(params, '(from the widget)');
+        if (response.error) {
+          var err = new Error(response.error.message);
+          err.code = response.error.code;
+          throw err;
+        }
+        return response.result;
+      }
+      case 'resources/read':
+        return state.mcp.call('resources/read', params);
+      case 'ui/open-link': {
+        var url = String(params.url || '');
+        if (!/^https?:\/\//i.test(url)) {
+          var denied = new Error('only http and https links are opened');
+          denied.code = -32000;
+          throw denied;
+        }
+        var link = el('a', { href: url, target: '_blank', rel: 'noopener noreferrer', text: url });
+        side('link', 'Link the widget opens', link);
+        return {};
+      }
+      case 'ui/message': {
+        var text = (Array.isArray(params.content) ? params.content : [params.content]).map(function (c) {
+          return c && c.type === 'text' ? c.text : pretty(c);
+        }).join('\n');
+        side('message', 'Message to the model (' + (params.role || 'user') + ')', el('pre', { text: text }));
+        return {};
+      }
+      case 'ui/update-model-context':
+        state.modelContext = params;
+        side('context', 'Model context (latest)', el('pre', { text: pretty(params) }), 'model-context');
+        return {};
+      case 'ui/request-display-mode': {
+        var mode = DISPLAY_MODES.indexOf(params.mode) >= 0 ? params.mode : state.displayMode;
+        if (mode !== state.displayMode) changeHostContext({ displayMode: mode });
+        return { mode: mode };
+      }
+      default: {
+        var unknown = new Error('Method not found: ' + method);
+        unknown.code = -32601;
+        throw unknown;
+      }
+    }
+  }
+
+  window.addEventListener('message', function (event) {
+    var view = state.view;
+    if (!view || view.closed || event.source !== view.iframe.contentWindow) return;
+    var msg = event.data;
+    if (!msg || typeof msg !== 'object' || msg.jsonrpc !== '2.0') return;
+    onViewMessage(view, msg);
+  });
+
+  // ------------------------------------------------------------------ overlay reloads
+
+  var relistTimer = null;
+  var relisting = Promise.resolve();
+  function onServerNotification(msg) {
+    log('info', 'gateway', msg.method, msg.params || {});
+    if (msg.method === 'notifications/tools/list_changed' || msg.method === 'notifications/resources/list_changed') {
+      clearTimeout(relistTimer);
+      // One re-list at a time, in order.
+      relistTimer = setTimeout(function () { relisting = relisting.then(relist).catch(function (e) { log('error', 'host', 'reload', e.message); }); }, 60);
+    }
+  }
+
+  // Lists again; a widget on screen whose resource changed is rendered again
+  // with the same input and result.
+  async function relist() {
+    try {
+      await listTools();
+    } catch (e) {
+      log('error', 'gateway', 'tools/list', e.message);
+      return;
+    }
+    if (state.tool) {
+      var fresh = state.tools.filter(function (t) { return t.name === state.tool.name; })[0];
+      if (fresh) { state.tool = fresh; renderToolList(); }
+    }
+    var view = state.view;
+    if (!view) return;
+    var tool = state.tools.filter(function (t) { return t.name === view.tool.name; })[0] || view.tool;
+    state.reloads = (state.reloads || 0) + 1;
+    await renderWidget(tool, view.arguments, view.result, true);
+  }
+
+  async function listTools() {
+    var tools = [];
+    var cursor;
+    for (var page = 0; page < 50; page++) {
+      var result = await state.mcp.call('tools/list', cursor ? { cursor: cursor } : {});
+      tools = tools.concat(result.tools || []);
+      cursor = result.nextCursor;
+      if (!cursor) break;
+    }
+    state.tools = tools;
+    renderToolList();
+  }
+
+  // ------------------------------------------------------------------ start
+
+  async function connect(mount) {
+    if (state.mcp) state.mcp.close();
+    await teardown(state.view);
+    state.view = null;
+    state.tool = null;
+    state.tools = [];
+    ui.form.hidden = true;
+    ui.widgetEmpty.hidden = false;
+    ui.widgetUri.textContent = '';
+    ui.toolName.textContent = 'Choose a tool';
+    ui.toolDescription.textContent = '';
+    renderToolList();
+    setConnection('connecting', 'connecting…');
+    var mcp = new Mcp(mount);
+    mcp.onNotification = onServerNotification;
+    mcp.onRecovered = function () {
+      log('info', 'gateway', 'session', 'new session ' + mcp.sessionId);
+      relisting = relisting.then(relist).catch(function (e) { log('error', 'host', 'reload', e.message); });
+    };
+    state.mcp = mcp;
+    try {
+      await mcp.connect();
+      var info = mcp.serverInfo || {};
+      ui.server.textContent = mount.path + ' → ' + (info.name || '?') + (info.version ? ' ' + info.version : '');
+      await listTools();
+      if (!mcp.streaming) setConnection('connected', 'connected');
+    } catch (e) {
+      setConnection('error', 'error: ' + e.message);
+    }
+  }
+
+  async function start() {
+    if (window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches) state.theme = 'dark';
+    changeHostContext({ theme: state.theme });
+    try {
+      var response = await fetch('/preview/mounts.json', { headers: { Accept: 'application/json' } });
+      state.mounts = (await response.json()).mounts || [];
+    } catch (e) {
+      setConnection('error', 'cannot list the mounts: ' + e.message);
+      return;
+    }
+    state.mounts.forEach(function (m, i) {
+      ui.mount.appendChild(el('option', { value: String(i), text: m.name + ' (' + m.path + ')' }));
+    });
+    ui.mount.addEventListener('change', function () { connect(state.mounts[Number(ui.mount.value)]); });
+    if (state.mounts.length) await connect(state.mounts[0]);
+    else setConnection('error', 'no mounts');
+  }
+
+  window.addEventListener('pagehide', function () { if (state.mcp) state.mcp.close(); });
+  start();
+})();

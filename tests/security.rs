@@ -1,0 +1,310 @@
+//! Security properties, each with a test. Covered elsewhere and cited in
+//! RELIABILITY.md: Host and Origin checks (`bad_input::dns_rebinding_and_cors`,
+//! `server::tests`), sealed session ids that cannot be forged or opened with
+//! another key (`session::tests::ids_are_unlinkable_and_unforgeable`,
+//! `sessions::two_replicas_with_one_key_serve_one_session_alternately`,
+//! `sessions::stdio_sessions_belong_to_their_process`), and symlinks out of
+//! the overlay directory (`overlay::tests::symlinks_out_of_the_overlay_directory_are_refused`).
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hyper::{Method, StatusCode};
+use mcp_ui_gateway::config::Config;
+use support::clients::{post_json, request_raw};
+use support::gateway::{self as gw, TestGateway};
+use support::upstreams::{HttpFlavor, start_http};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"security-test","version":"1"}}}"#;
+const BOUND: Duration = Duration::from_secs(30);
+/// What the test sends as a bearer token and as the session key: neither may
+/// appear in any log line.
+const TOKEN: &str = "tok-5ecret-7f3a9c1e2b4d";
+const KEY: &str = "5ec12e7ab1e5ec12e7ab1e5ec12e7ab1e5ec12e7ab1e5ec12e7ab1e5ec12e7ab";
+
+#[test]
+fn a_non_loopback_bind_is_warned_about_and_loopback_is_not() {
+    let at = |listen: &str| Config {
+        listen: listen.parse().unwrap(),
+        ..Config::default()
+    };
+    for quiet in ["127.0.0.1:8787", "127.0.0.2:1", "[::1]:8787"] {
+        assert_eq!(at(quiet).exposure_warning(), None, "{quiet}");
+    }
+    for loud in ["0.0.0.0:8787", "[::]:8787", "192.0.2.10:8787"] {
+        let w = at(loud)
+            .exposure_warning()
+            .unwrap_or_else(|| panic!("{loud}"));
+        assert!(
+            w.contains("non-loopback") && w.contains("allowed_hosts"),
+            "{w}"
+        );
+    }
+    // The default is loopback.
+    assert_eq!(Config::default().exposure_warning(), None);
+}
+
+/// Runs the binary on loopback at trace level in front of `upstream`, with the
+/// session key in the environment; returns its address and the child.
+fn start_binary(upstream: &str, dir: &std::path::Path) -> (String, std::process::Child) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--upstream", upstream])
+        .current_dir(dir)
+        .env("RUST_LOG", "trace")
+        .env("MCP_UI_GATEWAY_SESSION_KEY", KEY)
+        .env("MCP_UI_GATEWAY_SHUTDOWN_GRACE_SECS", "2")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the gateway");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "the gateway exited before printing its endpoint"
+        );
+        if let Some(rest) = line.trim().strip_prefix("MCP endpoint: ") {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in stdout.lines() {});
+    (url, child)
+}
+
+#[tokio::test]
+async fn tokens_and_the_session_key_are_never_logged() {
+    let upstream = start_http(HttpFlavor::StatefulSse).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (url, mut child) = start_binary(&upstream.url, dir.path());
+    let mut stderr = child.stderr.take().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut all = String::new();
+        let _ = stderr.read_to_string(&mut all);
+        all
+    });
+    let bearer = format!("Bearer {TOKEN}");
+    let (status, headers, body) = post_json(&url, &[("authorization", &bearer)], INIT).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    for body in [
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#,
+    ] {
+        let (status, _, _) = post_json(
+            &url,
+            &[("authorization", &bearer), ("mcp-session-id", &sid)],
+            body,
+        )
+        .await;
+        assert!(status.is_success(), "{status}");
+    }
+    // A refused request with the token is not logged with it either.
+    let (status, _, _) = post_json(
+        &url,
+        &[("authorization", &bearer), ("host", "evil.example")],
+        INIT,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = wait_exit(&mut child);
+    let log = log.join().unwrap();
+    assert!(exit.success(), "exit {exit}\n{log}");
+    assert!(
+        log.contains("TRACE") || log.contains("DEBUG"),
+        "trace logging was on:\n{log}"
+    );
+    assert!(!log.contains(TOKEN), "the bearer token was logged:\n{log}");
+    assert!(!log.contains(KEY), "the session key was logged");
+    assert!(
+        !log.contains("non-loopback"),
+        "a loopback bind warns about exposure:\n{log}"
+    );
+}
+
+fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "the gateway did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn configuration_errors_do_not_print_the_session_key() {
+    let dir = tempfile::tempdir().unwrap();
+    // Right length, not hexadecimal from the 'z' on: invalid.
+    let bad = format!("{}z", &KEY[..63]);
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "http://127.0.0.1:9/mcp",
+        ])
+        .current_dir(dir.path())
+        .env("MCP_UI_GATEWAY_SESSION_KEY", &bad)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        all.contains("session_key"),
+        "the error names the field: {all}"
+    );
+    assert!(!all.contains(&KEY[..40]), "the key was printed: {all}");
+}
+
+#[tokio::test]
+async fn widget_html_is_served_only_as_an_mcp_resource() {
+    let mut config = gw::test_config();
+    config.overlays = concat!(env!("CARGO_MANIFEST_DIR"), "/overlays").into();
+    config.preview = Some(false);
+    config.upstreams = vec![gw::demo_stdio("demo")];
+    let g = TestGateway::start_with(config).await;
+    let widget_marker = "<title>Task board";
+    for path in [
+        "/",
+        "/mcp",
+        "/index.html",
+        "/widgets/task-board/index.html",
+        "/overlays/widgets/task-board/index.html",
+        "/task-board/index.html",
+        "/ui/task-board",
+        "/ui://task-board/index.html",
+        "/preview",
+        "/preview/",
+        "/../overlays/widgets/task-board/index.html",
+        "/%2e%2e/overlays/widgets/task-board/index.html",
+    ] {
+        for accept in ["text/html", "*/*", "text/event-stream"] {
+            let (status, _, body) =
+                request_raw(Method::GET, &g.url_for(path), &[("accept", accept)], "").await;
+            let text = String::from_utf8_lossy(&body);
+            assert!(
+                !text.contains(widget_marker),
+                "GET {path} ({accept}) served the widget: {status}"
+            );
+        }
+    }
+    // Through MCP it is there: resources/read of the listed URI.
+    let url = g.url();
+    let (_, headers, _) = post_json(&url, &[], INIT).await;
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let (_, _, body) = post_json(
+        &url,
+        &[("mcp-session-id", &sid)],
+        r#"{"jsonrpc":"2.0","id":2,"method":"resources/list"}"#,
+    )
+    .await;
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let uri = v["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|r| {
+            r["uri"]
+                .as_str()
+                .filter(|u| u.starts_with("ui://task-board/"))
+        })
+        .expect("the widget is listed")
+        .to_owned();
+    let read = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{{"uri":"{uri}"}}}}"#
+    );
+    let (_, _, body) = post_json(&url, &[("mcp-session-id", &sid)], read).await;
+    assert!(String::from_utf8_lossy(&body).contains("Task board"));
+}
+
+#[tokio::test]
+async fn upstream_headers_cannot_inject_headers_downstream() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let mut got = 0;
+                // The request head and its small body.
+                loop {
+                    match s.read(&mut buf[got..]).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got += n,
+                    }
+                    let text = String::from_utf8_lossy(&buf[..got]);
+                    if text.contains("\r\n\r\n") && text.trim_end().ends_with('}') {
+                        break;
+                    }
+                }
+                let body = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"odd","version":"0"}}}"#;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\n\
+                     content-type: application/json\r\n\
+                     content-length: {}\r\n\
+                     set-cookie: session=stolen; Path=/\r\n\
+                     connection: keep-alive, x-evil\r\n\
+                     x-evil: 1\r\n\
+                     keep-alive: timeout=999\r\n\
+                     upgrade: h2c\r\n\
+                     trailer: x-late\r\n\
+                     proxy-authenticate: Basic realm=\"x\"\r\n\
+                     access-control-allow-origin: *\r\n\
+                     access-control-allow-credentials: true\r\n\
+                     location: https://evil.example/\r\n\
+                     content-security-policy: default-src *\r\n\
+                     mcp-session-id: upstream-chosen-id\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(head.as_bytes()).await;
+                let _ = s.write_all(body.as_bytes()).await;
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    let g = TestGateway::start(vec![gw::http("odd", &upstream)]).await;
+    let (status, headers, body) = post_json(&g.url(), &[], INIT).await;
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(text.contains("\"odd\""), "the body passes: {text}");
+    for name in [
+        "set-cookie",
+        "x-evil",
+        "keep-alive",
+        "upgrade",
+        "trailer",
+        "proxy-authenticate",
+        "access-control-allow-origin",
+        "access-control-allow-credentials",
+        "location",
+        "content-security-policy",
+    ] {
+        assert!(!headers.contains_key(name), "{name} passed: {headers:?}");
+    }
+    let sid = headers["mcp-session-id"].to_str().unwrap();
+    assert_ne!(
+        sid, "upstream-chosen-id",
+        "the session id is sealed, not relayed"
+    );
+    assert!(sid.len() > 40, "{sid}");
+}
