@@ -109,8 +109,18 @@ impl Parser {
                 b'\r' if i + 1 == b.len() => break,
                 b'\r' => 1,
                 _ => {
-                    i += 1;
-                    continue;
+                    // Skip to the next line ending at memchr speed: event
+                    // data is long lines, boundaries are rare.
+                    match memchr::memchr2(b'\n', b'\r', &b[i..]) {
+                        Some(offset) => {
+                            i += offset;
+                            continue;
+                        }
+                        None => {
+                            i = b.len();
+                            break;
+                        }
+                    }
                 }
             };
             let next = i + eol;
