@@ -21,6 +21,8 @@
 //! included; every wait is bounded; only 127.0.0.1 is used. The tests take turns
 //! (one Chromium at a time).
 
+mod support;
+
 use std::io::{BufRead as _, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -30,6 +32,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::process::{descendants, signal};
 
 /// Set to `1` to skip (instead of fail) when the peers are not installed.
 const SKIP_ENV: &str = "MCP_UI_SKIP_PEERS";
@@ -339,48 +342,6 @@ fn truncate(s: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}… ({} bytes)", &s[..end], s.len())
-}
-
-/// Sends a signal to PIDs with kill(1) (the crate forbids `unsafe`, so no libc).
-fn signal(sig: &str, pids: &[u32]) {
-    if pids.is_empty() {
-        return;
-    }
-    let _ = Command::new("kill")
-        .args(["-s", sig, "--"])
-        .args(pids.iter().map(u32::to_string))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
-/// Every live process below `root`, from /proc.
-fn descendants(root: u32) -> Vec<u32> {
-    let table: Vec<(u32, u32, char)> = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
-            let state = rest.next()?.chars().next()?;
-            let ppid = rest.next()?.parse().ok()?;
-            Some((pid, ppid, state))
-        })
-        .collect();
-    let mut found = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(parent) = frontier.pop() {
-        for &(pid, ppid, state) in &table {
-            if ppid == parent && !found.contains(&pid) && state != 'Z' && state != 'X' {
-                found.push(pid);
-                frontier.push(pid);
-            }
-        }
-    }
-    found
 }
 
 // ---------------------------------------------------------------------------------------

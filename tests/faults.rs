@@ -11,6 +11,7 @@ use hyper::{Method, StatusCode};
 use serde_json::Value;
 use support::clients::{open_sse, post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
+use support::process::copy_dir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -631,19 +632,6 @@ async fn overlay_directory_unreadable_keeps_the_last_good_overlays() {
 async fn assert_good_serves_at(url: &str) {
     let (status, _, body) = post_json(url, &[], INIT).await;
     assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 #[tokio::test]

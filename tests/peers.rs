@@ -13,6 +13,8 @@
 //! is killed by PID when the test ends, panics included; every wait is bounded. The tests
 //! are heavy for a 2-core machine, so they take turns on one async mutex.
 
+mod support;
+
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -20,6 +22,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::process::{descendants, process_table, signal};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{Mutex, MutexGuard, mpsc};
@@ -319,53 +322,6 @@ fn truncate(s: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}… ({} bytes)", &s[..end], s.len())
-}
-
-/// Sends a signal to PIDs with kill(1) (the crate forbids `unsafe`, so no libc here).
-fn signal(sig: &str, pids: &[u32]) {
-    if pids.is_empty() {
-        return;
-    }
-    let _ = std::process::Command::new("kill")
-        .args(["-s", sig, "--"])
-        .args(pids.iter().map(u32::to_string))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
-/// (pid, ppid, state) of every process, from /proc.
-fn process_table() -> Vec<(u32, u32, char)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
-            let state = rest.next()?.chars().next()?;
-            let ppid = rest.next()?.parse().ok()?;
-            Some((pid, ppid, state))
-        })
-        .collect()
-}
-
-/// Every live process below `root`.
-fn descendants(root: u32) -> Vec<u32> {
-    let table = process_table();
-    let mut found = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(p) = frontier.pop() {
-        for &(pid, ppid, state) in &table {
-            if ppid == p && !found.contains(&pid) && state != 'Z' && state != 'X' {
-                found.push(pid);
-                frontier.push(pid);
-            }
-        }
-    }
-    found
 }
 
 fn alive(pid: u32) -> bool {

@@ -15,6 +15,8 @@
 //! (`bash scripts/install-peers.sh`) fail it. Every process started here is killed by PID
 //! when the test ends, panics included; every wait is bounded; only 127.0.0.1 is used.
 
+mod support;
+
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -24,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::process::{copy_dir, descendants};
 
 const SKIP_ENV: &str = "MCP_UI_SKIP_PEERS";
 /// The gateway must print its URLs within this.
@@ -206,36 +209,6 @@ impl Drop for Proc {
     }
 }
 
-/// Every live process below `root`, from /proc.
-fn descendants(root: u32) -> Vec<u32> {
-    let table: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let ppid = stat[stat.rfind(')')? + 1..]
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            Some((pid, ppid))
-        })
-        .collect();
-    let mut found = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(parent) = frontier.pop() {
-        for &(pid, ppid) in &table {
-            if ppid == parent && !found.contains(&pid) {
-                found.push(pid);
-                frontier.push(pid);
-            }
-        }
-    }
-    found
-}
-
 /// The gateway binary on 127.0.0.1:0 in front of the bundled demo with `overlays`;
 /// returns it with the lines it printed up to its first endpoint line.
 fn start_gateway(overlays: &Path, extra: &[&str]) -> (Proc, Vec<String>) {
@@ -290,19 +263,6 @@ fn http_get(base: &str, path: &str) -> (u16, String, String) {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     (status, head.to_ascii_lowercase(), body.to_owned())
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -39,6 +39,7 @@ use mcp_ui_gateway::live::Reloaded;
 use serde_json::{Value, json};
 use support::clients::{SseReader, open_sse, parse_sse};
 use support::gateway::{self as gw, TestGateway};
+use support::process::copy_dir;
 use tokio::net::TcpListener;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -73,20 +74,6 @@ fn copy_overlays() -> tempfile::TempDir {
         &dest,
     );
     tmp
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("create {}: {e}", to.display()));
-    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
-        let entry = entry.expect("dir entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target)
-                .unwrap_or_else(|e| panic!("copy {}: {e}", entry.path().display()));
-        }
-    }
 }
 
 /// A complete, valid overlay for the demo whose every text names `tag`.

@@ -6,4 +6,5 @@ pub mod clients;
 pub mod exercise;
 pub mod fixture;
 pub mod gateway;
+pub mod process;
 pub mod upstreams;
