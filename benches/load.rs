@@ -7,7 +7,9 @@
 //! with scripts/install-peers.sh) and writes target/bench/load.md and
 //! target/bench/latency.svg. `-- --quick` runs shorter points; `-- --only
 //! NAME[,NAME]` selects scenarios (sweep, sse, stdio, big, list, idle,
-//! reload); `-- --no-peers` skips the peers. Without `--bench` (as
+//! reload); `-- --no-peers` skips the peers; `-- --secs S` sets the time of
+//! each point and `-- --conc 1,32` the concurrencies of the sweeps (for
+//! profiling one case). Without `--bench` (as
 //! `cargo test --all-targets` runs it) it is a few-second correctness smoke
 //! of direct and gateway paths that asserts zero errors and never speed.
 //!
@@ -43,6 +45,10 @@ struct Opts {
     quick: bool,
     peers: bool,
     only: Option<Vec<String>>,
+    /// Seconds per measured point (`--secs`), for profiling one scenario.
+    secs: Option<f64>,
+    /// Concurrencies of the sweeps (`--conc 1,32`); default [`SWEEP`].
+    sweep: Vec<usize>,
 }
 
 impl Opts {
@@ -75,6 +81,17 @@ fn main() {
             .position(|a| a == "--only")
             .and_then(|i| args.get(i + 1))
             .map(|v| v.split(',').map(str::to_owned).collect()),
+        secs: args
+            .iter()
+            .position(|a| a == "--secs")
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok()),
+        sweep: args
+            .iter()
+            .position(|a| a == "--conc")
+            .and_then(|i| args.get(i + 1))
+            .map(|v| v.split(',').filter_map(|c| c.parse().ok()).collect())
+            .unwrap_or_else(|| SWEEP.to_vec()),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -144,15 +161,12 @@ async fn gateway(
         overlays.display().to_string(),
     ];
     args.extend(upstream.iter().cloned());
-    procs::start(
-        name,
-        Path::new(GATEWAY),
-        &args,
-        &[("RUST_LOG", "info")],
-        port,
-        logs,
-    )
-    .await
+    // `LOAD_GATEWAY_ENV="K=V K2=V2"`: extra environment for the gateway
+    // alone (to compare settings within one build).
+    let extra = std::env::var("LOAD_GATEWAY_ENV").unwrap_or_default();
+    let mut env: Vec<(&str, &str)> = vec![("RUST_LOG", "info")];
+    env.extend(extra.split_whitespace().filter_map(|kv| kv.split_once('=')));
+    procs::start(name, Path::new(GATEWAY), &args, &env, port, logs).await
 }
 
 fn http(p: &Proc, path: &str) -> Target {
@@ -392,7 +406,14 @@ async fn full(opts: &Opts) -> bool {
     .await
     .expect("gateway (HTTP upstream)");
     let stdio_cmd = format!("{} __upstream-stdio", exe.display());
-    let (secs, per) = if opts.quick { (1.0, 1500) } else { (2.5, 6000) };
+    // Points are bounded by time first (long enough for stable ratios on a
+    // noisy machine), and by a call count.
+    let (secs, per) = if opts.quick {
+        (1.0, 200_000)
+    } else {
+        (3.0, 1_000_000)
+    };
+    let secs = opts.secs.unwrap_or(secs);
     let budget = |c: usize| Budget {
         calls_per_session: (per / c).max(50),
         max_time: Duration::from_secs_f64(secs),
@@ -402,7 +423,7 @@ async fn full(opts: &Opts) -> bool {
     let mut extra = String::new();
 
     if opts.wants("sweep") {
-        for &c in &SWEEP {
+        for &c in &opts.sweep {
             for (label, target, proc) in [
                 ("direct", http(&up, "/mcp"), None),
                 ("gateway", http(&gw, "/mcp"), Some(&gw)),
@@ -512,7 +533,7 @@ async fn full(opts: &Opts) -> bool {
             program: exe.clone(),
             args: vec!["__upstream-stdio".into()],
         };
-        for &c in &SWEEP {
+        for &c in &opts.sweep {
             let p = run::point(
                 "stdio tools/call",
                 "stdio",

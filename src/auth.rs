@@ -168,9 +168,19 @@ pub fn rewrite_challenge(challenge: &str, prm: &str) -> String {
 
 /// Rewrite every `WWW-Authenticate` of an upstream's response in place,
 /// remembering the upstream's own metadata URL for [`serve_prm`].
-pub fn rewrite_challenges(gw: &Gateway, mount: usize, base: Option<&str>, headers: &mut HeaderMap) {
-    let Some(base) = base else { return };
-    let prm = prm_url(base, &gw.mounts[mount].mount.path);
+pub fn rewrite_challenges(
+    gw: &Gateway,
+    mount: usize,
+    request: &HeaderMap,
+    headers: &mut HeaderMap,
+) {
+    if !headers.contains_key(header::WWW_AUTHENTICATE) {
+        return;
+    }
+    let Some(base) = gw.auth.base(request) else {
+        return;
+    };
+    let prm = prm_url(&base, &gw.mounts[mount].mount.path);
     let values: Vec<HeaderValue> = headers
         .get_all(header::WWW_AUTHENTICATE)
         .iter()
@@ -277,11 +287,7 @@ pub fn rewrite_result_challenges(
     prm: &str,
     upstream_origin: &str,
 ) -> Option<Bytes> {
-    // Cheap pre-check: most results carry no challenge.
-    if !response
-        .windows(b"mcp/www_authenticate".len())
-        .any(|w| w == b"mcp/www_authenticate")
-    {
+    if !may_carry_challenge(response) {
         return None;
     }
     let mut v: Value = serde_json::from_slice(response).ok()?;
@@ -311,6 +317,14 @@ pub fn rewrite_result_challenges(
         other => fix(other),
     }
     changed.then(|| Bytes::from(serde_json::to_vec(&v).expect("serializable")))
+}
+
+/// Whether a result may carry an in-band challenge: a cheap scan that
+/// clears most results before any parse.
+pub fn may_carry_challenge(response: &[u8]) -> bool {
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"mcp/www_authenticate"));
+    KEY.find(response).is_some()
 }
 
 /// `http://host:port` of an upstream URL.
@@ -405,9 +419,8 @@ async fn fetch_json(gw: &Gateway, url: &str) -> Option<Value> {
     req.headers_mut()
         .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
     let timeout = gw.request_timeout().min(Duration::from_secs(10));
-    let resp = tokio::time::timeout(timeout, gw.client.request(req))
+    let resp = crate::upstream::http::send(&gw.client, "metadata", req, timeout)
         .await
-        .ok()?
         .ok()?;
     if !resp.status().is_success() {
         return None;

@@ -49,6 +49,9 @@ pub struct Config {
     pub preview: Option<bool>,
     /// On SIGTERM or SIGINT, how long open exchanges may take to finish.
     pub shutdown_grace_secs: u64,
+    /// Threads serving connections, each with its own event loop; 0 means
+    /// one per CPU. A connection stays on the thread that accepted it.
+    pub workers: usize,
     /// Limits applied to every request and upstream.
     pub limits: Limits,
     /// The upstream MCP servers, each mounted at its own path.
@@ -67,6 +70,7 @@ impl Default for Config {
             overlays: PathBuf::from("overlays"),
             preview: None,
             shutdown_grace_secs: 10,
+            workers: 0,
             limits: Limits::default(),
             upstreams: Vec::new(),
         }
@@ -204,6 +208,8 @@ pub struct Overrides {
     pub overlays: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preview: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workers: Option<usize>,
     #[serde(rename = "upstream", skip_serializing_if = "Option::is_none")]
     pub upstreams: Option<Vec<UpstreamConfig>>,
 }
@@ -248,6 +254,14 @@ impl Config {
     pub fn preview_enabled(&self) -> bool {
         self.preview
             .unwrap_or_else(|| self.listen.ip().is_loopback())
+    }
+
+    /// How many threads serve connections: `workers`, or one per CPU.
+    pub fn worker_count(&self) -> usize {
+        match self.workers {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
     }
 
     /// The warning a non-loopback `listen` address deserves (none on

@@ -21,6 +21,8 @@ pub struct Gateway {
     pub mounts: Vec<MountState>,
     pub by_path: HashMap<String, usize>,
     pub key: SessionKey,
+    /// Session ids `key` opened recently.
+    pub opened_ids: crate::session::OpenedIds,
     /// Identifies this process in the ids of sessions it owns.
     pub instance: [u8; 16],
     pub client: upstream::http::Client,
@@ -122,6 +124,7 @@ impl Gateway {
                 .collect(),
             by_path,
             key,
+            opened_ids: Default::default(),
             instance,
             client: upstream::http::client(Duration::from_secs(config.limits.connect_timeout_secs)),
             limits: config.limits.clone(),
@@ -302,18 +305,21 @@ impl Gateway {
 /// body ends.
 #[derive(Debug, Default)]
 pub struct InFlight {
-    map: Mutex<HashMap<Box<[u8]>, usize>>,
+    // Keys are session ids the gateway sealed: no client picks them.
+    map: Mutex<HashMap<Box<[u8]>, usize, foldhash::fast::RandomState>>,
 }
 
 impl InFlight {
     /// A place for one more request of `session`, unless it has `max` already.
     pub fn try_enter(self: &Arc<Self>, session: &[u8], max: usize) -> Option<InFlightGuard> {
         let mut map = self.map.lock().unwrap();
-        let n = map.entry(session.into()).or_default();
-        if *n >= max {
-            return None;
+        match map.get_mut(session) {
+            Some(n) if *n >= max => return None,
+            Some(n) => *n += 1,
+            None => {
+                map.insert(session.into(), 1);
+            }
         }
-        *n += 1;
         Some(InFlightGuard {
             table: self.clone(),
             session: session.into(),

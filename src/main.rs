@@ -14,6 +14,12 @@ use mcp_ui_gateway::live::Live;
 use mcp_ui_gateway::server::Server;
 use tokio_util::sync::CancellationToken;
 
+/// mimalloc: the gateway allocates and frees small buffers on every request
+/// (header maps, bodies, ids), which it serves faster than the system
+/// allocator (see BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Print a line on stdout; a closed stdout (`| head`) is not an error worth
 /// dying for, unlike with `println!`.
 macro_rules! say {
@@ -126,6 +132,10 @@ struct ServeArgs {
     /// Do not serve /preview.
     #[arg(long, overrides_with = "preview")]
     no_preview: bool,
+    /// Threads serving connections, each with its own event loop
+    /// [default: one per CPU, or `workers` in the config].
+    #[arg(long, value_name = "N")]
+    workers: Option<usize>,
     #[command(flatten)]
     one: OneUpstream,
 }
@@ -171,7 +181,15 @@ fn main() -> ExitCode {
         _ => "info",
     };
     init_logging(cli.log_format, default_level);
-    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    // `serve` runs connections on single-threaded runtimes, this thread's
+    // among them (see `Server::run_workers`); the other commands share one.
+    let runtime = match cli.command {
+        Some(Command::Serve(_)) | None => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        _ => tokio::runtime::Runtime::new(),
+    }
+    .expect("tokio runtime");
     match cli.command {
         Some(Command::DemoServer { http: None }) => {
             report(runtime.block_on(mcp_ui_gateway::demo::serve_stdio()))
@@ -293,6 +311,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
             (_, true) => Some(false),
             _ => None,
         },
+        workers: args.workers,
         upstreams: args.one.upstream().map(|u| vec![u]),
     };
     let Loaded {
@@ -347,9 +366,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
     if let Err(e) = live.watch(stop.clone()) {
         tracing::warn!(error = %e, dir = %config.overlays.display(), "cannot watch the overlay directory; edits need a restart");
     }
-    server
-        .run(stop, Duration::from_secs(config.shutdown_grace_secs))
-        .await;
+    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    server.run_workers(config.worker_count(), stop, grace).await;
     tracing::info!("stopped");
     ExitCode::SUCCESS
 }

@@ -654,6 +654,10 @@ impl Drop for Observed {
 
 /// The outcome a JSON-RPC answer says, `None` when it is not one error.
 fn answer_outcome(bytes: &[u8]) -> Option<Outcome> {
+    // Most answers are results: no parse for those.
+    static ERROR: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"error\""));
+    ERROR.find(bytes)?;
     let m = jsonrpc::classify_one(bytes).ok()?;
     let error = m.error?;
     #[derive(serde::Deserialize)]

@@ -16,10 +16,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::upstream::http::UpstreamBody;
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -488,7 +488,7 @@ async fn http_post(
     upstream: &str,
     timeout: Duration,
     body: Bytes,
-) -> Result<http::Response<Incoming>, ProbeError> {
+) -> Result<http::Response<UpstreamBody>, ProbeError> {
     let mut req = http::Request::post(http.url.clone())
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")
@@ -504,7 +504,7 @@ async fn http_post(
 }
 
 /// The whole body, refused beyond `limit` bytes.
-async fn read_body(body: &mut Incoming, limit: usize) -> Result<Vec<u8>, String> {
+async fn read_body(body: &mut UpstreamBody, limit: usize) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| format!("the response body failed: {e}"))?;
@@ -520,7 +520,7 @@ async fn read_body(body: &mut Incoming, limit: usize) -> Result<Vec<u8>, String>
 
 /// The start of an error response's body, as `: text` (empty when there is
 /// none), so the operator sees what the server said.
-async fn error_text(resp: http::Response<Incoming>) -> String {
+async fn error_text(resp: http::Response<UpstreamBody>) -> String {
     let mut body = resp.into_body();
     let bytes = read_body(&mut body, 64 * 1024).await.unwrap_or_default();
     let text = String::from_utf8_lossy(&bytes);

@@ -35,7 +35,7 @@ use crate::jsonrpc::{self, Kind, code};
 use crate::metrics::{Exchange, MethodId};
 use crate::overlay::OverlaySet;
 use crate::server::{self, Body};
-use crate::session::{Route, Token};
+use crate::session::Route;
 use crate::sse;
 use crate::upstream::UpstreamError;
 use plan::{Plan, Rewrite};
@@ -79,20 +79,23 @@ fn resolve_session(
     let Some(value) = headers.get(SESSION_HEADER) else {
         return Ok(SessionRef::None);
     };
-    let token = value.to_str().ok().and_then(|v| gw.key.open(v));
-    let Some(Token { mount: name, route }) = token else {
+    let token = value
+        .to_str()
+        .ok()
+        .and_then(|v| gw.opened_ids.open(&gw.key, v));
+    let Some(token) = token else {
         return Err(not_found());
     };
-    if name != gw.mounts[mount].mount.name {
+    if token.mount != gw.mounts[mount].mount.name {
         return Err(not_found());
     }
-    match (route, gw.is_message_mount(mount)) {
+    match (&token.route, gw.is_message_mount(mount)) {
         (Route::Http { upstream_session }, false) => Ok(SessionRef::Http {
-            upstream: upstream_session,
+            upstream: upstream_session.clone(),
             received: value.clone(),
         }),
-        (Route::Local { instance, id }, true) if instance == gw.instance => {
-            Ok(SessionRef::Local(id))
+        (Route::Local { instance, id }, true) if *instance == gw.instance => {
+            Ok(SessionRef::Local(*id))
         }
         (Route::Local { .. }, true) => Err(server::error(
             StatusCode::NOT_FOUND,
@@ -222,25 +225,22 @@ async fn post_planned(
         if m.kind == Kind::Request && m.method.as_deref() == Some("tools/call"));
     // A tool result may carry its own challenge: its metadata URL is
     // rewritten to the gateway's, like the HTTP header's.
-    let auth_prm = tool_call
-        .then(|| gw.auth.base(&parts.headers))
-        .flatten()
-        .and_then(|base| match &gw.mounts[mount].mount.transport {
-            Transport::Http { url } | Transport::Sse { url } => Some((
-                crate::auth::prm_url(&base, &gw.mounts[mount].mount.path),
-                crate::auth::origin_of(url),
-            )),
-            Transport::Stdio(_) => None,
-        });
+    let challenges = (tool_call
+        && !matches!(gw.mounts[mount].mount.transport, Transport::Stdio(_)))
+    .then(|| ResultChallenges {
+        gateway: gw.clone(),
+        mount,
+        host: parts.headers.get(header::HOST).cloned(),
+    });
     let rewrite = match plan {
         Plan::Rewrite(rewrite) => Some(rewrite),
         _ => None,
     };
-    let finisher = (rewrite.is_some() || auth_prm.is_some()).then(|| Finisher {
+    let finisher = (rewrite.is_some() || challenges.is_some()).then(|| Finisher {
         overlays,
         mount: name.clone(),
         rewrite,
-        auth_prm,
+        challenges,
         upstream_tools: gw.upstream_tools.clone(),
     });
     if gw.is_message_mount(mount) {
@@ -271,9 +271,8 @@ struct Finisher {
     overlays: Arc<OverlaySet>,
     mount: String,
     rewrite: Option<Rewrite>,
-    /// The gateway's metadata URL and the upstream's origin, for challenges
-    /// inside a tool result.
-    auth_prm: Option<(String, String)>,
+    /// For challenges inside a tool result.
+    challenges: Option<ResultChallenges>,
     /// Where `tools/list` pages record the upstream's tool names.
     upstream_tools: Arc<crate::gateway::UpstreamTools>,
 }
@@ -295,13 +294,42 @@ impl Finisher {
             }
             body = applied.body;
         }
-        if let Some((prm, origin)) = &self.auth_prm {
+        if let Some(c) = &self.challenges {
             let current = body.as_deref().unwrap_or(response);
-            if let Some(b) = crate::auth::rewrite_result_challenges(current, prm, origin) {
+            if let Some(b) = c.rewrite(current) {
                 body = Some(b);
             }
         }
         body
+    }
+}
+
+/// What rewriting a tool result's in-band challenges needs: the metadata URL
+/// and the upstream origin are only worked out for a result that has one.
+#[derive(Clone)]
+struct ResultChallenges {
+    gateway: Arc<Gateway>,
+    mount: usize,
+    /// The request's `Host`, the gateway's base URL without `public_url`.
+    host: Option<HeaderValue>,
+}
+
+impl ResultChallenges {
+    fn rewrite(&self, response: &[u8]) -> Option<Bytes> {
+        if !crate::auth::may_carry_challenge(response) {
+            return None;
+        }
+        let mount = &self.gateway.mounts[self.mount].mount;
+        let (Transport::Http { url } | Transport::Sse { url }) = &mount.transport else {
+            return None;
+        };
+        let mut headers = HeaderMap::new();
+        if let Some(host) = &self.host {
+            headers.insert(header::HOST, host.clone());
+        }
+        let base = self.gateway.auth.base(&headers)?;
+        let prm = crate::auth::prm_url(&base, &mount.path);
+        crate::auth::rewrite_result_challenges(response, &prm, &crate::auth::origin_of(url))
     }
 }
 

@@ -58,42 +58,62 @@ impl Server {
     }
 
     /// Serve until `shutdown` fires, then stop accepting, let open exchanges
-    /// finish for at most `grace`, and end every owned session.
+    /// finish for at most `grace`, and end every owned session. Connections
+    /// are served on the calling runtime.
     pub async fn run(self, shutdown: CancellationToken, grace: Duration) {
+        self.run_workers(1, shutdown, grace).await
+    }
+
+    /// [`Server::run`], with connections spread over `workers` threads: the
+    /// calling one and `workers - 1` more, each with a single-threaded
+    /// runtime accepting from the same socket. A connection, the requests
+    /// on it, and the upstream connections and stdio children they start
+    /// stay on the thread that accepted it: no work is handed between
+    /// threads on the way through.
+    pub async fn run_workers(self, workers: usize, shutdown: CancellationToken, grace: Duration) {
         let gateway = self.gateway;
         gateway.spawn_reaper();
         gateway.spawn_change_announcer();
-        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let builder = auto::Builder::new(TokioExecutor::new());
-        loop {
-            let (stream, peer) = tokio::select! {
-                accepted = self.listener.accept() => match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        // Out of file descriptors and the like: wait, don't spin.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
+        let listener = self.listener;
+        // Fires once every owned session has been ended, for the workers
+        // still draining.
+        let closed = CancellationToken::new();
+        let mut threads = Vec::new();
+        let mut drains = Vec::new();
+        let listener = if workers > 1 {
+            let std = listener.into_std().expect("a bound listener");
+            for n in 1..workers {
+                let Ok(socket) = std.try_clone() else {
+                    tracing::warn!(workers = n, "cannot share the listener; fewer workers");
+                    break;
+                };
+                let (done, drained) = tokio::sync::oneshot::channel();
+                let worker = Worker {
+                    gateway: gateway.clone(),
+                    shutdown: shutdown.clone(),
+                    closed: closed.clone(),
+                    grace,
+                };
+                match std::thread::Builder::new()
+                    .name(format!("worker-{n}"))
+                    .spawn(move || worker.run(socket, done))
+                {
+                    Ok(t) => {
+                        threads.push(t);
+                        drains.push(drained);
                     }
-                },
-                _ = shutdown.cancelled() => break,
-            };
-            let _ = stream.set_nodelay(true);
-            let gw = gateway.clone();
-            let service = hyper::service::service_fn(move |req| {
-                let gw = gw.clone();
-                async move { Ok::<_, Infallible>(handle(gw, req).await) }
-            });
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-            let conn = graceful.watch(conn.into_owned());
-            tokio::spawn(async move {
-                if let Err(e) = conn.await {
-                    tracing::debug!(client.addr = %peer, error = %e, "connection ended with an error");
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot start a worker thread; fewer workers");
+                        break;
+                    }
                 }
-            });
-        }
-        // Closing the listener refuses new connections at once.
-        drop(self.listener);
+            }
+            TcpListener::from_std(std).expect("inside a runtime")
+        } else {
+            listener
+        };
+        let graceful = accept(&gateway, listener, &shutdown).await;
+        // The listener is closed: new connections are refused at once.
         tracing::info!(
             grace_secs = grace.as_secs(),
             "shutting down: no new connections, draining open ones"
@@ -103,7 +123,12 @@ impl Server {
         gateway.shutdown.cancel();
         let drained = graceful.shutdown();
         tokio::pin!(drained);
-        let in_time = tokio::time::timeout(grace, &mut drained).await.is_ok();
+        let mut in_time = tokio::time::timeout(grace, &mut drained).await.is_ok();
+        let mine = in_time;
+        for d in drains {
+            // A worker that never started drops its sender: nothing to drain.
+            in_time &= d.await.unwrap_or(true);
+        }
         if !in_time {
             tracing::warn!(
                 grace_secs = grace.as_secs(),
@@ -113,9 +138,16 @@ impl Server {
         // Calls still waiting get an error naming the upstream, then every
         // child is stopped and reaped.
         gateway.close_all("the gateway is shutting down").await;
-        if !in_time {
+        closed.cancel();
+        if !mine {
             let _ = tokio::time::timeout(Duration::from_secs(1), &mut drained).await;
         }
+        let joined = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        });
+        let _ = tokio::time::timeout(Duration::from_secs(5), joined).await;
         let reaped = tokio::time::timeout(Duration::from_secs(5), async {
             while gateway.children.running() > 0 {
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -128,6 +160,88 @@ impl Server {
             );
         }
     }
+}
+
+/// One extra worker thread of [`Server::run_workers`].
+struct Worker {
+    gateway: Arc<Gateway>,
+    shutdown: CancellationToken,
+    closed: CancellationToken,
+    grace: Duration,
+}
+
+impl Worker {
+    /// Serve on a single-threaded runtime of this thread until shutdown;
+    /// `done` says whether the drain finished within the grace.
+    fn run(self, socket: std::net::TcpListener, done: tokio::sync::oneshot::Sender<bool>) {
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start a worker runtime; fewer workers");
+                return;
+            }
+        };
+        runtime.block_on(async move {
+            let listener = match TcpListener::from_std(socket) {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot share the listener; fewer workers");
+                    return;
+                }
+            };
+            let graceful = accept(&self.gateway, listener, &self.shutdown).await;
+            let drained = graceful.shutdown();
+            tokio::pin!(drained);
+            let in_time = tokio::time::timeout(self.grace, &mut drained).await.is_ok();
+            let _ = done.send(in_time);
+            if !in_time {
+                self.closed.cancelled().await;
+                let _ = tokio::time::timeout(Duration::from_secs(1), &mut drained).await;
+            }
+        });
+    }
+}
+
+/// Accept and serve connections until `stop` fires; the returned handle
+/// drains those still open. The listener is closed on return.
+async fn accept(
+    gateway: &Arc<Gateway>,
+    listener: TcpListener,
+    stop: &CancellationToken,
+) -> hyper_util::server::graceful::GracefulShutdown {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let builder = auto::Builder::new(TokioExecutor::new());
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, don't spin.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = stop.cancelled() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let gw = gateway.clone();
+        let service = hyper::service::service_fn(move |req| {
+            let gw = gw.clone();
+            async move { Ok::<_, Infallible>(handle(gw, req).await) }
+        });
+        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn.into_owned());
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(client.addr = %peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    graceful
 }
 
 /// One HTTP request, start to finish.
@@ -295,20 +409,17 @@ async fn post(gw: &Arc<Gateway>, mount: usize, req: Request<Incoming>) -> Respon
 /// Whether `Accept` admits `media` (wildcards count; no header does not).
 fn accepts(headers: &HeaderMap, media: &str) -> bool {
     let (ty, _) = media.split_once('/').expect("type/subtype");
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| {
-            v.split(',').any(|item| {
-                let item = item.split(';').next().unwrap_or("").trim();
-                item.eq_ignore_ascii_case(media)
-                    || item == "*/*"
-                    || item
-                        .strip_suffix("/*")
-                        .is_some_and(|t| t.eq_ignore_ascii_case(ty))
-            })
+    headers.get_all(header::ACCEPT).iter().any(|v| {
+        v.as_bytes().split(|&b| b == b',').any(|item| {
+            let item = item.split(|&b| b == b';').next().unwrap_or_default();
+            let item = item.trim_ascii();
+            item.eq_ignore_ascii_case(media.as_bytes())
+                || item == b"*/*"
+                || item
+                    .strip_suffix(b"/*")
+                    .is_some_and(|t| t.eq_ignore_ascii_case(ty.as_bytes()))
         })
+    })
 }
 
 fn preflight() -> Response<Body> {
@@ -358,24 +469,26 @@ impl HostPolicy {
     }
 
     pub fn host_allowed<B>(&self, req: &Request<B>) -> bool {
-        let host = req
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .map(str::to_owned)
-            .or_else(|| req.uri().authority().map(|a| a.to_string()));
-        let Some(host) = host.map(|h| h.to_ascii_lowercase()) else {
-            return false;
+        let host: std::borrow::Cow<'_, str> = match req.headers().get(header::HOST) {
+            Some(h) => match h.to_str() {
+                Ok(h) => h.into(),
+                Err(_) => return false,
+            },
+            None => match req.uri().authority() {
+                Some(a) => a.to_string().into(),
+                None => return false,
+            },
         };
+        let bare = strip_port(&host);
         if self
             .hosts
             .iter()
-            .any(|h| *h == host || *h == strip_port(&host))
+            .any(|h| h.eq_ignore_ascii_case(&host) || h.eq_ignore_ascii_case(bare))
         {
             return true;
         }
         if self.loopback_only {
-            return is_loopback_name(strip_port(&host));
+            return is_loopback_name(bare);
         }
         self.hosts.is_empty()
     }
@@ -402,9 +515,14 @@ fn strip_port(host: &str) -> &str {
     host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
 }
 
+/// `localhost`, a name under it, or a loopback address (any case).
 fn is_loopback_name(host: &str) -> bool {
-    host == "localhost"
-        || host.ends_with(".localhost")
+    let suffix = host
+        .len()
+        .checked_sub(".localhost".len())
+        .and_then(|i| host.get(i..));
+    host.eq_ignore_ascii_case("localhost")
+        || suffix.is_some_and(|s| s.eq_ignore_ascii_case(".localhost"))
         || host
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())

@@ -125,6 +125,42 @@ impl SessionKey {
     }
 }
 
+/// Ids that opened recently, so that a session's every request does not
+/// decrypt its id again. Only ids the key opened are kept, and an id maps to
+/// what it seals forever, so a hit is what [`SessionKey::open`] would say.
+/// Bounded: emptied when full.
+#[derive(Default)]
+pub struct OpenedIds {
+    map: std::sync::Mutex<IdMap>,
+}
+
+/// Keys are ids the key opened: no client can pick them to collide.
+type IdMap =
+    std::collections::HashMap<Box<str>, std::sync::Arc<Token>, foldhash::fast::RandomState>;
+
+/// Most ids [`OpenedIds`] keeps.
+const OPENED_MAX: usize = 4096;
+
+impl OpenedIds {
+    /// [`SessionKey::open`], remembered.
+    pub fn open(&self, key: &SessionKey, id: &str) -> Option<std::sync::Arc<Token>> {
+        if let Some(t) = self.lock().get(id) {
+            return Some(t.clone());
+        }
+        let token = std::sync::Arc::new(key.open(id)?);
+        let mut map = self.lock();
+        if map.len() >= OPENED_MAX {
+            map.clear();
+        }
+        map.insert(id.into(), token.clone());
+        Some(token)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, IdMap> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 // Layout: version, kind, mount (u8 length + bytes), then per kind:
 // Http: flag, u16 length + upstream session id; Local: 16-byte instance, u64 id.
 fn encode(token: &Token) -> Vec<u8> {
@@ -248,6 +284,28 @@ mod tests {
         for junk in ["", "abc", "!!!!", &"A".repeat(5000), &a[..a.len() - 2]] {
             assert_eq!(key.open(junk), None);
         }
+    }
+
+    #[test]
+    fn remembered_ids_open_as_the_key_does() {
+        let key = SessionKey::random();
+        let opened = OpenedIds::default();
+        let id = key.seal(&http(Some("u")));
+        for _ in 0..2 {
+            assert_eq!(opened.open(&key, &id).as_deref(), Some(&http(Some("u"))));
+        }
+        assert_eq!(opened.open(&key, &id[..id.len() - 1]), None);
+        let other = SessionKey::random();
+        assert_eq!(
+            opened.open(&other, &other.seal(&http(None))).as_deref(),
+            Some(&http(None))
+        );
+        // Full: emptied, and still right.
+        for _ in 0..OPENED_MAX + 1 {
+            assert!(opened.open(&key, &key.seal(&http(None))).is_some());
+        }
+        assert!(opened.lock().len() <= OPENED_MAX);
+        assert_eq!(opened.open(&key, &id).as_deref(), Some(&http(Some("u"))));
     }
 
     #[test]

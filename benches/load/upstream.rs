@@ -215,7 +215,7 @@ async fn handle(
         Ok(b) => b.to_bytes(),
         Err(_) => return status(StatusCode::BAD_REQUEST),
     };
-    let is_init = body.windows(22).any(|w| w == br#""method":"initialize""#);
+    let is_init = memchr::memmem::find(&body, br#""method":"initialize""#).is_some();
     let Some(resp) = answers.answer(&body) else {
         return status(StatusCode::ACCEPTED);
     };

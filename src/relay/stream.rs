@@ -6,7 +6,7 @@
 use bytes::{Bytes, BytesMut};
 use futures_util::stream;
 use http_body_util::{BodyExt, StreamBody};
-use hyper::body::{Frame, Incoming};
+use hyper::body::Frame;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -14,10 +14,11 @@ use super::{Finisher, LIST_CHANGED};
 use crate::jsonrpc::{self, Kind};
 use crate::server::{Body, BoxError};
 use crate::sse::{self, Event, Parser};
+use crate::upstream::http::UpstreamBody;
 
 /// Rewrite the response to request `key` inside a POST's SSE answer.
 pub(super) fn rewrite_response_events(
-    body: Incoming,
+    body: UpstreamBody,
     key: String,
     finisher: Finisher,
     limit: usize,
@@ -44,7 +45,7 @@ pub(super) fn rewrite_response_events(
 /// notifications between events whenever the overlays change.
 /// The stream ends when `stop` fires (the gateway is shutting down).
 pub(super) fn with_announcements(
-    body: Incoming,
+    body: UpstreamBody,
     changes: watch::Receiver<u64>,
     limit: usize,
     stop: CancellationToken,
@@ -124,7 +125,7 @@ where
 }
 
 struct State<F> {
-    body: Incoming,
+    body: UpstreamBody,
     parser: Parser,
     transform: F,
     changes: Option<(watch::Receiver<u64>, CancellationToken)>,
@@ -132,7 +133,7 @@ struct State<F> {
 }
 
 fn events<F>(
-    body: Incoming,
+    body: UpstreamBody,
     limit: usize,
     transform: F,
     changes: Option<(watch::Receiver<u64>, CancellationToken)>,

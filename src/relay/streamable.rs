@@ -113,19 +113,18 @@ pub(super) async fn post_http(
         };
         return upstream_failure(Some(id), &e);
     }
-    let base = gw.auth.base(headers);
     let mut head = relay_head(gw, mount, &parts, &sref);
-    crate::auth::rewrite_challenges(gw, mount, base.as_deref(), head.headers_mut());
+    crate::auth::rewrite_challenges(gw, mount, headers, head.headers_mut());
     if tool_call
         && matches!(
             parts.status,
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
         )
         && gw.mounts[mount].mount.auth_challenge == AuthChallenge::InBand
-        && let (Some(id), Some(base)) = (request_id.as_deref(), base.as_deref())
+        && let (Some(id), Some(base)) = (request_id.as_deref(), gw.auth.base(headers))
         && let Ok(id) = serde_json::from_str::<&RawValue>(id)
     {
-        let prm = crate::auth::prm_url(base, &gw.mounts[mount].mount.path);
+        let prm = crate::auth::prm_url(&base, &gw.mounts[mount].mount.path);
         let answer = crate::auth::in_band_result(id, parts.status, head.headers(), &prm);
         let mut r = server::json(StatusCode::OK, answer);
         if let Some(sid) = head.headers().get(SESSION_HEADER) {
@@ -209,15 +208,18 @@ fn upstream_request(
     *req.uri_mut() = url;
     let out = req.headers_mut();
     let extra = &gw.mounts[mount].mount.forward_headers;
-    for name in FORWARDED_REQUEST_HEADERS.iter().chain(extra) {
-        for v in headers.get_all(name) {
-            let mut v = v.clone();
-            // Debug output of a sensitive value (and HPACK indexing) hides it.
-            if *name == header::AUTHORIZATION || extra.contains(name) {
-                v.set_sensitive(true);
-            }
-            out.append(name.clone(), v);
+    // One pass over the client's headers, in their order.
+    for (name, v) in headers {
+        let own = extra.contains(name);
+        if !own && !FORWARDED_REQUEST_HEADERS.contains(name) {
+            continue;
         }
+        let mut v = v.clone();
+        // Debug output of a sensitive value (and HPACK indexing) hides it.
+        if own || name == header::AUTHORIZATION {
+            v.set_sensitive(true);
+        }
+        out.append(name.clone(), v);
     }
     if let SessionRef::Http {
         upstream: Some(s), ..
@@ -240,8 +242,8 @@ fn relay_head(
     let mut out = Response::new(());
     *out.status_mut() = parts.status;
     let h = out.headers_mut();
-    for name in &FORWARDED_RESPONSE_HEADERS {
-        for v in parts.headers.get_all(name) {
+    for (name, v) in &parts.headers {
+        if FORWARDED_RESPONSE_HEADERS.contains(name) {
             h.append(name.clone(), v.clone());
         }
     }
@@ -311,8 +313,7 @@ pub(super) async fn forward_bodyless(
         Ok(resp) => {
             let (parts, body) = resp.into_parts();
             let mut head = relay_head(gw, mount, &parts, sref);
-            let base = gw.auth.base(headers);
-            crate::auth::rewrite_challenges(gw, mount, base.as_deref(), head.headers_mut());
+            crate::auth::rewrite_challenges(gw, mount, headers, head.headers_mut());
             // The server's own stream also carries the gateway's list-changed
             // announcements after an overlay reload.
             if method_is_get && parts.status.is_success() && is_event_stream(&parts.headers) {

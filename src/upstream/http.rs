@@ -1,29 +1,208 @@
-//! The HTTP client shared by every HTTP and legacy SSE upstream: pooled
-//! keep-alive connections, a connect timeout, and errors that name the
-//! upstream.
+//! The HTTP client shared by every HTTP and legacy SSE upstream: HTTP/1.1
+//! keep-alive connections pooled per worker thread, a connect timeout, and
+//! errors that name the upstream.
+//!
+//! A connection is driven by the runtime of the thread that opened it and
+//! only ever lent to requests on that same thread, so a relayed request and
+//! its upstream connection never hand work to another thread (each worker
+//! runs its own single-threaded runtime, see [`crate::server`]). A
+//! connection goes back to its pool when the response body has been read to
+//! its end; one whose body is dropped early is closed.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http_body::{Body as HttpBody, Frame, SizeHint};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
 
 use super::UpstreamError;
 
-pub type Client = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
+/// Idle connections are closed after this long unused.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Most idle connections kept per thread and upstream address.
+const MAX_IDLE: usize = 256;
+
+/// A pooled HTTP/1.1 client. Cheap to clone: clones share the pool.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Pool>,
+}
+
+struct Pool {
+    connect_timeout: Duration,
+    /// Idle connections by the thread that drives them, then by
+    /// `host:port`, most recently used last.
+    idle: Mutex<HashMap<ThreadId, HashMap<String, Vec<Idle>>>>,
+}
+
+struct Idle {
+    sender: SendRequest<Full<Bytes>>,
+    since: Instant,
+}
 
 /// A client with connection reuse. One per gateway process.
 pub fn client(connect_timeout: Duration) -> Client {
-    let mut connector = HttpConnector::new();
-    connector.set_connect_timeout(Some(connect_timeout));
-    connector.set_nodelay(true);
-    connector.enforce_http(true);
-    hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(90))
-        .pool_max_idle_per_host(256)
-        .build(connector)
+    Client {
+        inner: Arc::new(Pool {
+            connect_timeout,
+            idle: Mutex::default(),
+        }),
+    }
+}
+
+/// The body of an upstream's response; reading it to the end returns its
+/// connection to the pool.
+pub struct UpstreamBody {
+    inner: Incoming,
+    checkin: Option<Checkin>,
+}
+
+struct Checkin {
+    pool: Weak<Pool>,
+    key: String,
+    sender: SendRequest<Full<Bytes>>,
+}
+
+impl Pool {
+    fn checkout(&self, key: &str) -> Option<SendRequest<Full<Bytes>>> {
+        let thread = std::thread::current().id();
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let list = idle.get_mut(&thread)?.get_mut(key)?;
+        // Dropping a stale sender closes its connection.
+        while let Some(c) = list.pop() {
+            if !c.sender.is_closed() && c.since.elapsed() < IDLE_TIMEOUT {
+                return Some(c.sender);
+            }
+        }
+        None
+    }
+
+    fn checkin(&self, key: String, sender: SendRequest<Full<Bytes>>) {
+        if sender.is_closed() {
+            return;
+        }
+        let thread = std::thread::current().id();
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let list = idle.entry(thread).or_default().entry(key).or_default();
+        if list.len() < MAX_IDLE {
+            list.push(Idle {
+                sender,
+                since: Instant::now(),
+            });
+        }
+    }
+}
+
+impl Client {
+    async fn connect(
+        &self,
+        upstream: &str,
+        host: &str,
+        port: u16,
+    ) -> Result<SendRequest<Full<Bytes>>, UpstreamError> {
+        let unreachable = |detail: String| UpstreamError::Unreachable {
+            upstream: upstream.to_owned(),
+            detail,
+        };
+        let timeout = self.inner.connect_timeout;
+        let stream =
+            match tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host, port))).await
+            {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => return Err(unreachable(e.to_string())),
+                Err(_) => {
+                    return Err(unreachable(format!(
+                        "no connection within {} s (limits.connect_timeout_secs)",
+                        timeout.as_secs()
+                    )));
+                }
+            };
+        let _ = stream.set_nodelay(true);
+        let (sender, conn) = hyper::client::conn::http1::Builder::new()
+            .handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| unreachable(describe(&e)))?;
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "upstream connection ended with an error");
+            }
+        });
+        Ok(sender)
+    }
+
+    /// Send `req` (absolute URI) on an idle connection to its host, or a new
+    /// one. A request that never left on a reused connection (it had been
+    /// closed) is tried once more on a fresh one.
+    async fn exchange(
+        &self,
+        upstream: &str,
+        mut req: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<UpstreamBody>, UpstreamError> {
+        let uri = req.uri().clone();
+        let Some(authority) = uri.authority() else {
+            return Err(UpstreamError::Unreachable {
+                upstream: upstream.to_owned(),
+                detail: format!("{uri} has no host"),
+            });
+        };
+        let key = authority.as_str().to_owned();
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let port = authority.port_u16().unwrap_or(80);
+        if !req.headers().contains_key(header::HOST) {
+            let value =
+                HeaderValue::from_str(authority.as_str()).expect("an authority is a valid header");
+            req.headers_mut().insert(header::HOST, value);
+        }
+        // On the wire, the origin form: `/path?query`.
+        let path = uri
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/")
+            .parse()
+            .expect("a path of a valid URI is a valid URI");
+        *req.uri_mut() = path;
+        loop {
+            let (mut sender, reused) = match self.inner.checkout(&key) {
+                Some(s) => (s, true),
+                None => (self.connect(upstream, host, port).await?, false),
+            };
+            if let Err(e) = sender.ready().await {
+                if reused {
+                    continue;
+                }
+                return Err(request_error(upstream, &e));
+            }
+            match sender.try_send_request(req).await {
+                Ok(resp) => {
+                    let checkin = Checkin {
+                        pool: Arc::downgrade(&self.inner),
+                        key,
+                        sender,
+                    };
+                    return Ok(resp.map(|inner| UpstreamBody {
+                        inner,
+                        checkin: Some(checkin),
+                    }));
+                }
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if reused => req = unsent,
+                    _ => return Err(request_error(upstream, e.error())),
+                },
+            }
+        }
+    }
 }
 
 /// Send a request, waiting at most `timeout` for the response head.
@@ -32,17 +211,9 @@ pub async fn send(
     upstream: &str,
     req: http::Request<Full<Bytes>>,
     timeout: Duration,
-) -> Result<http::Response<Incoming>, UpstreamError> {
-    match tokio::time::timeout(timeout, client.request(req)).await {
-        Ok(Ok(resp)) => Ok(resp),
-        Ok(Err(e)) if is_parse_error(&e) => Err(UpstreamError::Protocol {
-            upstream: upstream.to_owned(),
-            detail: format!("its answer is not HTTP ({})", describe(&e)),
-        }),
-        Ok(Err(e)) => Err(UpstreamError::Unreachable {
-            upstream: upstream.to_owned(),
-            detail: describe(&e),
-        }),
+) -> Result<http::Response<UpstreamBody>, UpstreamError> {
+    match tokio::time::timeout(timeout, client.exchange(upstream, req)).await {
+        Ok(result) => result,
         Err(_) => Err(UpstreamError::Timeout {
             upstream: upstream.to_owned(),
             seconds: timeout.as_secs(),
@@ -50,20 +221,18 @@ pub async fn send(
     }
 }
 
-/// Whether the upstream was reached but answered something that is not an
-/// HTTP response.
-fn is_parse_error(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur = Some(e);
-    while let Some(err) = cur {
-        if err
-            .downcast_ref::<hyper::Error>()
-            .is_some_and(hyper::Error::is_parse)
-        {
-            return true;
+fn request_error(upstream: &str, e: &hyper::Error) -> UpstreamError {
+    if e.is_parse() || e.is_parse_status() {
+        UpstreamError::Protocol {
+            upstream: upstream.to_owned(),
+            detail: format!("its answer is not HTTP ({})", describe(e)),
         }
-        cur = err.source();
+    } else {
+        UpstreamError::Unreachable {
+            upstream: upstream.to_owned(),
+            detail: describe(e),
+        }
     }
-    false
 }
 
 /// The innermost cause, which is what an operator can act on
@@ -76,4 +245,50 @@ fn describe(e: &(dyn std::error::Error + 'static)) -> String {
         text = cur.to_string();
     }
     text
+}
+
+impl UpstreamBody {
+    fn give_back(&mut self) {
+        if let Some(c) = self.checkin.take()
+            && let Some(pool) = c.pool.upgrade()
+        {
+            pool.checkin(c.key, c.sender);
+        }
+    }
+}
+
+impl HttpBody for UpstreamBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(None) => self.give_back(),
+            Poll::Ready(Some(Err(_))) => self.checkin = None,
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for UpstreamBody {
+    fn drop(&mut self) {
+        // Read to its end but never polled past it (hyper stops at a known
+        // length): the connection is still good.
+        if self.inner.is_end_stream() {
+            self.give_back();
+        }
+    }
 }

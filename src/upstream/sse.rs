@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
 use tokio::sync::mpsc;
 
 use super::UpstreamError;
-use super::http::{Client, send};
+use super::http::{Client, UpstreamBody, send};
 use super::messages::MessageSession;
 use crate::config::Limits;
 use crate::jsonrpc::{self, Kind};
@@ -101,7 +100,7 @@ fn resolve(base: &http::Uri, endpoint: &str) -> Option<http::Uri> {
     (uri.scheme() == base.scheme() && uri.authority() == base.authority()).then_some(uri)
 }
 
-async fn read_events(mut body: Incoming, mut parser: Parser, session: Arc<MessageSession>) {
+async fn read_events(mut body: UpstreamBody, mut parser: Parser, session: Arc<MessageSession>) {
     let reason = loop {
         loop {
             match parser.next_event() {

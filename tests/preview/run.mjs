@@ -132,13 +132,26 @@ async function main() {
 
   const title = 'Try the preview page';
   await step('call add_task from the form', async () => {
+    // Take both panels the moment the result shows: the widget this call
+    // renders makes calls of its own, which replace them.
+    await page.evaluate(() => {
+      const result = document.getElementById('raw-result');
+      window.__formCall = null;
+      const seen = new MutationObserver(() => {
+        const text = result.textContent;
+        if (window.__formCall || !/"isError"|"result"/.test(text)) return;
+        window.__formCall = { request: document.getElementById('raw-request').textContent, result: text };
+        seen.disconnect();
+      });
+      seen.observe(result, { childList: true, characterData: true, subtree: true });
+    });
     await page.click('#tool-list button[data-tool="add_task"]');
     await page.fill('#arg-title', title);
     await page.click('#call-button');
-    await page.waitForFunction(() => /"isError"|"result"/.test(document.getElementById('raw-result').textContent),
-      null, { timeout: left(30000), polling: 100 });
-    summary.checks.form_request = JSON.parse(await page.textContent('#raw-request'));
-    summary.checks.form_result = JSON.parse(await page.textContent('#raw-result'));
+    const shown = await page.waitForFunction(() => window.__formCall, null, { timeout: left(30000), polling: 100 });
+    const panels = await shown.jsonValue();
+    summary.checks.form_request = JSON.parse(panels.request);
+    summary.checks.form_result = JSON.parse(panels.result);
   });
 
   const widget = page.frameLocator('#widget-host iframe');
