@@ -17,6 +17,10 @@ use mcp_ui_gateway::session::{Route, SessionKey, Token};
 use mcp_ui_gateway::sse;
 use serde_json::{Value, json};
 
+/// The gateway binary's allocator, so the figures are the binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A `tools/list` response of `n` tools cycled from server-everything's real
 /// ones (renamed so each is unique), every other tool overlaid.
 fn tools_list(n: usize) -> (Vec<u8>, OverlaySet) {

@@ -16,7 +16,7 @@ pub mod load;
 pub mod validate;
 pub mod widget;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -86,6 +86,45 @@ pub struct ToolOverlay {
     /// Opt-in changes to `tools/call` results.
     #[serde(default)]
     pub result: ResultShaping,
+    /// How a listed tool that has none of the members the rewrite touches
+    /// is rewritten, worked out on first use.
+    #[serde(skip)]
+    pub bare_rewrite: Memo<crate::rewrite::tools::Bare>,
+}
+
+/// A value worked out from its owner on first use and kept beside it. Not
+/// part of the owner's value: memos are equal whether filled or not, and a
+/// clone starts empty.
+pub struct Memo<T>(std::sync::OnceLock<T>);
+
+impl<T> Memo<T> {
+    pub fn get_or_init(&self, make: impl FnOnce() -> T) -> &T {
+        self.0.get_or_init(make)
+    }
+}
+
+impl<T> Default for Memo<T> {
+    fn default() -> Self {
+        Memo(std::sync::OnceLock::new())
+    }
+}
+
+impl<T> Clone for Memo<T> {
+    fn clone(&self) -> Self {
+        Memo::default()
+    }
+}
+
+impl<T> PartialEq for Memo<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<T> std::fmt::Debug for Memo<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Memo")
+    }
 }
 
 /// A gateway-owned render tool: `[render.<name>]` in a mount file. The
@@ -288,7 +327,8 @@ impl DisplayMode {
 /// The tool overlays and render tools of one mount (one upstream).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MountOverlays {
-    tools: BTreeMap<String, ToolOverlay>,
+    /// Hashed: a `tools/list` page looks up every tool it lists.
+    tools: HashMap<String, ToolOverlay, foldhash::fast::RandomState>,
     render: BTreeMap<String, RenderTool>,
 }
 
@@ -337,7 +377,9 @@ impl MountOverlays {
 
     /// Every overlaid tool, by name.
     pub fn tools(&self) -> impl Iterator<Item = (&str, &ToolOverlay)> {
-        self.tools.iter().map(|(name, tool)| (name.as_str(), tool))
+        let mut tools: Vec<_> = self.tools.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        tools.sort_unstable_by_key(|(name, _)| *name);
+        tools.into_iter()
     }
 
     /// The widgets this mount's tools and render tools render.

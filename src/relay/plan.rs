@@ -7,6 +7,8 @@
 //! A mount without overlays is never rewritten: the gateway is then exactly
 //! the upstream, byte for byte.
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -210,112 +212,313 @@ pub fn apply(
 }
 
 /// A `tools/list` page, the one rewrite whose answers are large (every tool
-/// of a server, with its schemas): only the overlaid tools are parsed and
-/// rewritten; every other tool, and every other field, stays the text the
-/// upstream sent. `None` when the page is not the expected shape (the
-/// general path then handles it).
+/// of a server, with its schemas): one pass over the text finds each tool's
+/// members, only the overlaid tools are rewritten (and of those, only the
+/// members their rewrite touches are parsed), and the page is written once.
+/// Every other byte, tool, member and separator stays as the upstream sent
+/// it. `None` when the page is not the expected shape (the general path
+/// then handles it).
 fn tools_list_page(
     overlays: &OverlaySet,
     mount: &str,
     response: &[u8],
     upstream_has: &dyn Fn(&str) -> bool,
 ) -> Option<Applied> {
-    #[derive(serde::Deserialize)]
-    struct Named<'a> {
-        #[serde(borrow, default)]
-        name: Option<std::borrow::Cow<'a, str>>,
-    }
     let text = std::str::from_utf8(response).ok()?;
-    let envelope = raw_entries(text)?;
-    let result = envelope.iter().find(|(k, _)| k == "result")?.1;
-    let fields = raw_entries(result.get())?;
-    let tools: Vec<&RawValue> =
-        serde_json::from_str(fields.iter().find(|(k, _)| k == "tools")?.1.get()).ok()?;
+    let page = Page::find(text)?;
     let none = crate::overlay::MountOverlays::default();
     let overlaid = overlays.mount(mount).unwrap_or(&none);
+    let widgets = overlays.widgets();
     let mut warnings = Vec::new();
-    let mut names = Vec::with_capacity(tools.len());
-    let mut listed: Vec<std::borrow::Cow<'_, str>> = Vec::with_capacity(tools.len());
-    for raw in tools {
-        let name = serde_json::from_str::<Named<'_>>(raw.get())
-            .ok()
-            .and_then(|n| n.name);
-        if let Some(name) = &name {
-            names.push(name.to_string());
+    let mut names = Vec::with_capacity(page.tools.len());
+    // Replacements of ranges of `text`, in order.
+    let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+    for tool in &page.tools {
+        let Some(name) = tool.name() else {
+            continue;
+        };
+        if let Some(overlay) = overlaid.tool(&name) {
+            let span = tool.span(text)?;
+            let new = match splice_tool(text, span.clone(), tool, &name, overlay, widgets) {
+                Some((new, w)) => {
+                    warnings.extend(w);
+                    new
+                }
+                None => {
+                    let tool = serde_json::from_str::<Value>(&text[span.clone()]).ok()?;
+                    let mut page = json!({ "tools": [tool] });
+                    warnings.extend(rewrite::tools_list(&mut page, overlaid, widgets));
+                    serde_json::to_string(&page["tools"][0]).ok()?
+                }
+            };
+            edits.push((span, new));
         }
-        if name.as_deref().is_some_and(|n| overlaid.tool(n).is_some()) {
-            let mut page = json!({ "tools": [serde_json::from_str::<Value>(raw.get()).ok()?] });
-            warnings.extend(rewrite::tools_list(&mut page, overlaid, overlays.widgets()));
-            listed.push(serde_json::to_string(&page["tools"][0]).ok()?.into());
-        } else {
-            listed.push(raw.get().into());
-        }
+        names.push(name.into_owned());
     }
     // Render tools join the last page (the general rewrite decides; it sees
     // this page's names through `upstream_has`).
     let mut extra = json!({ "tools": [] });
-    if let Some((_, cursor)) = fields.iter().find(|(k, _)| k == "nextCursor") {
+    if let Some(cursor) = page.next_cursor {
         extra["nextCursor"] = serde_json::from_str(cursor.get()).ok()?;
     }
     let on_page = |n: &str| names.iter().any(|p| p == n) || upstream_has(n);
     warnings.extend(rewrite::render::add_render_tools(
-        &mut extra,
-        overlaid,
-        overlays.widgets(),
-        &on_page,
+        &mut extra, overlaid, widgets, &on_page,
     ));
-    for tool in extra["tools"].as_array()? {
-        listed.push(tool.to_string().into());
+    let added = extra["tools"].as_array()?;
+    if !added.is_empty() {
+        // After the last tool; an empty list is left to the general path.
+        let end = page.tools.last()?.span(text)?.end;
+        let mut new = String::new();
+        for tool in added {
+            new.push(',');
+            new.push_str(&tool.to_string());
+        }
+        edits.push((end..end, new));
     }
-    let tools = format!("[{}]", listed.join(","));
-    let result = with_entry(&fields, "tools", &tools);
-    let body = with_entry(&envelope, "result", &result);
+    let grown: usize = edits.iter().map(|(_, new)| new.len()).sum();
+    let mut out = String::with_capacity(text.len() + grown);
+    let mut at = 0;
+    for (range, new) in &edits {
+        out.push_str(&text[at..range.start]);
+        out.push_str(new);
+        at = range.end;
+    }
+    out.push_str(&text[at..]);
     Some(Applied {
-        body: Some(Bytes::from(body)),
+        body: Some(Bytes::from(out)),
         warnings,
         upstream_tools: Some(names),
     })
 }
 
-/// The members of a JSON object, in order, values as raw text.
-fn raw_entries(text: &str) -> Option<Vec<(String, &RawValue)>> {
-    struct Entries;
-    impl<'de> serde::de::Visitor<'de> for Entries {
-        type Value = Vec<(String, &'de RawValue)>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a JSON object")
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> Result<Self::Value, A::Error> {
-            let mut out = Vec::new();
-            while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
-                out.push(entry);
-            }
-            Ok(out)
-        }
-    }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let entries = serde::Deserializer::deserialize_map(&mut de, Entries).ok()?;
-    de.end().ok()?;
-    Some(entries)
+/// The tools of a `tools/list` response, as slices of its text, found in one
+/// pass over it.
+struct Page<'a> {
+    tools: Vec<Members<'a>>,
+    next_cursor: Option<&'a RawValue>,
 }
 
-/// An object's text with the value of `key` replaced by `value`.
-fn with_entry(entries: &[(String, &RawValue)], key: &str, value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 64);
-    out.push('{');
-    for (i, (k, v)) in entries.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+/// The members of a JSON object, in order: keys (unescaped; borrowed from
+/// the text when written without escapes) and values as their text.
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'a> Members<'a> {
+    /// The `name` member, when it is a string.
+    fn name(&self) -> Option<Cow<'a, str>> {
+        let mut names = self.0.iter().filter(|(k, _)| k == "name");
+        let (_, value) = names.next()?;
+        // Twice: no name, as a full parse of the tool would refuse it.
+        if names.next().is_some() {
+            return None;
         }
-        out.push_str(&serde_json::to_string(k).expect("strings serialise"));
+        serde_json::from_str::<Cow<'a, str>>(value.get()).ok()
+    }
+
+    /// Where the object is in `text`, braces included: from the brace before
+    /// its first key to the one after its last value. `None` for an empty
+    /// object, or one whose first key is written with escapes.
+    fn span(&self, text: &str) -> Option<std::ops::Range<usize>> {
+        let Cow::Borrowed(first) = self.0.first()?.0 else {
+            return None;
+        };
+        let (_, last) = self.0.last()?;
+        // The key's opening quote, then the brace before it.
+        let quote = offset(text, first)?.checked_sub(1)?;
+        let start = text[..quote].trim_end().len().checked_sub(1)?;
+        let after = offset(text, last.get())? + last.get().len();
+        let end = text.len() - text[after..].trim_start().len() + 1;
+        let braced = text.as_bytes().get(start) == Some(&b'{')
+            && text.as_bytes().get(end - 1) == Some(&b'}');
+        braced.then_some(start..end)
+    }
+}
+
+/// Where `part`, a slice of `text`, starts in it.
+fn offset(text: &str, part: &str) -> Option<usize> {
+    let at = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    (at + part.len() <= text.len()).then_some(at)
+}
+
+struct MembersVisitor;
+
+impl<'de> serde::de::Visitor<'de> for MembersVisitor {
+    type Value = Members<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some((Key(key), value)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
+            out.push((key, value));
+        }
+        Ok(Members(out))
+    }
+}
+
+/// An object key, borrowed from the text when it has no escapes (serde's
+/// own `Cow<str>` always copies).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> serde::de::Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(MembersVisitor)
+    }
+}
+
+impl<'a> Page<'a> {
+    /// `None` unless the text is an object whose `result` is an object with
+    /// a `tools` array of objects (each member once).
+    fn find(text: &'a str) -> Option<Self> {
+        use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+        use std::fmt;
+
+        struct Envelope;
+        impl<'de> Visitor<'de> for Envelope {
+            type Value = Option<Page<'de>>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON-RPC response")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut page = None;
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    if key == "result" {
+                        if page.is_some() {
+                            return Ok(None);
+                        }
+                        page = Some(map.next_value_seed(ToolsResult)?);
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(page.flatten())
+            }
+        }
+        struct ToolsResult;
+        impl<'de> DeserializeSeed<'de> for ToolsResult {
+            type Value = Option<Page<'de>>;
+            fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_map(self)
+            }
+        }
+        impl<'de> Visitor<'de> for ToolsResult {
+            type Value = Option<Page<'de>>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a tools/list result")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let (mut tools, mut next_cursor) = (None, None);
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    match &*key {
+                        "tools" if tools.is_none() => tools = Some(map.next_value()?),
+                        "nextCursor" if next_cursor.is_none() => {
+                            next_cursor = Some(map.next_value::<&'de RawValue>()?)
+                        }
+                        "tools" | "nextCursor" => return Ok(None),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(tools.map(|tools| Page { tools, next_cursor }))
+            }
+        }
+        let mut de = serde_json::Deserializer::from_str(text);
+        let page = serde::Deserializer::deserialize_map(&mut de, Envelope).ok()??;
+        de.end().ok()?;
+        Some(page)
+    }
+}
+
+/// One overlaid tool (at `span` in `text`) rewritten in its text: the
+/// members the rewrite touches are parsed, rewritten and their values
+/// replaced where they stand; members it adds go last (where a full rewrite
+/// adds them). Every other byte of the tool stays. `None` (a repeated or
+/// removed member) leaves the tool to the full rewrite.
+fn splice_tool(
+    text: &str,
+    span: std::ops::Range<usize>,
+    members: &Members<'_>,
+    name: &str,
+    overlay: &crate::overlay::ToolOverlay,
+    widgets: &crate::overlay::Widgets,
+) -> Option<(String, Vec<Warning>)> {
+    let is_touched = |key: &str| rewrite::tools::touches(overlay, key);
+    if !members.0.iter().any(|(k, _)| is_touched(k)) {
+        // The common case: the same members added to every listing.
+        let bare = rewrite::tools::Bare::of(name, overlay, widgets);
+        let mut out = String::with_capacity(span.len() + 512);
+        out.push_str(&text[span.start..span.end - 1]);
+        for (key, value) in &bare.members {
+            out.push(',');
+            out.push_str(key);
+            out.push(':');
+            out.push_str(value);
+        }
+        out.push('}');
+        return Some((out, bare.warnings.clone()));
+    }
+    let mut touched = Map::new();
+    for (key, value) in &members.0 {
+        if is_touched(key) {
+            let value = serde_json::from_str(value.get()).ok()?;
+            if touched.insert(key.to_string(), value).is_some() {
+                return None;
+            }
+        }
+    }
+    let warnings = rewrite::tools::tool(&mut touched, name, overlay, widgets);
+    let mut out = String::with_capacity(span.len() + 512);
+    let mut at = span.start;
+    for (key, value) in &members.0 {
+        if !is_touched(key) {
+            continue;
+        }
+        let new = touched.get(&**key)?;
+        let start = offset(text, value.get())?;
+        out.push_str(&text[at..start]);
+        out.push_str(&serde_json::to_string(new).ok()?);
+        at = start + value.get().len();
+    }
+    // Up to the closing brace, then the added members.
+    out.push_str(&text[at..span.end - 1]);
+    for (key, value) in &touched {
+        if members.0.iter().any(|(m, _)| m == key) {
+            continue;
+        }
+        // A member the rewrite was not given: the text may already have it.
+        if !is_touched(key) {
+            return None;
+        }
+        out.push(',');
+        out.push_str(&serde_json::to_string(key).ok()?);
         out.push(':');
-        out.push_str(if k == key { value } else { v.get() });
+        out.push_str(&serde_json::to_string(value).ok()?);
     }
     out.push('}');
-    out
+    Some((out, warnings))
 }
 
 /// Protocol revisions from 2026-07-28 on (stateless requests name theirs in
@@ -504,6 +707,83 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"list","arguments":{}}}"#,
         );
         assert_eq!(plan(&o, "demo", &data, &none), Plan::Forward);
+    }
+
+    /// The page rewrite in the text against the full rewrite of the parsed
+    /// page: the same JSON, and every byte outside the rewritten members kept.
+    #[test]
+    fn tools_list_pages_are_rewritten_in_their_text() {
+        let o = overlays();
+        let uri = o.widgets().get("board").unwrap().uri.clone();
+        let response = concat!(
+            "{ \"jsonrpc\" : \"2.0\", \"id\":1, \"result\": {\"tools\": [\n",
+            "  {\"name\": \"other\", \"inputSchema\": {\"d\": \"\\u0041\" }},\n",
+            "  {\"name\":\"list\",\"inputSchema\":{\"type\": \"object\", \"x\":1.50},",
+            "\"_meta\":{\"vendor\":true, \"ui\":{\"visibility\":[\"app\"]}}, \"z\" : [ ] }\n",
+            "], \"nextCursor\" : \"c2\" }, \"extra\" : 1 }"
+        );
+        let a = apply(&o, "demo", &first_page(), response.as_bytes(), &none);
+        let body = String::from_utf8(a.body.unwrap().to_vec()).unwrap();
+        // Untouched bytes: the envelope, the other tool, separators, and the
+        // members of `list` the rewrite does not touch.
+        assert!(body.starts_with(
+            "{ \"jsonrpc\" : \"2.0\", \"id\":1, \"result\": {\"tools\": [\n  {\"name\": \"other\", \"inputSchema\": {\"d\": \"\\u0041\" }},\n  {\"name\":\"list\",\"inputSchema\":{\"type\": \"object\", \"x\":1.50},\"_meta\":"
+        ), "{body}");
+        assert!(
+            body.ends_with(", \"z\" : [ ] }\n], \"nextCursor\" : \"c2\" }, \"extra\" : 1 }"),
+            "{body}"
+        );
+        // The same JSON as the full rewrite.
+        let mut full: Value = serde_json::from_str(response).unwrap();
+        rewrite::tools_list(&mut full["result"], o.mount("demo").unwrap(), o.widgets());
+        let ours: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(ours, full);
+        assert_eq!(ours["result"]["tools"][1]["_meta"]["vendor"], true);
+        assert_eq!(
+            ours["result"]["tools"][1]["_meta"]["ui"]["resourceUri"],
+            json!(uri)
+        );
+        assert_eq!(
+            ours["result"]["tools"][1]["_meta"]["ui"]["visibility"],
+            json!(["app"])
+        );
+        assert_eq!(
+            a.upstream_tools,
+            Some(vec!["other".to_owned(), "list".to_owned()])
+        );
+    }
+
+    #[test]
+    fn bare_and_unusual_tools_match_the_full_rewrite() {
+        let o = overlays();
+        for tools in [
+            // No member the rewrite touches: the remembered rewrite, twice.
+            r#"[{"name":"list","inputSchema":{}}]"#,
+            r#"[{"name":"list","inputSchema":{}}]"#,
+            // A key written with escapes, a repeated member, a repeated name.
+            r#"[{"\u006eame":"list","inputSchema":{}}]"#,
+            r#"[{"name":"list","_meta":{"a":1},"_meta":{"b":2}}]"#,
+            r#"[{"name":"other"},{"name":"list"}]"#,
+        ] {
+            let response = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":{tools}}}}}"#);
+            let a = apply(&o, "demo", &first_page(), response.as_bytes(), &none);
+            let ours: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
+            let mut full: Value = serde_json::from_str(&response).unwrap();
+            rewrite::tools_list(&mut full["result"], o.mount("demo").unwrap(), o.widgets());
+            rewrite::render::add_render_tools(
+                &mut full["result"],
+                o.mount("demo").unwrap(),
+                o.widgets(),
+                &|n: &str| n == "list" || n == "other",
+            );
+            assert_eq!(ours, full, "{tools}");
+        }
+        // A tool that names itself twice has no name: it passes as it came.
+        let twice = r#"{"name":"list","name":"list","inputSchema":{}}"#;
+        let response = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{twice}]}}}}"#);
+        let a = apply(&o, "demo", &first_page(), response.as_bytes(), &none);
+        let body = String::from_utf8(a.body.unwrap().to_vec()).unwrap();
+        assert!(body.contains(&format!("[{twice},")), "{body}");
     }
 
     #[test]

@@ -30,6 +30,85 @@ pub fn tools_list(result: &mut Value, mount: &MountOverlays, widgets: &Widgets) 
     warnings
 }
 
+/// Rewrites one overlaid tool. `tool` needs only the members [`touches`]
+/// names (a `tools/list` page rewrites its tools in their text, parsing just
+/// those): no other member is read or changed.
+pub fn tool(
+    tool: &mut Map<String, Value>,
+    name: &str,
+    overlay: &ToolOverlay,
+    widgets: &Widgets,
+) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    apply(tool, name, overlay, widgets, &mut warnings);
+    warnings
+}
+
+/// What [`tool`] makes of a tool that has none of the members it
+/// [`touches`]: the members it adds, as text, and its warnings. That depends
+/// on the overlay, the tool's name and its widget's URI alone, so a listing
+/// reuses it (see [`Bare::of`]).
+#[derive(Debug, Clone)]
+pub struct Bare {
+    name: String,
+    uri: Option<String>,
+    /// `(key, value)`, both as JSON text, in the order the rewrite adds them.
+    pub members: Vec<(String, String)>,
+    pub warnings: Vec<Warning>,
+}
+
+impl Bare {
+    /// The rewrite of a bare tool called `name`: the overlay's memo when it
+    /// was made for this name and widget URI, else made now.
+    pub fn of<'a>(
+        name: &str,
+        overlay: &'a ToolOverlay,
+        widgets: &Widgets,
+    ) -> std::borrow::Cow<'a, Bare> {
+        let uri = widget_uri(overlay, widgets);
+        let make = || {
+            let mut tool = Map::new();
+            let warnings = self::tool(&mut tool, name, overlay, widgets);
+            let members = tool
+                .iter()
+                .map(|(k, v)| (Value::from(k.as_str()).to_string(), v.to_string()))
+                .collect();
+            Bare {
+                name: name.to_owned(),
+                uri: uri.map(str::to_owned),
+                members,
+                warnings,
+            }
+        };
+        let memo = overlay.bare_rewrite.get_or_init(make);
+        if memo.name == name && memo.uri.as_deref() == uri {
+            std::borrow::Cow::Borrowed(memo)
+        } else {
+            std::borrow::Cow::Owned(make())
+        }
+    }
+}
+
+/// The URI of the overlay's widget, when it names one that is loaded.
+fn widget_uri<'a>(overlay: &ToolOverlay, widgets: &'a Widgets) -> Option<&'a str> {
+    Some(widgets.get(overlay.widget.as_deref()?)?.uri.as_str())
+}
+
+/// Whether rewriting a tool with `overlay` reads or changes its member
+/// `key`. Any other member passes through the rewrite untouched.
+pub fn touches(overlay: &ToolOverlay, key: &str) -> bool {
+    match key {
+        "_meta" => true,
+        "title" => overlay.title.is_some(),
+        "description" => overlay.description.is_some(),
+        "annotations" => overlay.annotations.is_some(),
+        "outputSchema" => overlay.output_schema.is_some() || !overlay.result.widget_only.is_empty(),
+        "securitySchemes" => overlay.security_schemes.is_some(),
+        "inputSchema" => !overlay.file_params.is_empty(),
+        _ => false,
+    }
+}
+
 fn apply(
     tool: &mut Map<String, Value>,
     name: &str,
