@@ -18,6 +18,7 @@ use mcp_ui_gateway::sse;
 use serde_json::{Value, json};
 
 /// The gateway binary's allocator, so the figures are the binary's.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

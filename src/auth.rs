@@ -322,10 +322,13 @@ pub fn rewrite_result_challenges(
 /// Whether a result may carry an in-band challenge: a cheap scan that
 /// clears most results before any parse.
 pub fn may_carry_challenge(response: &[u8]) -> bool {
-    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"mcp/www_authenticate"));
-    KEY.find(response).is_some()
+    CHALLENGE_KEY.find(response).is_some()
 }
+
+/// The `_meta` key of an in-band challenge.
+const CHALLENGE: &[u8] = b"mcp/www_authenticate";
+static CHALLENGE_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(CHALLENGE));
 
 /// `http://host:port` of an upstream URL.
 pub fn origin_of(url: &http::Uri) -> String {

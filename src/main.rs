@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 /// mimalloc: the gateway allocates and frees small buffers on every request
 /// (header maps, bodies, ids), which it serves faster than the system
 /// allocator (see BENCHMARKS.md).
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

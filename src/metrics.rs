@@ -559,11 +559,13 @@ impl Observed {
             self.last = Some(data.clone());
             return;
         }
-        let buf = match (self.more.take(), self.last.take()) {
-            (Some(buf), _) => buf,
-            (None, prev) => BytesMut::from(prev.as_deref().unwrap_or_default()),
+        let kept = match (&self.more, &self.last) {
+            (Some(buf), _) => buf.len(),
+            (None, prev) => prev.as_ref().map_or(0, Bytes::len),
         };
-        if buf.len() + data.len() > INSPECT_LIMIT {
+        if kept + data.len() > INSPECT_LIMIT {
+            self.more = None;
+            self.last = None;
             if self.kind == BodyKind::Json {
                 // Too long to be an error: counted by its status.
                 self.kind = BodyKind::Other;
@@ -573,7 +575,10 @@ impl Observed {
             }
             return;
         }
-        let mut buf = buf;
+        let mut buf = match (self.more.take(), self.last.take()) {
+            (Some(buf), _) => buf,
+            (None, prev) => BytesMut::from(prev.as_deref().unwrap_or_default()),
+        };
         buf.extend_from_slice(data);
         self.more = Some(buf);
     }

@@ -278,6 +278,13 @@ struct Finisher {
 }
 
 impl Finisher {
+    /// Whether a response stays as it is (no rewrite is planned and it
+    /// carries no in-band challenge), known without parsing it.
+    fn keeps(&self, response: &[u8]) -> bool {
+        self.rewrite.is_none()
+            && !(self.challenges.is_some() && crate::auth::may_carry_challenge(response))
+    }
+
     /// The rewritten response, or `None` to keep the upstream's.
     fn finish(&self, response: &[u8]) -> Option<Bytes> {
         let mut body = None;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -19,6 +19,7 @@ use crate::gateway::Gateway;
 use crate::jsonrpc;
 use crate::server::{self, Body};
 use crate::session::{Route, Token};
+use crate::upstream::http::UpstreamBody;
 use crate::upstream::{self, UpstreamError};
 
 /// Request headers the mount's own upstream receives when the client sent
@@ -170,19 +171,12 @@ pub(super) async fn post_http(
             None => head.map(|()| body),
         };
     }
-    // A JSON answer is read whole (bounded), rewritten and sent on.
-    let bytes = match http_body_util::Limited::new(body, gw.limits.max_message_bytes)
-        .collect()
-        .await
-    {
-        Ok(c) => c.to_bytes(),
-        Err(e) => {
-            let limit = gw.limits.max_message_bytes;
-            let detail = if e.is::<http_body_util::LengthLimitError>() {
-                format!("its response exceeds {limit} bytes (limits.max_message_bytes)")
-            } else {
-                format!("could not read its response: {e}")
-            };
+    // A JSON answer is read whole (bounded): a rewrite needs all of it, and
+    // so does the look for an in-band challenge.
+    let limit = gw.limits.max_message_bytes;
+    let bytes = match read_whole(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(detail) => {
             let e = UpstreamError::Protocol {
                 upstream: gw.mounts[mount].mount.name.clone(),
                 detail,
@@ -190,8 +184,45 @@ pub(super) async fn post_http(
             return upstream_failure(Some(id.get()), &e);
         }
     };
-    let bytes = finisher.finish(&bytes).unwrap_or(bytes);
+    let bytes = match finisher.keeps(&bytes) {
+        true => bytes,
+        false => finisher.finish(&bytes).unwrap_or(bytes),
+    };
     head.map(|()| server::full(bytes))
+}
+
+/// A whole body, refused beyond `limit` bytes. One frame is kept as it
+/// came; several are gathered into one buffer of the announced length, so
+/// the connection's read buffers they were cut from are freed as it goes.
+async fn read_whole(mut body: UpstreamBody, limit: usize) -> Result<Bytes, String> {
+    let announced = http_body::Body::size_hint(&body)
+        .exact()
+        .map_or(0, |n| n as usize);
+    let mut first: Option<Bytes> = None;
+    let mut whole = BytesMut::new();
+    let mut len = 0;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("could not read its response: {e}"))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        len += data.len();
+        if len > limit {
+            return Err(format!(
+                "its response exceeds {limit} bytes (limits.max_message_bytes)"
+            ));
+        }
+        match first.take() {
+            None if whole.is_empty() => first = Some(data),
+            Some(f) => {
+                whole.reserve(announced.max(len).min(limit));
+                whole.extend_from_slice(&f);
+                whole.extend_from_slice(&data);
+            }
+            None => whole.extend_from_slice(&data),
+        }
+    }
+    Ok(first.unwrap_or_else(|| whole.freeze()))
 }
 
 fn upstream_request(

@@ -28,6 +28,10 @@ use super::UpstreamError;
 
 /// Idle connections are closed after this long unused.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Most bytes read from a connection at once. Larger reads save few
+/// syscalls, and a body held while it is read (a JSON answer the gateway
+/// checks) would pin every one of those buffers.
+const READ_BUFFER: usize = 64 * 1024;
 /// Most idle connections kept per thread and upstream address.
 const MAX_IDLE: usize = 256;
 
@@ -128,6 +132,7 @@ impl Client {
             };
         let _ = stream.set_nodelay(true);
         let (sender, conn) = hyper::client::conn::http1::Builder::new()
+            .max_buf_size(READ_BUFFER)
             .handshake(TokioIo::new(stream))
             .await
             .map_err(|e| unreachable(describe(&e)))?;
