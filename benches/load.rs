@@ -19,6 +19,8 @@
 mod client;
 #[path = "load/procs.rs"]
 mod procs;
+#[path = "load/relay.rs"]
+mod relay;
 #[path = "load/report.rs"]
 mod report;
 #[path = "load/run.rs"]
@@ -70,6 +72,10 @@ fn main() {
     match args.get(1).map(String::as_str) {
         Some("__upstream-http") => return upstream::run_http(tools),
         Some("__upstream-stdio") => return upstream::run_stdio(tools),
+        Some("__relay-http") => {
+            let upstream = args.get(2).and_then(|a| a.parse().ok());
+            return relay::run(upstream.expect("__relay-http UPSTREAM_ADDR"));
+        }
         _ => {}
     }
     let opts = Opts {
@@ -423,9 +429,13 @@ async fn full(opts: &Opts) -> bool {
     let mut extra = String::new();
 
     if opts.wants("sweep") {
+        let bare = procs::bare_relay(&exe, up.addr, &logs)
+            .await
+            .expect("bare relay");
         for &c in &opts.sweep {
             for (label, target, proc) in [
                 ("direct", http(&up, "/mcp"), None),
+                ("bare relay", http(&bare, "/mcp"), Some(&bare)),
                 ("gateway", http(&gw, "/mcp"), Some(&gw)),
             ] {
                 let p = run::point(
@@ -442,6 +452,7 @@ async fn full(opts: &Opts) -> bool {
                 points.push(p);
             }
         }
+        bare.stop().await;
     }
     if opts.wants("sse") {
         let gw_sse = gateway(
@@ -622,7 +633,16 @@ async fn full(opts: &Opts) -> bool {
     }
     if opts.wants("idle") {
         let n = if opts.quick { 200 } else { 1000 };
-        let _ = writeln!(extra, "{}", idle_sessions(&gw, n).await);
+        let fresh = gateway(
+            "gateway-idle",
+            &["--upstream".into(), url("/mcp")],
+            &overlays,
+            &logs,
+        )
+        .await
+        .expect("gateway (idle sessions)");
+        extra.push_str(&idle_sessions(&fresh, n).await);
+        fresh.stop().await;
     }
     if opts.wants("reload") {
         let (p, why) = reload_under_load(
@@ -668,6 +688,7 @@ async fn full(opts: &Opts) -> bool {
         &points,
         &[
             ("tools/call", "direct"),
+            ("tools/call", "bare relay"),
             ("tools/call", "gateway"),
             ("stdio tools/call", "stdio"),
             ("stdio tools/call", "gateway (stdio)"),
@@ -708,12 +729,56 @@ fn line(p: &Point) -> String {
     )
 }
 
-/// Open `n` sessions through the gateway, each holding its own keep-alive
-/// connection, and measure the gateway's RSS before, with all of them open
-/// and idle, and after they closed.
+/// Idle sessions on a fresh gateway: `n` sessions (each initialized, one
+/// call) sharing a few connections, as a host's backend pools them, then `n`
+/// sessions each holding a connection of its own; the gateway's RSS before,
+/// with all of them idle, and after they went away.
 async fn idle_sessions(gw: &Proc, n: usize) -> String {
     let target = http(gw, "/mcp");
     tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut out = String::new();
+    const SHARED: usize = 8;
+    let (before, _) = gw.rss_kib();
+    let mut errors = 0;
+    let mut conns = Vec::new();
+    for _ in 0..SHARED {
+        match Session::open(&target).await {
+            Ok(s) => conns.push(s),
+            Err(_) => errors += 1,
+        }
+    }
+    let per_conn = n.div_ceil(conns.len().max(1));
+    let opened = futures_util::future::join_all(conns.iter_mut().map(|s| async move {
+        let mut errors = 0;
+        for i in 0..per_conn {
+            // The first session is the connection's own.
+            let started = if i == 0 { Ok(()) } else { s.restart().await };
+            let called = match started {
+                Ok(()) => s
+                    .request("tools/call", Call::Small.message().1)
+                    .await
+                    .map(drop),
+                Err(e) => Err(e),
+            };
+            errors += usize::from(called.is_err());
+        }
+        errors
+    }))
+    .await;
+    errors += opened.iter().sum::<usize>();
+    let held = per_conn * conns.len();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (open, _) = gw.rss_kib();
+    drop(conns);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let per = |a: u64, b: u64, n: usize| a.saturating_sub(b) as f64 / n.max(1) as f64;
+    let line = format!(
+        "- {held} idle sessions (HTTP upstream) over {SHARED} shared connections, each session initialized with one call: gateway RSS {before} KiB before, {open} KiB with all of them idle ({:.2} KiB per session); {errors} errors",
+        per(open, before, held)
+    );
+    println!("{line}");
+    let _ = writeln!(out, "{line}");
+
     let (before, _) = gw.rss_kib();
     let mut sessions = Vec::with_capacity(n);
     let mut errors = 0;
@@ -740,14 +805,14 @@ async fn idle_sessions(gw: &Proc, n: usize) -> String {
     drop(sessions);
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let (after, _) = gw.rss_kib();
-    let per = |a: u64| (a.saturating_sub(before)) as f64 * 1024.0 / held.max(1) as f64 / 1024.0;
     let line = format!(
-        "- {held} idle sessions (HTTP upstream), each initialized, one call, then idle on its own open connection: gateway RSS {before} KiB before, {open} KiB with all open ({:.1} KiB per session), {after} KiB after the clients disconnected ({:.1} KiB per session retained); {errors} errors",
-        per(open),
-        per(after)
+        "- {held} idle sessions (HTTP upstream), each initialized, one call, then idle on a connection of its own: gateway RSS {before} KiB before, {open} KiB with all open ({:.1} KiB per session and connection), {after} KiB after the clients disconnected ({:.1} KiB per session retained by the allocator); {errors} errors",
+        per(open, before, held),
+        per(after, before, held)
     );
     println!("{line}");
-    line
+    let _ = writeln!(out, "{line}");
+    out
 }
 
 fn markdown(points: &[Point], extra: &str, notes: &[String], took: Duration) -> String {
@@ -798,6 +863,12 @@ fn markdown(points: &[Point], extra: &str, notes: &[String], took: Duration) -> 
         points,
         "tools/call",
         "gateway",
+        &["direct", "bare relay"],
+    ));
+    s.push_str(&report::ratios(
+        points,
+        "tools/call",
+        "bare relay",
         &["direct"],
     ));
     s.push_str(&report::ratios(

@@ -197,8 +197,11 @@ impl Worker {
             tokio::pin!(drained);
             let in_time = tokio::time::timeout(self.grace, &mut drained).await.is_ok();
             let _ = done.send(in_time);
+            // Sessions this thread started (their stdio children, their
+            // upstream connections) may still serve calls that arrived on
+            // other threads: this runtime runs until every session is closed.
+            self.closed.cancelled().await;
             if !in_time {
-                self.closed.cancelled().await;
                 let _ = tokio::time::timeout(Duration::from_secs(1), &mut drained).await;
             }
         });
@@ -250,7 +253,9 @@ pub async fn handle(gw: Arc<Gateway>, req: Request<Incoming>) -> Response<Body> 
     let origin = req.headers().get(header::ORIGIN).cloned();
     let request_id = crate::metrics::request_id(req.headers().get(REQUEST_ID_HEADER));
     let span = tracing::info_span!("request", request_id = %request_id.to_str().unwrap_or(""));
-    let mut resp = route(&gw, req).instrument(span).await;
+    // Boxed: hyper keeps room for this future for as long as the connection
+    // is open, idle or not; the exchange's own state lives only while it runs.
+    let mut resp = Box::pin(route(&gw, req).instrument(span)).await;
     gw.metrics.record_status(resp.status());
     resp.headers_mut().insert(REQUEST_ID_HEADER, request_id);
     if let Some(origin) = origin.filter(|o| gw.hosts.origin_allowed(o)) {
@@ -620,6 +625,20 @@ mod tests {
         assert!(p.origin_allowed(&HeaderValue::from_static("http://localhost:5173")));
         assert!(!p.origin_allowed(&HeaderValue::from_static("https://evil.example")));
         assert!(!p.origin_allowed(&HeaderValue::from_static("null")));
+    }
+
+    /// hyper keeps room for the service future of every open connection,
+    /// idle or not: what an exchange needs must not live in it.
+    #[test]
+    fn a_connection_holds_little_for_its_exchanges() {
+        fn size_of_future<F, Fut>(_: F) -> usize
+        where
+            F: Fn(Arc<Gateway>, Request<Incoming>) -> Fut,
+        {
+            std::mem::size_of::<Fut>()
+        }
+        let size = size_of_future(handle);
+        assert!(size <= 1024, "the service future is {size} bytes");
     }
 
     #[test]

@@ -33,16 +33,16 @@ impl Drop for Gateway {
 /// The binary in front of the stdio fixture, with `grace` seconds of grace,
 /// run from an empty directory (no config file, no overlays).
 fn start(grace: u64) -> Gateway {
+    start_with(grace, &[])
+}
+
+/// [`start`], with more `serve` flags.
+fn start_with(grace: u64, flags: &[&str]) -> Gateway {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--name",
-            "fixture",
-            "--",
-        ])
+        .args(["serve", "--listen", "127.0.0.1:0", "--name", "fixture"])
+        .args(flags)
+        .arg("--")
         .arg(env!("CARGO_BIN_EXE_mcp-fixture-server"))
         .current_dir(dir.path())
         .env("MCP_UI_GATEWAY_SHUTDOWN_GRACE_SECS", grace.to_string())
@@ -302,6 +302,91 @@ async fn a_call_longer_than_the_grace_is_cut_at_the_grace() {
     assert!(
         message.contains("upstream 'fixture'") && message.contains("shutting down"),
         "{text}"
+    );
+    for kid in kids {
+        assert!(!alive(kid), "stdio child {kid} outlived the gateway");
+    }
+}
+
+/// The threads of process `pid`, by name.
+fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|n| n.trim().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn several_workers_serve_sessions_from_any_connection_and_drain_together() {
+    let mut g = start_with(10, &["--workers", "3"]);
+    let pid = g.child.id();
+    // The workers start as the endpoint is printed.
+    let deadline = Instant::now() + BOUND;
+    let mut names = thread_names(pid);
+    while !["worker-1", "worker-2"]
+        .iter()
+        .all(|w| names.iter().any(|n| n == w))
+    {
+        assert!(Instant::now() < deadline, "threads: {names:?}");
+        std::thread::sleep(Duration::from_millis(20));
+        names = thread_names(pid);
+    }
+    // Sessions opened at once, each then called from many connections at
+    // once: a session's stdio child answers whichever thread the request
+    // arrived on.
+    let sessions = futures_util::future::join_all((0..6).map(|_| open_session(&g.url))).await;
+    let url = g.url.clone();
+    let calls = sessions.iter().flat_map(|sid| {
+        let url = url.clone();
+        (0..4).map(move |i| {
+            let url = url.clone();
+            let sid = sid.clone();
+            async move {
+                let body = format!(
+                    r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"slow","arguments":{{"ms":300}}}}}}"#
+                );
+                post_json(&url, &[("mcp-session-id", &sid)], body).await
+            }
+        })
+    });
+    for (status, _, body) in futures_util::future::join_all(calls).await {
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(status, StatusCode::OK, "{text}");
+        assert!(text.contains("\"result\""), "{text}");
+    }
+    let kids = children_of(pid);
+    assert_eq!(kids.len(), 6, "one stdio child per session: {kids:?}");
+    // Calls in flight on several connections when the signal comes all
+    // finish, then the process exits 0 with its children gone.
+    let slow = sessions.iter().map(|sid| {
+        let url = g.url.clone();
+        let sid = sid.clone();
+        tokio::spawn(async move {
+            post_json(
+                &url,
+                &[("mcp-session-id", &sid)],
+                r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"slow","arguments":{"ms":1500}}}"#,
+            )
+            .await
+        })
+    });
+    let slow: Vec<_> = slow.collect();
+    // Time for the calls to reach their children (not a measurement).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    signal(pid, "TERM");
+    for call in slow {
+        let (status, _, body) = call.await.unwrap();
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(status, StatusCode::OK, "{text}");
+        assert!(text.contains("\"result\""), "{text}");
+    }
+    let status = wait_exit(&mut g.child, BOUND);
+    assert!(
+        status.success(),
+        "exit {status}\n{}",
+        g.stderr.lock().unwrap()
     );
     for kid in kids {
         assert!(!alive(kid), "stdio child {kid} outlived the gateway");

@@ -107,6 +107,20 @@ impl Session {
         Ok(s)
     }
 
+    /// Start another session on this session's connection (HTTP only): a
+    /// new `initialize` and `notifications/initialized`; later requests
+    /// belong to the new session.
+    pub async fn restart(&mut self) -> Result<(), Error> {
+        if let Conn::Http { session, .. } = &mut self.conn {
+            *session = None;
+        }
+        let init = format!(
+            r#"{{"protocolVersion":"{PROTOCOL_VERSION}","capabilities":{{}},"clientInfo":{{"name":"mcp-ui-gateway-load","version":"0.0.0"}}}}"#
+        );
+        self.request("initialize", &init).await?;
+        self.notify("notifications/initialized").await
+    }
+
     /// One request; returns the size of the response message on success.
     pub async fn request(&mut self, method: &str, params: &str) -> Result<usize, Error> {
         self.request_raw(method, params).await.map(|(n, _)| n)

@@ -91,25 +91,42 @@ fn log_file(dir: &Path, name: &str) -> Stdio {
 
 /// The in-tree HTTP upstream (this binary, re-executed), which prints its port.
 pub async fn http_upstream(exe: &Path, tools: usize, logs: &Path) -> Result<Proc, String> {
+    let args = ["__upstream-http", "--tools", &tools.to_string()];
+    reporting_port(exe, &args, "upstream-http", logs).await
+}
+
+/// The bare relay (this binary, re-executed) in front of `upstream`.
+pub async fn bare_relay(exe: &Path, upstream: SocketAddr, logs: &Path) -> Result<Proc, String> {
+    let args = ["__relay-http", &upstream.to_string()];
+    reporting_port(exe, &args, "bare-relay", logs).await
+}
+
+/// Start `exe args`, which prints `listening <port>` once bound.
+async fn reporting_port(
+    exe: &Path,
+    args: &[&str],
+    name: &str,
+    logs: &Path,
+) -> Result<Proc, String> {
     let mut child = Command::new(exe)
-        .args(["__upstream-http", "--tools", &tools.to_string()])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(log_file(logs, "upstream-http"))
+        .stderr(log_file(logs, name))
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("spawn the HTTP upstream: {e}"))?;
+        .map_err(|e| format!("spawn the {name}: {e}"))?;
     let stdout = child.stdout.take().expect("piped");
     let mut lines = tokio::io::BufReader::new(stdout).lines();
     let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
         .await
-        .map_err(|_| "the HTTP upstream did not report its port in 20 s".to_owned())?
+        .map_err(|_| format!("the {name} did not report its port in 20 s"))?
         .map_err(|e| e.to_string())?
         .unwrap_or_default();
     let port: u16 = line
         .strip_prefix("listening ")
         .and_then(|p| p.trim().parse().ok())
-        .ok_or_else(|| format!("the HTTP upstream said {line:?}"))?;
+        .ok_or_else(|| format!("the {name} said {line:?}"))?;
     let pid = child.id().unwrap_or(0);
     Ok(Proc {
         addr: SocketAddr::from(([127, 0, 0, 1], port)),
