@@ -24,7 +24,9 @@ pub(super) fn rewrite_response_events(
     limit: usize,
 ) -> Body {
     let transform = move |ev: Event| -> Bytes {
-        if !ev.has_data {
+        // Most events stay as they are, which the finisher can tell from
+        // their text alone.
+        if !ev.has_data || finisher.keeps(ev.data.as_bytes()) {
             return ev.raw;
         }
         let ours = jsonrpc::classify_one(ev.data.as_bytes()).is_ok_and(|m| {

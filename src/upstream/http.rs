@@ -45,8 +45,12 @@ struct Pool {
     connect_timeout: Duration,
     /// Idle connections by the thread that drives them, then by
     /// `host:port`, most recently used last.
-    idle: Mutex<HashMap<ThreadId, HashMap<String, Vec<Idle>>>>,
+    idle: Mutex<HashMap<ThreadId, HashMap<String, Vec<Idle>, Hasher>, Hasher>>,
 }
+
+/// The pool's keys are thread ids and upstream addresses from the
+/// configuration: no client chooses them.
+type Hasher = foldhash::fast::RandomState;
 
 struct Idle {
     sender: SendRequest<Full<Bytes>>,
@@ -171,13 +175,10 @@ impl Client {
             req.headers_mut().insert(header::HOST, value);
         }
         // On the wire, the origin form: `/path?query`.
-        let path = uri
-            .path_and_query()
-            .map(|p| p.as_str())
-            .unwrap_or("/")
-            .parse()
-            .expect("a path of a valid URI is a valid URI");
-        *req.uri_mut() = path;
+        *req.uri_mut() = match uri.path_and_query() {
+            Some(path) => http::Uri::from(path.clone()),
+            None => http::Uri::from_static("/"),
+        };
         loop {
             let (mut sender, reused) = match self.inner.checkout(&key) {
                 Some(s) => (s, true),
