@@ -45,12 +45,15 @@ struct Pool {
     connect_timeout: Duration,
     /// Idle connections by the thread that drives them, then by
     /// `host:port`, most recently used last.
-    idle: Mutex<HashMap<ThreadId, HashMap<String, Vec<Idle>, Hasher>, Hasher>>,
+    idle: Mutex<HashMap<ThreadId, ByAddress, Hasher>>,
 }
 
 /// The pool's keys are thread ids and upstream addresses from the
 /// configuration: no client chooses them.
 type Hasher = foldhash::fast::RandomState;
+
+/// One thread's idle connections, by `host:port`.
+type ByAddress = HashMap<String, Vec<Idle>, Hasher>;
 
 struct Idle {
     sender: SendRequest<Full<Bytes>>,
