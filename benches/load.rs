@@ -41,6 +41,8 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// Tools the HTTP upstream lists (the `tools/list` rewrite scenario).
 const LIST_TOOLS: usize = 1000;
 const SWEEP: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+/// Turns the targets of one comparison take, each a share of its time.
+const ROUNDS: usize = 3;
 
 struct Opts {
     full: bool,
@@ -433,21 +435,14 @@ async fn full(opts: &Opts) -> bool {
             .await
             .expect("bare relay");
         for &c in &opts.sweep {
-            for (label, target, proc) in [
+            let targets = [
                 ("direct", http(&up, "/mcp"), None),
                 ("bare relay", http(&bare, "/mcp"), Some(&bare)),
                 ("gateway", http(&gw, "/mcp"), Some(&gw)),
-            ] {
-                let p = run::point(
-                    "tools/call",
-                    label,
-                    &target,
-                    c,
-                    Call::Small,
-                    &budget(c),
-                    proc,
-                )
-                .await;
+            ];
+            let measured =
+                run::interleaved("tools/call", &targets, c, Call::Small, &budget(c), ROUNDS).await;
+            for p in measured {
                 println!("{}", line(&p));
                 points.push(p);
             }
@@ -464,20 +459,14 @@ async fn full(opts: &Opts) -> bool {
         .await
         .expect("gateway (SSE-answering upstream)");
         for c in [1, 32] {
-            for (label, target, proc) in [
+            let targets = [
                 ("direct (SSE)", http(&up, "/sse"), None),
                 ("gateway (SSE)", http(&gw_sse, "/mcp"), Some(&gw_sse)),
-            ] {
-                let p = run::point(
-                    "tools/call SSE",
-                    label,
-                    &target,
-                    c,
-                    Call::Small,
-                    &budget(c),
-                    proc,
-                )
-                .await;
+            ];
+            let measured =
+                run::interleaved("tools/call SSE", &targets, c, Call::Small, &budget(c), ROUNDS)
+                    .await;
+            for p in measured {
                 println!("{}", line(&p));
                 points.push(p);
             }
@@ -545,29 +534,20 @@ async fn full(opts: &Opts) -> bool {
             args: vec!["__upstream-stdio".into()],
         };
         for &c in &opts.sweep {
-            let p = run::point(
+            let mut targets = vec![("stdio", stdio.clone(), None)];
+            for (label, proc) in &bridges {
+                targets.push((*label, http(proc, "/mcp"), Some(proc)));
+            }
+            let measured = run::interleaved(
                 "stdio tools/call",
-                "stdio",
-                &stdio,
+                &targets,
                 c,
                 Call::Small,
                 &budget(c),
-                None,
+                ROUNDS,
             )
             .await;
-            println!("{}", line(&p));
-            points.push(p);
-            for (label, proc) in &bridges {
-                let p = run::point(
-                    "stdio tools/call",
-                    label,
-                    &http(proc, "/mcp"),
-                    c,
-                    Call::Small,
-                    &budget(c),
-                    Some(proc),
-                )
-                .await;
+            for p in measured {
                 println!("{}", line(&p));
                 points.push(p);
             }

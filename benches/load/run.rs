@@ -67,6 +67,98 @@ pub async fn point(
     budget: &Budget,
     proc: Option<&Proc>,
 ) -> Point {
+    let sample = measure(target, concurrency, call, budget, proc).await;
+    summarize(scenario, label, concurrency, vec![sample])
+}
+
+/// One point per target, measured in `rounds` turns that go through the
+/// targets in order, each turn a share of `budget`: a slow spell of this
+/// shared machine then falls on every target alike, not on one.
+pub async fn interleaved(
+    scenario: &str,
+    targets: &[(&str, Target, Option<&Proc>)],
+    concurrency: usize,
+    call: Call,
+    budget: &Budget,
+    rounds: usize,
+) -> Vec<Point> {
+    let rounds = rounds.max(1);
+    let share = Budget {
+        calls_per_session: budget.calls_per_session.div_ceil(rounds),
+        max_time: budget.max_time / rounds as u32,
+        warmup_calls: budget.warmup_calls,
+    };
+    let mut samples: Vec<Vec<Sample>> = targets.iter().map(|_| Vec::new()).collect();
+    for _ in 0..rounds {
+        for (i, (_, target, proc)) in targets.iter().enumerate() {
+            samples[i].push(measure(target, concurrency, call, &share, *proc).await);
+        }
+    }
+    targets
+        .iter()
+        .zip(samples)
+        .map(|((label, _, _), s)| summarize(scenario, label, concurrency, s))
+        .collect()
+}
+
+/// What one run of calls against a target saw.
+pub struct Sample {
+    /// Latency of each successful call, ns.
+    lat: Vec<u64>,
+    errors: usize,
+    first_error: Option<String>,
+    wall: f64,
+    cpu: Option<f64>,
+    peak: Option<u64>,
+}
+
+fn summarize(scenario: &str, label: &str, concurrency: usize, samples: Vec<Sample>) -> Point {
+    let mut lat = Vec::new();
+    let (mut errors, mut wall, mut first_error) = (0, 0.0, None);
+    let (mut cpu, mut peak): (Option<f64>, Option<u64>) = (None, None);
+    for s in samples {
+        lat.extend(s.lat);
+        errors += s.errors;
+        wall += s.wall;
+        first_error = first_error.or(s.first_error);
+        cpu = match (cpu, s.cpu) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        peak = peak.max(s.peak);
+    }
+    lat.sort_unstable();
+    let pct = |q: f64| -> f64 {
+        if lat.is_empty() {
+            return f64::NAN;
+        }
+        let i = ((lat.len() as f64 * q).ceil() as usize).clamp(1, lat.len()) - 1;
+        lat[i] as f64 / 1000.0
+    };
+    let calls = lat.len();
+    Point {
+        scenario: scenario.into(),
+        target: label.into(),
+        concurrency,
+        calls,
+        errors,
+        first_error,
+        p50_us: pct(0.50),
+        p90_us: pct(0.90),
+        p99_us: pct(0.99),
+        per_sec: calls as f64 / wall,
+        cpu_per_1k: cpu.filter(|_| calls > 0).map(|c| c / calls as f64 * 1000.0),
+        peak_rss_kib: peak,
+    }
+}
+
+async fn measure(
+    target: &Target,
+    concurrency: usize,
+    call: Call,
+    budget: &Budget,
+    proc: Option<&Proc>,
+) -> Sample {
     let mut errors = 0;
     let mut first_error = None;
     let mut sessions = Vec::with_capacity(concurrency);
@@ -149,27 +241,12 @@ pub async fn point(
     };
     let peak = proc.map(|p| p.rss_kib().1);
     futures_util::future::join_all(open.into_iter().map(|s| s.close())).await;
-    lat.sort_unstable();
-    let pct = |q: f64| -> f64 {
-        if lat.is_empty() {
-            return f64::NAN;
-        }
-        let i = ((lat.len() as f64 * q).ceil() as usize).clamp(1, lat.len()) - 1;
-        lat[i] as f64 / 1000.0
-    };
-    let calls = lat.len();
-    Point {
-        scenario: scenario.into(),
-        target: label.into(),
-        concurrency,
-        calls,
+    Sample {
+        lat,
         errors,
         first_error,
-        p50_us: pct(0.50),
-        p90_us: pct(0.90),
-        p99_us: pct(0.99),
-        per_sec: calls as f64 / wall,
-        cpu_per_1k: cpu.filter(|_| calls > 0).map(|c| c / calls as f64 * 1000.0),
-        peak_rss_kib: peak,
+        wall,
+        cpu,
+        peak,
     }
 }
