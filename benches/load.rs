@@ -463,9 +463,15 @@ async fn full(opts: &Opts) -> bool {
                 ("direct (SSE)", http(&up, "/sse"), None),
                 ("gateway (SSE)", http(&gw_sse, "/mcp"), Some(&gw_sse)),
             ];
-            let measured =
-                run::interleaved("tools/call SSE", &targets, c, Call::Small, &budget(c), ROUNDS)
-                    .await;
+            let measured = run::interleaved(
+                "tools/call SSE",
+                &targets,
+                c,
+                Call::Small,
+                &budget(c),
+                ROUNDS,
+            )
+            .await;
             for p in measured {
                 println!("{}", line(&p));
                 points.push(p);

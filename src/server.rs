@@ -217,6 +217,19 @@ async fn accept(
 ) -> hyper_util::server::graceful::GracefulShutdown {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let builder = auto::Builder::new(TokioExecutor::new());
+    // A timer always pending on this thread: the timeout every relayed
+    // request sets is then never the earliest, and setting it does not wake
+    // the thread's event loop (a syscall and a spurious wake-up per request).
+    let ticker = stop.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = ticker.cancelled() => return,
+            }
+        }
+    });
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
