@@ -203,8 +203,8 @@ fn report_points(points: &[Point]) -> bool {
     ok
 }
 
-/// What `cargo test --all-targets` runs: direct and gateway, JSON and SSE
-/// responses and a stdio upstream, a few sessions × a few calls, and
+/// What `cargo test --all-targets` runs: direct, the bare relay and the
+/// gateway, JSON and SSE responses and a stdio upstream, a few sessions × a few calls, and
 /// overlay reloads; zero errors required, speed never asserted.
 async fn smoke() -> bool {
     let exe = std::env::current_exe().expect("current exe");
@@ -258,9 +258,13 @@ async fn smoke() -> bool {
         program: exe.clone(),
         args: vec!["__upstream-stdio".into()],
     };
+    let bare = procs::bare_relay(&exe, up.addr, &logs)
+        .await
+        .expect("bare relay");
     let mut points = Vec::new();
     for (label, target, proc) in [
         ("direct", http(&up, "/mcp"), None),
+        ("bare relay", http(&bare, "/mcp"), Some(&bare)),
         ("gateway", http(&gw, "/mcp"), Some(&gw)),
         ("direct (SSE)", http(&up, "/sse"), None),
         ("gateway (SSE)", http(&gw_sse, "/mcp"), Some(&gw_sse)),
@@ -279,7 +283,7 @@ async fn smoke() -> bool {
         eprintln!("ERROR: reload: {e}");
         ok = false;
     }
-    for p in [gw, gw_sse, gw_stdio, up] {
+    for p in [gw, gw_sse, gw_stdio, bare, up] {
         p.stop().await;
     }
     let _ = std::fs::remove_dir_all(&overlays);

@@ -2,7 +2,7 @@
 //! and the sessions this process owns (stdio children and legacy SSE
 //! connections). HTTP-upstream sessions live only in their sealed ids.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -54,7 +54,7 @@ pub struct Gateway {
 /// upstream takes is dropped from listings and its calls go upstream.
 #[derive(Debug, Default)]
 pub struct UpstreamTools {
-    by_mount: Mutex<HashMap<String, BTreeSet<String>>>,
+    by_mount: Mutex<HashMap<String, HashSet<String, foldhash::fast::RandomState>>>,
 }
 
 impl UpstreamTools {
@@ -69,6 +69,10 @@ impl UpstreamTools {
         let mut map = self.by_mount.lock().unwrap();
         let known = map.entry(mount.to_owned()).or_default();
         if first_page {
+            // The same listing again (the usual case): nothing to change.
+            if known.len() == names.len() && names.iter().all(|n| known.contains(n)) {
+                return;
+            }
             known.clear();
         }
         known.extend(names);

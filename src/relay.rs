@@ -290,9 +290,9 @@ impl Finisher {
         let mut body = None;
         if let Some(rewrite) = &self.rewrite {
             let known = |tool: &str| self.upstream_tools.has(&self.mount, tool);
-            let applied = plan::apply(&self.overlays, &self.mount, rewrite, response, &known);
+            let mut applied = plan::apply(&self.overlays, &self.mount, rewrite, response, &known);
             if let (Some(names), Rewrite::ToolsListPage { first }) =
-                (applied.upstream_tools.clone(), rewrite)
+                (applied.upstream_tools.take(), rewrite)
             {
                 self.upstream_tools.record(&self.mount, *first, names);
             }
