@@ -444,12 +444,7 @@ async fn full(opts: &Opts) -> bool {
                 ("bare relay", http(&bare, "/mcp"), Some(&bare)),
                 ("gateway", http(&gw, "/mcp"), Some(&gw)),
             ];
-            let measured =
-                run::interleaved("tools/call", &targets, c, Call::Small, &budget(c), ROUNDS).await;
-            for p in measured {
-                println!("{}", line(&p));
-                points.push(p);
-            }
+            compare(&mut points, "tools/call", &targets, c, &budget(c)).await;
         }
         bare.stop().await;
     }
@@ -467,19 +462,7 @@ async fn full(opts: &Opts) -> bool {
                 ("direct (SSE)", http(&up, "/sse"), None),
                 ("gateway (SSE)", http(&gw_sse, "/mcp"), Some(&gw_sse)),
             ];
-            let measured = run::interleaved(
-                "tools/call SSE",
-                &targets,
-                c,
-                Call::Small,
-                &budget(c),
-                ROUNDS,
-            )
-            .await;
-            for p in measured {
-                println!("{}", line(&p));
-                points.push(p);
-            }
+            compare(&mut points, "tools/call SSE", &targets, c, &budget(c)).await;
         }
         gw_sse.stop().await;
     }
@@ -548,19 +531,7 @@ async fn full(opts: &Opts) -> bool {
             for (label, proc) in &bridges {
                 targets.push((*label, http(proc, "/mcp"), Some(proc)));
             }
-            let measured = run::interleaved(
-                "stdio tools/call",
-                &targets,
-                c,
-                Call::Small,
-                &budget(c),
-                ROUNDS,
-            )
-            .await;
-            for p in measured {
-                println!("{}", line(&p));
-                points.push(p);
-            }
+            compare(&mut points, "stdio tools/call", &targets, c, &budget(c)).await;
         }
         for (_, p) in bridges {
             p.stop().await;
@@ -694,6 +665,23 @@ async fn full(opts: &Opts) -> bool {
         out.join("latency.svg").display()
     );
     ok
+}
+
+/// `tools/call` against `targets` in turns ([`run::interleaved`]), each
+/// point printed as it comes and kept.
+async fn compare(
+    points: &mut Vec<Point>,
+    scenario: &str,
+    targets: &[(&str, Target, Option<&Proc>)],
+    concurrency: usize,
+    budget: &Budget,
+) {
+    let measured =
+        run::interleaved(scenario, targets, concurrency, Call::Small, budget, ROUNDS).await;
+    for p in measured {
+        println!("{}", line(&p));
+        points.push(p);
+    }
 }
 
 fn line(p: &Point) -> String {

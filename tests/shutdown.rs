@@ -84,6 +84,19 @@ fn start_with(grace: u64, flags: &[&str]) -> Gateway {
     }
 }
 
+/// A `slow` call of `ms` milliseconds on session `sid`, in the background.
+fn spawn_slow_call(
+    url: &str,
+    sid: &str,
+    ms: u64,
+) -> tokio::task::JoinHandle<(StatusCode, hyper::HeaderMap, bytes::Bytes)> {
+    let (url, sid) = (url.to_owned(), sid.to_owned());
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{{"name":"slow","arguments":{{"ms":{ms}}}}}}}"#
+    );
+    tokio::spawn(async move { post_json(&url, &[("mcp-session-id", &sid)], body).await })
+}
+
 /// Processes whose parent is `pid`, from /proc.
 fn children_of(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
@@ -239,17 +252,7 @@ async fn a_call_longer_than_the_grace_is_cut_at_the_grace() {
     let pid = g.child.id();
     let sid = open_session(&g.url).await;
     let kids = children_of(pid);
-    let call = {
-        let url = g.url.clone();
-        tokio::spawn(async move {
-            post_json(
-                &url,
-                &[("mcp-session-id", &sid)],
-                r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"slow","arguments":{"ms":50000}}}"#,
-            )
-            .await
-        })
-    };
+    let call = spawn_slow_call(&g.url, &sid, 50_000);
     // Give the call time to reach the upstream (not a measurement: either
     // way, it must not outlive the grace).
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -360,19 +363,10 @@ async fn several_workers_serve_sessions_from_any_connection_and_drain_together()
     assert_eq!(kids.len(), 6, "one stdio child per session: {kids:?}");
     // Calls in flight on several connections when the signal comes all
     // finish, then the process exits 0 with its children gone.
-    let slow = sessions.iter().map(|sid| {
-        let url = g.url.clone();
-        let sid = sid.clone();
-        tokio::spawn(async move {
-            post_json(
-                &url,
-                &[("mcp-session-id", &sid)],
-                r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"slow","arguments":{"ms":1500}}}"#,
-            )
-            .await
-        })
-    });
-    let slow: Vec<_> = slow.collect();
+    let slow: Vec<_> = sessions
+        .iter()
+        .map(|sid| spawn_slow_call(&g.url, sid, 1500))
+        .collect();
     // Time for the calls to reach their children (not a measurement).
     tokio::time::sleep(Duration::from_millis(500)).await;
     signal(pid, "TERM");
