@@ -9,7 +9,8 @@
 //! NAME[,NAME]` selects scenarios (sweep, sse, stdio, big, list, idle,
 //! reload); `-- --no-peers` skips the peers; `-- --secs S` sets the time of
 //! each point and `-- --conc 1,32` the concurrencies of the sweeps (for
-//! profiling one case). Without `--bench` (as
+//! profiling one case). `-- --target NAME=URL` (repeated) drives endpoints
+//! that are already running instead (see `-- --help`). Without `--bench` (as
 //! `cargo test --all-targets` runs it) it is a few-second correctness smoke
 //! of direct and gateway paths that asserts zero errors and never speed.
 //!
@@ -17,6 +18,10 @@
 
 #[path = "load/client.rs"]
 mod client;
+#[path = "load/given.rs"]
+mod given;
+#[path = "load/opts.rs"]
+mod opts;
 #[path = "load/procs.rs"]
 mod procs;
 #[path = "load/relay.rs"]
@@ -33,6 +38,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use client::{Session, Target};
+use opts::Opts;
 use procs::Proc;
 use run::{Budget, Call, Point};
 
@@ -43,25 +49,6 @@ const LIST_TOOLS: usize = 1000;
 const SWEEP: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// Turns the targets of one comparison take, each a share of its time.
 const ROUNDS: usize = 3;
-
-struct Opts {
-    full: bool,
-    quick: bool,
-    peers: bool,
-    only: Option<Vec<String>>,
-    /// Seconds per measured point (`--secs`), for profiling one scenario.
-    secs: Option<f64>,
-    /// Concurrencies of the sweeps (`--conc 1,32`); default [`SWEEP`].
-    sweep: Vec<usize>,
-}
-
-impl Opts {
-    fn wants(&self, scenario: &str) -> bool {
-        self.only
-            .as_ref()
-            .is_none_or(|o| o.iter().any(|s| s == scenario))
-    }
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -80,33 +67,27 @@ fn main() {
         }
         _ => {}
     }
-    let opts = Opts {
-        full: args.iter().any(|a| a == "--bench"),
-        quick: args.iter().any(|a| a == "--quick"),
-        peers: !args.iter().any(|a| a == "--no-peers"),
-        only: args
-            .iter()
-            .position(|a| a == "--only")
-            .and_then(|i| args.get(i + 1))
-            .map(|v| v.split(',').map(str::to_owned).collect()),
-        secs: args
-            .iter()
-            .position(|a| a == "--secs")
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok()),
-        sweep: args
-            .iter()
-            .position(|a| a == "--conc")
-            .and_then(|i| args.get(i + 1))
-            .map(|v| v.split(',').filter_map(|c| c.parse().ok()).collect())
-            .unwrap_or_else(|| SWEEP.to_vec()),
+    let opts = match Opts::parse(&args[1..]) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
     };
+    if opts.help {
+        print!("{}", opts::USAGE);
+        return;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
     let ok = rt.block_on(async move {
-        if opts.full {
+        if let Some(given) = &opts.given {
+            let conc = opts.conc.clone().unwrap_or_else(given::default_conc);
+            let secs = opts.secs.unwrap_or(if opts.quick { 1.0 } else { 3.0 });
+            given::run(given, &conc, secs, &out_dir()).await
+        } else if opts.full {
             full(&opts).await
         } else {
             smoke().await
@@ -180,27 +161,9 @@ async fn gateway(
 fn http(p: &Proc, path: &str) -> Target {
     Target::Http {
         addr: p.addr,
+        host: p.addr.to_string(),
         path: path.into(),
     }
-}
-
-fn report_points(points: &[Point]) -> bool {
-    let mut ok = true;
-    for p in points {
-        if p.errors > 0 || p.calls == 0 {
-            ok = false;
-            eprintln!(
-                "ERROR: {} / {} at {}: {} errors, {} calls; first: {}",
-                p.scenario,
-                p.target,
-                p.concurrency,
-                p.errors,
-                p.calls,
-                p.first_error.as_deref().unwrap_or("-")
-            );
-        }
-    }
-    ok
 }
 
 /// What `cargo test --all-targets` runs: direct, the bare relay and the
@@ -275,10 +238,11 @@ async fn smoke() -> bool {
         points.push(run::point("smoke big", label, &target, 2, Call::Big, &small, proc).await);
         points.push(run::point("smoke list", label, &target, 2, Call::List, &small, proc).await);
     }
+    let mut ok = given_mode(&exe, &up, &gw, &out).await;
     let reload = reload_under_load(&gw, &overlays, 2, Duration::from_millis(1500), 200).await;
     points.push(reload.0);
     print!("{}", report::table(&points));
-    let mut ok = report_points(&points);
+    ok &= report::errors_ok(&points);
     if let Some(e) = reload.1 {
         eprintln!("ERROR: reload: {e}");
         ok = false;
@@ -289,6 +253,75 @@ async fn smoke() -> bool {
     let _ = std::fs::remove_dir_all(&overlays);
     if ok {
         println!("load smoke: {} points, 0 errors", points.len());
+    }
+    ok
+}
+
+/// The `--target` mode against the smoke's own processes, named as a user
+/// names theirs (URLs, a stdio command, a watched PID), and the mistakes it
+/// must refuse before any load.
+async fn given_mode(exe: &Path, up: &Proc, gw: &Proc, out: &Path) -> bool {
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let stdio = format!("stdio=stdio:{} __upstream-stdio", exe.display());
+    let parsed = Opts::parse(&args(&[
+        "--bench",
+        "--target",
+        &format!("direct=http://{}/mcp", up.addr),
+        "--target",
+        &format!("gateway=http://localhost:{}/mcp", gw.addr.port()),
+        "--target",
+        &stdio,
+        "--pid",
+        &format!("gateway={}", gw.pid),
+        "--call",
+        "tools/call",
+        "--params",
+        r#"{"name":"echo","arguments":{"message":"hi"}}"#,
+    ]));
+    let given = match parsed {
+        Ok(Opts { given: Some(g), .. }) => g,
+        Ok(_) => {
+            eprintln!("ERROR: --target: no targets parsed");
+            return false;
+        }
+        Err(e) => {
+            eprintln!("ERROR: --target: {e}");
+            return false;
+        }
+    };
+    let mut ok = given::run(&given, &[2], 0.3, out).await;
+    let refused = [
+        (
+            vec!["--target", "far=http://192.0.2.1:9/mcp"],
+            "--allow-remote",
+        ),
+        (
+            vec!["--target", "a=http://127.0.0.1:9/mcp", "--params", "{oops"],
+            "not JSON",
+        ),
+        (
+            vec!["--target", "a=https://127.0.0.1:9/mcp"],
+            "https is not spoken",
+        ),
+        (
+            vec!["--target", "a=http://127.0.0.1:9/", "--pid", "b=1"],
+            "no --target is named \"b\"",
+        ),
+        (vec!["--call", "tools/call"], "go with --target"),
+        (vec!["--sweep"], "unknown option"),
+    ];
+    for (argv, want) in refused {
+        match Opts::parse(&args(&argv)) {
+            Err(e) if e.contains(want) => {}
+            Err(e) => {
+                eprintln!("ERROR: {argv:?} was refused with {e:?}, not {want:?}");
+                ok = false;
+            }
+            Ok(_) => {
+                eprintln!("ERROR: {argv:?} was accepted");
+                ok = false;
+            }
+        }
     }
     ok
 }
@@ -433,12 +466,13 @@ async fn full(opts: &Opts) -> bool {
     };
     let mut points: Vec<Point> = Vec::new();
     let mut extra = String::new();
+    let sweep = opts.conc.clone().unwrap_or_else(|| SWEEP.to_vec());
 
     if opts.wants("sweep") {
         let bare = procs::bare_relay(&exe, up.addr, &logs)
             .await
             .expect("bare relay");
-        for &c in &opts.sweep {
+        for &c in &sweep {
             let targets = [
                 ("direct", http(&up, "/mcp"), None),
                 ("bare relay", http(&bare, "/mcp"), Some(&bare)),
@@ -526,7 +560,7 @@ async fn full(opts: &Opts) -> bool {
             program: exe.clone(),
             args: vec!["__upstream-stdio".into()],
         };
-        for &c in &opts.sweep {
+        for &c in &sweep {
             let mut targets = vec![("stdio", stdio.clone(), None)];
             for (label, proc) in &bridges {
                 targets.push((*label, http(proc, "/mcp"), Some(proc)));
@@ -552,7 +586,7 @@ async fn full(opts: &Opts) -> bool {
                 ("gateway", http(&gw, "/mcp"), Some(&gw)),
             ] {
                 let p = run::point("1 MiB result", label, &target, c, Call::Big, &b(c), proc).await;
-                println!("{}", line(&p));
+                println!("{}", report::line(&p));
                 if label == "gateway" {
                     let peak = p.peak_rss_kib.unwrap_or(0);
                     let _ = writeln!(
@@ -588,7 +622,7 @@ async fn full(opts: &Opts) -> bool {
                 proc,
             )
             .await;
-            println!("{}", line(&p));
+            println!("{}", report::line(&p));
             points.push(p);
         }
     }
@@ -614,7 +648,7 @@ async fn full(opts: &Opts) -> bool {
             100,
         )
         .await;
-        println!("{}", line(&p));
+        println!("{}", report::line(&p));
         let _ = writeln!(
             extra,
             "- overlay reloads during load (8 sessions × 2 kinds of call, the overlay file rewritten every 100 ms): {} calls, {} errors; the last version was {}",
@@ -641,7 +675,7 @@ async fn full(opts: &Opts) -> bool {
     up.stop().await;
     let _ = std::fs::remove_dir_all(&overlays);
 
-    let ok = report_points(&points);
+    let ok = report::errors_ok(&points);
     let md = markdown(&points, &extra, &notes, started.elapsed());
     println!("\n{md}");
     std::fs::write(out.join("load.md"), &md).expect("write load.md");
@@ -679,32 +713,9 @@ async fn compare(
     let measured =
         run::interleaved(scenario, targets, concurrency, Call::Small, budget, ROUNDS).await;
     for p in measured {
-        println!("{}", line(&p));
+        println!("{}", report::line(&p));
         points.push(p);
     }
-}
-
-fn line(p: &Point) -> String {
-    format!(
-        "{:<24} {:<16} c={:<3} calls={:<6} err={} p50={:.1}µs p90={:.1}µs p99={:.1}µs {:.0}/s cpu/1k={} peak={}KiB{}",
-        p.scenario,
-        p.target,
-        p.concurrency,
-        p.calls,
-        p.errors,
-        p.p50_us,
-        p.p90_us,
-        p.p99_us,
-        p.per_sec,
-        p.cpu_per_1k
-            .map(|c| format!("{c:.3}s"))
-            .unwrap_or_else(|| "-".into()),
-        p.peak_rss_kib.unwrap_or(0),
-        p.first_error
-            .as_deref()
-            .map(|e| format!(" first error: {e}"))
-            .unwrap_or_default()
-    )
 }
 
 /// Idle sessions on a fresh gateway: `n` sessions (each initialized, one
@@ -805,12 +816,7 @@ fn markdown(points: &[Point], extra: &str, notes: &[String], took: Duration) -> 
         .output()
         .map(|o| !o.stdout.is_empty())
         .unwrap_or(false);
-    let date = std::process::Command::new("date")
-        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .unwrap_or_default();
+    let date = report::date_utc();
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| {

@@ -23,8 +23,16 @@ pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Where a session goes.
 #[derive(Clone, Debug)]
 pub enum Target {
-    Http { addr: SocketAddr, path: String },
-    Stdio { program: PathBuf, args: Vec<String> },
+    /// `host` is the `Host` header (the URL's authority).
+    Http {
+        addr: SocketAddr,
+        host: String,
+        path: String,
+    },
+    Stdio {
+        program: PathBuf,
+        args: Vec<String>,
+    },
 }
 
 pub struct Session {
@@ -62,7 +70,7 @@ impl Session {
     /// `initialize`, the session id, `notifications/initialized`.
     pub async fn open(target: &Target) -> Result<Session, Error> {
         let conn = match target {
-            Target::Http { addr, path } => {
+            Target::Http { addr, host, path } => {
                 let stream = tokio::net::TcpStream::connect(addr)
                     .await
                     .map_err(|e| format!("connect {addr}: {e}"))?;
@@ -73,7 +81,7 @@ impl Session {
                 tokio::spawn(conn);
                 Conn::Http {
                     sender,
-                    host: addr.to_string(),
+                    host: host.clone(),
                     path: path.clone(),
                     session: None,
                 }

@@ -9,13 +9,26 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncBufReadExt;
 use tokio::process::{Child, Command};
 
+/// A process a point reads CPU time and RSS of: one this run started (and
+/// stops), or one it only watches (`--pid`).
 pub struct Proc {
     pub addr: SocketAddr,
     pub pid: u32,
-    child: Child,
+    child: Option<Child>,
 }
 
 impl Proc {
+    /// A running process this run did not start: read, never stopped.
+    pub fn watch(pid: u32) -> Result<Proc, String> {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map_err(|e| format!("process {pid}: {e}"))?;
+        Ok(Proc {
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            pid,
+            child: None,
+        })
+    }
+
     /// User + system CPU seconds of this process alone (not its children).
     pub fn cpu_secs(&self) -> f64 {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) else {
@@ -53,12 +66,18 @@ impl Proc {
     }
 
     pub fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        match &mut self.child {
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+            None => Path::new(&format!("/proc/{}", self.pid)).exists(),
+        }
     }
 
-    pub async fn stop(mut self) {
-        let _ = self.child.start_kill();
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+    /// Stop a process this run started; a watched one is left alone.
+    pub async fn stop(self) {
+        if let Some(mut c) = self.child {
+            let _ = c.start_kill();
+            let _ = tokio::time::timeout(Duration::from_secs(10), c.wait()).await;
+        }
     }
 }
 
@@ -131,7 +150,7 @@ async fn reporting_port(
     Ok(Proc {
         addr: SocketAddr::from(([127, 0, 0, 1], port)),
         pid,
-        child,
+        child: Some(child),
     })
 }
 
@@ -160,7 +179,7 @@ pub async fn start(
     let mut proc = Proc {
         addr: SocketAddr::from(([127, 0, 0, 1], port)),
         pid,
-        child,
+        child: Some(child),
     };
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {

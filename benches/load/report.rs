@@ -22,6 +22,61 @@ fn f1(v: f64) -> String {
     }
 }
 
+/// The date and time now, as `2026-12-01 10:50 UTC`.
+pub fn date_utc() -> String {
+    std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|d| d.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// One point on one line, as it is measured.
+pub fn line(p: &Point) -> String {
+    format!(
+        "{:<24} {:<16} c={:<3} calls={:<6} err={} p50={:.1}µs p90={:.1}µs p99={:.1}µs {:.0}/s cpu/1k={} peak={}KiB{}",
+        p.scenario,
+        p.target,
+        p.concurrency,
+        p.calls,
+        p.errors,
+        p.p50_us,
+        p.p90_us,
+        p.p99_us,
+        p.per_sec,
+        p.cpu_per_1k
+            .map(|c| format!("{c:.3}s"))
+            .unwrap_or_else(|| "-".into()),
+        p.peak_rss_kib.unwrap_or(0),
+        p.first_error
+            .as_deref()
+            .map(|e| format!(" first error: {e}"))
+            .unwrap_or_default()
+    )
+}
+
+/// Print every point with errors or no calls; true when there are none.
+pub fn errors_ok(points: &[Point]) -> bool {
+    let mut ok = true;
+    for p in points {
+        if p.errors > 0 || p.calls == 0 {
+            ok = false;
+            eprintln!(
+                "ERROR: {} / {} at {}: {} errors, {} calls; first: {}",
+                p.scenario,
+                p.target,
+                p.concurrency,
+                p.errors,
+                p.calls,
+                p.first_error.as_deref().unwrap_or("-")
+            );
+        }
+    }
+    ok
+}
+
 pub fn table(points: &[Point]) -> String {
     let mut s = String::new();
     s.push_str("| scenario | target | conc. | calls | errors | p50 µs | p90 µs | p99 µs | calls/s | proxy CPU s / 1k calls | proxy peak RSS MiB |\n");

@@ -15,6 +15,11 @@ pub enum Call {
     Big,
     /// `tools/list` (as many tools as the upstream has).
     List,
+    /// A request given on the command line (`--call`, `--params`).
+    Given {
+        method: &'static str,
+        params: &'static str,
+    },
 }
 
 impl Call {
@@ -29,6 +34,7 @@ impl Call {
                 r#"{"name":"big","arguments":{"message":"x"}}"#,
             ),
             Call::List => ("tools/list", "{}"),
+            Call::Given { method, params } => (method, params),
         }
     }
 }
