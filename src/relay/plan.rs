@@ -276,6 +276,14 @@ fn tools_list_page(
         }
         edits.push((end..end, new));
     }
+    if edits.is_empty() {
+        // Nothing on this page is overlaid: the upstream's bytes stand.
+        return Some(Applied {
+            body: None,
+            warnings,
+            upstream_tools: Some(names),
+        });
+    }
     let grown: usize = edits.iter().map(|(_, new)| new.len()).sum();
     let mut out = String::with_capacity(text.len() + grown);
     let mut at = 0;
@@ -798,7 +806,9 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"show","inputSchema":{}}]}}"#;
         let a = apply(&o, "demo", &first_page(), clash, &none);
         assert_eq!(a.warnings.len(), 1);
-        let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
+        // Nothing added: the upstream's bytes are kept as they came.
+        assert!(a.body.is_none());
+        let v: Value = serde_json::from_slice(clash).unwrap();
         assert_eq!(
             v["result"]["tools"],
             json!([{"name":"show","inputSchema":{}}])
