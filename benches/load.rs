@@ -133,12 +133,17 @@ fn write_overlays(dir: &Path, version: usize) {
     std::fs::rename(&tmp, dir.join("bench.toml")).unwrap();
 }
 
-async fn gateway(
-    name: &str,
-    upstream: &[String],
-    overlays: &Path,
-    logs: &Path,
-) -> Result<Proc, String> {
+/// What a gateway of the run is put in front of.
+enum Upstream<'a> {
+    /// The in-tree HTTP upstream, at this path.
+    Http(&'a Proc, &'a str),
+    /// The in-tree stdio upstream: this binary, re-executed.
+    Stdio(&'a Path),
+}
+
+/// Start the release gateway called `name` in front of `upstream`, with the
+/// run's overlays; the run cannot go on without it.
+async fn gateway(name: &str, upstream: Upstream<'_>, overlays: &Path, logs: &Path) -> Proc {
     let port = procs::free_port();
     let mut args = vec![
         "serve".to_owned(),
@@ -149,13 +154,24 @@ async fn gateway(
         "--overlays".into(),
         overlays.display().to_string(),
     ];
-    args.extend(upstream.iter().cloned());
+    match upstream {
+        Upstream::Http(up, path) => {
+            args.extend(["--upstream".into(), format!("http://{}{path}", up.addr)])
+        }
+        Upstream::Stdio(exe) => args.extend([
+            "--".into(),
+            exe.display().to_string(),
+            "__upstream-stdio".into(),
+        ]),
+    }
     // `LOAD_GATEWAY_ENV="K=V K2=V2"`: extra environment for the gateway
     // alone (to compare settings within one build).
     let extra = std::env::var("LOAD_GATEWAY_ENV").unwrap_or_default();
     let mut env: Vec<(&str, &str)> = vec![("RUST_LOG", "info")];
     env.extend(extra.split_whitespace().filter_map(|kv| kv.split_once('=')));
-    procs::start(name, Path::new(GATEWAY), &args, &env, port, logs).await
+    procs::start(name, Path::new(GATEWAY), &args, &env, port, logs)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn http(p: &Proc, path: &str) -> Target {
@@ -179,35 +195,9 @@ async fn smoke() -> bool {
     let up = procs::http_upstream(&exe, LIST_TOOLS, &logs)
         .await
         .expect("HTTP upstream");
-    let url = |path: &str| format!("http://{}{path}", up.addr);
-    let gw = gateway(
-        "gateway",
-        &["--upstream".into(), url("/mcp")],
-        &overlays,
-        &logs,
-    )
-    .await
-    .expect("gateway (HTTP upstream)");
-    let gw_sse = gateway(
-        "gateway-sse",
-        &["--upstream".into(), url("/sse")],
-        &overlays,
-        &logs,
-    )
-    .await
-    .expect("gateway (SSE-answering upstream)");
-    let gw_stdio = gateway(
-        "gateway-stdio",
-        &[
-            "--".into(),
-            exe.display().to_string(),
-            "__upstream-stdio".into(),
-        ],
-        &overlays,
-        &logs,
-    )
-    .await
-    .expect("gateway (stdio upstream)");
+    let gw = gateway("gateway", Upstream::Http(&up, "/mcp"), &overlays, &logs).await;
+    let gw_sse = gateway("gateway-sse", Upstream::Http(&up, "/sse"), &overlays, &logs).await;
+    let gw_stdio = gateway("gateway-stdio", Upstream::Stdio(&exe), &overlays, &logs).await;
     let budget = Budget {
         calls_per_session: 25,
         max_time: Duration::from_secs(60),
@@ -441,15 +431,7 @@ async fn full(opts: &Opts) -> bool {
     let up = procs::http_upstream(&exe, LIST_TOOLS, &logs)
         .await
         .expect("HTTP upstream");
-    let url = |path: &str| format!("http://{}{path}", up.addr);
-    let gw = gateway(
-        "gateway",
-        &["--upstream".into(), url("/mcp")],
-        &overlays,
-        &logs,
-    )
-    .await
-    .expect("gateway (HTTP upstream)");
+    let gw = gateway("gateway", Upstream::Http(&up, "/mcp"), &overlays, &logs).await;
     let stdio_cmd = format!("{} __upstream-stdio", exe.display());
     // Points are bounded by time first (long enough for stable ratios on a
     // noisy machine), and by a call count.
@@ -483,14 +465,7 @@ async fn full(opts: &Opts) -> bool {
         bare.stop().await;
     }
     if opts.wants("sse") {
-        let gw_sse = gateway(
-            "gateway-sse",
-            &["--upstream".into(), url("/sse")],
-            &overlays,
-            &logs,
-        )
-        .await
-        .expect("gateway (SSE-answering upstream)");
+        let gw_sse = gateway("gateway-sse", Upstream::Http(&up, "/sse"), &overlays, &logs).await;
         for c in [1, 32] {
             let targets = [
                 ("direct (SSE)", http(&up, "/sse"), None),
@@ -501,18 +476,7 @@ async fn full(opts: &Opts) -> bool {
         gw_sse.stop().await;
     }
     if opts.wants("stdio") {
-        let gw_stdio = gateway(
-            "gateway-stdio",
-            &[
-                "--".into(),
-                exe.display().to_string(),
-                "__upstream-stdio".into(),
-            ],
-            &overlays,
-            &logs,
-        )
-        .await
-        .expect("gateway (stdio upstream)");
+        let gw_stdio = gateway("gateway-stdio", Upstream::Stdio(&exe), &overlays, &logs).await;
         let mut bridges: Vec<(&str, Proc)> = vec![("gateway (stdio)", gw_stdio)];
         if opts.peers {
             if peers.node.exists() && peers.supergateway.exists() {
@@ -630,12 +594,11 @@ async fn full(opts: &Opts) -> bool {
         let n = if opts.quick { 200 } else { 1000 };
         let fresh = gateway(
             "gateway-idle",
-            &["--upstream".into(), url("/mcp")],
+            Upstream::Http(&up, "/mcp"),
             &overlays,
             &logs,
         )
-        .await
-        .expect("gateway (idle sessions)");
+        .await;
         extra.push_str(&idle_sessions(&fresh, n).await);
         fresh.stop().await;
     }
