@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""The import graph of the crate's modules, and a check that it has no cycle.
+
+Each file under src/ is a node (its module path: `relay::streamable`). A file
+depends on another when its code names an item of that module: a `use`
+(groups included), or a path such as `crate::live::Live` or `super::Finisher`
+anywhere in the code. The deepest module a path reaches is the one depended
+on; a module does not depend on its own children by declaring them (`mod x;`),
+only by naming their items. Test code (`#[cfg(test)] mod tests { .. }` and
+`tests.rs` files) is left out: tests may reach into any module.
+
+    scripts/module-graph.py            check: exit 1 and list every cycle
+    scripts/module-graph.py --dot      the graph in Graphviz dot
+    scripts/module-graph.py --edges    one `from -> to` line per dependency
+"""
+
+import os
+import re
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+# Files that are crate roots of their own (binaries), not modules of the library.
+BINARIES = {"main.rs"}
+
+
+def module_of(rel):
+    """`relay/streamable.rs` -> ('relay', 'streamable'); `lib.rs` -> ()."""
+    parts = rel[:-3].split(os.sep)
+    if parts == ["lib"]:
+        return ()
+    if parts[-1] == "mod":
+        parts = parts[:-1]
+    return tuple(parts)
+
+
+def strip_comments_and_strings(text):
+    """Code without comments, string and char literals (their contents could
+    look like paths)."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if text.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif text.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+        elif c == "r" and re.match(r'r#*"', text[i:i + 10]) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            m = re.match(r'r(#*)"', text[i:])
+            end = '"' + m.group(1)
+            j = text.find(end, i + len(m.group(0)))
+            out.append('""')
+            i = n if j < 0 else j + len(end)
+        elif c == "b" and text.startswith('b"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            i += 1
+        elif c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append('""')
+            i = j + 1
+        elif c == "'" and re.match(r"'(\\.|[^\\'])'", text[i:i + 4]) or text.startswith("'\\u{", i):
+            j = text.find("'", i + 1)
+            if text.startswith("'\\", i):
+                j = text.find("'", i + 2)
+            out.append("' '")
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def without_test_modules(code):
+    """Code with `#[cfg(test)]` items (a test module, a test-only fn) removed."""
+    out = []
+    i = 0
+    for m in re.finditer(r"#\[cfg\(test\)\]", code):
+        if m.start() < i:
+            continue
+        out.append(code[i:m.start()])
+        # Skip the item: up to its `;` or its balanced braces.
+        j = m.end()
+        while j < len(code) and code[j] not in "{;":
+            j += 1
+        if j < len(code) and code[j] == "{":
+            depth = 0
+            while j < len(code):
+                if code[j] == "{":
+                    depth += 1
+                elif code[j] == "}":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+        i = j + 1
+    out.append(code[i:])
+    return "".join(out)
+
+
+def use_paths(tree, prefix=""):
+    """Expand a use tree (`a::{b, c::{d, e}}`) into full paths."""
+    tree = tree.strip()
+    depth, start, brace = 0, None, None
+    for k, ch in enumerate(tree):
+        if ch == "{":
+            if depth == 0:
+                brace = k
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+    if brace is None:
+        path = tree.split(" as ")[0].strip()
+        return [prefix + path] if path else []
+    head = tree[:brace].strip()
+    inner = tree[brace + 1:tree.rfind("}")]
+    parts, depth, cur = [], 0, ""
+    for ch in inner:
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += ch == "{"
+        depth -= ch == "}"
+        cur += ch
+    parts.append(cur)
+    out = []
+    for p in parts:
+        p = p.strip()
+        if not p:
+            continue
+        if p == "self":
+            out.append(prefix + head.rstrip(":").rstrip(":"))
+        else:
+            out.extend(use_paths(p, prefix + head))
+    return out
+
+
+def main():
+    files = {}
+    for dirpath, _, names in os.walk(ROOT):
+        for name in names:
+            if not name.endswith(".rs"):
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, name), ROOT)
+            if rel in BINARIES or name == "tests.rs":
+                continue
+            files[module_of(rel)] = rel
+    modules = set(files)
+
+    def resolve(path, here):
+        """The deepest known module a path names, from module `here`."""
+        segs = [s for s in path.replace(" ", "").split("::") if s]
+        if not segs:
+            return None
+        if segs[0] == "crate":
+            base, segs = (), segs[1:]
+        elif segs[0] == "super":
+            base = here
+            while segs and segs[0] == "super":
+                base, segs = base[:-1], segs[1:]
+        elif segs[0] == "self":
+            base, segs = here, segs[1:]
+        elif here + (segs[0],) in modules:
+            base = here  # a child module named without `self::`
+        else:
+            return None  # an external crate or a local item
+        best = base
+        for k in range(1, len(segs) + 1):
+            cand = base + tuple(segs[:k])
+            if cand in modules:
+                best = cand
+            else:
+                break
+        return best
+
+    edges = {m: set() for m in modules}
+    for mod, rel in files.items():
+        with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+            code = without_test_modules(strip_comments_and_strings(f.read()))
+        paths = []
+        for m in re.finditer(r"\buse\s+([^;]+);", code):
+            paths.extend(use_paths(m.group(1)))
+        code_no_use = re.sub(r"\buse\s+[^;]+;", "", code)
+        for m in re.finditer(r"\b((?:crate|super|self)(?:\s*::\s*[A-Za-z_][A-Za-z0-9_]*)+)", code_no_use):
+            paths.append(m.group(1))
+        # Children named directly (`child::item`), without `self::`.
+        for m in re.finditer(r"(?<![A-Za-z0-9_:])([a-z_][a-z0-9_]*)\s*::\s*[A-Za-z_]", code_no_use):
+            if mod + (m.group(1),) in modules:
+                paths.append("self::" + m.group(0).replace(" ", ""))
+        for p in paths:
+            target = resolve(p, mod)
+            if target is None or target == mod:
+                continue
+            # A module naming its own ancestor's items (`super::X` to the
+            # parent) is a dependency like any other; the crate root is not
+            # (it only declares modules).
+            if target == ():
+                continue
+            edges[mod].add(target)
+
+    name = lambda m: "::".join(m) or "crate"
+    if "--edges" in sys.argv:
+        for m in sorted(edges):
+            for t in sorted(edges[m]):
+                print(f"{name(m)} -> {name(t)}")
+        return 0
+    if "--dot" in sys.argv:
+        print("digraph modules {\n  rankdir=LR; node [shape=box, fontname=monospace];")
+        for m in sorted(edges):
+            for t in sorted(edges[m]):
+                print(f'  "{name(m)}" -> "{name(t)}";')
+        print("}")
+        return 0
+
+    # Tarjan's strongly connected components: a component of more than one
+    # module is a cycle.
+    index, low, on, stack, comps, counter = {}, {}, set(), [], [], [0]
+
+    def connect(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            comps.append(comp)
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(edges):
+        if v not in index:
+            connect(v)
+    cycles = [c for c in comps if len(c) > 1]
+    n_edges = sum(len(t) for t in edges.values())
+    if not cycles:
+        print(f"module graph: {len(modules)} modules, {n_edges} dependencies, no cycle")
+        return 0
+    for c in cycles:
+        members = sorted(c)
+        print(f"cycle among {len(members)} modules: {', '.join(name(m) for m in members)}")
+        for m in members:
+            inside = sorted(t for t in edges[m] if t in c)
+            print(f"  {name(m)} -> {', '.join(name(t) for t in inside)}")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
