@@ -18,9 +18,9 @@ use http_body_util::{BodyExt, Full, Limited};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::config::Transport;
-use crate::gateway::Gateway;
-use crate::server::{self, Body};
+use crate::config::{Mount, Transport};
+use crate::reply::{self, Body};
+use crate::upstream::http::{Client, send};
 
 /// Where RFC 9728 puts protected-resource metadata.
 pub const PRM_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -77,21 +77,24 @@ pub fn prm_url(base: &str, mount_path: &str) -> String {
     format!("{base}{PRM_PATH}{mount_path}")
 }
 
-/// The mount a well-known path names: the path-inserted form for any mount,
-/// the bare form when exactly one mount is served (or one is at `/`).
-pub fn prm_mount(gw: &Gateway, path: &str) -> Option<usize> {
+/// Which mount a well-known metadata path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrmTarget<'a> {
+    /// The bare form: the only mount, or the one at `/`.
+    Bare,
+    /// The path-inserted form: the mount at this path.
+    Mount(&'a str),
+}
+
+/// The mount a well-known path names, `None` when it is not one of the
+/// metadata paths.
+pub fn prm_target(path: &str) -> Option<PrmTarget<'_>> {
     let rest = path.strip_prefix(PRM_PATH)?;
     let rest = rest.trim_end_matches('/');
     if rest.is_empty() {
-        if gw.mounts.len() == 1 {
-            return Some(0);
-        }
-        return gw.by_path.get("/").copied();
+        return Some(PrmTarget::Bare);
     }
-    if !rest.starts_with('/') {
-        return None;
-    }
-    gw.by_path.get(rest).copied()
+    rest.starts_with('/').then_some(PrmTarget::Mount(rest))
 }
 
 // === challenges ===
@@ -169,18 +172,19 @@ pub fn rewrite_challenge(challenge: &str, prm: &str) -> String {
 /// Rewrite every `WWW-Authenticate` of an upstream's response in place,
 /// remembering the upstream's own metadata URL for [`serve_prm`].
 pub fn rewrite_challenges(
-    gw: &Gateway,
+    auth: &AuthState,
     mount: usize,
+    config: &Mount,
     request: &HeaderMap,
     headers: &mut HeaderMap,
 ) {
     if !headers.contains_key(header::WWW_AUTHENTICATE) {
         return;
     }
-    let Some(base) = gw.auth.base(request) else {
+    let Some(base) = auth.base(request) else {
         return;
     };
-    let prm = prm_url(&base, &gw.mounts[mount].mount.path);
+    let prm = prm_url(&base, &config.path);
     let values: Vec<HeaderValue> = headers
         .get_all(header::WWW_AUTHENTICATE)
         .iter()
@@ -198,12 +202,12 @@ pub fn rewrite_challenges(
         // Only a URL on the upstream's own origin is fetched later: the
         // gateway never follows a challenge elsewhere.
         if let Some(url) = challenge_param(text, "resource_metadata")
-            && let Transport::Http { url: up } = &gw.mounts[mount].mount.transport
+            && let Transport::Http { url: up } = &config.transport
             && url
                 .strip_prefix(&origin_of(up))
                 .is_some_and(|rest| rest.starts_with('/'))
         {
-            gw.auth.remember_challenge_url(mount, url);
+            auth.remember_challenge_url(mount, url);
         }
         match HeaderValue::from_str(&rewrite_challenge(text, &prm)) {
             Ok(nv) => headers.append(header::WWW_AUTHENTICATE, nv),
@@ -343,12 +347,17 @@ pub fn origin_of(url: &http::Uri) -> String {
 
 /// Serve a mount's protected-resource metadata: the upstream's document with
 /// `resource` set to the mount's public URL, everything else unchanged.
-pub async fn serve_prm(gw: &Gateway, mount: usize, headers: &HeaderMap) -> Response<Body> {
-    let Some(base) = gw.auth.base(headers) else {
-        return server::text(StatusCode::BAD_REQUEST, "no Host header\n");
+pub async fn serve_prm(
+    auth: &AuthState,
+    mount: usize,
+    config: &Mount,
+    fetch: &Fetch<'_>,
+    headers: &HeaderMap,
+) -> Response<Body> {
+    let Some(base) = auth.base(headers) else {
+        return reply::text(StatusCode::BAD_REQUEST, "no Host header\n");
     };
-    if let Some((at, doc)) = gw
-        .auth
+    if let Some((at, doc)) = auth
         .cache
         .lock()
         .expect("not poisoned")
@@ -358,14 +367,13 @@ pub async fn serve_prm(gw: &Gateway, mount: usize, headers: &HeaderMap) -> Respo
     {
         return prm_response(doc);
     }
-    let Transport::Http { url } = &gw.mounts[mount].mount.transport else {
-        return server::text(
+    let Transport::Http { url } = &config.transport else {
+        return reply::text(
             StatusCode::NOT_FOUND,
             "not found: this upstream publishes no protected-resource metadata\n",
         );
     };
-    let remembered = gw
-        .auth
+    let remembered = auth
         .challenge_urls
         .lock()
         .expect("not poisoned")
@@ -378,9 +386,9 @@ pub async fn serve_prm(gw: &Gateway, mount: usize, headers: &HeaderMap) -> Respo
         candidates.push(format!("{origin}{PRM_PATH}{upath}"));
     }
     candidates.push(format!("{origin}{PRM_PATH}"));
-    let resource = resource_url(&base, &gw.mounts[mount].mount.path);
+    let resource = resource_url(&base, &config.path);
     for candidate in candidates {
-        let Some(doc) = fetch_json(gw, &candidate).await else {
+        let Some(doc) = fetch_json(fetch, &candidate).await else {
             continue;
         };
         let Value::Object(mut obj) = doc else {
@@ -388,22 +396,21 @@ pub async fn serve_prm(gw: &Gateway, mount: usize, headers: &HeaderMap) -> Respo
         };
         obj.insert("resource".into(), Value::String(resource.clone()));
         let bytes = Bytes::from(serde_json::to_vec(&Value::Object(obj)).expect("serializable"));
-        gw.auth
-            .cache
+        auth.cache
             .lock()
             .expect("not poisoned")
             .insert((mount, base.clone()), (Instant::now(), bytes.clone()));
         return prm_response(bytes);
     }
-    tracing::debug!(upstream = %gw.mounts[mount].mount.name, "no protected-resource metadata found at the upstream");
-    server::text(
+    tracing::debug!(upstream = %config.name, "no protected-resource metadata found at the upstream");
+    reply::text(
         StatusCode::NOT_FOUND,
         "not found: the upstream publishes no protected-resource metadata\n",
     )
 }
 
 fn prm_response(doc: Bytes) -> Response<Body> {
-    let mut r = server::json(StatusCode::OK, doc);
+    let mut r = reply::json(StatusCode::OK, doc);
     r.headers_mut().insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=60"),
@@ -411,8 +418,15 @@ fn prm_response(doc: Bytes) -> Response<Body> {
     r
 }
 
+/// How metadata documents are fetched from an upstream.
+pub struct Fetch<'a> {
+    pub client: &'a Client,
+    /// The bound on each fetch (at most 10 s).
+    pub timeout: Duration,
+}
+
 /// GET a JSON document from an upstream (http only, bounded in time and size).
-async fn fetch_json(gw: &Gateway, url: &str) -> Option<Value> {
+async fn fetch_json(fetch: &Fetch<'_>, url: &str) -> Option<Value> {
     let uri: http::Uri = url.parse().ok()?;
     if uri.scheme_str() != Some("http") {
         return None;
@@ -421,10 +435,8 @@ async fn fetch_json(gw: &Gateway, url: &str) -> Option<Value> {
     *req.uri_mut() = uri;
     req.headers_mut()
         .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-    let timeout = gw.request_timeout().min(Duration::from_secs(10));
-    let resp = crate::upstream::http::send(&gw.client, "metadata", req, timeout)
-        .await
-        .ok()?;
+    let timeout = fetch.timeout.min(Duration::from_secs(10));
+    let resp = send(fetch.client, "metadata", req, timeout).await.ok()?;
     if !resp.status().is_success() {
         return None;
     }

@@ -27,7 +27,7 @@ pub struct Gateway {
     pub instance: [u8; 16],
     pub client: upstream::http::Client,
     pub limits: Limits,
-    pub hosts: crate::server::HostPolicy,
+    pub hosts: crate::middleware::host::HostPolicy,
     pub sessions: Registry,
     /// The overlays in force.
     pub live: Arc<Live>,
@@ -132,7 +132,7 @@ impl Gateway {
             instance,
             client: upstream::http::client(Duration::from_secs(config.limits.connect_timeout_secs)),
             limits: config.limits.clone(),
-            hosts: crate::server::HostPolicy::new(config),
+            hosts: crate::middleware::host::HostPolicy::new(config),
             sessions: Registry::default(),
             live,
             upstream_tools: Arc::default(),
@@ -277,7 +277,7 @@ impl Gateway {
                 let Some(gw) = gw.upgrade() else { return };
                 gw.log_render_collisions();
                 for session in gw.sessions.all() {
-                    for message in crate::relay::LIST_CHANGED {
+                    for message in crate::live::LIST_CHANGED {
                         session.announce(bytes::Bytes::from_static(message)).await;
                     }
                 }
@@ -296,6 +296,24 @@ impl Gateway {
                     tracing::warn!(upstream = %mount, "{warning}");
                 }
             }
+        }
+    }
+
+    /// The mount a protected-resource metadata path names.
+    pub fn prm_mount(&self, target: crate::auth::PrmTarget<'_>) -> Option<usize> {
+        match target {
+            crate::auth::PrmTarget::Bare if self.mounts.len() == 1 => Some(0),
+            crate::auth::PrmTarget::Bare => self.by_path.get("/").copied(),
+            crate::auth::PrmTarget::Mount(path) => self.by_path.get(path).copied(),
+        }
+    }
+
+    /// What `/readyz` probes: every mount, with its crash record.
+    pub fn upstreams(&self) -> crate::health::Upstreams<'_> {
+        crate::health::Upstreams {
+            mounts: self.mounts.iter().map(|m| &m.mount).collect(),
+            limits: &self.limits,
+            faults: self.mounts.iter().map(|m| m.restarts.fault()).collect(),
         }
     }
 

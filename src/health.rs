@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use http::{Response, StatusCode};
 
-use crate::gateway::Gateway;
-use crate::server::Body;
+use crate::config::{Limits, Mount};
+use crate::reply::Body;
+use crate::upstream::stdio::Fault;
 
 /// How long one upstream may take to answer the probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -39,14 +40,15 @@ impl Readiness {
 
     /// Each mount's verdict, probed again when the cached one is older than
     /// [`CACHE_FOR`].
-    pub async fn check(&self, gw: &Gateway) -> Arc<Vec<Verdict>> {
+    pub async fn check(&self, upstreams: &Upstreams<'_>) -> Arc<Vec<Verdict>> {
         let mut cached = self.cached.lock().await;
         if let Some((at, verdicts)) = cached.as_ref()
             && at.elapsed() < CACHE_FOR
         {
             return verdicts.clone();
         }
-        let verdicts = Arc::new(join_all((0..gw.mounts.len()).map(|m| probe(gw, m))).await);
+        let verdicts =
+            Arc::new(join_all((0..upstreams.mounts.len()).map(|m| probe(upstreams, m))).await);
         *self.last.lock().unwrap() = verdicts.iter().map(|v| Some(v.is_ok())).collect();
         *cached = Some((Instant::now(), verdicts.clone()));
         verdicts
@@ -58,13 +60,26 @@ impl Readiness {
     }
 }
 
+/// What readiness probes: the mounts, the limits their sessions use, and
+/// each mount's crash record (stdio upstreams), by mount index.
+pub struct Upstreams<'a> {
+    pub mounts: Vec<&'a Mount>,
+    pub limits: &'a Limits,
+    pub faults: Vec<Option<Fault>>,
+}
+
 /// Whether mount `m`'s upstream answers now.
-async fn probe(gw: &Gateway, m: usize) -> Verdict {
-    if let Some(fault) = known_fault(gw, m) {
+async fn probe(upstreams: &Upstreams<'_>, m: usize) -> Verdict {
+    if let Some(fault) = known_fault(upstreams, m) {
         return Err(fault);
     }
-    let mount = &gw.mounts[m].mount;
-    match tokio::time::timeout(PROBE_TIMEOUT, crate::probe::list_tools(mount, &gw.limits)).await {
+    let mount = upstreams.mounts[m];
+    match tokio::time::timeout(
+        PROBE_TIMEOUT,
+        crate::probe::list_tools(mount, upstreams.limits),
+    )
+    .await
+    {
         Ok(Ok(_)) => Ok(()),
         // An upstream that wants a token answers; the probe just has none.
         Ok(Err(e)) if requires_authorization(&e.to_string()) => Ok(()),
@@ -79,12 +94,11 @@ async fn probe(gw: &Gateway, m: usize) -> Verdict {
 
 /// A fault the gateway already knows of for mount `m`: a stdio upstream
 /// that keeps crashing and whose next start is held off.
-fn known_fault(gw: &Gateway, m: usize) -> Option<String> {
-    let name = &gw.mounts[m].mount.name;
-    let (_, fault) = gw
-        .upstream_faults()
-        .into_iter()
-        .find(|(n, f)| n == name && f.retry_in.is_some())?;
+fn known_fault(upstreams: &Upstreams<'_>, m: usize) -> Option<String> {
+    let name = &upstreams.mounts[m].name;
+    let fault = upstreams.faults[m]
+        .as_ref()
+        .filter(|f| f.retry_in.is_some())?;
     Some(format!(
         "upstream '{name}' crashed {} times in a row (last: {}); next start in {} s",
         fault.crashes,
@@ -98,12 +112,12 @@ fn requires_authorization(message: &str) -> bool {
 }
 
 /// The `/readyz` response.
-pub async fn readyz(gw: &Gateway) -> Response<Body> {
-    let verdicts = gw.readiness.check(gw).await;
+pub async fn readyz(readiness: &Readiness, upstreams: &Upstreams<'_>) -> Response<Body> {
+    let verdicts = readiness.check(upstreams).await;
     let ready = verdicts.iter().all(Result::is_ok);
     let mut body = String::from(if ready { "ready\n" } else { "not ready\n" });
     for (m, verdict) in verdicts.iter().enumerate() {
-        let name = &gw.mounts[m].mount.name;
+        let name = &upstreams.mounts[m].name;
         match verdict {
             Ok(()) => body.push_str(&format!("upstream '{name}': ok\n")),
             Err(why) => body.push_str(&format!(
@@ -112,7 +126,7 @@ pub async fn readyz(gw: &Gateway) -> Response<Body> {
             )),
         }
     }
-    let mut r = Response::new(crate::server::full(body));
+    let mut r = Response::new(crate::reply::full(body));
     *r.status_mut() = if ready {
         StatusCode::OK
     } else {

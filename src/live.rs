@@ -15,6 +15,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::overlay::{LoadError, LoadErrors, OverlaySet, load_dir};
 
+/// What the gateway tells live sessions after an overlay reload.
+pub const LIST_CHANGED: [&[u8]; 2] = [
+    br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+    br#"{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}"#,
+];
+
 /// Quiet time after the last file event before reloading: editors write a
 /// file in several steps (truncate, write, rename, chmod).
 const DEBOUNCE: Duration = Duration::from_millis(200);

@@ -25,7 +25,7 @@ use http_body::{Body as HttpBody, Frame, SizeHint};
 use http_body_util::BodyExt;
 
 use crate::jsonrpc::{self, code};
-use crate::server::{Body, BoxError};
+use crate::reply::{Body, BoxError};
 
 /// The JSON-RPC methods counted under their own name; anything else counts
 /// as `other`. `GET` and `DELETE` are the bodyless HTTP exchanges, `batch` a
@@ -428,7 +428,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The `/metrics` response.
 pub fn response(body: String) -> Response<Body> {
-    let mut r = Response::new(crate::server::full(body));
+    let mut r = Response::new(crate::reply::full(body));
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
     r
@@ -817,7 +817,7 @@ mod tests {
     fn split_answers_are_gathered() {
         let m = Arc::new(Metrics::new(["u".to_owned()]));
         let mut body = Observed {
-            inner: crate::server::empty(),
+            inner: crate::reply::empty(),
             exchange: Some(m.exchange(0, MethodId::of("tools/call"))),
             status: StatusCode::OK,
             kind: BodyKind::EventStream,
@@ -836,7 +836,7 @@ mod tests {
         assert_eq!(m.requests(0, call, Outcome::JsonRpcError), 1);
 
         let mut json = Observed {
-            inner: crate::server::empty(),
+            inner: crate::reply::empty(),
             exchange: Some(m.exchange(0, call)),
             status: StatusCode::OK,
             kind: BodyKind::Json,

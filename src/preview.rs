@@ -15,14 +15,12 @@
 //! Served only when enabled (`preview` in the configuration, on by default
 //! with a loopback `listen`); otherwise every `/preview` path is 404.
 
-use std::sync::Arc;
-
 use http::header::{self, HeaderValue};
 use http::{Method, Response, StatusCode, Uri};
 use serde::Deserialize;
 
-use crate::gateway::Gateway;
-use crate::server::{Body, empty, full, text};
+use crate::config::Mount;
+use crate::reply::{Body, empty, full, text};
 
 /// Where the page is served.
 pub const PATH: &str = "/preview";
@@ -36,14 +34,21 @@ const SANDBOX_HTML: &str = include_str!("preview/sandbox.html");
 const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
 connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// Whether `path` is one of the preview's (a mount at the same path wins).
-pub fn claims(gw: &Gateway, path: &str) -> bool {
-    (path == PATH || path.starts_with("/preview/")) && !gw.by_path.contains_key(path)
+/// Whether `path` is one of the preview's (a mount at the same path wins:
+/// the caller looks mounts up first).
+pub fn claims(path: &str) -> bool {
+    path == PATH || path.starts_with("/preview/")
 }
 
-/// Answers a request for a preview path.
-pub fn serve(gw: &Arc<Gateway>, method: &Method, uri: &Uri) -> Response<Body> {
-    if !gw.preview {
+/// Answers a request for a preview path; `enabled` is whether the preview
+/// is served at all, `mounts` the gateway's.
+pub fn serve<'a>(
+    enabled: bool,
+    mounts: impl Iterator<Item = &'a Mount>,
+    method: &Method,
+    uri: &Uri,
+) -> Response<Body> {
+    if !enabled {
         return text(
             StatusCode::NOT_FOUND,
             "not found: the preview is off (set `preview = true` in the configuration or run `serve --preview`)\n",
@@ -71,7 +76,7 @@ pub fn serve(gw: &Arc<Gateway>, method: &Method, uri: &Uri) -> Response<Body> {
             "text/css; charset=utf-8",
             PAGE_CSP.to_owned(),
         ),
-        "/preview/mounts.json" => (mounts_json(gw), "application/json", PAGE_CSP.to_owned()),
+        "/preview/mounts.json" => (mounts_json(mounts), "application/json", PAGE_CSP.to_owned()),
         "/preview/sandbox" => (
             SANDBOX_HTML.to_owned(),
             "text/html; charset=utf-8",
@@ -106,11 +111,9 @@ pub fn serve(gw: &Arc<Gateway>, method: &Method, uri: &Uri) -> Response<Body> {
     r
 }
 
-fn mounts_json(gw: &Gateway) -> String {
-    let mounts: Vec<serde_json::Value> = gw
-        .mounts
-        .iter()
-        .map(|m| serde_json::json!({ "name": m.mount.name, "path": m.mount.path }))
+fn mounts_json<'a>(mounts: impl Iterator<Item = &'a Mount>) -> String {
+    let mounts: Vec<serde_json::Value> = mounts
+        .map(|m| serde_json::json!({ "name": m.name, "path": m.path }))
         .collect();
     serde_json::json!({ "mounts": mounts }).to_string()
 }
@@ -211,20 +214,14 @@ fn percent_decode(s: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::live::Live;
 
-    fn gateway(preview: Option<bool>) -> Arc<Gateway> {
-        let config = Config {
-            preview,
-            overlays: std::path::PathBuf::from("/nonexistent/preview-test-overlays"),
-            ..Config::default()
-        };
-        let live = Live::open(&config.overlays).expect("no overlay directory means no overlays");
-        Gateway::new(&config, Vec::new(), live).expect("gateway")
-    }
-
-    fn get(gw: &Arc<Gateway>, path: &str) -> Response<Body> {
-        serve(gw, &Method::GET, &path.parse().unwrap())
+    fn get(enabled: bool, path: &str) -> Response<Body> {
+        serve(
+            enabled,
+            std::iter::empty(),
+            &Method::GET,
+            &path.parse().unwrap(),
+        )
     }
 
     fn content_type(r: &Response<Body>) -> &str {
@@ -243,22 +240,20 @@ mod tests {
 
     #[test]
     fn disabled_preview_is_404() {
-        let gw = gateway(Some(false));
-        assert!(claims(&gw, "/preview"));
+        assert!(claims("/preview"));
         for path in [
             "/preview",
             "/preview/",
             "/preview/host.js",
             "/preview/sandbox",
         ] {
-            assert_eq!(get(&gw, path).status(), StatusCode::NOT_FOUND, "{path}");
+            assert_eq!(get(false, path).status(), StatusCode::NOT_FOUND, "{path}");
         }
     }
 
     #[test]
     fn enabled_preview_serves_the_page() {
-        let gw = gateway(Some(true));
-        let r = get(&gw, "/preview");
+        let r = get(true, "/preview");
         assert_eq!(r.status(), StatusCode::OK);
         assert_eq!(content_type(&r), "text/html; charset=utf-8");
         let csp = r.headers()[header::CONTENT_SECURITY_POLICY]
@@ -266,13 +261,18 @@ mod tests {
             .unwrap();
         assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'self';"));
         assert_eq!(
-            content_type(&get(&gw, "/preview/host.js")),
+            content_type(&get(true, "/preview/host.js")),
             "text/javascript; charset=utf-8"
         );
-        assert_eq!(get(&gw, "/preview/nope").status(), StatusCode::NOT_FOUND);
-        let post = serve(&gw, &Method::POST, &"/preview".parse().unwrap());
+        assert_eq!(get(true, "/preview/nope").status(), StatusCode::NOT_FOUND);
+        let post = serve(
+            true,
+            std::iter::empty(),
+            &Method::POST,
+            &"/preview".parse().unwrap(),
+        );
         assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
-        assert!(!claims(&gw, "/previewer"));
+        assert!(!claims("/previewer"));
     }
 
     #[test]

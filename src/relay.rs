@@ -34,7 +34,7 @@ use crate::gateway::Gateway;
 use crate::jsonrpc::{self, Kind, code};
 use crate::metrics::{Exchange, MethodId};
 use crate::overlay::OverlaySet;
-use crate::server::{self, Body};
+use crate::reply::{self, Body};
 use crate::session::Route;
 use crate::sse;
 use crate::upstream::UpstreamError;
@@ -44,12 +44,6 @@ pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id")
 const PROTOCOL_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
 const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
-
-/// What the gateway tells live sessions after an overlay reload.
-pub const LIST_CHANGED: [&[u8]; 2] = [
-    br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
-    br#"{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}"#,
-];
 
 /// The client's session, as its header says.
 enum SessionRef {
@@ -64,7 +58,7 @@ enum SessionRef {
 }
 
 fn not_found() -> Response<Body> {
-    server::error(
+    reply::error(
         StatusCode::NOT_FOUND,
         code::SESSION_NOT_FOUND,
         "Session not found",
@@ -97,7 +91,7 @@ fn resolve_session(
         (Route::Local { instance, id }, true) if *instance == gw.instance => {
             Ok(SessionRef::Local(*id))
         }
-        (Route::Local { .. }, true) => Err(server::error(
+        (Route::Local { .. }, true) => Err(reply::error(
             StatusCode::NOT_FOUND,
             code::SESSION_NOT_FOUND,
             "Session not found: it belongs to another gateway process (stdio and legacy SSE sessions live in the process that started them)",
@@ -129,7 +123,7 @@ async fn post_exchange(
 ) -> Response<Body> {
     let parsed = match jsonrpc::classify(&body) {
         Ok(p) => p,
-        Err(e) => return server::error(StatusCode::BAD_REQUEST, e.code(), &e.to_string()),
+        Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.code(), &e.to_string()),
     };
     exchange.set_method(MethodId::of_body(&parsed));
     let sref = match resolve_session(gw, mount, &parts.headers) {
@@ -149,7 +143,7 @@ async fn post_exchange(
         jsonrpc::Body::Batch(_) => (Plan::Forward, None),
     };
     if let Plan::Answer(answer) = plan {
-        return server::json(StatusCode::OK, answer);
+        return reply::json(StatusCode::OK, answer);
     }
     // A session's requests waiting upstream are bounded; the place is held
     // until the response body ends.
@@ -190,7 +184,7 @@ fn too_many_in_flight(request_id: Option<&RawValue>, max: usize) -> Response<Bod
     let message = format!(
         "Too Many Requests: this session already has {max} requests waiting for the upstream (limits.max_in_flight_per_session)"
     );
-    let mut r = server::json(
+    let mut r = reply::json(
         StatusCode::TOO_MANY_REQUESTS,
         jsonrpc::error_response(request_id, code::UPSTREAM_ERROR, &message),
     );
@@ -345,11 +339,11 @@ impl ResultChallenges {
 fn upstream_failure(request_id: Option<&str>, e: &UpstreamError) -> Response<Body> {
     tracing::warn!(error = %e, "upstream request failed");
     match request_id.and_then(|id| serde_json::from_str::<&RawValue>(id).ok()) {
-        Some(id) => server::json(
+        Some(id) => reply::json(
             StatusCode::OK,
             jsonrpc::error_response(Some(id), code::UPSTREAM_ERROR, &e.to_string()),
         ),
-        None => server::error(
+        None => reply::error(
             StatusCode::BAD_GATEWAY,
             code::UPSTREAM_ERROR,
             &e.to_string(),
@@ -358,7 +352,7 @@ fn upstream_failure(request_id: Option<&str>, e: &UpstreamError) -> Response<Bod
 }
 
 fn accepted() -> Response<Body> {
-    let mut r = Response::new(server::empty());
+    let mut r = Response::new(reply::empty());
     *r.status_mut() = StatusCode::ACCEPTED;
     r
 }
@@ -368,7 +362,7 @@ fn message_event(data: &[u8]) -> Bytes {
 }
 
 fn sse_response(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
-    let stream = ReceiverStream::new(rx).map(|b| Ok::<_, server::BoxError>(Frame::data(b)));
+    let stream = ReceiverStream::new(rx).map(|b| Ok::<_, reply::BoxError>(Frame::data(b)));
     let mut r = Response::new(StreamBody::new(stream).boxed_unsync());
     let h = r.headers_mut();
     h.insert(
@@ -417,7 +411,7 @@ pub async fn delete(gw: &Arc<Gateway>, mount: usize, req: Request<Incoming>) -> 
 }
 
 fn method_not_allowed(why: &str) -> Response<Body> {
-    let mut r = server::error(
+    let mut r = reply::error(
         StatusCode::METHOD_NOT_ALLOWED,
         code::INVALID_REQUEST,
         &format!("Method Not Allowed: {why}"),

@@ -8,24 +8,19 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
 use crate::gateway::Gateway;
-use crate::jsonrpc::{self, code};
+use crate::jsonrpc::code;
 use crate::relay;
-
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-pub type Body = UnsyncBoxBody<Bytes, BoxError>;
+use crate::reply::{Body, empty, error, text};
 
 /// Headers a browser host may send (CORS preflight).
 const ALLOW_HEADERS: &str = "authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name, x-request-id";
@@ -304,10 +299,15 @@ async fn route(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
     if path == "/healthz" {
         return text(StatusCode::OK, "ok\n");
     }
-    if path.starts_with(crate::auth::PRM_PATH) {
-        return match (crate::auth::prm_mount(gw, path), req.method()) {
+    if let Some(target) = crate::auth::prm_target(path) {
+        return match (gw.prm_mount(target), req.method()) {
             (Some(mount), &Method::GET | &Method::HEAD) => {
-                crate::auth::serve_prm(gw, mount, req.headers()).await
+                let fetch = crate::auth::Fetch {
+                    client: &gw.client,
+                    timeout: gw.request_timeout(),
+                };
+                let config = &gw.mounts[mount].mount;
+                crate::auth::serve_prm(&gw.auth, mount, config, &fetch, req.headers()).await
             }
             (Some(_), &Method::OPTIONS) => preflight(),
             (Some(_), _) => {
@@ -326,10 +326,11 @@ async fn route(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
         return crate::metrics::response(gw.metrics_text().await);
     }
     if path == "/readyz" {
-        return crate::health::readyz(gw).await;
+        return crate::health::readyz(&gw.readiness, &gw.upstreams()).await;
     }
-    if crate::preview::claims(gw, path) {
-        return crate::preview::serve(gw, req.method(), req.uri());
+    if crate::preview::claims(path) && !gw.by_path.contains_key(path) {
+        let mounts = gw.mounts.iter().map(|m| &m.mount);
+        return crate::preview::serve(gw.preview, mounts, req.method(), req.uri());
     }
     let Some(&mount) = gw
         .by_path
@@ -459,186 +460,9 @@ fn preflight() -> Response<Body> {
     r
 }
 
-/// Which `Host` and `Origin` values are accepted.
-#[derive(Debug, Clone)]
-pub struct HostPolicy {
-    loopback_only: bool,
-    hosts: Vec<String>,
-    origins: Vec<String>,
-    any_origin: bool,
-}
-
-impl HostPolicy {
-    pub fn new(config: &Config) -> Self {
-        HostPolicy {
-            loopback_only: config.listen.ip().is_loopback() && config.allowed_hosts.is_empty(),
-            hosts: config
-                .allowed_hosts
-                .iter()
-                .map(|h| h.to_ascii_lowercase())
-                .collect(),
-            origins: config
-                .allowed_origins
-                .iter()
-                .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
-                .collect(),
-            any_origin: config.allowed_origins.iter().any(|o| o == "*"),
-        }
-    }
-
-    pub fn host_allowed<B>(&self, req: &Request<B>) -> bool {
-        let host: std::borrow::Cow<'_, str> = match req.headers().get(header::HOST) {
-            Some(h) => match h.to_str() {
-                Ok(h) => h.into(),
-                Err(_) => return false,
-            },
-            None => match req.uri().authority() {
-                Some(a) => a.to_string().into(),
-                None => return false,
-            },
-        };
-        let bare = strip_port(&host);
-        if self
-            .hosts
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(&host) || h.eq_ignore_ascii_case(bare))
-        {
-            return true;
-        }
-        if self.loopback_only {
-            return is_loopback_name(bare);
-        }
-        self.hosts.is_empty()
-    }
-
-    pub fn origin_allowed(&self, origin: &HeaderValue) -> bool {
-        let Ok(origin) = origin.to_str() else {
-            return false;
-        };
-        let origin = origin.to_ascii_lowercase();
-        if self.any_origin || self.origins.contains(&origin) {
-            return true;
-        }
-        let Some((scheme, rest)) = origin.split_once("://") else {
-            return false;
-        };
-        matches!(scheme, "http" | "https") && is_loopback_name(strip_port(rest))
-    }
-}
-
-fn strip_port(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
-}
-
-/// `localhost`, a name under it, or a loopback address (any case).
-fn is_loopback_name(host: &str) -> bool {
-    let suffix = host
-        .len()
-        .checked_sub(".localhost".len())
-        .and_then(|i| host.get(i..));
-    host.eq_ignore_ascii_case("localhost")
-        || suffix.is_some_and(|s| s.eq_ignore_ascii_case(".localhost"))
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-// === response helpers ===
-
-pub fn empty() -> Body {
-    Full::new(Bytes::new())
-        .map_err(|e| match e {})
-        .boxed_unsync()
-}
-
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into())
-        .map_err(|e| match e {})
-        .boxed_unsync()
-}
-
-pub fn text(status: StatusCode, body: &'static str) -> Response<Body> {
-    let mut r = Response::new(full(body));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    r
-}
-
-/// A JSON response with a status.
-pub fn json(status: StatusCode, body: Bytes) -> Response<Body> {
-    let mut r = Response::new(full(body));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
-/// An HTTP error whose body is an id-less JSON-RPC error, as MCP servers answer.
-pub fn error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
-    json(status, jsonrpc::error_response(None, code, message))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn policy(listen: &str, hosts: &[&str], origins: &[&str]) -> HostPolicy {
-        HostPolicy::new(&Config {
-            listen: listen.parse().unwrap(),
-            allowed_hosts: hosts.iter().map(|s| s.to_string()).collect(),
-            allowed_origins: origins.iter().map(|s| s.to_string()).collect(),
-            ..Config::default()
-        })
-    }
-
-    fn req(host: &str) -> Request<()> {
-        Request::get("/mcp").header("host", host).body(()).unwrap()
-    }
-
-    #[test]
-    fn loopback_bind_accepts_only_loopback_hosts() {
-        let p = policy("127.0.0.1:0", &[], &[]);
-        for ok in [
-            "localhost",
-            "localhost:8787",
-            "127.0.0.1:1",
-            "[::1]:80",
-            "127.1.2.3",
-        ] {
-            assert!(p.host_allowed(&req(ok)), "{ok}");
-        }
-        for bad in [
-            "evil.example",
-            "evil.example:8787",
-            "127.0.0.1.evil.example",
-            "localhost.evil.example",
-        ] {
-            assert!(!p.host_allowed(&req(bad)), "{bad}");
-        }
-    }
-
-    #[test]
-    fn configured_hosts_and_origins() {
-        let p = policy(
-            "0.0.0.0:0",
-            &["gw.example.com"],
-            &["https://app.example.com"],
-        );
-        assert!(p.host_allowed(&req("gw.example.com:443")));
-        assert!(!p.host_allowed(&req("other.example.com")));
-        assert!(p.origin_allowed(&HeaderValue::from_static("https://app.example.com")));
-        assert!(p.origin_allowed(&HeaderValue::from_static("http://localhost:5173")));
-        assert!(!p.origin_allowed(&HeaderValue::from_static("https://evil.example")));
-        assert!(!p.origin_allowed(&HeaderValue::from_static("null")));
-    }
 
     /// hyper keeps room for the service future of every open connection,
     /// idle or not: what an exchange needs must not live in it.

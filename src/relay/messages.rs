@@ -21,7 +21,7 @@ use super::{
 };
 use crate::gateway::{Gateway, OpenError};
 use crate::jsonrpc::{self, Kind, Message, code};
-use crate::server::{self, Body};
+use crate::reply::{self, Body};
 use crate::session::{Route, Token};
 use crate::sse;
 use crate::upstream::UpstreamError;
@@ -51,7 +51,7 @@ pub(super) async fn post_messages(
     if let Some(v) = headers.get(PROTOCOL_HEADER)
         && !v.to_str().is_ok_and(|v| KNOWN_VERSIONS.contains(&v.trim()))
     {
-        return server::error(
+        return reply::error(
             StatusCode::BAD_REQUEST,
             code::INVALID_REQUEST,
             &format!(
@@ -89,7 +89,7 @@ pub(super) async fn post_messages(
                         Ok((rx, guard)) => {
                             answer(gw, &session, rx, guard, id, finisher, new_id.is_some()).await
                         }
-                        Err(e) => server::json(
+                        Err(e) => reply::json(
                             StatusCode::OK,
                             jsonrpc::error_response(Some(id), code::UPSTREAM_ERROR, &e.to_string()),
                         ),
@@ -118,7 +118,7 @@ pub(super) fn check_method_headers(
     m: &Message<'_>,
 ) -> Result<(), Response<Body>> {
     let mismatch = |what: &str| {
-        Err(server::error(
+        Err(reply::error(
             StatusCode::BAD_REQUEST,
             code::HEADER_MISMATCH,
             &format!("Bad Request: the {what} header does not match the message body"),
@@ -146,17 +146,17 @@ pub(super) fn open_failure(id: Option<&RawValue>, e: &OpenError) -> Response<Bod
     tracing::warn!(error = %e, "could not open an upstream session");
     match (e, id) {
         (OpenError::Full(_) | OpenError::Upstream(UpstreamError::ChildLimit { .. }), _) => {
-            server::error(
+            reply::error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 code::UPSTREAM_ERROR,
                 &e.to_string(),
             )
         }
-        (_, Some(id)) => server::json(
+        (_, Some(id)) => reply::json(
             StatusCode::OK,
             jsonrpc::error_response(Some(id), code::UPSTREAM_ERROR, &e.to_string()),
         ),
-        (_, None) => server::error(
+        (_, None) => reply::error(
             StatusCode::BAD_GATEWAY,
             code::UPSTREAM_ERROR,
             &e.to_string(),
@@ -227,7 +227,7 @@ async fn answer(
             let b = finish(finisher.as_ref(), b);
             let is_error =
                 mark_errors && jsonrpc::classify_one(&b).is_ok_and(|m| m.error.is_some());
-            let mut r = server::json(StatusCode::OK, b);
+            let mut r = reply::json(StatusCode::OK, b);
             if is_error {
                 r.extensions_mut().insert(ErrorAnswer);
             }
@@ -264,7 +264,7 @@ async fn answer(
             });
             sse_response(out)
         }
-        Ok(None) => server::json(
+        Ok(None) => reply::json(
             StatusCode::OK,
             jsonrpc::error_response(
                 Some(id),
@@ -274,7 +274,7 @@ async fn answer(
         ),
         Err(_) => {
             drop(guard);
-            server::json(StatusCode::OK, timeout_error())
+            reply::json(StatusCode::OK, timeout_error())
         }
     }
 }
@@ -295,7 +295,7 @@ async fn post_batch(
         .iter()
         .any(|(m, _)| m.method.as_deref() == Some("initialize"))
     {
-        return server::error(
+        return reply::error(
             StatusCode::BAD_REQUEST,
             code::INVALID_REQUEST,
             "Invalid Request: initialize cannot be part of a batch",
@@ -402,7 +402,7 @@ pub(super) fn get(gw: &Arc<Gateway>, mount: usize, sref: SessionRef) -> Response
         return not_found();
     };
     let Some(mut rx) = session.attach_stream() else {
-        return server::error(
+        return reply::error(
             StatusCode::CONFLICT,
             code::INVALID_REQUEST,
             "Conflict: this session already has a GET stream open",
@@ -431,7 +431,7 @@ pub(super) fn delete(gw: &Arc<Gateway>, sref: SessionRef) -> Response<Body> {
         SessionRef::Local(id) => match gw.sessions.remove(id) {
             Some(s) => {
                 s.close("ended by the client");
-                let mut r = Response::new(server::empty());
+                let mut r = Response::new(reply::empty());
                 *r.status_mut() = StatusCode::OK;
                 r
             }

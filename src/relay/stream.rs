@@ -10,9 +10,10 @@ use hyper::body::Frame;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{Finisher, LIST_CHANGED};
+use super::Finisher;
 use crate::jsonrpc::{self, Kind};
-use crate::server::{Body, BoxError};
+use crate::live::LIST_CHANGED;
+use crate::reply::{Body, BoxError};
 use crate::sse::{self, Event, Parser};
 use crate::upstream::http::UpstreamBody;
 

@@ -17,7 +17,7 @@ use super::{
 use crate::config::{AuthChallenge, Transport};
 use crate::gateway::Gateway;
 use crate::jsonrpc;
-use crate::server::{self, Body};
+use crate::reply::{self, Body};
 use crate::session::{Route, Token};
 use crate::upstream::http::UpstreamBody;
 use crate::upstream::{self, UpstreamError};
@@ -115,7 +115,8 @@ pub(super) async fn post_http(
         return upstream_failure(Some(id), &e);
     }
     let mut head = relay_head(gw, mount, &parts, &sref);
-    crate::auth::rewrite_challenges(gw, mount, headers, head.headers_mut());
+    let config = &gw.mounts[mount].mount;
+    crate::auth::rewrite_challenges(&gw.auth, mount, config, headers, head.headers_mut());
     if tool_call
         && matches!(
             parts.status,
@@ -127,7 +128,7 @@ pub(super) async fn post_http(
     {
         let prm = crate::auth::prm_url(&base, &gw.mounts[mount].mount.path);
         let answer = crate::auth::in_band_result(id, parts.status, head.headers(), &prm);
-        let mut r = server::json(StatusCode::OK, answer);
+        let mut r = reply::json(StatusCode::OK, answer);
         if let Some(sid) = head.headers().get(SESSION_HEADER) {
             r.headers_mut().insert(SESSION_HEADER, sid.clone());
         }
@@ -188,7 +189,7 @@ pub(super) async fn post_http(
         true => bytes,
         false => finisher.finish(&bytes).unwrap_or(bytes),
     };
-    head.map(|()| server::full(bytes))
+    head.map(|()| reply::full(bytes))
 }
 
 /// A whole body, refused beyond `limit` bytes. One frame is kept as it
@@ -344,7 +345,8 @@ pub(super) async fn forward_bodyless(
         Ok(resp) => {
             let (parts, body) = resp.into_parts();
             let mut head = relay_head(gw, mount, &parts, sref);
-            crate::auth::rewrite_challenges(gw, mount, headers, head.headers_mut());
+            let config = &gw.mounts[mount].mount;
+            crate::auth::rewrite_challenges(&gw.auth, mount, config, headers, head.headers_mut());
             // The server's own stream also carries the gateway's list-changed
             // announcements after an overlay reload.
             if method_is_get && parts.status.is_success() && is_event_stream(&parts.headers) {

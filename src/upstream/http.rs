@@ -24,7 +24,7 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 
-use super::UpstreamError;
+use super::error::UpstreamError;
 
 /// Idle connections are closed after this long unused.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use tokio::sync::mpsc;
 
-use super::UpstreamError;
+use super::error::UpstreamError;
 use super::http::{Client, UpstreamBody, send};
 use super::messages::MessageSession;
 use crate::config::Limits;

@@ -20,7 +20,7 @@ use tokio::process::Command;
 use tokio::sync::mpsc;
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 
-use super::UpstreamError;
+use super::error::UpstreamError;
 use super::messages::MessageSession;
 use crate::config::{Limits, StdioCommand};
 use crate::jsonrpc;

@@ -1,0 +1,151 @@
+//! Which `Host` and `Origin` values the gateway accepts: the defence against
+//! DNS rebinding (a loopback gateway answers only loopback names unless
+//! `allowed_hosts` says otherwise) and the origins whose browser pages may
+//! call it (CORS).
+
+use http::Request;
+use http::header::{self, HeaderValue};
+
+use crate::config::Config;
+
+/// Which `Host` and `Origin` values are accepted.
+#[derive(Debug, Clone)]
+pub struct HostPolicy {
+    loopback_only: bool,
+    hosts: Vec<String>,
+    origins: Vec<String>,
+    any_origin: bool,
+}
+
+impl HostPolicy {
+    pub fn new(config: &Config) -> Self {
+        HostPolicy {
+            loopback_only: config.listen.ip().is_loopback() && config.allowed_hosts.is_empty(),
+            hosts: config
+                .allowed_hosts
+                .iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect(),
+            origins: config
+                .allowed_origins
+                .iter()
+                .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
+                .collect(),
+            any_origin: config.allowed_origins.iter().any(|o| o == "*"),
+        }
+    }
+
+    pub fn host_allowed<B>(&self, req: &Request<B>) -> bool {
+        let host: std::borrow::Cow<'_, str> = match req.headers().get(header::HOST) {
+            Some(h) => match h.to_str() {
+                Ok(h) => h.into(),
+                Err(_) => return false,
+            },
+            None => match req.uri().authority() {
+                Some(a) => a.to_string().into(),
+                None => return false,
+            },
+        };
+        let bare = strip_port(&host);
+        if self
+            .hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(&host) || h.eq_ignore_ascii_case(bare))
+        {
+            return true;
+        }
+        if self.loopback_only {
+            return is_loopback_name(bare);
+        }
+        self.hosts.is_empty()
+    }
+
+    pub fn origin_allowed(&self, origin: &HeaderValue) -> bool {
+        let Ok(origin) = origin.to_str() else {
+            return false;
+        };
+        let origin = origin.to_ascii_lowercase();
+        if self.any_origin || self.origins.contains(&origin) {
+            return true;
+        }
+        let Some((scheme, rest)) = origin.split_once("://") else {
+            return false;
+        };
+        matches!(scheme, "http" | "https") && is_loopback_name(strip_port(rest))
+    }
+}
+
+fn strip_port(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
+}
+
+/// `localhost`, a name under it, or a loopback address (any case).
+fn is_loopback_name(host: &str) -> bool {
+    let suffix = host
+        .len()
+        .checked_sub(".localhost".len())
+        .and_then(|i| host.get(i..));
+    host.eq_ignore_ascii_case("localhost")
+        || suffix.is_some_and(|s| s.eq_ignore_ascii_case(".localhost"))
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(listen: &str, hosts: &[&str], origins: &[&str]) -> HostPolicy {
+        HostPolicy::new(&Config {
+            listen: listen.parse().unwrap(),
+            allowed_hosts: hosts.iter().map(|s| s.to_string()).collect(),
+            allowed_origins: origins.iter().map(|s| s.to_string()).collect(),
+            ..Config::default()
+        })
+    }
+
+    fn req(host: &str) -> Request<()> {
+        Request::get("/mcp").header("host", host).body(()).unwrap()
+    }
+
+    #[test]
+    fn loopback_bind_accepts_only_loopback_hosts() {
+        let p = policy("127.0.0.1:0", &[], &[]);
+        for ok in [
+            "localhost",
+            "localhost:8787",
+            "127.0.0.1:1",
+            "[::1]:80",
+            "127.1.2.3",
+        ] {
+            assert!(p.host_allowed(&req(ok)), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:8787",
+            "127.0.0.1.evil.example",
+            "localhost.evil.example",
+        ] {
+            assert!(!p.host_allowed(&req(bad)), "{bad}");
+        }
+    }
+
+    #[test]
+    fn configured_hosts_and_origins() {
+        let p = policy(
+            "0.0.0.0:0",
+            &["gw.example.com"],
+            &["https://app.example.com"],
+        );
+        assert!(p.host_allowed(&req("gw.example.com:443")));
+        assert!(!p.host_allowed(&req("other.example.com")));
+        assert!(p.origin_allowed(&HeaderValue::from_static("https://app.example.com")));
+        assert!(p.origin_allowed(&HeaderValue::from_static("http://localhost:5173")));
+        assert!(!p.origin_allowed(&HeaderValue::from_static("https://evil.example")));
+        assert!(!p.origin_allowed(&HeaderValue::from_static("null")));
+    }
+}
