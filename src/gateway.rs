@@ -1,20 +1,30 @@
-//! The gateway's shared state: its mounts, the session key, the HTTP client,
-//! and the sessions this process owns (stdio children and legacy SSE
-//! connections). HTTP-upstream sessions live only in their sealed ids.
+//! The gateway's shared state, composed from what each part owns: the mounts,
+//! the sessions, the upstream client and children, the overlays in force,
+//! OAuth, metrics and readiness. Built once at start; every connection holds
+//! it. The parts do not know of this type: it depends on them, never the
+//! reverse (only the relay and the router, which join the parts, take it).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::RngCore;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{AuthState, PrmTarget};
 use crate::config::{Config, ConfigError, Limits, Mount, Transport};
-use crate::live::Live;
-use crate::session::SessionKey;
+use crate::health::{Readiness, Upstreams};
+use crate::live::{LIST_CHANGED, Live};
+use crate::metrics::Metrics;
+use crate::middleware::host::HostPolicy;
+use crate::outcome::Failure;
+use crate::session::{InFlight, OpenedIds, Owned, SessionKey};
 use crate::upstream::messages::MessageSession;
-use crate::upstream::{self, UpstreamError};
+use crate::upstream::stdio::{Children, Fault, Restarts, Supervisor};
+use crate::upstream::{self, http::Client};
+
+/// How often owned sessions are checked for idleness.
+const REAP_EVERY: Duration = Duration::from_secs(15);
 
 /// Everything a request handler needs, shared by all connections.
 pub struct Gateway {
@@ -22,13 +32,16 @@ pub struct Gateway {
     pub by_path: HashMap<String, usize>,
     pub key: SessionKey,
     /// Session ids `key` opened recently.
-    pub opened_ids: crate::session::OpenedIds,
+    pub opened_ids: OpenedIds,
     /// Identifies this process in the ids of sessions it owns.
     pub instance: [u8; 16],
-    pub client: upstream::http::Client,
+    pub client: Client,
     pub limits: Limits,
-    pub hosts: crate::middleware::host::HostPolicy,
-    pub sessions: Registry,
+    pub hosts: Arc<HostPolicy>,
+    /// Sessions this process owns (stdio and legacy SSE upstreams).
+    pub sessions: Arc<Owned>,
+    /// Requests waiting for an upstream, per client session.
+    pub in_flight: Arc<InFlight>,
     /// The overlays in force.
     pub live: Arc<Live>,
     /// The tool names each overlaid upstream listed, which render tools
@@ -36,17 +49,32 @@ pub struct Gateway {
     pub upstream_tools: Arc<UpstreamTools>,
     pub shutdown: CancellationToken,
     /// The stdio children running, against `limits.max_stdio_children`.
-    pub children: Arc<upstream::stdio::Children>,
-    /// Requests waiting for an upstream, per client session.
-    pub in_flight: Arc<InFlight>,
+    pub children: Arc<Children>,
     /// OAuth: upstream metadata locations and the rewritten documents.
-    pub auth: crate::auth::AuthState,
+    pub auth: AuthState,
     /// Whether `/preview` is served (`Config::preview_enabled`).
     pub preview: bool,
     /// Request counters and latency histograms, served at `/metrics`.
-    pub metrics: Arc<crate::metrics::Metrics>,
+    pub metrics: Arc<Metrics>,
     /// The upstreams' last readiness, served at `/readyz`.
-    pub readiness: crate::health::Readiness,
+    pub readiness: Readiness,
+}
+
+/// One mount: where it is served and what it fronts.
+pub struct MountState {
+    /// Its place in [`Gateway::mounts`] (and in per-mount tables).
+    pub index: usize,
+    pub config: Mount,
+    /// A stdio mount's crash record and restart backoff.
+    pub restarts: Arc<Restarts>,
+}
+
+impl MountState {
+    /// Whether its upstream is reached through sessions this process owns
+    /// (stdio, legacy SSE) rather than request by request.
+    pub fn is_message(&self) -> bool {
+        !matches!(self.config.transport, Transport::Http { .. })
+    }
 }
 
 /// The tool names each upstream (with overlays) last listed, as seen in the
@@ -79,23 +107,6 @@ impl UpstreamTools {
     }
 }
 
-pub struct MountState {
-    pub mount: Mount,
-    /// A stdio mount's crash record and restart backoff.
-    pub restarts: Arc<upstream::stdio::Restarts>,
-    /// The session shared by sessionless (2026-07-28) clients of a
-    /// message-oriented upstream, started on first use.
-    shared: tokio::sync::Mutex<Option<Arc<MessageSession>>>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    #[error("this gateway already serves {0} sessions (limits.max_sessions)")]
-    Full(usize),
-    #[error(transparent)]
-    Upstream(#[from] UpstreamError),
-}
-
 impl Gateway {
     pub fn new(
         config: &Config,
@@ -110,39 +121,40 @@ impl Gateway {
         };
         let mut instance = [0u8; 16];
         rand::rng().fill_bytes(&mut instance);
-        let metrics = crate::metrics::Metrics::new(mounts.iter().map(|m| m.name.clone()));
-        let readiness = crate::health::Readiness::new(mounts.len());
+        let metrics = Metrics::new(mounts.iter().map(|m| m.name.clone()));
         let by_path = mounts
             .iter()
             .enumerate()
             .map(|(i, m)| (m.path.clone(), i))
             .collect();
+        let limits = &config.limits;
         Ok(Arc::new(Gateway {
+            sessions: Arc::new(Owned::new(mounts.len(), limits.max_sessions)),
+            readiness: Readiness::new(mounts.len()),
             mounts: mounts
                 .into_iter()
-                .map(|mount| MountState {
-                    mount,
+                .enumerate()
+                .map(|(index, config)| MountState {
+                    index,
+                    config,
                     restarts: Arc::default(),
-                    shared: tokio::sync::Mutex::new(None),
                 })
                 .collect(),
             by_path,
             key,
             opened_ids: Default::default(),
             instance,
-            client: upstream::http::client(Duration::from_secs(config.limits.connect_timeout_secs)),
-            limits: config.limits.clone(),
-            hosts: crate::middleware::host::HostPolicy::new(config),
-            sessions: Registry::default(),
+            client: upstream::http::client(Duration::from_secs(limits.connect_timeout_secs)),
+            limits: limits.clone(),
+            hosts: Arc::new(HostPolicy::new(config)),
+            in_flight: Arc::default(),
             live,
             upstream_tools: Arc::default(),
             shutdown: CancellationToken::new(),
-            children: upstream::stdio::Children::new(config.limits.max_stdio_children),
-            in_flight: Arc::default(),
-            auth: crate::auth::AuthState::new(config.public_url.clone()),
+            children: Children::new(limits.max_stdio_children),
+            auth: AuthState::new(config.public_url.clone()),
             preview: config.preview_enabled(),
             metrics: Arc::new(metrics),
-            readiness,
         }))
     }
 
@@ -150,71 +162,89 @@ impl Gateway {
         Duration::from_secs(self.limits.request_timeout_secs)
     }
 
-    /// Start a new session on a message-oriented upstream and register it.
+    /// The mount served at `path` (a trailing `/` does not matter).
+    pub fn mount_at(&self, path: &str) -> Option<&MountState> {
+        let i = self
+            .by_path
+            .get(path)
+            .or_else(|| self.by_path.get(path.trim_end_matches('/')))?;
+        self.mounts.get(*i)
+    }
+
+    /// The mount a protected-resource metadata path names.
+    pub fn prm_mount(&self, target: PrmTarget<'_>) -> Option<&MountState> {
+        let i = match target {
+            PrmTarget::Bare if self.mounts.len() == 1 => Some(0),
+            PrmTarget::Bare => self.by_path.get("/").copied(),
+            PrmTarget::Mount(path) => self.by_path.get(path).copied(),
+        }?;
+        self.mounts.get(i)
+    }
+
+    /// Start a new client session on a message-oriented upstream and register
+    /// it; its number.
     pub async fn open_session(
         &self,
-        mount: usize,
-    ) -> Result<(u64, Arc<MessageSession>), OpenError> {
-        if self.sessions.len() >= self.limits.max_sessions {
-            return Err(OpenError::Full(self.limits.max_sessions));
-        }
-        let m = &self.mounts[mount].mount;
-        let sup = self.supervisor(mount);
-        let session =
-            upstream::open_supervised(m, &self.limits, &self.client, false, Some(&sup)).await?;
-        let id = self.sessions.insert(mount, session.clone());
+        mount: &MountState,
+    ) -> Result<(u64, Arc<MessageSession>), Failure> {
+        self.sessions.check_room()?;
+        let session = self.start(mount, false).await?;
+        let id = self.sessions.insert(mount.index, session.clone());
         Ok((id, session))
     }
 
-    /// The shared session of a mount, (re)started when absent or ended.
-    pub async fn shared_session(&self, mount: usize) -> Result<Arc<MessageSession>, OpenError> {
-        let state = &self.mounts[mount];
-        let mut slot = state.shared.lock().await;
-        if let Some(s) = slot.as_ref().filter(|s| !s.is_closed()) {
-            return Ok(s.clone());
-        }
-        let sup = self.supervisor(mount);
-        let s =
-            upstream::open_supervised(&state.mount, &self.limits, &self.client, true, Some(&sup))
-                .await?;
-        *slot = Some(s.clone());
-        Ok(s)
+    /// The session of a mount shared by sessionless clients, (re)started
+    /// when absent or ended.
+    pub async fn shared_session(&self, mount: &MountState) -> Result<Arc<MessageSession>, Failure> {
+        self.sessions
+            .shared(mount.index, self.start(mount, true))
+            .await
     }
 
-    fn supervisor(&self, mount: usize) -> upstream::stdio::Supervisor {
-        upstream::stdio::Supervisor {
+    async fn start(
+        &self,
+        mount: &MountState,
+        shared: bool,
+    ) -> Result<Arc<MessageSession>, Failure> {
+        let sup = Supervisor {
             children: self.children.clone(),
-            restarts: self.mounts[mount].restarts.clone(),
-        }
+            restarts: mount.restarts.clone(),
+        };
+        let session = upstream::open_supervised(
+            &mount.config,
+            &self.limits,
+            &self.client,
+            shared,
+            Some(&sup),
+        )
+        .await?;
+        Ok(session)
     }
 
     /// The mounts whose stdio command has been crashing, by name, with the
     /// crash record; a fault whose `retry_in` is set is holding off starts.
-    pub fn upstream_faults(&self) -> Vec<(String, upstream::stdio::Fault)> {
+    pub fn upstream_faults(&self) -> Vec<(String, Fault)> {
         self.mounts
             .iter()
-            .filter_map(|m| Some((m.mount.name.clone(), m.restarts.fault()?)))
+            .filter_map(|m| Some((m.config.name.clone(), m.restarts.fault()?)))
             .collect()
+    }
+
+    /// What `/readyz` probes: every mount, with its crash record.
+    pub fn upstreams(&self) -> Upstreams<'_> {
+        Upstreams {
+            mounts: self.mounts.iter().map(|m| &m.config).collect(),
+            limits: &self.limits,
+            faults: self.mounts.iter().map(|m| m.restarts.fault()).collect(),
+        }
     }
 
     /// The `/metrics` exposition: the counters, with the sessions, children,
     /// reloads and readiness as they are now.
     pub async fn metrics_text(&self) -> String {
-        let mut sessions_open = self.sessions.open_by_mount(self.mounts.len());
-        for (m, state) in self.mounts.iter().enumerate() {
-            if state
-                .shared
-                .lock()
-                .await
-                .as_ref()
-                .is_some_and(|s| !s.is_closed())
-            {
-                sessions_open[m] += 1;
-            }
-        }
         let (reloads_ok, reloads_failed) = self.live.reload_counts();
         let snapshot = crate::metrics::Snapshot {
-            sessions_open,
+            sessions_open: self.sessions.open_by_mount().await,
             stdio_children: self.children.running(),
             reloads_ok,
             reloads_failed,
@@ -225,49 +255,25 @@ impl Gateway {
 
     /// End every session this process owns (children are killed).
     pub async fn close_all(&self, reason: &str) {
-        for s in self.sessions.drain() {
-            s.close(reason);
-        }
-        for m in &self.mounts {
-            if let Some(s) = m.shared.lock().await.take() {
-                s.close(reason);
-            }
-        }
+        self.sessions.close_all(reason).await;
     }
 
-    /// Periodically end sessions idle beyond `limits.session_idle_secs`.
-    pub fn spawn_reaper(self: &Arc<Self>) {
-        let gw = Arc::downgrade(self);
-        let stop = self.shutdown.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(15));
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = stop.cancelled() => return,
-                }
-                let Some(gw) = gw.upgrade() else { return };
-                let ttl = Duration::from_secs(gw.limits.session_idle_secs);
-                let reason = format!("session idle for more than {} s", ttl.as_secs());
-                for s in gw.sessions.idle_beyond(ttl) {
-                    s.close(reason.clone());
-                }
-                for m in &gw.mounts {
-                    let mut shared = m.shared.lock().await;
-                    if let Some(s) = shared.take_if(|s| s.idle() > ttl) {
-                        s.close(reason.clone());
-                    }
-                }
-            }
-        });
+    /// Start the background work of a serving gateway: reaping idle
+    /// sessions and announcing overlay changes. Both end with `shutdown`.
+    pub fn spawn_background(self: &Arc<Self>) {
+        let ttl = Duration::from_secs(self.limits.session_idle_secs);
+        let sessions = Arc::downgrade(&self.sessions);
+        crate::session::reaper::spawn(sessions, REAP_EVERY, ttl, self.shutdown.clone());
+        self.spawn_change_announcer();
     }
 
     /// Announce overlay changes to the sessions this process owns (HTTP
     /// upstreams' GET streams subscribe to [`Live`] themselves).
-    pub fn spawn_change_announcer(self: &Arc<Self>) {
+    fn spawn_change_announcer(self: &Arc<Self>) {
         let gw = Arc::downgrade(self);
         let stop = self.shutdown.clone();
         let mut changes = self.live.subscribe();
+        // Detached: it holds a weak reference and ends with `stop`.
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -276,11 +282,7 @@ impl Gateway {
                 }
                 let Some(gw) = gw.upgrade() else { return };
                 gw.log_render_collisions();
-                for session in gw.sessions.all() {
-                    for message in crate::live::LIST_CHANGED {
-                        session.announce(bytes::Bytes::from_static(message)).await;
-                    }
-                }
+                gw.sessions.announce(&LIST_CHANGED).await;
             }
         });
     }
@@ -297,159 +299,5 @@ impl Gateway {
                 }
             }
         }
-    }
-
-    /// The mount a protected-resource metadata path names.
-    pub fn prm_mount(&self, target: crate::auth::PrmTarget<'_>) -> Option<usize> {
-        match target {
-            crate::auth::PrmTarget::Bare if self.mounts.len() == 1 => Some(0),
-            crate::auth::PrmTarget::Bare => self.by_path.get("/").copied(),
-            crate::auth::PrmTarget::Mount(path) => self.by_path.get(path).copied(),
-        }
-    }
-
-    /// What `/readyz` probes: every mount, with its crash record.
-    pub fn upstreams(&self) -> crate::health::Upstreams<'_> {
-        crate::health::Upstreams {
-            mounts: self.mounts.iter().map(|m| &m.mount).collect(),
-            limits: &self.limits,
-            faults: self.mounts.iter().map(|m| m.restarts.fault()).collect(),
-        }
-    }
-
-    pub fn is_message_mount(&self, mount: usize) -> bool {
-        !matches!(self.mounts[mount].mount.transport, Transport::Http { .. })
-    }
-}
-
-/// Requests waiting for an upstream, per client session id (as sent), against
-/// `limits.max_in_flight_per_session`. A request counts until its response
-/// body ends.
-#[derive(Debug, Default)]
-pub struct InFlight {
-    // Keys are session ids the gateway sealed: no client picks them.
-    map: Mutex<HashMap<Box<[u8]>, usize, foldhash::fast::RandomState>>,
-}
-
-impl InFlight {
-    /// A place for one more request of `session`, unless it has `max` already.
-    pub fn try_enter(self: &Arc<Self>, session: &[u8], max: usize) -> Option<InFlightGuard> {
-        let mut map = self.map.lock().unwrap();
-        match map.get_mut(session) {
-            Some(n) if *n >= max => return None,
-            Some(n) => *n += 1,
-            None => {
-                map.insert(session.into(), 1);
-            }
-        }
-        Some(InFlightGuard {
-            table: self.clone(),
-            session: session.into(),
-        })
-    }
-
-    /// Requests `session` has waiting.
-    pub fn count(&self, session: &[u8]) -> usize {
-        self.map.lock().unwrap().get(session).copied().unwrap_or(0)
-    }
-}
-
-/// One request's place in [`InFlight`], given back on drop.
-#[derive(Debug)]
-pub struct InFlightGuard {
-    table: Arc<InFlight>,
-    session: Box<[u8]>,
-}
-
-impl Drop for InFlightGuard {
-    fn drop(&mut self) {
-        let mut map = self.table.map.lock().unwrap();
-        if let Some(n) = map.get_mut(&self.session) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&self.session);
-            }
-        }
-    }
-}
-
-/// Sessions owned by this process, by number.
-#[derive(Default)]
-pub struct Registry {
-    next: AtomicU64,
-    map: Mutex<HashMap<u64, (usize, Arc<MessageSession>)>>,
-}
-
-impl Registry {
-    fn insert(&self, mount: usize, session: Arc<MessageSession>) -> u64 {
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        // Ended sessions are purged lazily (on lookup, count and reaping),
-        // so a child that exits on its own needs no callback into this table.
-        self.map.lock().unwrap().insert(id, (mount, session));
-        id
-    }
-
-    pub fn get(&self, mount: usize, id: u64) -> Option<Arc<MessageSession>> {
-        let mut map = self.map.lock().unwrap();
-        match map.get(&id) {
-            Some((m, s)) if *m == mount && !s.is_closed() => Some(s.clone()),
-            Some((_, s)) if s.is_closed() => {
-                map.remove(&id);
-                None
-            }
-            _ => None,
-        }
-    }
-
-    pub fn remove(&self, id: u64) -> Option<Arc<MessageSession>> {
-        self.map.lock().unwrap().remove(&id).map(|(_, s)| s)
-    }
-
-    /// Open sessions by mount index; ended ones are dropped on the way.
-    fn open_by_mount(&self, mounts: usize) -> Vec<usize> {
-        let mut map = self.map.lock().unwrap();
-        map.retain(|_, (_, s)| !s.is_closed());
-        let mut open = vec![0; mounts];
-        for (m, _) in map.values() {
-            if let Some(n) = open.get_mut(*m) {
-                *n += 1;
-            }
-        }
-        open
-    }
-
-    /// Open sessions; ended ones are dropped from the table on the way.
-    pub fn len(&self) -> usize {
-        let mut map = self.map.lock().unwrap();
-        map.retain(|_, (_, s)| !s.is_closed());
-        map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn idle_beyond(&self, ttl: Duration) -> Vec<Arc<MessageSession>> {
-        let mut map = self.map.lock().unwrap();
-        map.retain(|_, (_, s)| !s.is_closed());
-        map.values()
-            .filter(|(_, s)| s.idle() > ttl)
-            .map(|(_, s)| s.clone())
-            .collect()
-    }
-
-    fn all(&self) -> Vec<Arc<MessageSession>> {
-        let mut map = self.map.lock().unwrap();
-        map.retain(|_, (_, s)| !s.is_closed());
-        map.values().map(|(_, s)| s.clone()).collect()
-    }
-
-    fn drain(&self) -> Vec<Arc<MessageSession>> {
-        self.map
-            .lock()
-            .unwrap()
-            .drain()
-            .map(|(_, (_, s))| s)
-            .collect()
     }
 }

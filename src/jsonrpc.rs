@@ -20,8 +20,11 @@ pub mod code {
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL_ERROR: i64 = -32603;
     /// Implementation-defined server error: the upstream could not be reached,
-    /// timed out or went away.
-    pub const UPSTREAM_ERROR: i64 = -32000;
+    /// timed out or went away, or the gateway refused the request at one of
+    /// its limits or policies (as the official SDKs answer those).
+    pub const SERVER_ERROR: i64 = -32000;
+    /// [`SERVER_ERROR`], for an upstream's failure.
+    pub const UPSTREAM_ERROR: i64 = SERVER_ERROR;
     /// The session id is unknown, expired or forged (the TypeScript SDK's code).
     pub const SESSION_NOT_FOUND: i64 = -32001;
     /// The client cancelled the request (`notifications/cancelled`); the

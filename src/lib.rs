@@ -27,22 +27,26 @@
 //! - [`cli`]: the `check` and `init` commands, built on [`overlay`] and
 //!   [`probe`].
 
+pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod endpoint;
 pub mod gateway;
 pub mod health;
 pub mod jsonrpc;
 pub mod live;
 pub mod metrics;
 pub mod middleware;
+pub mod outcome;
 pub mod overlay;
 pub mod preview;
 pub mod probe;
 pub mod relay;
 pub mod reply;
 pub mod rewrite;
+pub mod router;
 pub mod server;
 pub mod session;
 pub mod sse;

@@ -352,7 +352,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
     let stop = CancellationToken::new();
     stop_on_signal(stop.clone());
     for m in &gateway.mounts {
-        let m = &m.mount;
+        let m = &m.config;
         let what = cli::describe_transport(m);
         say!(
             "MCP endpoint: http://{addr}{} -> upstream '{}' ({what})",

@@ -25,8 +25,9 @@ use serde_json::{Value, json};
 
 use crate::config::{Limits, Mount, Transport};
 use crate::jsonrpc::{self, Kind, code};
+use crate::outcome::Failure;
 use crate::sse;
-use crate::upstream::messages::{Delivery, MessageSession, SessionError};
+use crate::upstream::messages::{Delivery, MessageSession};
 use crate::upstream::{self, UpstreamError, http as up_http};
 
 /// The protocol revision asked for in `initialize`.
@@ -98,8 +99,8 @@ pub enum ProbeError {
     Ended { message: String },
 }
 
-impl From<SessionError> for ProbeError {
-    fn from(e: SessionError) -> Self {
+impl From<Failure> for ProbeError {
+    fn from(e: Failure) -> Self {
         ProbeError::Ended {
             message: e.to_string(),
         }
@@ -354,18 +355,11 @@ async fn messages_exchange(
                 let reply: Value = serde_json::from_slice(&bytes).map_err(|e| {
                     protocol(upstream, format!("a response that is not JSON ({e})"))
                 })?;
-                // The session answers for an upstream that went away with an
-                // error of its own; say that rather than "error -32000".
-                if session.is_closed()
-                    && reply["error"]["code"].as_i64() == Some(code::UPSTREAM_ERROR)
-                    && let Some(message) = reply["error"]["message"].as_str()
-                {
-                    return Err(ProbeError::Ended {
-                        message: message.to_owned(),
-                    });
-                }
                 return Ok(reply);
             }
+            // The session ended under the request (or the upstream refused
+            // it): say how, rather than "error -32000".
+            Delivery::Failed(failure) => return Err(failure.into()),
             Delivery::Related(bytes) => {
                 if let Some(answer) = answer_server_request(&bytes) {
                     session.notify(answer, Kind::Response, None, None).await?;

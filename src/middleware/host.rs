@@ -3,10 +3,76 @@
 //! `allowed_hosts` says otherwise) and the origins whose browser pages may
 //! call it (CORS).
 
-use http::Request;
-use http::header::{self, HeaderValue};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
+use http::header::{self, HeaderValue};
+use http::{Request, Response};
+use tower::{Layer, Service};
+
+use super::Refusable;
 use crate::config::Config;
+use crate::outcome::Failure;
+use crate::reply::Body;
+
+/// Refuses (403) a request whose `Host` or `Origin` the policy does not
+/// accept, before anything else looks at it.
+#[derive(Clone)]
+pub struct HostLayer {
+    policy: Arc<HostPolicy>,
+}
+
+impl HostLayer {
+    pub fn new(policy: Arc<HostPolicy>) -> Self {
+        HostLayer { policy }
+    }
+}
+
+impl<S> Layer<S> for HostLayer {
+    type Service = CheckHost<S>;
+
+    fn layer(&self, inner: S) -> CheckHost<S> {
+        CheckHost {
+            inner,
+            policy: self.policy.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct CheckHost<S> {
+    inner: S,
+    policy: Arc<HostPolicy>,
+}
+
+impl<S, B> Service<Request<B>> for CheckHost<S>
+where
+    S: Service<Request<B>, Response = Response<Body>>,
+    S::Future: Unpin,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = Refusable<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let refused = if !self.policy.host_allowed(&req) {
+            Some(Failure::HostNotAllowed)
+        } else {
+            req.headers()
+                .get(header::ORIGIN)
+                .filter(|o| !self.policy.origin_allowed(o))
+                .map(|_| Failure::OriginNotAllowed)
+        };
+        match refused {
+            Some(failure) => Refusable::Refused(Some(failure.respond(None))),
+            None => Refusable::Inner(self.inner.call(req)),
+        }
+    }
+}
 
 /// Which `Host` and `Origin` values are accepted.
 #[derive(Debug, Clone)]

@@ -7,18 +7,21 @@ use bytes::{Bytes, BytesMut};
 use futures_util::stream;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
+use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::Finisher;
+use super::answer::message_event;
+use super::finish::Finisher;
 use crate::jsonrpc::{self, Kind};
 use crate::live::LIST_CHANGED;
+use crate::outcome::{Failure, Outcome, StreamCause};
 use crate::reply::{Body, BoxError};
 use crate::sse::{self, Event, Parser};
 use crate::upstream::http::UpstreamBody;
 
 /// Rewrite the response to request `key` inside a POST's SSE answer.
-pub(super) fn rewrite_response_events(
+pub fn rewrite_response_events(
     body: UpstreamBody,
     key: String,
     finisher: Finisher,
@@ -47,7 +50,7 @@ pub(super) fn rewrite_response_events(
 /// Pass a GET stream through, adding the gateway's list-changed
 /// notifications between events whenever the overlays change.
 /// The stream ends when `stop` fires (the gateway is shutting down).
-pub(super) fn with_announcements(
+pub fn with_announcements(
     body: UpstreamBody,
     changes: watch::Receiver<u64>,
     limit: usize,
@@ -56,25 +59,38 @@ pub(super) fn with_announcements(
     events(body, limit, |ev: Event| ev.raw, Some((changes, stop)))
 }
 
+/// How a POST's SSE answer ends when its upstream stream fails: an error
+/// event for request `id`, its outcome recorded in `slot`.
+pub struct FailureEnd {
+    pub upstream: String,
+    pub id: Box<RawValue>,
+    pub slot: crate::outcome::OutcomeSlot,
+    pub timeout_secs: u64,
+}
+
+impl FailureEnd {
+    /// The failure for `cause`, as an SSE event (and the outcome recorded).
+    fn event(&self, cause: StreamCause) -> Bytes {
+        let failure = Failure::Stream {
+            upstream: self.upstream.clone(),
+            cause,
+        };
+        tracing::warn!(error = %failure, "upstream stream failed during a request");
+        self.slot.set(failure.outcome());
+        message_event(&failure.body(Some(&self.id)))
+    }
+}
+
 /// End a POST's SSE answer with a JSON-RPC error event for its request when
 /// the upstream stream fails (a reset, an event over the size limit) or is
-/// still open at `deadline`, made by `error_event` from the cause. Only on an
-/// event boundary: a half-sent event cannot be taken back, so the stream is
-/// then cut as it was.
-pub(super) fn error_event_on_failure<E>(
-    body: Body,
-    error_event: E,
-    deadline: tokio::time::Instant,
-    timeout_secs: u64,
-) -> Body
-where
-    E: Fn(&str) -> Bytes + Send + 'static,
-{
-    struct Failing<E> {
+/// still open at `deadline`. Only on an event boundary: a half-sent event
+/// cannot be taken back, so the stream is then cut as it was.
+pub fn end_on_failure(body: Body, end: FailureEnd, deadline: tokio::time::Instant) -> Body {
+    struct Failing {
         body: Body,
         boundary: bool,
         done: bool,
-        error_event: E,
+        end: FailureEnd,
         // One timer for the whole answer, not one per frame.
         timer: std::pin::Pin<Box<tokio::time::Sleep>>,
     }
@@ -82,7 +98,7 @@ where
         body,
         boundary: true,
         done: false,
-        error_event,
+        end,
         timer: Box::pin(tokio::time::sleep_until(deadline)),
     };
     let s = stream::unfold(st, move |mut st| async move {
@@ -96,12 +112,14 @@ where
         };
         let Some(frame) = frame else {
             st.done = true;
-            let cause = format!("no answer within {timeout_secs} s (limits.request_timeout_secs)");
-            tracing::warn!(error = %cause, "upstream stream failed during a request");
+            let cause = StreamCause::Timeout {
+                secs: st.end.timeout_secs,
+            };
             if st.boundary {
-                return Some((Ok(Frame::data((st.error_event)(&cause))), st));
+                return Some((Ok(Frame::data(st.end.event(cause))), st));
             }
-            return Some((Err(cause.into()), st));
+            st.end.slot.set(Outcome::Timeout);
+            return Some((Err(cause.to_string().into()), st));
         };
         match frame {
             Some(Ok(f)) => {
@@ -112,12 +130,11 @@ where
             }
             Some(Err(e)) => {
                 st.done = true;
-                let cause = e.to_string();
-                tracing::warn!(error = %cause, "upstream stream failed during a request");
                 if st.boundary {
-                    let event = (st.error_event)(&cause);
+                    let event = st.end.event(StreamCause::Broken(e.to_string()));
                     Some((Ok(Frame::data(event)), st))
                 } else {
+                    tracing::warn!(error = %e, "upstream stream failed during a request");
                     Some((Err(e), st))
                 }
             }
@@ -182,7 +199,7 @@ where
                         }
                         let mut out = BytesMut::new();
                         for m in LIST_CHANGED {
-                            out.extend_from_slice(&sse::frame(None, Some("message"), m));
+                            out.extend_from_slice(&message_event(m));
                         }
                         return Some((Ok(Frame::data(out.freeze())), st));
                     }

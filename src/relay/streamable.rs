@@ -2,25 +2,24 @@
 //! upstream request on a pooled connection, and the answer streams back as
 //! received, except the one response a plan rewrites.
 
-use std::sync::Arc;
-
 use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use serde_json::value::RawValue;
 
-use super::{
-    Finisher, METHOD_HEADER, NAME_HEADER, PROTOCOL_HEADER, SESSION_HEADER, SessionRef, stream,
-    upstream_failure,
+use super::context::{
+    Ctx, METHOD_HEADER, NAME_HEADER, PROTOCOL_HEADER, SESSION_HEADER, SessionRef,
 };
+use super::finish::Finisher;
+use super::stream;
 use crate::config::{AuthChallenge, Transport};
-use crate::gateway::Gateway;
 use crate::jsonrpc;
+use crate::outcome::{Failure, OutcomeSlot};
 use crate::reply::{self, Body};
 use crate::session::{Route, Token};
-use crate::upstream::http::UpstreamBody;
-use crate::upstream::{self, UpstreamError};
+use crate::upstream::UpstreamError;
+use crate::upstream::http::{UpstreamBody, send};
 
 /// Request headers the mount's own upstream receives when the client sent
 /// them (with the mount's `forward_headers`); never any other upstream's, and
@@ -48,19 +47,17 @@ static FORWARDED_RESPONSE_HEADERS: [HeaderName; 6] = [
 ];
 
 /// What the relay knows of the request it forwards.
-pub(super) struct Call {
+pub struct Call {
     /// The JSON-RPC id of a single request, as written.
-    pub request_id: Option<String>,
+    pub request_id: Option<Box<RawValue>>,
     /// Whether it is a `tools/call` (eligible for in-band challenges).
     pub tool_call: bool,
 }
 
-pub(super) async fn post_http(
-    gw: &Arc<Gateway>,
-    mount: usize,
-    headers: &HeaderMap,
+/// Forward one POST and relay its answer.
+pub async fn post(
+    cx: &Ctx<'_>,
     body: Bytes,
-    sref: SessionRef,
     call: Call,
     finisher: Option<Finisher>,
 ) -> Response<Body> {
@@ -68,35 +65,19 @@ pub(super) async fn post_http(
         request_id,
         tool_call,
     } = call;
-    let Transport::Http { url } = &gw.mounts[mount].mount.transport else {
-        unreachable!("HTTP mount")
-    };
-    let req = upstream_request(
-        gw,
-        mount,
-        http::Method::POST,
-        url.clone(),
-        headers,
-        &sref,
-        body,
-    );
-    let resp = match upstream::http::send(
-        &gw.client,
-        &gw.mounts[mount].mount.name,
-        req,
-        gw.request_timeout(),
-    )
-    .await
-    {
+    let id = request_id.as_deref();
+    let gw = cx.gw;
+    let req = upstream_request(cx, http::Method::POST, body);
+    let resp = match send(&gw.client, cx.upstream(), req, gw.request_timeout()).await {
         Ok(resp) => resp,
-        Err(e) => return upstream_failure(request_id.as_deref(), &e),
+        Err(e) => return Failure::Upstream(e).respond(id),
     };
     let (parts, body) = resp.into_parts();
     // A request's answer is JSON or an SSE stream; anything else (an HTML
     // error page from a proxy, a misconfigured URL) is not an MCP answer.
     if parts.status.is_success()
         && parts.status != StatusCode::ACCEPTED
-        && let Some(id) = request_id.as_deref()
+        && id.is_some()
         && !is_event_stream(&parts.headers)
         && !is_json(&parts.headers)
     {
@@ -105,28 +86,22 @@ pub(super) async fn post_http(
             .get(header::CONTENT_TYPE)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
             .unwrap_or_else(|| "none".into());
-        let e = UpstreamError::Protocol {
-            upstream: gw.mounts[mount].mount.name.clone(),
-            detail: format!(
-                "answered {} with Content-Type {found:?}, not application/json or text/event-stream",
-                parts.status
-            ),
-        };
-        return upstream_failure(Some(id), &e);
+        let detail = format!(
+            "answered {} with Content-Type {found:?}, not application/json or text/event-stream",
+            parts.status
+        );
+        return protocol_failure(cx, detail).respond(id);
     }
-    let mut head = relay_head(gw, mount, &parts, &sref);
-    let config = &gw.mounts[mount].mount;
-    crate::auth::rewrite_challenges(&gw.auth, mount, config, headers, head.headers_mut());
+    let head = relay_head(cx, &parts);
     if tool_call
         && matches!(
             parts.status,
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
         )
-        && gw.mounts[mount].mount.auth_challenge == AuthChallenge::InBand
-        && let (Some(id), Some(base)) = (request_id.as_deref(), gw.auth.base(headers))
-        && let Ok(id) = serde_json::from_str::<&RawValue>(id)
+        && cx.mount.config.auth_challenge == AuthChallenge::InBand
+        && let (Some(id), Some(base)) = (id, gw.auth.base(cx.headers))
     {
-        let prm = crate::auth::prm_url(&base, &gw.mounts[mount].mount.path);
+        let prm = crate::auth::prm_url(&base, &cx.mount.config.path);
         let answer = crate::auth::in_band_result(id, parts.status, head.headers(), &prm);
         let mut r = reply::json(StatusCode::OK, answer);
         if let Some(sid) = head.headers().get(SESSION_HEADER) {
@@ -134,62 +109,57 @@ pub(super) async fn post_http(
         }
         return r;
     }
-    // A request's SSE answer that breaks off, or is still open at the request
-    // timeout, ends with an error for it.
-    let timeout_secs = gw.limits.request_timeout_secs;
-    let deadline = tokio::time::Instant::now() + gw.request_timeout();
-    let sse_request = parts.status.is_success() && is_event_stream(&parts.headers);
-    let error_event = request_id.as_deref().filter(|_| sse_request).map(|id| {
-        let id: Box<RawValue> = RawValue::from_string(id.to_owned()).expect("parsed JSON id");
-        let upstream = gw.mounts[mount].mount.name.clone();
-        move |cause: &str| {
-            let message = format!("upstream '{upstream}' stream failed: {cause}");
-            super::message_event(&jsonrpc::error_response(
-                Some(&id),
-                jsonrpc::code::UPSTREAM_ERROR,
-                &message,
-            ))
-        }
-    });
-    let (Some(finisher), Some(id), true) = (finisher, request_id, parts.status.is_success()) else {
-        let body = body.map_err(Into::into).boxed_unsync();
-        return match error_event {
-            Some(make) => {
-                head.map(|()| stream::error_event_on_failure(body, make, deadline, timeout_secs))
+    let success = parts.status.is_success();
+    if success && is_event_stream(&parts.headers) {
+        let body = match (&finisher, id) {
+            (Some(finisher), Some(id)) => {
+                let limit = gw.limits.max_message_bytes;
+                let key = jsonrpc::id_key(id);
+                stream::rewrite_response_events(body, key, finisher.clone(), limit)
             }
-            None => head.map(|()| body),
+            _ => body.map_err(Into::into).boxed_unsync(),
         };
-    };
-    let id: Box<RawValue> = RawValue::from_string(id).expect("the id was parsed from JSON");
-    let key = jsonrpc::id_key(&id);
-    if is_event_stream(&parts.headers) {
-        let limit = gw.limits.max_message_bytes;
-        let body = stream::rewrite_response_events(body, key, finisher, limit);
-        return match error_event {
-            Some(make) => {
-                head.map(|()| stream::error_event_on_failure(body, make, deadline, timeout_secs))
+        return match id {
+            // A request's SSE answer that breaks off, or is still open at the
+            // request timeout, ends with an error for it.
+            Some(id) => {
+                let slot = OutcomeSlot::new();
+                let end = stream::FailureEnd {
+                    upstream: cx.upstream().to_owned(),
+                    id: id.to_owned(),
+                    slot: slot.clone(),
+                    timeout_secs: gw.limits.request_timeout_secs,
+                };
+                let deadline = tokio::time::Instant::now() + gw.request_timeout();
+                let mut r = head.map(|()| stream::end_on_failure(body, end, deadline));
+                r.extensions_mut().insert(slot);
+                r
             }
             None => head.map(|()| body),
         };
     }
+    let (Some(finisher), Some(id), true) = (finisher, id, success) else {
+        return head.map(|()| body.map_err(Into::into).boxed_unsync());
+    };
     // A JSON answer is read whole (bounded): a rewrite needs all of it, and
     // so does the look for an in-band challenge.
-    let limit = gw.limits.max_message_bytes;
-    let bytes = match read_whole(body, limit).await {
+    let bytes = match read_whole(body, gw.limits.max_message_bytes).await {
         Ok(bytes) => bytes,
-        Err(detail) => {
-            let e = UpstreamError::Protocol {
-                upstream: gw.mounts[mount].mount.name.clone(),
-                detail,
-            };
-            return upstream_failure(Some(id.get()), &e);
-        }
+        Err(detail) => return protocol_failure(cx, detail).respond(Some(id)),
     };
     let bytes = match finisher.keeps(&bytes) {
         true => bytes,
         false => finisher.finish(&bytes).unwrap_or(bytes),
     };
     head.map(|()| reply::full(bytes))
+}
+
+/// The upstream answered something that is not an MCP answer.
+fn protocol_failure(cx: &Ctx<'_>, detail: String) -> Failure {
+    Failure::Upstream(UpstreamError::Protocol {
+        upstream: cx.upstream().to_owned(),
+        detail,
+    })
 }
 
 /// A whole body, refused beyond `limit` bytes. One frame is kept as it
@@ -226,22 +196,17 @@ async fn read_whole(mut body: UpstreamBody, limit: usize) -> Result<Bytes, Strin
     Ok(first.unwrap_or_else(|| whole.freeze()))
 }
 
-fn upstream_request(
-    gw: &Gateway,
-    mount: usize,
-    method: http::Method,
-    url: http::Uri,
-    headers: &HeaderMap,
-    sref: &SessionRef,
-    body: Bytes,
-) -> Request<Full<Bytes>> {
+fn upstream_request(cx: &Ctx<'_>, method: http::Method, body: Bytes) -> Request<Full<Bytes>> {
+    let Transport::Http { url } = &cx.mount.config.transport else {
+        unreachable!("only HTTP mounts are relayed request by request")
+    };
     let mut req = Request::new(Full::new(body));
     *req.method_mut() = method;
-    *req.uri_mut() = url;
+    *req.uri_mut() = url.clone();
     let out = req.headers_mut();
-    let extra = &gw.mounts[mount].mount.forward_headers;
+    let extra = &cx.mount.config.forward_headers;
     // One pass over the client's headers, in their order.
-    for (name, v) in headers {
+    for (name, v) in cx.headers {
         let own = extra.contains(name);
         if !own && !FORWARDED_REQUEST_HEADERS.contains(name) {
             continue;
@@ -255,7 +220,7 @@ fn upstream_request(
     }
     if let SessionRef::Http {
         upstream: Some(s), ..
-    } = sref
+    } = &cx.session
         && let Ok(v) = HeaderValue::from_str(s)
     {
         out.insert(SESSION_HEADER, v);
@@ -264,13 +229,9 @@ fn upstream_request(
 }
 
 /// The head of an HTTP upstream's response as the client gets it: status,
-/// allowed headers, and the session id translated.
-fn relay_head(
-    gw: &Gateway,
-    mount: usize,
-    parts: &http::response::Parts,
-    sref: &SessionRef,
-) -> Response<()> {
+/// allowed headers, the session id translated and OAuth challenges pointed
+/// at the gateway.
+fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Response<()> {
     let mut out = Response::new(());
     *out.status_mut() = parts.status;
     let h = out.headers_mut();
@@ -290,24 +251,26 @@ fn relay_head(
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
     {
-        let id = match sref {
+        let id = match &cx.session {
             SessionRef::Http {
                 upstream: Some(prev),
                 received,
             } if prev == up => received.clone(),
             _ => {
                 let token = Token {
-                    mount: gw.mounts[mount].mount.name.clone(),
+                    mount: cx.upstream().to_owned(),
                     route: Route::Http {
                         upstream_session: Some(up.to_owned()),
                     },
                 };
-                HeaderValue::from_str(&gw.key.seal(&token))
+                HeaderValue::from_str(&cx.gw.key.seal(&token))
                     .expect("base64url is a valid header value")
             }
         };
         h.insert(SESSION_HEADER, id);
     }
+    let (gw, mount) = (cx.gw, cx.mount);
+    crate::auth::rewrite_challenges(&gw.auth, mount.index, &mount.config, cx.headers, h);
     out
 }
 
@@ -324,32 +287,17 @@ fn is_event_stream(h: &HeaderMap) -> bool {
         .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
 }
 
-pub(super) async fn forward_bodyless(
-    gw: &Arc<Gateway>,
-    mount: usize,
-    method: http::Method,
-    url: &http::Uri,
-    headers: &HeaderMap,
-    sref: &SessionRef,
-) -> Response<Body> {
-    let method_is_get = method == http::Method::GET;
-    let req = upstream_request(gw, mount, method, url.clone(), headers, sref, Bytes::new());
-    match upstream::http::send(
-        &gw.client,
-        &gw.mounts[mount].mount.name,
-        req,
-        gw.request_timeout(),
-    )
-    .await
-    {
+/// Forward a GET or DELETE and relay its answer. A GET stream also carries
+/// the gateway's list-changed announcements after an overlay reload.
+pub async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Response<Body> {
+    let gw = cx.gw;
+    let get = method == http::Method::GET;
+    let req = upstream_request(cx, method, Bytes::new());
+    match send(&gw.client, cx.upstream(), req, gw.request_timeout()).await {
         Ok(resp) => {
             let (parts, body) = resp.into_parts();
-            let mut head = relay_head(gw, mount, &parts, sref);
-            let config = &gw.mounts[mount].mount;
-            crate::auth::rewrite_challenges(&gw.auth, mount, config, headers, head.headers_mut());
-            // The server's own stream also carries the gateway's list-changed
-            // announcements after an overlay reload.
-            if method_is_get && parts.status.is_success() && is_event_stream(&parts.headers) {
+            let head = relay_head(cx, &parts);
+            if get && parts.status.is_success() && is_event_stream(&parts.headers) {
                 let changes = gw.live.subscribe();
                 let limit = gw.limits.max_message_bytes;
                 let stop = gw.shutdown.clone();
@@ -357,6 +305,6 @@ pub(super) async fn forward_bodyless(
             }
             head.map(|()| body.map_err(Into::into).boxed_unsync())
         }
-        Err(e) => upstream_failure(None, &e),
+        Err(e) => Failure::Upstream(e).respond(None),
     }
 }

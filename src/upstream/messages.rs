@@ -12,14 +12,15 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{self, Kind, code};
+use crate::jsonrpc::{self, Kind};
+use crate::outcome::Failure;
 
 /// Most server messages kept for a client that has no stream open yet.
 const BACKLOG: usize = 1024;
@@ -33,12 +34,9 @@ pub enum Delivery {
     Related(Bytes),
     /// The response that completes the request.
     Final(Bytes),
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    #[error("upstream '{upstream}' is closed: {reason}")]
-    Closed { upstream: String, reason: String },
+    /// What completes the request instead of a response: the session ended,
+    /// the upstream refused the message, or the client cancelled it.
+    Failed(Failure),
 }
 
 struct Pending {
@@ -128,14 +126,11 @@ impl MessageSession {
         self.last_active_ms.store(ms, Ordering::Relaxed);
     }
 
-    fn closed_error(&self) -> SessionError {
-        SessionError::Closed {
+    fn closed_error(&self) -> Failure {
+        let reason = self.reason.get().map_or("session ended", String::as_str);
+        Failure::Ended {
             upstream: self.upstream.to_string(),
-            reason: self
-                .reason
-                .get()
-                .cloned()
-                .unwrap_or_else(|| "session ended".into()),
+            what: format!("is closed: {reason}"),
         }
     }
 
@@ -146,7 +141,7 @@ impl MessageSession {
         message: &[u8],
         id: &RawValue,
         progress_token: Option<&RawValue>,
-    ) -> Result<(mpsc::Receiver<Delivery>, PendingGuard), SessionError> {
+    ) -> Result<(mpsc::Receiver<Delivery>, PendingGuard), Failure> {
         self.touch();
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         let (key, wire) = {
@@ -200,7 +195,7 @@ impl MessageSession {
         kind: Kind,
         method: Option<&str>,
         params: Option<&RawValue>,
-    ) -> Result<(), SessionError> {
+    ) -> Result<(), Failure> {
         self.touch();
         if self.is_closed() {
             return Err(self.closed_error());
@@ -216,7 +211,7 @@ impl MessageSession {
             // The server will not answer a cancelled request: end the wait
             // for it now rather than at the request timeout.
             if let Some(id) = jsonrpc::params_view(params).request_id {
-                self.cancel_pending(&jsonrpc::id_key(id), id);
+                self.fail(&jsonrpc::id_key(id), Failure::Cancelled);
             }
         }
         self.outgoing
@@ -225,7 +220,9 @@ impl MessageSession {
             .map_err(|_| self.closed_error())
     }
 
-    fn cancel_pending(&self, key: &str, id: &RawValue) {
+    /// End the wait of the request the upstream knows as `key` (its id as
+    /// the upstream saw it) with `failure` instead of a response.
+    pub fn fail(&self, key: &str, failure: Failure) {
         let p = {
             let mut st = self.state.lock().unwrap();
             let p = st.pending.remove(key);
@@ -235,12 +232,7 @@ impl MessageSession {
             p
         };
         if let Some(p) = p {
-            let body = jsonrpc::error_response(
-                Some(id),
-                code::REQUEST_CANCELLED,
-                "request cancelled by the client",
-            );
-            let _ = p.tx.try_send(Delivery::Final(body));
+            let _ = p.tx.try_send(Delivery::Failed(failure));
         }
     }
 
@@ -362,11 +354,12 @@ impl MessageSession {
         if first && !pending.is_empty() {
             tracing::warn!(upstream = %self.upstream, %reason, failed = pending.len(), "upstream session ended with requests in flight");
         }
-        let message = format!("upstream '{}' {}", self.upstream, reason);
         for p in pending {
-            let id = serde_json::from_str::<&RawValue>(&p.client_id).ok();
-            let body = jsonrpc::error_response(id, code::UPSTREAM_ERROR, &message);
-            let _ = p.tx.try_send(Delivery::Final(body));
+            let failure = Failure::Ended {
+                upstream: self.upstream.to_string(),
+                what: reason.clone(),
+            };
+            let _ = p.tx.try_send(Delivery::Failed(failure));
         }
     }
 }
@@ -403,109 +396,4 @@ fn route_unrelated(st: &mut State, message: Bytes) -> Target {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn raw(s: &str) -> &RawValue {
-        serde_json::from_str(s).unwrap()
-    }
-
-    async fn next(rx: &mut mpsc::Receiver<Delivery>) -> Delivery {
-        tokio::time::timeout(std::time::Duration::from_secs(2), rx.recv())
-            .await
-            .unwrap()
-            .unwrap()
-    }
-
-    #[tokio::test]
-    async fn routes_response_progress_and_server_requests() {
-        let (out_tx, mut out_rx) = mpsc::channel(8);
-        let s = MessageSession::new("t".into(), out_tx, false);
-        let req = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"progressToken":"p"}}}"#;
-        let (mut rx, _g) = s.request(req, raw("5"), Some(raw("\"p\""))).await.unwrap();
-        assert_eq!(&out_rx.recv().await.unwrap()[..], &req[..]);
-        s.deliver(Bytes::from_static(
-            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}"#,
-        ))
-        .await;
-        s.deliver(Bytes::from_static(
-            br#"{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage"}"#,
-        ))
-        .await;
-        s.deliver(Bytes::from_static(
-            br#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
-        ))
-        .await;
-        assert!(
-            matches!(next(&mut rx).await, Delivery::Related(b) if b.starts_with(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress"))
-        );
-        assert!(
-            matches!(next(&mut rx).await, Delivery::Related(b) if b.ends_with(b"createMessage\"}"))
-        );
-        assert!(
-            matches!(next(&mut rx).await, Delivery::Final(b) if &b[..] == br#"{"jsonrpc":"2.0","id":5,"result":{}}"#)
-        );
-    }
-
-    #[tokio::test]
-    async fn unrelated_messages_wait_for_a_stream() {
-        let (out_tx, _out_rx) = mpsc::channel(8);
-        let s = MessageSession::new("t".into(), out_tx, false);
-        s.deliver(Bytes::from_static(
-            br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
-        ))
-        .await;
-        let mut get = s.attach_stream().unwrap();
-        assert!(s.attach_stream().is_none(), "one GET stream at a time");
-        assert!(get.recv().await.unwrap().ends_with(b"list_changed\"}"));
-    }
-
-    #[tokio::test]
-    async fn shared_sessions_rewrite_ids_both_ways() {
-        let (out_tx, mut out_rx) = mpsc::channel(8);
-        let s = MessageSession::new("t".into(), out_tx, true);
-        let a = br#"{"jsonrpc":"2.0","id":"x","method":"ping"}"#;
-        let id = jsonrpc::classify_one(a).unwrap().id.unwrap();
-        let (mut ra, _ga) = s.request(a, id, None).await.unwrap();
-        let (mut rb, _gb) = s.request(a, id, None).await.unwrap();
-        assert_eq!(
-            &out_rx.recv().await.unwrap()[..],
-            br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
-        );
-        assert_eq!(
-            &out_rx.recv().await.unwrap()[..],
-            br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#
-        );
-        s.deliver(Bytes::from_static(
-            br#"{"jsonrpc":"2.0","id":2,"result":{"b":1}}"#,
-        ))
-        .await;
-        s.deliver(Bytes::from_static(
-            br#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#,
-        ))
-        .await;
-        assert!(
-            matches!(next(&mut ra).await, Delivery::Final(m) if &m[..] == br#"{"jsonrpc":"2.0","id":"x","result":{"a":1}}"#)
-        );
-        assert!(
-            matches!(next(&mut rb).await, Delivery::Final(m) if &m[..] == br#"{"jsonrpc":"2.0","id":"x","result":{"b":1}}"#)
-        );
-    }
-
-    #[tokio::test]
-    async fn close_fails_requests_in_flight() {
-        let (out_tx, _out_rx) = mpsc::channel(8);
-        let s = MessageSession::new("stdio-x".into(), out_tx, false);
-        let (mut rx, _g) = s
-            .request(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, raw("1"), None)
-            .await
-            .unwrap();
-        s.close("exited with status 1");
-        let Delivery::Final(body) = next(&mut rx).await else {
-            panic!()
-        };
-        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        assert!(v["error"]["message"].as_str().unwrap().contains("stdio-x"));
-        assert!(s.request(b"{}", raw("2"), None).await.is_err());
-    }
-}
+mod tests;

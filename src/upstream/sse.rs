@@ -14,6 +14,7 @@ use super::http::{Client, UpstreamBody, send};
 use super::messages::MessageSession;
 use crate::config::Limits;
 use crate::jsonrpc::{self, Kind};
+use crate::outcome::Failure;
 use crate::sse::Parser;
 
 /// Connect, wait for the `endpoint` event, and start moving messages.
@@ -166,15 +167,13 @@ async fn post_messages(
         // A refused request would otherwise wait for a response forever.
         if let Ok(m) = jsonrpc::classify_one(&message)
             && m.kind == Kind::Request
+            && let Some(id) = m.id
         {
-            let body = jsonrpc::error_response(
-                m.id,
-                jsonrpc::code::UPSTREAM_ERROR,
-                &format!("upstream '{}' {outcome}", session.upstream()),
-            );
-            // Delivered as if the server had answered, so it is routed
-            // (and its id restored) like any response.
-            session.deliver(body).await;
+            let failure = Failure::Ended {
+                upstream: session.upstream().to_owned(),
+                what: outcome,
+            };
+            session.fail(&jsonrpc::id_key(id), failure);
         }
     }
 }

@@ -49,7 +49,7 @@ impl TestGateway {
 
     /// URL of the first mount.
     pub fn url(&self) -> String {
-        self.url_for(&self.gateway.mounts[0].mount.path)
+        self.url_for(&self.gateway.mounts[0].config.path)
     }
 
     pub fn url_for(&self, path: &str) -> String {

@@ -1,4 +1,4 @@
-//! Downstream session ids: everything routing needs, sealed with a 32-byte key.
+//! Sealed session ids: everything routing needs, sealed with a 32-byte key.
 //!
 //! An id carries the mount it belongs to and either the upstream's own session
 //! id (HTTP upstreams: any gateway process holding the same key can serve the

@@ -1,0 +1,112 @@
+//! The MCP endpoint of a mount, as streamable HTTP defines it: POST carries
+//! messages (JSON in, JSON or SSE out), GET opens the server's stream,
+//! DELETE ends a session. This module checks what the transport requires
+//! of each (methods, media types, a bounded body) and hands the exchange to
+//! the relay.
+
+use std::sync::Arc;
+
+use http::header::{self, HeaderMap};
+use http::{Method, Request, Response};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+
+use crate::gateway::{Gateway, MountState};
+use crate::metrics::MethodId;
+use crate::middleware::cors;
+use crate::outcome::Failure;
+use crate::relay;
+use crate::reply::Body;
+
+/// One request to `mount`'s endpoint.
+pub async fn serve(
+    gw: &Arc<Gateway>,
+    mount: &MountState,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    match *req.method() {
+        Method::POST => post(gw, mount, req).await,
+        Method::GET if !accepts(req.headers(), "text/event-stream") => {
+            Failure::NotAcceptable("text/event-stream").respond(None)
+        }
+        Method::GET | Method::DELETE => {
+            let method = match *req.method() {
+                Method::GET => MethodId::GET,
+                _ => MethodId::DELETE,
+            };
+            let exchange = gw.metrics.exchange(mount.index, method);
+            let resp = relay::bodyless(gw, mount, req).await;
+            exchange.finish_head(&resp);
+            resp
+        }
+        Method::OPTIONS => cors::preflight(),
+        _ => Failure::MethodNotAllowed {
+            allow: "GET, POST, DELETE, OPTIONS",
+            why: None,
+        }
+        .respond(None),
+    }
+}
+
+async fn post(gw: &Arc<Gateway>, mount: &MountState, req: Request<Incoming>) -> Response<Body> {
+    let json = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return Failure::UnsupportedMediaType.respond(None);
+    }
+    if !(accepts(req.headers(), "application/json") && accepts(req.headers(), "text/event-stream"))
+    {
+        return Failure::NotAcceptable("both application/json and text/event-stream").respond(None);
+    }
+    let limit = gw.limits.max_body_bytes;
+    let (parts, body) = req.into_parts();
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Failure::BodyTooLarge { limit }.respond(None);
+        }
+        Err(e) => return Failure::UnreadableBody(e.to_string()).respond(None),
+    };
+    relay::post(gw, mount, parts, bytes).await
+}
+
+/// Whether `Accept` admits `media` (wildcards count; no header does not).
+fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    let (ty, _) = media.split_once('/').expect("type/subtype");
+    headers.get_all(header::ACCEPT).iter().any(|v| {
+        v.as_bytes().split(|&b| b == b',').any(|item| {
+            let item = item.split(|&b| b == b';').next().unwrap_or_default();
+            let item = item.trim_ascii();
+            item.eq_ignore_ascii_case(media.as_bytes())
+                || item == b"*/*"
+                || item
+                    .strip_suffix(b"/*")
+                    .is_some_and(|t| t.eq_ignore_ascii_case(ty.as_bytes()))
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+
+    use super::*;
+
+    #[test]
+    fn accept_matching() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        assert!(accepts(&h, "application/json") && accepts(&h, "text/event-stream"));
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        assert!(!accepts(&h, "text/event-stream"));
+        h.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+        assert!(accepts(&h, "text/event-stream"));
+    }
+}

@@ -1,0 +1,269 @@
+//! The Prometheus text exposition (format 0.0.4) of the counters, written
+//! by hand, with what the gateway knows at the time of the scrape.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use http::Response;
+use http::header::{self, HeaderValue};
+
+use super::method::METHODS;
+use super::table::{BUCKETS, Metrics, STATUS_MIN};
+use crate::outcome::Outcome;
+use crate::reply::Body;
+
+impl Metrics {
+    /// The Prometheus text exposition (format 0.0.4) of everything counted,
+    /// with what the gateway knows at the time of the scrape.
+    pub fn render(&self, snapshot: &Snapshot) -> String {
+        let mut out = String::with_capacity(4096);
+        family(
+            &mut out,
+            "mcp_gateway_build_info",
+            "gauge",
+            "The gateway's version; always 1.",
+        );
+        let _ = writeln!(
+            out,
+            "mcp_gateway_build_info{{version=\"{}\"}} 1",
+            escape(env!("CARGO_PKG_VERSION"))
+        );
+
+        family(
+            &mut out,
+            "mcp_gateway_requests_total",
+            "counter",
+            "MCP exchanges by upstream, JSON-RPC method (GET and DELETE for the bodyless ones) and outcome.",
+        );
+        for (m, name) in self.mounts.iter().enumerate() {
+            let name = escape(name);
+            for (k, method) in METHODS.iter().enumerate() {
+                for (o, outcome) in Outcome::ALL.iter().enumerate() {
+                    let i = (m * METHODS.len() + k) * Outcome::ALL.len() + o;
+                    let n = self.requests[i].load(Ordering::Relaxed);
+                    if n > 0 {
+                        let _ = writeln!(
+                            out,
+                            "mcp_gateway_requests_total{{upstream=\"{name}\",method=\"{}\",outcome=\"{}\"}} {n}",
+                            escape(method),
+                            outcome.label()
+                        );
+                    }
+                }
+            }
+        }
+
+        family(
+            &mut out,
+            "mcp_gateway_request_duration_seconds",
+            "histogram",
+            "Time from a request's arrival to the end of its response (a POST's SSE answer to its last event; GET and DELETE to the response head).",
+        );
+        for (m, name) in self.mounts.iter().enumerate() {
+            let name = escape(name);
+            for (k, method) in METHODS.iter().enumerate() {
+                let h = &self.durations[m * METHODS.len() + k];
+                let counts: Vec<u64> = h
+                    .buckets
+                    .iter()
+                    .map(|b| b.load(Ordering::Relaxed))
+                    .collect();
+                let total: u64 = counts.iter().sum();
+                if total == 0 {
+                    continue;
+                }
+                let labels = format!("upstream=\"{name}\",method=\"{}\"", escape(method));
+                let mut cumulative = 0;
+                for (i, c) in counts.iter().enumerate() {
+                    cumulative += c;
+                    let le = BUCKETS.get(i).map_or("+Inf".to_owned(), |b| b.to_string());
+                    let _ = writeln!(
+                        out,
+                        "mcp_gateway_request_duration_seconds_bucket{{{labels},le=\"{le}\"}} {cumulative}"
+                    );
+                }
+                let sum = h.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+                let _ = writeln!(
+                    out,
+                    "mcp_gateway_request_duration_seconds_sum{{{labels}}} {sum}"
+                );
+                let _ = writeln!(
+                    out,
+                    "mcp_gateway_request_duration_seconds_count{{{labels}}} {total}"
+                );
+            }
+        }
+
+        family(
+            &mut out,
+            "mcp_gateway_http_requests_total",
+            "counter",
+            "HTTP responses by status code (every path; 0 for codes outside 100-599).",
+        );
+        for (i, c) in self.http_status.iter().enumerate() {
+            let n = c.load(Ordering::Relaxed);
+            if n > 0 {
+                let status = STATUS_MIN as usize + i;
+                let _ = writeln!(
+                    out,
+                    "mcp_gateway_http_requests_total{{status=\"{status}\"}} {n}"
+                );
+            }
+        }
+        let other = self.http_other.load(Ordering::Relaxed);
+        if other > 0 {
+            let _ = writeln!(
+                out,
+                "mcp_gateway_http_requests_total{{status=\"0\"}} {other}"
+            );
+        }
+
+        family(
+            &mut out,
+            "mcp_gateway_sessions_open",
+            "gauge",
+            "Sessions this process holds open with an upstream (stdio and legacy SSE, the shared sessionless one included); streamable HTTP sessions live in their sealed ids and are not counted.",
+        );
+        for (m, name) in self.mounts.iter().enumerate() {
+            let n = snapshot.sessions_open.get(m).copied().unwrap_or(0);
+            let _ = writeln!(
+                out,
+                "mcp_gateway_sessions_open{{upstream=\"{}\"}} {n}",
+                escape(name)
+            );
+        }
+
+        family(
+            &mut out,
+            "mcp_gateway_stdio_children",
+            "gauge",
+            "Stdio upstream processes the gateway's sessions started and not yet reaped.",
+        );
+        let _ = writeln!(
+            out,
+            "mcp_gateway_stdio_children {}",
+            snapshot.stdio_children
+        );
+
+        family(
+            &mut out,
+            "mcp_gateway_overlay_reloads_total",
+            "counter",
+            "Overlay reloads by result: ok (applied, or nothing to apply) or error (the last good overlays stayed).",
+        );
+        let _ = writeln!(
+            out,
+            "mcp_gateway_overlay_reloads_total{{result=\"ok\"}} {}",
+            snapshot.reloads_ok
+        );
+        let _ = writeln!(
+            out,
+            "mcp_gateway_overlay_reloads_total{{result=\"error\"}} {}",
+            snapshot.reloads_failed
+        );
+
+        family(
+            &mut out,
+            "mcp_gateway_upstream_up",
+            "gauge",
+            "Whether the upstream answered the last readiness probe (1) or not (0); absent before the first /readyz.",
+        );
+        for (m, name) in self.mounts.iter().enumerate() {
+            if let Some(Some(up)) = snapshot.upstream_up.get(m) {
+                let _ = writeln!(
+                    out,
+                    "mcp_gateway_upstream_up{{upstream=\"{}\"}} {}",
+                    escape(name),
+                    u8::from(*up)
+                );
+            }
+        }
+        out
+    }
+}
+
+/// What the gateway knows at scrape time, apart from the counters.
+#[derive(Debug, Default, Clone)]
+pub struct Snapshot {
+    /// Open sessions by mount index.
+    pub sessions_open: Vec<usize>,
+    /// Stdio children running.
+    pub stdio_children: usize,
+    pub reloads_ok: u64,
+    pub reloads_failed: u64,
+    /// The last readiness result by mount index, if any.
+    pub upstream_up: Vec<Option<bool>>,
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {}", escape_help(help));
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// A label value: backslash, double quote and newline escaped.
+pub fn escape(value: &str) -> String {
+    let mut s = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '"' => s.push_str("\\\""),
+            '\n' => s.push_str("\\n"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+/// A HELP text: backslash and newline escaped.
+fn escape_help(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+/// The media type of the exposition.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The `/metrics` response.
+pub fn response(body: String) -> Response<Body> {
+    let mut r = Response::new(crate::reply::full(body));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use http::StatusCode;
+
+    use super::*;
+    use crate::metrics::MethodId;
+
+    #[test]
+    fn exposition_counts_and_escapes() {
+        let m = Arc::new(Metrics::new(["a\"b".to_owned()]));
+        m.record(
+            0,
+            MethodId::of("tools/call"),
+            Outcome::Ok,
+            Duration::from_millis(3),
+        );
+        m.record(
+            0,
+            MethodId::of("tools/call"),
+            Outcome::JsonRpcError,
+            Duration::from_secs(40),
+        );
+        m.record_status(StatusCode::OK);
+        let text = m.render(&Snapshot::default());
+        assert!(text.contains(
+            "mcp_gateway_requests_total{upstream=\"a\\\"b\",method=\"tools/call\",outcome=\"ok\"} 1"
+        ));
+        assert!(text.contains("le=\"0.005\"} 1\n"));
+        assert!(text.contains("le=\"30\"} 1\n"));
+        assert!(text.contains("le=\"+Inf\"} 2\n"));
+        assert!(text.contains("mcp_gateway_request_duration_seconds_count{upstream=\"a\\\"b\",method=\"tools/call\"} 2\n"));
+        assert!(text.contains("mcp_gateway_http_requests_total{status=\"200\"} 1\n"));
+    }
+}

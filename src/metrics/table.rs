@@ -1,0 +1,104 @@
+//! The counters: fixed tables of atomics, built once per gateway, indexed by
+//! (mount, method, outcome). Counting is a lookup and a few relaxed adds: no
+//! lock, no allocation.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use http::StatusCode;
+
+use super::method::{METHODS, MethodId};
+use crate::outcome::Outcome;
+
+/// Upper bounds of the latency buckets, in seconds (`+Inf` follows).
+pub const BUCKETS: [f64; 15] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// One latency histogram: per-bucket (not cumulative) counts, the last one
+/// for `+Inf`, and the sum in nanoseconds. `_count` is rendered as the sum of
+/// the buckets, so it always agrees with the `+Inf` bucket.
+#[derive(Default)]
+pub(super) struct Histogram {
+    pub(super) buckets: [AtomicU64; BUCKETS.len() + 1],
+    pub(super) sum_nanos: AtomicU64,
+}
+
+impl Histogram {
+    fn observe(&self, elapsed: Duration) {
+        let secs = elapsed.as_secs_f64();
+        let i = BUCKETS
+            .iter()
+            .position(|b| secs <= *b)
+            .unwrap_or(BUCKETS.len());
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+}
+
+/// Lowest and highest HTTP status counted by code.
+pub(super) const STATUS_MIN: u16 = 100;
+pub(super) const STATUS_MAX: u16 = 599;
+
+/// The gateway's counters; one per gateway, shared by every connection.
+pub struct Metrics {
+    pub(super) mounts: Vec<String>,
+    /// `[mount][method][outcome]`.
+    pub(super) requests: Box<[AtomicU64]>,
+    /// `[mount][method]`.
+    pub(super) durations: Box<[Histogram]>,
+    /// By status code, `STATUS_MIN..=STATUS_MAX`; others count as 0 ("other").
+    pub(super) http_status: Box<[AtomicU64]>,
+    pub(super) http_other: AtomicU64,
+}
+
+impl Metrics {
+    /// Tables for the mounts, in mount order.
+    pub fn new(mounts: impl IntoIterator<Item = String>) -> Self {
+        let mounts: Vec<String> = mounts.into_iter().collect();
+        let pairs = mounts.len() * METHODS.len();
+        Metrics {
+            requests: (0..pairs * Outcome::ALL.len())
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            durations: (0..pairs).map(|_| Histogram::default()).collect(),
+            http_status: (STATUS_MIN..=STATUS_MAX)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            http_other: AtomicU64::new(0),
+            mounts,
+        }
+    }
+
+    /// Count one exchange of `mount` that ended with `outcome` after `elapsed`.
+    pub fn record(&self, mount: usize, method: MethodId, outcome: Outcome, elapsed: Duration) {
+        let pair = mount * METHODS.len() + method.0 as usize;
+        if let Some(c) = self
+            .requests
+            .get(pair * Outcome::ALL.len() + outcome as usize)
+        {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(h) = self.durations.get(pair) {
+            h.observe(elapsed);
+        }
+    }
+
+    /// Count one HTTP response by status.
+    pub fn record_status(&self, status: StatusCode) {
+        let s = status.as_u16();
+        match self.http_status.get(s.wrapping_sub(STATUS_MIN) as usize) {
+            Some(c) if s >= STATUS_MIN => c.fetch_add(1, Ordering::Relaxed),
+            _ => self.http_other.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// The number of exchanges counted for `mount`/`method`/`outcome`.
+    pub fn requests(&self, mount: usize, method: MethodId, outcome: Outcome) -> u64 {
+        let pair = mount * METHODS.len() + method.0 as usize;
+        self.requests
+            .get(pair * Outcome::ALL.len() + outcome as usize)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+}

@@ -1,0 +1,421 @@
+//! How an exchange ended. A [`Failure`] is what the gateway answers for
+//! itself; it knows its [`Side`] (the client, the gateway, an upstream), and
+//! from it alone come both the answer (HTTP status, JSON-RPC code and
+//! message) and the [`Outcome`] the metrics count. Nothing ever reads an
+//! error's text back to classify it.
+//!
+//! A response the gateway built carries its outcome as a response extension;
+//! an SSE answer whose end the gateway writes (a timeout, a broken upstream
+//! stream) carries an [`OutcomeSlot`] the writer fills in.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Response, StatusCode};
+use serde_json::value::RawValue;
+
+use crate::jsonrpc::{self, ClassifyError, code};
+use crate::reply::{self, Body};
+use crate::upstream::error::UpstreamError;
+
+/// Who an exchange's failure is down to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The request was refused: the client must change it.
+    Client,
+    /// The gateway is at one of its limits.
+    Gateway,
+    /// The upstream could not be reached, failed or did not answer in time.
+    Upstream,
+}
+
+/// The label an exchange is counted under (`outcome` of
+/// `mcp_gateway_requests_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Outcome {
+    /// A result (or an accepted notification).
+    Ok = 0,
+    /// A JSON-RPC error from the upstream.
+    JsonRpcError,
+    /// Refused as the client's fault, or an upstream's 4xx passed through.
+    Http4xx,
+    /// Refused at a gateway limit, or an upstream's 5xx passed through.
+    Http5xx,
+    /// The upstream failed.
+    UpstreamError,
+    /// The upstream did not answer within `limits.request_timeout_secs`.
+    Timeout,
+    /// The client cancelled the request or went away before its answer.
+    Cancelled,
+}
+
+impl Outcome {
+    /// Every outcome, in label order.
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Ok,
+        Outcome::JsonRpcError,
+        Outcome::Http4xx,
+        Outcome::Http5xx,
+        Outcome::UpstreamError,
+        Outcome::Timeout,
+        Outcome::Cancelled,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::JsonRpcError => "jsonrpc_error",
+            Outcome::Http4xx => "http_4xx",
+            Outcome::Http5xx => "http_5xx",
+            Outcome::UpstreamError => "upstream_error",
+            Outcome::Timeout => "timeout",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+
+    /// The outcome of an answer the gateway passed through, from its status
+    /// and whether it is a JSON-RPC error.
+    pub fn of_answer(status: StatusCode, jsonrpc_error: bool) -> Outcome {
+        match status.as_u16() {
+            400..=499 => Outcome::Http4xx,
+            500..=599 => Outcome::Http5xx,
+            _ if jsonrpc_error => Outcome::JsonRpcError,
+            _ => Outcome::Ok,
+        }
+    }
+}
+
+/// Where the writer of an SSE answer records the outcome of an end it wrote
+/// itself (shared with the metrics wrapper of the same answer).
+#[derive(Debug, Clone)]
+pub struct OutcomeSlot(Arc<AtomicU8>);
+
+impl Default for OutcomeSlot {
+    fn default() -> Self {
+        OutcomeSlot(Arc::new(AtomicU8::new(Self::EMPTY)))
+    }
+}
+
+impl OutcomeSlot {
+    const EMPTY: u8 = u8::MAX;
+
+    /// An empty slot.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn set(&self, outcome: Outcome) {
+        self.0.store(outcome as u8, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> Option<Outcome> {
+        let v = self.0.load(Ordering::Relaxed);
+        Outcome::ALL.get(usize::from(v)).copied()
+    }
+}
+
+/// The protocol revisions a message-oriented mount accepts.
+pub const KNOWN_VERSIONS: &[&str] = &[
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+
+/// Why a stream from an upstream ended before the answer it owed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StreamCause {
+    #[error("no answer within {secs} s (limits.request_timeout_secs)")]
+    Timeout { secs: u64 },
+    #[error("{0}")]
+    Broken(String),
+}
+
+/// Something the gateway answers for itself instead of an upstream's answer.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    // === the client's ===
+    #[error("Forbidden: Host header not allowed")]
+    HostNotAllowed,
+    #[error("Forbidden: Origin not allowed")]
+    OriginNotAllowed,
+    /// `why` says more when the method exists but needs something else.
+    #[error("Method Not Allowed{}", why.map(|w| format!(": {w}")).unwrap_or_default())]
+    MethodNotAllowed {
+        allow: &'static str,
+        why: Option<&'static str>,
+    },
+    #[error("Unsupported Media Type: Content-Type must be application/json")]
+    UnsupportedMediaType,
+    #[error("Not Acceptable: Accept must include {0}")]
+    NotAcceptable(&'static str),
+    #[error("Payload Too Large: the body exceeds {limit} bytes (limits.max_body_bytes)")]
+    BodyTooLarge { limit: usize },
+    #[error("could not read the body: {0}")]
+    UnreadableBody(String),
+    #[error(transparent)]
+    NotJsonRpc(#[from] ClassifyError),
+    #[error("Session not found")]
+    SessionNotFound,
+    #[error(
+        "Session not found: it belongs to another gateway process (stdio and legacy SSE sessions live in the process that started them)"
+    )]
+    SessionElsewhere,
+    #[error(
+        "Too Many Requests: this session already has {max} requests waiting for the upstream (limits.max_in_flight_per_session)"
+    )]
+    TooManyInFlight { max: usize },
+    #[error("Bad Request: unsupported MCP-Protocol-Version (supported: {})", KNOWN_VERSIONS.join(", "))]
+    UnsupportedVersion,
+    #[error("Bad Request: the {0} header does not match the message body")]
+    HeaderMismatch(&'static str),
+    #[error("Invalid Request: initialize cannot be part of a batch")]
+    InitializeInBatch,
+    #[error("Conflict: this session already has a GET stream open")]
+    StreamConflict,
+    /// `notifications/cancelled` ended the wait for a request.
+    #[error("request cancelled by the client")]
+    Cancelled,
+
+    // === the gateway's ===
+    #[error("this gateway already serves {max} sessions (limits.max_sessions)")]
+    Full { max: usize },
+
+    // === an upstream's ===
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    /// A session the gateway owns ended, or its upstream refused a message;
+    /// `what` completes "upstream 'NAME' …".
+    #[error("upstream '{upstream}' {what}")]
+    Ended { upstream: String, what: String },
+    #[error("upstream '{upstream}' stream failed: {cause}")]
+    Stream {
+        upstream: String,
+        cause: StreamCause,
+    },
+}
+
+impl Failure {
+    /// A request that waited `secs` for `upstream` in vain.
+    pub fn timeout(upstream: &str, secs: u64) -> Failure {
+        Failure::Upstream(UpstreamError::Timeout {
+            upstream: upstream.to_owned(),
+            seconds: secs,
+        })
+    }
+
+    pub fn side(&self) -> Side {
+        match self {
+            Failure::Full { .. } | Failure::Upstream(UpstreamError::ChildLimit { .. }) => {
+                Side::Gateway
+            }
+            Failure::Upstream(_) | Failure::Ended { .. } | Failure::Stream { .. } => Side::Upstream,
+            _ => Side::Client,
+        }
+    }
+
+    /// What the metrics count this failure as.
+    pub fn outcome(&self) -> Outcome {
+        match (self, self.side()) {
+            (Failure::Cancelled, _) => Outcome::Cancelled,
+            (
+                Failure::Upstream(UpstreamError::Timeout { .. })
+                | Failure::Stream {
+                    cause: StreamCause::Timeout { .. },
+                    ..
+                },
+                _,
+            ) => Outcome::Timeout,
+            (_, Side::Client) => Outcome::Http4xx,
+            (_, Side::Gateway) => Outcome::Http5xx,
+            (_, Side::Upstream) => Outcome::UpstreamError,
+        }
+    }
+
+    /// The JSON-RPC error code of the answer.
+    pub fn code(&self) -> i64 {
+        match self {
+            Failure::MethodNotAllowed { .. }
+            | Failure::UnsupportedMediaType
+            | Failure::NotAcceptable(_)
+            | Failure::BodyTooLarge { .. }
+            | Failure::UnsupportedVersion
+            | Failure::InitializeInBatch
+            | Failure::StreamConflict => code::INVALID_REQUEST,
+            Failure::UnreadableBody(_) => code::PARSE_ERROR,
+            Failure::NotJsonRpc(e) => e.code(),
+            Failure::SessionNotFound | Failure::SessionElsewhere => code::SESSION_NOT_FOUND,
+            Failure::HeaderMismatch(_) => code::HEADER_MISMATCH,
+            Failure::Cancelled => code::REQUEST_CANCELLED,
+            // What the official SDKs answer for a refused Host or Origin,
+            // and what clients show their user for a failed upstream.
+            Failure::HostNotAllowed
+            | Failure::OriginNotAllowed
+            | Failure::TooManyInFlight { .. }
+            | Failure::Full { .. }
+            | Failure::Upstream(_)
+            | Failure::Ended { .. }
+            | Failure::Stream { .. } => code::SERVER_ERROR,
+        }
+    }
+
+    /// The HTTP status of the answer when it cannot go to a request in-band
+    /// (no request id).
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Failure::HostNotAllowed | Failure::OriginNotAllowed => StatusCode::FORBIDDEN,
+            Failure::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            Failure::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Failure::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
+            Failure::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Failure::SessionNotFound | Failure::SessionElsewhere => StatusCode::NOT_FOUND,
+            Failure::TooManyInFlight { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Failure::StreamConflict => StatusCode::CONFLICT,
+            Failure::UnreadableBody(_)
+            | Failure::NotJsonRpc(_)
+            | Failure::UnsupportedVersion
+            | Failure::HeaderMismatch(_)
+            | Failure::InitializeInBatch => StatusCode::BAD_REQUEST,
+            Failure::Cancelled => StatusCode::OK,
+            _ => match self.side() {
+                Side::Gateway => StatusCode::SERVICE_UNAVAILABLE,
+                _ => StatusCode::BAD_GATEWAY,
+            },
+        }
+    }
+
+    /// The JSON-RPC error message for request `id` (or id-less).
+    pub fn body(&self, id: Option<&RawValue>) -> Bytes {
+        jsonrpc::error_response(id, self.code(), &self.to_string())
+    }
+
+    /// The answer to an exchange that failed so. A request's upstream
+    /// failure (or cancellation) is answered in-band, 200 with an error for
+    /// its id, which is what a client shows its user; everything else is an
+    /// HTTP error whose body is an id-less JSON-RPC error (the 429 names the
+    /// request it refused). The response carries its [`Outcome`].
+    pub fn respond(&self, id: Option<&RawValue>) -> Response<Body> {
+        let in_band =
+            id.is_some() && (self.side() == Side::Upstream || matches!(self, Failure::Cancelled));
+        let mut r = match (in_band, self) {
+            (true, _) => reply::json(StatusCode::OK, self.body(id)),
+            (false, Failure::TooManyInFlight { .. }) => reply::json(self.status(), self.body(id)),
+            (false, _) => reply::json(self.status(), self.body(None)),
+        };
+        let h = r.headers_mut();
+        match self {
+            Failure::MethodNotAllowed { allow, .. } => {
+                h.insert(header::ALLOW, HeaderValue::from_static(allow));
+            }
+            Failure::TooManyInFlight { .. } => {
+                h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
+        }
+        r.extensions_mut().insert(self.outcome());
+        match self.side() {
+            Side::Upstream => tracing::warn!(error = %self, "upstream request failed"),
+            Side::Gateway => tracing::warn!(error = %self, "request refused at a gateway limit"),
+            Side::Client => {}
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id() -> Box<RawValue> {
+        RawValue::from_string("7".into()).unwrap()
+    }
+
+    #[test]
+    fn sides_and_outcomes() {
+        let timeout = Failure::timeout("a", 3);
+        assert_eq!(timeout.side(), Side::Upstream);
+        assert_eq!(timeout.outcome(), Outcome::Timeout);
+        assert_eq!(
+            timeout.to_string(),
+            "upstream 'a' did not answer within 3 s"
+        );
+        let stalled = Failure::Stream {
+            upstream: "a".into(),
+            cause: StreamCause::Timeout { secs: 3 },
+        };
+        assert_eq!(stalled.outcome(), Outcome::Timeout);
+        let broken = Failure::Stream {
+            upstream: "a".into(),
+            cause: StreamCause::Broken("reset".into()),
+        };
+        assert_eq!(broken.outcome(), Outcome::UpstreamError);
+        let children = Failure::Upstream(UpstreamError::ChildLimit {
+            upstream: "a".into(),
+            max: 2,
+        });
+        assert_eq!(children.side(), Side::Gateway);
+        assert_eq!(children.outcome(), Outcome::Http5xx);
+        assert_eq!(Failure::HostNotAllowed.side(), Side::Client);
+        assert_eq!(Failure::HostNotAllowed.outcome(), Outcome::Http4xx);
+        assert_eq!(Failure::Cancelled.outcome(), Outcome::Cancelled);
+    }
+
+    /// The outcome never depends on the words: an upstream's own error that
+    /// reads like the gateway's is still the upstream's JSON-RPC error.
+    #[test]
+    fn answers_are_classified_by_status_and_shape_only() {
+        assert_eq!(
+            Outcome::of_answer(StatusCode::OK, true),
+            Outcome::JsonRpcError
+        );
+        assert_eq!(Outcome::of_answer(StatusCode::OK, false), Outcome::Ok);
+        assert_eq!(
+            Outcome::of_answer(StatusCode::NOT_FOUND, true),
+            Outcome::Http4xx
+        );
+        assert_eq!(
+            Outcome::of_answer(StatusCode::BAD_GATEWAY, true),
+            Outcome::Http5xx
+        );
+    }
+
+    #[test]
+    fn upstream_failures_answer_the_request_in_band() {
+        let r = Failure::timeout("a", 3).respond(Some(&id()));
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(r.extensions().get::<Outcome>(), Some(&Outcome::Timeout));
+        let r = Failure::timeout("a", 3).respond(None);
+        assert_eq!(r.status(), StatusCode::BAD_GATEWAY);
+        let r = Failure::Full { max: 1 }.respond(Some(&id()));
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let r = Failure::TooManyInFlight { max: 1 }.respond(Some(&id()));
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "1");
+        let r = Failure::MethodNotAllowed {
+            allow: "POST",
+            why: Some("DELETE needs a session"),
+        }
+        .respond(None);
+        assert_eq!(r.headers()[header::ALLOW], "POST");
+        assert_eq!(
+            Failure::MethodNotAllowed {
+                allow: "POST",
+                why: Some("x")
+            }
+            .to_string(),
+            "Method Not Allowed: x"
+        );
+    }
+
+    #[test]
+    fn slots_hold_one_outcome() {
+        let slot = OutcomeSlot::new();
+        assert_eq!(slot.get(), None);
+        slot.clone().set(Outcome::Timeout);
+        assert_eq!(slot.get(), Some(Outcome::Timeout));
+    }
+}

@@ -1,0 +1,97 @@
+//! The last step of a planned request: its response rewritten by the plan
+//! (overlay metadata, shaped results) and any in-band OAuth challenge in a
+//! tool result pointed at the gateway. Anything that does not apply leaves
+//! the upstream's bytes as they were.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+
+use super::plan::{self, Rewrite};
+use crate::auth;
+use crate::config::Transport;
+use crate::gateway::{Gateway, UpstreamTools};
+use crate::overlay::OverlaySet;
+
+/// Rewrites the response to one planned request.
+#[derive(Clone)]
+pub struct Finisher {
+    pub overlays: Arc<OverlaySet>,
+    pub mount: String,
+    pub rewrite: Option<Rewrite>,
+    /// For challenges inside a tool result.
+    pub challenges: Option<ResultChallenges>,
+    /// Where `tools/list` pages record the upstream's tool names.
+    pub upstream_tools: Arc<UpstreamTools>,
+}
+
+impl Finisher {
+    /// Whether a response stays as it is (no rewrite is planned and it
+    /// carries no in-band challenge), known without parsing it.
+    pub fn keeps(&self, response: &[u8]) -> bool {
+        self.rewrite.is_none()
+            && !(self.challenges.is_some() && auth::may_carry_challenge(response))
+    }
+
+    /// The rewritten response, or `None` to keep the upstream's.
+    pub fn finish(&self, response: &[u8]) -> Option<Bytes> {
+        let mut body = None;
+        if let Some(rewrite) = &self.rewrite {
+            let known = |tool: &str| self.upstream_tools.has(&self.mount, tool);
+            let mut applied = plan::apply(&self.overlays, &self.mount, rewrite, response, &known);
+            if let (Some(names), Rewrite::ToolsListPage { first }) =
+                (applied.upstream_tools.take(), rewrite)
+            {
+                self.upstream_tools.record(&self.mount, *first, names);
+            }
+            for warning in &applied.warnings {
+                tracing::warn!(upstream = %self.mount, rewrite = ?rewrite, "{warning}");
+            }
+            body = applied.body;
+        }
+        if let Some(c) = &self.challenges {
+            let current = body.as_deref().unwrap_or(response);
+            if let Some(b) = c.rewrite(current) {
+                body = Some(b);
+            }
+        }
+        body
+    }
+
+    /// `response`, finished (the upstream's bytes when nothing applies).
+    pub fn apply(finisher: Option<&Finisher>, response: Bytes) -> Bytes {
+        finisher
+            .and_then(|f| f.finish(&response))
+            .unwrap_or(response)
+    }
+}
+
+/// What rewriting a tool result's in-band challenges needs: the metadata URL
+/// and the upstream origin are only worked out for a result that has one.
+#[derive(Clone)]
+pub struct ResultChallenges {
+    pub gateway: Arc<Gateway>,
+    pub mount: usize,
+    /// The request's `Host`, the gateway's base URL without `public_url`.
+    pub host: Option<HeaderValue>,
+}
+
+impl ResultChallenges {
+    fn rewrite(&self, response: &[u8]) -> Option<Bytes> {
+        if !auth::may_carry_challenge(response) {
+            return None;
+        }
+        let mount = &self.gateway.mounts[self.mount].config;
+        let (Transport::Http { url } | Transport::Sse { url }) = &mount.transport else {
+            return None;
+        };
+        let mut headers = HeaderMap::new();
+        if let Some(host) = &self.host {
+            headers.insert(header::HOST, host.clone());
+        }
+        let base = self.gateway.auth.base(&headers)?;
+        let prm = auth::prm_url(&base, &mount.path);
+        auth::rewrite_result_challenges(response, &prm, &auth::origin_of(url))
+    }
+}

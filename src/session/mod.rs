@@ -1,0 +1,20 @@
+//! Client sessions: the ids the gateway gives clients, the sessions it owns
+//! with upstreams, how many requests each may have waiting, and the reaping
+//! of idle ones.
+//!
+//! - [`id`]: sealed ids that carry their own routing, so any replica holding
+//!   the key serves an HTTP-upstream session with no shared store;
+//! - [`owned`]: the sessions this process holds open with stdio and legacy
+//!   SSE upstreams, by number, and the one per mount shared by sessionless
+//!   clients;
+//! - [`in_flight`]: requests waiting for an upstream, per client session;
+//! - [`reaper`]: ends owned sessions idle beyond their time.
+
+pub mod id;
+pub mod in_flight;
+pub mod owned;
+pub mod reaper;
+
+pub use id::{KeyError, OpenedIds, Route, SessionKey, Token};
+pub use in_flight::{InFlight, InFlightGuard};
+pub use owned::Owned;

@@ -1,0 +1,168 @@
+//! The sessions this process owns with message-oriented upstreams (stdio
+//! children, legacy SSE connections): each client session by number, and
+//! per mount the one session shared by sessionless (2026-07-28) clients.
+//! HTTP-upstream sessions are not here: they live only in their sealed ids.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::outcome::Failure;
+use crate::upstream::messages::MessageSession;
+
+type Shared = tokio::sync::Mutex<Option<Arc<MessageSession>>>;
+
+/// Owned sessions, against `limits.max_sessions`.
+pub struct Owned {
+    next: AtomicU64,
+    map: Mutex<HashMap<u64, (usize, Arc<MessageSession>)>>,
+    /// By mount index.
+    shared: Vec<Shared>,
+    max: usize,
+}
+
+impl Owned {
+    /// A table for `mounts` mounts holding at most `max` client sessions.
+    pub fn new(mounts: usize, max: usize) -> Self {
+        Owned {
+            next: AtomicU64::new(0),
+            map: Mutex::default(),
+            shared: (0..mounts).map(|_| Shared::default()).collect(),
+            max,
+        }
+    }
+
+    /// Whether one more client session may open.
+    pub fn check_room(&self) -> Result<(), Failure> {
+        match self.len() >= self.max {
+            true => Err(Failure::Full { max: self.max }),
+            false => Ok(()),
+        }
+    }
+
+    /// Register a new client session of `mount`; its number.
+    pub fn insert(&self, mount: usize, session: Arc<MessageSession>) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        // Ended sessions are purged lazily (on lookup, count and reaping),
+        // so a child that exits on its own needs no callback into this table.
+        self.map.lock().unwrap().insert(id, (mount, session));
+        id
+    }
+
+    /// Session `id` of `mount`, if it is open.
+    pub fn get(&self, mount: usize, id: u64) -> Option<Arc<MessageSession>> {
+        let mut map = self.map.lock().unwrap();
+        match map.get(&id) {
+            Some((m, s)) if *m == mount && !s.is_closed() => Some(s.clone()),
+            Some((_, s)) if s.is_closed() => {
+                map.remove(&id);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    pub fn remove(&self, id: u64) -> Option<Arc<MessageSession>> {
+        self.map.lock().unwrap().remove(&id).map(|(_, s)| s)
+    }
+
+    /// The shared session of `mount`, started by `open` when absent or ended.
+    pub async fn shared<F>(&self, mount: usize, open: F) -> Result<Arc<MessageSession>, Failure>
+    where
+        F: Future<Output = Result<Arc<MessageSession>, Failure>>,
+    {
+        let mut slot = self.shared[mount].lock().await;
+        if let Some(s) = slot.as_ref().filter(|s| !s.is_closed()) {
+            return Ok(s.clone());
+        }
+        let s = open.await?;
+        *slot = Some(s.clone());
+        Ok(s)
+    }
+
+    /// Open client sessions; ended ones are dropped from the table on the way.
+    pub fn len(&self) -> usize {
+        let mut map = self.map.lock().unwrap();
+        map.retain(|_, (_, s)| !s.is_closed());
+        map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Open sessions by mount index, shared ones included.
+    pub async fn open_by_mount(&self) -> Vec<usize> {
+        let mut open = vec![0; self.shared.len()];
+        {
+            let mut map = self.map.lock().unwrap();
+            map.retain(|_, (_, s)| !s.is_closed());
+            for (m, _) in map.values() {
+                if let Some(n) = open.get_mut(*m) {
+                    *n += 1;
+                }
+            }
+        }
+        for (m, slot) in self.shared.iter().enumerate() {
+            if slot.lock().await.as_ref().is_some_and(|s| !s.is_closed()) {
+                open[m] += 1;
+            }
+        }
+        open
+    }
+
+    /// Tell every client session something of the gateway's own.
+    pub async fn announce(&self, messages: &[&'static [u8]]) {
+        let sessions: Vec<Arc<MessageSession>> = {
+            let mut map = self.map.lock().unwrap();
+            map.retain(|_, (_, s)| !s.is_closed());
+            map.values().map(|(_, s)| s.clone()).collect()
+        };
+        for session in sessions {
+            for m in messages {
+                session.announce(Bytes::from_static(m)).await;
+            }
+        }
+    }
+
+    /// End the sessions idle for longer than `ttl`.
+    pub async fn reap(&self, ttl: Duration) {
+        let reason = format!("session idle for more than {} s", ttl.as_secs());
+        let idle: Vec<Arc<MessageSession>> = {
+            let mut map = self.map.lock().unwrap();
+            map.retain(|_, (_, s)| !s.is_closed());
+            map.values()
+                .filter(|(_, s)| s.idle() > ttl)
+                .map(|(_, s)| s.clone())
+                .collect()
+        };
+        for s in idle {
+            s.close(reason.clone());
+        }
+        for slot in &self.shared {
+            if let Some(s) = slot.lock().await.take_if(|s| s.idle() > ttl) {
+                s.close(reason.clone());
+            }
+        }
+    }
+
+    /// End every session (children are stopped).
+    pub async fn close_all(&self, reason: &str) {
+        let all: Vec<Arc<MessageSession>> = {
+            let mut map = self.map.lock().unwrap();
+            map.drain().map(|(_, (_, s))| s).collect()
+        };
+        for s in all {
+            s.close(reason);
+        }
+        for slot in &self.shared {
+            if let Some(s) = slot.lock().await.take() {
+                s.close(reason);
+            }
+        }
+    }
+}
