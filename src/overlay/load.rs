@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{
-    MountOverlays, OverlaySet, RenderTool, ToolOverlay, Widget, WidgetManifest, Widgets, validate,
-    widget,
-};
+use super::format::{RenderTool, ToolOverlay, WidgetManifest};
+use super::set::{MountOverlays, OverlaySet, Widgets};
+use super::validate;
+use super::widget::{self, Widget};
 
 /// The folder holding one sub-folder per widget.
 pub const WIDGETS_DIR: &str = "widgets";

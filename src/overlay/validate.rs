@@ -6,7 +6,9 @@
 
 use std::collections::BTreeSet;
 
-use super::{MountOverlays, RenderTool, ToolOverlay, WidgetManifest, widget};
+use super::format::{RenderTool, SecurityScheme, ToolOverlay, WidgetManifest};
+use super::set::MountOverlays;
+use super::widget;
 
 /// ChatGPT's limit on `openai/toolInvocation/invoking` and `invoked`.
 pub const STATUS_TEXT_MAX_CHARS: usize = 64;
@@ -158,8 +160,7 @@ pub fn render(
     problems
 }
 
-fn security_schemes(schemes: &[super::SecurityScheme], problems: &mut Vec<Problem>) {
-    use super::SecurityScheme;
+fn security_schemes(schemes: &[SecurityScheme], problems: &mut Vec<Problem>) {
     if schemes.is_empty() {
         problems.push(Problem::new(
             "security_schemes",

@@ -7,7 +7,7 @@
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::WidgetManifest;
+use super::format::WidgetManifest;
 
 /// The MIME type of MCP Apps HTML resources, exactly as the spec writes it.
 pub const MCP_APP_MIME: &str = "text/html;profile=mcp-app";
