@@ -8,7 +8,8 @@
 //! pass through; a tool without an overlay is not touched at all. Problems
 //! never fail a rewrite: they come back as [`Warning`]s for the caller to log.
 //!
-//! - [`tools`]: `tools/list`, and the file-parameter rules it enforces;
+//! - [`tools`]: `tools/list`, and the file-parameter rules it enforces; a
+//!   page is rewritten in its text ([`tools::page`]);
 //! - [`call`]: opt-in shaping of `tools/call` results;
 //! - [`render`]: gateway-owned render tools, listed and answered here;
 //! - [`resources`]: the widget resources in `resources/list` and `read`;
@@ -28,5 +29,6 @@ pub mod warning;
 pub use call::tools_call_result;
 pub use capabilities::{ListChanged, UI_EXTENSION, discover_result, initialize_result};
 pub use resources::{list_entry, local_resources_list, read_result, resources_list};
+pub use tools::page::{RewrittenPage, tools_list_page};
 pub use tools::{file_param_problems, tools_list};
 pub use warning::Warning;

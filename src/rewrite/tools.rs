@@ -3,6 +3,8 @@
 //! its overlay declares. Also the `openai/fileParams` schema rules, which
 //! need the tool's live `inputSchema` and so are checked here, per listing.
 
+pub mod page;
+
 use serde_json::{Map, Value, json};
 
 use super::object::object_at;
