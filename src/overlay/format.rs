@@ -7,6 +7,9 @@ use serde_json::{Map, Value};
 
 use super::memo::Memo;
 
+#[cfg(test)]
+mod tests;
+
 /// Who may call a tool, in MCP Apps' words (`_meta.ui.visibility`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -32,6 +32,3 @@ pub use load::{
 pub use memo::Memo;
 pub use set::{MountOverlays, OverlaySet, RETAINED_VERSIONS, Widgets};
 pub use widget::Widget;
-
-#[cfg(test)]
-mod tests;

@@ -218,3 +218,48 @@ impl OverlaySet {
         self.mounts.is_empty() && self.widgets.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::overlay::format::WidgetManifest;
+
+    fn version(html: &str) -> Widget {
+        Widget::compile("clock", &WidgetManifest::default(), html.into())
+    }
+
+    #[test]
+    fn superseded_versions_stay_readable_within_a_bound() {
+        let mut set = OverlaySet::new(Default::default(), Widgets::new([version("v0")]));
+        let mut uris = vec![set.widgets().get("clock").unwrap().uri.clone()];
+        for i in 1..=RETAINED_VERSIONS + 2 {
+            let mut next = OverlaySet::new(
+                Default::default(),
+                Widgets::new([version(&format!("v{i}"))]),
+            );
+            next.retain_previous_versions(&set);
+            uris.push(next.widgets().get("clock").unwrap().uri.clone());
+            set = next;
+        }
+        let readable: Vec<bool> = uris
+            .iter()
+            .map(|u| set.widgets().by_uri(u).is_some())
+            .collect();
+        let dropped = uris.len() - 1 - RETAINED_VERSIONS;
+        assert!(readable[..dropped].iter().all(|r| !r), "{readable:?}");
+        assert!(readable[dropped..].iter().all(|r| *r), "{readable:?}");
+        assert_eq!(
+            set.widgets().iter().count(),
+            1,
+            "only the current version is listed"
+        );
+
+        // An unchanged reload adds no history.
+        let mut same = OverlaySet::new(
+            Default::default(),
+            Widgets::new([version(&format!("v{}", RETAINED_VERSIONS + 2))]),
+        );
+        same.retain_previous_versions(&set);
+        assert_eq!(same, set);
+    }
+}
