@@ -2,10 +2,11 @@
 //! directory, offline and against each overlaid upstream's live `tools/list`;
 //! [`init`] writes overlay stubs for the tools of a live upstream.
 //!
-//! The binary parses the command line and loads the configuration exactly as
-//! `serve` does; these modules do the work and return what to print, so the
-//! wording of every finding lives in one place.
+//! [`args`] is the binary's command line. The binary parses it and loads
+//! the configuration exactly as `serve` does; these modules do the work and
+//! return what to print, so the wording of every finding lives in one place.
 
+pub mod args;
 pub mod check;
 pub mod init;
 

@@ -6,7 +6,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{Warning, schema};
+use super::schema;
+use super::warning::Warning;
 use crate::overlay::ToolOverlay;
 
 /// Shapes a `tools/call` result in place as `tool.result` asks; without
@@ -115,7 +116,7 @@ fn commit(result: &mut Map<String, Value>, plan: Plan) {
         result.insert("structuredContent".into(), Value::Object(plan.structured));
     }
     if !plan.moved.is_empty() {
-        let meta = super::object_at(result, "_meta");
+        let meta = super::object::object_at(result, "_meta");
         meta.extend(plan.moved);
     }
 }

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::object_at;
+use super::object::object_at;
 use crate::overlay::widget::MCP_APP_MIME;
 
 /// The MCP Apps extension identifier.

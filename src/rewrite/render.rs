@@ -9,7 +9,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Warning, object_at, schema};
+use super::object::object_at;
+use super::schema;
+use super::warning::Warning;
 use crate::overlay::{MountOverlays, RENDER_TOOL_META, RenderTool, Widgets};
 
 /// Adds the mount's render tools to a `tools/list` result, on the last page

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use super::Warning;
+use super::warning::Warning;
 use crate::overlay::Widget;
 use crate::overlay::widget::MCP_APP_MIME;
 

@@ -3,9 +3,12 @@
 //! its overlay declares. Also the `openai/fileParams` schema rules, which
 //! need the tool's live `inputSchema` and so are checked here, per listing.
 
+pub mod page;
+
 use serde_json::{Map, Value, json};
 
-use super::{Warning, object_at};
+use super::object::object_at;
+use super::warning::Warning;
 use crate::overlay::{Audience, MountOverlays, ToolOverlay, Widgets};
 
 /// Rewrites a `tools/list` result in place. Tools without an overlay, the
@@ -80,11 +83,12 @@ impl Bare {
                 warnings,
             }
         };
-        let memo = overlay.bare_rewrite.get_or_init(make);
-        if memo.name == name && memo.uri.as_deref() == uri {
-            std::borrow::Cow::Borrowed(memo)
-        } else {
-            std::borrow::Cow::Owned(make())
+        let memo = overlay.bare_rewrite.get_or_init(|| Box::new(make()));
+        match memo.downcast_ref::<Bare>() {
+            Some(memo) if memo.name == name && memo.uri.as_deref() == uri => {
+                std::borrow::Cow::Borrowed(memo)
+            }
+            _ => std::borrow::Cow::Owned(make()),
         }
     }
 }

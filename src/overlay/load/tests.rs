@@ -1,164 +1,66 @@
-//! Tests of the overlay model: the shipped JSON Schemas against the serde
-//! types, and loading real directories (errors collected, located, and
-//! nothing read from outside the overlay directory).
+//! Tests of loading: parse locations, and real directories read (errors
+//! collected, located, and nothing read from outside the overlay directory).
 
 use std::fs;
 use std::path::Path;
 
-use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::load::MountFile;
+use super::parse::*;
 use super::*;
+use crate::overlay::*;
 
-const OVERLAY_SCHEMA: &str = include_str!("../../overlays/schema/overlay.schema.json");
-const WIDGET_SCHEMA: &str = include_str!("../../overlays/schema/widget.schema.json");
-
-// === schema sync ===
-
-/// A deserializer that only records the field names a derived struct
-/// accepts (serde hands them to `deserialize_struct`), then stops.
-struct FieldProbe<'a>(&'a mut Vec<&'static str>);
-
-impl<'de> Deserializer<'de> for FieldProbe<'_> {
-    type Error = de::value::Error;
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        fields: &'static [&'static str],
-        _visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.0.extend_from_slice(fields);
-        Err(de::Error::custom("probe done"))
-    }
-
-    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Self::Error> {
-        Err(de::Error::custom("not a struct"))
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf option unit unit_struct newtype_struct seq tuple
-        tuple_struct map enum identifier ignored_any
-    }
+#[test]
+fn lines_and_key_lines() {
+    let text = "a = 1\n[csp]\nframe_domains = [\"x\"]\n";
+    assert_eq!(line_of(text, 0), 1);
+    assert_eq!(line_of(text, 6), 2);
+    assert_eq!(key_line(text, "csp.frame_domains[0]"), Some(3));
+    assert_eq!(key_line("{\n  \"domain\": \"x\"\n}", "domain"), Some(2));
+    assert_eq!(key_line(text, "entry"), None);
 }
 
-fn fields_of<T: DeserializeOwned>() -> Vec<&'static str> {
-    let mut fields = Vec::new();
-    let _ = T::deserialize(FieldProbe(&mut fields));
+#[test]
+fn json_position_is_reported_apart() {
+    let e = serde_json::from_str::<ToolOverlay>("{\n \"widgt\": 1}").unwrap_err();
+    let located = Located::json(&e, 10);
+    assert_eq!(located.line, Some(11));
     assert!(
-        !fields.is_empty(),
-        "{} is not a struct",
-        std::any::type_name::<T>()
+        located.reason.starts_with("unknown field `widgt`"),
+        "{}",
+        located.reason
     );
-    fields
-}
-
-fn schema_keys(schema: &Value, pointer: &str) -> Vec<String> {
-    let properties = schema
-        .pointer(pointer)
-        .and_then(Value::as_object)
-        .unwrap_or_else(|| panic!("no object at {pointer}"));
-    properties.keys().cloned().collect()
-}
-
-/// Both ways: every key the type accepts is documented, and the schema
-/// offers no key the type would reject.
-fn assert_same_keys<T: DeserializeOwned>(schema: &Value, pointer: &str) {
-    let mut accepted: Vec<String> = fields_of::<T>().into_iter().map(str::to_owned).collect();
-    let mut documented = schema_keys(schema, pointer);
-    accepted.sort();
-    documented.sort();
-    assert_eq!(
-        accepted,
-        documented,
-        "{} vs schema {pointer}",
-        std::any::type_name::<T>()
-    );
-}
-
-fn enum_values(schema: &Value, pointer: &str) -> Vec<String> {
-    let values = schema.pointer(pointer).and_then(Value::as_array);
-    let values = values.unwrap_or_else(|| panic!("no enum at {pointer}"));
-    values
-        .iter()
-        .map(|v| v.as_str().unwrap().to_owned())
-        .collect()
+    assert!(!located.reason.contains("at line"));
 }
 
 #[test]
-fn shipped_schemas_are_json_and_match_the_overlay_types() {
-    let schema: Value = serde_json::from_str(OVERLAY_SCHEMA).expect("overlay.schema.json is JSON");
-    assert_same_keys::<MountFile<Value>>(&schema, "/properties");
-    assert_same_keys::<ToolOverlay>(&schema, "/definitions/tool/properties");
-    assert_same_keys::<RenderTool>(&schema, "/definitions/renderTool/properties");
-    assert_same_keys::<Annotations>(&schema, "/definitions/annotations/properties");
-    assert_same_keys::<ResultShaping>(&schema, "/definitions/result/properties");
-
-    // Enums: each variant is listed by the exhaustive match, so a new one
-    // fails to compile here until the schema is updated too.
-    let audience = |a: Audience| match a {
-        Audience::Model | Audience::App => a.as_str().to_owned(),
-    };
-    let values = enum_values(
-        &schema,
-        "/definitions/tool/properties/visibility/items/enum",
-    );
-    assert_eq!(values, [audience(Audience::Model), audience(Audience::App)]);
-    let scheme = |s: &SecurityScheme| -> (&str, Vec<&str>) {
-        match s {
-            SecurityScheme::Noauth {} => ("noauth", vec!["type"]),
-            SecurityScheme::Oauth2 { .. } => ("oauth2", vec!["type", "scopes"]),
-        }
-    };
-    let variants = [
-        SecurityScheme::Noauth {},
-        SecurityScheme::Oauth2 { scopes: vec![] },
-    ];
-    for (i, variant) in variants.iter().enumerate() {
-        let (tag, keys) = scheme(variant);
-        let branch = format!("/definitions/securityScheme/oneOf/{i}");
-        assert_eq!(
-            schema.pointer(&format!("{branch}/properties/type/const")),
-            Some(&json!(tag))
-        );
-        assert_eq!(schema_keys(&schema, &format!("{branch}/properties")), keys);
-        let parsed: SecurityScheme = serde_json::from_value(variant.to_json()).unwrap();
-        assert_eq!(&parsed, variant);
-    }
-
-    let schema: Value = serde_json::from_str(WIDGET_SCHEMA).expect("widget.schema.json is JSON");
-    assert_same_keys::<WidgetManifest>(&schema, "/properties");
-    assert_same_keys::<Csp>(&schema, "/definitions/csp/properties");
-    assert_same_keys::<Permissions>(&schema, "/definitions/permissions/properties");
-    let mode = |m: DisplayMode| match m {
-        DisplayMode::Inline | DisplayMode::Fullscreen | DisplayMode::Pip => m.as_str().to_owned(),
-    };
-    let values = enum_values(&schema, "/properties/display_modes/items/enum");
-    assert_eq!(
-        values,
-        [
-            DisplayMode::Inline,
-            DisplayMode::Fullscreen,
-            DisplayMode::Pip
-        ]
-        .map(mode)
-    );
+fn toml_errors_always_have_a_reason() {
+    // Found by fuzzing (overlay_load): a control character in a comment
+    // gave an error with an empty message.
+    let source = "#:schema x\x0fy\nentry = \"index.html\"\n";
+    let e = toml::from_str::<WidgetManifest>(source).unwrap_err();
+    let located = Located::toml(&e, source);
+    assert!(!located.reason.is_empty(), "{e:?}");
+    assert_eq!(located.line, Some(1));
 }
 
 #[test]
-fn the_schema_agrees_with_the_limits_enforced_at_load() {
-    let schema: Value = serde_json::from_str(OVERLAY_SCHEMA).unwrap();
-    for key in ["invoking", "invoked"] {
-        for table in ["tool", "renderTool"] {
-            let max = schema.pointer(&format!("/definitions/{table}/properties/{key}/maxLength"));
-            assert_eq!(max, Some(&json!(validate::STATUS_TEXT_MAX_CHARS)));
-        }
-    }
+fn implied_and_dotted_tool_tables_parse() {
+    let text = "# x\n[tools.add_task.result]\nstructured_from_text = true\n\n[tools]\nlist_tasks.title = \"List\"\n";
+    let (_, tools, _) = parse_toml(text).unwrap();
+    let by_name = |n: &str| tools.iter().find(|t| t.name == n).unwrap();
+    let add = by_name("add_task");
+    assert!(add.tool.as_ref().unwrap().result.structured_from_text);
+    assert_eq!(add.line, Some(2));
+    let list = by_name("list_tasks");
+    assert_eq!(list.tool.as_ref().unwrap().title.as_deref(), Some("List"));
+    assert_eq!(
+        tool_line("[tools.add]\n[tools.add_task]\n", "add_task"),
+        Some(2)
+    );
 }
 
-// === loading ===
+// === directories ===
 
 fn write(root: &Path, path: &str, content: &str) {
     let path = root.join(path);
@@ -401,47 +303,6 @@ fn a_missing_directory_is_one_error() {
         got.to_string()
             .starts_with("1 problem in the overlays:\n  ")
     );
-}
-
-// === versions ===
-
-fn version(html: &str) -> Widget {
-    Widget::compile("clock", &WidgetManifest::default(), html.into())
-}
-
-#[test]
-fn superseded_versions_stay_readable_within_a_bound() {
-    let mut set = OverlaySet::new(Default::default(), Widgets::new([version("v0")]));
-    let mut uris = vec![set.widgets().get("clock").unwrap().uri.clone()];
-    for i in 1..=RETAINED_VERSIONS + 2 {
-        let mut next = OverlaySet::new(
-            Default::default(),
-            Widgets::new([version(&format!("v{i}"))]),
-        );
-        next.retain_previous_versions(&set);
-        uris.push(next.widgets().get("clock").unwrap().uri.clone());
-        set = next;
-    }
-    let readable: Vec<bool> = uris
-        .iter()
-        .map(|u| set.widgets().by_uri(u).is_some())
-        .collect();
-    let dropped = uris.len() - 1 - RETAINED_VERSIONS;
-    assert!(readable[..dropped].iter().all(|r| !r), "{readable:?}");
-    assert!(readable[dropped..].iter().all(|r| *r), "{readable:?}");
-    assert_eq!(
-        set.widgets().iter().count(),
-        1,
-        "only the current version is listed"
-    );
-
-    // An unchanged reload adds no history.
-    let mut same = OverlaySet::new(
-        Default::default(),
-        Widgets::new([version(&format!("v{}", RETAINED_VERSIONS + 2))]),
-    );
-    same.retain_previous_versions(&set);
-    assert_eq!(same, set);
 }
 
 #[test]

@@ -1,0 +1,112 @@
+//! Tests of the layered configuration and its checks.
+
+use super::*;
+
+fn up(name: &str) -> UpstreamConfig {
+    UpstreamConfig {
+        name: name.into(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn single_upstream_mounts_at_mcp() {
+    let mut c = Config::default();
+    c.upstreams.push(UpstreamConfig {
+        url: Some("http://127.0.0.1:9/mcp".into()),
+        ..up("a")
+    });
+    let m = c.mounts().unwrap();
+    assert_eq!(m[0].path, "/mcp");
+}
+
+#[test]
+fn reports_every_problem_by_field() {
+    let mut c = Config {
+        session_key: Some("12".into()),
+        ..Config::default()
+    };
+    c.upstreams.push(up("a"));
+    c.upstreams.push(UpstreamConfig {
+        url: Some("ftp://x".into()),
+        ..up("a")
+    });
+    let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+        panic!()
+    };
+    let text = problems.join("\n");
+    assert!(text.contains("session_key"), "{text}");
+    assert!(
+        text.contains("upstream[0] (\"a\"): set exactly one"),
+        "{text}"
+    );
+    assert!(text.contains("upstream[1].url"), "{text}");
+}
+
+#[test]
+fn auth_settings() {
+    let c: Config = figment::Figment::from(Serialized::defaults(Config::default()))
+        .merge(Toml::string(
+            "public_url = \"https://gw.example.com\"\n[[upstream]]\nname = \"a\"\nurl = \"http://127.0.0.1:9/mcp\"\nauth_challenge = \"in-band\"\n",
+        ))
+        .extract()
+        .unwrap();
+    assert_eq!(c.public_url.as_deref(), Some("https://gw.example.com"));
+    let m = c.mounts().unwrap();
+    assert_eq!(m[0].auth_challenge, AuthChallenge::InBand);
+    let bad = Config {
+        public_url: Some("gw.example.com".into()),
+        ..Config::default()
+    };
+    let ConfigError::Invalid { problems } = bad.mounts().unwrap_err() else {
+        panic!()
+    };
+    assert!(problems[0].starts_with("public_url:"), "{problems:?}");
+    assert!(
+        figment::Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::string(
+                "[[upstream]]\nname = \"a\"\nurl = \"http://x/\"\nauth_challenge = \"bogus\"\n",
+            ))
+            .extract::<Config>()
+            .is_err()
+    );
+}
+
+#[test]
+fn several_upstreams_get_named_paths() {
+    let mut c = Config::default();
+    c.upstreams.push(UpstreamConfig {
+        command: Some("x".into()),
+        ..up("one")
+    });
+    c.upstreams.push(UpstreamConfig {
+        sse_url: Some("http://127.0.0.1:1/sse".into()),
+        ..up("two")
+    });
+    let m = c.mounts().unwrap();
+    assert_eq!(m[0].path, "/one/mcp");
+    assert_eq!(m[1].path, "/two/mcp");
+}
+
+#[test]
+fn mounts_cannot_take_the_gateways_own_paths() {
+    for taken in [
+        "/metrics",
+        "/readyz/",
+        "/healthz",
+        "/preview/x",
+        "/.well-known/y",
+    ] {
+        let mut c = Config::default();
+        c.upstreams.push(UpstreamConfig {
+            command: Some("x".into()),
+            path: Some(taken.into()),
+            ..up("one")
+        });
+        let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+            panic!()
+        };
+        assert!(problems[0].contains("gateway's own paths"), "{problems:?}");
+    }
+    assert!(!is_reserved_path("/metrics/mcp") && !is_reserved_path("/previews"));
+}

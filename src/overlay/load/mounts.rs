@@ -1,0 +1,197 @@
+//! Mount files read into each mount's overlays, every broken tool reported.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::inspection::{MountFileSite, RenderSite, ToolSite};
+use super::loader::Loader;
+use super::parse::{
+    Format, ParsedTool, key_line, mount_format, parse_json, parse_toml, table_line,
+};
+use crate::overlay::format::{RenderTool, ToolOverlay};
+use crate::overlay::set::MountOverlays;
+use crate::overlay::validate;
+
+/// A tool overlay that passed every check, and where it was written.
+struct GoodTool {
+    name: String,
+    tool: ToolOverlay,
+    line: Option<usize>,
+}
+
+/// A render tool waiting for its mount's tool overlays (its input schema may
+/// come from them): name, table, file and line.
+type PendingRender = (String, RenderTool, PathBuf, Option<usize>);
+
+/// A mount file's render tools, each with the line of its table.
+type RenderTables = BTreeMap<String, (RenderTool, Option<usize>)>;
+
+impl Loader {
+    pub(super) fn mounts(
+        &mut self,
+        widget_exists: &dyn Fn(&str) -> bool,
+    ) -> BTreeMap<String, MountOverlays> {
+        let mut mounts: BTreeMap<String, BTreeMap<String, ToolOverlay>> = BTreeMap::new();
+        // Render tools with the file and line that declare them.
+        let mut renders: BTreeMap<String, Vec<PendingRender>> = BTreeMap::new();
+        // Where each (mount, tool) was first defined, to name both files of a
+        // duplicate.
+        let mut defined: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
+        let root = self.root.clone();
+        for path in self.entries(&root) {
+            let Some(format) = mount_format(&path) else {
+                continue;
+            };
+            let Some((mount, tools, render)) = self.mount_file(&path, format, widget_exists) else {
+                continue;
+            };
+            for (name, (tool, line)) in render {
+                let entry = (name, tool, path.clone(), line);
+                renders.entry(mount.clone()).or_default().push(entry);
+            }
+            for GoodTool { name, tool, line } in tools {
+                let key = (mount.clone(), name.clone());
+                if let Some(first) = defined.get(&key) {
+                    let reason = format!(
+                        "mount `{mount}` already has this tool in {}",
+                        first.display()
+                    );
+                    self.error(&path, line, Some(format!("tools.{name}")), reason);
+                    continue;
+                }
+                defined.insert(key, path.clone());
+                mounts.entry(mount.clone()).or_default().insert(name, tool);
+            }
+        }
+        for mount in renders.keys() {
+            mounts.entry(mount.clone()).or_default();
+        }
+        mounts
+            .into_iter()
+            .map(|(mount, tools)| {
+                let overlays = MountOverlays::new(tools);
+                let mut good = Vec::new();
+                for (name, render, path, line) in renders.remove(&mount).unwrap_or_default() {
+                    let problems = validate::render(&name, &render, &overlays, widget_exists);
+                    for problem in &problems {
+                        let place = match problem.place.as_str() {
+                            "" => format!("render.{name}"),
+                            key => format!("render.{name}.{key}"),
+                        };
+                        self.error(&path, line, Some(place), problem.reason.clone());
+                    }
+                    if problems.is_empty() {
+                        good.push((name, render));
+                    }
+                }
+                (mount, overlays.with_render(good))
+            })
+            .collect()
+    }
+
+    /// Parses one mount file; `None` when nothing usable came out of it.
+    /// Tools with problems are reported and left out.
+    fn mount_file(
+        &mut self,
+        path: &Path,
+        format: Format,
+        widget_exists: &dyn Fn(&str) -> bool,
+    ) -> Option<(String, Vec<GoodTool>, RenderTables)> {
+        let source = match self.read(path) {
+            Ok(source) => source,
+            Err(reason) => {
+                self.error(path, None, None, reason);
+                return None;
+            }
+        };
+        let parsed = match format {
+            Format::Toml => parse_toml(&source),
+            Format::Json => parse_json(&source),
+        };
+        let (upstream, tools, render) = match parsed {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                self.error(path, e.line, e.place, e.reason);
+                return None;
+            }
+        };
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        let upstream_key = upstream.is_some();
+        let upstream_line = upstream
+            .as_ref()
+            .and_then(|_| key_line(&source, "upstream"));
+        let mount = upstream.unwrap_or_else(|| stem.to_owned());
+        if mount.is_empty() {
+            self.error(
+                path,
+                None,
+                Some("upstream".into()),
+                "empty mount name".into(),
+            );
+            return None;
+        }
+        self.mount_files.push(MountFileSite {
+            file: path.to_path_buf(),
+            mount: mount.clone(),
+            upstream_key,
+            upstream_line,
+        });
+        let mut good = Vec::new();
+        for parsed in tools {
+            let ParsedTool { name, line, tool } = parsed;
+            self.tools.push(ToolSite {
+                file: path.to_path_buf(),
+                line,
+                mount: mount.clone(),
+                tool: name.clone(),
+                overlay: tool.as_ref().ok().cloned(),
+            });
+            let place = |key: &str| match key {
+                "" => format!("tools.{name}"),
+                key => format!("tools.{name}.{key}"),
+            };
+            match tool {
+                Err(e) => {
+                    self.error(
+                        path,
+                        e.line.or(line),
+                        Some(place(e.place.as_deref().unwrap_or(""))),
+                        e.reason,
+                    );
+                }
+                Ok(tool) => {
+                    let problems = validate::tool(&tool, widget_exists);
+                    for problem in &problems {
+                        self.error(
+                            path,
+                            line,
+                            Some(place(&problem.place)),
+                            problem.reason.clone(),
+                        );
+                    }
+                    if problems.is_empty() {
+                        good.push(GoodTool { name, tool, line });
+                    }
+                }
+            }
+        }
+        let render = render
+            .into_iter()
+            .map(|(name, tool)| {
+                let line = table_line(&source, "render", &name);
+                self.renders.push(RenderSite {
+                    file: path.to_path_buf(),
+                    line,
+                    mount: mount.clone(),
+                    name: name.clone(),
+                    render: tool.clone(),
+                });
+                (name, (tool, line))
+            })
+            .collect();
+        Some((mount, good, render))
+    }
+}

@@ -1,0 +1,153 @@
+//! Widget folders read into compiled widgets: manifest, entry document and
+//! local assets.
+
+use std::path::{Path, PathBuf};
+
+use super::loader::Loader;
+use super::parse::{Located, key_line, line_of};
+use crate::overlay::format::WidgetManifest;
+use crate::overlay::validate;
+use crate::overlay::widget::{self, Widget};
+
+/// The folder holding one sub-folder per widget.
+pub const WIDGETS_DIR: &str = "widgets";
+/// Manifest file names in a widget folder, either one (or none).
+const MANIFESTS: [&str; 2] = ["widget.toml", "widget.json"];
+
+impl Loader {
+    /// Compiles every widget folder; also returns the names of all folders
+    /// that look like widgets, compiled or not, so a tool naming a broken
+    /// widget is not reported a second time as naming a missing one.
+    pub(super) fn widgets(&mut self) -> (Vec<Widget>, Vec<String>) {
+        let dir = self.root.join(WIDGETS_DIR);
+        if !dir.exists() {
+            return (Vec::new(), Vec::new());
+        }
+        let mut compiled = Vec::new();
+        let mut names = Vec::new();
+        for path in self.entries(&dir) {
+            let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+                continue;
+            };
+            if name.starts_with('.') || !path.is_dir() {
+                continue;
+            }
+            names.push(name.clone());
+            if let Err(reason) = validate::widget_name(&name) {
+                self.error(&path, None, None, reason);
+                continue;
+            }
+            if let Some(widget) = self.widget(&path, &name) {
+                compiled.push(widget);
+            }
+        }
+        (compiled, names)
+    }
+
+    fn widget(&mut self, folder: &Path, name: &str) -> Option<Widget> {
+        let manifest = self.manifest(folder)?;
+        let entry_path = folder.join(manifest.entry());
+        let html = match self.read(&entry_path) {
+            Ok(html) => html,
+            Err(reason) => {
+                self.error(&entry_path, None, None, reason);
+                return None;
+            }
+        };
+        let entry_dir = Path::new(manifest.entry())
+            .parent()
+            .and_then(Path::to_str)
+            .unwrap_or_default()
+            .to_owned();
+        let mut read = |relative: &str| self.read(&folder.join(relative));
+        let inlined = widget::inline_assets(&html, &entry_dir, &mut read);
+        let inlined = match inlined {
+            Ok(inlined) => inlined,
+            Err(errors) => {
+                for e in errors {
+                    self.error(&entry_path, Some(line_of(&html, e.offset)), None, e.reason);
+                }
+                return None;
+            }
+        };
+        let allowed = self.remote_assets_allowed(&entry_path, &html, &inlined.remote, &manifest);
+        allowed.then(|| Widget::compile(name, &manifest, inlined.html))
+    }
+
+    /// Remote scripts and stylesheets stay remote; a host loads them only
+    /// from origins in `csp.resource_domains`, so any other is an error now
+    /// rather than a widget that silently breaks in the host.
+    fn remote_assets_allowed(
+        &mut self,
+        entry_path: &Path,
+        html: &str,
+        remote: &[(usize, String)],
+        manifest: &WidgetManifest,
+    ) -> bool {
+        let allowed = manifest
+            .csp
+            .as_ref()
+            .and_then(|csp| csp.resource_domains.as_deref())
+            .unwrap_or_default();
+        let mut all_allowed = true;
+        for (offset, url) in remote {
+            let origin = validate::url_origin(url).unwrap_or_else(|| url.clone());
+            if !validate::origin_allowed(&origin, allowed) {
+                let reason = format!(
+                    "\"{url}\" is remote, and its origin {origin} is not in csp.resource_domains of the manifest, so hosts would block it"
+                );
+                self.error(entry_path, Some(line_of(html, *offset)), None, reason);
+                all_allowed = false;
+            }
+        }
+        all_allowed
+    }
+
+    fn manifest(&mut self, folder: &Path) -> Option<WidgetManifest> {
+        let present: Vec<PathBuf> = MANIFESTS
+            .iter()
+            .map(|m| folder.join(m))
+            .filter(|p| p.exists())
+            .collect();
+        let path = match present.as_slice() {
+            [] => return Some(WidgetManifest::default()),
+            [one] => one.clone(),
+            [first, ..] => {
+                let reason = "both widget.toml and widget.json exist; keep one".to_owned();
+                self.error(first, None, None, reason);
+                return None;
+            }
+        };
+        let source = match self.read(&path) {
+            Ok(source) => source,
+            Err(reason) => {
+                self.error(&path, None, None, reason);
+                return None;
+            }
+        };
+        let manifest: Result<WidgetManifest, Located> =
+            if path.extension().is_some_and(|e| e == "json") {
+                serde_json::from_str(&source).map_err(|e| Located::json(&e, 1))
+            } else {
+                toml::from_str(&source).map_err(|e| Located::toml(&e, &source))
+            };
+        let manifest = match manifest {
+            Ok(manifest) => manifest,
+            Err(e) => {
+                self.error(&path, e.line, e.place, e.reason);
+                return None;
+            }
+        };
+        let problems = validate::manifest(&manifest);
+        for problem in &problems {
+            let line = key_line(&source, &problem.place);
+            self.error(
+                &path,
+                line,
+                Some(problem.place.clone()),
+                problem.reason.clone(),
+            );
+        }
+        problems.is_empty().then_some(manifest)
+    }
+}
