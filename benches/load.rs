@@ -22,6 +22,8 @@ mod client;
 mod given;
 #[path = "load/opts.rs"]
 mod opts;
+#[path = "../tests/support/process.rs"]
+mod process;
 #[path = "load/procs.rs"]
 mod procs;
 #[path = "load/relay.rs"]
@@ -144,11 +146,10 @@ enum Upstream<'a> {
 /// Start the release gateway called `name` in front of `upstream`, with the
 /// run's overlays; the run cannot go on without it.
 async fn gateway(name: &str, upstream: Upstream<'_>, overlays: &Path, logs: &Path) -> Proc {
-    let port = procs::free_port();
     let mut args = vec![
         "serve".to_owned(),
         "--listen".into(),
-        format!("127.0.0.1:{port}"),
+        "127.0.0.1:0".into(),
         "--name".into(),
         "bench".into(),
         "--overlays".into(),
@@ -169,7 +170,7 @@ async fn gateway(name: &str, upstream: Upstream<'_>, overlays: &Path, logs: &Pat
     let extra = std::env::var("LOAD_GATEWAY_ENV").unwrap_or_default();
     let mut env: Vec<(&str, &str)> = vec![("RUST_LOG", "info")];
     env.extend(extra.split_whitespace().filter_map(|kv| kv.split_once('=')));
-    procs::start(name, Path::new(GATEWAY), &args, &env, port, logs)
+    procs::gateway(name, Path::new(GATEWAY), &args, &env, logs)
         .await
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
@@ -480,20 +481,25 @@ async fn full(opts: &Opts) -> bool {
         let mut bridges: Vec<(&str, Proc)> = vec![("gateway (stdio)", gw_stdio)];
         if opts.peers {
             if peers.node.exists() && peers.supergateway.exists() {
-                let port = procs::free_port();
-                let args = vec![
-                    peers.supergateway.display().to_string(),
-                    "--stdio".into(),
-                    stdio_cmd.clone(),
-                    "--outputTransport".into(),
-                    "streamableHttp".into(),
-                    "--stateful".into(),
-                    "--port".into(),
-                    port.to_string(),
-                    "--logLevel".into(),
-                    "none".into(),
-                ];
-                match procs::start("supergateway", &peers.node, &args, &[], port, &logs).await {
+                // supergateway and mcp-proxy take their port on the command
+                // line and print none they picked: a fresh one per attempt.
+                let started = process::with_fresh_port(3, async |port| {
+                    let args = vec![
+                        peers.supergateway.display().to_string(),
+                        "--stdio".into(),
+                        stdio_cmd.clone(),
+                        "--outputTransport".into(),
+                        "streamableHttp".into(),
+                        "--stateful".into(),
+                        "--port".into(),
+                        port.to_string(),
+                        "--logLevel".into(),
+                        "none".into(),
+                    ];
+                    procs::start("supergateway", &peers.node, &args, &[], port, &logs).await
+                })
+                .await;
+                match started {
                     Ok(p) => bridges.push(("supergateway", p)),
                     Err(e) => notes.push(format!("supergateway unavailable: {e}")),
                 }
@@ -501,18 +507,21 @@ async fn full(opts: &Opts) -> bool {
                 notes.push("supergateway not installed (tests/peers/node_modules); skipped".into());
             }
             if peers.mcp_proxy.exists() {
-                let port = procs::free_port();
-                let args = vec![
-                    "--host".into(),
-                    "127.0.0.1".into(),
-                    "--port".into(),
-                    port.to_string(),
-                    "--log-level".into(),
-                    "WARNING".into(),
-                    exe.display().to_string(),
-                    "__upstream-stdio".into(),
-                ];
-                match procs::start("mcp-proxy", &peers.mcp_proxy, &args, &[], port, &logs).await {
+                let started = process::with_fresh_port(3, async |port| {
+                    let args = vec![
+                        "--host".into(),
+                        "127.0.0.1".into(),
+                        "--port".into(),
+                        port.to_string(),
+                        "--log-level".into(),
+                        "WARNING".into(),
+                        exe.display().to_string(),
+                        "__upstream-stdio".into(),
+                    ];
+                    procs::start("mcp-proxy", &peers.mcp_proxy, &args, &[], port, &logs).await
+                })
+                .await;
+                match started {
                     Ok(p) => bridges.push(("mcp-proxy", p)),
                     Err(e) => notes.push(format!("mcp-proxy unavailable: {e}")),
                 }

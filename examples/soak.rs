@@ -23,9 +23,9 @@
 //! --sessions 1000 --secs 600`.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -42,6 +42,10 @@ use hyper_util::rt::TokioExecutor;
 use mcp_ui_gateway::sse;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
+
+#[path = "../tests/support/process.rs"]
+mod process;
+use process::{Proc, copy_dir, line_in_file};
 
 /// Command-line options.
 #[derive(clap::Parser, Debug, Clone)]
@@ -151,16 +155,6 @@ impl Stats {
     }
 }
 
-/// A child process killed (by its own PID) when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn main() -> ExitCode {
     let args = Args::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -178,34 +172,15 @@ fn main() -> ExitCode {
     }
 }
 
-fn free_port() -> anyhow::Result<SocketAddr> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?)
-}
-
-async fn wait_listening(addr: SocketAddr, what: &str) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if tokio::net::TcpStream::connect(addr).await.is_ok() {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bail!("{what} is not listening on {addr} after 30 s")
-}
-
-fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from).with_context(|| format!("read {}", from.display()))? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
+/// The `ADDR` of a `PREFIX http://ADDR/…` line.
+fn addr_after(line: &str, prefix: &str) -> Option<SocketAddr> {
+    line.trim()
+        .strip_prefix(prefix)?
+        .strip_prefix("http://")?
+        .split('/')
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Resident set size of a process, in KiB.
@@ -235,29 +210,31 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     // Nested one level: the gateway also watches the overlay directory's
     // parent, which must not be where its own log is written.
     let overlays = work.path().join("tree").join("overlays");
-    copy_dir(&args.overlays, &overlays)?;
+    copy_dir(&args.overlays, &overlays);
     let demo_toml = overlays.join("demo.toml");
     let original = std::fs::read_to_string(&demo_toml)
         .with_context(|| format!("{} (the demo overlay)", demo_toml.display()))?;
 
-    let upstream_addr = free_port()?;
-    let gateway_addr = free_port()?;
-    let _upstream = Proc(
-        Command::new(&args.gateway_bin)
-            .args(["demo-server", "--http", &upstream_addr.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("start the demo server")?,
-    );
-    wait_listening(upstream_addr, "the demo server").await?;
+    // Both on port 0: each prints its address once bound.
+    let mut cmd = Command::new(&args.gateway_bin);
+    cmd.args(["demo-server", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let upstream = Proc::start("the demo server", &mut cmd).context("start the demo server")?;
+    let upstream_addr = upstream
+        .look_for_async(Duration::from_secs(30), |_, line| {
+            addr_after(line, "demo server: ")
+        })
+        .await
+        .map_err(|e| anyhow!("the demo server printed no address ({e:?})"))?;
 
     let config = work.path().join("gateway.toml");
     let stdio_sessions = args.sessions * args.stdio_percent / 100;
     std::fs::write(
         &config,
         format!(
-            r#"listen = "{gateway_addr}"
+            r#"listen = "127.0.0.1:0"
 overlays = {overlays:?}
 
 [limits]
@@ -279,19 +256,20 @@ command = {fixture:?}
     )?;
     let log_path = work.path().join("gateway.log");
     let log = std::fs::File::create(&log_path)?;
-    let gateway = Proc(
-        Command::new(&args.gateway_bin)
-            .arg("serve")
-            .arg("--config")
-            .arg(&config)
-            .env("RUST_LOG", "info")
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .context("start the gateway")?,
-    );
-    let gateway_pid = gateway.0.id();
-    wait_listening(gateway_addr, "the gateway").await?;
+    let mut cmd = Command::new(&args.gateway_bin);
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .env("RUST_LOG", "info")
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    let mut gateway = Proc::start("the gateway", &mut cmd).context("start the gateway")?;
+    let gateway_pid = gateway.pid;
+    let gateway_addr = line_in_file(&log_path, &mut gateway, Duration::from_secs(30), |line| {
+        addr_after(line, "MCP endpoint: ")
+    })
+    .await
+    .map_err(|e| anyhow!(e))?;
     println!(
         "soak: gateway pid {gateway_pid} on http://{gateway_addr}, demo upstream on {upstream_addr}, log {}",
         log_path.display()

@@ -166,12 +166,9 @@ async fn dns_rebinding_and_cors() {
 
 #[tokio::test]
 async fn upstream_down_is_a_json_rpc_error_naming_it() {
-    // A port that was just free: nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Nothing listens there (held to the end, so nothing can).
+    let closed = support::process::ClosedPort::new();
+    let port = closed.port();
     let g = TestGateway::start(vec![gw::http(
         "billing",
         &format!("http://127.0.0.1:{port}/mcp"),

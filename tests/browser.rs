@@ -23,16 +23,13 @@
 
 mod support;
 
-use std::io::{BufRead as _, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::process::{descendants, signal};
+use support::process::{Proc, Stream, descendants, endpoint_url, signal, wait_gone};
 
 /// Set to `1` to skip (instead of fail) when the peers are not installed.
 const SKIP_ENV: &str = "MCP_UI_SKIP_PEERS";
@@ -44,8 +41,6 @@ const DRIVER_OWN_TIMEOUT_S: &str = "60";
 const DRIVER_LIMIT: Duration = Duration::from_secs(90);
 /// The gateway must exit after SIGTERM within this.
 const STOP_LIMIT: Duration = Duration::from_secs(20);
-/// Output lines kept per process for failure messages.
-const LOG_LINES: usize = 2000;
 
 /// One Chromium at a time (2 cores).
 static TURN: Mutex<()> = Mutex::new(());
@@ -127,224 +122,6 @@ fn peers_ready() -> bool {
 }
 
 // ---------------------------------------------------------------------------------------
-// Processes
-
-#[derive(Default)]
-struct Output {
-    stdout: Vec<String>,
-    stderr: Vec<String>,
-}
-
-/// A process this test started; it and everything below it are killed when dropped.
-struct Proc {
-    name: String,
-    child: Child,
-    pid: u32,
-    out: Arc<Mutex<Output>>,
-    /// stdout lines as they arrive (stderr goes to the log only).
-    lines: Receiver<String>,
-    readers: Vec<JoinHandle<()>>,
-}
-
-impl Proc {
-    fn spawn(name: &str, cmd: &mut Command) -> Proc {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("{name}: cannot spawn {cmd:?}: {e}"));
-        let pid = child.id();
-        let out = Arc::new(Mutex::new(Output::default()));
-        let (tx, lines) = mpsc::channel();
-        let stdout = child.stdout.take().expect("piped stdout");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let readers = vec![
-            read_lines(stdout, out.clone(), true, Some(tx)),
-            read_lines(stderr, out.clone(), false, None),
-        ];
-        Proc {
-            name: name.to_owned(),
-            child,
-            pid,
-            out,
-            lines,
-            readers,
-        }
-    }
-
-    /// The first stdout line `pick` accepts, within [`READY_LIMIT`].
-    fn wait_for_line<T>(&mut self, what: &str, pick: impl Fn(&str) -> Option<T>) -> T {
-        let deadline = Instant::now() + READY_LIMIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(value) = pick(&line) {
-                        return value;
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    let status = self.wait_exit(Duration::from_secs(5));
-                    panic!(
-                        "{}: output ended before {what} (exit: {status:?})\n{}",
-                        self.name,
-                        self.tail(40)
-                    );
-                }
-                Err(RecvTimeoutError::Timeout) => panic!(
-                    "{}: no {what} within {READY_LIMIT:?}\n{}",
-                    self.name,
-                    self.tail(40)
-                ),
-            }
-        }
-    }
-
-    /// Polls for the exit for at most `limit`.
-    fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + limit;
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => return Some(status),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// Waits (bounded) for the process to exit by itself; then its full stdout.
-    fn finish(&mut self, limit: Duration) -> Result<(ExitStatus, String), String> {
-        let Some(status) = self.wait_exit(limit) else {
-            self.kill_tree();
-            return Err(format!(
-                "{}: still running after {limit:?}; killed\n{}",
-                self.name,
-                self.tail(60)
-            ));
-        };
-        self.join_readers();
-        let stdout = self.out.lock().unwrap().stdout.join("\n");
-        Ok((status, stdout))
-    }
-
-    /// The pipes close once every holder has exited: bounded, in case a grandchild
-    /// keeps one open.
-    fn join_readers(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        for reader in self.readers.drain(..) {
-            while !reader.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if reader.is_finished() {
-                let _ = reader.join();
-            }
-        }
-    }
-
-    /// SIGTERM, then a bounded wait for the exit (SIGKILL to the tree after it).
-    fn terminate(&mut self) -> Result<ExitStatus, String> {
-        signal("TERM", &[self.pid]);
-        match self.wait_exit(STOP_LIMIT) {
-            Some(status) => Ok(status),
-            None => {
-                self.kill_tree();
-                Err(format!(
-                    "{}: still running {STOP_LIMIT:?} after SIGTERM; killed\n{}",
-                    self.name,
-                    self.tail(40)
-                ))
-            }
-        }
-    }
-
-    fn tail(&self, n: usize) -> String {
-        let out = self.out.lock().unwrap();
-        let last = |v: &[String]| {
-            v[v.len().saturating_sub(n)..]
-                .iter()
-                .map(|l| format!("    {}", truncate(l, 800)))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        format!(
-            "  --- {} (pid {}) stdout, last {n} lines:\n{}\n  --- stderr, last {n} lines:\n{}",
-            self.name,
-            self.pid,
-            last(&out.stdout),
-            last(&out.stderr)
-        )
-    }
-
-    /// SIGKILL to every descendant, then to the process itself.
-    fn kill_tree(&mut self) {
-        if matches!(self.child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        signal("KILL", &descendants(self.pid));
-        let _ = self.child.kill();
-        let _ = self.wait_exit(Duration::from_secs(5));
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.kill_tree();
-    }
-}
-
-fn read_lines(
-    pipe: impl Read + Send + 'static,
-    out: Arc<Mutex<Output>>,
-    is_stdout: bool,
-    tx: Option<mpsc::Sender<String>>,
-) -> JoinHandle<()> {
-    std::thread::spawn(move || {
-        // Bytes, not `lines()`: invalid UTF-8 must not stop the draining.
-        let mut reader = BufReader::new(pipe);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match reader.read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let line = String::from_utf8_lossy(&buf)
-                .trim_end_matches(['\n', '\r'])
-                .to_owned();
-            {
-                let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
-                let v = if is_stdout {
-                    &mut out.stdout
-                } else {
-                    &mut out.stderr
-                };
-                if v.len() == LOG_LINES {
-                    v.remove(0);
-                }
-                v.push(line.clone());
-            }
-            if let Some(tx) = &tx {
-                let _ = tx.send(line);
-            }
-        }
-    })
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes)", &s[..end], s.len())
-}
-
-// ---------------------------------------------------------------------------------------
 // The gateway and the driver
 
 /// The gateway binary on 127.0.0.1:0 serving the bundled demo with `overlays/`, ready.
@@ -368,9 +145,8 @@ fn start_gateway() -> (Proc, String) {
         cmd.env("RUST_LOG", "info");
     }
     let mut gateway = Proc::spawn("gateway", &mut cmd);
-    let url = gateway.wait_for_line("`MCP endpoint: ` line on stdout", |line| {
-        let rest = line.strip_prefix("MCP endpoint: ")?;
-        Some(rest.split(" -> ").next()?.trim().to_owned())
+    let url = gateway.wait_for("`MCP endpoint: ` line on stdout", READY_LIMIT, |s, line| {
+        endpoint_url(line).filter(|_| s == Stream::Stdout)
     });
     assert!(
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
@@ -383,32 +159,19 @@ fn start_gateway() -> (Proc, String) {
 /// SIGTERM; the gateway must exit 0 and leave none of its demo children running.
 fn stop_gateway(mut gateway: Proc) {
     let children = descendants(gateway.pid);
-    let status = gateway.terminate().unwrap_or_else(|e| panic!("{e}"));
+    let status = gateway
+        .terminate(STOP_LIMIT)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         status.success(),
         "gateway exited with {status} after SIGTERM (expected 0)\n{}",
         gateway.tail(30)
     );
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut left = children;
-    while !left.is_empty() && Instant::now() < deadline {
-        left.retain(|&pid| Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid));
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let left = wait_gone(children, Duration::from_secs(5));
     if !left.is_empty() {
         signal("KILL", &left);
         panic!("the gateway exited but left its children {left:?} running (killed now)");
     }
-}
-
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let rest = &stat[stat.rfind(')')? + 1..];
-            rest.split_whitespace().next().map(|s| s == "Z" || s == "X")
-        })
-        .unwrap_or(true)
 }
 
 /// Runs `node tests/browser/run.mjs --mcp URL …ARGS --screenshot <artifacts>/<name>.png`,
@@ -430,8 +193,8 @@ fn run_driver(
         .arg(&screenshot)
         .current_dir(root());
     let started = Instant::now();
-    let mut driver = Proc::spawn(&format!("run.mjs ({name})"), &mut cmd);
-    let (status, stdout) = driver
+    let mut driver = Proc::spawn(format!("run.mjs ({name})"), &mut cmd);
+    let (status, stdout, _) = driver
         .finish(DRIVER_LIMIT)
         .unwrap_or_else(|e| panic!("{e}\n{}", gateway.tail(30)));
     let took = started.elapsed();

@@ -266,11 +266,9 @@ async fn check_passes_on_the_repository_overlays() {
 async fn check_names_an_unreachable_upstream() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    // A port nothing listens on.
-    let addr = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // A port nothing listens on (held to the end, so nothing can).
+    let closed = support::process::ClosedPort::new();
+    let addr = closed.addr;
     write(
         root.join("gw.toml"),
         &format!("[[upstream]]\nname = \"down\"\nurl = \"http://{addr}/mcp\"\n\n{LIMITS}"),

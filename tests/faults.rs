@@ -124,11 +124,9 @@ where
 
 #[tokio::test]
 async fn http_upstream_refusing_connections() {
-    // A port that was just bound and released: nobody listens there.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    // Nobody listens there (held to the end, so nobody can).
+    let closed = support::process::ClosedPort::new();
+    let port = closed.port();
     let g = gateway_with(gw::http("bad", &format!("http://127.0.0.1:{port}/mcp"))).await;
     let (status, message) = bad_init(&g).await;
     assert_eq!(status, StatusCode::OK);

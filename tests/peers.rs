@@ -15,18 +15,16 @@
 
 mod support;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex as StdMutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::process::{descendants, process_table, signal};
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
-use tokio::process::{Child, Command};
-use tokio::sync::{Mutex, MutexGuard, mpsc};
-use tokio::task::JoinHandle;
+use support::process::{
+    Proc, Stream, descendants, endpoint_url, loopback_port, signal, truncate, wait_gone_async,
+};
+use tokio::sync::{Mutex, MutexGuard};
 
 /// Set to `1` to skip (instead of fail) when the peers are not installed.
 const SKIP_ENV: &str = "MCP_UI_SKIP_PEERS";
@@ -40,8 +38,6 @@ const CONFORMANCE_LIMIT: Duration = Duration::from_secs(200);
 const CONFORMANCE_OWN_TIMEOUT_S: &str = "170";
 /// The gateway must exit after SIGTERM within this.
 const STOP_LIMIT: Duration = Duration::from_secs(20);
-/// Lines of a process's output kept for failure messages, per stream.
-const LOG_LINES: usize = 4000;
 
 /// The heavy tests take turns: node servers, clients and the suite on 2 cores.
 static HEAVY: Mutex<()> = Mutex::const_new(());
@@ -112,278 +108,28 @@ async fn setup() -> Option<(Peers, MutexGuard<'static, ()>)> {
 }
 
 // ---------------------------------------------------------------------------------------
-// Processes
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Stream {
-    Stdout,
-    Stderr,
-}
-
-#[derive(Default)]
-struct Output {
-    stdout: VecDeque<String>,
-    stderr: VecDeque<String>,
-}
-
-/// A process this test started, killed with everything below it when dropped.
-struct Proc {
-    name: String,
-    child: Child,
-    pid: u32,
-    out: Arc<StdMutex<Output>>,
-    lines: mpsc::UnboundedReceiver<(Stream, String)>,
-    readers: Vec<JoinHandle<()>>,
-}
-
-impl Proc {
-    fn spawn(name: impl Into<String>, cmd: &mut Command) -> Proc {
-        let name = name.into();
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("{name}: cannot spawn {cmd:?}: {e}"));
-        let pid = child.id().expect("a freshly spawned child has a pid");
-        let out = Arc::new(StdMutex::new(Output::default()));
-        let (tx, lines) = mpsc::unbounded_channel();
-        let readers = vec![
-            tokio::spawn(read_lines(
-                child.stdout.take().unwrap(),
-                Stream::Stdout,
-                out.clone(),
-                tx.clone(),
-            )),
-            tokio::spawn(read_lines(
-                child.stderr.take().unwrap(),
-                Stream::Stderr,
-                out.clone(),
-                tx,
-            )),
-        ];
-        Proc {
-            name,
-            child,
-            pid,
-            out,
-            lines,
-            readers,
-        }
-    }
-
-    /// Waits (bounded) for the first output line that `pick` accepts.
-    async fn wait_for<T>(&mut self, what: &str, pick: impl Fn(Stream, &str) -> Option<T>) -> T {
-        let deadline = tokio::time::Instant::now() + READY_LIMIT;
-        loop {
-            match tokio::time::timeout_at(deadline, self.lines.recv()).await {
-                Ok(Some((stream, line))) => {
-                    if let Some(v) = pick(stream, &line) {
-                        self.lines.close(); // later lines go to the log only
-                        return v;
-                    }
-                }
-                Ok(None) => {
-                    let status = tokio::time::timeout(Duration::from_secs(5), self.child.wait())
-                        .await
-                        .map(|s| format!("{s:?}"))
-                        .unwrap_or_else(|_| "still running".into());
-                    panic!(
-                        "{}: output ended before {what} (exit: {status})\n{}",
-                        self.name,
-                        self.tail(40)
-                    );
-                }
-                Err(_) => panic!(
-                    "{}: no {what} within {READY_LIMIT:?}\n{}",
-                    self.name,
-                    self.tail(40)
-                ),
-            }
-        }
-    }
-
-    /// Waits (bounded) for the process to exit by itself; returns its status and output.
-    async fn finish(&mut self, limit: Duration) -> Result<(ExitStatus, String, String), String> {
-        let status = match tokio::time::timeout(limit, self.child.wait()).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(format!("{}: wait failed: {e}", self.name)),
-            Err(_) => {
-                self.kill_tree();
-                return Err(format!(
-                    "{}: still running after {limit:?}; killed\n{}",
-                    self.name,
-                    self.tail(60)
-                ));
-            }
-        };
-        // The pipes close when every holder exits; bounded, in case a grandchild keeps one.
-        for r in self.readers.drain(..) {
-            let _ = tokio::time::timeout(Duration::from_secs(5), r).await;
-        }
-        let out = self.out.lock().unwrap();
-        let join = |v: &VecDeque<String>| v.iter().cloned().collect::<Vec<_>>().join("\n");
-        Ok((status, join(&out.stdout), join(&out.stderr)))
-    }
-
-    /// SIGTERM, then a bounded wait for the exit.
-    async fn terminate(&mut self) -> Result<ExitStatus, String> {
-        signal("TERM", &[self.pid]);
-        match tokio::time::timeout(STOP_LIMIT, self.child.wait()).await {
-            Ok(Ok(s)) => Ok(s),
-            Ok(Err(e)) => Err(format!("{}: wait failed: {e}", self.name)),
-            Err(_) => {
-                self.kill_tree();
-                Err(format!(
-                    "{}: still running {STOP_LIMIT:?} after SIGTERM; killed\n{}",
-                    self.name,
-                    self.tail(40)
-                ))
-            }
-        }
-    }
-
-    /// The last `n` lines of each output stream, for failure messages.
-    fn tail(&self, n: usize) -> String {
-        let out = self.out.lock().unwrap();
-        let last = |v: &VecDeque<String>| {
-            v.iter()
-                .skip(v.len().saturating_sub(n))
-                .map(|l| format!("    {}", truncate(l, 600)))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        format!(
-            "  --- {} (pid {}) stdout, last {n} lines:\n{}\n  --- stderr, last {n} lines:\n{}",
-            self.name,
-            self.pid,
-            last(&out.stdout),
-            last(&out.stderr)
-        )
-    }
-
-    /// SIGKILL to every descendant, then to the process itself.
-    fn kill_tree(&mut self) {
-        if matches!(self.child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        signal("KILL", &descendants(self.pid));
-        let _ = self.child.start_kill();
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.kill_tree();
-    }
-}
-
-async fn read_lines(
-    pipe: impl AsyncRead + Unpin,
-    stream: Stream,
-    out: Arc<StdMutex<Output>>,
-    tx: mpsc::UnboundedSender<(Stream, String)>,
-) {
-    // Bytes, not `lines()`: invalid UTF-8 must not stop the draining (a full pipe would
-    // block the process).
-    let mut reader = BufReader::new(pipe);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let line = String::from_utf8_lossy(&buf)
-            .trim_end_matches(['\n', '\r'])
-            .to_owned();
-        {
-            let mut out = out.lock().unwrap();
-            let v = match stream {
-                Stream::Stdout => &mut out.stdout,
-                Stream::Stderr => &mut out.stderr,
-            };
-            if v.len() == LOG_LINES {
-                v.pop_front();
-            }
-            v.push_back(line.clone());
-        }
-        let _ = tx.send((stream, line));
-    }
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes)", &s[..end], s.len())
-}
-
-fn alive(pid: u32) -> bool {
-    process_table()
-        .iter()
-        .any(|&(p, _, state)| p == pid && state != 'Z' && state != 'X')
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind 127.0.0.1:0")
-        .port()
-}
-
-// ---------------------------------------------------------------------------------------
 // server-everything and the gateway
 
-/// server-everything over `streamableHttp` or `sse` on a free 127.0.0.1 port, started by
-/// everything.sh and ready (its `[loopback] listening` line seen). Returns its URL.
+/// server-everything over `streamableHttp` or `sse` on 127.0.0.1, started by everything.sh
+/// on port 0 and ready: its `[loopback] listening on 127.0.0.1:PORT` line (printed once
+/// bound) gives the port. Returns its URL.
 async fn start_everything(peers: &Peers, mode: &str) -> (Proc, String) {
     let path = match mode {
         "streamableHttp" => "/mcp",
         "sse" => "/sse",
         _ => unreachable!("mode {mode}"),
     };
-    let mut last_failure = String::new();
-    // A port picked and released can be taken before node binds it: retry then.
-    for _ in 0..3 {
-        let port = free_port();
-        let mut cmd = Command::new(peers.script("everything.sh"));
-        cmd.args([mode, &port.to_string()]).current_dir(&peers.root);
-        let mut server = Proc::spawn(format!("server-everything {mode}"), &mut cmd);
-        let ready = format!("[loopback] listening on 127.0.0.1:{port}");
-        let started = tokio::time::timeout(
+    let mut cmd = Command::new(peers.script("everything.sh"));
+    cmd.args([mode, "0"]).current_dir(&peers.root);
+    let mut server = Proc::spawn(format!("server-everything {mode}"), &mut cmd);
+    let port = server
+        .wait_for_async(
+            "`[loopback] listening on 127.0.0.1:PORT` on stderr",
             READY_LIMIT,
-            server.wait_for_opt(|s, l| (s == Stream::Stderr && l.trim() == ready).then_some(())),
+            |s, l| loopback_port(l).filter(|_| s == Stream::Stderr),
         )
         .await;
-        match started {
-            Ok(Some(())) => return (server, format!("http://127.0.0.1:{port}{path}")),
-            Ok(None) => last_failure = server.tail(20),
-            Err(_) => panic!(
-                "server-everything {mode}: no `{ready}` within {READY_LIMIT:?}\n{}",
-                server.tail(40)
-            ),
-        }
-    }
-    panic!("server-everything {mode} did not start in 3 attempts; last:\n{last_failure}");
-}
-
-impl Proc {
-    /// Like `wait_for`, but `None` when the output ends first (the caller retries).
-    async fn wait_for_opt<T>(&mut self, pick: impl Fn(Stream, &str) -> Option<T>) -> Option<T> {
-        while let Some((stream, line)) = self.lines.recv().await {
-            if let Some(v) = pick(stream, &line) {
-                self.lines.close(); // later lines go to the log only
-                return Some(v);
-            }
-        }
-        None
-    }
+    (server, format!("http://127.0.0.1:{port}{path}"))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -445,12 +191,11 @@ impl Gateway {
         };
         let mut proc = Proc::spawn(format!("gateway ({label} upstream)"), &mut cmd);
         let url = proc
-            .wait_for("the `MCP endpoint: ` line on stdout", |s, l| {
-                let rest = l
-                    .strip_prefix("MCP endpoint: ")
-                    .filter(|_| s == Stream::Stdout)?;
-                Some(rest.split(" -> ").next()?.trim().to_owned())
-            })
+            .wait_for_async(
+                "the `MCP endpoint: ` line on stdout",
+                READY_LIMIT,
+                |s, l| endpoint_url(l).filter(|_| s == Stream::Stdout),
+            )
             .await;
         assert!(
             url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
@@ -464,7 +209,7 @@ impl Gateway {
         let children = descendants(self.proc.pid);
         let status = self
             .proc
-            .terminate()
+            .terminate_async(STOP_LIMIT)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(
@@ -473,14 +218,7 @@ impl Gateway {
             self.proc.name,
             self.proc.tail(30)
         );
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let mut left = children;
-        while !left.is_empty() && Instant::now() < deadline {
-            left.retain(|&p| alive(p));
-            if !left.is_empty() {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
+        let left = wait_gone_async(children, Duration::from_secs(5)).await;
         if !left.is_empty() {
             signal("KILL", &left);
             panic!(
@@ -575,7 +313,7 @@ async fn run_client(
         .current_dir(&peers.root);
     let name = format!("{} -> {where_}", kind.label());
     let mut proc = Proc::spawn(name.clone(), &mut cmd);
-    let (status, stdout, stderr) = proc.finish(CLIENT_LIMIT).await?;
+    let (status, stdout, stderr) = proc.finish_async(CLIENT_LIMIT).await?;
     if !status.success() {
         return Err(format!(
             "{name} exited with {status}\n  stderr:\n{}\n  stdout:\n{}",
@@ -1090,7 +828,7 @@ async fn conformance(peers: &Peers, url: &str, label: &str) -> Result<BTreeSet<S
         .env("CONFORMANCE_TIMEOUT", CONFORMANCE_OWN_TIMEOUT_S)
         .current_dir(&peers.root);
     let mut proc = Proc::spawn(format!("conformance.sh against {label}"), &mut cmd);
-    let (status, _, stderr) = proc.finish(CONFORMANCE_LIMIT).await?;
+    let (status, _, stderr) = proc.finish_async(CONFORMANCE_LIMIT).await?;
     if !status.success() {
         return Err(format!(
             "conformance.sh against {label} ({url}) exited with {status}:\n{}",

@@ -17,16 +17,14 @@
 
 mod support;
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
-use support::process::{copy_dir, descendants};
+use support::process::{Proc, Stream, copy_dir};
 
 const SKIP_ENV: &str = "MCP_UI_SKIP_PEERS";
 /// The gateway must print its URLs within this.
@@ -94,119 +92,17 @@ fn missing_peers() -> Vec<String> {
     missing
 }
 
-/// A process started here; it and its descendants are killed when dropped.
-struct Proc {
-    name: &'static str,
-    child: Child,
-    lines: Receiver<String>,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Proc {
-    fn spawn(name: &'static str, cmd: &mut Command) -> Proc {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("{name}: cannot spawn {cmd:?}: {e}"));
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, lines) = mpsc::channel();
-        let stdout = child.stdout.take().expect("piped");
-        let stderr = child.stderr.take().expect("piped");
-        for (pipe, tx) in [
-            (Box::new(stdout) as Box<dyn std::io::Read + Send>, Some(tx)),
-            (Box::new(stderr), None),
-        ] {
-            let log = log.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(pipe);
-                let mut buf = Vec::new();
-                while reader.read_until(b'\n', &mut buf).is_ok_and(|n| n > 0) {
-                    let line = String::from_utf8_lossy(&buf).trim_end().to_owned();
-                    buf.clear();
-                    if let Some(tx) = &tx {
-                        let _ = tx.send(line.clone());
-                    }
-                    let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
-                    if log.len() < 5000 {
-                        log.push(line);
-                    }
-                }
-            });
+/// Every stdout line of `proc` until one starting with `prefix`, within [`READY_LIMIT`].
+fn lines_until(proc: &mut Proc, prefix: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    proc.wait_for(&format!("`{prefix}` line"), READY_LIMIT, |stream, line| {
+        if stream != Stream::Stdout {
+            return None;
         }
-        Proc {
-            name,
-            child,
-            lines,
-            log,
-        }
-    }
-
-    fn tail(&self, n: usize) -> String {
-        let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
-        let from = log.len().saturating_sub(n);
-        format!(
-            "--- {} (last {n} lines):\n{}",
-            self.name,
-            log[from..].join("\n")
-        )
-    }
-
-    /// Every stdout line until one starting with `prefix`, within [`READY_LIMIT`].
-    fn lines_until(&self, prefix: &str) -> Vec<String> {
-        let deadline = Instant::now() + READY_LIMIT;
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    let done = line.starts_with(prefix);
-                    seen.push(line);
-                    if done {
-                        return seen;
-                    }
-                }
-                Err(e) => panic!(
-                    "{}: no `{prefix}` line ({e:?})\n{}",
-                    self.name,
-                    self.tail(40)
-                ),
-            }
-        }
-    }
-
-    /// Waits for the exit, at most `limit`; kills the process after it.
-    fn wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        let pids: Vec<String> = descendants(self.child.id())
-            .iter()
-            .map(u32::to_string)
-            .collect();
-        if !pids.is_empty() {
-            let _ = Command::new("kill")
-                .args(["-s", "KILL", "--"])
-                .args(&pids)
-                .status();
-        }
-        let _ = self.child.kill();
-        let _ = self.wait(Duration::from_secs(5));
-    }
+        seen.push(line.to_owned());
+        line.starts_with(prefix).then_some(())
+    });
+    seen
 }
 
 /// The gateway binary on 127.0.0.1:0 in front of the bundled demo with `overlays`;
@@ -226,8 +122,8 @@ fn start_gateway(overlays: &Path, extra: &[&str]) -> (Proc, Vec<String>) {
             cmd.env_remove(key);
         }
     }
-    let gateway = Proc::spawn("gateway", &mut cmd);
-    let lines = gateway.lines_until("MCP endpoint: ");
+    let mut gateway = Proc::spawn("gateway", &mut cmd);
+    let lines = lines_until(&mut gateway, "MCP endpoint: ");
     (gateway, lines)
 }
 
@@ -269,9 +165,9 @@ fn http_get(base: &str, path: &str) -> (u16, String, String) {
 fn preview_flag_serves_or_hides_the_page() {
     let overlays = root().join("overlays");
 
-    let (gateway, lines) = start_gateway(&overlays, &[]);
+    let (mut gateway, lines) = start_gateway(&overlays, &[]);
     let base = base_url(lines.last().unwrap());
-    let printed = gateway.lines_until("Preview: ");
+    let printed = lines_until(&mut gateway, "Preview: ");
     assert_eq!(
         printed.last().unwrap(),
         &format!("Preview: {base}/preview"),
@@ -297,7 +193,9 @@ fn preview_flag_serves_or_hides_the_page() {
     assert_eq!(status, 404, "{head}");
     assert_eq!(http_get(&base, "/preview/host.js").0, 404);
     assert_eq!(http_get(&base, "/healthz").0, 200);
-    let more = gateway.lines.recv_timeout(Duration::from_millis(500));
+    let more = gateway.look_for(Duration::from_millis(500), |stream, line| {
+        (stream == Stream::Stdout).then(|| line.to_owned())
+    });
     assert!(
         !more.as_deref().is_ok_and(|l| l.starts_with("Preview: ")),
         "no preview URL is printed when it is off"
@@ -336,9 +234,9 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
         "overlays/demo.toml maps complete_task to task-board"
     );
     std::fs::write(overlays.join("demo.toml"), remapped).unwrap();
-    let (gateway, lines) = start_gateway(&overlays, &[]);
+    let (mut gateway, lines) = start_gateway(&overlays, &[]);
     let base = base_url(lines.last().unwrap());
-    gateway.lines_until("Preview: ");
+    lines_until(&mut gateway, "Preview: ");
 
     let artifacts = artifacts_dir();
     let screenshot = artifacts.join("preview.png");
@@ -353,18 +251,10 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
         .arg(&screenshot)
         .current_dir(root());
     let mut driver = Proc::spawn("run.mjs", &mut cmd);
-    let status = driver.wait(DRIVER_LIMIT);
-    // The readers may still be draining the last lines.
-    std::thread::sleep(Duration::from_millis(200));
-    let stdout: String = driver.lines.try_iter().collect::<Vec<_>>().join("\n");
-    let _ = std::fs::write(artifacts.join("preview.json"), &stdout);
-    let Some(status) = status else {
-        panic!(
-            "run.mjs still running after {DRIVER_LIMIT:?}; killed\n{}\n{}",
-            driver.tail(40),
-            gateway.tail(40)
-        );
-    };
+    let finished = driver.finish(DRIVER_LIMIT);
+    let _ = std::fs::write(artifacts.join("preview.json"), driver.stdout());
+    let (status, stdout, _) =
+        finished.unwrap_or_else(|e| panic!("{e}\n{}\n{}", driver.tail(40), gateway.tail(40)));
     let summary: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
         panic!(
             "run.mjs exited with {status} without a JSON summary ({e})\n{}\n{}",

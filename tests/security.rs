@@ -8,14 +8,14 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hyper::{Method, StatusCode};
 use mcp_ui_gateway::config::Config;
 use support::clients::{post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
+use support::process::{Proc, Stream, endpoint_url, signal};
 use support::upstreams::{HttpFlavor, start_http};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -49,46 +49,26 @@ fn a_non_loopback_bind_is_warned_about_and_loopback_is_not() {
 }
 
 /// Runs the binary on loopback at trace level in front of `upstream`, with the
-/// session key in the environment; returns its address and the child.
-fn start_binary(upstream: &str, dir: &std::path::Path) -> (String, std::process::Child) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--upstream", upstream])
+/// session key in the environment; returns its address and the process.
+fn start_binary(upstream: &str, dir: &std::path::Path) -> (String, Proc) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--upstream", upstream])
         .current_dir(dir)
         .env("RUST_LOG", "trace")
         .env("MCP_UI_GATEWAY_SESSION_KEY", KEY)
-        .env("MCP_UI_GATEWAY_SHUTDOWN_GRACE_SECS", "2")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the gateway");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        assert!(
-            stdout.read_line(&mut line).unwrap() > 0,
-            "the gateway exited before printing its endpoint"
-        );
-        if let Some(rest) = line.trim().strip_prefix("MCP endpoint: ") {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in stdout.lines() {});
-    (url, child)
+        .env("MCP_UI_GATEWAY_SHUTDOWN_GRACE_SECS", "2");
+    let mut proc = Proc::spawn("gateway", &mut cmd);
+    let url = proc.wait_for("its endpoint", BOUND, |stream, line| {
+        endpoint_url(line).filter(|_| stream == Stream::Stdout)
+    });
+    (url, proc)
 }
 
 #[tokio::test]
 async fn tokens_and_the_session_key_are_never_logged() {
     let upstream = start_http(HttpFlavor::StatefulSse).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let (url, mut child) = start_binary(&upstream.url, dir.path());
-    let mut stderr = child.stderr.take().unwrap();
-    let log = std::thread::spawn(move || {
-        let mut all = String::new();
-        let _ = stderr.read_to_string(&mut all);
-        all
-    });
+    let (url, mut gateway) = start_binary(&upstream.url, dir.path());
     let bearer = format!("Bearer {TOKEN}");
     let (status, headers, body) = post_json(&url, &[("authorization", &bearer)], INIT).await;
     assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
@@ -114,13 +94,10 @@ async fn tokens_and_the_session_key_are_never_logged() {
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = wait_exit(&mut child);
-    let log = log.join().unwrap();
+    assert!(signal("TERM", &[gateway.pid]));
+    let (exit, _, log) = gateway
+        .finish(BOUND)
+        .unwrap_or_else(|e| panic!("the gateway did not exit: {e}"));
     assert!(exit.success(), "exit {exit}\n{log}");
     assert!(
         log.contains("TRACE") || log.contains("DEBUG"),
@@ -132,17 +109,6 @@ async fn tokens_and_the_session_key_are_never_logged() {
         !log.contains("non-loopback"),
         "a loopback bind warns about exposure:\n{log}"
     );
-}
-
-fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
-    let deadline = Instant::now() + BOUND;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "the gateway did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

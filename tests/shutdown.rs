@@ -5,29 +5,22 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use hyper::{Method, StatusCode};
 use support::clients::{open_sse, post_json};
+use support::process::{self, Proc, Stream, alive, children, endpoint_url};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"shutdown-test","version":"1"}}}"#;
 /// Bound on every wait; a failing test fails within it rather than hanging.
 const BOUND: Duration = Duration::from_secs(30);
 
 struct Gateway {
-    child: Child,
+    /// Killed, with its stdio children, when dropped.
+    proc: Proc,
     url: String,
-    stderr: std::sync::Arc<std::sync::Mutex<String>>,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The binary in front of the stdio fixture, with `grace` seconds of grace,
@@ -39,47 +32,21 @@ fn start(grace: u64) -> Gateway {
 /// [`start`], with more `serve` flags.
 fn start_with(grace: u64, flags: &[&str]) -> Gateway {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--name", "fixture"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--name", "fixture"])
         .args(flags)
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_mcp-fixture-server"))
         .current_dir(dir.path())
         .env("MCP_UI_GATEWAY_SHUTDOWN_GRACE_SECS", grace.to_string())
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the gateway");
-    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    {
-        let pipe = child.stderr.take().unwrap();
-        let stderr = stderr.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let mut s = stderr.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-    }
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        if stdout.read_line(&mut line).unwrap() == 0 {
-            panic!("the gateway exited before printing its endpoint");
-        }
-        if let Some(rest) = line.trim().strip_prefix("MCP endpoint: ") {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in stdout.lines() {});
+        .env("RUST_LOG", "info");
+    let mut proc = Proc::spawn("gateway", &mut cmd);
+    let url = proc.wait_for("its endpoint", BOUND, |stream, line| {
+        endpoint_url(line).filter(|_| stream == Stream::Stdout)
+    });
     Gateway {
-        child,
+        proc,
         url,
-        stderr,
         _dir: dir,
     }
 }
@@ -97,56 +64,15 @@ fn spawn_slow_call(
     tokio::spawn(async move { post_json(&url, &[("mcp-session-id", &sid)], body).await })
 }
 
-/// Processes whose parent is `pid`, from /proc.
-fn children_of(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(pid) {
-            found.push(child);
-        }
-    }
-    found
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-    })
-}
-
-fn signal(pid: u32, name: &str) {
-    let status = Command::new("kill")
-        .args([format!("-{name}"), pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success());
+/// Sends `sig` to `pid`; kill(1) must succeed.
+fn signal(pid: u32, sig: &str) {
+    assert!(process::signal(sig, &[pid]), "kill -{sig} {pid}");
 }
 
 /// Wait for the exit, bounded; the status.
-fn wait_exit(child: &mut Child, bound: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + bound;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the gateway did not exit within {bound:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn wait_exit(proc: &mut Proc, bound: Duration) -> std::process::ExitStatus {
+    proc.wait_exit(bound)
+        .unwrap_or_else(|| panic!("the gateway did not exit within {bound:?}"))
 }
 
 async fn open_session(url: &str) -> String {
@@ -165,9 +91,9 @@ async fn open_session(url: &str) -> String {
 
 async fn drains_on(sig: &str) {
     let mut g = start(10);
-    let pid = g.child.id();
+    let pid = g.proc.pid;
     let sid = open_session(&g.url).await;
-    let kids = children_of(pid);
+    let kids = children(pid);
     assert_eq!(kids.len(), 1, "one stdio child per session: {kids:?}");
 
     // An open GET stream...
@@ -213,12 +139,8 @@ async fn drains_on(sig: &str) {
     while let Ok(Some(_)) = get.next_event(BOUND).await {
         assert!(Instant::now() < deadline, "the GET stream did not end");
     }
-    let status = wait_exit(&mut g.child, BOUND);
-    assert!(
-        status.success(),
-        "exit {status}\n{}",
-        g.stderr.lock().unwrap()
-    );
+    let status = wait_exit(&mut g.proc, BOUND);
+    assert!(status.success(), "exit {status}\n{}", g.proc.stderr());
     // New connections are refused once it is gone, and the children with it.
     let addr = g
         .url
@@ -249,9 +171,9 @@ async fn sigint_lets_the_call_in_flight_finish_and_exits_0() {
 #[tokio::test]
 async fn a_call_longer_than_the_grace_is_cut_at_the_grace() {
     let mut g = start(2);
-    let pid = g.child.id();
+    let pid = g.proc.pid;
     let sid = open_session(&g.url).await;
-    let kids = children_of(pid);
+    let kids = children(pid);
     let call = spawn_slow_call(&g.url, &sid, 50_000);
     // Give the call time to reach the upstream (not a measurement: either
     // way, it must not outlive the grace).
@@ -269,11 +191,11 @@ async fn a_call_longer_than_the_grace_is_cut_at_the_grace() {
     let refused_while_draining = {
         let deadline = Instant::now() + BOUND;
         loop {
-            if g.child.try_wait().unwrap().is_some() {
+            if g.proc.try_wait().is_some() {
                 break false;
             }
             if std::net::TcpStream::connect(&addr).is_err() {
-                break g.child.try_wait().unwrap().is_none();
+                break g.proc.try_wait().is_none();
             }
             assert!(Instant::now() < deadline, "still accepting");
             std::thread::sleep(Duration::from_millis(10));
@@ -284,7 +206,7 @@ async fn a_call_longer_than_the_grace_is_cut_at_the_grace() {
         "new connections were not refused during the grace period"
     );
     let status = tokio::task::spawn_blocking(move || {
-        let s = wait_exit(&mut g.child, BOUND);
+        let s = wait_exit(&mut g.proc, BOUND);
         (s, g)
     })
     .await
@@ -324,7 +246,7 @@ fn thread_names(pid: u32) -> Vec<String> {
 #[tokio::test]
 async fn several_workers_serve_sessions_from_any_connection_and_drain_together() {
     let mut g = start_with(10, &["--workers", "3"]);
-    let pid = g.child.id();
+    let pid = g.proc.pid;
     // The workers start as the endpoint is printed.
     let deadline = Instant::now() + BOUND;
     let mut names = thread_names(pid);
@@ -359,7 +281,7 @@ async fn several_workers_serve_sessions_from_any_connection_and_drain_together()
         assert_eq!(status, StatusCode::OK, "{text}");
         assert!(text.contains("\"result\""), "{text}");
     }
-    let kids = children_of(pid);
+    let kids = children(pid);
     assert_eq!(kids.len(), 6, "one stdio child per session: {kids:?}");
     // Calls in flight on several connections when the signal comes all
     // finish, then the process exits 0 with its children gone.
@@ -376,12 +298,8 @@ async fn several_workers_serve_sessions_from_any_connection_and_drain_together()
         assert_eq!(status, StatusCode::OK, "{text}");
         assert!(text.contains("\"result\""), "{text}");
     }
-    let status = wait_exit(&mut g.child, BOUND);
-    assert!(
-        status.success(),
-        "exit {status}\n{}",
-        g.stderr.lock().unwrap()
-    );
+    let status = wait_exit(&mut g.proc, BOUND);
+    assert!(status.success(), "exit {status}\n{}", g.proc.stderr());
     for kid in kids {
         assert!(!alive(kid), "stdio child {kid} outlived the gateway");
     }

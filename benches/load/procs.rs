@@ -1,20 +1,21 @@
 //! The processes a run starts (upstreams, the gateway, the peer proxies),
-//! each on a loopback port, and what /proc says about them.
+//! each on a loopback port, and what /proc says about them. Each is held by
+//! the shared process guard of tests/support/process.rs (killed, with what it
+//! started, when dropped).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncBufReadExt;
-use tokio::process::{Child, Command};
+use crate::process::{self, endpoint_url};
 
 /// A process a point reads CPU time and RSS of: one this run started (and
 /// stops), or one it only watches (`--pid`).
 pub struct Proc {
     pub addr: SocketAddr,
     pub pid: u32,
-    child: Option<Child>,
+    child: Option<process::Proc>,
 }
 
 impl Proc {
@@ -67,7 +68,7 @@ impl Proc {
 
     pub fn alive(&mut self) -> bool {
         match &mut self.child {
-            Some(c) => matches!(c.try_wait(), Ok(None)),
+            Some(c) => c.try_wait().is_none(),
             None => Path::new(&format!("/proc/{}", self.pid)).exists(),
         }
     }
@@ -75,8 +76,7 @@ impl Proc {
     /// Stop a process this run started; a watched one is left alone.
     pub async fn stop(self) {
         if let Some(mut c) = self.child {
-            let _ = c.start_kill();
-            let _ = tokio::time::timeout(Duration::from_secs(10), c.wait()).await;
+            c.kill_tree();
         }
     }
 }
@@ -92,14 +92,6 @@ fn clock_ticks() -> f64 {
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(100.0)
     })
-}
-
-/// A free loopback port (bound then released).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
 }
 
 fn log_file(dir: &Path, name: &str) -> Stdio {
@@ -127,34 +119,71 @@ async fn reporting_port(
     name: &str,
     logs: &Path,
 ) -> Result<Proc, String> {
-    let mut child = Command::new(exe)
-        .args(args)
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(log_file(logs, name))
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("spawn the {name}: {e}"))?;
-    let stdout = child.stdout.take().expect("piped");
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .stderr(log_file(logs, name));
+    let child =
+        process::Proc::start(name, &mut cmd).map_err(|e| format!("spawn the {name}: {e}"))?;
+    let line = child
+        .look_for_async(Duration::from_secs(20), |_, line| Some(line.to_owned()))
         .await
-        .map_err(|_| format!("the {name} did not report its port in 20 s"))?
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
+        .map_err(|e| match e {
+            process::NoLine::TimedOut => format!("the {name} did not report its port in 20 s"),
+            process::NoLine::Ended => format!("the {name} exited before reporting its port"),
+        })?;
     let port: u16 = line
         .strip_prefix("listening ")
         .and_then(|p| p.trim().parse().ok())
         .ok_or_else(|| format!("the {name} said {line:?}"))?;
-    let pid = child.id().unwrap_or(0);
     Ok(Proc {
         addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        pid,
+        pid: child.pid,
         child: Some(child),
     })
 }
 
-/// Start `program args` on `port` and wait until it accepts connections.
+/// Start the gateway binary `program args` (which must say `--listen
+/// 127.0.0.1:0`): its `MCP endpoint:` line, printed once bound, gives the port.
+pub async fn gateway(
+    name: &str,
+    program: &Path,
+    args: &[String],
+    env: &[(&str, &str)],
+    logs: &Path,
+) -> Result<Proc, String> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log_file(logs, name));
+    let child = process::Proc::start(name, &mut cmd)
+        .map_err(|e| format!("spawn {name} ({}): {e}", program.display()))?;
+    let url = child
+        .look_for_async(Duration::from_secs(60), |_, line| endpoint_url(line))
+        .await
+        .map_err(|e| {
+            format!(
+                "{name} printed no endpoint ({e:?}); see {}",
+                logs.join(format!("{name}.log")).display()
+            )
+        })?;
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|authority| authority.parse().ok())
+        .ok_or_else(|| format!("{name}: an endpoint URL without an address: {url}"))?;
+    Ok(Proc {
+        addr,
+        pid: child.pid,
+        child: Some(child),
+    })
+}
+
+/// Start `program args` on `port` and wait until it accepts connections (an
+/// error when it exits first: the port may have been taken).
 pub async fn start(
     name: &str,
     program: &Path,
@@ -165,20 +194,15 @@ pub async fn start(
 ) -> Result<Proc, String> {
     let mut cmd = Command::new(program);
     cmd.args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(log_file(logs, &format!("{name}.out")))
-        .stderr(log_file(logs, name))
-        .kill_on_drop(true);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let child = cmd
-        .spawn()
+        .stderr(log_file(logs, name));
+    let child = process::Proc::start(name, &mut cmd)
         .map_err(|e| format!("spawn {name} ({}): {e}", program.display()))?;
-    let pid = child.id().unwrap_or(0);
     let mut proc = Proc {
         addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        pid,
+        pid: child.pid,
         child: Some(child),
     };
     let deadline = Instant::now() + Duration::from_secs(60);

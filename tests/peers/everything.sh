@@ -9,6 +9,7 @@
 # its transport from its first argument. It would bind all interfaces; the
 # loopback.cjs preload forces 127.0.0.1 and prints
 # "[loopback] listening on 127.0.0.1:PORT" on stderr once the socket is bound.
+# PORT 0 lets the system pick a free port: that line then names the real one.
 # The script execs node, so its PID is the server's PID: stop it with
 # `kill -TERM <pid>`. Node is $NODE if set, else the `node` on PATH (Node >= 18).
 # In streamableHttp mode the server logs each request on stdout; in sse mode on stderr.
