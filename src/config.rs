@@ -94,6 +94,9 @@ pub struct Limits {
     pub max_sessions: usize,
     /// A session this process owns ends after this long without a request.
     pub session_idle_secs: u64,
+    /// How often owned sessions are checked for idleness (so a session ends
+    /// between `session_idle_secs` and this much later).
+    pub session_reap_interval_secs: u64,
     /// Most requests one session may have waiting for its upstream at once;
     /// beyond it a request is refused with 429 and a JSON-RPC error.
     pub max_in_flight_per_session: usize,
@@ -111,6 +114,7 @@ impl Default for Limits {
             connect_timeout_secs: 10,
             max_sessions: 1024,
             session_idle_secs: 3600,
+            session_reap_interval_secs: 15,
             max_in_flight_per_session: 64,
             max_stdio_children: 256,
         }
@@ -301,6 +305,9 @@ impl Config {
         }
         if self.limits.request_timeout_secs == 0 {
             problems.push("limits.request_timeout_secs: must be greater than 0".into());
+        }
+        if self.limits.session_reap_interval_secs == 0 {
+            problems.push("limits.session_reap_interval_secs: must be greater than 0".into());
         }
         for (field, value) in [
             ("max_message_bytes", self.limits.max_message_bytes),

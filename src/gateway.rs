@@ -21,10 +21,7 @@ use crate::outcome::Failure;
 use crate::session::{InFlight, OpenedIds, Owned, SessionKey};
 use crate::upstream::messages::MessageSession;
 use crate::upstream::stdio::{Children, Fault, Restarts, Supervisor};
-use crate::upstream::{self, http::Client};
-
-/// How often owned sessions are checked for idleness.
-const REAP_EVERY: Duration = Duration::from_secs(15);
+use crate::upstream::{self, client::Client};
 
 /// Everything a request handler needs, shared by all connections.
 pub struct Gateway {
@@ -144,7 +141,7 @@ impl Gateway {
             key,
             opened_ids: Default::default(),
             instance,
-            client: upstream::http::client(Duration::from_secs(limits.connect_timeout_secs)),
+            client: upstream::client::client(Duration::from_secs(limits.connect_timeout_secs)),
             limits: limits.clone(),
             hosts: Arc::new(HostPolicy::new(config)),
             in_flight: Arc::default(),
@@ -263,7 +260,8 @@ impl Gateway {
     pub fn spawn_background(self: &Arc<Self>) {
         let ttl = Duration::from_secs(self.limits.session_idle_secs);
         let sessions = Arc::downgrade(&self.sessions);
-        crate::session::reaper::spawn(sessions, REAP_EVERY, ttl, self.shutdown.clone());
+        let every = Duration::from_secs(self.limits.session_reap_interval_secs);
+        crate::session::reaper::spawn(sessions, every, ttl, self.shutdown.clone());
         self.spawn_change_announcer();
     }
 

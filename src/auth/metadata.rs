@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::state::{AuthState, PRM_PATH, PRM_TTL, origin_of, resource_url};
 use crate::config::{Mount, Transport};
 use crate::reply::{self, Body};
-use crate::upstream::http::{Client, send};
+use crate::upstream::client::{Client, send};
 
 /// Largest upstream metadata document accepted.
 const PRM_MAX_BYTES: usize = 256 * 1024;

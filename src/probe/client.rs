@@ -16,7 +16,7 @@ use super::exchange::{
 use super::outcome::{Listing, ProbeError, protocol};
 use crate::config::{Limits, Mount, Transport};
 use crate::jsonrpc::Kind;
-use crate::upstream::{self, UpstreamError, http as up_http};
+use crate::upstream::{self, UpstreamError, client as up_client};
 
 /// Most `tools/list` pages followed: an upstream whose cursors never end must
 /// not keep `check` going for ever (a repeated cursor is caught sooner).
@@ -26,7 +26,7 @@ pub const MAX_PAGES: usize = 1000;
 /// here.
 pub async fn list_tools(mount: &Mount, limits: &Limits) -> Result<Listing, ProbeError> {
     let connect = Duration::from_secs(limits.connect_timeout_secs);
-    let client = up_http::client(connect);
+    let client = up_client::client(connect);
     let conn = match &mount.transport {
         Transport::Http { url } => Conn::Http(Box::new(HttpConn {
             client,
@@ -147,7 +147,7 @@ impl Probe {
                 if let Some(v) = &http.protocol {
                     req.headers_mut().insert(PROTOCOL_HEADER, v.clone());
                 }
-                let sent = up_http::send(&http.client, &self.upstream, req, self.connect).await;
+                let sent = up_client::send(&http.client, &self.upstream, req, self.connect).await;
                 if let Err(e) = sent {
                     tracing::debug!(error = %e, "closing the session failed");
                 }

@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use super::outcome::{ProbeError, protocol};
 use crate::jsonrpc::{self, Kind, code};
 use crate::sse;
-use crate::upstream::http::{self as up_http, UpstreamBody};
+use crate::upstream::client::{self, UpstreamBody};
 use crate::upstream::messages::{Delivery, MessageSession};
 
 /// The protocol revision asked for in `initialize`.
@@ -38,7 +38,7 @@ pub(super) enum Conn {
 }
 
 pub(super) struct HttpConn {
-    pub(super) client: up_http::Client,
+    pub(super) client: client::Client,
     pub(super) url: http::Uri,
     /// `Mcp-Session-Id` from the `initialize` response, sent on every later
     /// request and on the closing DELETE.
@@ -202,7 +202,7 @@ pub(super) async fn http_post(
     if let Some(version) = &http.protocol {
         req.headers_mut().insert(PROTOCOL_HEADER, version.clone());
     }
-    Ok(up_http::send(&http.client, upstream, req, timeout).await?)
+    Ok(client::send(&http.client, upstream, req, timeout).await?)
 }
 
 /// The whole body, refused beyond `limit` bytes.

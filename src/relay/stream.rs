@@ -18,7 +18,7 @@ use crate::live::LIST_CHANGED;
 use crate::outcome::{Failure, Outcome, StreamCause};
 use crate::reply::{Body, BoxError};
 use crate::sse::{self, Event, Parser};
-use crate::upstream::http::UpstreamBody;
+use crate::upstream::client::UpstreamBody;
 
 /// Rewrite the response to request `key` inside a POST's SSE answer.
 pub fn rewrite_response_events(

@@ -19,7 +19,7 @@ use crate::outcome::{Failure, OutcomeSlot};
 use crate::reply::{self, Body};
 use crate::session::{Route, Token};
 use crate::upstream::UpstreamError;
-use crate::upstream::http::{UpstreamBody, send};
+use crate::upstream::client::{UpstreamBody, send};
 
 /// Request headers the mount's own upstream receives when the client sent
 /// them (with the mount's `forward_headers`); never any other upstream's, and

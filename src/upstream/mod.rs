@@ -1,12 +1,12 @@
 //! Upstream MCP servers: how the gateway reaches each kind. Streamable HTTP is
-//! relayed request by request ([`http`]); a stdio child ([`stdio`]) and a
-//! legacy HTTP+SSE connection ([`sse`]) are message pipes joined to a
-//! [`messages::MessageSession`] that routes what they say.
+//! relayed request by request over the pooled [`client`]; a stdio child
+//! ([`stdio`]) and a legacy HTTP+SSE connection ([`legacy_sse`]) are message
+//! pipes joined to a [`messages::MessageSession`] that routes what they say.
 
+pub mod client;
 pub mod error;
-pub mod http;
+pub mod legacy_sse;
 pub mod messages;
-pub mod sse;
 pub mod stdio;
 
 pub use error::UpstreamError;
@@ -22,7 +22,7 @@ use messages::MessageSession;
 pub async fn open_session(
     mount: &Mount,
     limits: &Limits,
-    client: &http::Client,
+    client: &client::Client,
     shared: bool,
 ) -> Result<Arc<MessageSession>, UpstreamError> {
     open_supervised(mount, limits, client, shared, None).await
@@ -33,7 +33,7 @@ pub async fn open_session(
 pub async fn open_supervised(
     mount: &Mount,
     limits: &Limits,
-    client: &http::Client,
+    client: &client::Client,
     shared: bool,
     sup: Option<&stdio::Supervisor>,
 ) -> Result<Arc<MessageSession>, UpstreamError> {
@@ -43,7 +43,7 @@ pub async fn open_supervised(
             None => stdio::spawn(&mount.name, cmd, limits, shared),
         },
         Transport::Sse { url } => {
-            sse::connect(
+            legacy_sse::connect(
                 &mount.name,
                 url,
                 limits,

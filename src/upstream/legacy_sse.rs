@@ -9,8 +9,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use tokio::sync::mpsc;
 
+use super::client::{Client, UpstreamBody, send};
 use super::error::UpstreamError;
-use super::http::{Client, UpstreamBody, send};
 use super::messages::MessageSession;
 use crate::config::Limits;
 use crate::jsonrpc::{self, Kind};
