@@ -71,7 +71,7 @@ fn classify(c: &mut Criterion) {
                 jsonrpc::classify(black_box(call)).unwrap(),
                 jsonrpc::Body::Single(_)
             )
-        })
+        });
     });
     g.throughput(Throughput::Bytes(body.len() as u64));
     g.bench_function("tools/list response, 100 tools", |b| {
@@ -80,7 +80,7 @@ fn classify(c: &mut Criterion) {
                 jsonrpc::classify(black_box(&body)).unwrap(),
                 jsonrpc::Body::Single(_)
             )
-        })
+        });
     });
     g.finish();
 }
@@ -101,7 +101,7 @@ fn rewrite(c: &mut Criterion) {
                 )
                 .body
                 .unwrap()
-            })
+            });
         });
     }
     g.finish();
@@ -117,7 +117,7 @@ fn sse_events(c: &mut Criterion) {
     let mut g = c.benchmark_group("sse");
     g.throughput(Throughput::Bytes(body.len() as u64));
     g.bench_function("frame", |b| {
-        b.iter(|| sse::frame(None, Some("message"), black_box(&body)))
+        b.iter(|| sse::frame(None, Some("message"), black_box(&body)));
     });
     g.throughput(Throughput::Bytes(stream.len() as u64));
     g.bench_function("parse, 16 KiB chunks", |b| {
@@ -131,7 +131,7 @@ fn sse_events(c: &mut Criterion) {
                 }
             }
             n
-        })
+        });
     });
     g.finish();
 }

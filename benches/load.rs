@@ -157,7 +157,7 @@ async fn gateway(name: &str, upstream: Upstream<'_>, overlays: &Path, logs: &Pat
     ];
     match upstream {
         Upstream::Http(up, path) => {
-            args.extend(["--upstream".into(), format!("http://{}{path}", up.addr)])
+            args.extend(["--upstream".into(), format!("http://{}{path}", up.addr)]);
         }
         Upstream::Stdio(exe) => args.extend([
             "--".into(),
@@ -754,7 +754,7 @@ async fn idle_sessions(gw: &Proc, n: usize) -> String {
                     {
                         errors += 1;
                     }
-                    sessions.push(s)
+                    sessions.push(s);
                 }
                 Err(_) => errors += 1,
             }

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: install the pinned real peers
-# (idempotent, fast when already installed), then every Rust test: unit,
-# in-process integration (rmcp fixtures) and the real-peer tests.
+# (idempotent, fast when already installed), check the module graph has no
+# cycle, formatting and lints, then every Rust test: unit, in-process
+# integration (rmcp fixtures) and the real-peer tests.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 echo "[test-all] installing pinned peers"
 scripts/install-peers.sh
+
+echo "[test-all] module graph (no cycle)"
+python3 scripts/module-graph.py
+
+echo "[test-all] cargo fmt --check"
+cargo fmt --check
+
+echo "[test-all] cargo clippy (lints in Cargo.toml and clippy.toml)"
+cargo clippy --all-targets --locked -- -D warnings
 
 echo "[test-all] cargo test"
 cargo test --all-targets --locked "$@"

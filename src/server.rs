@@ -40,7 +40,7 @@ impl Server {
     /// finish for at most `grace`, and end every owned session. Connections
     /// are served on the calling runtime.
     pub async fn run(self, shutdown: CancellationToken, grace: Duration) {
-        self.run_workers(1, shutdown, grace).await
+        self.run_workers(1, shutdown, grace).await;
     }
 
     /// [`Server::run`], with connections spread over `workers` threads: the

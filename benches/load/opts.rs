@@ -102,7 +102,7 @@ impl Opts {
                     let cs: Result<Vec<usize>, _> = list(&v).iter().map(|c| c.parse()).collect();
                     match cs {
                         Ok(cs) if !cs.is_empty() && cs.iter().all(|&c| (1..=4096).contains(&c)) => {
-                            o.conc = Some(cs)
+                            o.conc = Some(cs);
                         }
                         _ => {
                             return Err(format!(

@@ -76,7 +76,7 @@ impl Answers {
     /// The response to one message, or `None` for a notification or a
     /// response.
     pub fn answer(&self, msg: &[u8]) -> Option<Vec<u8>> {
-        let msg: Msg = match serde_json::from_slice(msg) {
+        let msg: Msg<'_> = match serde_json::from_slice(msg) {
             Ok(m) => m,
             Err(_) => {
                 return Some(
@@ -87,7 +87,7 @@ impl Answers {
         };
         let id = msg.id?.get();
         let method = msg.method?;
-        let result: std::borrow::Cow<str> = match method.as_str() {
+        let result: std::borrow::Cow<'_, str> = match method.as_str() {
             "initialize" => {
                 let version = msg
                     .params

@@ -302,7 +302,7 @@ impl Proc {
             match self.child.try_wait() {
                 Ok(Some(status)) => return Some(status),
                 Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5))
+                    std::thread::sleep(Duration::from_millis(5));
                 }
                 _ => return None,
             }

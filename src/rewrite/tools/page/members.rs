@@ -147,7 +147,7 @@ impl<'a> Page<'a> {
                     match &*key {
                         "tools" if tools.is_none() => tools = Some(map.next_value()?),
                         "nextCursor" if next_cursor.is_none() => {
-                            next_cursor = Some(map.next_value::<&'de RawValue>()?)
+                            next_cursor = Some(map.next_value::<&'de RawValue>()?);
                         }
                         "tools" | "nextCursor" => return Ok(None),
                         _ => {
