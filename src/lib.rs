@@ -1,31 +1,38 @@
 //! mcp-ui-gateway: a lossless reverse proxy in front of unmodified MCP
 //! servers, adding what MCP Apps and ChatGPT hosts need to render a UI.
 //!
-//! Layout, from the wire inwards:
-//! - [`server`]: the listener and the checks every request passes (host and
-//!   origin, CORS, media types, body limit), then hands over to the relay.
-//! - [`relay`]: joins one client exchange to its session and upstream.
-//! - [`upstream`]: how each kind of upstream is reached: streamable HTTP,
-//!   legacy HTTP+SSE, or a stdio child, and the routing of what they say.
-//! - [`gateway`]: shared state: mounts, session key, client, owned sessions.
-//! - [`session`]: sealed session ids that carry their own routing.
-//! - [`jsonrpc`] and [`sse`]: pure, allocation-light message and event parsing.
-//! - [`rewrite`]: pure rewrites of results (`tools/list`, `tools/call`,
-//!   resources, capabilities) that add the overlays' UI metadata.
-//! - [`live`]: the overlay snapshot in force, swapped whole on reload.
-//! - [`overlay`]: the operator's overlay files, loaded, checked and compiled
-//!   into one immutable set (tool metadata and widget resources).
+//! Layout, from the wire inwards; dependencies point down this list (the
+//! module graph has no cycle: `scripts/module-graph.py`, and ARCHITECTURE.md
+//! for the path of a request):
+//! - [`server`]: the listener, worker threads and the graceful drain.
+//! - [`app`]: the layers every request passes, stacked in one place.
+//! - [`middleware`]: one tower layer per cross-cutting concern: request id,
+//!   trace span, status counts, CORS, Host/Origin policy, body limit.
+//! - [`router`]: which part answers a path; [`endpoint`]: a mount's MCP
+//!   endpoint (streamable HTTP's method and media rules).
+//! - [`relay`]: joins one client exchange to its session, the overlay
+//!   snapshot, a plan and its upstream.
+//! - [`gateway`]: the shared state, composed from what each part owns.
+//! - [`session`]: sealed ids, owned sessions, in-flight places, reaping.
+//! - [`upstream`]: how each kind of upstream is reached: streamable HTTP over
+//!   a pooled client, legacy HTTP+SSE, or a stdio child, and the routing of
+//!   what they say.
 //! - [`auth`]: OAuth through the gateway: challenges rewritten to the
 //!   gateway's protected-resource metadata, which it serves per mount.
+//! - [`metrics`], [`health`], [`preview`]: `/metrics`, `/readyz`, `/preview`.
+//! - [`live`]: the overlay snapshot in force, swapped whole on reload.
+//! - [`outcome`]: how an exchange ended, the one source of both the answer
+//!   to a failure and its metrics label; [`reply`]: the response body type
+//!   and the gateway's own responses.
+//! - [`rewrite`]: pure rewrites of results (`tools/list`, `tools/call`,
+//!   resources, capabilities) that add the overlays' UI metadata.
+//! - [`overlay`]: the operator's overlay files, loaded, checked and compiled
+//!   into one immutable set (tool metadata and widget resources).
+//! - [`jsonrpc`] and [`sse`]: pure, allocation-light message and event parsing.
 //! - [`config`]: layered configuration and its validation.
+//! - [`probe`]: a one-off MCP client that lists an upstream's live tools;
+//!   [`cli`]: the `check` and `init` commands built on it.
 //! - [`demo`]: the bundled legacy MCP server the default configuration fronts.
-//! - [`metrics`] and [`health`]: `/metrics` (Prometheus text), request
-//!   ids, and `/readyz` (every upstream answers).
-//! - [`probe`]: a one-off MCP client that lists an upstream's live tools.
-//! - [`preview`]: the `/preview` page, a browser MCP Apps host for the
-//!   gateway's own mounts.
-//! - [`cli`]: the `check` and `init` commands, built on [`overlay`] and
-//!   [`probe`].
 
 pub mod app;
 pub mod auth;
