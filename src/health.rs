@@ -82,7 +82,7 @@ async fn probe(upstreams: &Upstreams<'_>, m: usize) -> Verdict {
     {
         Ok(Ok(_)) => Ok(()),
         // An upstream that wants a token answers; the probe just has none.
-        Ok(Err(e)) if requires_authorization(&e.to_string()) => Ok(()),
+        Ok(Err(e)) if e.requires_authorization() => Ok(()),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!(
             "upstream '{}' did not answer within {} s",
@@ -105,10 +105,6 @@ fn known_fault(upstreams: &Upstreams<'_>, m: usize) -> Option<String> {
         fault.last,
         fault.retry_in.unwrap_or_default().as_secs().max(1)
     ))
-}
-
-fn requires_authorization(message: &str) -> bool {
-    message.contains(" answered 401 ") || message.contains(" answered 403 ")
 }
 
 /// The `/readyz` response.
@@ -141,17 +137,4 @@ pub async fn readyz(readiness: &Readiness, upstreams: &Upstreams<'_>) -> Respons
         http::HeaderValue::from_static("no-store"),
     );
     r
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn authorization_answers_count_as_answers() {
-        assert!(super::requires_authorization(
-            "upstream 'a' is unreachable: POST http://x/mcp answered 401 Unauthorized to a request"
-        ));
-        assert!(!super::requires_authorization(
-            "upstream 'a' is unreachable: connection refused"
-        ));
-    }
 }

@@ -95,10 +95,12 @@ pub(super) async fn http_exchange(
     if !status.is_success() || status == http::StatusCode::ACCEPTED {
         let url = http.url.clone();
         let text = error_text(resp).await;
-        return Err(protocol(
-            upstream,
-            format!("POST {url} answered {status} to a request{text}"),
-        ));
+        let detail = format!("POST {url} answered {status} to a request{text}");
+        if matches!(status.as_u16(), 401 | 403) {
+            let upstream = upstream.to_owned();
+            return Err(ProbeError::Unauthorized { upstream, detail });
+        }
+        return Err(protocol(upstream, detail));
     }
     if http.session.is_none()
         && let Some(session) = resp.headers().get(SESSION_HEADER)

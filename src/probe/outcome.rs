@@ -60,6 +60,17 @@ pub enum ProbeError {
     /// dropped SSE stream); the message says how, naming the upstream.
     #[error("{message}")]
     Ended { message: String },
+    /// An HTTP upstream wants a token (401) or a better one (403): it is
+    /// up, the probe just has none.
+    #[error("upstream '{upstream}' sent an invalid reply: {detail}")]
+    Unauthorized { upstream: String, detail: String },
+}
+
+impl ProbeError {
+    /// Whether the upstream answered, refusing the probe for authorization.
+    pub fn requires_authorization(&self) -> bool {
+        matches!(self, ProbeError::Unauthorized { .. })
+    }
 }
 
 impl From<Failure> for ProbeError {

@@ -145,6 +145,34 @@ async fn an_http_refusal_is_named() {
     assert!(err.starts_with("upstream 'nobody' is unreachable"), "{err}");
 }
 
+/// An upstream that answers 401 is up: it wants a token the probe lacks.
+#[tokio::test]
+async fn an_upstream_that_wants_a_token_is_told_apart() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = conn.read(&mut buf).await;
+        let answer = "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+        let _ = conn.write_all(answer.as_bytes()).await;
+    });
+    let mount = Mount {
+        name: "locked".into(),
+        path: "/mcp".into(),
+        transport: Transport::Http {
+            url: format!("http://{addr}/mcp").parse().unwrap(),
+        },
+        forward_headers: Vec::new(),
+        auth_challenge: Default::default(),
+    };
+    let err = list_tools(&mount, &limits(5)).await.unwrap_err();
+    assert!(err.requires_authorization(), "{err}");
+    assert!(err.to_string().contains("answered 401"), "{err}");
+    let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+}
+
 #[test]
 fn server_requests_get_answers() {
     let ping = answer_server_request(br#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#).unwrap();
