@@ -379,7 +379,7 @@ command = {fixture:?}
         let (client, session, stats, stop) =
             (client.clone(), session.clone(), stats.clone(), stop.clone());
         streams.push(tokio::spawn(async move {
-            hold_stream(&client, &session, &stats, stop).await
+            hold_stream(&client, &session, &stats, stop).await;
         }));
     }
 
@@ -412,7 +412,7 @@ command = {fixture:?}
             reload_loop(
                 &client, &session, &stats, stop, &uri, &path, &original, period,
             )
-            .await
+            .await;
         })
     };
 

@@ -15,7 +15,6 @@ use crate::middleware::cors::CorsLayer;
 use crate::middleware::host::HostLayer;
 use crate::middleware::http_metrics::HttpMetricsLayer;
 use crate::middleware::request_id::RequestIdLayer;
-use crate::middleware::trace::TraceLayer;
 use crate::reply::Body;
 use crate::router::Router;
 
@@ -33,9 +32,8 @@ pub fn service(
     let hosts = gw.hosts.clone();
     ServiceBuilder::new()
         // Outermost: every response, refusals included, carries the
-        // request's id, and every log line below names it.
+        // request's id, and every log line below names it (its span).
         .layer(RequestIdLayer)
-        .layer(TraceLayer)
         // Counts each response by its final status, whoever answered.
         .layer(HttpMetricsLayer::new(gw.metrics.clone()))
         // Outside the Host/Origin check: a browser page of an allowed

@@ -58,8 +58,7 @@ async fn post(gw: &Arc<Gateway>, mount: &MountState, req: Request<Incoming>) -> 
     if !json {
         return Failure::UnsupportedMediaType.respond(None);
     }
-    if !(accepts(req.headers(), "application/json") && accepts(req.headers(), "text/event-stream"))
-    {
+    if !accepts_json_and_sse(req.headers()) {
         return Failure::NotAcceptable("both application/json and text/event-stream").respond(None);
     }
     let limit = gw.limits.max_body_bytes;
@@ -72,6 +71,18 @@ async fn post(gw: &Arc<Gateway>, mount: &MountState, req: Request<Incoming>) -> 
         Err(e) => return Failure::UnreadableBody(e.to_string()).respond(None),
     };
     relay::post(gw, mount, parts, bytes).await
+}
+
+/// Whether `Accept` admits both `application/json` and `text/event-stream`,
+/// as a POST's must: the usual exact value at once, anything else item by item.
+fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+    let mut all = headers.get_all(header::ACCEPT).iter();
+    if let (Some(v), None) = (all.next(), all.next())
+        && v.as_bytes() == b"application/json, text/event-stream"
+    {
+        return true;
+    }
+    accepts(headers, "application/json") && accepts(headers, "text/event-stream")
 }
 
 /// Whether `Accept` admits `media` (wildcards count; no header does not).
@@ -108,5 +119,15 @@ mod tests {
         assert!(!accepts(&h, "text/event-stream"));
         h.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
         assert!(accepts(&h, "text/event-stream"));
+        for (value, both) in [
+            ("application/json, text/event-stream", true),
+            ("text/event-stream, application/json", true),
+            ("application/json,text/event-stream;q=0.9", true),
+            ("application/json", false),
+            ("*/*", true),
+        ] {
+            h.insert(header::ACCEPT, HeaderValue::from_static(value));
+            assert_eq!(accepts_json_and_sse(&h), both, "{value}");
+        }
     }
 }

@@ -6,8 +6,9 @@
 //! for the path of a request):
 //! - [`server`]: the listener, worker threads and the graceful drain.
 //! - [`app`]: the layers every request passes, stacked in one place.
-//! - [`middleware`]: one tower layer per cross-cutting concern: request id,
-//!   trace span, status counts, CORS, Host/Origin policy, body limit.
+//! - [`middleware`]: one tower layer per cross-cutting concern: request id
+//!   (and the span that carries it), status counts, CORS, Host/Origin
+//!   policy, body limit.
 //! - [`router`]: which part answers a path; [`endpoint`]: a mount's MCP
 //!   endpoint (streamable HTTP's method and media rules).
 //! - [`relay`]: joins one client exchange to its session, the overlay

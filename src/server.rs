@@ -223,10 +223,11 @@ async fn accept(
             _ = stop.cancelled() => break,
         };
         let _ = stream.set_nodelay(true);
-        let app = app.clone();
-        // The stack's services are always ready (no `poll_ready` needed):
-        // each request gets its own copy, a few reference counts.
-        let service = hyper::service::service_fn(move |req| app.clone().call(req));
+        // One copy of the stack per connection, called in turn by the
+        // connection's task (`call` only starts a request; its future runs on
+        // its own). Its services are always ready: no `poll_ready` needed.
+        let app = std::cell::RefCell::new(app.clone());
+        let service = hyper::service::service_fn(move |req| app.borrow_mut().call(req));
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
         let conn = graceful.watch(conn.into_owned());
         tokio::spawn(async move {

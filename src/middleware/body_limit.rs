@@ -61,7 +61,7 @@ where
         match declared {
             Some(n) if n > self.max as u64 => {
                 let failure = Failure::BodyTooLarge { limit: self.max };
-                Refusable::Refused(Some(failure.respond(None)))
+                Refusable::refused(failure.respond(None))
             }
             _ => Refusable::Inner(self.inner.call(req)),
         }

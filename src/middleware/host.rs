@@ -68,7 +68,7 @@ where
                 .map(|_| Failure::OriginNotAllowed)
         };
         match refused {
-            Some(failure) => Refusable::Refused(Some(failure.respond(None))),
+            Some(failure) => Refusable::refused(failure.respond(None)),
             None => Refusable::Inner(self.inner.call(req)),
         }
     }

@@ -11,7 +11,6 @@ pub mod cors;
 pub mod host;
 pub mod http_metrics;
 pub mod request_id;
-pub mod trace;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -23,9 +22,16 @@ use crate::reply::Body;
 
 /// The future of a layer that may answer a request itself.
 pub enum Refusable<F> {
-    /// The layer's own answer, taken once.
-    Refused(Option<Response<Body>>),
+    /// The layer's own answer, taken once (boxed: refusals are rare, and the
+    /// future of every request carries this variant's room).
+    Refused(Option<Box<Response<Body>>>),
     Inner(F),
+}
+
+impl<F> Refusable<F> {
+    pub fn refused(response: Response<Body>) -> Self {
+        Refusable::Refused(Some(Box::new(response)))
+    }
 }
 
 impl<F, E> Future for Refusable<F>
@@ -36,7 +42,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
-            Refusable::Refused(r) => Poll::Ready(Ok(r.take().expect("polled after completion"))),
+            Refusable::Refused(r) => Poll::Ready(Ok(*r.take().expect("polled after completion"))),
             Refusable::Inner(f) => Pin::new(f).poll(cx),
         }
     }

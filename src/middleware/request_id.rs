@@ -1,6 +1,7 @@
 //! Request ids: the client's `X-Request-Id` kept when it is a sane token,
-//! else a new one; set on the request (for the trace span) and on every
-//! response, errors and SSE answers included.
+//! else a new one, set on every response (errors and SSE answers included);
+//! and the tracing span named `request` that carries it, so every log line
+//! written while the request is handled names it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
@@ -9,17 +10,16 @@ use http::header::{HeaderName, HeaderValue};
 use http::{Request, Response};
 use tower::{Layer, Service};
 
+use tracing::Instrument;
+use tracing::instrument::Instrumented;
+
 use super::{MapResponse, OnResponse};
 use crate::reply::Body;
 
 /// The request id header.
 pub const HEADER: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The request's id, as a request extension.
-#[derive(Debug, Clone)]
-pub struct RequestId(pub HeaderValue);
-
-/// Gives every request an id.
+/// Gives every request an id, and runs it inside its span.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RequestIdLayer;
 
@@ -43,16 +43,16 @@ where
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = MapResponse<S::Future, Echo>;
+    type Future = Instrumented<MapResponse<S::Future, Echo>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+    fn call(&mut self, req: Request<B>) -> Self::Future {
         let id = request_id(req.headers().get(HEADER));
-        req.extensions_mut().insert(RequestId(id.clone()));
-        MapResponse::new(self.inner.call(req), Echo(id))
+        let span = tracing::info_span!("request", request_id = %id.to_str().unwrap_or(""));
+        MapResponse::new(self.inner.call(req), Echo(id)).instrument(span)
     }
 }
 
