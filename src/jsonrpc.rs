@@ -23,8 +23,6 @@ pub mod code {
     /// timed out or went away, or the gateway refused the request at one of
     /// its limits or policies (as the official SDKs answer those).
     pub const SERVER_ERROR: i64 = -32000;
-    /// [`SERVER_ERROR`], for an upstream's failure.
-    pub const UPSTREAM_ERROR: i64 = SERVER_ERROR;
     /// The session id is unknown, expired or forged (the TypeScript SDK's code).
     pub const SESSION_NOT_FOUND: i64 = -32001;
     /// The client cancelled the request (`notifications/cancelled`); the
