@@ -137,7 +137,7 @@ pub fn classify_one(bytes: &[u8]) -> Result<Message<'_>, ClassifyError> {
         (Some(_), Some(id), false) => {
             if !is_valid_id(id) {
                 return Err(ClassifyError::Invalid(
-                    "request id must be a string or a number",
+                    "request id must be a string or an integer",
                 ));
             }
             Kind::Request
@@ -167,8 +167,16 @@ pub fn classify_one(bytes: &[u8]) -> Result<Message<'_>, ClassifyError> {
     })
 }
 
+/// MCP request ids are strings or integers: a fraction or an exponent
+/// (`1.5`, `1e3`) is refused, as `null`, objects and arrays are, rather
+/// than forwarded to an upstream that may never answer it.
 fn is_valid_id(id: &RawValue) -> bool {
-    matches!(id.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
+    let raw = id.get().as_bytes();
+    match raw.first() {
+        Some(b'"') => true,
+        Some(b'-' | b'0'..=b'9') => !raw.iter().any(|b| matches!(b, b'.' | b'e' | b'E')),
+        _ => false,
+    }
 }
 
 /// A canonical text for an id, so `"a"` and `"\u0061"` match while `1` and
@@ -325,6 +333,9 @@ mod tests {
             r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
             r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
             r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1e3,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":-2.0,"method":"x"}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#,
             r#"{"jsonrpc":"2.0","method":7}"#,
             "[]",

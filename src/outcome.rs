@@ -143,6 +143,9 @@ pub enum Failure {
     HostNotAllowed,
     #[error("Forbidden: Origin not allowed")]
     OriginNotAllowed,
+    /// RFC 9112: a request with more than one `Host` is refused.
+    #[error("Bad Request: more than one Host header")]
+    DuplicateHost,
     /// `why` says more when the method exists but needs something else.
     #[error("Method Not Allowed{}", why.map(|w| format!(": {w}")).unwrap_or_default())]
     MethodNotAllowed {
@@ -245,7 +248,8 @@ impl Failure {
             | Failure::BodyTooLarge { .. }
             | Failure::UnsupportedVersion
             | Failure::InitializeInBatch
-            | Failure::StreamConflict => code::INVALID_REQUEST,
+            | Failure::StreamConflict
+            | Failure::DuplicateHost => code::INVALID_REQUEST,
             Failure::UnreadableBody(_) => code::PARSE_ERROR,
             Failure::NotJsonRpc(e) => e.code(),
             Failure::SessionNotFound | Failure::SessionElsewhere => code::SESSION_NOT_FOUND,
@@ -279,7 +283,8 @@ impl Failure {
             | Failure::NotJsonRpc(_)
             | Failure::UnsupportedVersion
             | Failure::HeaderMismatch(_)
-            | Failure::InitializeInBatch => StatusCode::BAD_REQUEST,
+            | Failure::InitializeInBatch
+            | Failure::DuplicateHost => StatusCode::BAD_REQUEST,
             Failure::Cancelled => StatusCode::OK,
             _ => match self.side() {
                 Side::Gateway => StatusCode::SERVICE_UNAVAILABLE,

@@ -1,7 +1,8 @@
 //! Which `Host` and `Origin` values the gateway accepts: the defence against
 //! DNS rebinding (a loopback gateway answers only loopback names unless
 //! `allowed_hosts` says otherwise) and the origins whose browser pages may
-//! call it (CORS).
+//! call it (CORS). A request with two `Host` headers is refused (RFC 9112):
+//! the policy must not judge one while a later hop reads the other.
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -59,7 +60,11 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let refused = if !self.policy.host_allowed(&req) {
+        let mut hosts = req.headers().get_all(header::HOST).iter();
+        let duplicate = hosts.next().is_some() && hosts.next().is_some();
+        let refused = if duplicate {
+            Some(Failure::DuplicateHost)
+        } else if !self.policy.host_allowed(&req) {
             Some(Failure::HostNotAllowed)
         } else {
             req.headers()
@@ -198,6 +203,29 @@ mod tests {
         ] {
             assert!(!p.host_allowed(&req(bad)), "{bad}");
         }
+    }
+
+    #[tokio::test]
+    async fn two_host_headers_are_a_bad_request() {
+        use tower::ServiceExt;
+        let policy = std::sync::Arc::new(policy("127.0.0.1:0", &[], &[]));
+        let inner = tower::service_fn(|_req: Request<()>| {
+            std::future::ready(Ok::<_, std::convert::Infallible>(crate::reply::status(
+                http::StatusCode::OK,
+            )))
+        });
+        let svc = HostLayer::new(policy).layer(inner);
+        let one = Request::get("/mcp")
+            .header("host", "localhost")
+            .body(())
+            .unwrap();
+        assert_eq!(svc.clone().oneshot(one).await.unwrap().status(), 200);
+        let two = Request::get("/mcp")
+            .header("host", "localhost")
+            .header("host", "evil.example")
+            .body(())
+            .unwrap();
+        assert_eq!(svc.oneshot(two).await.unwrap().status(), 400);
     }
 
     #[test]
