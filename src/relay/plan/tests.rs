@@ -2,38 +2,7 @@
 //! responses `apply` makes.
 
 use super::*;
-use crate::overlay::{MountOverlays, RenderTool, ToolOverlay, Widget, Widgets};
-use std::collections::BTreeMap;
-
-fn overlays() -> OverlaySet {
-    let widget = Widget::compile(
-        "board",
-        &Default::default(),
-        "<!doctype html><p>hi</p>".into(),
-    );
-    let tool = ToolOverlay {
-        widget: Some("board".into()),
-        ..Default::default()
-    };
-    let render = RenderTool {
-        widget: "board".into(),
-        data_tools: vec!["list".into()],
-        input_schema: json!({"type": "object", "required": ["items"]})
-            .as_object()
-            .cloned(),
-        ..Default::default()
-    };
-    let mut mounts = BTreeMap::new();
-    mounts.insert(
-        "demo".to_owned(),
-        MountOverlays::new([("list".to_owned(), tool)]).with_render([("show".to_owned(), render)]),
-    );
-    OverlaySet::new(mounts, Widgets::new([widget]))
-}
-
-fn none(_: &str) -> bool {
-    false
-}
+use crate::rewrite::tools::page::tests::{none, overlays};
 
 fn first_page() -> Rewrite {
     Rewrite::ToolsListPage { first: true }

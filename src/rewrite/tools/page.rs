@@ -3,7 +3,7 @@
 
 mod members;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use serde_json::{Map, Value, json};
 

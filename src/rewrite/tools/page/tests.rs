@@ -1,5 +1,5 @@
 //! Tests of the in-text page rewrite against the full rewrite of the parsed
-//! page.
+//! page, and the overlay set the plan's tests share.
 
 use std::collections::BTreeMap;
 
@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 use super::*;
 use crate::overlay::{OverlaySet, RenderTool, Widget};
 
-fn overlays() -> OverlaySet {
+/// A mount `demo` whose tool `list` renders in widget `board`, with a
+/// render tool `show`.
+pub(crate) fn overlays() -> OverlaySet {
     let widget = Widget::compile(
         "board",
         &Default::default(),
@@ -34,7 +36,8 @@ fn overlays() -> OverlaySet {
     OverlaySet::new(mounts, Widgets::new([widget]))
 }
 
-fn none(_: &str) -> bool {
+/// No upstream tool takes a render tool's name.
+pub(crate) fn none(_: &str) -> bool {
     false
 }
 
