@@ -103,7 +103,26 @@ pub struct Limits {
     /// Most stdio children running at once across every stdio upstream; a
     /// session that would start one more is refused with 503.
     pub max_stdio_children: usize,
+    /// A client connection must deliver a complete request head within this
+    /// long of connecting, or of sending the head's first byte; a request
+    /// body must keep arriving at a floor rate from then on.
+    pub header_read_timeout_secs: u64,
+    /// A client connection with no request in progress is closed after this
+    /// long (HTTP/1.1 keep-alive and HTTP/2 alike).
+    pub idle_connection_secs: u64,
+    /// Most client connections open at once. At the cap the longest-idle
+    /// connection is closed for a new client; when none is idle the new one
+    /// is answered 503. Default: half the file descriptors left after a
+    /// reserve of 128, once the soft limit is raised to the hard one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<usize>,
+    /// Most bytes a client connection may buffer before its request head is
+    /// complete (HTTP/1.1), and largest header list (HTTP/2). Beyond: 431.
+    pub max_header_bytes: usize,
 }
+
+/// The smallest `limits.max_header_bytes`: one read buffer.
+pub const MIN_HEADER_BYTES: usize = 8192;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -117,6 +136,10 @@ impl Default for Limits {
             session_reap_interval_secs: 15,
             max_in_flight_per_session: 64,
             max_stdio_children: 256,
+            header_read_timeout_secs: 10,
+            idle_connection_secs: 120,
+            max_connections: None,
+            max_header_bytes: 64 * 1024,
         }
     }
 }
@@ -308,6 +331,20 @@ impl Config {
         }
         if self.limits.session_reap_interval_secs == 0 {
             problems.push("limits.session_reap_interval_secs: must be greater than 0".into());
+        }
+        if self.limits.header_read_timeout_secs == 0 {
+            problems.push("limits.header_read_timeout_secs: must be greater than 0".into());
+        }
+        if self.limits.idle_connection_secs == 0 {
+            problems.push("limits.idle_connection_secs: must be greater than 0".into());
+        }
+        if self.limits.max_connections == Some(0) {
+            problems.push("limits.max_connections: must be greater than 0".into());
+        }
+        if self.limits.max_header_bytes < MIN_HEADER_BYTES {
+            problems.push(format!(
+                "limits.max_header_bytes: must be at least {MIN_HEADER_BYTES}"
+            ));
         }
         for (field, value) in [
             ("max_message_bytes", self.limits.max_message_bytes),

@@ -5,16 +5,20 @@
 //! the relay.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
 
 use http::header::{self, HeaderMap};
 use http::{Method, Request, Response};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use tokio::time::Instant;
 
 use crate::gateway::{Gateway, MountState};
 use crate::metrics::MethodId;
 use crate::middleware::cors;
-use crate::outcome::Failure;
+use crate::outcome::{BODY_FLOOR_BYTES_PER_SEC, Failure};
 use crate::relay;
 use crate::reply::Body;
 
@@ -61,16 +65,47 @@ async fn post(gw: &Arc<Gateway>, mount: &MountState, req: Request<Incoming>) -> 
     if !accepts_json_and_sse(req.headers()) {
         return Failure::NotAcceptable("both application/json and text/event-stream").respond(None);
     }
-    let limit = gw.limits.max_body_bytes;
     let (parts, body) = req.into_parts();
-    let bytes = match Limited::new(body, limit).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return Failure::BodyTooLarge { limit }.respond(None);
+    let patience = Duration::from_secs(gw.limits.header_read_timeout_secs);
+    match read_body(body, gw.limits.max_body_bytes, patience).await {
+        Ok(bytes) => relay::post(gw, mount, parts, bytes).await,
+        Err(failure) => failure.respond(None),
+    }
+}
+
+/// Read a request body of at most `limit` bytes. It must arrive within
+/// `patience`, plus a second for every [`BODY_FLOOR_BYTES_PER_SEC`] bytes
+/// received so far.
+async fn read_body(mut body: Incoming, limit: usize, patience: Duration) -> Result<Bytes, Failure> {
+    let start = Instant::now();
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut received = 0usize;
+    loop {
+        let earned = Duration::from_millis(received as u64 * 1000 / BODY_FLOOR_BYTES_PER_SEC);
+        let frame = match tokio::time::timeout_at(start + patience + earned, body.frame()).await {
+            Err(_) => {
+                return Err(Failure::BodyTimeout {
+                    secs: patience.as_secs(),
+                    received,
+                });
+            }
+            Ok(None) => break,
+            Ok(Some(Err(e))) => return Err(Failure::UnreadableBody(e.to_string())),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        if let Ok(data) = frame.into_data() {
+            received += data.len();
+            if received > limit {
+                return Err(Failure::BodyTooLarge { limit });
+            }
+            chunks.push(data);
         }
-        Err(e) => return Failure::UnreadableBody(e.to_string()).respond(None),
-    };
-    relay::post(gw, mount, parts, bytes).await
+    }
+    Ok(match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.pop().unwrap_or_default(),
+        _ => Bytes::from(chunks.concat()),
+    })
 }
 
 /// Whether `Accept` admits both `application/json` and `text/event-stream`,

@@ -140,6 +140,16 @@ async fn serve(args: ServeArgs) -> ExitCode {
             "no session_key set: sessions are sealed with a random key and end with this process"
         );
     }
+    // Every connection, upstream connection and stdio pipe takes a file
+    // descriptor: take all the hard limit allows.
+    let fds = mcp_ui_gateway::server::raise_fd_limit();
+    let shown = |v: Option<u64>| v.map_or_else(|| "unlimited".to_owned(), |n| n.to_string());
+    tracing::info!(
+        soft = %shown(fds.soft),
+        was = %shown(fds.before),
+        hard = %shown(fds.hard),
+        "open file limit (RLIMIT_NOFILE)"
+    );
     let server = match Server::bind(gateway.clone(), config.listen).await {
         Ok(s) => s,
         Err(e) => return fail(&format!("cannot listen on {}: {e}", config.listen)),
@@ -160,7 +170,12 @@ async fn serve(args: ServeArgs) -> ExitCode {
     if gateway.preview {
         say!("Preview: http://{addr}{}", mcp_ui_gateway::preview::PATH);
     }
-    tracing::info!(%addr, config = %source, "mcp-ui-gateway serving");
+    tracing::info!(
+        %addr,
+        config = %source,
+        max_connections = server.max_connections(),
+        "mcp-ui-gateway serving"
+    );
     if let Err(e) = live.watch(stop.clone()) {
         tracing::warn!(error = %e, dir = %config.overlays.display(), "cannot watch the overlay directory; edits need a restart");
     }

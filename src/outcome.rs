@@ -126,6 +126,11 @@ pub const KNOWN_VERSIONS: &[&str] = &[
     "2026-07-28",
 ];
 
+/// The rate a request body must keep up once
+/// `limits.header_read_timeout_secs` is spent: a body trickling slower holds
+/// a connection and a buffer for nothing ([`Failure::BodyTimeout`]).
+pub const BODY_FLOOR_BYTES_PER_SEC: u64 = 4096;
+
 /// Why a stream from an upstream ended before the answer it owed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StreamCause {
@@ -160,6 +165,13 @@ pub enum Failure {
     BodyTooLarge { limit: usize },
     #[error("could not read the body: {0}")]
     UnreadableBody(String),
+    /// The body stopped arriving (`limits.header_read_timeout_secs`, then
+    /// a floor rate).
+    #[error(
+        "Request Timeout: the body stalled after {received} bytes (limits.header_read_timeout_secs = {secs}, then at least {floor} bytes a second)",
+        floor = BODY_FLOOR_BYTES_PER_SEC
+    )]
+    BodyTimeout { secs: u64, received: usize },
     #[error(transparent)]
     NotJsonRpc(#[from] ClassifyError),
     #[error("Session not found")]
@@ -246,6 +258,7 @@ impl Failure {
             | Failure::UnsupportedMediaType
             | Failure::NotAcceptable(_)
             | Failure::BodyTooLarge { .. }
+            | Failure::BodyTimeout { .. }
             | Failure::UnsupportedVersion
             | Failure::InitializeInBatch
             | Failure::StreamConflict
@@ -276,6 +289,7 @@ impl Failure {
             Failure::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Failure::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Failure::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Failure::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Failure::SessionNotFound | Failure::SessionElsewhere => StatusCode::NOT_FOUND,
             Failure::TooManyInFlight { .. } => StatusCode::TOO_MANY_REQUESTS,
             Failure::StreamConflict => StatusCode::CONFLICT,
@@ -318,6 +332,10 @@ impl Failure {
             }
             Failure::TooManyInFlight { .. } => {
                 h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            // The rest of the body may still come: the connection is done.
+            Failure::BodyTimeout { .. } | Failure::BodyTooLarge { .. } => {
+                h.insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
             _ => {}
         }

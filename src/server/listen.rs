@@ -1,0 +1,372 @@
+//! The listener: connections accepted on one or more worker threads, each
+//! served over HTTP/1.1 or HTTP/2 by [`crate::app`]'s service and closed
+//! when its phase outlives its limit, and the graceful shutdown that closes
+//! idle connections at once and drains the others.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tower::Service;
+
+use super::conn::{Admission, Phase, Registry, Timeouts, Tracked, Watched};
+use crate::gateway::Gateway;
+
+/// A bound gateway, ready to serve.
+pub struct Server {
+    listener: TcpListener,
+    gateway: Arc<Gateway>,
+}
+
+impl Server {
+    pub async fn bind(gateway: Arc<Gateway>, addr: SocketAddr) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        Ok(Server { listener, gateway })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("bound listener has an address")
+    }
+
+    pub fn gateway(&self) -> &Arc<Gateway> {
+        &self.gateway
+    }
+
+    /// The connection cap in force: `limits.max_connections`, or the
+    /// default derived from the file-descriptor limit.
+    pub fn max_connections(&self) -> usize {
+        self.gateway
+            .limits
+            .max_connections
+            .unwrap_or_else(super::fd::default_max_connections)
+    }
+
+    /// Serve until `shutdown` fires, then stop accepting, let open exchanges
+    /// finish for at most `grace`, and end every owned session. Connections
+    /// are served on the calling runtime.
+    pub async fn run(self, shutdown: CancellationToken, grace: Duration) {
+        self.run_workers(1, shutdown, grace).await;
+    }
+
+    /// [`Server::run`], with connections spread over `workers` threads: the
+    /// calling one and `workers - 1` more, each with a single-threaded
+    /// runtime accepting from the same socket. A connection, the requests
+    /// on it, and the upstream connections and stdio children they start
+    /// stay on the thread that accepted it: no work is handed between
+    /// threads on the way through.
+    pub async fn run_workers(self, workers: usize, shutdown: CancellationToken, grace: Duration) {
+        let registry = Arc::new(Registry::new(self.max_connections()));
+        let gateway = self.gateway;
+        gateway.spawn_background();
+        let listener = self.listener;
+        // Fires once every owned session has been ended, for the workers
+        // still serving connections.
+        let closed = CancellationToken::new();
+        let mut threads = Vec::new();
+        let listener = if workers > 1 {
+            let std = listener.into_std().expect("a bound listener");
+            for n in 1..workers {
+                let Ok(socket) = std.try_clone() else {
+                    tracing::warn!(workers = n, "cannot share the listener; fewer workers");
+                    break;
+                };
+                let worker = Worker {
+                    gateway: gateway.clone(),
+                    registry: registry.clone(),
+                    shutdown: shutdown.clone(),
+                    closed: closed.clone(),
+                };
+                match std::thread::Builder::new()
+                    .name(format!("worker-{n}"))
+                    .spawn(move || worker.run(socket))
+                {
+                    Ok(t) => threads.push(t),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot start a worker thread; fewer workers");
+                        break;
+                    }
+                }
+            }
+            TcpListener::from_std(std).expect("inside a runtime")
+        } else {
+            listener
+        };
+        accept(&gateway, listener, &shutdown, &registry).await;
+        // The listener is closed: new connections are refused at once.
+        tracing::info!(
+            grace_secs = grace.as_secs(),
+            "shutting down: no new connections; idle ones closed, open exchanges draining"
+        );
+        // Long-lived GET streams would hold the drain open: end them first.
+        // Calls in flight go on, their children with them, until the grace.
+        gateway.shutdown.cancel();
+        let in_time = drain(&registry, grace).await;
+        if !in_time {
+            let left = registry.census();
+            tracing::warn!(
+                grace_secs = grace.as_secs(),
+                requests = left.requests,
+                connections = left.busy,
+                "calls still in flight after the grace period; ending them"
+            );
+        }
+        // Calls still waiting get an error naming the upstream, then every
+        // child is stopped and reaped.
+        gateway.close_all("the gateway is shutting down").await;
+        closed.cancel();
+        if !in_time {
+            let _ = tokio::time::timeout(Duration::from_secs(1), registry.drained()).await;
+        }
+        let joined = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        });
+        let _ = tokio::time::timeout(Duration::from_secs(5), joined).await;
+        let reaped = tokio::time::timeout(Duration::from_secs(5), async {
+            while gateway.children.running() > 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        if reaped.await.is_err() {
+            tracing::warn!(
+                running = gateway.children.running(),
+                "stdio children still running after shutdown"
+            );
+        }
+    }
+}
+
+/// Wait at most `grace` for every connection to close, saying every few
+/// seconds what the wait is for. Whether they all closed in time.
+async fn drain(registry: &Registry, grace: Duration) -> bool {
+    let deadline = Instant::now() + grace;
+    let drained = registry.drained();
+    tokio::pin!(drained);
+    loop {
+        let next = (Instant::now() + Duration::from_secs(5)).min(deadline);
+        tokio::select! {
+            _ = &mut drained => return true,
+            _ = tokio::time::sleep_until(next) => {}
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        let now = registry.census();
+        tracing::info!(
+            requests = now.requests,
+            connections = now.busy,
+            "shutting down: waiting for requests in flight to finish"
+        );
+    }
+}
+
+/// One extra worker thread of [`Server::run_workers`].
+struct Worker {
+    gateway: Arc<Gateway>,
+    registry: Arc<Registry>,
+    shutdown: CancellationToken,
+    closed: CancellationToken,
+}
+
+impl Worker {
+    /// Serve on a single-threaded runtime of this thread until every owned
+    /// session is closed after shutdown.
+    fn run(self, socket: std::net::TcpListener) {
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start a worker runtime; fewer workers");
+                return;
+            }
+        };
+        runtime.block_on(async move {
+            let listener = match TcpListener::from_std(socket) {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot share the listener; fewer workers");
+                    return;
+                }
+            };
+            accept(&self.gateway, listener, &self.shutdown, &self.registry).await;
+            // This thread's connections, and the sessions it started (their
+            // stdio children, their upstream connections), may still serve
+            // calls: this runtime runs until every session is closed.
+            self.closed.cancelled().await;
+        });
+    }
+}
+
+/// Accept and serve connections until `stop` fires. The listener is closed
+/// on return; the connections go on until they finish or `stop` closes them.
+async fn accept(
+    gateway: &Arc<Gateway>,
+    listener: TcpListener,
+    stop: &CancellationToken,
+    registry: &Arc<Registry>,
+) {
+    let app = crate::app::service(gateway);
+    let limits = &gateway.limits;
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // What a connection may hold before its request head is complete.
+    builder.http1().max_buf_size(limits.max_header_bytes);
+    builder
+        .http2()
+        .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
+    let timeouts = Timeouts {
+        header: Duration::from_secs(limits.header_read_timeout_secs),
+        idle: Duration::from_secs(limits.idle_connection_secs),
+    };
+    // A timer always pending on this thread: the timeout every relayed
+    // request sets is then never the earliest, and setting it does not wake
+    // the thread's event loop (a syscall and a spurious wake-up per request).
+    let ticker = stop.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = ticker.cancelled() => return,
+            }
+        }
+    });
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: close the
+                    // longest-idle connection if there is one, and wait
+                    // rather than spin.
+                    let room = registry.make_room();
+                    if registry.should_warn() {
+                        tracing::warn!(error = %e, closed_idle = room, "accept failed");
+                    }
+                    tokio::time::sleep(Duration::from_millis(if room { 5 } else { 50 })).await;
+                    continue;
+                }
+            },
+            _ = stop.cancelled() => break,
+        };
+        let conn = match registry.admit() {
+            Admission::Admitted(c) => c,
+            Admission::Refused => {
+                refuse(&stream);
+                if registry.should_warn() {
+                    tracing::warn!(
+                        max = registry.max(),
+                        "every connection is busy (limits.max_connections): new clients get 503"
+                    );
+                }
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        // One copy of the stack per connection, called in turn by the
+        // connection's task (`call` only starts a request; its future runs on
+        // its own). Its services are always ready: no `poll_ready` needed.
+        let app = std::cell::RefCell::new(app.clone());
+        let this = conn.clone();
+        let service = hyper::service::service_fn(move |req| {
+            let active = this.begin();
+            let answer = app.borrow_mut().call(req);
+            async move {
+                let resp = answer.await?;
+                Ok::<_, std::convert::Infallible>(resp.map(|b| Tracked::new(b, active)))
+            }
+        });
+        let io = TokioIo::new(Watched::new(stream, conn.clone()));
+        let served = builder
+            .serve_connection_with_upgrades(io, service)
+            .into_owned();
+        let registry = registry.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            tokio::pin!(served);
+            let timer = tokio::time::sleep(conn.expiry(timeouts).unwrap_or_default());
+            tokio::pin!(timer);
+            let mut closing = false;
+            // Ends the connection when its phase outlives its limit, when the
+            // registry needs its place, or at shutdown (at once when it
+            // serves no request, after its requests otherwise).
+            let why = loop {
+                tokio::select! {
+                    ended = served.as_mut() => {
+                        if let Err(e) = ended {
+                            tracing::debug!(client.addr = %peer, error = %e, "connection ended with an error");
+                        }
+                        break None;
+                    }
+                    () = &mut timer => {
+                        let busy = conn.phase() == Phase::Busy;
+                        match conn.expiry(timeouts) {
+                            _ if closing && !busy => break Some("shutting down"),
+                            Err(why) => break Some(why),
+                            Ok(_) if closing => timer.as_mut().reset(Instant::now() + TICK),
+                            Ok(left) => timer.as_mut().reset(Instant::now() + left),
+                        }
+                    }
+                    () = conn.evicted() => break Some("closed for a new client at limits.max_connections"),
+                    () = stop.cancelled(), if !closing => {
+                        if conn.phase() != Phase::Busy {
+                            break Some("shutting down");
+                        }
+                        closing = true;
+                        served.as_mut().graceful_shutdown();
+                        timer.as_mut().reset(Instant::now() + TICK);
+                    }
+                }
+            };
+            if let Some(why) = why {
+                tracing::debug!(client.addr = %peer, phase = conn.phase().name(), reason = why, "connection closed");
+            }
+            registry.remove(&conn);
+        });
+    }
+}
+
+/// How often a connection draining at shutdown looks whether its last
+/// request is answered.
+const TICK: Duration = Duration::from_millis(100);
+
+/// At the cap with every connection busy: a short 503 and close, without
+/// reading the request.
+fn refuse(stream: &TcpStream) {
+    const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 51\r\n\r\nevery connection is busy (limits.max_connections)\r\n";
+    let _ = stream.try_write(BUSY);
+}
+
+#[cfg(test)]
+mod tests {
+    use http::Request;
+    use hyper::body::Incoming;
+
+    use super::*;
+
+    /// hyper keeps room for the service future of every open connection,
+    /// idle or not: what an exchange needs must not live in it.
+    #[test]
+    fn a_connection_holds_little_for_its_exchanges() {
+        fn size_of_future<S: Service<Request<Incoming>>>(_: &S) -> usize {
+            std::mem::size_of::<S::Future>()
+        }
+        let config = crate::config::Config {
+            overlays: std::path::PathBuf::from("/nonexistent/server-test-overlays"),
+            ..Default::default()
+        };
+        let live = crate::live::Live::open(&config.overlays).expect("no overlays");
+        let gw = Gateway::new(&config, Vec::new(), live).expect("gateway");
+        let size = size_of_future(&crate::app::service(&gw));
+        assert!(size <= 1024, "the service future is {size} bytes");
+    }
+}
