@@ -231,6 +231,15 @@ async fn a_call_longer_than_the_grace_is_cut_at_the_grace() {
     for kid in kids {
         assert!(!alive(kid), "stdio child {kid} outlived the gateway");
     }
+    // The log said what the shutdown waited for.
+    let log = status.1.proc.stderr();
+    let waiting = log
+        .lines()
+        .find(|l| l.contains("waiting for requests in flight to finish"));
+    assert!(
+        waiting.is_some_and(|l| l.contains("requests=1") && l.contains("connections=1")),
+        "{log}"
+    );
 }
 
 /// The threads of process `pid`, by name.

@@ -150,8 +150,11 @@ async fn drain(registry: &Registry, grace: Duration) -> bool {
     let deadline = Instant::now() + grace;
     let drained = registry.drained();
     tokio::pin!(drained);
+    // Said after a second, then every five.
+    let mut every = Duration::from_secs(1);
     loop {
-        let next = (Instant::now() + Duration::from_secs(5)).min(deadline);
+        let next = (Instant::now() + every).min(deadline);
+        every = Duration::from_secs(5);
         tokio::select! {
             _ = &mut drained => return true,
             _ = tokio::time::sleep_until(next) => {}
