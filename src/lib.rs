@@ -4,7 +4,8 @@
 //! Layout, from the wire inwards; dependencies point down this list (the
 //! module graph has no cycle: `scripts/module-graph.py`, and ARCHITECTURE.md
 //! for the path of a request):
-//! - [`server`]: the listener, worker threads and the graceful drain.
+//! - [`server`]: the listener, worker threads, connection deadlines and cap,
+//!   and the graceful drain.
 //! - [`app`]: the layers every request passes, stacked in one place.
 //! - [`middleware`]: one tower layer per cross-cutting concern: request id
 //!   (and the span that carries it), status counts, CORS, Host/Origin
