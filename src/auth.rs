@@ -9,8 +9,10 @@
 //!
 //! - [`state`]: per-mount OAuth state and the gateway's metadata URLs;
 //! - [`challenge`]: challenges rewritten, in headers and in tool results;
-//! - [`metadata`]: the protected-resource metadata the gateway serves.
+//! - [`metadata`]: the protected-resource metadata the gateway serves;
+//! - [`cache`]: the upstream's metadata, one document per mount, expiring.
 
+pub mod cache;
 pub mod challenge;
 pub mod metadata;
 pub mod state;
@@ -20,6 +22,4 @@ pub use challenge::{
     rewrite_result_challenges,
 };
 pub use metadata::{Fetch, serve_prm};
-pub use state::{
-    AuthState, PRM_PATH, PRM_TTL, PrmTarget, origin_of, prm_target, prm_url, resource_url,
-};
+pub use state::{AuthState, PRM_PATH, PrmTarget, origin_of, prm_target, prm_url, resource_url};

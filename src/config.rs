@@ -403,6 +403,14 @@ fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {
             up.name
         ));
     }
+    let longest = crate::session::id::MAX_MOUNT_NAME;
+    if up.name.len() > longest {
+        // Session ids carry the name: a longer one could not be read back.
+        errs.push(format!(
+            ".name: {} characters, at most {longest} allowed",
+            up.name.len()
+        ));
+    }
     let path = match &up.path {
         Some(p) if !p.starts_with('/') || p.contains(['?', '#', ' ']) => {
             errs.push(format!(

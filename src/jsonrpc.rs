@@ -192,6 +192,19 @@ pub fn id_key(id: &RawValue) -> String {
     raw.to_owned()
 }
 
+/// The id of the first request of a batch that reuses the id of an earlier
+/// request of the same batch (ids compared as [`id_key`] does). Such a batch
+/// cannot be asked of an upstream unambiguously: its answers are told apart
+/// by id only.
+pub fn repeated_request_id<'a>(items: &[(Message<'a>, &'a RawValue)]) -> Option<&'a RawValue> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .iter()
+        .filter(|(m, _)| m.kind == Kind::Request)
+        .filter_map(|(m, _)| m.id)
+        .find(|id| !seen.insert(id_key(id)))
+}
+
 /// The gateway's own error response. `id` is `null` when the request could not
 /// be identified.
 pub fn error_response(id: Option<&RawValue>, code: i64, message: &str) -> Bytes {
@@ -357,6 +370,35 @@ mod tests {
         assert_eq!(items.len(), 2);
         assert_eq!(items[1].1.get(), r#"{"jsonrpc":"2.0","method":"b"}"#);
         assert_eq!(items[1].0.kind, Kind::Notification);
+    }
+
+    #[test]
+    fn repeated_ids_in_a_batch_are_found() {
+        let ids = |body: &'static str| {
+            let Body::Batch(items) = classify(body.as_bytes()).unwrap() else {
+                panic!()
+            };
+            repeated_request_id(&items).map(|id| id.get().to_owned())
+        };
+        let r = |id: &str, m: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{m}"}}"#);
+        let batch = |items: &[String]| -> &'static str {
+            Box::leak(format!("[{}]", items.join(",")).into_boxed_str())
+        };
+        assert_eq!(
+            ids(batch(&[r("1", "a"), r("\"1\"", "b"), r("2", "c")])),
+            None
+        );
+        assert_eq!(
+            ids(batch(&[r("1", "a"), r("2", "b"), r("1", "c")])).as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            ids(batch(&[r("\"a\"", "x"), r("\"\\u0061\"", "y")])).as_deref(),
+            Some("\"\\u0061\"")
+        );
+        // A response or a notification shares no id space with requests here.
+        let with_response = r#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"n"}]"#;
+        assert_eq!(ids(with_response), None);
     }
 
     #[test]

@@ -190,6 +190,17 @@ pub enum Failure {
     HeaderMismatch(&'static str),
     #[error("Invalid Request: initialize cannot be part of a batch")]
     InitializeInBatch,
+    /// Two requests of one batch share an id: their answers could not be
+    /// told apart, so none of the batch is forwarded.
+    #[error(
+        "Invalid Request: more than one request of this batch has id {id} (request ids must be unique); nothing in the batch was forwarded"
+    )]
+    RepeatedIdInBatch { id: String },
+    /// A request reuses the id of one still waiting in the same session.
+    #[error(
+        "Invalid Request: a request with id {id} is already waiting for its answer in this session (request ids must be unique)"
+    )]
+    IdInUse { id: String },
     #[error("Conflict: this session already has a GET stream open")]
     StreamConflict,
     /// `notifications/cancelled` ended the wait for a request.
@@ -261,6 +272,8 @@ impl Failure {
             | Failure::BodyTimeout { .. }
             | Failure::UnsupportedVersion
             | Failure::InitializeInBatch
+            | Failure::RepeatedIdInBatch { .. }
+            | Failure::IdInUse { .. }
             | Failure::StreamConflict
             | Failure::DuplicateHost => code::INVALID_REQUEST,
             Failure::UnreadableBody(_) => code::PARSE_ERROR,
@@ -298,6 +311,8 @@ impl Failure {
             | Failure::UnsupportedVersion
             | Failure::HeaderMismatch(_)
             | Failure::InitializeInBatch
+            | Failure::RepeatedIdInBatch { .. }
+            | Failure::IdInUse { .. }
             | Failure::DuplicateHost => StatusCode::BAD_REQUEST,
             Failure::Cancelled => StatusCode::OK,
             _ => match self.side() {
@@ -310,6 +325,23 @@ impl Failure {
     /// The JSON-RPC error message for request `id` (or id-less).
     pub fn body(&self, id: Option<&RawValue>) -> Bytes {
         jsonrpc::error_response(id, self.code(), &self.to_string())
+    }
+
+    /// The answer to a batch refused whole: its HTTP status, with this error
+    /// for each of its requests, by id, as a JSON array (a JSON-RPC batch
+    /// answer), so that no request is left without one.
+    pub fn respond_batch(&self, ids: &[&RawValue]) -> Response<Body> {
+        let mut body = Vec::from(&b"["[..]);
+        for (i, id) in ids.iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(&self.body(Some(id)));
+        }
+        body.push(b']');
+        let mut r = reply::json(self.status(), Bytes::from(body));
+        r.extensions_mut().insert(self.outcome());
+        r
     }
 
     /// The answer to an exchange that failed so. A request's upstream

@@ -61,6 +61,22 @@ pub async fn post(
 
 async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) -> Response<Body> {
     let gw = cx.gw;
+    // A batch whose requests share an id is refused whole, each request
+    // answered with the error: whatever transport, the answers to it could
+    // not be told apart.
+    if let jsonrpc::Body::Batch(items) = &parsed
+        && let Some(id) = jsonrpc::repeated_request_id(items)
+    {
+        let failure = Failure::RepeatedIdInBatch {
+            id: id.get().to_owned(),
+        };
+        let ids: Vec<&RawValue> = items
+            .iter()
+            .filter(|(m, _)| m.kind == Kind::Request)
+            .filter_map(|(m, _)| m.id)
+            .collect();
+        return failure.respond_batch(&ids);
+    }
     // One snapshot for the whole exchange, however long it takes.
     let overlays = gw.live.load();
     let name = cx.upstream();

@@ -262,3 +262,87 @@ async fn protocol_headers_are_checked_for_stdio_mounts() {
         request_raw(Method::GET, &url, &[("accept", "text/event-stream")], "").await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
 }
+
+/// A 2025-03-26 batch in which two requests share an id cannot be asked of
+/// an upstream unambiguously (answers are told apart by id): it is refused
+/// whole, 400 with a -32600 error for each of its requests, whatever the
+/// transport, and the session goes on.
+#[tokio::test]
+async fn batches_with_a_repeated_id_get_an_error_for_every_request() {
+    use support::clients::parse_sse;
+    use support::upstreams::{self, HttpFlavor, STDIO_COMMAND};
+
+    let http = upstreams::start_http(HttpFlavor::StatefulSse)
+        .await
+        .unwrap();
+    let g = TestGateway::start(vec![
+        gw::stdio("stdio", STDIO_COMMAND, &["--protocol", "2025"]),
+        gw::http("http", &http.url),
+    ])
+    .await;
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"batch","version":"1"}}}"#;
+    let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},
+        {"jsonrpc":"2.0","method":"notifications/roots/list_changed"},
+        {"jsonrpc":"2.0","id":"a","method":"tools/list"},
+        {"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#;
+    // A JSON answer, or the last data event of an SSE one.
+    let answer = |h: &hyper::HeaderMap, body: &[u8]| -> Value {
+        if h["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+        {
+            let events = parse_sse(body);
+            let last = events.iter().rev().find(|e| !e.data.is_empty()).unwrap();
+            last.json().unwrap()
+        } else {
+            body_json(body)
+        }
+    };
+    for mount in ["stdio", "http"] {
+        let url = g.url_for(&format!("/{mount}/mcp"));
+        let (status, headers, body) = post_json(&url, &[], init).await;
+        assert_eq!(status, StatusCode::OK, "{mount}: {body:?}");
+        let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+        let session = [
+            ("mcp-session-id", sid.as_str()),
+            ("mcp-protocol-version", "2025-03-26"),
+        ];
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let (status, _, _) = post_json(&url, &session, initialized).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{mount}");
+
+        let started = Instant::now();
+        let (status, headers, body) = post_json(&url, &session, batch).await;
+        assert_eq!(
+            status,
+            StatusCode::BAD_REQUEST,
+            "{mount}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        assert_eq!(headers["content-type"], "application/json", "{mount}");
+        let answers = body_json(&body);
+        let answers = answers.as_array().expect("one answer per request");
+        let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+        assert_eq!(ids, [&json!(1), &json!("a"), &json!(1)], "{mount}");
+        for a in answers {
+            assert_eq!(a["error"]["code"], -32600, "{mount}: {a}");
+            let text = a["error"]["message"].as_str().unwrap();
+            assert!(text.contains("id 1"), "{mount}: {text}");
+        }
+        let took = started.elapsed();
+        eprintln!("{mount}: batch with a repeated id refused in {took:?}");
+        assert!(took < Duration::from_secs(5), "{mount}");
+
+        let (status, headers, body) = post_json(
+            &url,
+            &session,
+            r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{mount}");
+        let m = answer(&headers, &body);
+        assert_eq!(m["id"], 9, "{mount}: {m}");
+        assert!(m.get("result").is_some(), "{mount}: {m}");
+    }
+}

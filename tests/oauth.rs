@@ -557,3 +557,110 @@ async fn public_url_names_the_resource_and_challenges_follow() {
     gw.shutdown().await;
     stop.cancel();
 }
+
+/// Without `public_url`, the metadata's `resource` follows the request's
+/// `Host`; any `*.localhost` name and any port pass the loopback host
+/// policy. 3,000 such hosts cost one upstream fetch and one cache entry,
+/// each answer names its own host (normalised) and says `Vary: Host`, and a
+/// changed upstream document is served once the entry expires.
+#[tokio::test]
+async fn metadata_is_fetched_once_per_mount_whatever_the_host() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    use futures_util::StreamExt as _;
+    use http_body_util::BodyExt as _;
+    use support::upstreams::{BoxResponse, spawn_server};
+    use tokio_util::sync::CancellationToken;
+
+    const HOSTS: usize = 3000;
+    let fetches = Arc::new(AtomicUsize::new(0));
+    let version = Arc::new(AtomicUsize::new(1));
+    let (f, v) = (fetches.clone(), version.clone());
+    let stop = CancellationToken::new();
+    let up = spawn_server(
+        stop.clone(),
+        "/mcp",
+        move |req: http::Request<hyper::body::Incoming>| {
+            let (f, v) = (f.clone(), v.clone());
+            async move {
+                let mut r: BoxResponse;
+                if req.uri().path() == "/.well-known/oauth-protected-resource/mcp" {
+                    f.fetch_add(1, SeqCst);
+                    let doc = json!({"resource": "http://upstream/mcp",
+                    "authorization_servers": ["https://as.example.com"],
+                    "v": v.load(SeqCst)});
+                    r = http::Response::new(Full::new(Bytes::from(doc.to_string())).boxed());
+                    r.headers_mut()
+                        .insert("content-type", "application/json".parse().unwrap());
+                } else {
+                    r = http::Response::new(Full::new(Bytes::new()).boxed());
+                    *r.status_mut() = http::StatusCode::NOT_FOUND;
+                }
+                r
+            }
+        },
+    )
+    .await
+    .unwrap();
+    let gw =
+        support::gateway::TestGateway::start(vec![support::gateway::http("files", &up.url)]).await;
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let url = gw.url_for("/.well-known/oauth-protected-resource/mcp");
+    let port = gw.addr.port();
+    let get = |host: String| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let (s, h, body) = send(&client, "GET", &url, &[("host", &host)], "").await;
+            assert_eq!(s, 200, "{host}: {body}");
+            let vary: Vec<_> = h.get_all("vary").iter().collect();
+            assert!(vary.iter().any(|v| *v == "host"), "{host}: {vary:?}");
+            let doc: Value = serde_json::from_str(&body).unwrap();
+            (host, doc)
+        }
+    };
+
+    let hosts = (0..HOSTS).map(|i| match i % 3 {
+        0 => format!("h{i}.localhost:{port}"),
+        1 => format!("LocalHost:{}", 1024 + i),
+        _ => format!("127.0.0.1:{}", 1024 + i),
+    });
+    let started = std::time::Instant::now();
+    let answers: Vec<(String, Value)> = futures_util::stream::iter(hosts)
+        .map(get)
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    let elapsed = started.elapsed();
+    for (host, doc) in &answers {
+        let want = format!("http://{}/mcp", host.to_ascii_lowercase());
+        assert_eq!(doc["resource"], want.as_str());
+        assert_eq!(doc["authorization_servers"][0], "https://as.example.com");
+        assert_eq!(doc["v"], 1);
+    }
+    let n = fetches.load(SeqCst);
+    eprintln!("{HOSTS} hosts in {elapsed:?}: {n} upstream fetches");
+    assert_eq!(n, 1, "one fetch per mount, not per host");
+    assert_eq!(gw.gateway.auth.prm_cache.entries(), 1);
+
+    // A changed document is served once the entry has expired.
+    gw.gateway
+        .auth
+        .prm_cache
+        .set_ttls(Duration::from_millis(200), Duration::from_millis(200));
+    version.store(2, SeqCst);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, doc) = get(format!("localhost:{port}")).await;
+        if doc["v"] == 2 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still {doc}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let n = fetches.load(SeqCst);
+    assert!((2..=3).contains(&n), "{n} fetches");
+
+    gw.shutdown().await;
+    stop.cancel();
+}

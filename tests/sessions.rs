@@ -177,3 +177,135 @@ async fn http_upstream_bytes_pass_unchanged() {
         "same message, key order included"
     );
 }
+
+/// The demo server behind a front that lengthens its session ids to `len`
+/// characters (and shortens them back on the way in); records each request's
+/// method and the session id it came with.
+async fn demo_with_long_ids(
+    len: usize,
+) -> (
+    support::upstreams::Upstream,
+    std::sync::Arc<std::sync::Mutex<Vec<(Method, Option<String>)>>>,
+    tokio_util::sync::DropGuard,
+) {
+    use http_body_util::{BodyExt as _, Full};
+    let (demo, stop_demo) = demo_http().await;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let front = support::upstreams::spawn_server(
+        CancellationToken::new(),
+        "/mcp",
+        move |req: hyper::Request<hyper::body::Incoming>| {
+            let (demo, log) = (demo.clone(), log.clone());
+            async move {
+                let (parts, body) = req.into_parts();
+                let sid = parts
+                    .headers
+                    .get("mcp-session-id")
+                    .map(|v| v.to_str().unwrap().to_owned());
+                log.lock()
+                    .unwrap()
+                    .push((parts.method.clone(), sid.clone()));
+                let short = sid.as_deref().map(|s| s.split('.').next().unwrap());
+                let mut headers: Vec<(&str, &str)> = Vec::new();
+                for name in ["content-type", "accept", "mcp-protocol-version"] {
+                    if let Some(v) = parts.headers.get(name) {
+                        headers.push((name, v.to_str().unwrap()));
+                    }
+                }
+                if let Some(s) = short {
+                    headers.push(("mcp-session-id", s));
+                }
+                let body = body.collect().await.unwrap().to_bytes();
+                let (status, h, bytes) = request_raw(parts.method, &demo, &headers, body).await;
+                let mut r = hyper::Response::new(Full::new(bytes).boxed());
+                *r.status_mut() = status;
+                if let Some(ct) = h.get("content-type") {
+                    r.headers_mut().insert("content-type", ct.clone());
+                }
+                if let Some(real) = h.get("mcp-session-id") {
+                    let real = real.to_str().unwrap();
+                    let long = format!("{real}.{}", "x".repeat(len - real.len() - 1));
+                    r.headers_mut()
+                        .insert("mcp-session-id", long.parse().unwrap());
+                }
+                r
+            }
+        },
+    )
+    .await
+    .unwrap();
+    (front, seen, stop_demo)
+}
+
+/// An upstream session id of 3,100 characters is carried: the sealed id the
+/// gateway hands out is one it accepts back, and the session works.
+#[tokio::test]
+async fn long_upstream_session_ids_are_carried() {
+    let (front, seen, _stop) = demo_with_long_ids(3100).await;
+    let g = TestGateway::start(vec![gw::http("tasks", &front.url)]).await;
+    let (status, headers, body) = post_json(&g.url(), &[], INIT).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    eprintln!("sealed id of {} characters", sid.len());
+    assert!(sid.len() > 4096, "sealed id of {} characters", sid.len());
+    let session = [
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let (status, _, _) = post_json(
+        &g.url(),
+        &session,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let (status, headers, body) = post_json(
+        &g.url(),
+        &session,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let tools = message(&headers, &body)["result"]["tools"].clone();
+    assert!(tools.as_array().is_some_and(|t| !t.is_empty()), "{tools}");
+    // The upstream got its own long id back each time.
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3);
+    assert!(
+        seen[1..]
+            .iter()
+            .all(|(_, s)| s.as_ref().unwrap().len() == 3100)
+    );
+}
+
+/// An upstream session id too long to carry in a header is refused at
+/// `initialize`, naming the upstream, and that upstream session is ended.
+#[tokio::test]
+async fn overlong_upstream_session_ids_are_refused_at_initialize() {
+    let (front, seen, _stop) = demo_with_long_ids(5000).await;
+    let g = TestGateway::start(vec![gw::http("tasks", &front.url)]).await;
+    let started = std::time::Instant::now();
+    let (status, headers, body) = post_json(&g.url(), &[], INIT).await;
+    eprintln!("initialize refused in {:?}", started.elapsed());
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    assert!(!headers.contains_key("mcp-session-id"));
+    let m: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(m["id"], 1);
+    assert_eq!(m["error"]["code"], -32000);
+    let text = m["error"]["message"].as_str().unwrap();
+    assert!(
+        text.contains("upstream 'tasks'") && text.contains("5000 bytes") && text.contains("4096"),
+        "{text}"
+    );
+    let ended = support::clients::wait_until(std::time::Duration::from_secs(10), || {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|(m, s)| *m == Method::DELETE && s.as_ref().is_some_and(|s| s.len() == 5000))
+            .then_some(())
+    })
+    .await;
+    assert!(ended.is_some(), "the upstream session was not ended");
+    eprintln!("upstream session ended after {:?}", started.elapsed());
+}

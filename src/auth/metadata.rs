@@ -1,16 +1,17 @@
 //! A mount's protected-resource metadata (RFC 9728), served by the gateway:
 //! the upstream's document with `resource` set to the mount's public URL,
-//! fetched from the upstream's own origin only, bounded in time and size.
+//! fetched from the upstream's own origin only, bounded in time and size,
+//! and kept once per mount ([`super::cache`]) whatever the request's `Host`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::state::{AuthState, PRM_PATH, PRM_TTL, origin_of, resource_url};
+use super::state::{AuthState, PRM_PATH, origin_of, resource_url};
 use crate::config::{Mount, Transport};
 use crate::reply::{self, Body};
 use crate::upstream::client::{Client, send};
@@ -20,6 +21,8 @@ const PRM_MAX_BYTES: usize = 256 * 1024;
 
 /// Serve a mount's protected-resource metadata: the upstream's document with
 /// `resource` set to the mount's public URL, everything else unchanged.
+/// Without `public_url` that URL follows the request's `Host`, and the
+/// answer says so (`Vary: Host`).
 pub async fn serve_prm(
     auth: &AuthState,
     mount: usize,
@@ -28,18 +31,8 @@ pub async fn serve_prm(
     headers: &HeaderMap,
 ) -> Response<Body> {
     let Some(base) = auth.base(headers) else {
-        return reply::text(StatusCode::BAD_REQUEST, "no Host header\n");
+        return reply::text(StatusCode::BAD_REQUEST, "no valid Host header\n");
     };
-    if let Some((at, doc)) = auth
-        .cache
-        .lock()
-        .expect("not poisoned")
-        .get(&(mount, base.clone()))
-        .cloned()
-        && at.elapsed() < PRM_TTL
-    {
-        return prm_response(doc);
-    }
     let Transport::Http { url } = &config.transport else {
         return reply::text(
             StatusCode::NOT_FOUND,
@@ -52,6 +45,40 @@ pub async fn serve_prm(
         .expect("not poisoned")
         .get(&mount)
         .cloned();
+    let doc = auth
+        .prm_cache
+        .get_or_fetch(mount, remembered.clone(), || {
+            fetch_upstream_doc(fetch, url, remembered)
+        })
+        .await;
+    let Some(doc) = doc else {
+        tracing::debug!(upstream = %config.name, "no protected-resource metadata found at the upstream");
+        return reply::text(
+            StatusCode::NOT_FOUND,
+            "not found: the upstream publishes no protected-resource metadata\n",
+        );
+    };
+    let resource = resource_url(&base, &config.path);
+    let mut r = reply::json(StatusCode::OK, doc.with_resource(&resource));
+    let h = r.headers_mut();
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=60"),
+    );
+    if auth.base_follows_host() {
+        h.append(header::VARY, HeaderValue::from_static("host"));
+    }
+    r
+}
+
+/// The upstream's document, from the URL its challenges named, else the
+/// path-inserted and then the bare well-known URL on its origin; the whole
+/// search bounded by one fetch timeout.
+async fn fetch_upstream_doc(
+    fetch: &Fetch<'_>,
+    url: &http::Uri,
+    remembered: Option<String>,
+) -> Option<Map<String, Value>> {
     let origin = origin_of(url);
     let upath = url.path().trim_end_matches('/');
     let mut candidates: Vec<String> = remembered.into_iter().collect();
@@ -59,36 +86,18 @@ pub async fn serve_prm(
         candidates.push(format!("{origin}{PRM_PATH}{upath}"));
     }
     candidates.push(format!("{origin}{PRM_PATH}"));
-    let resource = resource_url(&base, &config.path);
-    for candidate in candidates {
-        let Some(doc) = fetch_json(fetch, &candidate).await else {
-            continue;
-        };
-        let Value::Object(mut obj) = doc else {
-            continue;
-        };
-        obj.insert("resource".into(), Value::String(resource.clone()));
-        let bytes = Bytes::from(serde_json::to_vec(&Value::Object(obj)).expect("serializable"));
-        auth.cache
-            .lock()
-            .expect("not poisoned")
-            .insert((mount, base.clone()), (Instant::now(), bytes.clone()));
-        return prm_response(bytes);
-    }
-    tracing::debug!(upstream = %config.name, "no protected-resource metadata found at the upstream");
-    reply::text(
-        StatusCode::NOT_FOUND,
-        "not found: the upstream publishes no protected-resource metadata\n",
-    )
-}
-
-fn prm_response(doc: Bytes) -> Response<Body> {
-    let mut r = reply::json(StatusCode::OK, doc);
-    r.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=60"),
-    );
-    r
+    let search = async {
+        for candidate in candidates {
+            if let Some(Value::Object(obj)) = fetch_json(fetch, &candidate).await {
+                return Some(obj);
+            }
+        }
+        None
+    };
+    tokio::time::timeout(fetch.bound(), search)
+        .await
+        .ok()
+        .flatten()
 }
 
 /// How metadata documents are fetched from an upstream.
@@ -96,6 +105,12 @@ pub struct Fetch<'a> {
     pub client: &'a Client,
     /// The bound on each fetch (at most 10 s).
     pub timeout: Duration,
+}
+
+impl Fetch<'_> {
+    fn bound(&self) -> Duration {
+        self.timeout.min(Duration::from_secs(10))
+    }
 }
 
 /// GET a JSON document from an upstream (http only, bounded in time and size).
@@ -108,7 +123,7 @@ async fn fetch_json(fetch: &Fetch<'_>, url: &str) -> Option<Value> {
     *req.uri_mut() = uri;
     req.headers_mut()
         .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-    let timeout = fetch.timeout.min(Duration::from_secs(10));
+    let timeout = fetch.bound();
     let resp = send(fetch.client, "metadata", req, timeout).await.ok()?;
     if !resp.status().is_success() {
         return None;

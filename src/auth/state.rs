@@ -1,28 +1,25 @@
 //! Where OAuth lives for each mount: the gateway's own metadata URL for it,
-//! the upstream's metadata URL as its challenges named it, and the rewritten
-//! documents, cached briefly.
+//! the upstream's metadata URL as its challenges named it, and the
+//! upstream's metadata documents, cached briefly.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use http::header::{self, HeaderMap};
+
+use super::cache::PrmCache;
 
 /// Where RFC 9728 puts protected-resource metadata.
 pub const PRM_PATH: &str = "/.well-known/oauth-protected-resource";
-/// How long a fetched upstream document is served from memory.
-pub const PRM_TTL: Duration = Duration::from_secs(60);
 
 /// Per-mount OAuth state: the upstream's metadata URL as its last challenge
-/// named it, and the rewritten metadata, cached briefly.
+/// named it, and the upstream's metadata, cached briefly.
 #[derive(Default)]
 pub struct AuthState {
     public_url: Option<String>,
     pub(super) challenge_urls: Mutex<HashMap<usize, String>>,
-    /// Keyed by mount and base URL (without `public_url`, the base follows
-    /// the request's `Host`).
-    pub(super) cache: Mutex<HashMap<(usize, String), (Instant, Bytes)>>,
+    /// One upstream document per mount, whatever the request's `Host`.
+    pub prm_cache: PrmCache,
 }
 
 impl AuthState {
@@ -33,15 +30,30 @@ impl AuthState {
         }
     }
 
-    /// The gateway's external base URL for a request with these headers.
+    /// The gateway's external base URL for a request with these headers:
+    /// `public_url`, or else `http://` and the request's `Host`, normalised
+    /// (the name in lower case, no `:80`). `None` without a `Host` that is a
+    /// plain `host[:port]`.
     pub fn base(&self, headers: &HeaderMap) -> Option<String> {
         if let Some(u) = &self.public_url {
             return Some(u.clone());
         }
-        headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .map(|h| format!("http://{h}"))
+        let host = headers.get(header::HOST)?.to_str().ok()?;
+        let authority: http::uri::Authority = host.parse().ok()?;
+        if authority.as_str().contains('@') {
+            return None;
+        }
+        let name = authority.host().to_ascii_lowercase();
+        Some(match authority.port_u16() {
+            Some(80) | None => format!("http://{name}"),
+            Some(port) => format!("http://{name}:{port}"),
+        })
+    }
+
+    /// Whether the answers that name the gateway's base URL depend on the
+    /// request's `Host` (no `public_url` is configured).
+    pub fn base_follows_host(&self) -> bool {
+        self.public_url.is_none()
     }
 
     pub(super) fn remember_challenge_url(&self, mount: usize, url: String) {
@@ -89,4 +101,41 @@ pub fn origin_of(url: &http::Uri) -> String {
         url.scheme_str().unwrap_or("http"),
         url.authority().map(|a| a.as_str()).unwrap_or_default()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use http::header::HeaderValue;
+
+    use super::*;
+
+    fn base(public_url: Option<&str>, host: Option<&'static str>) -> Option<String> {
+        let mut h = HeaderMap::new();
+        if let Some(host) = host {
+            h.insert(header::HOST, HeaderValue::from_static(host));
+        }
+        AuthState::new(public_url.map(Into::into)).base(&h)
+    }
+
+    #[test]
+    fn the_base_is_the_public_url_or_the_normalised_host() {
+        let cases = [
+            ("localhost:8787", "http://localhost:8787"),
+            ("A.LocalHost:8787", "http://a.localhost:8787"),
+            ("localhost:80", "http://localhost"),
+            ("[::1]:9", "http://[::1]:9"),
+            ("127.0.0.1", "http://127.0.0.1"),
+        ];
+        for (host, want) in cases {
+            assert_eq!(base(None, Some(host)).as_deref(), Some(want), "{host}");
+        }
+        for bad in ["user@localhost", "local\"host", ""] {
+            assert_eq!(base(None, Some(bad)), None, "{bad}");
+        }
+        assert_eq!(base(None, None), None);
+        assert_eq!(
+            base(Some("https://gw.example/"), Some("other:1")).as_deref(),
+            Some("https://gw.example")
+        );
+    }
 }

@@ -43,6 +43,28 @@ fn reports_every_problem_by_field() {
     assert!(text.contains("upstream[1].url"), "{text}");
 }
 
+/// Session ids carry the mount's name; one too long to carry is refused.
+#[test]
+fn upstream_names_fit_a_session_id() {
+    let mut c = Config::default();
+    for name in ["n".repeat(255), "n".repeat(256)] {
+        c.upstreams = vec![UpstreamConfig {
+            url: Some("http://127.0.0.1:9/mcp".into()),
+            ..up(&name)
+        }];
+        match (name.len(), c.mounts()) {
+            (255, r) => assert!(r.is_ok()),
+            (_, Err(ConfigError::Invalid { problems })) => {
+                assert_eq!(
+                    problems,
+                    ["upstream[0].name: 256 characters, at most 255 allowed"]
+                );
+            }
+            (_, r) => panic!("{r:?}"),
+        }
+    }
+}
+
 #[test]
 fn auth_settings() {
     let c: Config = figment::Figment::from(Serialized::defaults(Config::default()))

@@ -92,7 +92,10 @@ pub async fn post(
         );
         return protocol_failure(cx, detail).respond(id);
     }
-    let head = relay_head(cx, &parts);
+    let head = match relay_head(cx, &parts) {
+        Ok(head) => head,
+        Err(failure) => return failure.respond(id),
+    };
     if tool_call
         && matches!(
             parts.status,
@@ -230,8 +233,9 @@ fn upstream_request(cx: &Ctx<'_>, method: http::Method, body: Bytes) -> Request<
 
 /// The head of an HTTP upstream's response as the client gets it: status,
 /// allowed headers, the session id translated and OAuth challenges pointed
-/// at the gateway.
-fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Response<()> {
+/// at the gateway. A new upstream session id too long to carry is refused
+/// (and that upstream session ended).
+fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()>, Failure> {
     let mut out = Response::new(());
     *out.status_mut() = parts.status;
     let h = out.headers_mut();
@@ -256,6 +260,17 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Response<()> {
                 upstream: Some(prev),
                 received,
             } if prev == up => received.clone(),
+            _ if !crate::session::id::carries_upstream_id(up) => {
+                end_upstream_session(cx, up);
+                return Err(protocol_failure(
+                    cx,
+                    format!(
+                        "its session id is {} bytes long; the gateway carries session ids of at most {} bytes",
+                        up.len(),
+                        crate::session::id::MAX_UPSTREAM_SESSION_ID
+                    ),
+                ));
+            }
             _ => {
                 let token = Token {
                     mount: cx.upstream().to_owned(),
@@ -271,7 +286,22 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Response<()> {
     }
     let (gw, mount) = (cx.gw, cx.mount);
     crate::auth::rewrite_challenges(&gw.auth, mount.index, &mount.config, cx.headers, h);
-    out
+    Ok(out)
+}
+
+/// Ask the upstream to end a session the gateway will not use (best effort,
+/// in the background, bounded by the connect timeout).
+fn end_upstream_session(cx: &Ctx<'_>, upstream_id: &str) {
+    let Ok(sid) = HeaderValue::from_str(upstream_id) else {
+        return;
+    };
+    let mut req = upstream_request(cx, http::Method::DELETE, Bytes::new());
+    req.headers_mut().insert(SESSION_HEADER, sid);
+    let (gw, name) = (cx.gw.clone(), cx.upstream().to_owned());
+    let bound = std::time::Duration::from_secs(gw.limits.connect_timeout_secs);
+    tokio::spawn(async move {
+        let _ = send(&gw.client, &name, req, bound).await;
+    });
 }
 
 fn is_json(h: &HeaderMap) -> bool {
@@ -296,7 +326,10 @@ pub async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Response<Bo
     match send(&gw.client, cx.upstream(), req, gw.request_timeout()).await {
         Ok(resp) => {
             let (parts, body) = resp.into_parts();
-            let head = relay_head(cx, &parts);
+            let head = match relay_head(cx, &parts) {
+                Ok(head) => head,
+                Err(failure) => return failure.respond(None),
+            };
             if get && parts.status.is_success() && is_event_stream(&parts.headers) {
                 let changes = gw.live.subscribe();
                 let limit = gw.limits.max_message_bytes;

@@ -18,6 +18,27 @@ const AAD: &[u8] = b"mcp-ui-gateway/session/v1";
 const NONCE_LEN: usize = 24;
 const TAG_LEN: usize = 16;
 
+/// Longest upstream session id the gateway carries, in bytes. Its sealed
+/// form (under 6 KB) fits the header limits of common HTTP clients; an
+/// upstream that issues a longer one is refused at `initialize`.
+pub const MAX_UPSTREAM_SESSION_ID: usize = 4096;
+/// Longest mount name an id carries (the configuration refuses longer ones).
+pub const MAX_MOUNT_NAME: usize = 255;
+/// The longest id [`SessionKey::seal`] makes, so the longest [`SessionKey::open`]
+/// looks at: version, kind, mount length, mount, flag, id length, id.
+pub const MAX_SEALED_ID: usize =
+    base64_len(NONCE_LEN + 3 + MAX_MOUNT_NAME + 3 + MAX_UPSTREAM_SESSION_ID + TAG_LEN);
+
+/// Length of `n` bytes in unpadded base64.
+const fn base64_len(n: usize) -> usize {
+    (n * 4).div_ceil(3)
+}
+
+/// Whether an upstream's session id is short enough to be carried.
+pub fn carries_upstream_id(id: &str) -> bool {
+    id.len() <= MAX_UPSTREAM_SESSION_ID
+}
+
 /// Where a downstream session leads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -80,7 +101,9 @@ impl SessionKey {
         Self::from_bytes(&key)
     }
 
-    /// Seal a token into an id of visible ASCII (base64url).
+    /// Seal a token into an id of visible ASCII (base64url), at most
+    /// [`MAX_SEALED_ID`] long when the token's upstream id and mount are
+    /// within [`MAX_UPSTREAM_SESSION_ID`] and [`MAX_MOUNT_NAME`].
     pub fn seal(&self, token: &Token) -> String {
         let mut nonce = [0u8; NONCE_LEN];
         rand::rng().fill_bytes(&mut nonce);
@@ -103,7 +126,7 @@ impl SessionKey {
 
     /// Open an id; `None` for anything not sealed by this key.
     pub fn open(&self, id: &str) -> Option<Token> {
-        if id.len() > 4096 {
+        if id.len() > MAX_SEALED_ID {
             return None;
         }
         let bytes = URL_SAFE_NO_PAD.decode(id.trim()).ok()?;
@@ -269,6 +292,29 @@ mod tests {
         }
     }
 
+    /// Whatever the gateway seals, it opens again: the longest upstream id
+    /// with the longest mount name stays within the length `open` accepts.
+    #[test]
+    fn the_longest_ids_sealed_are_opened() {
+        let key = SessionKey::random();
+        for len in [3100, MAX_UPSTREAM_SESSION_ID] {
+            let token = Token {
+                mount: "m".repeat(MAX_MOUNT_NAME),
+                route: Route::Http {
+                    upstream_session: Some("s".repeat(len)),
+                },
+            };
+            assert!(carries_upstream_id(&"s".repeat(len)));
+            let id = key.seal(&token);
+            assert!(id.len() <= MAX_SEALED_ID, "{} > {MAX_SEALED_ID}", id.len());
+            assert_eq!(key.open(&id), Some(token), "{len}");
+        }
+        assert_eq!(MAX_SEALED_ID, 5863);
+        assert!(!carries_upstream_id(
+            &"s".repeat(MAX_UPSTREAM_SESSION_ID + 1)
+        ));
+    }
+
     #[test]
     fn ids_are_unlinkable_and_unforgeable() {
         let key = SessionKey::random();
@@ -281,7 +327,14 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         assert_eq!(key.open(&URL_SAFE_NO_PAD.encode(bytes)), None);
-        for junk in ["", "abc", "!!!!", &"A".repeat(5000), &a[..a.len() - 2]] {
+        for junk in [
+            "",
+            "abc",
+            "!!!!",
+            &"A".repeat(5000),
+            &"A".repeat(MAX_SEALED_ID + 1),
+            &a[..a.len() - 2],
+        ] {
             assert_eq!(key.open(junk), None);
         }
     }

@@ -72,15 +72,17 @@ pub struct MessageSession {
 }
 
 /// Removes a request's routing entry if it is dropped before its response
-/// arrived (the client went away, or the request timed out).
+/// arrived (the client went away, or the request timed out); only its own,
+/// never a later request's under the same key.
 pub struct PendingGuard {
     session: Arc<MessageSession>,
     key: String,
+    seq: u64,
 }
 
 impl Drop for PendingGuard {
     fn drop(&mut self) {
-        self.session.forget(&self.key);
+        self.session.forget(&self.key, self.seq);
     }
 }
 
@@ -144,10 +146,17 @@ impl MessageSession {
     ) -> Result<(mpsc::Receiver<Delivery>, PendingGuard), Failure> {
         self.touch();
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        let (key, wire) = {
+        let (key, wire, seq) = {
             let mut st = self.state.lock().unwrap();
             if self.is_closed() {
                 return Err(self.closed_error());
+            }
+            // Ids are unique among a session's waiting requests: a second
+            // request with the id of one still waiting could take its answer.
+            if !self.rewrite_ids && st.pending.contains_key(&jsonrpc::id_key(id)) {
+                return Err(Failure::IdInUse {
+                    id: id.get().to_owned(),
+                });
             }
             st.seq += 1;
             let seq = st.seq;
@@ -175,11 +184,12 @@ impl MessageSession {
                     progress,
                 },
             );
-            (key, wire)
+            (key, wire, seq)
         };
         let guard = PendingGuard {
             session: self.clone(),
             key,
+            seq,
         };
         self.outgoing
             .send(wire)
@@ -252,9 +262,10 @@ impl MessageSession {
         Some(rx)
     }
 
-    fn forget(&self, key: &str) {
+    fn forget(&self, key: &str, seq: u64) {
         let mut st = self.state.lock().unwrap();
-        if let Some(p) = st.pending.remove(key)
+        if st.pending.get(key).is_some_and(|p| p.seq == seq)
+            && let Some(p) = st.pending.remove(key)
             && let Some(t) = p.progress
         {
             st.by_progress.remove(&t);

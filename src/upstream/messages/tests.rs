@@ -104,3 +104,32 @@ async fn close_fails_requests_in_flight() {
     );
     assert!(s.request(b"{}", raw("2"), None).await.is_err());
 }
+
+/// A second request with the id of one still waiting is refused; it cannot
+/// take the first one's answer or its routing entry, and once answered the
+/// id is free again.
+#[tokio::test]
+async fn an_id_still_waiting_is_not_taken_twice() {
+    let (out_tx, mut out_rx) = mpsc::channel(8);
+    let s = MessageSession::new("t".into(), out_tx, false);
+    let req = br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+    let (mut rx, guard) = s.request(req, raw("5"), None).await.unwrap();
+    let again = s.request(req, raw("5"), None).await;
+    assert!(
+        matches!(again, Err(Failure::IdInUse { ref id }) if id == "5"),
+        "{:?}",
+        again.err()
+    );
+    assert_eq!(out_rx.try_recv().ok().as_deref(), Some(&req[..]));
+    assert!(out_rx.try_recv().is_err(), "the second was not sent");
+    let answer = br#"{"jsonrpc":"2.0","id":5,"result":{}}"#;
+    s.deliver(Bytes::from_static(answer)).await;
+    assert!(matches!(next(&mut rx).await, Delivery::Final(b) if &b[..] == answer));
+
+    // The id is free again; the first request's guard, dropped late, leaves
+    // the new request's entry alone.
+    let (mut rx2, _g2) = s.request(req, raw("5"), None).await.unwrap();
+    drop(guard);
+    s.deliver(Bytes::from_static(answer)).await;
+    assert!(matches!(next(&mut rx2).await, Delivery::Final(b) if &b[..] == answer));
+}
