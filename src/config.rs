@@ -103,6 +103,14 @@ pub struct Limits {
     /// Most stdio children running at once across every stdio upstream; a
     /// session that would start one more is refused with 503.
     pub max_stdio_children: usize,
+    /// Most bytes of upstream answers held whole at once, across every
+    /// request (JSON answers the gateway rewrites or looks into); an answer
+    /// that does not fit is refused with a JSON-RPC error.
+    pub max_buffered_bytes: usize,
+    /// Largest overlay file read (a widget document or asset, a manifest, a
+    /// mount file), and largest widget with its assets inlined; checked from
+    /// the file's size before it is read.
+    pub max_widget_bytes: usize,
 }
 
 impl Default for Limits {
@@ -117,6 +125,8 @@ impl Default for Limits {
             session_reap_interval_secs: 15,
             max_in_flight_per_session: 64,
             max_stdio_children: 256,
+            max_buffered_bytes: 256 * 1024 * 1024,
+            max_widget_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -317,6 +327,8 @@ impl Config {
                 self.limits.max_in_flight_per_session,
             ),
             ("max_stdio_children", self.limits.max_stdio_children),
+            ("max_buffered_bytes", self.limits.max_buffered_bytes),
+            ("max_widget_bytes", self.limits.max_widget_bytes),
         ] {
             if value == 0 {
                 problems.push(format!("limits.{field}: must be greater than 0"));
