@@ -119,6 +119,14 @@ pub struct Limits {
     /// Most bytes a client connection may buffer before its request head is
     /// complete (HTTP/1.1), and largest header list (HTTP/2). Beyond: 431.
     pub max_header_bytes: usize,
+    /// Most bytes of upstream answers held whole at once, across every
+    /// request (JSON answers the gateway rewrites or looks into); an answer
+    /// that does not fit is refused with a JSON-RPC error.
+    pub max_buffered_bytes: usize,
+    /// Largest overlay file read (a widget document or asset, a manifest, a
+    /// mount file), and largest widget with its assets inlined; checked from
+    /// the file's size before it is read.
+    pub max_widget_bytes: usize,
 }
 
 /// The smallest `limits.max_header_bytes`: one read buffer.
@@ -140,6 +148,8 @@ impl Default for Limits {
             idle_connection_secs: 120,
             max_connections: None,
             max_header_bytes: 64 * 1024,
+            max_buffered_bytes: 256 * 1024 * 1024,
+            max_widget_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -354,6 +364,8 @@ impl Config {
                 self.limits.max_in_flight_per_session,
             ),
             ("max_stdio_children", self.limits.max_stdio_children),
+            ("max_buffered_bytes", self.limits.max_buffered_bytes),
+            ("max_widget_bytes", self.limits.max_widget_bytes),
         ] {
             if value == 0 {
                 problems.push(format!("limits.{field}: must be greater than 0"));

@@ -19,6 +19,7 @@ use crate::metrics::Metrics;
 use crate::middleware::host::HostPolicy;
 use crate::outcome::Failure;
 use crate::session::{InFlight, OpenedIds, Owned, SessionKey};
+use crate::upstream::budget::Budget;
 use crate::upstream::messages::MessageSession;
 use crate::upstream::stdio::{Children, Fault, Restarts, Supervisor};
 use crate::upstream::{self, client::Client};
@@ -47,6 +48,8 @@ pub struct Gateway {
     pub shutdown: CancellationToken,
     /// The stdio children running, against `limits.max_stdio_children`.
     pub children: Arc<Children>,
+    /// Memory held by answers read whole, against `limits.max_buffered_bytes`.
+    pub buffers: Arc<Budget>,
     /// OAuth: upstream metadata locations and the rewritten documents.
     pub auth: AuthState,
     /// Whether `/preview` is served (`Config::preview_enabled`).
@@ -149,6 +152,7 @@ impl Gateway {
             upstream_tools: Arc::default(),
             shutdown: CancellationToken::new(),
             children: Children::new(limits.max_stdio_children),
+            buffers: Budget::new(limits.max_buffered_bytes),
             auth: AuthState::new(config.public_url.clone()),
             preview: config.preview_enabled(),
             metrics: Arc::new(metrics),

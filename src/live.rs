@@ -13,7 +13,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::overlay::{LoadError, LoadErrors, OverlaySet, load_dir};
+use crate::overlay::{LoadError, LoadErrors, OverlaySet, load::MAX_FILE_BYTES, load_dir_within};
 
 /// What the gateway tells live sessions after an overlay reload.
 pub const LIST_CHANGED: [&[u8]; 2] = [
@@ -28,6 +28,8 @@ const DEBOUNCE: Duration = Duration::from_millis(200);
 /// Holds the current overlays and announces each change.
 pub struct Live {
     dir: Option<PathBuf>,
+    /// The bound on each overlay file and widget (`limits.max_widget_bytes`).
+    max_bytes: usize,
     current: ArcSwap<OverlaySet>,
     generation: AtomicU64,
     changes: watch::Sender<u64>,
@@ -52,8 +54,13 @@ impl Live {
     }
 
     pub fn new(dir: Option<PathBuf>, initial: OverlaySet) -> Arc<Self> {
+        Self::build(dir, initial, MAX_FILE_BYTES)
+    }
+
+    fn build(dir: Option<PathBuf>, initial: OverlaySet, max_bytes: usize) -> Arc<Self> {
         Arc::new(Live {
             dir,
+            max_bytes,
             current: ArcSwap::from_pointee(initial),
             generation: AtomicU64::new(0),
             changes: watch::channel(0).0,
@@ -65,12 +72,19 @@ impl Live {
     /// Load `dir` for the first time. A missing directory means no overlays;
     /// a broken one is an error (there is no last good snapshot to keep).
     pub fn open(dir: &Path) -> Result<Arc<Self>, LoadErrors> {
-        if !dir.exists() {
+        Self::open_within(dir, MAX_FILE_BYTES)
+    }
+
+    /// [`Live::open`], with overlay files and widgets over `max_bytes`
+    /// refused, at start and on every reload.
+    pub fn open_within(dir: &Path, max_bytes: usize) -> Result<Arc<Self>, LoadErrors> {
+        let set = if dir.exists() {
+            load_dir_within(dir, max_bytes)?
+        } else {
             tracing::info!(dir = %dir.display(), "no overlay directory; upstreams are served unchanged");
-            return Ok(Self::new(Some(dir.to_path_buf()), OverlaySet::default()));
-        }
-        let set = load_dir(dir)?;
-        Ok(Self::new(Some(dir.to_path_buf()), set))
+            OverlaySet::default()
+        };
+        Ok(Self::build(Some(dir.to_path_buf()), set, max_bytes))
     }
 
     /// The snapshot in force; hold it for the whole exchange.
@@ -121,7 +135,7 @@ impl Live {
             }]));
         }
         let next = if dir.exists() {
-            load_dir(dir).inspect_err(|_| {
+            load_dir_within(dir, self.max_bytes).inspect_err(|_| {
                 self.reloads_failed.fetch_add(1, Ordering::Relaxed);
             })?
         } else {

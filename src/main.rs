@@ -120,7 +120,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(loaded) => loaded,
         Err(message) => return fail(&message),
     };
-    let live = match Live::open(&config.overlays) {
+    let live = match Live::open_within(&config.overlays, config.limits.max_widget_bytes) {
         Ok(live) => live,
         Err(errors) => return fail(&format!("{} (in {})", errors, config.overlays.display())),
     };

@@ -210,6 +210,16 @@ pub enum Failure {
     // === the gateway's ===
     #[error("this gateway already serves {max} sessions (limits.max_sessions)")]
     Full { max: usize },
+    /// An answer to read whole that does not fit in the memory budget for
+    /// such answers; `at_least` is how much of it was known.
+    #[error(
+        "upstream '{upstream}' answered at least {at_least} bytes, more than the gateway can hold now: answers it rewrites share {limit} bytes (limits.max_buffered_bytes)"
+    )]
+    BufferFull {
+        upstream: String,
+        at_least: usize,
+        limit: usize,
+    },
 
     // === an upstream's ===
     #[error(transparent)]
@@ -236,9 +246,9 @@ impl Failure {
 
     pub fn side(&self) -> Side {
         match self {
-            Failure::Full { .. } | Failure::Upstream(UpstreamError::ChildLimit { .. }) => {
-                Side::Gateway
-            }
+            Failure::Full { .. }
+            | Failure::BufferFull { .. }
+            | Failure::Upstream(UpstreamError::ChildLimit { .. }) => Side::Gateway,
             Failure::Upstream(_) | Failure::Ended { .. } | Failure::Stream { .. } => Side::Upstream,
             _ => Side::Client,
         }
@@ -287,6 +297,7 @@ impl Failure {
             | Failure::OriginNotAllowed
             | Failure::TooManyInFlight { .. }
             | Failure::Full { .. }
+            | Failure::BufferFull { .. }
             | Failure::Upstream(_)
             | Failure::Ended { .. }
             | Failure::Stream { .. } => code::SERVER_ERROR,
@@ -347,14 +358,17 @@ impl Failure {
     /// The answer to an exchange that failed so. A request's upstream
     /// failure (or cancellation) is answered in-band, 200 with an error for
     /// its id, which is what a client shows its user; everything else is an
-    /// HTTP error whose body is an id-less JSON-RPC error (the 429 names the
-    /// request it refused). The response carries its [`Outcome`].
+    /// HTTP error whose body is an id-less JSON-RPC error (the 429 and the 503
+    /// of a full memory budget name the request they refused). The response
+    /// carries its [`Outcome`].
     pub fn respond(&self, id: Option<&RawValue>) -> Response<Body> {
         let in_band =
             id.is_some() && (self.side() == Side::Upstream || matches!(self, Failure::Cancelled));
         let mut r = match (in_band, self) {
             (true, _) => reply::json(StatusCode::OK, self.body(id)),
-            (false, Failure::TooManyInFlight { .. }) => reply::json(self.status(), self.body(id)),
+            (false, Failure::TooManyInFlight { .. } | Failure::BufferFull { .. }) => {
+                reply::json(self.status(), self.body(id))
+            }
             (false, _) => reply::json(self.status(), self.body(None)),
         };
         let h = r.headers_mut();
@@ -362,7 +376,7 @@ impl Failure {
             Failure::MethodNotAllowed { allow, .. } => {
                 h.insert(header::ALLOW, HeaderValue::from_static(allow));
             }
-            Failure::TooManyInFlight { .. } => {
+            Failure::TooManyInFlight { .. } | Failure::BufferFull { .. } => {
                 h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             // The rest of the body may still come: the connection is done.

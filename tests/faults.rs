@@ -71,16 +71,13 @@ async fn bad_init(g: &TestGateway) -> (StatusCode, String) {
 
 // === faulty HTTP upstreams ===
 
-/// Reads one request head (and a Content-Length body) from `s`.
-async fn read_request(s: &mut TcpStream) {
+/// Reads one request head (and a Content-Length body) from `s`; what was read.
+async fn read_request(s: &mut TcpStream) -> String {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
-    loop {
-        let Ok(n) = s.read(&mut chunk).await else {
-            return;
-        };
+    while let Ok(n) = s.read(&mut chunk).await {
         if n == 0 {
-            return;
+            break;
         }
         buf.extend_from_slice(&chunk[..n]);
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -92,19 +89,29 @@ async fn read_request(s: &mut TcpStream) {
                 .unwrap_or(0);
             while buf.len() < end + 4 + len {
                 match s.read(&mut chunk).await {
-                    Ok(0) | Err(_) => return,
+                    Ok(0) | Err(_) => break,
                     Ok(n) => buf.extend_from_slice(&chunk[..n]),
                 }
             }
-            return;
+            break;
         }
     }
+    String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// A raw upstream on 127.0.0.1 that answers every request with `act`.
 async fn raw_upstream<F, Fut>(act: F) -> (String, tokio::task::JoinHandle<()>)
 where
     F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    raw_upstream_reading(move |s, _| act(s)).await
+}
+
+/// [`raw_upstream`], `act` also given the request as read.
+async fn raw_upstream_reading<F, Fut>(act: F) -> (String, tokio::task::JoinHandle<()>)
+where
+    F: Fn(TcpStream, String) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -114,8 +121,8 @@ where
         while let Ok((mut s, _)) = listener.accept().await {
             let act = act.clone();
             tokio::spawn(async move {
-                read_request(&mut s).await;
-                act(s).await;
+                let request = read_request(&mut s).await;
+                act(s, request).await;
             });
         }
     });
@@ -195,6 +202,260 @@ async fn http_upstream_answering_the_wrong_content_type() {
         message.contains("upstream 'bad' sent an invalid reply") && message.contains("text/html"),
         "{message}"
     );
+    assert_good_serves(&g).await;
+}
+
+// === HTTP upstreams that stall after their answer's head ===
+
+/// An upstream that answers `initialize` normally; to anything else it sends
+/// a JSON answer's head and then stalls for a minute: `ping` after a
+/// `Content-Length` and no body, the rest after the first bytes of a chunked
+/// body, trickling a byte every 100 ms when the request names `trickle` or
+/// is a `resources/list`.
+async fn stalling_upstream() -> (String, tokio::task::JoinHandle<()>) {
+    raw_upstream_reading(|mut s, request| async move {
+        let head = |framing: &str| {
+            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{framing}\r\n")
+        };
+        if request.contains("\"initialize\"") {
+            let framing = format!(
+                "connection: close\r\ncontent-length: {}\r\n",
+                INIT_RESULT.len()
+            );
+            let _ = s
+                .write_all(format!("{}{INIT_RESULT}", head(&framing)).as_bytes())
+                .await;
+            return;
+        }
+        let trickle = request.contains("trickle") || request.contains("resources/list");
+        let start = if request.contains("\"ping\"") {
+            head("content-length: 100\r\n")
+        } else {
+            let first = r#"{"jsonrpc":"2.0","id":2,"result":{"#;
+            let framing = head("transfer-encoding: chunked\r\n");
+            format!("{framing}{:x}\r\n{first}\r\n", first.len())
+        };
+        let _ = s.write_all(start.as_bytes()).await;
+        let until = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if trickle && s.write_all(b"1\r\n \r\n").await.is_err() {
+                return;
+            }
+        }
+    })
+    .await
+}
+
+/// POSTs `body` on a connection of its own and reads until the gateway
+/// closes it: how long that took, and what came.
+async fn post_until_closed(g: &TestGateway, path: &str, body: &str) -> (Duration, String) {
+    let started = Instant::now();
+    let mut s = TcpStream::connect(g.addr).await.unwrap();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        g.addr,
+        body.len()
+    );
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(BOUND, s.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => break,
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => panic!(
+                "still open after {BOUND:?}: {}",
+                String::from_utf8_lossy(&got)
+            ),
+        }
+    }
+    (
+        started.elapsed(),
+        String::from_utf8_lossy(&got).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn http_upstream_stalling_after_the_head_times_out_every_kind_of_answer() {
+    let (url, _task) = stalling_upstream().await;
+    let g = gateway_with(gw::http("bad", &url)).await;
+    let bad = g.url_for("/bad/mcp");
+    let (status, _, body) = post_json(&bad, &[], INIT).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body_json(&body)["result"]["serverInfo"]["name"], "sh");
+    // An answer the gateway reads whole (a tool result, looked into for
+    // in-band challenges) and one it passes through (ping) with nothing of
+    // its body come yet: a JSON-RPC error for the request at the deadline.
+    let timed_error = |id: u64, body: String| {
+        let bad = bad.clone();
+        async move {
+            let started = Instant::now();
+            let (status, _, answer) = post_json(&bad, &[], body).await;
+            (id, started.elapsed(), status, answer)
+        }
+    };
+    let call = |id: u64, name: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{{}}}}}}"#
+        )
+    };
+    let list = r#"{"jsonrpc":"2.0","id":5,"method":"resources/list"}"#;
+    let (stalled, trickled, ping, cut) = tokio::join!(
+        timed_error(2, call(2, "stall")),
+        timed_error(3, call(3, "trickle")),
+        timed_error(4, r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#.into()),
+        // A body passed through whose first bytes went out: cut at the
+        // deadline, since they cannot be taken back.
+        post_until_closed(&g, "/bad/mcp", list),
+    );
+    for (id, took, status, answer) in [stalled, trickled, ping] {
+        assert_eq!(status, StatusCode::OK, "request {id}");
+        let v = body_json(&answer);
+        assert_eq!(v["id"], id, "{v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("upstream 'bad' did not answer within 2 s"),
+            "request {id}: {message}"
+        );
+        assert!(
+            took >= Duration::from_millis(1500) && took < Duration::from_secs(8),
+            "request {id} took {took:?}"
+        );
+    }
+    let (took, got) = cut;
+    assert!(got.starts_with("HTTP/1.1 200 OK"), "{got}");
+    assert!(
+        got.contains(r#"{"jsonrpc":"2.0","id":2,"result":{"#),
+        "{got}"
+    );
+    assert!(
+        !got.ends_with("0\r\n\r\n"),
+        "the body was cut, not ended: {got}"
+    );
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_secs(8),
+        "the trickling answer was cut after {took:?}"
+    );
+    assert_good_serves(&g).await;
+}
+
+// === the memory budget of buffered answers ===
+
+/// Answers every `tools/call` with a JSON result of `len` bytes, its head
+/// (with the length) at once and its body once `release` is true; a call of
+/// the tool `hold` never gets its body.
+async fn big_answers(
+    len: usize,
+    release: tokio::sync::watch::Receiver<bool>,
+) -> (String, tokio::task::JoinHandle<()>) {
+    raw_upstream_reading(move |mut s, request| {
+        let mut release = release.clone();
+        async move {
+            let body = request.split("\r\n\r\n").nth(1).unwrap_or_default();
+            let id = body_json(body.as_bytes())["id"].clone();
+            let prefix = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#
+            );
+            let suffix = r#""}]}}"#;
+            let text = "x".repeat(len - prefix.len() - suffix.len());
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len}\r\n\r\n"
+            );
+            if s.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            if request.contains("\"hold\"") {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                return;
+            }
+            if release.wait_for(|r| *r).await.is_err() {
+                return;
+            }
+            let _ = s
+                .write_all(format!("{prefix}{text}{suffix}").as_bytes())
+                .await;
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn buffered_answers_over_the_memory_budget_are_refused_naming_it() {
+    const ANSWER: usize = 1_000_000;
+    let (release, released) = tokio::sync::watch::channel(false);
+    let (url, _task) = big_answers(ANSWER, released).await;
+    let g = gateway_tuned(gw::http("bad", &url), |c| {
+        c.limits.max_buffered_bytes = 2_500_000;
+    })
+    .await;
+    let bad = g.url_for("/bad/mcp");
+    let call = |id: u64, name: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{{}}}}}}"#
+        )
+    };
+    let mut calls = tokio::task::JoinSet::new();
+    for id in 1..=5 {
+        let (bad, body) = (bad.clone(), call(id, "big"));
+        calls.spawn(async move { post_json(&bad, &[], body).await });
+    }
+    // Two answers fit in 2.5 MB and wait for their bodies; the other three
+    // are refused as soon as their length is known, before any body comes.
+    let mut refused = Vec::new();
+    for _ in 0..3 {
+        let joined = tokio::time::timeout(BOUND, calls.join_next()).await;
+        let (status, headers, body) = joined
+            .expect("the answers over the budget are refused at once")
+            .unwrap()
+            .unwrap();
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(headers["retry-after"], "1");
+        let v = body_json(&body);
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("limits.max_buffered_bytes")
+                && message.contains("2500000 bytes")
+                && message.contains("upstream 'bad'"),
+            "{message}"
+        );
+        refused.push(v["id"].as_u64().expect("the refused request's id"));
+    }
+    assert_eq!(g.gateway.buffers.in_use(), 2 * ANSWER, "two answers held");
+    release.send_replace(true);
+    let mut answered = Vec::new();
+    while let Some(joined) = tokio::time::timeout(BOUND, calls.join_next())
+        .await
+        .expect("the answers within the budget come")
+    {
+        let (status, _, body) = joined.unwrap();
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body.len(), ANSWER, "passed whole");
+        answered.push(body_json(&body)["id"].as_u64().unwrap());
+    }
+    refused.extend(&answered);
+    refused.sort_unstable();
+    assert_eq!(refused, [1, 2, 3, 4, 5]);
+    assert_eq!(answered.len(), 2);
+    let released =
+        support::clients::wait_until(BOUND, || (g.gateway.buffers.in_use() == 0).then_some(()))
+            .await;
+    assert!(released.is_some(), "held: {}", g.gateway.buffers.in_use());
+    // A client that goes away while its answer is held gives the bytes back.
+    let abandoned = tokio::spawn({
+        let (bad, body) = (bad.clone(), call(9, "hold"));
+        async move { post_json(&bad, &[], body).await }
+    });
+    let held = support::clients::wait_until(BOUND, || {
+        (g.gateway.buffers.in_use() == ANSWER).then_some(())
+    })
+    .await;
+    assert!(held.is_some(), "held: {}", g.gateway.buffers.in_use());
+    abandoned.abort();
+    let released =
+        support::clients::wait_until(BOUND, || (g.gateway.buffers.in_use() == 0).then_some(()))
+            .await;
+    assert!(released.is_some(), "held: {}", g.gateway.buffers.in_use());
     assert_good_serves(&g).await;
 }
 
@@ -625,6 +886,87 @@ async fn overlay_directory_unreadable_keeps_the_last_good_overlays() {
         .iter()
         .any(|t| !t["_meta"]["ui"]["resourceUri"].is_null());
     assert!(with_ui, "the last good overlays stay in force");
+}
+
+/// A copy of the bundled overlays whose widget stylesheet is now a 300 MB
+/// sparse file (no disk space used), over the default 16 MiB
+/// `limits.max_widget_bytes`.
+fn poison_stylesheet(overlays: &std::path::Path) -> std::path::PathBuf {
+    let css = overlays.join("widgets/task-board/style.css");
+    std::fs::File::create(&css)
+        .unwrap()
+        .set_len(300_000_000)
+        .unwrap();
+    css
+}
+
+#[tokio::test]
+async fn an_oversize_widget_asset_is_refused_and_the_last_good_overlays_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let overlays = dir.path().join("overlays");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("overlays");
+    copy_dir(&source, &overlays);
+    let mut config = gw::test_config();
+    config.overlays = overlays.clone();
+    config.upstreams = vec![gw::demo_stdio("demo")];
+    let g = TestGateway::start_with(config).await;
+    let live = &g.gateway.live;
+    let generation = live.generation();
+    poison_stylesheet(&overlays);
+    let started = Instant::now();
+    let errors = live
+        .reload()
+        .expect_err("an oversize asset fails the reload");
+    let took = started.elapsed();
+    let e = errors.to_string();
+    assert!(
+        e.contains("widgets/task-board/index.html")
+            && e.contains("stylesheet href \"style.css\": is 300000000 bytes, over the 16777216-byte limit (limits.max_widget_bytes)"),
+        "{e}"
+    );
+    // Refused from its size: never read.
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert_eq!(live.generation(), generation);
+    let url = g.url();
+    let (_, headers, _) = post_json(&url, &[], INIT).await;
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let (status, _, body) = post_json(&url, &[("mcp-session-id", &sid)], list).await;
+    assert_eq!(status, StatusCode::OK);
+    let with_ui = body_json(&body)["result"]["tools"]
+        .as_array()
+        .expect("a tools/list result")
+        .iter()
+        .any(|t| !t["_meta"]["ui"]["resourceUri"].is_null());
+    assert!(with_ui, "the last good overlays stay in force");
+}
+
+#[tokio::test]
+async fn an_oversize_widget_asset_stops_the_start_naming_file_size_and_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let overlays = dir.path().join("overlays");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("overlays");
+    copy_dir(&source, &overlays);
+    poison_stylesheet(&overlays);
+    let closed = support::process::ClosedPort::new();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    cmd.args(["serve", "--config", "/dev/null", "--listen", "127.0.0.1:0"])
+        .args(["--name", "demo", "--upstream"])
+        .arg(format!("http://127.0.0.1:{}/mcp", closed.port()))
+        .arg("--overlays")
+        .arg(&overlays)
+        .current_dir(dir.path());
+    let mut gateway = support::process::Proc::spawn("gateway", &mut cmd);
+    let (status, _, stderr) = gateway
+        .finish_async(BOUND)
+        .await
+        .unwrap_or_else(|e| panic!("the gateway did not stop: {e}"));
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains("widgets/task-board/index.html")
+            && stderr.contains("stylesheet href \"style.css\": is 300000000 bytes, over the 16777216-byte limit (limits.max_widget_bytes)"),
+        "{stderr}"
+    );
 }
 
 async fn assert_good_serves_at(url: &str) {

@@ -25,7 +25,9 @@ use serde_json::Value;
 use super::{describe_transport, list};
 use crate::config::{Limits, Mount};
 use crate::overlay::load::WIDGETS_DIR;
-use crate::overlay::{Inspection, LoadError, RenderSite, ToolOverlay, ToolSite, inspect_dir};
+use crate::overlay::{
+    Inspection, LoadError, RenderSite, ToolOverlay, ToolSite, inspect_dir_within,
+};
 use crate::probe::{self, Listing};
 use crate::rewrite::file_param_problems;
 
@@ -119,7 +121,7 @@ pub async fn run(
             dir.display()
         ));
     }
-    let inspection = inspect_dir(dir);
+    let inspection = inspect_dir_within(dir, limits.max_widget_bytes);
     let mut report = Report {
         dir: dir.to_path_buf(),
         files: inspection.mount_files.len(),

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::{describe_transport, list};
 use crate::config::{Limits, Mount};
-use crate::overlay::{Inspection, inspect_dir};
+use crate::overlay::{Inspection, inspect_dir_within};
 use crate::probe::{self, Listing};
 use crate::rewrite::file_param_problems;
 
@@ -83,7 +83,7 @@ pub async fn run(
             .push(format!("cannot create {}: {e}", dir.display()));
         return Ok(outcome);
     }
-    let inspection = inspect_dir(dir);
+    let inspection = inspect_dir_within(dir, limits.max_widget_bytes);
     for mount in targets {
         let path = dir.join(format!("{}.toml", mount.name));
         if mount.name.starts_with('.') {

@@ -28,9 +28,19 @@ pub use inspection::{Inspection, MountFileSite, RenderSite, ToolSite};
 pub(super) use parse::MountFile;
 pub use widgets::WIDGETS_DIR;
 
+/// The default bound on each file read and on each widget with its assets
+/// inlined (`limits.max_widget_bytes`): 16 MiB.
+pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
+
 /// Reads and compiles the overlay directory `dir`.
 pub fn load_dir(dir: &Path) -> Result<OverlaySet, LoadErrors> {
-    let inspection = inspect_dir(dir);
+    load_dir_within(dir, MAX_FILE_BYTES)
+}
+
+/// [`load_dir`], with files and widgets over `max_bytes` refused (their
+/// size is known before they are read).
+pub fn load_dir_within(dir: &Path, max_bytes: usize) -> Result<OverlaySet, LoadErrors> {
+    let inspection = inspect_dir_within(dir, max_bytes);
     if inspection.errors.is_empty() {
         Ok(inspection.set)
     } else {
@@ -41,6 +51,11 @@ pub fn load_dir(dir: &Path) -> Result<OverlaySet, LoadErrors> {
 /// Reads the overlay directory `dir`, reporting every problem instead of
 /// stopping at the first; [`load_dir`] is this, all or nothing.
 pub fn inspect_dir(dir: &Path) -> Inspection {
+    inspect_dir_within(dir, MAX_FILE_BYTES)
+}
+
+/// [`inspect_dir`], with files and widgets over `max_bytes` refused.
+pub fn inspect_dir_within(dir: &Path, max_bytes: usize) -> Inspection {
     let mut loader = Loader {
         root: dir.to_path_buf(),
         real_root: PathBuf::new(),
@@ -48,6 +63,7 @@ pub fn inspect_dir(dir: &Path) -> Inspection {
         mount_files: Vec::new(),
         tools: Vec::new(),
         renders: Vec::new(),
+        max_bytes,
     };
     match fs::canonicalize(dir) {
         Ok(real) => loader.real_root = real,

@@ -27,7 +27,8 @@ pub use format::{
     ResultShaping, SecurityScheme, ToolOverlay, WidgetManifest,
 };
 pub use load::{
-    Inspection, LoadError, LoadErrors, MountFileSite, RenderSite, ToolSite, inspect_dir, load_dir,
+    Inspection, LoadError, LoadErrors, MountFileSite, RenderSite, ToolSite, inspect_dir,
+    inspect_dir_within, load_dir, load_dir_within,
 };
 pub use memo::Memo;
 pub use set::{MountOverlays, OverlaySet, RETAINED_VERSIONS, Widgets};

@@ -182,3 +182,47 @@ fn server_requests_get_answers() {
     assert!(std::str::from_utf8(&other).unwrap().contains("-32601"));
     assert!(answer_server_request(br#"{"jsonrpc":"2.0","method":"notifications/x"}"#).is_none());
 }
+
+/// An HTTP upstream that sends its answer's head and then trickles the body
+/// (a byte every 100 ms, for up to a minute) does not hold the probe past
+/// its request timeout.
+#[tokio::test]
+async fn a_trickling_http_body_times_out() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let Ok((mut s, _)) = listener.accept().await else {
+            return;
+        };
+        let mut buf = [0u8; 4096];
+        let _ = s.read(&mut buf).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+        let _ = s.write_all(head.as_bytes()).await;
+        for _ in 0..600 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if s.write_all(b"1\r\n \r\n").await.is_err() {
+                return;
+            }
+        }
+    });
+    let mount = Mount {
+        name: "slow".into(),
+        path: "/mcp".into(),
+        transport: Transport::Http {
+            url: url.parse().unwrap(),
+        },
+        forward_headers: Vec::new(),
+        auth_challenge: Default::default(),
+    };
+    let started = std::time::Instant::now();
+    let err = list_tools(&mount, &limits(1))
+        .await
+        .unwrap_err()
+        .to_string();
+    let took = started.elapsed();
+    assert!(err.contains("upstream 'slow'"), "{err}");
+    assert!(err.contains("within 1 s"), "{err}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    server.abort();
+}

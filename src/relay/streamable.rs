@@ -2,6 +2,8 @@
 //! upstream request on a pooled connection, and the answer streams back as
 //! received, except the one response a plan rewrites.
 
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode};
@@ -16,10 +18,11 @@ use super::stream;
 use crate::config::{AuthChallenge, Transport};
 use crate::jsonrpc;
 use crate::outcome::{Failure, OutcomeSlot};
-use crate::reply::{self, Body};
+use crate::reply::{self, Body, BoxError};
 use crate::session::{Route, Token};
 use crate::upstream::UpstreamError;
-use crate::upstream::client::{UpstreamBody, send};
+use crate::upstream::budget::{Budget, Permit};
+use crate::upstream::client::{BodyError, UpstreamBody, send};
 
 /// Request headers the mount's own upstream receives when the client sent
 /// them (with the mount's `forward_headers`); never any other upstream's, and
@@ -114,6 +117,13 @@ pub async fn post(
     }
     let success = parts.status.is_success();
     if success && is_event_stream(&parts.headers) {
+        // A request's SSE answer ends with an error event for it at the
+        // request's deadline (below), in place of a cut.
+        let deadline = body.deadline();
+        let body = match id {
+            Some(_) => body.unbounded(),
+            None => body,
+        };
         let body = match (&finisher, id) {
             (Some(finisher), Some(id)) => {
                 let limit = gw.limits.max_message_bytes;
@@ -133,7 +143,8 @@ pub async fn post(
                     slot: slot.clone(),
                     timeout_secs: gw.limits.request_timeout_secs,
                 };
-                let deadline = tokio::time::Instant::now() + gw.request_timeout();
+                let deadline =
+                    deadline.unwrap_or_else(|| tokio::time::Instant::now() + gw.request_timeout());
                 let mut r = head.map(|()| stream::end_on_failure(body, end, deadline));
                 r.extensions_mut().insert(slot);
                 r
@@ -142,19 +153,93 @@ pub async fn post(
         };
     }
     let (Some(finisher), Some(id), true) = (finisher, id, success) else {
-        return head.map(|()| body.map_err(Into::into).boxed_unsync());
+        return pass_through(cx, head, body, id).await;
     };
-    // A JSON answer is read whole (bounded): a rewrite needs all of it, and
-    // so does the look for an in-band challenge.
-    let bytes = match read_whole(body, gw.limits.max_message_bytes).await {
-        Ok(bytes) => bytes,
-        Err(detail) => return protocol_failure(cx, detail).respond(Some(id)),
+    // A JSON answer is read whole (bounded in size, time and the memory all
+    // such answers share): a rewrite needs all of it, and so does the look
+    // for an in-band challenge.
+    let limit = gw.limits.max_message_bytes;
+    let (bytes, mut permit) = match read_whole(body, limit, &gw.buffers).await {
+        Ok(read) => read,
+        Err(unread) => return unread.failure(cx).respond(Some(id)),
     };
     let bytes = match finisher.keeps(&bytes) {
         true => bytes,
         false => finisher.finish(&bytes).unwrap_or(bytes),
     };
-    head.map(|()| reply::full(bytes))
+    // Accounted until written to the client, or dropped with the response.
+    permit.resize(bytes.len());
+    head.map(|()| reply::full(permit.hold(bytes)))
+}
+
+/// A JSON (or empty, or error) answer passed through as it streams in, once
+/// its first bytes have come: until then a deadline or a failure can still
+/// be answered as a JSON-RPC error for the request; after, the body is cut
+/// (its upstream's error ends it, the deadline included).
+async fn pass_through(
+    cx: &Ctx<'_>,
+    head: Response<()>,
+    mut body: UpstreamBody,
+    id: Option<&RawValue>,
+) -> Response<Body> {
+    let first = match body.frame().await {
+        None => return head.map(|()| reply::empty()),
+        Some(Ok(frame)) => frame,
+        Some(Err(BodyError::Timeout { secs })) => {
+            return Failure::timeout(cx.upstream(), secs).respond(id);
+        }
+        Some(Err(e)) => {
+            return protocol_failure(cx, format!("could not read its response: {e}")).respond(id);
+        }
+    };
+    head.map(|()| {
+        Started {
+            first: Some(first),
+            rest: body,
+        }
+        .boxed_unsync()
+    })
+}
+
+/// A body whose first frame was read ahead.
+struct Started {
+    first: Option<http_body::Frame<Bytes>>,
+    rest: UpstreamBody,
+}
+
+impl http_body::Body for Started {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        if let Some(first) = self.first.take() {
+            return std::task::Poll::Ready(Some(Ok(first)));
+        }
+        http_body::Body::poll_frame(std::pin::Pin::new(&mut self.rest), cx)
+            .map(|f| f.map(|r| r.map_err(Into::into)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.first.is_none() && http_body::Body::is_end_stream(&self.rest)
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        let ahead = self
+            .first
+            .as_ref()
+            .and_then(http_body::Frame::data_ref)
+            .map_or(0, |d| d.len() as u64);
+        let rest = http_body::Body::size_hint(&self.rest);
+        let mut hint = http_body::SizeHint::new();
+        hint.set_lower(rest.lower() + ahead);
+        if let Some(upper) = rest.upper() {
+            hint.set_upper(upper + ahead);
+        }
+        hint
+    }
 }
 
 /// The upstream answered something that is not an MCP answer.
@@ -165,26 +250,77 @@ fn protocol_failure(cx: &Ctx<'_>, detail: String) -> Failure {
     })
 }
 
-/// A whole body, refused beyond `limit` bytes. One frame is kept as it
-/// came; several are gathered into one buffer of the announced length, so
-/// the connection's read buffers they were cut from are freed as it goes.
-async fn read_whole(mut body: UpstreamBody, limit: usize) -> Result<Bytes, String> {
+/// Why an answer to read whole was not.
+enum Unread {
+    /// Over `limits.max_message_bytes`.
+    TooLarge { limit: usize },
+    /// It does not fit in what remains of the memory budget.
+    NoRoom { at_least: usize, limit: usize },
+    /// Still coming at the request's deadline.
+    Timeout { secs: u64 },
+    /// The connection failed.
+    Failed(String),
+}
+
+impl Unread {
+    fn failure(self, cx: &Ctx<'_>) -> Failure {
+        match self {
+            Unread::TooLarge { limit } => protocol_failure(
+                cx,
+                format!("its response exceeds {limit} bytes (limits.max_message_bytes)"),
+            ),
+            Unread::NoRoom { at_least, limit } => Failure::BufferFull {
+                upstream: cx.upstream().to_owned(),
+                at_least,
+                limit,
+            },
+            Unread::Timeout { secs } => Failure::timeout(cx.upstream(), secs),
+            Unread::Failed(e) => protocol_failure(cx, format!("could not read its response: {e}")),
+        }
+    }
+}
+
+/// A whole body, refused beyond `limit` bytes or beyond what `budget` has
+/// left (an announced length is drawn before reading, so an answer that
+/// cannot fit is refused unread); the permit holds its bytes. One frame is
+/// kept as it came; several are gathered into one buffer of the announced
+/// length, so the connection's read buffers they were cut from are freed as
+/// it goes.
+async fn read_whole(
+    mut body: UpstreamBody,
+    limit: usize,
+    budget: &Arc<Budget>,
+) -> Result<(Bytes, Permit), Unread> {
     let announced = http_body::Body::size_hint(&body)
         .exact()
-        .map_or(0, |n| n as usize);
+        .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    if announced > limit {
+        return Err(Unread::TooLarge { limit });
+    }
+    let no_room = |at_least| Unread::NoRoom {
+        at_least,
+        limit: budget.max(),
+    };
+    let mut permit = budget
+        .try_take(announced)
+        .ok_or_else(|| no_room(announced))?;
     let mut first: Option<Bytes> = None;
     let mut whole = BytesMut::new();
     let mut len = 0;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("could not read its response: {e}"))?;
+        let frame = frame.map_err(|e| match e {
+            BodyError::Timeout { secs } => Unread::Timeout { secs },
+            BodyError::Read(e) => Unread::Failed(e.to_string()),
+        })?;
         let Ok(data) = frame.into_data() else {
             continue;
         };
         len += data.len();
         if len > limit {
-            return Err(format!(
-                "its response exceeds {limit} bytes (limits.max_message_bytes)"
-            ));
+            return Err(Unread::TooLarge { limit });
+        }
+        if !permit.try_grow(len) {
+            return Err(no_room(len));
         }
         match first.take() {
             None if whole.is_empty() => first = Some(data),
@@ -196,7 +332,7 @@ async fn read_whole(mut body: UpstreamBody, limit: usize) -> Result<Bytes, Strin
             None => whole.extend_from_slice(&data),
         }
     }
-    Ok(first.unwrap_or_else(|| whole.freeze()))
+    Ok((first.unwrap_or_else(|| whole.freeze()), permit))
 }
 
 fn upstream_request(cx: &Ctx<'_>, method: http::Method, body: Bytes) -> Request<Full<Bytes>> {
@@ -331,6 +467,9 @@ pub async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Response<Bo
                 Err(failure) => return failure.respond(None),
             };
             if get && parts.status.is_success() && is_event_stream(&parts.headers) {
+                // The client's stream lasts as long as the session, not a
+                // request.
+                let body = body.unbounded();
                 let changes = gw.live.subscribe();
                 let limit = gw.limits.max_message_bytes;
                 let stop = gw.shutdown.clone();

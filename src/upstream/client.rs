@@ -8,6 +8,12 @@
 //! runs its own single-threaded runtime, see [`crate::server`]). A
 //! connection goes back to its pool when the response body has been read to
 //! its end; one whose body is dropped early is closed.
+//!
+//! A request's deadline bounds its whole answer: the head must come in time
+//! ([`send`]) and so must the end of the body, which fails with
+//! [`BodyError::Timeout`] once the deadline passes (a body that stalls or
+//! trickles cannot hold a request, or grow, past it). A stream meant to
+//! outlive its request is made [`UpstreamBody::unbounded`].
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -71,10 +77,30 @@ pub fn client(connect_timeout: Duration) -> Client {
 }
 
 /// The body of an upstream's response; reading it to the end returns its
-/// connection to the pool.
+/// connection to the pool. It fails once its request's deadline has passed,
+/// unless made [`unbounded`](UpstreamBody::unbounded).
 pub struct UpstreamBody {
     inner: Incoming,
     checkin: Option<Checkin>,
+    deadline: Option<Deadline>,
+}
+
+/// When a body must have ended, and the bound it enforces (for messages).
+struct Deadline {
+    timer: Pin<Box<tokio::time::Sleep>>,
+    secs: u64,
+    passed: bool,
+}
+
+/// Why an upstream's body could not be read to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    /// The connection failed or the body was malformed.
+    #[error(transparent)]
+    Read(#[from] hyper::Error),
+    /// The body had not ended when its request's deadline passed.
+    #[error("its answer had not ended within {secs} s (limits.request_timeout_secs)")]
+    Timeout { secs: u64 },
 }
 
 struct Checkin {
@@ -203,6 +229,7 @@ impl Client {
                     return Ok(resp.map(|inner| UpstreamBody {
                         inner,
                         checkin: Some(checkin),
+                        deadline: None,
                     }));
                 }
                 Err(mut e) => match e.take_message() {
@@ -214,15 +241,26 @@ impl Client {
     }
 }
 
-/// Send a request, waiting at most `timeout` for the response head.
+/// Send a request, waiting at most `timeout` for the response head; the
+/// body then fails if it has not ended `timeout` after the request was sent.
 pub async fn send(
     client: &Client,
     upstream: &str,
     req: http::Request<Full<Bytes>>,
     timeout: Duration,
 ) -> Result<http::Response<UpstreamBody>, UpstreamError> {
-    match tokio::time::timeout(timeout, client.exchange(upstream, req)).await {
-        Ok(result) => result,
+    let deadline = tokio::time::Instant::now() + timeout;
+    match tokio::time::timeout_at(deadline, client.exchange(upstream, req)).await {
+        Ok(result) => result.map(|resp| {
+            resp.map(|mut body| {
+                body.deadline = Some(Deadline {
+                    timer: Box::pin(tokio::time::sleep_until(deadline)),
+                    secs: timeout.as_secs(),
+                    passed: false,
+                });
+                body
+            })
+        }),
         Err(_) => Err(UpstreamError::Timeout {
             upstream: upstream.to_owned(),
             seconds: timeout.as_secs(),
@@ -257,6 +295,19 @@ fn describe(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 impl UpstreamBody {
+    /// The same body without a deadline: a stream that outlives its request
+    /// (a GET stream, a legacy SSE connection), or one whose reader ends it
+    /// at [`deadline`](UpstreamBody::deadline) in its own way.
+    pub fn unbounded(mut self) -> Self {
+        self.deadline = None;
+        self
+    }
+
+    /// When the body must have ended, if it is bounded.
+    pub fn deadline(&self) -> Option<tokio::time::Instant> {
+        self.deadline.as_ref().map(|d| d.timer.deadline())
+    }
+
     fn give_back(&mut self) {
         if let Some(c) = self.checkin.take()
             && let Some(pool) = c.pool.upgrade()
@@ -268,19 +319,34 @@ impl UpstreamBody {
 
 impl HttpBody for UpstreamBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BodyError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        // The deadline first: a body that trickles is always ready with a
+        // few more bytes, and must still end on time.
+        if let Some(d) = self.deadline.as_mut() {
+            if d.passed {
+                return Poll::Ready(None);
+            }
+            if d.timer.as_mut().poll(cx).is_ready() {
+                d.passed = true;
+                let secs = d.secs;
+                // Its connection is closed with it: the rest of the answer
+                // may still come.
+                self.checkin = None;
+                return Poll::Ready(Some(Err(BodyError::Timeout { secs })));
+            }
+        }
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
         match &polled {
             Poll::Ready(None) => self.give_back(),
             Poll::Ready(Some(Err(_))) => self.checkin = None,
             _ => {}
         }
-        polled
+        polled.map(|f| f.map(|r| r.map_err(BodyError::Read)))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -38,7 +38,8 @@ pub async fn connect(
     if !resp.status().is_success() {
         return Err(err(format!("GET {url} answered {}", resp.status())));
     }
-    let mut body = resp.into_body();
+    // The stream is the session's: it outlives the request that opened it.
+    let mut body = resp.into_body().unbounded();
     let mut parser = Parser::new(limits.max_message_bytes);
     let endpoint = tokio::time::timeout(connect_timeout, async {
         loop {

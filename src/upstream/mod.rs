@@ -2,7 +2,9 @@
 //! relayed request by request over the pooled [`client`]; a stdio child
 //! ([`stdio`]) and a legacy HTTP+SSE connection ([`legacy_sse`]) are message
 //! pipes joined to a [`messages::MessageSession`] that routes what they say.
+//! Answers read whole draw from one memory [`budget`].
 
+pub mod budget;
 pub mod client;
 pub mod error;
 pub mod legacy_sse;

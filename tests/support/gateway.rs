@@ -31,7 +31,8 @@ impl TestGateway {
     pub async fn start_with(mut config: Config) -> Self {
         config.listen = "127.0.0.1:0".parse().unwrap();
         let mounts = config.mounts().expect("valid test config");
-        let live = Live::open(&config.overlays).expect("valid overlays");
+        let live = Live::open_within(&config.overlays, config.limits.max_widget_bytes)
+            .expect("valid overlays");
         let gateway = Gateway::new(&config, mounts, live).expect("gateway");
         let server = Server::bind(gateway.clone(), config.listen)
             .await

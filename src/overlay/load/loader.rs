@@ -2,6 +2,7 @@
 //! part of it goes through (confined to the overlay directory).
 
 use std::fs;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::error::LoadError;
@@ -16,6 +17,9 @@ pub(super) struct Loader {
     pub(super) mount_files: Vec<MountFileSite>,
     pub(super) tools: Vec<ToolSite>,
     pub(super) renders: Vec<RenderSite>,
+    /// Largest file read, and largest widget with its assets inlined
+    /// (`limits.max_widget_bytes`).
+    pub(super) max_bytes: usize,
 }
 
 impl Loader {
@@ -52,8 +56,20 @@ impl Loader {
     }
 
     /// Reads a text file, refusing one whose real path (symlinks followed)
-    /// is outside the overlay directory.
+    /// is outside the overlay directory, that is not a regular file, or
+    /// whose size is over the limit (known before reading it).
     pub(super) fn read(&self, path: &Path) -> Result<String, String> {
+        self.read_within(path, self.max_bytes, None)
+    }
+
+    /// [`Loader::read`], with at most `room` bytes left of the limit: the
+    /// rest of it was taken by `taken` bytes of other files (a widget's).
+    pub(super) fn read_within(
+        &self,
+        path: &Path,
+        room: usize,
+        taken: Option<usize>,
+    ) -> Result<String, String> {
         let real = fs::canonicalize(path).map_err(|e| format!("cannot open: {e}"))?;
         if !real.starts_with(&self.real_root) {
             return Err(format!(
@@ -61,7 +77,32 @@ impl Loader {
                 real.display()
             ));
         }
-        let bytes = fs::read(&real).map_err(|e| format!("cannot read: {e}"))?;
+        let meta = fs::metadata(&real).map_err(|e| format!("cannot open: {e}"))?;
+        if !meta.is_file() {
+            return Err("not a regular file".to_owned());
+        }
+        let over = |size: u64| {
+            let max = self.max_bytes;
+            match taken {
+                Some(taken) if size <= max as u64 => format!(
+                    "is {size} bytes; with the {taken} bytes of the widget's other files that is over the {max}-byte limit (limits.max_widget_bytes)"
+                ),
+                _ => {
+                    format!("is {size} bytes, over the {max}-byte limit (limits.max_widget_bytes)")
+                }
+            }
+        };
+        if meta.len() > room as u64 {
+            return Err(over(meta.len()));
+        }
+        // Bounded here too: the file may have grown since.
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        fs::File::open(&real)
+            .and_then(|f| f.take(room as u64 + 1).read_to_end(&mut bytes))
+            .map_err(|e| format!("cannot read: {e}"))?;
+        if bytes.len() > room {
+            return Err(over(bytes.len() as u64));
+        }
         String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())
     }
 }

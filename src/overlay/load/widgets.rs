@@ -59,7 +59,17 @@ impl Loader {
             .and_then(Path::to_str)
             .unwrap_or_default()
             .to_owned();
-        let mut read = |relative: &str| self.read(&folder.join(relative));
+        // The document with its assets inlined stays within the limit too:
+        // every file read (an asset named twice is inlined twice) counts.
+        let mut taken = html.len();
+        let max = self.max_bytes;
+        let loader = &*self;
+        let mut read = |relative: &str| {
+            let room = max.saturating_sub(taken);
+            let text = loader.read_within(&folder.join(relative), room, Some(taken))?;
+            taken += text.len();
+            Ok(text)
+        };
         let inlined = widget::inline_assets(&html, &entry_dir, &mut read);
         let inlined = match inlined {
             Ok(inlined) => inlined,
