@@ -77,6 +77,7 @@ async fn deleting_a_session_ends_its_whole_process_group() {
     assert_eq!(status, StatusCode::OK);
     gone(kids, "after DELETE").await;
     let took = started.elapsed();
+    eprintln!("group ignoring SIGTERM ended {took:?} after DELETE");
     // The grandchild ignores SIGTERM: it goes at the SIGKILL after the grace.
     assert!(took < Duration::from_secs(10), "{took:?}");
     let freed =
@@ -125,6 +126,7 @@ async fn a_crashing_child_leaves_no_grandchild_behind() {
     let kids: Vec<u32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
     assert_eq!(kids.len(), 2, "{text}");
     let took = gone(kids, "after the crash").await;
+    eprintln!("grandchild of a crashed child gone {took:?} after the error");
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
 
@@ -178,6 +180,10 @@ async fn a_killed_gateway_leaves_no_children() {
     let status = gateway.wait_exit(BOUND).expect("killed");
     assert!(!status.success());
     let took = gone(tree, "after kill -9 of the gateway").await;
+    eprintln!(
+        "{} processes gone {took:?} after kill -9 of the gateway",
+        kids.len() + 1
+    );
     // SIGTERM is ignored: they go at the guardian's SIGKILL after the grace.
     assert!(took < Duration::from_secs(10), "{took:?}");
 }

@@ -441,6 +441,7 @@ async fn stdio_child_closing_its_stdout_ends_its_session_at_once() {
         message.contains("upstream 'bad'") && message.contains("closed its stdout"),
         "{message}"
     );
+    eprintln!("closed stdout: error after {took:?}");
     assert!(
         took < Duration::from_secs(5),
         "took {took:?} (the timeout is 20 s)"
@@ -488,6 +489,7 @@ async fn stdio_child_not_reading_its_stdin_bounds_the_queue_and_the_wait() {
             assert!(message.contains("did not answer within 2 s"), "{message}");
         }
     }
+    eprintln!("stdin not read: {answers:?}");
     assert!(refused >= 2, "{answers:?}");
     // Their time ran out: the queue is empty again and takes a new message
     // (which waits its own timeout, the child still not reading).
@@ -551,6 +553,7 @@ async fn stdio_child_answering_invalid_utf8_fails_that_request_only() {
         message.starts_with("upstream 'bad' sent an invalid reply: its answer is not valid UTF-8"),
         "{message}"
     );
+    eprintln!("invalid UTF-8: error after {took:?}");
     assert!(
         took < Duration::from_secs(5),
         "took {took:?} (the timeout is 20 s)"
