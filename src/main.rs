@@ -15,6 +15,7 @@ use mcp_ui_gateway::config::{self, Config, Mount, Overrides, UpstreamConfig};
 use mcp_ui_gateway::gateway::Gateway;
 use mcp_ui_gateway::live::Live;
 use mcp_ui_gateway::server::Server;
+use mcp_ui_gateway::upstream::stdio::guardian;
 use tokio_util::sync::CancellationToken;
 
 /// mimalloc: the gateway allocates and frees small buffers on every request
@@ -32,6 +33,10 @@ macro_rules! say {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::GuardChildren) = cli.command {
+        init_logging(cli.log_format, "info");
+        return guard_children();
+    }
     // The demo server's stderr ends up in the gateway's log: keep it quiet.
     // `check` and `init` print what matters themselves; of the log they keep
     // warnings and what a stdio upstream says on stderr (why it failed).
@@ -68,6 +73,7 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => runtime.block_on(serve(args)),
         Some(Command::Check(args)) => runtime.block_on(check(args)),
         Some(Command::Init(args)) => runtime.block_on(init(args)),
+        Some(Command::GuardChildren) => unreachable!("handled above"),
         None => runtime.block_on(serve(ServeArgs::default_demo())),
     }
 }
@@ -120,6 +126,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(loaded) => loaded,
         Err(message) => return fail(&message),
     };
+    start_guardian();
     let live = match Live::open_within(&config.overlays, config.limits.max_widget_bytes) {
         Ok(live) => live,
         Err(errors) => return fail(&format!("{} (in {})", errors, config.overlays.display())),
@@ -274,6 +281,31 @@ async fn init(args: InitArgs) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// Start the process that ends the stdio children if this one is killed
+/// (`upstream::stdio::guardian`); without it the gateway still serves.
+fn start_guardian() {
+    let started = std::env::current_exe().and_then(|exe| guardian::start(&exe));
+    match started {
+        Ok(pid) => tracing::debug!(pid, "started the stdio children's guardian"),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot start the stdio children's guardian; a killed gateway may leave stdio children running");
+        }
+    }
+}
+
+/// The guardian's process: follow the gateway's list of process groups on
+/// stdin; at its end (the gateway is gone), end the groups still listed.
+fn guard_children() -> ExitCode {
+    let left = guardian::run(std::io::stdin().lock());
+    if left > 0 {
+        tracing::warn!(
+            groups = left,
+            "the gateway is gone; ended the stdio children it left"
+        );
+    }
+    ExitCode::SUCCESS
 }
 
 /// The bundled demo: this same executable, run as a stdio server.

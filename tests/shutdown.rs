@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use hyper::{Method, StatusCode};
 use support::clients::{open_sse, post_json};
-use support::process::{self, Proc, Stream, alive, children, endpoint_url};
+use support::process::{self, Proc, Stream, alive, endpoint_url, stdio_children};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"shutdown-test","version":"1"}}}"#;
 /// Bound on every wait; a failing test fails within it rather than hanging.
@@ -93,7 +93,7 @@ async fn drains_on(sig: &str) {
     let mut g = start(10);
     let pid = g.proc.pid;
     let sid = open_session(&g.url).await;
-    let kids = children(pid);
+    let kids = stdio_children(pid);
     assert_eq!(kids.len(), 1, "one stdio child per session: {kids:?}");
 
     // An open GET stream...
@@ -173,7 +173,7 @@ async fn a_call_longer_than_the_grace_is_cut_at_the_grace() {
     let mut g = start(2);
     let pid = g.proc.pid;
     let sid = open_session(&g.url).await;
-    let kids = children(pid);
+    let kids = stdio_children(pid);
     let call = spawn_slow_call(&g.url, &sid, 50_000);
     // Give the call time to reach the upstream (not a measurement: either
     // way, it must not outlive the grace).
@@ -290,7 +290,7 @@ async fn several_workers_serve_sessions_from_any_connection_and_drain_together()
         assert_eq!(status, StatusCode::OK, "{text}");
         assert!(text.contains("\"result\""), "{text}");
     }
-    let kids = children(pid);
+    let kids = stdio_children(pid);
     assert_eq!(kids.len(), 6, "one stdio child per session: {kids:?}");
     // Calls in flight on several connections when the signal comes all
     // finish, then the process exits 0 with its children gone.

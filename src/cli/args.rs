@@ -52,6 +52,10 @@ pub enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
     },
+    /// Started by `serve` next to itself: ends the stdio children's process
+    /// groups once the gateway is gone (`upstream::stdio::guardian`).
+    #[command(name = "guard-children", hide = true)]
+    GuardChildren,
 }
 
 #[derive(clap::Args, Debug)]

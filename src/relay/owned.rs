@@ -73,7 +73,8 @@ pub async fn post(
             .await
         {
             Ok(()) => accepted(),
-            Err(_) => Failure::SessionNotFound.respond(None),
+            Err(_) if session.is_closed() => Failure::SessionNotFound.respond(None),
+            Err(e) => e.respond(None),
         };
     };
     let progress = jsonrpc::params_view(m.params).request_progress_token;
@@ -174,7 +175,7 @@ async fn answer(
             // A call in flight outlives a shutdown's start: it ends with its
             // response, its deadline, or its session (closed after the grace).
             tokio::spawn(async move {
-                let _guard = guard;
+                let mut guard = Some(guard);
                 if tx.send(message_event(&first)).await.is_err() {
                     return;
                 }
@@ -193,7 +194,12 @@ async fn answer(
                         }
                         Ok(Some(Delivery::Failed(f))) => (events.failed(&f), true),
                         Ok(None) => return,
-                        Err(_) => (events.failed(&timeout), true),
+                        Err(_) => {
+                            if let Some(g) = guard.take() {
+                                g.timed_out(secs);
+                            }
+                            (events.failed(&timeout), true)
+                        }
                     };
                     if tx.send(message_event(&bytes)).await.is_err() || last {
                         return;
@@ -210,7 +216,7 @@ async fn answer(
         }
         .respond(Some(id)),
         Err(_) => {
-            drop(guard);
+            guard.timed_out(secs);
             timeout().respond(Some(id))
         }
     }

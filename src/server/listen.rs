@@ -16,6 +16,7 @@ use tower::Service;
 
 use super::conn::{Admission, Phase, Registry, Timeouts, Tracked, Watched};
 use crate::gateway::Gateway;
+use crate::upstream::stdio::KILL_GRACE;
 
 /// A bound gateway, ready to serve.
 pub struct Server {
@@ -120,6 +121,20 @@ impl Server {
         // Calls still waiting get an error naming the upstream, then every
         // child is stopped and reaped.
         gateway.close_all("the gateway is shutting down").await;
+        // Each child's process group is ended (SIGTERM, SIGKILL after
+        // `stdio::KILL_GRACE`) by the runtime that started it: keep every
+        // runtime up until then.
+        let reaped = tokio::time::timeout(KILL_GRACE + Duration::from_secs(3), async {
+            while gateway.children.running() > 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        if reaped.await.is_err() {
+            tracing::warn!(
+                running = gateway.children.running(),
+                "stdio children still running after shutdown; killing their groups"
+            );
+        }
         closed.cancel();
         if !in_time {
             let _ = tokio::time::timeout(Duration::from_secs(1), registry.drained()).await;
@@ -130,17 +145,6 @@ impl Server {
             }
         });
         let _ = tokio::time::timeout(Duration::from_secs(5), joined).await;
-        let reaped = tokio::time::timeout(Duration::from_secs(5), async {
-            while gateway.children.running() > 0 {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        });
-        if reaped.await.is_err() {
-            tracing::warn!(
-                running = gateway.children.running(),
-                "stdio children still running after shutdown"
-            );
-        }
     }
 }
 

@@ -31,8 +31,6 @@ pub fn spawn(sessions: Weak<Owned>, interval: Duration, ttl: Duration, stop: Can
 mod tests {
     use std::sync::Arc;
 
-    use tokio::sync::mpsc;
-
     use super::*;
     use crate::upstream::messages::MessageSession;
 
@@ -40,9 +38,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn idle_sessions_are_ended_on_the_next_round() {
         let owned = Arc::new(Owned::new(1, 8));
-        let (tx, _rx) = mpsc::channel(1);
-        let idle = MessageSession::new("a".into(), tx.clone(), false);
-        let busy = MessageSession::new("a".into(), tx, false);
+        let idle = MessageSession::new("a".into(), false);
+        let busy = MessageSession::new("a".into(), false);
         owned.insert(0, idle.clone());
         owned.insert(0, busy.clone());
         let stop = CancellationToken::new();

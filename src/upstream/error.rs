@@ -25,4 +25,12 @@ pub enum UpstreamError {
         "upstream '{upstream}' could not be started: {max} stdio children are already running (limits.max_stdio_children)"
     )]
     ChildLimit { upstream: String, max: usize },
+    #[error(
+        "upstream '{upstream}' is not reading its input: {messages} messages ({bytes} bytes) already wait to be written to it (at most 256 messages or 16 MiB wait)"
+    )]
+    Backlog {
+        upstream: String,
+        messages: usize,
+        bytes: usize,
+    },
 }

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use tokio::sync::mpsc;
 
 use super::client::{Client, UpstreamBody, send};
 use super::error::UpstreamError;
@@ -72,13 +71,11 @@ pub async fn connect(
     })?;
     tracing::info!(upstream = name, endpoint = %post_url, "connected to legacy SSE upstream");
 
-    let (tx, rx) = mpsc::channel::<Bytes>(256);
-    let session = MessageSession::new(name.into(), tx, shared);
+    let session = MessageSession::new(name.into(), shared);
     tokio::spawn(read_events(body, parser, session.clone()));
     tokio::spawn(post_messages(
         client.clone(),
         post_url,
-        rx,
         session.clone(),
         limits.request_timeout_secs,
     ));
@@ -137,7 +134,6 @@ async fn read_events(mut body: UpstreamBody, mut parser: Parser, session: Arc<Me
 async fn post_messages(
     client: Client,
     url: http::Uri,
-    mut rx: mpsc::Receiver<Bytes>,
     session: Arc<MessageSession>,
     timeout_secs: u64,
 ) {
@@ -145,7 +141,7 @@ async fn post_messages(
     // sent them (initialize, then initialized, then the rest).
     loop {
         let message = tokio::select! {
-            m = rx.recv() => match m { Some(m) => m, None => break },
+            m = session.outgoing() => m,
             _ = session.closed().cancelled() => break,
         };
         let req = http::Request::post(url.clone())

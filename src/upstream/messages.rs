@@ -8,8 +8,18 @@
 //! One client per session is the default, so ids pass unchanged. A session
 //! shared by several sessionless (2026-07-28) clients rewrites request ids to
 //! its own and restores them on the way back.
+//!
+//! What goes to the upstream waits in a bounded [`Outbox`]; a request whose
+//! requester stops waiting (its time ran out, the client went away) is taken
+//! back if it was not written yet, and otherwise the upstream is sent
+//! `notifications/cancelled` for it, so that it can stop the work.
 
-use std::collections::{HashMap, VecDeque};
+mod outbox;
+mod state;
+
+pub use outbox::{Full, MAX_QUEUED, MAX_QUEUED_BYTES, Outbox};
+pub use state::Delivery;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -21,48 +31,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{self, Kind};
 use crate::outcome::Failure;
+use crate::upstream::error::UpstreamError;
+use state::{BACKLOG, Pending, State, Target, route_unrelated};
 
-/// Most server messages kept for a client that has no stream open yet.
-const BACKLOG: usize = 1024;
 /// Messages buffered per request or GET stream before the upstream waits.
 const STREAM_BUFFER: usize = 64;
-
-/// What reaches a waiting request.
-#[derive(Debug)]
-pub enum Delivery {
-    /// A message related to the request (progress, a server request, logging).
-    Related(Bytes),
-    /// The response that completes the request.
-    Final(Bytes),
-    /// What completes the request instead of a response: the session ended,
-    /// the upstream refused the message, or the client cancelled it.
-    Failed(Failure),
-}
-
-struct Pending {
-    tx: mpsc::Sender<Delivery>,
-    seq: u64,
-    /// The client's id, as it sent it.
-    client_id: Box<str>,
-    /// Whether the upstream saw another id (shared sessions).
-    rewritten: bool,
-    progress: Option<String>,
-}
-
-#[derive(Default)]
-struct State {
-    pending: HashMap<String, Pending>,
-    by_progress: HashMap<String, String>,
-    get_stream: Option<mpsc::Sender<Bytes>>,
-    backlog: VecDeque<Bytes>,
-    next_id: u64,
-    seq: u64,
-}
 
 /// A session with one message-oriented upstream connection.
 pub struct MessageSession {
     upstream: Arc<str>,
-    outgoing: mpsc::Sender<Bytes>,
+    outbox: Outbox,
     state: Mutex<State>,
     closed: CancellationToken,
     reason: OnceLock<String>,
@@ -72,27 +50,45 @@ pub struct MessageSession {
 }
 
 /// Removes a request's routing entry if it is dropped before its response
-/// arrived (the client went away, or the request timed out); only its own,
-/// never a later request's under the same key.
+/// arrived (the client went away, or the request timed out): the request is
+/// taken out of the outbox, or the upstream is told it was cancelled. Only
+/// its own entry, never a later request's under the same key.
 pub struct PendingGuard {
     session: Arc<MessageSession>,
     key: String,
     seq: u64,
+    gave_up_after: Option<u64>,
+}
+
+impl PendingGuard {
+    /// The request waited its `secs` in vain: say so to the upstream.
+    pub fn timed_out(mut self, secs: u64) {
+        self.gave_up_after = Some(secs);
+    }
 }
 
 impl Drop for PendingGuard {
     fn drop(&mut self) {
-        self.session.forget(&self.key, self.seq);
+        let reason = match self.gave_up_after {
+            Some(secs) => format!("no answer within {secs} s (the gateway's request timeout)"),
+            None => "the client stopped waiting for the answer".to_owned(),
+        };
+        self.session.forget(&self.key, self.seq, &reason);
     }
 }
 
 impl MessageSession {
-    /// `outgoing` feeds the transport's writer; `rewrite_ids` is for sessions
-    /// shared by several clients.
-    pub fn new(upstream: Arc<str>, outgoing: mpsc::Sender<Bytes>, rewrite_ids: bool) -> Arc<Self> {
+    /// The transport's writer takes what to send from [`Self::outgoing`];
+    /// `rewrite_ids` is for sessions shared by several clients.
+    pub fn new(upstream: Arc<str>, rewrite_ids: bool) -> Arc<Self> {
+        Self::with_outbox(upstream, rewrite_ids, Outbox::default())
+    }
+
+    /// [`Self::new`] with an outbox of other bounds.
+    pub fn with_outbox(upstream: Arc<str>, rewrite_ids: bool, outbox: Outbox) -> Arc<Self> {
         Arc::new(MessageSession {
             upstream,
-            outgoing,
+            outbox,
             state: Mutex::new(State::default()),
             closed: CancellationToken::new(),
             reason: OnceLock::new(),
@@ -113,6 +109,12 @@ impl MessageSession {
 
     pub fn is_closed(&self) -> bool {
         self.closed.is_cancelled()
+    }
+
+    /// The next message for the upstream, in the order sent, once there is
+    /// one. Cancel safe.
+    pub async fn outgoing(&self) -> Bytes {
+        self.outbox.next().await
     }
 
     /// Time since the last client request.
@@ -146,7 +148,7 @@ impl MessageSession {
     ) -> Result<(mpsc::Receiver<Delivery>, PendingGuard), Failure> {
         self.touch();
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        let (key, wire, seq) = {
+        let (key, seq) = {
             let mut st = self.state.lock().unwrap();
             if self.is_closed() {
                 return Err(self.closed_error());
@@ -170,10 +172,15 @@ impl MessageSession {
             } else {
                 (jsonrpc::id_key(id), Bytes::copy_from_slice(message), false)
             };
+            // Queued under the lock: the upstream sees requests in the order
+            // they were registered.
+            let out = self.outbox.push(wire).map_err(|full| self.backlog(full))?;
             let progress = progress_token.map(jsonrpc::id_key);
             if let Some(p) = &progress {
                 st.by_progress.insert(p.clone(), key.clone());
             }
+            let cancellable = jsonrpc::classify_one(message)
+                .is_ok_and(|m| m.method.as_deref() != Some("initialize"));
             st.pending.insert(
                 key.clone(),
                 Pending {
@@ -182,19 +189,18 @@ impl MessageSession {
                     client_id: id.get().into(),
                     rewritten,
                     progress,
+                    out,
+                    cancellable,
                 },
             );
-            (key, wire, seq)
+            (key, seq)
         };
         let guard = PendingGuard {
             session: self.clone(),
             key,
             seq,
+            gave_up_after: None,
         };
-        self.outgoing
-            .send(wire)
-            .await
-            .map_err(|_| self.closed_error())?;
         Ok((rx, guard))
     }
 
@@ -224,10 +230,10 @@ impl MessageSession {
                 self.fail(&jsonrpc::id_key(id), Failure::Cancelled);
             }
         }
-        self.outgoing
-            .send(message)
-            .await
-            .map_err(|_| self.closed_error())
+        self.outbox
+            .push(message)
+            .map(|_| ())
+            .map_err(|full| self.backlog(full))
     }
 
     /// End the wait of the request the upstream knows as `key` (its id as
@@ -262,21 +268,14 @@ impl MessageSession {
         Some(rx)
     }
 
-    fn forget(&self, key: &str, seq: u64) {
-        let mut st = self.state.lock().unwrap();
-        if st.pending.get(key).is_some_and(|p| p.seq == seq)
-            && let Some(p) = st.pending.remove(key)
-            && let Some(t) = p.progress
-        {
-            st.by_progress.remove(&t);
-        }
-    }
-
     /// Route one message from the upstream.
     pub async fn deliver(&self, message: Bytes) {
         let parsed = match jsonrpc::classify_one(&message) {
             Ok(m) => m,
             Err(e) => {
+                if let Err(bad) = std::str::from_utf8(&message) {
+                    return self.not_utf8(&message, bad);
+                }
                 tracing::warn!(upstream = %self.upstream, error = %e, "ignored a message from the upstream that is not JSON-RPC");
                 return;
             }
@@ -375,35 +374,66 @@ impl MessageSession {
     }
 }
 
-enum Target {
-    Request(mpsc::Sender<Delivery>, Delivery),
-    Stream(mpsc::Sender<Bytes>, Bytes),
-    Queued,
-}
+impl MessageSession {
+    fn backlog(&self, full: Full) -> Failure {
+        Failure::Upstream(UpstreamError::Backlog {
+            upstream: self.upstream.to_string(),
+            messages: full.messages,
+            bytes: full.bytes,
+        })
+    }
 
-/// A server message unrelated to any request goes to the most recent open
-/// request stream (clients accept server messages on any stream, and a
-/// sampling request during a tool call belongs there), else the GET stream,
-/// else the backlog.
-fn route_unrelated(st: &mut State, message: Bytes) -> Target {
-    let newest = st
-        .pending
-        .values()
-        .filter(|p| !p.tx.is_closed())
-        .max_by_key(|p| p.seq)
-        .map(|p| p.tx.clone());
-    if let Some(tx) = newest {
-        return Target::Request(tx, Delivery::Related(message));
+    /// The requester of `key` stopped waiting for `reason`: take the request
+    /// back if it was not written yet, else tell the upstream it is cancelled
+    /// (when that fits in the outbox: this never waits).
+    fn forget(&self, key: &str, seq: u64, reason: &str) {
+        let p = {
+            let mut st = self.state.lock().unwrap();
+            if st.pending.get(key).is_none_or(|p| p.seq != seq) {
+                return;
+            }
+            let p = st.pending.remove(key);
+            if let Some(t) = p.as_ref().and_then(|p| p.progress.as_ref()) {
+                st.by_progress.remove(t);
+            }
+            p
+        };
+        let Some(p) = p else { return };
+        if self.is_closed() || self.outbox.withdraw(p.out) || !p.cancellable {
+            return;
+        }
+        let reason = serde_json::to_string(reason).expect("strings serialise");
+        let cancel = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{key},"reason":{reason}}}}}"#
+        );
+        if self.outbox.push(Bytes::from(cancel)).is_err() {
+            tracing::debug!(upstream = %self.upstream, id = %key, "no room to send the cancellation of a request");
+        }
     }
-    if let Some(tx) = st.get_stream.as_ref().filter(|tx| !tx.is_closed()) {
-        return Target::Stream(tx.clone(), message);
+
+    /// A message that is not UTF-8: when it still reads as a response (its
+    /// bad bytes replaced), the request it answers gets an error naming the
+    /// upstream rather than waiting for its timeout; anything else is ignored.
+    fn not_utf8(&self, message: &[u8], bad: std::str::Utf8Error) {
+        let lossy = String::from_utf8_lossy(message);
+        let detail = format!(
+            "its answer is not valid UTF-8 (byte {} of {})",
+            bad.valid_up_to(),
+            message.len()
+        );
+        let id = jsonrpc::classify_one(lossy.as_bytes())
+            .ok()
+            .filter(|m| m.kind == Kind::Response)
+            .and_then(|m| m.id.map(jsonrpc::id_key));
+        tracing::warn!(upstream = %self.upstream, id = id.as_deref().unwrap_or("none"), "{detail}");
+        if let Some(key) = id {
+            let failure = Failure::Upstream(UpstreamError::Protocol {
+                upstream: self.upstream.to_string(),
+                detail,
+            });
+            self.fail(&key, failure);
+        }
     }
-    if st.backlog.len() == BACKLOG {
-        st.backlog.pop_front();
-        tracing::warn!("server message backlog full; dropped the oldest message");
-    }
-    st.backlog.push_back(message);
-    Target::Queued
 }
 
 #[cfg(test)]

@@ -103,6 +103,28 @@ pub fn alive(pid: u32) -> bool {
     })
 }
 
+/// The command line of `pid`, its arguments joined by spaces (empty once it is gone).
+pub fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| {
+            raw.split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// The children of a gateway process that are stdio upstreams: all but the
+/// guardian it starts beside them (`mcp-ui-gateway guard-children`).
+pub fn stdio_children(gateway: u32) -> Vec<u32> {
+    children(gateway)
+        .into_iter()
+        .filter(|&p| !cmdline(p).ends_with(" guard-children"))
+        .collect()
+}
+
 /// Waits, at most `limit`, for every process of `pids` to end; those still running.
 pub fn wait_gone(mut pids: Vec<u32>, limit: Duration) -> Vec<u32> {
     let deadline = Instant::now() + limit;

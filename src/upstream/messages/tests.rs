@@ -1,4 +1,5 @@
 use super::*;
+use crate::upstream::error::UpstreamError;
 
 fn raw(s: &str) -> &RawValue {
     serde_json::from_str(s).unwrap()
@@ -13,11 +14,10 @@ async fn next(rx: &mut mpsc::Receiver<Delivery>) -> Delivery {
 
 #[tokio::test]
 async fn routes_response_progress_and_server_requests() {
-    let (out_tx, mut out_rx) = mpsc::channel(8);
-    let s = MessageSession::new("t".into(), out_tx, false);
+    let s = MessageSession::new("t".into(), false);
     let req = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"progressToken":"p"}}}"#;
     let (mut rx, _g) = s.request(req, raw("5"), Some(raw("\"p\""))).await.unwrap();
-    assert_eq!(&out_rx.recv().await.unwrap()[..], &req[..]);
+    assert_eq!(&s.outgoing().await[..], &req[..]);
     s.deliver(Bytes::from_static(
         br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}"#,
     ))
@@ -43,8 +43,7 @@ async fn routes_response_progress_and_server_requests() {
 
 #[tokio::test]
 async fn unrelated_messages_wait_for_a_stream() {
-    let (out_tx, _out_rx) = mpsc::channel(8);
-    let s = MessageSession::new("t".into(), out_tx, false);
+    let s = MessageSession::new("t".into(), false);
     s.deliver(Bytes::from_static(
         br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
     ))
@@ -56,18 +55,17 @@ async fn unrelated_messages_wait_for_a_stream() {
 
 #[tokio::test]
 async fn shared_sessions_rewrite_ids_both_ways() {
-    let (out_tx, mut out_rx) = mpsc::channel(8);
-    let s = MessageSession::new("t".into(), out_tx, true);
+    let s = MessageSession::new("t".into(), true);
     let a = br#"{"jsonrpc":"2.0","id":"x","method":"ping"}"#;
     let id = jsonrpc::classify_one(a).unwrap().id.unwrap();
     let (mut ra, _ga) = s.request(a, id, None).await.unwrap();
     let (mut rb, _gb) = s.request(a, id, None).await.unwrap();
     assert_eq!(
-        &out_rx.recv().await.unwrap()[..],
+        &s.outgoing().await[..],
         br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
     );
     assert_eq!(
-        &out_rx.recv().await.unwrap()[..],
+        &s.outgoing().await[..],
         br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#
     );
     s.deliver(Bytes::from_static(
@@ -88,8 +86,7 @@ async fn shared_sessions_rewrite_ids_both_ways() {
 
 #[tokio::test]
 async fn close_fails_requests_in_flight() {
-    let (out_tx, _out_rx) = mpsc::channel(8);
-    let s = MessageSession::new("stdio-x".into(), out_tx, false);
+    let s = MessageSession::new("stdio-x".into(), false);
     let (mut rx, _g) = s
         .request(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, raw("1"), None)
         .await
@@ -110,8 +107,7 @@ async fn close_fails_requests_in_flight() {
 /// id is free again.
 #[tokio::test]
 async fn an_id_still_waiting_is_not_taken_twice() {
-    let (out_tx, mut out_rx) = mpsc::channel(8);
-    let s = MessageSession::new("t".into(), out_tx, false);
+    let s = MessageSession::new("t".into(), false);
     let req = br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
     let (mut rx, guard) = s.request(req, raw("5"), None).await.unwrap();
     let again = s.request(req, raw("5"), None).await;
@@ -120,8 +116,9 @@ async fn an_id_still_waiting_is_not_taken_twice() {
         "{:?}",
         again.err()
     );
-    assert_eq!(out_rx.try_recv().ok().as_deref(), Some(&req[..]));
-    assert!(out_rx.try_recv().is_err(), "the second was not sent");
+    assert_eq!(&s.outgoing().await[..], &req[..]);
+    let second = tokio::time::timeout(std::time::Duration::from_millis(20), s.outgoing());
+    assert!(second.await.is_err(), "the second was not sent");
     let answer = br#"{"jsonrpc":"2.0","id":5,"result":{}}"#;
     s.deliver(Bytes::from_static(answer)).await;
     assert!(matches!(next(&mut rx).await, Delivery::Final(b) if &b[..] == answer));
@@ -132,4 +129,122 @@ async fn an_id_still_waiting_is_not_taken_twice() {
     drop(guard);
     s.deliver(Bytes::from_static(answer)).await;
     assert!(matches!(next(&mut rx2).await, Delivery::Final(b) if &b[..] == answer));
+}
+
+#[tokio::test]
+async fn a_request_given_up_before_it_is_written_is_taken_back() {
+    let s = MessageSession::new("t".into(), false);
+    let (_rx, g) = s
+        .request(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, raw("1"), None)
+        .await
+        .unwrap();
+    g.timed_out(2);
+    let (_rx, _g) = s
+        .request(br#"{"jsonrpc":"2.0","id":2,"method":"y"}"#, raw("2"), None)
+        .await
+        .unwrap();
+    // The first never reaches the upstream, nor does a cancellation of it.
+    assert_eq!(
+        &s.outgoing().await[..],
+        br#"{"jsonrpc":"2.0","id":2,"method":"y"}"#
+    );
+}
+
+#[tokio::test]
+async fn a_written_request_that_times_out_is_cancelled_upstream() {
+    let s = MessageSession::new("t".into(), true);
+    let req = br#"{"jsonrpc":"2.0","id":"c","method":"tools/call"}"#;
+    // The id as found in the message: a shared session splices it.
+    let id = jsonrpc::classify_one(req).unwrap().id.unwrap();
+    let (_rx, g) = s.request(req, id, None).await.unwrap();
+    let written = s.outgoing().await;
+    assert_eq!(
+        &written[..],
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#
+    );
+    g.timed_out(7);
+    let cancel = s.outgoing().await;
+    let v: serde_json::Value = serde_json::from_slice(&cancel).unwrap();
+    assert_eq!(v["method"], "notifications/cancelled");
+    assert_eq!(v["params"]["requestId"], 1, "the id the upstream saw");
+    assert_eq!(
+        v["params"]["reason"],
+        "no answer within 7 s (the gateway's request timeout)"
+    );
+    // A client going away cancels too; an initialize is never cancelled.
+    let (_rx, g) = s.request(req, id, None).await.unwrap();
+    s.outgoing().await;
+    drop(g);
+    let v: serde_json::Value = serde_json::from_slice(&s.outgoing().await).unwrap();
+    assert_eq!(v["params"]["requestId"], 2);
+    let init = br#"{"jsonrpc":"2.0","id":9,"method":"initialize"}"#;
+    let id = jsonrpc::classify_one(init).unwrap().id.unwrap();
+    let (_rx, g) = s.request(init, id, None).await.unwrap();
+    s.outgoing().await;
+    drop(g);
+    let none = tokio::time::timeout(std::time::Duration::from_millis(20), s.outgoing());
+    assert!(none.await.is_err(), "initialize is not cancelled");
+}
+
+#[tokio::test]
+async fn a_full_outbox_refuses_with_an_error_naming_the_upstream() {
+    let s = MessageSession::with_outbox("slow".into(), false, Outbox::new(1, 1024));
+    let (_rx, _g) = s
+        .request(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, raw("1"), None)
+        .await
+        .unwrap();
+    let Err(e) = s
+        .request(br#"{"jsonrpc":"2.0","id":2,"method":"x"}"#, raw("2"), None)
+        .await
+    else {
+        panic!("queued past the bound")
+    };
+    assert!(
+        e.to_string().starts_with(
+            "upstream 'slow' is not reading its input: 1 messages (37 bytes) already wait"
+        ),
+        "{e}"
+    );
+    assert_eq!(e.code(), crate::jsonrpc::code::SERVER_ERROR);
+    let text = UpstreamError::Backlog {
+        upstream: "x".into(),
+        messages: 0,
+        bytes: 0,
+    }
+    .to_string();
+    let bounds = format!(
+        "at most {MAX_QUEUED} messages or {} MiB",
+        MAX_QUEUED_BYTES >> 20
+    );
+    assert!(text.contains(&bounds), "{text}");
+}
+
+#[tokio::test]
+async fn a_response_that_is_not_utf8_fails_its_request_only() {
+    let s = MessageSession::new("bad".into(), false);
+    let (mut rx1, _g1) = s
+        .request(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, raw("1"), None)
+        .await
+        .unwrap();
+    let (mut rx2, _g2) = s
+        .request(br#"{"jsonrpc":"2.0","id":2,"method":"x"}"#, raw("2"), None)
+        .await
+        .unwrap();
+    s.deliver(Bytes::from_static(
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"\xff\"}}",
+    ))
+    .await;
+    let Delivery::Failed(f) = next(&mut rx1).await else {
+        panic!("not failed")
+    };
+    assert_eq!(
+        f.to_string(),
+        "upstream 'bad' sent an invalid reply: its answer is not valid UTF-8 (byte 39 of 43)"
+    );
+    s.deliver(Bytes::from_static(
+        br#"{"jsonrpc":"2.0","id":2,"result":{}}"#,
+    ))
+    .await;
+    assert!(matches!(next(&mut rx2).await, Delivery::Final(_)));
+    assert!(!s.is_closed());
 }

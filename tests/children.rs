@@ -1,0 +1,189 @@
+//! Whole process trees of stdio children: each child leads a process group,
+//! and the whole group ends (SIGTERM, then SIGKILL after the grace) on
+//! DELETE, idle reaping, a crash, the gateway's shutdown, and a `kill -9` of
+//! the gateway (through the guardian process `serve` starts). The children
+//! are `sh -c` wrappers that start a grandchild in the background, as
+//! wrappers such as `npx` and `uvx` do.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hyper::{Method, StatusCode};
+use support::clients::{post_json, request_raw};
+use support::gateway::{self as gw, TestGateway};
+use support::process::{Proc, Stream, alive, cmdline, descendants, endpoint_url, wait_gone};
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"children-test","version":"1"}}}"#;
+/// Bound on every wait.
+const BOUND: Duration = Duration::from_secs(20);
+
+/// The gateway's bundled demo server, behind `sh -c`: the shell writes its
+/// pid and its background grandchild's (a `sleep` that ignores SIGTERM) to
+/// `pids`, then becomes the server.
+fn wrapper(pids: &Path) -> mcp_ui_gateway::config::UpstreamConfig {
+    let script = format!(
+        "echo $$ > {f}; (trap '' TERM; exec sleep 300) & echo $! >> {f}; exec {gw} demo-server",
+        f = pids.display(),
+        gw = env!("CARGO_BIN_EXE_mcp-ui-gateway"),
+    );
+    gw::stdio("kid", "sh", &["-c", &script])
+}
+
+/// The pids a wrapper wrote: itself and its grandchild, both running.
+async fn read_pids(pids: &Path) -> Vec<u32> {
+    let found = support::clients::wait_until(BOUND, || {
+        let text = std::fs::read_to_string(pids).ok()?;
+        let v: Vec<u32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+        (v.len() == 2).then_some(v)
+    })
+    .await
+    .expect("the wrapper wrote its pids");
+    assert!(found.iter().all(|&p| alive(p)), "{found:?}");
+    found
+}
+
+async fn open_session(url: &str) -> String {
+    let (status, headers, body) = post_json(url, &[], INIT).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    headers["mcp-session-id"].to_str().unwrap().to_owned()
+}
+
+/// Waits for `pids` to be gone; how long it took.
+async fn gone(pids: Vec<u32>, what: &str) -> Duration {
+    let started = Instant::now();
+    let left = tokio::task::spawn_blocking(move || wait_gone(pids, BOUND))
+        .await
+        .unwrap();
+    if !left.is_empty() {
+        support::process::signal("KILL", &left);
+        panic!("{what}: {left:?} still running after {BOUND:?} (killed now)");
+    }
+    started.elapsed()
+}
+
+#[tokio::test]
+async fn deleting_a_session_ends_its_whole_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let g = TestGateway::start(vec![wrapper(&pids)]).await;
+    let sid = open_session(&g.url()).await;
+    let kids = read_pids(&pids).await;
+    let started = Instant::now();
+    let (status, _, _) =
+        request_raw(Method::DELETE, &g.url(), &[("mcp-session-id", &sid)], "").await;
+    assert_eq!(status, StatusCode::OK);
+    gone(kids, "after DELETE").await;
+    let took = started.elapsed();
+    eprintln!("group ignoring SIGTERM ended {took:?} after DELETE");
+    // The grandchild ignores SIGTERM: it goes at the SIGKILL after the grace.
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let freed =
+        support::clients::wait_until(BOUND, || (g.gateway.children.running() == 0).then_some(()))
+            .await;
+    assert!(freed.is_some(), "the child's place was not given back");
+}
+
+#[tokio::test]
+async fn an_idle_session_is_reaped_with_its_whole_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let mut config = gw::test_config();
+    config.upstreams = vec![wrapper(&pids)];
+    config.limits.session_idle_secs = 1;
+    config.limits.session_reap_interval_secs = 1;
+    let g = TestGateway::start_with(config).await;
+    let sid = open_session(&g.url()).await;
+    let kids = read_pids(&pids).await;
+    gone(kids, "after idle reaping").await;
+    let (status, _, _) = post_json(
+        &g.url(),
+        &[("mcp-session-id", &sid)],
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_crashing_child_leaves_no_grandchild_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    // A grandchild that would stop at SIGTERM, and a child that exits 3 at
+    // its first message.
+    let script = format!(
+        "echo $$ > {f}; sleep 300 & echo $! >> {f}; read l; exit 3",
+        f = pids.display()
+    );
+    let g = TestGateway::start(vec![gw::stdio("kid", "sh", &["-c", &script])]).await;
+    let (status, _, body) = post_json(&g.url(), &[], INIT).await;
+    assert_eq!(status, StatusCode::OK);
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("exit status: 3"), "{text}");
+    let text = std::fs::read_to_string(&pids).unwrap();
+    let kids: Vec<u32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    assert_eq!(kids.len(), 2, "{text}");
+    let took = gone(kids, "after the crash").await;
+    eprintln!("grandchild of a crashed child gone {took:?} after the error");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[tokio::test]
+async fn shutdown_ends_every_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let g = TestGateway::start(vec![wrapper(&pids)]).await;
+    open_session(&g.url()).await;
+    let kids = read_pids(&pids).await;
+    g.shutdown().await;
+    // Ended by the shutdown itself, not after it.
+    let left: Vec<u32> = kids.iter().copied().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "{left:?} outlived the shutdown");
+}
+
+/// The real binary, SIGKILLed with a session open on a child that does not
+/// stop at the end of its input (the shell goes on to a `sleep`) and ignores
+/// SIGTERM, and a grandchild: the guardian ends them all.
+#[tokio::test]
+async fn a_killed_gateway_leaves_no_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let script = format!(
+        "echo $$ > {f}; trap '' TERM; sleep 300 & echo $! >> {f}; {gw} demo-server; sleep 300",
+        f = pids.display(),
+        gw = env!("CARGO_BIN_EXE_mcp-ui-gateway"),
+    );
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--name", "kid"])
+        .args(["--", "sh", "-c", &script])
+        .current_dir(dir.path())
+        .env("RUST_LOG", "info");
+    let mut gateway = Proc::spawn("gateway", &mut cmd);
+    let url = gateway.wait_for("its endpoint", BOUND, |stream, line| {
+        endpoint_url(line).filter(|_| stream == Stream::Stdout)
+    });
+    open_session(&url).await;
+    let kids = read_pids(&pids).await;
+    let tree: Vec<u32> = descendants(gateway.pid)
+        .into_iter()
+        .filter(|&p| !cmdline(p).ends_with(" guard-children"))
+        .collect();
+    assert!(tree.len() >= 3, "wrapper, server and grandchild: {tree:?}");
+    assert!(
+        kids.iter().all(|k| tree.contains(k)),
+        "{kids:?} in {tree:?}"
+    );
+
+    assert!(support::process::signal("KILL", &[gateway.pid]));
+    let status = gateway.wait_exit(BOUND).expect("killed");
+    assert!(!status.success());
+    let took = gone(tree, "after kill -9 of the gateway").await;
+    eprintln!(
+        "{} processes gone {took:?} after kill -9 of the gateway",
+        kids.len() + 1
+    );
+    // SIGTERM is ignored: they go at the guardian's SIGKILL after the grace.
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
