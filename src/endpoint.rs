@@ -100,6 +100,10 @@ async fn read_body(mut body: Incoming, limit: usize, patience: Duration) -> Resu
             }
             chunks.push(data);
         }
+        // A body of known length ends with its last byte: no further wait.
+        if http_body::Body::is_end_stream(&body) {
+            break;
+        }
     }
     Ok(match chunks.len() {
         0 => Bytes::new(),

@@ -7,5 +7,5 @@ mod conn;
 mod fd;
 mod listen;
 
-pub use fd::{FdLimits, default_max_connections, raise_fd_limit};
+pub use fd::{FdLimits, raise_fd_limit};
 pub use listen::Server;

@@ -336,17 +336,14 @@ impl Registry {
         self.lock().conns.len()
     }
 
-    /// Open connections by phase, and the requests they serve.
+    /// The connections serving requests, and those requests.
     pub fn census(&self) -> Census {
         let open = self.lock();
         let mut c = Census::default();
         for conn in open.conns.values() {
-            match conn.phase() {
-                Phase::Busy => {
-                    c.busy += 1;
-                    c.requests += conn.active() as usize;
-                }
-                _ => c.waiting += 1,
+            if conn.phase() == Phase::Busy {
+                c.busy += 1;
+                c.requests += conn.active() as usize;
             }
         }
         c
@@ -381,15 +378,13 @@ impl Registry {
     }
 }
 
-/// Open connections at one moment.
+/// Busy connections at one moment.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Census {
     /// Connections serving requests.
     pub busy: usize,
     /// The requests they serve.
     pub requests: usize,
-    /// Connections with no request in progress.
-    pub waiting: usize,
 }
 
 /// Tell the connection that has waited longest without a request in
