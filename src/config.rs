@@ -35,10 +35,19 @@ pub struct Config {
     pub allowed_origins: Vec<String>,
     /// The gateway's external base URL, e.g. `https://gw.example.com` behind a
     /// TLS terminator. Each mount's protected-resource identifier is this plus
-    /// its path. Unset: `http://` plus the request's `Host` (the listen
-    /// address for direct clients).
+    /// its path. Unset: `http://` (`https://` with `tls_cert`) plus the
+    /// request's `Host` (the listen address for direct clients).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub public_url: Option<String>,
+    /// Serve HTTPS: the certificate chain (PEM, leaf first) and its private
+    /// key (PEM: PKCS#8, PKCS#1 or SEC1). HTTP/1.1 and HTTP/2 by ALPN. Both
+    /// files are re-read when they change; a pair that does not load keeps
+    /// the one in use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_cert: Option<PathBuf>,
+    /// See `tls_cert`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_key: Option<PathBuf>,
     /// The overlay directory (UI metadata and widgets per upstream), watched
     /// and reloaded on change. A missing directory means no overlays.
     pub overlays: PathBuf,
@@ -67,6 +76,8 @@ impl Default for Config {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             public_url: None,
+            tls_cert: None,
+            tls_key: None,
             overlays: PathBuf::from("overlays"),
             preview: None,
             shutdown_grace_secs: 10,
@@ -193,6 +204,21 @@ pub struct UpstreamConfig {
     /// `_meta["mcp/www_authenticate"]` (what ChatGPT acts on).
     #[serde(default, skip_serializing_if = "AuthChallenge::is_http")]
     pub auth_challenge: AuthChallenge,
+    /// For an `https://` upstream: a PEM bundle of the certificate
+    /// authorities to trust instead of the system's roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+    /// For an `https://` upstream that asks for one: the client certificate
+    /// chain (PEM) presented to it, with `client_key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<PathBuf>,
+    /// The private key (PEM) of `client_cert`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<PathBuf>,
+    /// For an `https://` upstream: the name its certificate must be valid
+    /// for (and the SNI sent), when it is not the URL's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_server_name: Option<String>,
 }
 
 /// See [`UpstreamConfig::auth_challenge`].
@@ -234,6 +260,26 @@ pub struct Mount {
     pub transport: Transport,
     pub forward_headers: Vec<http::HeaderName>,
     pub auth_challenge: AuthChallenge,
+    /// How an `https://` upstream is verified and what it is shown.
+    pub tls: UpstreamTls,
+}
+
+/// The TLS settings of one upstream, as given (files are read when the
+/// upstream client is built).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpstreamTls {
+    pub ca_file: Option<PathBuf>,
+    /// Certificate chain and key, for mutual TLS.
+    pub client_auth: Option<(PathBuf, PathBuf)>,
+    pub server_name: Option<String>,
+}
+
+impl UpstreamTls {
+    /// Whether anything differs from the defaults (system roots, no client
+    /// certificate, the URL's host).
+    pub fn is_default(&self) -> bool {
+        *self == UpstreamTls::default()
+    }
 }
 
 /// Overrides from the command line; `None` leaves lower layers in force.
@@ -247,6 +293,10 @@ pub struct Overrides {
     pub preview: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workers: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_cert: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_key: Option<PathBuf>,
     #[serde(rename = "upstream", skip_serializing_if = "Option::is_none")]
     pub upstreams: Option<Vec<UpstreamConfig>>,
 }
@@ -332,6 +382,11 @@ impl Config {
                     "public_url: \"{u}\" must be an http:// or https:// URL with no query"
                 ));
             }
+        }
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(_), None) => problems.push("tls_key: must be set with tls_cert".into()),
+            (None, Some(_)) => problems.push("tls_cert: must be set with tls_key".into()),
+            _ => {}
         }
         if self.limits.max_body_bytes == 0 {
             problems.push("limits.max_body_bytes: must be greater than 0".into());
@@ -470,6 +525,7 @@ fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {
     if !up.args.is_empty() && up.command.is_none() {
         errs.push(".args: only meaningful with `command`".into());
     }
+    let tls = upstream_tls(up, &mut errs);
     let mut forward_headers = Vec::new();
     for (i, h) in up.forward_headers.iter().enumerate() {
         match http::HeaderName::from_bytes(h.as_bytes()) {
@@ -486,23 +542,60 @@ fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {
             transport,
             forward_headers,
             auth_challenge: up.auth_challenge,
+            tls,
         }),
         _ => Err(errs),
     }
 }
 
-fn http_url(field: &str, text: &str, errs: &mut Vec<String>) -> Option<http::Uri> {
-    match text.parse::<http::Uri>() {
-        Ok(uri) if uri.scheme_str() == Some("http") && uri.host().is_some() => Some(uri),
-        Ok(uri) if uri.scheme_str() == Some("https") => {
-            errs.push(format!(
-                "{field}: \"{text}\": https upstreams are not supported yet; put a local TLS client (or the upstream itself) on http://127.0.0.1"
-            ));
-            let _ = uri;
+/// The TLS settings of `up`, which only an `https://` URL may have.
+fn upstream_tls(up: &UpstreamConfig, errs: &mut Vec<String>) -> UpstreamTls {
+    let client_auth = match (&up.client_cert, &up.client_key) {
+        (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+        (Some(_), None) => {
+            errs.push(".client_key: must be set with client_cert".into());
             None
         }
+        (None, Some(_)) => {
+            errs.push(".client_cert: must be set with client_key".into());
+            None
+        }
+        (None, None) => None,
+    };
+    if let Some(name) = &up.tls_server_name
+        && rustls_pki_types::ServerName::try_from(name.as_str()).is_err()
+    {
+        errs.push(format!(
+            ".tls_server_name: \"{name}\" is not a DNS name or an IP address"
+        ));
+    }
+    let tls = UpstreamTls {
+        ca_file: up.ca_file.clone(),
+        client_auth,
+        server_name: up.tls_server_name.clone(),
+    };
+    let https = [&up.url, &up.sse_url]
+        .into_iter()
+        .flatten()
+        .any(|u| u.starts_with("https://"));
+    if !https && !tls.is_default() {
+        errs.push(
+            ": ca_file, client_cert, client_key and tls_server_name apply to an https:// url or sse_url only"
+                .into(),
+        );
+    }
+    tls
+}
+
+fn http_url(field: &str, text: &str, errs: &mut Vec<String>) -> Option<http::Uri> {
+    match text.parse::<http::Uri>() {
+        Ok(uri) if matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some() => {
+            Some(uri)
+        }
         _ => {
-            errs.push(format!("{field}: \"{text}\" is not an http:// URL"));
+            errs.push(format!(
+                "{field}: \"{text}\" is not an http:// or https:// URL"
+            ));
             None
         }
     }

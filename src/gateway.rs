@@ -128,6 +128,7 @@ impl Gateway {
             .map(|(i, m)| (m.path.clone(), i))
             .collect();
         let limits = &config.limits;
+        let mounts_for_client = mounts.clone();
         Ok(Arc::new(Gateway {
             sessions: Arc::new(Owned::new(mounts.len(), limits.max_sessions)),
             readiness: Readiness::new(mounts.len()),
@@ -144,7 +145,11 @@ impl Gateway {
             key,
             opened_ids: Default::default(),
             instance,
-            client: upstream::client::client(Duration::from_secs(limits.connect_timeout_secs)),
+            client: upstream::client::client_for(
+                Duration::from_secs(limits.connect_timeout_secs),
+                &mounts_for_client,
+            )
+            .map_err(|problems| ConfigError::Invalid { problems })?,
             limits: limits.clone(),
             hosts: Arc::new(HostPolicy::new(config)),
             in_flight: Arc::default(),
@@ -153,7 +158,7 @@ impl Gateway {
             shutdown: CancellationToken::new(),
             children: Children::new(limits.max_stdio_children),
             buffers: Budget::new(limits.max_buffered_bytes),
-            auth: AuthState::new(config.public_url.clone()),
+            auth: AuthState::new(config.public_url.clone(), config.tls_cert.is_some()),
             preview: config.preview_enabled(),
             metrics: Arc::new(metrics),
         }))
@@ -250,6 +255,7 @@ impl Gateway {
             reloads_ok,
             reloads_failed,
             upstream_up: self.readiness.last(),
+            tls_upstream_handshakes: self.client.tls_handshakes(),
         };
         self.metrics.render(&snapshot)
     }

@@ -59,4 +59,5 @@ pub mod router;
 pub mod server;
 pub mod session;
 pub mod sse;
+pub mod tls;
 pub mod upstream;

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
@@ -15,6 +16,7 @@ use mcp_ui_gateway::config::{self, Config, Mount, Overrides, UpstreamConfig};
 use mcp_ui_gateway::gateway::Gateway;
 use mcp_ui_gateway::live::Live;
 use mcp_ui_gateway::server::Server;
+use mcp_ui_gateway::tls::ListenerTls;
 use mcp_ui_gateway::upstream::stdio::guardian;
 use tokio_util::sync::CancellationToken;
 
@@ -116,6 +118,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
             _ => None,
         },
         workers: args.workers,
+        tls_cert: args.tls_cert.clone(),
+        tls_key: args.tls_key.clone(),
         upstreams: args.one.upstream().map(|u| vec![u]),
     };
     let Loaded {
@@ -157,28 +161,47 @@ async fn serve(args: ServeArgs) -> ExitCode {
         hard = %shown(fds.hard),
         "open file limit (RLIMIT_NOFILE)"
     );
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => match ListenerTls::load(cert, key) {
+            Ok(tls) => Some(Arc::new(tls)),
+            Err(e) => return fail(&format!("configuration error ({source}): {e}")),
+        },
+        _ => None,
+    };
     let server = match Server::bind(gateway.clone(), config.listen).await {
         Ok(s) => s,
         Err(e) => return fail(&format!("cannot listen on {}: {e}", config.listen)),
     };
+    let server = match &tls {
+        Some(tls) => server.with_tls(tls.clone()),
+        None => server,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let addr = server.local_addr();
     // Signals first: whoever reads the endpoint line may stop us at once.
     let stop = CancellationToken::new();
     stop_on_signal(stop.clone());
+    if let Some(tls) = &tls {
+        tls.watch(stop.clone());
+    }
     for m in &gateway.mounts {
         let m = &m.config;
         let what = cli::describe_transport(m);
         say!(
-            "MCP endpoint: http://{addr}{} -> upstream '{}' ({what})",
+            "MCP endpoint: {scheme}://{addr}{} -> upstream '{}' ({what})",
             m.path,
             m.name
         );
     }
     if gateway.preview {
-        say!("Preview: http://{addr}{}", mcp_ui_gateway::preview::PATH);
+        say!(
+            "Preview: {scheme}://{addr}{}",
+            mcp_ui_gateway::preview::PATH
+        );
     }
     tracing::info!(
         %addr,
+        tls = tls.is_some(),
         config = %source,
         max_connections = server.max_connections(),
         "mcp-ui-gateway serving"

@@ -17,22 +17,26 @@ pub const PRM_PATH: &str = "/.well-known/oauth-protected-resource";
 #[derive(Default)]
 pub struct AuthState {
     public_url: Option<String>,
+    /// The listener serves HTTPS: a base taken from `Host` is `https://`.
+    https: bool,
     pub(super) challenge_urls: Mutex<HashMap<usize, String>>,
     /// One upstream document per mount, whatever the request's `Host`.
     pub prm_cache: PrmCache,
 }
 
 impl AuthState {
-    pub fn new(public_url: Option<String>) -> Self {
+    pub fn new(public_url: Option<String>, https: bool) -> Self {
         AuthState {
             public_url: public_url.map(|u| u.trim_end_matches('/').to_owned()),
+            https,
             ..AuthState::default()
         }
     }
 
     /// The gateway's external base URL for a request with these headers:
-    /// `public_url`, or else `http://` and the request's `Host`, normalised
-    /// (the name in lower case, no `:80`). `None` without a `Host` that is a
+    /// `public_url`, or else `http://` (`https://` when the listener serves
+    /// TLS) and the request's `Host`, normalised (the name in lower case, no
+    /// default port). `None` without a `Host` that is a
     /// plain `host[:port]`.
     pub fn base(&self, headers: &HeaderMap) -> Option<String> {
         if let Some(u) = &self.public_url {
@@ -44,9 +48,15 @@ impl AuthState {
             return None;
         }
         let name = authority.host().to_ascii_lowercase();
+        let (scheme, default_port) = if self.https {
+            ("https", 443)
+        } else {
+            ("http", 80)
+        };
         Some(match authority.port_u16() {
-            Some(80) | None => format!("http://{name}"),
-            Some(port) => format!("http://{name}:{port}"),
+            Some(p) if p == default_port => format!("{scheme}://{name}"),
+            None => format!("{scheme}://{name}"),
+            Some(port) => format!("{scheme}://{name}:{port}"),
         })
     }
 
@@ -114,7 +124,7 @@ mod tests {
         if let Some(host) = host {
             h.insert(header::HOST, HeaderValue::from_static(host));
         }
-        AuthState::new(public_url.map(Into::into)).base(&h)
+        AuthState::new(public_url.map(Into::into), false).base(&h)
     }
 
     #[test]
@@ -137,5 +147,19 @@ mod tests {
             base(Some("https://gw.example/"), Some("other:1")).as_deref(),
             Some("https://gw.example")
         );
+    }
+
+    #[test]
+    fn behind_tls_the_base_is_https() {
+        let mut h = HeaderMap::new();
+        let https = AuthState::new(None, true);
+        for (host, want) in [
+            ("localhost:8443", "https://localhost:8443"),
+            ("gw.example:443", "https://gw.example"),
+            ("gw.example:80", "https://gw.example:80"),
+        ] {
+            h.insert(header::HOST, HeaderValue::from_static(host));
+            assert_eq!(https.base(&h).as_deref(), Some(want), "{host}");
+        }
     }
 }

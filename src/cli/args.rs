@@ -121,6 +121,13 @@ pub struct ServeArgs {
     /// [default: one per CPU, or `workers` in the config].
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); re-read
+    /// when it changes [default: `tls_cert` in the config]. Needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert [default: `tls_key` in the config].
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     #[command(flatten)]
     pub one: OneUpstream,
 }

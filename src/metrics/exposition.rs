@@ -178,6 +178,23 @@ impl Metrics {
                 );
             }
         }
+
+        family(
+            &mut out,
+            "mcp_gateway_tls_handshakes_total",
+            "counter",
+            "TLS handshakes completed: side=\"listener\" with clients, side=\"upstream\" with https:// upstreams (pooled connections make them rare).",
+        );
+        let _ = writeln!(
+            out,
+            "mcp_gateway_tls_handshakes_total{{side=\"listener\"}} {}",
+            self.tls_accepted.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "mcp_gateway_tls_handshakes_total{{side=\"upstream\"}} {}",
+            snapshot.tls_upstream_handshakes
+        );
         out
     }
 }
@@ -193,6 +210,8 @@ pub struct Snapshot {
     pub reloads_failed: u64,
     /// The last readiness result by mount index, if any.
     pub upstream_up: Vec<Option<bool>>,
+    /// TLS handshakes made with `https://` upstreams.
+    pub tls_upstream_handshakes: u64,
 }
 
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {

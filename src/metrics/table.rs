@@ -51,6 +51,8 @@ pub struct Metrics {
     /// By status code, `STATUS_MIN..=STATUS_MAX`; others count as 0 ("other").
     pub(super) http_status: Box<[AtomicU64]>,
     pub(super) http_other: AtomicU64,
+    /// TLS handshakes completed at the listener.
+    pub(super) tls_accepted: AtomicU64,
 }
 
 impl Metrics {
@@ -67,8 +69,14 @@ impl Metrics {
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             http_other: AtomicU64::new(0),
+            tls_accepted: AtomicU64::new(0),
             mounts,
         }
+    }
+
+    /// Count a TLS handshake completed at the listener.
+    pub fn tls_accepted(&self) {
+        self.tls_accepted.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Count one exchange of `mount` that ended with `outcome` after `elapsed`.

@@ -26,7 +26,12 @@ pub const MAX_PAGES: usize = 1000;
 /// here.
 pub async fn list_tools(mount: &Mount, limits: &Limits) -> Result<Listing, ProbeError> {
     let connect = Duration::from_secs(limits.connect_timeout_secs);
-    let client = up_client::client(connect);
+    let client =
+        up_client::client_for(connect, std::slice::from_ref(mount)).map_err(|problems| {
+            ProbeError::Ended {
+                message: problems.join("; "),
+            }
+        })?;
     let conn = match &mount.transport {
         Transport::Http { url } => Conn::Http(Box::new(HttpConn {
             client,

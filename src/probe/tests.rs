@@ -27,6 +27,7 @@ fn sh(name: &str, script: &str) -> Mount {
         }),
         forward_headers: Vec::new(),
         auth_challenge: Default::default(),
+        tls: Default::default(),
     }
 }
 
@@ -110,6 +111,7 @@ async fn streamable_http_with_a_session() {
         },
         forward_headers: Vec::new(),
         auth_challenge: Default::default(),
+        tls: Default::default(),
     };
     let listing = list_tools(&mount, &limits(10)).await.unwrap();
     let mut names: Vec<&str> = listing.names().collect();
@@ -137,6 +139,7 @@ async fn an_http_refusal_is_named() {
         },
         forward_headers: Vec::new(),
         auth_challenge: Default::default(),
+        tls: Default::default(),
     };
     let err = list_tools(&mount, &limits(5))
         .await
@@ -166,6 +169,7 @@ async fn an_upstream_that_wants_a_token_is_told_apart() {
         },
         forward_headers: Vec::new(),
         auth_challenge: Default::default(),
+        tls: Default::default(),
     };
     let err = list_tools(&mount, &limits(5)).await.unwrap_err();
     assert!(err.requires_authorization(), "{err}");
@@ -214,6 +218,7 @@ async fn a_trickling_http_body_times_out() {
         },
         forward_headers: Vec::new(),
         auth_challenge: Default::default(),
+        tls: Default::default(),
     };
     let started = std::time::Instant::now();
     let err = list_tools(&mount, &limits(1))

@@ -1,7 +1,8 @@
 //! The listener: connections accepted on one or more worker threads, each
-//! served over HTTP/1.1 or HTTP/2 by [`crate::app`]'s service and closed
-//! when its phase outlives its limit, and the graceful shutdown that closes
-//! idle connections at once and drains the others.
+//! served over HTTP/1.1 or HTTP/2 (over TLS when configured, the protocol
+//! chosen by ALPN) by [`crate::app`]'s service and closed when its phase
+//! outlives its limit, and the graceful shutdown that closes idle
+//! connections at once and drains the others.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,20 +15,33 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 
-use super::conn::{Admission, Phase, Registry, Timeouts, Tracked, Watched};
+use super::conn::{Admission, Conn, Phase, Registry, Timeouts, Tracked, Watched};
 use crate::gateway::Gateway;
+use crate::tls::ListenerTls;
 use crate::upstream::stdio::KILL_GRACE;
 
 /// A bound gateway, ready to serve.
 pub struct Server {
     listener: TcpListener,
     gateway: Arc<Gateway>,
+    tls: Option<Arc<ListenerTls>>,
 }
 
 impl Server {
     pub async fn bind(gateway: Arc<Gateway>, addr: SocketAddr) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
-        Ok(Server { listener, gateway })
+        Ok(Server {
+            listener,
+            gateway,
+            tls: None,
+        })
+    }
+
+    /// Serve HTTPS: every connection begins with a TLS handshake, which must
+    /// end within `limits.header_read_timeout_secs`.
+    pub fn with_tls(mut self, tls: Arc<ListenerTls>) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -65,6 +79,7 @@ impl Server {
     pub async fn run_workers(self, workers: usize, shutdown: CancellationToken, grace: Duration) {
         let registry = Arc::new(Registry::new(self.max_connections()));
         let gateway = self.gateway;
+        let tls = self.tls;
         gateway.spawn_background();
         let listener = self.listener;
         // Fires once every owned session has been ended, for the workers
@@ -80,6 +95,7 @@ impl Server {
                 };
                 let worker = Worker {
                     gateway: gateway.clone(),
+                    tls: tls.clone(),
                     registry: registry.clone(),
                     shutdown: shutdown.clone(),
                     closed: closed.clone(),
@@ -99,7 +115,7 @@ impl Server {
         } else {
             listener
         };
-        accept(&gateway, listener, &shutdown, &registry).await;
+        accept(&gateway, tls.as_ref(), listener, &shutdown, &registry).await;
         // The listener is closed: new connections are refused at once.
         tracing::info!(
             grace_secs = grace.as_secs(),
@@ -178,6 +194,7 @@ async fn drain(registry: &Registry, grace: Duration) -> bool {
 /// One extra worker thread of [`Server::run_workers`].
 struct Worker {
     gateway: Arc<Gateway>,
+    tls: Option<Arc<ListenerTls>>,
     registry: Arc<Registry>,
     shutdown: CancellationToken,
     closed: CancellationToken,
@@ -205,7 +222,14 @@ impl Worker {
                     return;
                 }
             };
-            accept(&self.gateway, listener, &self.shutdown, &self.registry).await;
+            accept(
+                &self.gateway,
+                self.tls.as_ref(),
+                listener,
+                &self.shutdown,
+                &self.registry,
+            )
+            .await;
             // This thread's connections, and the sessions it started (their
             // stdio children, their upstream connections), may still serve
             // calls: this runtime runs until every session is closed.
@@ -218,6 +242,7 @@ impl Worker {
 /// on return; the connections go on until they finish or `stop` closes them.
 async fn accept(
     gateway: &Arc<Gateway>,
+    tls: Option<&Arc<ListenerTls>>,
     listener: TcpListener,
     stop: &CancellationToken,
     registry: &Arc<Registry>,
@@ -230,6 +255,7 @@ async fn accept(
     builder
         .http2()
         .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
+    let builder = Arc::new(builder);
     let timeouts = Timeouts {
         header: Duration::from_secs(limits.header_read_timeout_secs),
         idle: Duration::from_secs(limits.idle_connection_secs),
@@ -292,53 +318,121 @@ async fn accept(
                 Ok::<_, std::convert::Infallible>(resp.map(|b| Tracked::new(b, active)))
             }
         });
+        let served = Served {
+            builder: builder.clone(),
+            conn,
+            registry: registry.clone(),
+            stop: stop.clone(),
+            timeouts,
+            peer,
+        };
+        match tls {
+            None => {
+                tokio::spawn(served.run(stream, service));
+            }
+            Some(tls) => {
+                let acceptor = tls.acceptor().clone();
+                let metrics = gateway.metrics.clone();
+                tokio::spawn(async move {
+                    // The handshake is the head of the connection: it must end
+                    // within the head's limit, and gives way to a newcomer or
+                    // to shutdown like a connection that sent nothing.
+                    let handshake = tokio::time::timeout(timeouts.header, acceptor.accept(stream));
+                    let why = tokio::select! {
+                        done = handshake => match done {
+                            Ok(Ok(stream)) => {
+                                metrics.tls_accepted();
+                                served.run(stream, service).await;
+                                return;
+                            }
+                            Ok(Err(e)) => format!("TLS handshake failed: {e}"),
+                            Err(_) => "no TLS handshake within limits.header_read_timeout_secs".to_owned(),
+                        },
+                        () = served.conn.evicted() => "closed for a new client at limits.max_connections".to_owned(),
+                        () = served.stop.cancelled() => "shutting down".to_owned(),
+                    };
+                    tracing::debug!(client.addr = %peer, reason = %why, "connection closed");
+                    served.registry.remove(&served.conn);
+                });
+            }
+        }
+    }
+}
+
+/// One accepted connection, served until it ends or is closed.
+struct Served {
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    conn: Arc<Conn>,
+    registry: Arc<Registry>,
+    stop: CancellationToken,
+    timeouts: Timeouts,
+    peer: SocketAddr,
+}
+
+impl Served {
+    /// Serve HTTP on `stream` (TCP, or TLS after its handshake) until the
+    /// client closes it, its phase outlives its limit, the registry needs its
+    /// place, or shutdown (at once when it serves no request, after its
+    /// requests otherwise).
+    async fn run<I, S>(self, stream: I, service: S)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+        S: hyper::service::Service<
+                http::Request<hyper::body::Incoming>,
+                Response = http::Response<Tracked>,
+                Error = std::convert::Infallible,
+            > + Send
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        let Served {
+            builder,
+            conn,
+            registry,
+            stop,
+            timeouts,
+            peer,
+        } = self;
         let io = TokioIo::new(Watched::new(stream, conn.clone()));
         let served = builder
             .serve_connection_with_upgrades(io, service)
             .into_owned();
-        let registry = registry.clone();
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            tokio::pin!(served);
-            let timer = tokio::time::sleep(conn.expiry(timeouts).unwrap_or_default());
-            tokio::pin!(timer);
-            let mut closing = false;
-            // Ends the connection when its phase outlives its limit, when the
-            // registry needs its place, or at shutdown (at once when it
-            // serves no request, after its requests otherwise).
-            let why = loop {
-                tokio::select! {
-                    ended = served.as_mut() => {
-                        if let Err(e) = ended {
-                            tracing::debug!(client.addr = %peer, error = %e, "connection ended with an error");
-                        }
-                        break None;
+        tokio::pin!(served);
+        let timer = tokio::time::sleep(conn.expiry(timeouts).unwrap_or_default());
+        tokio::pin!(timer);
+        let mut closing = false;
+        let why = loop {
+            tokio::select! {
+                ended = served.as_mut() => {
+                    if let Err(e) = ended {
+                        tracing::debug!(client.addr = %peer, error = %e, "connection ended with an error");
                     }
-                    () = &mut timer => {
-                        let busy = conn.phase() == Phase::Busy;
-                        match conn.expiry(timeouts) {
-                            _ if closing && !busy => break Some("shutting down"),
-                            Err(why) => break Some(why),
-                            Ok(_) if closing => timer.as_mut().reset(Instant::now() + TICK),
-                            Ok(left) => timer.as_mut().reset(Instant::now() + left),
-                        }
-                    }
-                    () = conn.evicted() => break Some("closed for a new client at limits.max_connections"),
-                    () = stop.cancelled(), if !closing => {
-                        if conn.phase() != Phase::Busy {
-                            break Some("shutting down");
-                        }
-                        closing = true;
-                        served.as_mut().graceful_shutdown();
-                        timer.as_mut().reset(Instant::now() + TICK);
+                    break None;
+                }
+                () = &mut timer => {
+                    let busy = conn.phase() == Phase::Busy;
+                    match conn.expiry(timeouts) {
+                        _ if closing && !busy => break Some("shutting down"),
+                        Err(why) => break Some(why),
+                        Ok(_) if closing => timer.as_mut().reset(Instant::now() + TICK),
+                        Ok(left) => timer.as_mut().reset(Instant::now() + left),
                     }
                 }
-            };
-            if let Some(why) = why {
-                tracing::debug!(client.addr = %peer, phase = conn.phase().name(), reason = why, "connection closed");
+                () = conn.evicted() => break Some("closed for a new client at limits.max_connections"),
+                () = stop.cancelled(), if !closing => {
+                    if conn.phase() != Phase::Busy {
+                        break Some("shutting down");
+                    }
+                    closing = true;
+                    served.as_mut().graceful_shutdown();
+                    timer.as_mut().reset(Instant::now() + TICK);
+                }
             }
-            registry.remove(&conn);
-        });
+        };
+        if let Some(why) = why {
+            tracing::debug!(client.addr = %peer, phase = conn.phase().name(), reason = why, "connection closed");
+        }
+        registry.remove(&conn);
     }
 }
 

@@ -1,6 +1,9 @@
-//! The HTTP client shared by every HTTP and legacy SSE upstream: HTTP/1.1
-//! keep-alive connections pooled per worker thread, a connect timeout, and
-//! errors that name the upstream.
+//! The HTTP client shared by every HTTP and legacy SSE upstream: keep-alive
+//! connections pooled per worker thread, a connect timeout, and errors that
+//! name the upstream. `https://` upstreams are reached over TLS
+//! ([`crate::tls::upstream`]), with HTTP/2 when the upstream chooses it by
+//! ALPN: one multiplexed connection per thread then, shared by every
+//! request, instead of one idle HTTP/1.1 connection per request.
 //!
 //! A connection is driven by the runtime of the thread that opened it and
 //! only ever lent to requests on that same thread, so a relayed request and
@@ -17,7 +20,8 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{Context, Poll};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -27,10 +31,12 @@ use http::header::{self, HeaderValue};
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use super::error::UpstreamError;
+use crate::config::{Mount, Transport};
+use crate::tls::Connector;
 
 /// Idle connections are closed after this long unused.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -41,7 +47,7 @@ const READ_BUFFER: usize = 64 * 1024;
 /// Most idle connections kept per thread and upstream address.
 const MAX_IDLE: usize = 256;
 
-/// A pooled HTTP/1.1 client. Cheap to clone: clones share the pool.
+/// A pooled HTTP client. Cheap to clone: clones share the pool.
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Pool>,
@@ -50,8 +56,51 @@ pub struct Client {
 struct Pool {
     connect_timeout: Duration,
     /// Idle connections by the thread that drives them, then by
-    /// `host:port`, most recently used last.
+    /// `host:port` (and upstream, for TLS), most recently used last.
     idle: Mutex<HashMap<ThreadId, ByAddress, Hasher>>,
+    tls: Tls,
+    /// TLS handshakes made with upstreams, for `/metrics`.
+    handshakes: AtomicU64,
+}
+
+/// How each `https://` upstream is connected to.
+#[derive(Default)]
+struct Tls {
+    /// Built at start for every configured `https://` upstream.
+    by_upstream: HashMap<String, Arc<Connector>, Hasher>,
+    /// For an `https://` request of an upstream without its own settings:
+    /// the system's roots, read on first use.
+    default: OnceLock<Result<Arc<Connector>, String>>,
+}
+
+impl Tls {
+    fn connector(&self, upstream: &str) -> Result<Arc<Connector>, String> {
+        if let Some(c) = self.by_upstream.get(upstream) {
+            return Ok(c.clone());
+        }
+        self.default
+            .get_or_init(|| {
+                Connector::new(&Default::default(), &mut crate::tls::upstream::system_roots)
+                    .map(Arc::new)
+            })
+            .clone()
+    }
+}
+
+/// A connection's request side: HTTP/1.1, one request at a time, or
+/// HTTP/2, shared by concurrent requests.
+enum Sender {
+    H1(http1::SendRequest<Full<Bytes>>),
+    H2(http2::SendRequest<Full<Bytes>>),
+}
+
+impl Sender {
+    fn is_closed(&self) -> bool {
+        match self {
+            Sender::H1(s) => s.is_closed(),
+            Sender::H2(s) => s.is_closed(),
+        }
+    }
 }
 
 /// The pool's keys are thread ids and upstream addresses from the
@@ -62,17 +111,57 @@ type Hasher = foldhash::fast::RandomState;
 type ByAddress = HashMap<String, Vec<Idle>, Hasher>;
 
 struct Idle {
-    sender: SendRequest<Full<Bytes>>,
+    sender: Sender,
     since: Instant,
 }
 
 /// A client with connection reuse. One per gateway process.
 pub fn client(connect_timeout: Duration) -> Client {
+    with_tls(connect_timeout, Tls::default())
+}
+
+fn with_tls(connect_timeout: Duration, tls: Tls) -> Client {
     Client {
         inner: Arc::new(Pool {
             connect_timeout,
             idle: Mutex::default(),
+            tls,
+            handshakes: AtomicU64::new(0),
         }),
+    }
+}
+
+/// A client for `mounts`: each `https://` upstream's trusted roots, client
+/// certificate and server name are read now, so that a missing or bad file
+/// is an error at start, naming the upstream.
+pub fn client_for(connect_timeout: Duration, mounts: &[Mount]) -> Result<Client, Vec<String>> {
+    let mut system = None;
+    let mut roots = || {
+        system
+            .get_or_insert_with(crate::tls::upstream::system_roots)
+            .clone()
+    };
+    let mut tls = Tls::default();
+    let mut problems = Vec::new();
+    for m in mounts {
+        let https = match &m.transport {
+            Transport::Http { url } | Transport::Sse { url } => url.scheme_str() == Some("https"),
+            Transport::Stdio(_) => false,
+        };
+        if !https {
+            continue;
+        }
+        match Connector::new(&m.tls, &mut roots) {
+            Ok(c) => {
+                tls.by_upstream.insert(m.name.clone(), Arc::new(c));
+            }
+            Err(e) => problems.push(format!("upstream '{}': {e}", m.name)),
+        }
+    }
+    if problems.is_empty() {
+        Ok(with_tls(connect_timeout, tls))
+    } else {
+        Err(problems)
     }
 }
 
@@ -106,24 +195,50 @@ pub enum BodyError {
 struct Checkin {
     pool: Weak<Pool>,
     key: String,
-    sender: SendRequest<Full<Bytes>>,
+    sender: http1::SendRequest<Full<Bytes>>,
 }
 
 impl Pool {
-    fn checkout(&self, key: &str) -> Option<SendRequest<Full<Bytes>>> {
+    fn checkout(&self, key: &str) -> Option<Sender> {
         let thread = std::thread::current().id();
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         let list = idle.get_mut(&thread)?.get_mut(key)?;
         // Dropping a stale sender closes its connection.
         while let Some(c) = list.pop() {
-            if !c.sender.is_closed() && c.since.elapsed() < IDLE_TIMEOUT {
-                return Some(c.sender);
+            if c.sender.is_closed() {
+                continue;
+            }
+            match &c.sender {
+                // Shared: it stays in the pool for the next request.
+                Sender::H2(s) => {
+                    let s = s.clone();
+                    list.push(c);
+                    return Some(Sender::H2(s));
+                }
+                Sender::H1(_) if c.since.elapsed() < IDLE_TIMEOUT => return Some(c.sender),
+                Sender::H1(_) => {}
             }
         }
         None
     }
 
-    fn checkin(&self, key: String, sender: SendRequest<Full<Bytes>>) {
+    /// Share a new HTTP/2 connection with the requests that follow.
+    fn share(&self, key: &str, sender: &http2::SendRequest<Full<Bytes>>) {
+        let thread = std::thread::current().id();
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let list = idle
+            .entry(thread)
+            .or_default()
+            .entry(key.to_owned())
+            .or_default();
+        list.retain(|c| !c.sender.is_closed());
+        list.push(Idle {
+            sender: Sender::H2(sender.clone()),
+            since: Instant::now(),
+        });
+    }
+
+    fn checkin(&self, key: String, sender: http1::SendRequest<Full<Bytes>>) {
         if sender.is_closed() {
             return;
         }
@@ -132,7 +247,7 @@ impl Pool {
         let list = idle.entry(thread).or_default().entry(key).or_default();
         if list.len() < MAX_IDLE {
             list.push(Idle {
-                sender,
+                sender: Sender::H1(sender),
                 since: Instant::now(),
             });
         }
@@ -140,41 +255,85 @@ impl Pool {
 }
 
 impl Client {
+    /// TLS handshakes made with upstreams since start.
+    pub fn tls_handshakes(&self) -> u64 {
+        self.inner.handshakes.load(Ordering::Relaxed)
+    }
+
     async fn connect(
         &self,
         upstream: &str,
+        tls: Option<&Connector>,
         host: &str,
         port: u16,
-    ) -> Result<SendRequest<Full<Bytes>>, UpstreamError> {
+    ) -> Result<Sender, UpstreamError> {
         let unreachable = |detail: String| UpstreamError::Unreachable {
             upstream: upstream.to_owned(),
             detail,
         };
         let timeout = self.inner.connect_timeout;
-        let stream =
-            match tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host, port))).await
-            {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => return Err(unreachable(e.to_string())),
-                Err(_) => {
-                    return Err(unreachable(format!(
-                        "no connection within {} s (limits.connect_timeout_secs)",
-                        timeout.as_secs()
-                    )));
+        let connecting = async {
+            let stream = tokio::net::TcpStream::connect((host, port))
+                .await
+                .map_err(|e| e.to_string())?;
+            let _ = stream.set_nodelay(true);
+            match tls {
+                None => Ok((Transported::Plain(stream), false)),
+                Some(tls) => {
+                    let (stream, h2) = tls.connect(host, port, stream).await?;
+                    self.inner.handshakes.fetch_add(1, Ordering::Relaxed);
+                    Ok((Transported::Tls(Box::new(stream)), h2))
                 }
-            };
-        let _ = stream.set_nodelay(true);
-        let (sender, conn) = hyper::client::conn::http1::Builder::new()
+            }
+        };
+        let (stream, h2) = match tokio::time::timeout(timeout, connecting).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(detail)) => return Err(unreachable(detail)),
+            Err(_) => {
+                return Err(unreachable(format!(
+                    "no connection within {} s (limits.connect_timeout_secs)",
+                    timeout.as_secs()
+                )));
+            }
+        };
+        match stream {
+            Transported::Plain(io) => self.handshake(upstream, io, h2).await,
+            Transported::Tls(io) => self.handshake(upstream, *io, h2).await,
+        }
+    }
+
+    /// The HTTP handshake over a connected stream.
+    async fn handshake<I>(&self, upstream: &str, io: I, h2: bool) -> Result<Sender, UpstreamError>
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let failed = |e: hyper::Error| UpstreamError::Unreachable {
+            upstream: upstream.to_owned(),
+            detail: describe(&e),
+        };
+        if h2 {
+            let (sender, conn) = http2::Builder::new(TokioExecutor::new())
+                .handshake(TokioIo::new(io))
+                .await
+                .map_err(failed)?;
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!(error = %e, "upstream connection ended with an error");
+                }
+            });
+            return Ok(Sender::H2(sender));
+        }
+        let (sender, conn) = http1::Builder::new()
             .max_buf_size(READ_BUFFER)
-            .handshake(TokioIo::new(stream))
+            .handshake(TokioIo::new(io))
             .await
-            .map_err(|e| unreachable(describe(&e)))?;
+            .map_err(failed)?;
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "upstream connection ended with an error");
             }
         });
-        Ok(sender)
+        Ok(Sender::H1(sender))
     }
 
     /// Send `req` (absolute URI) on an idle connection to its host, or a new
@@ -192,53 +351,102 @@ impl Client {
                 detail: format!("{uri} has no host"),
             });
         };
-        let key = authority.as_str().to_owned();
+        let https = uri.scheme_str() == Some("https");
+        let tls = if https {
+            let c = self.inner.tls.connector(upstream).map_err(|detail| {
+                UpstreamError::Unreachable {
+                    upstream: upstream.to_owned(),
+                    detail,
+                }
+            })?;
+            Some(c)
+        } else {
+            None
+        };
+        // Connections to one address over TLS are kept per upstream: each
+        // may trust other authorities or present another certificate.
+        let key = if https {
+            format!("{upstream} https://{}", authority.as_str())
+        } else {
+            authority.as_str().to_owned()
+        };
         let host = authority
             .host()
             .trim_start_matches('[')
             .trim_end_matches(']');
-        let port = authority.port_u16().unwrap_or(80);
-        if !req.headers().contains_key(header::HOST) {
-            let value =
-                HeaderValue::from_str(authority.as_str()).expect("an authority is a valid header");
-            req.headers_mut().insert(header::HOST, value);
-        }
-        // On the wire, the origin form: `/path?query`.
-        *req.uri_mut() = match uri.path_and_query() {
-            Some(path) => http::Uri::from(path.clone()),
-            None => http::Uri::from_static("/"),
-        };
+        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
         loop {
-            let (mut sender, reused) = match self.inner.checkout(&key) {
+            let (sender, reused) = match self.inner.checkout(&key) {
                 Some(s) => (s, true),
-                None => (self.connect(upstream, host, port).await?, false),
-            };
-            if let Err(e) = sender.ready().await {
-                if reused {
-                    continue;
+                None => {
+                    let s = self.connect(upstream, tls.as_deref(), host, port).await?;
+                    if let Sender::H2(h2) = &s {
+                        self.inner.share(&key, h2);
+                    }
+                    (s, false)
                 }
-                return Err(request_error(upstream, &e));
-            }
-            match sender.try_send_request(req).await {
-                Ok(resp) => {
-                    let checkin = Checkin {
-                        pool: Arc::downgrade(&self.inner),
-                        key,
-                        sender,
+            };
+            let sent = match sender {
+                Sender::H1(mut sender) => {
+                    if !req.headers().contains_key(header::HOST) {
+                        let value = HeaderValue::from_str(authority.as_str())
+                            .expect("an authority is a valid header");
+                        req.headers_mut().insert(header::HOST, value);
+                    }
+                    // On the wire, the origin form: `/path?query`.
+                    *req.uri_mut() = match uri.path_and_query() {
+                        Some(path) => http::Uri::from(path.clone()),
+                        None => http::Uri::from_static("/"),
                     };
+                    if let Err(e) = sender.ready().await {
+                        if reused {
+                            continue;
+                        }
+                        return Err(request_error(upstream, tls.as_deref(), &e));
+                    }
+                    sender.try_send_request(req).await.map(|resp| {
+                        let checkin = Checkin {
+                            pool: Arc::downgrade(&self.inner),
+                            key: key.clone(),
+                            sender,
+                        };
+                        (resp, Some(checkin))
+                    })
+                }
+                Sender::H2(mut sender) => {
+                    // HTTP/2 carries the host as `:authority`, from the URI.
+                    req.headers_mut().remove(header::HOST);
+                    *req.uri_mut() = uri.clone();
+                    if let Err(e) = sender.ready().await {
+                        if reused {
+                            continue;
+                        }
+                        return Err(request_error(upstream, tls.as_deref(), &e));
+                    }
+                    sender.try_send_request(req).await.map(|resp| (resp, None))
+                }
+            };
+            match sent {
+                Ok((resp, checkin)) => {
                     return Ok(resp.map(|inner| UpstreamBody {
                         inner,
-                        checkin: Some(checkin),
+                        checkin,
                         deadline: None,
                     }));
                 }
                 Err(mut e) => match e.take_message() {
                     Some(unsent) if reused => req = unsent,
-                    _ => return Err(request_error(upstream, e.error())),
+                    _ => return Err(request_error(upstream, tls.as_deref(), e.error())),
                 },
             }
         }
     }
+}
+
+/// A connected stream, before HTTP.
+enum Transported {
+    Plain(tokio::net::TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>),
 }
 
 /// Send a request, waiting at most `timeout` for the response head; the
@@ -268,7 +476,17 @@ pub async fn send(
     }
 }
 
-fn request_error(upstream: &str, e: &hyper::Error) -> UpstreamError {
+fn request_error(upstream: &str, tls: Option<&Connector>, e: &hyper::Error) -> UpstreamError {
+    // A TLS 1.3 server checks the client's certificate after the handshake:
+    // its refusal arrives with the first request.
+    if let Some(tls) = tls
+        && let Some(detail) = crate::tls::upstream::explain_late(e, tls.has_client_cert())
+    {
+        return UpstreamError::Unreachable {
+            upstream: upstream.to_owned(),
+            detail,
+        };
+    }
     if e.is_parse() || e.is_parse_status() {
         UpstreamError::Protocol {
             upstream: upstream.to_owned(),
