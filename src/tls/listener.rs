@@ -54,7 +54,7 @@ fn stamp(cert: &Path, key: &Path) -> Stamp {
 pub fn load_pair(cert: &Path, key: &Path) -> Result<CertifiedKey, String> {
     let chain = pem::certs(cert).map_err(|e| format!("tls_cert: {e}"))?;
     let der = pem::key(key).map_err(|e| format!("tls_key: {e}"))?;
-    CertifiedKey::from_der(chain, der, &super::provider()).map_err(|e| {
+    CertifiedKey::from_der(chain, der, &super::crypto::provider()).map_err(|e| {
         format!(
             "tls_cert {} and tls_key {} are not a pair: {e}",
             cert.display(),
@@ -80,7 +80,7 @@ impl ListenerTls {
             key_path: key.to_path_buf(),
             seen: Mutex::new(seen),
         });
-        let mut config = ServerConfig::builder_with_provider(super::provider())
+        let mut config = ServerConfig::builder_with_provider(super::crypto::provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| e.to_string())?
             .with_no_client_auth()

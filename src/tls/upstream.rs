@@ -70,7 +70,7 @@ impl Connector {
             }
             None => (system()?, Trust::System),
         };
-        let provider = super::provider();
+        let provider = super::crypto::provider();
         let verifier = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
             .build()
             .map_err(|e| format!("trusted roots: {e}"))?;
