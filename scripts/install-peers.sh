@@ -7,6 +7,9 @@
 #     the load benchmark; it needs mcp 1.x, so it has a venv of its own)
 #   Debian's chromium (apt-get), for the browser tests in tests/browser; playwright-core
 #   drives that binary and never downloads a browser of its own
+#   Debian's nginx and haproxy (apt-get), TLS terminators in front of real servers for
+#   the TLS tests (started by the tests on 127.0.0.1; the packages' own services are
+#   never started)
 # Idempotent: a stamp file records the hashes of the lock files (and of this
 # script); when they are unchanged and the installed trees look intact, nothing
 # is done. Set PEERS_FORCE=1 to reinstall anyway.
@@ -51,6 +54,10 @@ installed_ok() {
     [[ -f "$NODE_MODULES/supergateway/dist/index.js" ]] &&
     [[ -x "$NODE_MODULES/@esbuild/linux-x64/bin/esbuild" ]] &&
     command -v chromium >/dev/null &&
+    command -v nginx >/dev/null &&
+    command -v haproxy >/dev/null &&
+    "$VENV/bin/python" -c 'import h2' 2>/dev/null &&
+    [[ -f "$NODE_MODULES/undici/package.json" ]] &&
     [[ -x "$VENV/bin/python" ]] &&
     "$VENV/bin/python" -c 'import mcp, mcp_server_time' 2>/dev/null &&
     [[ -x "$BENCH_VENV/bin/mcp-proxy" ]]
@@ -94,6 +101,29 @@ if ! command -v chromium >/dev/null; then
         || die "apt-get install chromium failed"
 fi
 command -v chromium >/dev/null || die "chromium still not on PATH after apt-get install"
+
+# --- TLS terminators (Debian's nginx and haproxy) ---------------------------
+if ! command -v nginx >/dev/null || ! command -v haproxy >/dev/null; then
+    command -v apt-get >/dev/null || die "nginx/haproxy not found and apt-get not available"
+    export DEBIAN_FRONTEND=noninteractive
+    # The packages would start their services (nginx on every interface's port 80):
+    # the tests start their own on 127.0.0.1, so the install starts none.
+    own_policy=0
+    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+        chmod +x /usr/sbin/policy-rc.d
+        own_policy=1
+    fi
+    step "apt-get update"
+    run_bounded 300 apt-get update -qq
+    step "apt-get install nginx haproxy"
+    run_bounded 600 apt-get install -y -qq --no-install-recommends nginx haproxy >/dev/null \
+        || die "apt-get install nginx haproxy failed"
+    [[ "$own_policy" == 1 ]] && rm -f /usr/sbin/policy-rc.d
+fi
+command -v nginx >/dev/null || die "nginx still not on PATH after apt-get install"
+command -v haproxy >/dev/null || die "haproxy still not on PATH after apt-get install"
+step "nginx: $(nginx -v 2>&1 | head -1); haproxy: $(haproxy -v 2>&1 | head -1)"
 step "chromium: $(timeout 30 chromium --version 2>/dev/null || echo 'version unknown')"
 
 # --- Python peers -----------------------------------------------------------

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import ssl
 import sys
 import time
 from typing import Any
@@ -79,6 +80,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--long-duration", type=float, default=2.0, help="trigger-long-running-operation duration, s")
     p.add_argument("--long-steps", type=int, default=4, help="trigger-long-running-operation steps")
     p.add_argument("--skip-elicitation", action="store_true")
+    p.add_argument("--cafile", help="https:// URLs: trust the authorities in this PEM file (and only them)")
+    p.add_argument("--http2", action="store_true",
+                   help="offer HTTP/2 by ALPN (https://); each response's version is in http_log")
     args = p.parse_args()
     try:
         args.call_arguments = json.loads(args.args)
@@ -137,10 +141,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         entry = response.request.extensions.get("py_client_log")
         if entry is not None:
             entry["status"] = response.status_code
+            entry["http_version"] = response.http_version
 
     def http_client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
                     auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+        tls: dict[str, Any] = {}
+        if args.cafile:
+            tls["verify"] = ssl.create_default_context(cafile=args.cafile)
+        if args.http2:
+            tls["http2"] = True
         return httpx2.AsyncClient(
+            **tls,
             headers=headers,
             timeout=timeout or httpx2.Timeout(args.request_timeout, read=args.timeout),
             auth=auth,

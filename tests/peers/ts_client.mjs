@@ -29,7 +29,9 @@
 // response exactly as it came off the wire (captured from the HTTP body by a fetch
 // wrapper, before the SDK's schemas see it), as pretty-printed JSON, so a test can compare
 // a direct run with a run through the gateway value for value.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import tls from 'node:tls';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -65,6 +67,8 @@ try {
       call: { type: 'string' },
       args: { type: 'string', default: '{}' },
       'stdio-args': { type: 'string', default: '[]' },
+      cafile: { type: 'string' },
+      http2: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
@@ -230,7 +234,7 @@ async function capturingFetch(input, init = {}) {
   const headers = new Headers(init.headers ?? {});
   if (headers.get('mcp-protocol-version')) entry['mcp-protocol-version'] = headers.get('mcp-protocol-version');
   httpLog.push(entry);
-  const response = await fetch(input, init);
+  const response = await httpsFetch(input, init);
   entry.status = response.status;
   const contentType = response.headers.get('content-type') ?? '';
   if (response.body && (contentType.includes('text/event-stream') || contentType.includes('application/json'))) {
@@ -278,6 +282,40 @@ if (!opts['skip-elicitation']) {
     counters.elicitation += 1;
     return { action: 'accept', content: { ...ELICITATION_CONTENT } };
   });
+}
+// --cafile / --http2 (https:// URLs): fetch through undici with a TLS connector that
+// trusts only the given authorities and offers h2 by ALPN; the protocol each new
+// connection agreed on is recorded in the summary's `alpn`.
+const alpnSeen = [];
+let httpsFetch = fetch;
+if (opts.cafile || opts.http2) {
+  const { Agent, fetch: undiciFetch } = await import('undici');
+  const ca = opts.cafile ? readFileSync(opts.cafile) : undefined;
+  const dispatcher = new Agent({
+    allowH2: opts.http2,
+    connect: (o, cb) => {
+      let done = false;
+      const once = (err, socket) => {
+        if (!done) {
+          done = true;
+          cb(err, socket);
+        }
+      };
+      const socket = tls.connect({
+        host: o.hostname,
+        port: Number(o.port) || 443,
+        servername: net.isIP(o.hostname) ? undefined : o.hostname,
+        ca,
+        ALPNProtocols: opts.http2 ? ['h2', 'http/1.1'] : ['http/1.1'],
+      });
+      socket.once('secureConnect', () => {
+        alpnSeen.push(socket.alpnProtocol || 'none');
+        once(null, socket);
+      });
+      socket.once('error', (e) => once(e, null));
+    },
+  });
+  httpsFetch = (input, init) => undiciFetch(input, { ...init, dispatcher });
 }
 const transportErrors = [];
 client.onerror = (e) => transportErrors.push(String(e?.message ?? e));
@@ -406,6 +444,7 @@ async function finish(summary, t0) {
   summary.notifications_on_wire = byMethod;
   if (transportErrors.length) summary.transport_errors = transportErrors;
   summary.http_log = httpLog;
+  if (alpnSeen.length) summary.alpn = alpnSeen;
   summary.elapsed_s = Math.round(performance.now() - t0) / 1000;
   return summary;
 }
