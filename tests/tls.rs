@@ -804,3 +804,62 @@ async fn certificate_rotation_under_load_loses_no_request() {
     );
     gateway.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------
+// Legacy HTTP+SSE over TLS
+
+/// server-everything's legacy HTTP+SSE transport behind nginx over `https://` (HTTP/2:
+/// the long-lived event stream and the POSTs share one connection): the TypeScript client
+/// through the gateway runs as it does direct.
+#[tokio::test]
+async fn legacy_sse_upstream_over_https_serves_the_ts_client_like_direct() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ca = Ca::new("mcp-ui-gateway test CA");
+    let ca_pem = d.join("ca.pem");
+    std::fs::write(&ca_pem, &ca.pem).unwrap();
+    let (cert, key) = ca
+        .server(&["localhost", "127.0.0.1"], Validity::Now)
+        .write(d, "server");
+    let (_server, direct_url) = start_everything(&peers, "sse").await;
+    let port = free_port();
+    let _nginx = start_nginx(d, backend_port(&direct_url), &[(port, &cert, &key, true)]).await;
+    let config = write_config(
+        d,
+        &format!(
+            "[[upstream]]\nname = \"everything\"\nsse_url = \"https://127.0.0.1:{port}/sse\"\nca_file = \"{}\"\n",
+            s(&ca_pem)
+        ),
+    );
+    let gateway = Gateway::start_with(
+        &peers,
+        "https legacy SSE",
+        Upstream::Configured,
+        &["--config", s(&config)],
+        &[],
+    )
+    .await;
+    let direct = run_client_direct(
+        &peers,
+        ClientKind::TypeScript,
+        Target::Sse(&direct_url),
+        &[],
+    )
+    .await;
+    let via = run_client_via(&peers, &gateway, ClientKind::TypeScript, &[]).await;
+    println!(
+        "[tls] ts_client via the https SSE upstream: {}",
+        brief(&via)
+    );
+    let diffs = fact_diffs(EVERYTHING_FACTS, &direct, &via);
+    assert!(
+        diffs.is_empty(),
+        "through an https:// legacy SSE upstream the run differs from direct:\n{}\n{}",
+        diffs.join("\n"),
+        gateway.proc.tail(40)
+    );
+    gateway.stop().await;
+}
