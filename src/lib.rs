@@ -21,6 +21,8 @@
 //!   what they say.
 //! - [`auth`]: OAuth through the gateway: challenges rewritten to the
 //!   gateway's protected-resource metadata, which it serves per mount.
+//! - [`tls`]: rustls on both sides: the connector that verifies `https://`
+//!   upstreams, and the listener's certificate, rotated without a restart.
 //! - [`metrics`], [`health`], [`preview`]: `/metrics`, `/readyz`, `/preview`.
 //! - [`live`]: the overlay snapshot in force, swapped whole on reload.
 //! - [`outcome`]: how an exchange ended, the one source of both the answer
