@@ -186,7 +186,7 @@ async fn https_upstream_behind_nginx_and_https_listener_serve_sdk_clients_like_d
 
     let (_server, direct_url) = start_everything(&peers, "streamableHttp").await;
     let (h2_port, h1_port) = (free_port(), free_port());
-    let _nginx = start_nginx(
+    let nginx = start_nginx(
         dir.path(),
         backend_port(&direct_url),
         &[(h2_port, &cert, &key, true), (h1_port, &cert, &key, false)],
@@ -305,6 +305,30 @@ async fn https_upstream_behind_nginx_and_https_listener_serve_sdk_clients_like_d
         upstream <= 40,
         "{upstream} TLS handshakes with the upstreams: connections are not reused"
     );
+
+    // nginx restarts: the pooled connections (the shared HTTP/2 one among them) are
+    // closed under the gateway, whose next requests open new ones.
+    drop(nginx);
+    let _nginx = start_nginx(
+        dir.path(),
+        backend_port(&direct_url),
+        &[(h2_port, &cert, &key, true), (h1_port, &cert, &key, false)],
+    )
+    .await;
+    for url in [gateway.url.as_str(), h1_url.as_str()] {
+        let answer = client
+            .request("POST", url, INIT)
+            .await
+            .unwrap_or_else(|e| panic!("POST {url} after the upstream restarted: {e}"));
+        let v = rpc_of(&answer.body);
+        assert!(
+            answer.status == 200 && v.pointer("/result/serverInfo").is_some(),
+            "initialize through {url} after the upstream restarted: {} {}\n{}",
+            answer.status,
+            String::from_utf8_lossy(&answer.body),
+            gateway.proc.tail(20)
+        );
+    }
     gateway.stop().await;
 }
 

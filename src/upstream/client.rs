@@ -32,7 +32,7 @@ use http_body::{Body as HttpBody, Frame, SizeHint};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::client::conn::{http1, http2};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
 use super::error::UpstreamError;
 use crate::config::{Mount, Transport};
@@ -46,6 +46,14 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 const READ_BUFFER: usize = 64 * 1024;
 /// Most idle connections kept per thread and upstream address.
 const MAX_IDLE: usize = 256;
+/// HTTP/2 upstream connections: what one stream may have unread, and all of
+/// them together (64 streams' worth).
+const H2_STREAM_WINDOW: u32 = 1024 * 1024;
+const H2_CONNECTION_WINDOW: u32 = 64 * 1024 * 1024;
+/// HTTP/2 upstream connections are pinged this often, and closed when a ping
+/// is not answered in time.
+const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
+const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A pooled HTTP client. Cheap to clone: clones share the pool.
 #[derive(Clone)]
@@ -222,6 +230,15 @@ impl Pool {
         None
     }
 
+    /// Stop sharing this thread's HTTP/2 connections to `key`: one failed.
+    fn forget_shared(&self, key: &str) {
+        let thread = std::thread::current().id();
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(list) = idle.get_mut(&thread).and_then(|a| a.get_mut(key)) {
+            list.retain(|c| matches!(c.sender, Sender::H1(_)));
+        }
+    }
+
     /// Share a new HTTP/2 connection with the requests that follow.
     fn share(&self, key: &str, sender: &http2::SendRequest<Full<Bytes>>) {
         let thread = std::thread::current().id();
@@ -313,6 +330,16 @@ impl Client {
         };
         if h2 {
             let (sender, conn) = http2::Builder::new(TokioExecutor::new())
+                .timer(TokioTimer::new())
+                // One connection carries every request of this thread to the
+                // upstream: a stream its reader leaves unread must not use up
+                // the connection's window for the others.
+                .initial_stream_window_size(H2_STREAM_WINDOW)
+                .initial_connection_window_size(H2_CONNECTION_WINDOW)
+                // A connection that died silently is found and replaced.
+                .keep_alive_interval(H2_PING_INTERVAL)
+                .keep_alive_timeout(H2_PING_TIMEOUT)
+                .keep_alive_while_idle(true)
                 .handshake(TokioIo::new(io))
                 .await
                 .map_err(failed)?;
@@ -375,8 +402,15 @@ impl Client {
             .trim_start_matches('[')
             .trim_end_matches(']');
         let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+        // After a shared HTTP/2 connection fails, a new one.
+        let mut fresh = false;
         loop {
-            let (sender, reused) = match self.inner.checkout(&key) {
+            let pooled = if fresh {
+                None
+            } else {
+                self.inner.checkout(&key)
+            };
+            let (sender, reused) = match pooled {
                 Some(s) => (s, true),
                 None => {
                     let s = self.connect(upstream, tls.as_deref(), host, port).await?;
@@ -419,11 +453,18 @@ impl Client {
                     *req.uri_mut() = uri.clone();
                     if let Err(e) = sender.ready().await {
                         if reused {
+                            self.inner.forget_shared(&key);
+                            fresh = true;
                             continue;
                         }
                         return Err(request_error(upstream, tls.as_deref(), &e));
                     }
-                    sender.try_send_request(req).await.map(|resp| (resp, None))
+                    let sent = sender.try_send_request(req).await;
+                    if sent.is_err() && reused {
+                        self.inner.forget_shared(&key);
+                        fresh = true;
+                    }
+                    sent.map(|resp| (resp, None))
                 }
             };
             match sent {
