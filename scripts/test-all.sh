@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: install the pinned real peers
 # (idempotent, fast when already installed), check the module graph has no
-# cycle, formatting and lints, then every Rust test: unit, in-process
-# integration (rmcp fixtures) and the real-peer tests.
+# cycle, the deployment files (scripts/check-deploy.sh), formatting and lints,
+# then every Rust test: unit, in-process integration (rmcp fixtures) and the
+# real-peer tests (the scale-out test behind HAProxy among them).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -11,6 +12,9 @@ scripts/install-peers.sh
 
 echo "[test-all] module graph (no cycle)"
 python3 scripts/module-graph.py
+
+echo "[test-all] deploy/: Dockerfile lint, kustomize render, Kubernetes schemas"
+scripts/check-deploy.sh
 
 echo "[test-all] cargo fmt --check"
 cargo fmt --check

@@ -6,6 +6,7 @@
 
 use std::{
     convert::Infallible,
+    net::SocketAddr,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -215,17 +216,7 @@ pub async fn serve_stdio() -> anyhow::Result<()> {
 /// Serves the demo as streamable HTTP at [`HTTP_PATH`] on `listener`, with stateful
 /// sessions for pre-2026 clients, until `shutdown` is cancelled.
 pub async fn serve_http(listener: TcpListener, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let store = TaskStore::seeded();
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(true)
-        // rmcp ends its SSE streams and session workers on this token; without it
-        // graceful shutdown would wait for every open stream until the drain timeout.
-        .with_cancellation_token(shutdown.child_token());
-    let mcp = StreamableHttpService::new(
-        move || Ok(TaskListDemo::new(store.clone())),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let mcp = http_service(listener.local_addr()?, &shutdown);
 
     let builder = auto::Builder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
@@ -274,6 +265,29 @@ pub async fn serve_http(listener: TcpListener, shutdown: CancellationToken) -> a
     Ok(())
 }
 
+type DemoService = StreamableHttpService<TaskListDemo, LocalSessionManager>;
+
+/// The demo's MCP service for a listener on `local`. On a loopback address it
+/// answers only loopback `Host` names (rmcp's DNS-rebinding defence); on any
+/// other it answers every `Host`, as the gateway does with no `allowed_hosts`:
+/// beside the gateway in a cluster it is reached by its service name.
+fn http_service(local: SocketAddr, shutdown: &CancellationToken) -> DemoService {
+    let store = TaskStore::seeded();
+    let mut config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(true)
+        // rmcp ends its SSE streams and session workers on this token; without it
+        // graceful shutdown would wait for every open stream until the drain timeout.
+        .with_cancellation_token(shutdown.child_token());
+    if !local.ip().is_loopback() {
+        config = config.disable_allowed_hosts();
+    }
+    StreamableHttpService::new(
+        move || Ok(TaskListDemo::new(store.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
 fn not_found() -> Response<BoxBody<Bytes, Infallible>> {
     let mut response = Response::new(Full::new(Bytes::from_static(b"Not Found")).boxed());
     *response.status_mut() = StatusCode::NOT_FOUND;
@@ -294,6 +308,33 @@ mod tests {
         assert!(!added.done);
         assert_eq!(store.complete(added.id).map(|task| task.done), Some(true));
         assert_eq!(store.complete(9999), None);
+    }
+
+    /// An `initialize` POST naming `host`, through the service for a
+    /// listener on `local` (no socket: the service is called directly).
+    async fn initialize_with_host(local: &str, host: &str) -> StatusCode {
+        let mcp = http_service(local.parse().unwrap(), &CancellationToken::new());
+        let request = Request::post(HTTP_PATH)
+            .header("host", host)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(Full::new(Bytes::from_static(
+                br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            )))
+            .unwrap();
+        mcp.handle(request).await.status()
+    }
+
+    #[tokio::test]
+    async fn beyond_loopback_the_demo_answers_its_service_name() {
+        // In a cluster the gateway reaches it as http://mcp-ui-gateway-demo:3001.
+        let status = initialize_with_host("0.0.0.0:3001", "mcp-ui-gateway-demo:3001").await;
+        assert_eq!(status, StatusCode::OK);
+        // On loopback, only loopback names pass.
+        let status = initialize_with_host("127.0.0.1:3001", "mcp-ui-gateway-demo:3001").await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let status = initialize_with_host("127.0.0.1:3001", "127.0.0.1:3001").await;
+        assert_eq!(status, StatusCode::OK);
     }
 
     #[test]
