@@ -132,3 +132,47 @@ fn mounts_cannot_take_the_gateways_own_paths() {
     }
     assert!(!is_reserved_path("/metrics/mcp") && !is_reserved_path("/previews"));
 }
+
+#[test]
+fn https_upstreams_take_tls_settings_and_plain_ones_refuse_them() {
+    let mut c = Config::default();
+    c.upstreams.push(UpstreamConfig {
+        url: Some("https://mcp.example.com/mcp".into()),
+        ca_file: Some("/etc/ca.pem".into()),
+        client_cert: Some("/etc/c.pem".into()),
+        client_key: Some("/etc/c.key".into()),
+        tls_server_name: Some("internal.example".into()),
+        ..up("secure")
+    });
+    let m = c.mounts().unwrap();
+    assert_eq!(m[0].tls.server_name.as_deref(), Some("internal.example"));
+    assert!(m[0].tls.client_auth.is_some());
+
+    let mut c = Config {
+        tls_cert: Some("/etc/tls.crt".into()),
+        ..Config::default()
+    };
+    c.upstreams.push(UpstreamConfig {
+        url: Some("http://127.0.0.1:9/mcp".into()),
+        ca_file: Some("/etc/ca.pem".into()),
+        ..up("plain")
+    });
+    c.upstreams.push(UpstreamConfig {
+        sse_url: Some("https://127.0.0.1:9/sse".into()),
+        client_cert: Some("/etc/c.pem".into()),
+        tls_server_name: Some("not a name!".into()),
+        ..up("half")
+    });
+    let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+        panic!()
+    };
+    let text = problems.join("\n");
+    for want in [
+        "tls_key: must be set with tls_cert",
+        "upstream[0]: ca_file, client_cert, client_key and tls_server_name apply to an https:// url or sse_url only",
+        "upstream[1].client_key: must be set with client_cert",
+        "upstream[1].tls_server_name: \"not a name!\" is not a DNS name or an IP address",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+}

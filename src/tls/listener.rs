@@ -1,12 +1,13 @@
 //! HTTPS at the listener: the certificate and key from `tls_cert` and
 //! `tls_key`, HTTP/2 and HTTP/1.1 offered by ALPN, and rotation without a
-//! restart: the files are looked at every second and a changed pair that
-//! loads replaces the one in force for new connections (a pair that does
-//! not load is logged, and the one in force stays).
+//! restart: the files are read every second (a few kilobytes; their
+//! contents are compared, which no timestamp granularity can fool) and a
+//! changed pair that loads replaces the one in force for new connections (a
+//! pair that does not load is logged, and the one in force stays).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use rustls::ServerConfig;
@@ -26,34 +27,49 @@ pub struct ListenerTls {
     current: Arc<Current>,
 }
 
-/// The pair in force, and what its files looked like when it was read.
+/// The pair in force, and the contents of its files when they were last read.
 #[derive(Debug)]
 struct Current {
     key: ArcSwap<CertifiedKey>,
     cert_path: PathBuf,
     key_path: PathBuf,
-    seen: Mutex<Stamp>,
+    seen: Mutex<Contents>,
 }
 
-/// What identifies a version of the two files: their modification times
-/// and sizes, through symbolic links (a Kubernetes Secret's files change by
-/// a link swap).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-struct Stamp(Option<(SystemTime, u64)>, Option<(SystemTime, u64)>);
+/// A version of the two files, read through symbolic links (a Kubernetes
+/// Secret's files change by a link swap); a file that cannot be read is
+/// its error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Contents {
+    cert: Result<Vec<u8>, String>,
+    key: Result<Vec<u8>, String>,
+}
 
-fn stamp(cert: &Path, key: &Path) -> Stamp {
-    let of = |p: &Path| {
-        std::fs::metadata(p)
-            .ok()
-            .map(|m| (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len()))
-    };
-    Stamp(of(cert), of(key))
+fn read(cert: &Path, key: &Path) -> Contents {
+    Contents {
+        cert: pem::read(cert),
+        key: pem::read(key),
+    }
 }
 
 /// Read a certificate chain and its key, checking that they belong together.
 pub fn load_pair(cert: &Path, key: &Path) -> Result<CertifiedKey, String> {
-    let chain = pem::certs(cert).map_err(|e| format!("tls_cert: {e}"))?;
-    let der = pem::key(key).map_err(|e| format!("tls_key: {e}"))?;
+    pair(&read(cert, key), cert, key)
+}
+
+fn pair(files: &Contents, cert: &Path, key: &Path) -> Result<CertifiedKey, String> {
+    let chain = files
+        .cert
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|text| pem::parse_certs(text, cert))
+        .map_err(|e| format!("tls_cert: {e}"))?;
+    let der = files
+        .key
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|text| pem::parse_key(text, key))
+        .map_err(|e| format!("tls_key: {e}"))?;
     CertifiedKey::from_der(chain, der, &super::crypto::provider()).map_err(|e| {
         format!(
             "tls_cert {} and tls_key {} are not a pair: {e}",
@@ -72,8 +88,8 @@ impl ResolvesServerCert for Current {
 impl ListenerTls {
     /// Read the pair; an error names the file and what is wrong with it.
     pub fn load(cert: &Path, key: &Path) -> Result<Self, String> {
-        let seen = stamp(cert, key);
-        let pair = load_pair(cert, key)?;
+        let seen = read(cert, key);
+        let pair = pair(&seen, cert, key)?;
         let current = Arc::new(Current {
             key: ArcSwap::from_pointee(pair),
             cert_path: cert.to_path_buf(),
@@ -101,16 +117,17 @@ impl ListenerTls {
     /// `Ok(true)` when a new pair is in force; an error keeps the old one.
     pub fn reload_if_changed(&self) -> Result<bool, String> {
         let c = &self.current;
-        let now = stamp(&c.cert_path, &c.key_path);
-        {
+        let now = read(&c.cert_path, &c.key_path);
+        let pair = {
             let mut seen = c.seen.lock().unwrap_or_else(|e| e.into_inner());
             if *seen == now {
                 return Ok(false);
             }
+            let pair = pair(&now, &c.cert_path, &c.key_path);
             // A failed read is reported once per version of the files.
             *seen = now;
-        }
-        let pair = load_pair(&c.cert_path, &c.key_path)?;
+            pair?
+        };
         c.key.store(Arc::new(pair));
         Ok(true)
     }
@@ -140,5 +157,62 @@ impl ListenerTls {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair() -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    #[test]
+    fn a_changed_pair_is_reloaded_and_a_bad_one_keeps_the_pair_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+        let (c1, k1) = pair();
+        std::fs::write(&cert, &c1).unwrap();
+        std::fs::write(&key, &k1).unwrap();
+        let tls = ListenerTls::load(&cert, &key).unwrap();
+        let first = tls.current.key.load_full();
+        assert_eq!(tls.reload_if_changed(), Ok(false));
+
+        // A new certificate with the old key: not a pair.
+        let (c2, k2) = pair();
+        std::fs::write(&cert, &c2).unwrap();
+        let err = tls.reload_if_changed().unwrap_err();
+        assert!(err.contains("are not a pair"), "{err}");
+        assert!(Arc::ptr_eq(&first, &tls.current.key.load_full()));
+        // Reported once per version of the files.
+        assert_eq!(tls.reload_if_changed(), Ok(false));
+
+        std::fs::write(&key, &k2).unwrap();
+        assert_eq!(tls.reload_if_changed(), Ok(true));
+        assert_eq!(tls.current.key.load().cert[0].as_ref(), {
+            use rustls_pki_types::pem::PemObject;
+            rustls_pki_types::CertificateDer::from_pem_slice(c2.as_bytes())
+                .unwrap()
+                .as_ref()
+                .to_vec()
+        });
+
+        std::fs::write(&key, "not a key").unwrap();
+        let err = tls.reload_if_changed().unwrap_err();
+        assert!(err.starts_with("tls_key: "), "{err}");
+    }
+
+    #[test]
+    fn a_missing_file_is_named() {
+        let err = ListenerTls::load(Path::new("/nonexistent/tls.crt"), Path::new("/x.key"))
+            .err()
+            .unwrap();
+        assert!(err.starts_with("tls_cert: /nonexistent/tls.crt: "), "{err}");
     }
 }
