@@ -728,12 +728,16 @@ async fn full(opts: &Opts) -> bool {
         ],
         "tools/call latency against concurrency (one run, 2 shared cores)",
     );
-    std::fs::write(out.join("latency.svg"), svg).expect("write latency.svg");
-    println!(
-        "wrote {} and {}",
-        out.join("load.md").display(),
-        out.join("latency.svg").display()
-    );
+    if svg.is_empty() {
+        println!("wrote {}", out.join("load.md").display());
+    } else {
+        std::fs::write(out.join("latency.svg"), svg).expect("write latency.svg");
+        println!(
+            "wrote {} and {}",
+            out.join("load.md").display(),
+            out.join("latency.svg").display()
+        );
+    }
     ok
 }
 

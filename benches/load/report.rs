@@ -198,7 +198,7 @@ const COLORS: [&str; 8] = [
 ];
 
 /// Latency (p50 solid, p99 dashed; log scale) against concurrency (log2)
-/// for each series `(scenario, target)`.
+/// for each series `(scenario, target)`; empty when none has a point.
 pub fn svg(points: &[Point], series: &[(&str, &str)], title: &str) -> String {
     let (w, h) = (900.0, 560.0);
     let (left, right, top, bottom) = (80.0, 230.0, 50.0, 60.0);
@@ -211,6 +211,11 @@ pub fn svg(points: &[Point], series: &[(&str, &str)], title: &str) -> String {
                 .iter()
                 .filter(|p| p.scenario == *sc && p.target == *t && p.calls > 0),
         );
+    }
+    // No point to draw (`--only` without these series): no plot, rather
+    // than an axis from infinity.
+    if all.is_empty() {
+        return String::new();
     }
     let cmax = all.iter().map(|p| p.concurrency).max().unwrap_or(1).max(2) as f64;
     let lmin = all
