@@ -6,15 +6,18 @@
 //! `cargo bench --bench load` runs everything (it installs the peers first
 //! with scripts/install-peers.sh) and writes target/bench/load.md and
 //! target/bench/latency.svg. `-- --quick` runs shorter points; `-- --only
-//! NAME[,NAME]` selects scenarios (sweep, sse, stdio, big, list, idle,
-//! reload); `-- --no-peers` skips the peers; `-- --secs S` sets the time of
+//! NAME[,NAME]` selects scenarios (sweep, sse, tls, stdio, big, list, idle,
+//! reload; tls: HTTPS upstreams and an HTTPS listener against plain, with
+//! the gateway's TLS handshakes per point); `-- --no-peers` skips the peers; `-- --secs S` sets the time of
 //! each point and `-- --conc 1,32` the concurrencies of the sweeps (for
 //! profiling one case). `-- --target NAME=URL` (repeated) drives endpoints
 //! that are already running instead (see `-- --help`). Without `--bench` (as
 //! `cargo test --all-targets` runs it) it is a few-second correctness smoke
-//! of direct and gateway paths that asserts zero errors and never speed.
+//! of direct and gateway paths (TLS included) that asserts zero errors,
+//! connections kept across calls, and never speed.
 //!
-//! The same binary is the upstream: `__upstream-http` and `__upstream-stdio`.
+//! The same binary is the upstream: `__upstream-http`, `__upstream-https`
+//! and `__upstream-stdio`.
 
 #[path = "load/client.rs"]
 mod client;
@@ -32,6 +35,8 @@ mod relay;
 mod report;
 #[path = "load/run.rs"]
 mod run;
+#[path = "load/tls.rs"]
+mod tls;
 #[path = "load/upstream.rs"]
 mod upstream;
 
@@ -63,6 +68,7 @@ fn main() {
     match args.get(1).map(String::as_str) {
         Some("__upstream-http") => return upstream::run_http(tools),
         Some("__upstream-stdio") => return upstream::run_stdio(tools),
+        Some("__upstream-https") => return upstream::run_https(&args[2..], tools),
         Some("__relay-http") => {
             let upstream = args.get(2).and_then(|a| a.parse().ok());
             return relay::run(upstream.expect("__relay-http UPSTREAM_ADDR"));
@@ -139,6 +145,9 @@ fn write_overlays(dir: &Path, version: usize) {
 enum Upstream<'a> {
     /// The in-tree HTTP upstream, at this path.
     Http(&'a Proc, &'a str),
+    /// The in-tree HTTP upstream over TLS, at this path, trusted through
+    /// `ca_file` (this authority's PEM file).
+    Https(&'a Proc, &'a str, &'a Path),
     /// The in-tree stdio upstream: this binary, re-executed.
     Stdio(&'a Path),
 }
@@ -146,46 +155,81 @@ enum Upstream<'a> {
 /// Start the release gateway called `name` in front of `upstream`, with the
 /// run's overlays; the run cannot go on without it.
 async fn gateway(name: &str, upstream: Upstream<'_>, overlays: &Path, logs: &Path) -> Proc {
+    gateway_tls(name, upstream, overlays, logs, None).await
+}
+
+/// [`gateway`], serving HTTPS with the certificate of `listener` when given.
+async fn gateway_tls(
+    name: &str,
+    upstream: Upstream<'_>,
+    overlays: &Path,
+    logs: &Path,
+    listener: Option<&tls::Certs>,
+) -> Proc {
     let mut args = vec![
         "serve".to_owned(),
         "--listen".into(),
         "127.0.0.1:0".into(),
-        "--name".into(),
-        "bench".into(),
         "--overlays".into(),
         overlays.display().to_string(),
     ];
+    if let Some(certs) = listener {
+        args.extend([
+            "--tls-cert".into(),
+            certs.cert.display().to_string(),
+            "--tls-key".into(),
+            certs.key.display().to_string(),
+        ]);
+    }
+    let named = ["--name".to_owned(), "bench".into()];
     match upstream {
         Upstream::Http(up, path) => {
+            args.extend(named);
             args.extend(["--upstream".into(), format!("http://{}{path}", up.addr)]);
         }
-        Upstream::Stdio(exe) => args.extend([
+        Upstream::Https(up, path, ca) => {
+            // Trust is set per upstream: a configuration file of its own.
+            let file = logs.join(format!("{name}.toml"));
+            let toml = format!(
+                "[[upstream]]\nname = \"bench\"\npath = \"/mcp\"\nurl = \"https://{}{path}\"\nca_file = {:?}\n",
+                up.addr,
+                ca.display().to_string()
+            );
+            std::fs::write(&file, toml).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            args.extend(["--config".into(), file.display().to_string()]);
+        }
+        Upstream::Stdio(exe) => args.extend(named.into_iter().chain([
             "--".into(),
             exe.display().to_string(),
             "__upstream-stdio".into(),
-        ]),
+        ])),
     }
     // `LOAD_GATEWAY_ENV="K=V K2=V2"`: extra environment for the gateway
     // alone (to compare settings within one build).
     let extra = std::env::var("LOAD_GATEWAY_ENV").unwrap_or_default();
     let mut env: Vec<(&str, &str)> = vec![("RUST_LOG", "info")];
     env.extend(extra.split_whitespace().filter_map(|kv| kv.split_once('=')));
-    procs::gateway(name, Path::new(GATEWAY), &args, &env, logs)
+    let mut proc = procs::gateway(name, Path::new(GATEWAY), &args, &env, logs)
         .await
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    proc.tls = listener.map(|c| c.client.clone());
+    proc
 }
 
+/// The MCP endpoint at `path` of `p`, over TLS when `p` serves HTTPS.
 fn http(p: &Proc, path: &str) -> Target {
     Target::Http {
         addr: p.addr,
         host: p.addr.to_string(),
         path: path.into(),
+        tls: p.tls.clone(),
     }
 }
 
 /// What `cargo test --all-targets` runs: direct, the bare relay and the
-/// gateway, JSON and SSE responses and a stdio upstream, a few sessions × a few calls, and
-/// overlay reloads; zero errors required, speed never asserted.
+/// gateway, JSON and SSE responses and a stdio upstream, the TLS cases, a
+/// few sessions × a few calls, and overlay reloads; zero errors required,
+/// speed never asserted.
 async fn smoke() -> bool {
     let exe = std::env::current_exe().expect("current exe");
     let out = out_dir();
@@ -229,7 +273,20 @@ async fn smoke() -> bool {
         points.push(run::point("smoke big", label, &target, 2, Call::Big, &small, proc).await);
         points.push(run::point("smoke list", label, &target, 2, Call::List, &small, proc).await);
     }
-    let mut ok = given_mode(&exe, &up, &gw, &out).await;
+    let tls_cases = TlsCases::start(&exe, &up, &overlays, &logs).await;
+    let tls_points = run::interleaved(
+        TLS_SCENARIO,
+        &tls_cases.targets(),
+        4,
+        Call::Small,
+        &budget,
+        1,
+    )
+    .await;
+    tls_cases.stop().await;
+    let mut ok = tls_ok(&tls_points);
+    points.extend(tls_points);
+    ok &= given_mode(&exe, &up, &gw, &out).await;
     let reload = reload_under_load(&gw, &overlays, 2, Duration::from_millis(1500), 200).await;
     points.push(reload.0);
     print!("{}", report::table(&points));
@@ -476,6 +533,13 @@ async fn full(opts: &Opts) -> bool {
         }
         gw_sse.stop().await;
     }
+    if opts.wants("tls") {
+        let cases = TlsCases::start(&exe, &up, &overlays, &logs).await;
+        for &c in opts.conc.as_deref().unwrap_or(&[1, 32]) {
+            compare(&mut points, TLS_SCENARIO, &cases.targets(), c, &budget(c)).await;
+        }
+        cases.stop().await;
+    }
     if opts.wants("stdio") {
         let gw_stdio = gateway("gateway-stdio", Upstream::Stdio(&exe), &overlays, &logs).await;
         let mut bridges: Vec<(&str, Proc)> = vec![("gateway (stdio)", gw_stdio)];
@@ -664,12 +728,139 @@ async fn full(opts: &Opts) -> bool {
         ],
         "tools/call latency against concurrency (one run, 2 shared cores)",
     );
-    std::fs::write(out.join("latency.svg"), svg).expect("write latency.svg");
-    println!(
-        "wrote {} and {}",
-        out.join("load.md").display(),
-        out.join("latency.svg").display()
-    );
+    if svg.is_empty() {
+        println!("wrote {}", out.join("load.md").display());
+    } else {
+        std::fs::write(out.join("latency.svg"), svg).expect("write latency.svg");
+        println!(
+            "wrote {} and {}",
+            out.join("load.md").display(),
+            out.join("latency.svg").display()
+        );
+    }
+    ok
+}
+
+/// The `tls` scenario's name in the report.
+const TLS_SCENARIO: &str = "tools/call TLS";
+/// Its reference: the same gateway, plain on both sides.
+const TLS_PLAIN: &str = "plain";
+
+/// The gateways of the `tls` scenario, each fresh and each reading its TLS
+/// handshake counters around every point: plain on both sides; an HTTPS
+/// upstream (the in-tree one over TLS, trusted by `ca_file`) offering HTTP/2
+/// and HTTP/1.1, and one offering HTTP/1.1 alone; HTTPS at the listener;
+/// HTTPS on both sides.
+struct TlsCases {
+    upstreams: Vec<Proc>,
+    gateways: Vec<(&'static str, Proc)>,
+    dir: PathBuf,
+}
+
+impl TlsCases {
+    async fn start(exe: &Path, up: &Proc, overlays: &Path, logs: &Path) -> TlsCases {
+        let dir = tempdir("bench-tls");
+        let certs = tls::make(&dir).unwrap_or_else(|e| panic!("TLS certificates: {e}"));
+        let pair = (certs.cert.as_path(), certs.key.as_path());
+        let mut upstreams = Vec::new();
+        for alpn in ["h2,http/1.1", "http/1.1"] {
+            let p = procs::https_upstream(exe, LIST_TOOLS, pair, alpn, logs)
+                .await
+                .unwrap_or_else(|e| panic!("HTTPS upstream ({alpn}): {e}"));
+            upstreams.push(p);
+        }
+        let (h2, h1) = (&upstreams[0], &upstreams[1]);
+        let ca = certs.ca.as_path();
+        let cases: [(&str, Upstream<'_>, Option<&tls::Certs>); 5] = [
+            (TLS_PLAIN, Upstream::Http(up, "/mcp"), None),
+            ("https upstream (h2)", Upstream::Https(h2, "/mcp", ca), None),
+            (
+                "https upstream (http/1.1)",
+                Upstream::Https(h1, "/mcp", ca),
+                None,
+            ),
+            ("TLS listener", Upstream::Http(up, "/mcp"), Some(&certs)),
+            (
+                "TLS both (h2 upstream)",
+                Upstream::Https(h2, "/mcp", ca),
+                Some(&certs),
+            ),
+        ];
+        let mut gateways = Vec::new();
+        for (i, (label, upstream, listener)) in cases.into_iter().enumerate() {
+            let name = format!("gateway-tls-{i}");
+            let gw = gateway_tls(&name, upstream, overlays, logs, listener).await;
+            gateways.push((label, gw.scraping()));
+        }
+        TlsCases {
+            upstreams,
+            gateways,
+            dir,
+        }
+    }
+
+    fn targets(&self) -> Vec<(&str, Target, Option<&Proc>)> {
+        self.gateways
+            .iter()
+            .map(|(label, gw)| (*label, http(gw, "/mcp"), Some(gw)))
+            .collect()
+    }
+
+    async fn stop(self) {
+        for (_, p) in self.gateways {
+            p.stop().await;
+        }
+        for p in self.upstreams {
+            p.stop().await;
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// What the smoke requires of the `tls` points: every count read; no
+/// handshake at the listener during the calls (the client keeps its
+/// connections) and one per session before them where the listener is
+/// HTTPS; upstream handshakes during the calls at most two per session (the
+/// pool keeps its connections), and at least one in all where the upstream
+/// is HTTPS.
+fn tls_ok(points: &[Point]) -> bool {
+    let mut ok = true;
+    for p in points.iter().filter(|p| p.scenario == TLS_SCENARIO) {
+        let mut fail = |why: String| {
+            eprintln!("ERROR: {} / {}: {why}", p.scenario, p.target);
+            ok = false;
+        };
+        let (Some(calls), Some(opening)) = (p.handshakes, p.opening) else {
+            fail("no TLS handshake counts read from /metrics".into());
+            continue;
+        };
+        let listener = p.target.contains("listener") || p.target.contains("both");
+        let upstream = p.target.contains("upstream");
+        if calls.listener != 0 {
+            fail(format!(
+                "{} listener handshakes during the calls",
+                calls.listener
+            ));
+        }
+        if listener != (opening.listener > 0) {
+            fail(format!(
+                "{} listener handshakes while opening sessions",
+                opening.listener
+            ));
+        }
+        if calls.upstream > 2 * p.concurrency as u64 {
+            fail(format!(
+                "{} upstream handshakes during {} calls of {} sessions: connections are not reused",
+                calls.upstream, p.calls, p.concurrency
+            ));
+        }
+        if upstream != (calls.upstream + opening.upstream > 0) {
+            fail(format!(
+                "{} upstream handshakes in all",
+                calls.upstream + opening.upstream
+            ));
+        }
+    }
     ok
 }
 
@@ -851,6 +1042,7 @@ fn markdown(points: &[Point], extra: &str, notes: &[String], took: Duration) -> 
         "gateway",
         &["direct"],
     ));
+    s.push_str(&report::tls(points, TLS_SCENARIO, TLS_PLAIN));
     if !extra.is_empty() {
         s.push('\n');
         s.push_str(extra);

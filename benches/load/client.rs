@@ -1,16 +1,16 @@
 //! The load client: a minimal MCP client over streamable HTTP (hyper, one
-//! keep-alive connection per session; JSON or SSE responses) and over stdio
+//! keep-alive connection per session, plain or TLS; JSON or SSE responses) and over stdio
 //! (a child per session, one message per line).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -23,11 +23,13 @@ pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Where a session goes.
 #[derive(Clone, Debug)]
 pub enum Target {
-    /// `host` is the `Host` header (the URL's authority).
+    /// `host` is the `Host` header (the URL's authority); over TLS when
+    /// `tls` is given.
     Http {
         addr: SocketAddr,
         host: String,
         path: String,
+        tls: Option<Arc<rustls::ClientConfig>>,
     },
     Stdio {
         program: PathBuf,
@@ -70,15 +72,13 @@ impl Session {
     /// `initialize`, the session id, `notifications/initialized`.
     pub async fn open(target: &Target) -> Result<Session, Error> {
         let conn = match target {
-            Target::Http { addr, host, path } => {
-                let stream = tokio::net::TcpStream::connect(addr)
-                    .await
-                    .map_err(|e| format!("connect {addr}: {e}"))?;
-                stream.set_nodelay(true).map_err(|e| e.to_string())?;
-                let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-                    .await
-                    .map_err(|e| format!("handshake: {e}"))?;
-                tokio::spawn(conn);
+            Target::Http {
+                addr,
+                host,
+                path,
+                tls,
+            } => {
+                let sender = crate::tls::connect(*addr, tls.as_ref()).await?;
                 Conn::Http {
                     sender,
                     host: host.clone(),

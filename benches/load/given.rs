@@ -154,6 +154,7 @@ fn target(what: &str, allow_remote: bool) -> Result<Target, String> {
         addr,
         host: authority.as_str().to_owned(),
         path: path.to_owned(),
+        tls: None,
     })
 }
 

@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::process::{self, endpoint_url};
@@ -15,6 +16,10 @@ use crate::process::{self, endpoint_url};
 pub struct Proc {
     pub addr: SocketAddr,
     pub pid: u32,
+    /// How a client reaches it over TLS, when it serves HTTPS.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Whether points read its TLS handshake counters from `/metrics`.
+    scrape: bool,
     child: Option<process::Proc>,
 }
 
@@ -26,8 +31,22 @@ impl Proc {
         Ok(Proc {
             addr: SocketAddr::from(([0, 0, 0, 0], 0)),
             pid,
+            tls: None,
+            scrape: false,
             child: None,
         })
+    }
+
+    /// A gateway whose TLS handshake counters each point reads from its
+    /// `/metrics`.
+    pub fn scraping(mut self) -> Proc {
+        self.scrape = true;
+        self
+    }
+
+    /// Where its `/metrics` is read, when points read it.
+    pub fn scraped(&self) -> Option<(SocketAddr, Option<&Arc<rustls::ClientConfig>>)> {
+        self.scrape.then_some((self.addr, self.tls.as_ref()))
     }
 
     /// User + system CPU seconds of this process alone (not its children).
@@ -106,6 +125,29 @@ pub async fn http_upstream(exe: &Path, tools: usize, logs: &Path) -> Result<Proc
     reporting_port(exe, &args, "upstream-http", logs).await
 }
 
+/// The in-tree HTTP upstream over TLS with the certificate `cert` and its
+/// `key`, offering the ALPN protocols `alpn` (`h2,http/1.1`: HTTP/2 for a
+/// client that offers it; `http/1.1`: HTTP/1.1 alone).
+pub async fn https_upstream(
+    exe: &Path,
+    tools: usize,
+    (cert, key): (&Path, &Path),
+    alpn: &str,
+    logs: &Path,
+) -> Result<Proc, String> {
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
+    let args = [
+        "__upstream-https",
+        &cert,
+        &key,
+        alpn,
+        "--tools",
+        &tools.to_string(),
+    ];
+    let name = format!("upstream-https-{}", alpn.split(',').next().unwrap_or(""));
+    reporting_port(exe, &args, &name.replace('/', ""), logs).await
+}
+
 /// The bare relay (this binary, re-executed) in front of `upstream`.
 pub async fn bare_relay(exe: &Path, upstream: SocketAddr, logs: &Path) -> Result<Proc, String> {
     let args = ["__relay-http", &upstream.to_string()];
@@ -140,6 +182,8 @@ async fn reporting_port(
     Ok(Proc {
         addr: SocketAddr::from(([127, 0, 0, 1], port)),
         pid: child.pid,
+        tls: None,
+        scrape: false,
         child: Some(child),
     })
 }
@@ -172,12 +216,15 @@ pub async fn gateway(
         })?;
     let addr = url
         .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
         .and_then(|rest| rest.split('/').next())
         .and_then(|authority| authority.parse().ok())
         .ok_or_else(|| format!("{name}: an endpoint URL without an address: {url}"))?;
     Ok(Proc {
         addr,
         pid: child.pid,
+        tls: None,
+        scrape: false,
         child: Some(child),
     })
 }
@@ -203,6 +250,8 @@ pub async fn start(
     let mut proc = Proc {
         addr: SocketAddr::from(([127, 0, 0, 1], port)),
         pid: child.pid,
+        tls: None,
+        scrape: false,
         child: Some(child),
     };
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -36,7 +36,7 @@ pub fn date_utc() -> String {
 /// One point on one line, as it is measured.
 pub fn line(p: &Point) -> String {
     format!(
-        "{:<24} {:<16} c={:<3} calls={:<6} err={} p50={:.1}µs p90={:.1}µs p99={:.1}µs {:.0}/s cpu/1k={} peak={}KiB{}",
+        "{:<24} {:<16} c={:<3} calls={:<6} err={} p50={:.1}µs p90={:.1}µs p99={:.1}µs {:.0}/s cpu/1k={} peak={}KiB{}{}",
         p.scenario,
         p.target,
         p.concurrency,
@@ -50,6 +50,13 @@ pub fn line(p: &Point) -> String {
             .map(|c| format!("{c:.3}s"))
             .unwrap_or_else(|| "-".into()),
         p.peak_rss_kib.unwrap_or(0),
+        match (p.opening, p.handshakes) {
+            (Some(o), Some(h)) => format!(
+                " tls-handshakes(listener/upstream) opening={}/{} calls={}/{}",
+                o.listener, o.upstream, h.listener, h.upstream
+            ),
+            _ => String::new(),
+        },
         p.first_error
             .as_deref()
             .map(|e| format!(" first error: {e}"))
@@ -146,12 +153,52 @@ pub fn ratios(points: &[Point], scenario: &str, subject: &str, refs: &[&str]) ->
     s
 }
 
+/// The TLS cases of `scenario` against `plain`: latency, throughput, the
+/// added p50, and the gateway's TLS handshakes per 1,000 calls during the
+/// calls and in all while the sessions were opened.
+pub fn tls(points: &[Point], scenario: &str, plain: &str) -> String {
+    let mut s = String::new();
+    let ours: Vec<&Point> = points.iter().filter(|p| p.scenario == scenario).collect();
+    if ours.is_empty() {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "\nTLS ({scenario}; handshakes from the gateway's /metrics, listener / upstream):\n\n| case | conc. | calls | p50 µs | p99 µs | calls/s | p50 added µs | throughput / plain | handshakes per 1k calls, during the calls | handshakes opening the sessions |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+    );
+    for p in ours {
+        let base = find(points, scenario, plain, p.concurrency);
+        let per_1k = |n: u64| n as f64 * 1000.0 / p.calls.max(1) as f64;
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            p.target,
+            p.concurrency,
+            p.calls,
+            f1(p.p50_us),
+            f1(p.p99_us),
+            f1(p.per_sec),
+            base.map(|b| format!("{:+.1}", p.p50_us - b.p50_us))
+                .unwrap_or_else(|| "–".into()),
+            base.map(|b| format!("{:.2}", p.per_sec / b.per_sec))
+                .unwrap_or_else(|| "–".into()),
+            p.handshakes
+                .map(|h| format!("{:.2} / {:.2}", per_1k(h.listener), per_1k(h.upstream)))
+                .unwrap_or_else(|| "?".into()),
+            p.opening
+                .map(|h| format!("{} / {}", h.listener, h.upstream))
+                .unwrap_or_else(|| "?".into()),
+        );
+    }
+    s
+}
+
 const COLORS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
 ];
 
 /// Latency (p50 solid, p99 dashed; log scale) against concurrency (log2)
-/// for each series `(scenario, target)`.
+/// for each series `(scenario, target)`; empty when none has a point.
 pub fn svg(points: &[Point], series: &[(&str, &str)], title: &str) -> String {
     let (w, h) = (900.0, 560.0);
     let (left, right, top, bottom) = (80.0, 230.0, 50.0, 60.0);
@@ -164,6 +211,11 @@ pub fn svg(points: &[Point], series: &[(&str, &str)], title: &str) -> String {
                 .iter()
                 .filter(|p| p.scenario == *sc && p.target == *t && p.calls > 0),
         );
+    }
+    // No point to draw (`--only` without these series): no plot, rather
+    // than an axis from infinity.
+    if all.is_empty() {
+        return String::new();
     }
     let cmax = all.iter().map(|p| p.concurrency).max().unwrap_or(1).max(2) as f64;
     let lmin = all

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::client::{Session, Target};
 use crate::procs::Proc;
+use crate::tls::{Handshakes, Scrape};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Call {
@@ -55,6 +56,11 @@ pub struct Point {
     pub cpu_per_1k: Option<f64>,
     /// Peak RSS of the measured proxy during the point, KiB.
     pub peak_rss_kib: Option<u64>,
+    /// TLS handshakes of the measured gateway (when its `/metrics` is
+    /// read, [`Proc::scraped`]) during the measured calls…
+    pub handshakes: Option<Handshakes>,
+    /// … and while the point's sessions were opened and warmed up.
+    pub opening: Option<Handshakes>,
 }
 
 pub struct Budget {
@@ -116,13 +122,22 @@ pub struct Sample {
     wall: f64,
     cpu: Option<f64>,
     peak: Option<u64>,
+    /// Handshakes while opening, and during the calls.
+    handshakes: Option<(Handshakes, Handshakes)>,
 }
 
 fn summarize(scenario: &str, label: &str, concurrency: usize, samples: Vec<Sample>) -> Point {
     let mut lat = Vec::new();
     let (mut errors, mut wall, mut first_error) = (0, 0.0, None);
     let (mut cpu, mut peak): (Option<f64>, Option<u64>) = (None, None);
+    let mut handshakes: Option<(Handshakes, Handshakes)> = None;
+    let mut unread = false;
     for s in samples {
+        match (s.handshakes, handshakes) {
+            (Some((o, c)), Some((o0, c0))) => handshakes = Some((o.add(o0), c.add(c0))),
+            (Some(h), None) => handshakes = Some(h),
+            (None, _) => unread = true,
+        }
         lat.extend(s.lat);
         errors += s.errors;
         wall += s.wall;
@@ -155,6 +170,10 @@ fn summarize(scenario: &str, label: &str, concurrency: usize, samples: Vec<Sampl
         per_sec: calls as f64 / wall,
         cpu_per_1k: cpu.filter(|_| calls > 0).map(|c| c / calls as f64 * 1000.0),
         peak_rss_kib: peak,
+        // Every sample's, or none: a sum with a reading missing would
+        // understate them.
+        handshakes: handshakes.filter(|_| !unread).map(|h| h.1),
+        opening: handshakes.filter(|_| !unread).map(|h| h.0),
     }
 }
 
@@ -167,6 +186,22 @@ async fn measure(
 ) -> Sample {
     let mut errors = 0;
     let mut first_error = None;
+    // The gateway's TLS handshakes, over one connection of its own opened
+    // before the readings.
+    let mut scrape = match proc.and_then(|p| p.scraped()) {
+        Some((addr, tls)) => match Scrape::open(addr, tls).await {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("warning: no TLS handshake counts: {e}");
+                None
+            }
+        },
+        None => None,
+    };
+    let mut readings = Vec::with_capacity(3);
+    if let Some(s) = scrape.as_mut() {
+        readings.push(s.read().await);
+    }
     let mut sessions = Vec::with_capacity(concurrency);
     let opens =
         futures_util::future::join_all((0..concurrency).map(|_| Session::open(target))).await;
@@ -187,6 +222,9 @@ async fn measure(
                 first_error.get_or_insert(format!("warm-up: {e}"));
             }
         }
+    }
+    if let Some(s) = scrape.as_mut() {
+        readings.push(s.read().await);
     }
     if let Some(p) = proc {
         p.reset_peak();
@@ -246,6 +284,18 @@ async fn measure(
         _ => None,
     };
     let peak = proc.map(|p| p.rss_kib().1);
+    if let Some(s) = scrape.as_mut() {
+        readings.push(s.read().await);
+    }
+    let handshakes = match readings.as_slice() {
+        [Ok(a), Ok(b), Ok(c)] => Some((b.since(*a), c.since(*b))),
+        _ => {
+            if let Some(Err(e)) = readings.iter().find(|r| r.is_err()) {
+                eprintln!("warning: no TLS handshake counts: {e}");
+            }
+            None
+        }
+    };
     futures_util::future::join_all(open.into_iter().map(|s| s.close())).await;
     Sample {
         lat,
@@ -254,5 +304,6 @@ async fn measure(
         wall,
         cpu,
         peak,
+        handshakes,
     }
 }

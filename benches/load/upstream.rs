@@ -1,6 +1,6 @@
 //! The fast in-tree upstreams the load benchmark measures against: a minimal
 //! streamable HTTP MCP server (JSON responses at `/mcp`, SSE responses at
-//! `/sse`) and a minimal stdio MCP server (one message per line). Both give
+//! `/sse`; plain, or over TLS with HTTP/2 or HTTP/1.1 by ALPN) and a minimal stdio MCP server (one message per line). Both give
 //! the same answers: `initialize`, notifications, `ping`, `tools/list` (a
 //! configurable number of tools) and `tools/call` (`echo`: a small result;
 //! `big`: a 1 MiB text result).
@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -164,6 +164,30 @@ pub fn run_stdio(tools: usize) {
 /// Serve streamable HTTP on an ephemeral loopback port, printing
 /// `listening <port>` on stdout once bound.
 pub fn run_http(tools: usize) {
+    serve(tools, None);
+}
+
+/// The same over TLS (`__upstream-https CERT KEY ALPN`): the certificate
+/// chain and key (PEM), and the ALPN protocols offered, e.g. `h2,http/1.1`;
+/// a connection that agrees on `h2` is served HTTP/2, any other HTTP/1.1.
+pub fn run_https(args: &[String], tools: usize) {
+    let [cert, key, alpn, ..] = args else {
+        eprintln!("usage: __upstream-https CERT KEY ALPN");
+        std::process::exit(2);
+    };
+    match crate::tls::server_config(cert.as_ref(), key.as_ref(), alpn) {
+        Ok(config) => serve(
+            tools,
+            Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
+        ),
+        Err(e) => {
+            eprintln!("__upstream-https: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn serve(tools: usize, tls: Option<tokio_rustls::TlsAcceptor>) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -186,15 +210,36 @@ pub fn run_http(tools: usize) {
             let _ = stream.set_nodelay(true);
             let answers = answers.clone();
             let sessions = sessions.clone();
+            let tls = tls.clone();
             tokio::spawn(async move {
                 let svc = hyper::service::service_fn(move |req| {
                     let answers = answers.clone();
                     let sessions = sessions.clone();
                     async move { Ok::<_, Infallible>(handle(&answers, &sessions, req).await) }
                 });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
+                let Some(tls) = tls else {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                    return;
+                };
+                let stream = match tls.accept(stream).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!("connection {accepted}: TLS handshake failed: {e}");
+                        return;
+                    }
+                };
+                if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                    eprintln!("connection {accepted}: HTTP/2");
+                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                } else {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                }
             });
         }
     });
