@@ -239,7 +239,9 @@ impl Pool {
         }
     }
 
-    /// Share a new HTTP/2 connection with the requests that follow.
+    /// Share a new HTTP/2 connection with the requests that follow, in place
+    /// of any shared before (opened by requests that came together before the
+    /// first was up): those close once their requests end.
     fn share(&self, key: &str, sender: &http2::SendRequest<Full<Bytes>>) {
         let thread = std::thread::current().id();
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
@@ -248,7 +250,7 @@ impl Pool {
             .or_default()
             .entry(key.to_owned())
             .or_default();
-        list.retain(|c| !c.sender.is_closed());
+        list.retain(|c| matches!(c.sender, Sender::H1(_)) && !c.sender.is_closed());
         list.push(Idle {
             sender: Sender::H2(sender.clone()),
             since: Instant::now(),
