@@ -27,7 +27,8 @@ pub enum Rewrite {
     ToolsListPage {
         first: bool,
     },
-    /// A `tools/call` of a tool whose overlay shapes results.
+    /// A `tools/call` of a tool whose overlay shapes results or lists an
+    /// `output_schema` (which every result is then held to).
     ToolCall(String),
 }
 
@@ -105,7 +106,7 @@ pub fn plan(
                 .as_deref()
                 .and_then(|n| tools.tool(n).map(|t| (n, t)))
             {
-                Some((name, tool)) if !tool.result.is_noop() => {
+                Some((name, tool)) if !tool.result.is_noop() || tool.output_schema.is_some() => {
                     Plan::Rewrite(Rewrite::ToolCall(name.to_owned()))
                 }
                 _ => Plan::Forward,

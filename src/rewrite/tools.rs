@@ -106,7 +106,11 @@ pub fn touches(overlay: &ToolOverlay, key: &str) -> bool {
         "title" => overlay.title.is_some(),
         "description" => overlay.description.is_some(),
         "annotations" => overlay.annotations.is_some(),
-        "outputSchema" => overlay.output_schema.is_some() || !overlay.result.widget_only.is_empty(),
+        "outputSchema" => {
+            overlay.output_schema.is_some()
+                || overlay.result.structured_from_text
+                || !overlay.result.widget_only.is_empty()
+        }
         "securitySchemes" => overlay.security_schemes.is_some(),
         "inputSchema" => !overlay.file_params.is_empty(),
         _ => false,
@@ -166,6 +170,15 @@ fn set_descriptor_fields(
     }
     if let Some(schema) = &overlay.output_schema {
         tool.insert("outputSchema".into(), Value::Object(schema.clone()));
+    } else if overlay.result.structured_from_text
+        && tool
+            .get("outputSchema")
+            .is_some_and(super::call::is_text_wrapper_schema)
+    {
+        // The Python SDK's `{"result": string}`: the shaped results are the
+        // parsed text, which that schema would refuse, and the overlay
+        // declares no schema of its own.
+        tool.shift_remove("outputSchema");
     }
     if let Some(schemes) = schemes {
         // A non-standard top-level Tool field (OpenAI), mirrored in `_meta`

@@ -439,3 +439,54 @@ fn widget_only_keys_required_by_the_upstream_output_schema_are_flagged() {
     };
     assert!(rewrite_one(upstream, fixed).1.is_empty());
 }
+
+#[test]
+fn the_python_sdk_wrapper_schema_goes_when_results_are_shaped_from_text() {
+    let wrapper = json!({
+        "properties": { "result": { "title": "Result", "type": "string" } },
+        "required": ["result"],
+        "type": "object",
+        "title": "list_tasksOutput"
+    });
+    let upstream = json!({
+        "name": "list_tasks",
+        "inputSchema": { "type": "object" },
+        "outputSchema": wrapper
+    });
+    let shaped = ToolOverlay {
+        result: crate::overlay::ResultShaping {
+            structured_from_text: true,
+            widget_only: vec![],
+        },
+        ..ToolOverlay::default()
+    };
+    let (tool, warnings) = rewrite_one(upstream.clone(), shaped.clone());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(tool.get("outputSchema").is_none(), "{tool}");
+    assert_eq!(tool["inputSchema"], upstream["inputSchema"]);
+    // The page rewrite, in the text, gives the same.
+    let page = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{upstream}]}}}}"#);
+    let m = mount(&[("list_tasks", shaped.clone())]);
+    let text = page::tools_list_page(page.as_bytes(), &m, &widgets(), &|_: &str| false)
+        .unwrap()
+        .text
+        .unwrap();
+    let listed: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(listed["result"]["tools"][0], tool);
+    // The overlay's own schema wins; a schema that is not the wrapper stays;
+    // without shaping the wrapper stays.
+    let own = ToolOverlay {
+        output_schema: json!({ "type": "object" }).as_object().cloned(),
+        ..shaped.clone()
+    };
+    assert_eq!(
+        rewrite_one(upstream.clone(), own).0["outputSchema"],
+        json!({ "type": "object" })
+    );
+    let real = json!({ "name": "t", "outputSchema": { "type": "object", "required": ["n"] } });
+    assert_eq!(rewrite_one(real.clone(), shaped).0, real);
+    assert_eq!(
+        rewrite_one(upstream.clone(), ToolOverlay::default()).0["outputSchema"],
+        wrapper
+    );
+}
