@@ -84,6 +84,7 @@ impl Live {
             tracing::info!(dir = %dir.display(), "no overlay directory; upstreams are served unchanged");
             OverlaySet::default()
         };
+        log_meta_overrides(&set);
         Ok(Self::build(Some(dir.to_path_buf()), set, max_bytes))
     }
 
@@ -223,6 +224,7 @@ impl Live {
         match self.reload() {
             Ok(Reloaded::Changed(generation)) => {
                 tracing::info!(generation, "overlays reloaded");
+                log_meta_overrides(&self.load());
             }
             Ok(Reloaded::Unchanged) => tracing::debug!("overlay files changed; nothing to apply"),
             Err(errors) => {
@@ -232,6 +234,13 @@ impl Live {
                 );
             }
         }
+    }
+}
+
+/// Warns of each widget `meta` key that replaces one the gateway writes.
+fn log_meta_overrides(set: &OverlaySet) {
+    for line in set.meta_overrides() {
+        tracing::warn!("{line}");
     }
 }
 

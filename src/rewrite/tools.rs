@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::object::object_at;
 use super::warning::Warning;
-use crate::overlay::{Audience, MountOverlays, ToolOverlay, Widgets};
+use crate::overlay::{Audience, MountOverlays, ToolOverlay, Widgets, merge_meta};
 
 /// Rewrites a `tools/list` result in place. Tools without an overlay, the
 /// order of tools, `nextCursor` and every other field stay as they are.
@@ -147,7 +147,24 @@ fn apply(
         file_params,
         schemes,
     };
+    let upstream_meta = overlay
+        .meta
+        .as_ref()
+        .and_then(|_| tool.get("_meta").cloned());
     set_meta(tool, overlay, meta);
+    if let Some(extra) = &overlay.meta {
+        // A key the rewrite wrote is one whose value it changed.
+        let upstream = |key: &str| upstream_meta.as_ref().and_then(|m| m.get(key));
+        let overridden = merge_meta(object_at(tool, "_meta"), extra, |key, old| {
+            upstream(key) != Some(old)
+        });
+        for key in overridden {
+            let reason = format!(
+                "meta sets _meta[\"{key}\"], which the gateway writes itself; the meta value is used"
+            );
+            warnings.push(Warning::new(name, reason));
+        }
+    }
 }
 
 /// The top-level Tool fields an overlay replaces or merges into.

@@ -490,3 +490,41 @@ fn the_python_sdk_wrapper_schema_goes_when_results_are_shaped_from_text() {
         wrapper
     );
 }
+
+#[test]
+fn meta_is_merged_last_and_overriding_a_gateway_key_warns() {
+    let overlay = ToolOverlay {
+        invoking: Some("Working…".into()),
+        meta: json!({
+            "vendor/new": { "x": 1 },
+            "kept": "overlay's",
+            "openai/toolInvocation/invoking": "Mine…"
+        })
+        .as_object()
+        .cloned(),
+        ..with_widget()
+    };
+    let upstream = json!({ "name": "t", "_meta": { "kept": "upstream's", "other": true } });
+    let (tool, warnings) = rewrite_one(upstream, overlay.clone());
+    let meta = &tool["_meta"];
+    assert_eq!(meta["vendor/new"], json!({ "x": 1 }));
+    assert_eq!(
+        meta["kept"], "overlay's",
+        "an upstream key is replaced silently"
+    );
+    assert_eq!(meta["other"], true);
+    assert_eq!(meta["openai/toolInvocation/invoking"], "Mine…");
+    assert!(meta["ui"]["resourceUri"].is_string());
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .reason
+            .contains("_meta[\"openai/toolInvocation/invoking\"], which the gateway writes"),
+        "{}",
+        warnings[0]
+    );
+    // A tool without `_meta` (the memoised bare rewrite) gets it too.
+    let (bare, warnings) = rewrite_one(json!({ "name": "t" }), overlay);
+    assert_eq!(bare["_meta"]["vendor/new"], json!({ "x": 1 }));
+    assert_eq!(warnings.len(), 1);
+}
