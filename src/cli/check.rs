@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{describe_transport, list};
+use super::describe_transport;
 use crate::config::{Limits, Mount};
 use crate::overlay::load::WIDGETS_DIR;
 use crate::overlay::{
@@ -198,38 +198,8 @@ pub async fn run(
 /// Overlay files whose mount is not a configured upstream: the gateway never
 /// applies them, and says nothing, since it looks overlays up by mount.
 fn unknown_upstreams(inspection: &Inspection, mounts: &[Mount], report: &mut Report) {
-    let configured: BTreeSet<&str> = mounts.iter().map(|m| m.name.as_str()).collect();
-    for site in &inspection.mount_files {
-        if configured.contains(site.mount.as_str()) {
-            continue;
-        }
-        let names = list(mounts.iter().map(|m| &m.name));
-        let (line, place, reason) = if site.upstream_key {
-            (
-                site.upstream_line,
-                Some("upstream".to_owned()),
-                format!(
-                    "no upstream named '{}' is configured (configured: {names})",
-                    site.mount
-                ),
-            )
-        } else {
-            (
-                None,
-                None,
-                format!(
-                    "the file name makes these the tools of upstream '{}', which is not configured (configured: {names}); rename the file or set `upstream = \"…\"`",
-                    site.mount
-                ),
-            )
-        };
-        report.problems.push(LoadError {
-            file: site.file.clone(),
-            line,
-            place,
-            reason,
-        });
-    }
+    let configured: Vec<&str> = mounts.iter().map(|m| m.name.as_str()).collect();
+    report.problems.extend(inspection.unconfigured(&configured));
 }
 
 /// A widget no tool names is never listed nor served: most likely a tool's
