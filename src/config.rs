@@ -108,6 +108,10 @@ pub struct Limits {
     /// How often owned sessions are checked for idleness (so a session ends
     /// between `session_idle_secs` and this much later).
     pub session_reap_interval_secs: u64,
+    /// A stdio session with no request in flight and no GET stream open ends
+    /// after this long without a request: clients that never send DELETE
+    /// would otherwise keep a child running for `session_idle_secs`.
+    pub stdio_quiet_session_secs: u64,
     /// Most requests one session may have waiting for its upstream at once;
     /// beyond it a request is refused with 429 and a JSON-RPC error.
     pub max_in_flight_per_session: usize,
@@ -153,6 +157,7 @@ impl Default for Limits {
             max_sessions: 1024,
             session_idle_secs: 3600,
             session_reap_interval_secs: 15,
+            stdio_quiet_session_secs: 600,
             max_in_flight_per_session: 64,
             max_stdio_children: 256,
             header_read_timeout_secs: 10,
@@ -396,6 +401,9 @@ impl Config {
         }
         if self.limits.session_reap_interval_secs == 0 {
             problems.push("limits.session_reap_interval_secs: must be greater than 0".into());
+        }
+        if self.limits.stdio_quiet_session_secs == 0 {
+            problems.push("limits.stdio_quiet_session_secs: must be greater than 0".into());
         }
         if self.limits.header_read_timeout_secs == 0 {
             problems.push("limits.header_read_timeout_secs: must be greater than 0".into());

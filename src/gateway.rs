@@ -271,7 +271,13 @@ impl Gateway {
         let ttl = Duration::from_secs(self.limits.session_idle_secs);
         let sessions = Arc::downgrade(&self.sessions);
         let every = Duration::from_secs(self.limits.session_reap_interval_secs);
-        crate::session::reaper::spawn(sessions, every, ttl, self.shutdown.clone());
+        let quiet_ttl = Duration::from_secs(self.limits.stdio_quiet_session_secs);
+        let quiet = self
+            .mounts
+            .iter()
+            .map(|m| matches!(m.config.transport, Transport::Stdio(_)).then_some(quiet_ttl))
+            .collect();
+        crate::session::reaper::spawn(sessions, every, ttl, quiet, self.shutdown.clone());
         self.spawn_change_announcer();
     }
 

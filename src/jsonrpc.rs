@@ -25,6 +25,8 @@ pub mod code {
     pub const SERVER_ERROR: i64 = -32000;
     /// The session id is unknown, expired or forged (the TypeScript SDK's code).
     pub const SESSION_NOT_FOUND: i64 = -32001;
+    /// MCP: `resources/read` of a URI that does not exist.
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
     /// The client cancelled the request (`notifications/cancelled`); the
     /// answer a client ignores, as it must any late response.
     pub const REQUEST_CANCELLED: i64 = -32800;

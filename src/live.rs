@@ -4,8 +4,8 @@
 //! not announced. Watching the directory (debounced) lives here too.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -13,7 +13,9 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::overlay::{LoadError, LoadErrors, OverlaySet, load::MAX_FILE_BYTES, load_dir_within};
+use crate::overlay::{
+    LoadError, LoadErrors, OverlaySet, inspect_dir_within, load::MAX_FILE_BYTES, load_dir_within,
+};
 
 /// What the gateway tells live sessions after an overlay reload.
 pub const LIST_CHANGED: [&[u8]; 2] = [
@@ -36,6 +38,9 @@ pub struct Live {
     /// Reloads that succeeded (applied or unchanged) and that failed.
     reloads_ok: AtomicU64,
     reloads_failed: AtomicU64,
+    /// The configured mounts, once [`Live::describe`] was called: what the
+    /// overlays are compared with at start and after each reload.
+    mounts: OnceLock<Vec<String>>,
 }
 
 /// What a reload did.
@@ -66,6 +71,7 @@ impl Live {
             changes: watch::channel(0).0,
             reloads_ok: AtomicU64::new(0),
             reloads_failed: AtomicU64::new(0),
+            mounts: OnceLock::new(),
         })
     }
 
@@ -84,6 +90,7 @@ impl Live {
             tracing::info!(dir = %dir.display(), "no overlay directory; upstreams are served unchanged");
             OverlaySet::default()
         };
+        log_meta_overrides(&set);
         Ok(Self::build(Some(dir.to_path_buf()), set, max_bytes))
     }
 
@@ -113,6 +120,32 @@ impl Live {
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
         self.changes.send_replace(generation);
         Reloaded::Changed(generation)
+    }
+
+    /// Log what the overlays do for the configured `mounts`: one line per
+    /// mount (its files, tools, render tools and widgets) and a warning, with
+    /// file and line, for each file whose upstream is not configured (the
+    /// same finding as `check`'s). Again after each applied reload.
+    pub fn describe(&self, mounts: Vec<String>) {
+        let _ = self.mounts.set(mounts);
+        self.log_what_applies();
+    }
+
+    fn log_what_applies(&self) {
+        let (Some(dir), Some(mounts)) = (&self.dir, self.mounts.get()) else {
+            return;
+        };
+        if !dir.exists() {
+            return;
+        }
+        let inspection = inspect_dir_within(dir, self.max_bytes);
+        for mount in mounts {
+            tracing::info!("{}", inspection.mount_summary(mount));
+        }
+        let configured: Vec<&str> = mounts.iter().map(String::as_str).collect();
+        for finding in inspection.unconfigured(&configured) {
+            tracing::warn!("overlay file ignored: {finding}");
+        }
     }
 
     /// Read the directory again. On errors the snapshot in force stays.
@@ -223,6 +256,8 @@ impl Live {
         match self.reload() {
             Ok(Reloaded::Changed(generation)) => {
                 tracing::info!(generation, "overlays reloaded");
+                self.log_what_applies();
+                log_meta_overrides(&self.load());
             }
             Ok(Reloaded::Unchanged) => tracing::debug!("overlay files changed; nothing to apply"),
             Err(errors) => {
@@ -232,6 +267,13 @@ impl Live {
                 );
             }
         }
+    }
+}
+
+/// Warns of each widget `meta` key that replaces one the gateway writes.
+fn log_meta_overrides(set: &OverlaySet) {
+    for line in set.meta_overrides() {
+        tracing::warn!("{line}");
     }
 }
 

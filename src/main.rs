@@ -143,6 +143,13 @@ async fn serve(args: ServeArgs) -> ExitCode {
             ));
         }
     };
+    live.describe(
+        gateway
+            .mounts
+            .iter()
+            .map(|m| m.config.name.clone())
+            .collect(),
+    );
     if let Some(warning) = config.exposure_warning() {
         tracing::warn!(listen = %config.listen, "{warning}");
     }

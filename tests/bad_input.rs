@@ -346,3 +346,36 @@ async fn batches_with_a_repeated_id_get_an_error_for_every_request() {
         assert!(m.get("result").is_some(), "{mount}: {m}");
     }
 }
+
+/// `resources/read` of a `ui://` URI nobody serves — a widget version that expired after
+/// a reload, or a name no overlay defines — is MCP's own "Resource not found" (-32002,
+/// with the URI), not the upstream's "Method not found" of a server without resources.
+#[tokio::test]
+async fn unknown_and_expired_ui_resources_are_resource_not_found() {
+    let mut config = gw::test_config();
+    config.overlays = concat!(env!("CARGO_MANIFEST_DIR"), "/overlays").into();
+    config.upstreams = vec![gw::demo_stdio("demo")];
+    let g = TestGateway::start_with(config).await;
+    let url = g.url();
+    let (_, headers, _) = post_json(&url, &[], INIT).await;
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    for uri in [
+        "ui://task-board/0000000000000000.html",
+        "ui://no-such-widget/index.html",
+    ] {
+        let read = json!({ "jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": { "uri": uri } });
+        let (status, _, body) =
+            post_json(&url, &[("mcp-session-id", &sid)], read.to_string()).await;
+        assert_eq!(status, StatusCode::OK);
+        let error = &body_json(&body)["error"];
+        assert_eq!(
+            error,
+            &json!({ "code": -32002, "message": "Resource not found", "data": { "uri": uri } }),
+            "{uri}"
+        );
+    }
+    // Any other URI still reaches the upstream, which answers for itself.
+    let read = r#"{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{"uri":"file:///x"}}"#;
+    let (_, _, body) = post_json(&url, &[("mcp-session-id", &sid)], read).await;
+    assert_eq!(error_code(&body), -32601);
+}

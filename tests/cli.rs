@@ -573,3 +573,63 @@ async fn serve_names_the_file_and_field_of_a_bad_setting() {
     .await;
     assert!(!out.status.success());
 }
+
+/// `serve` says what its overlays do: one line per mount (the files that apply, how many
+/// tools, render tools and widgets), and a warning naming the file of overlays for an
+/// upstream that is not configured, which it would otherwise ignore in silence.
+#[tokio::test]
+async fn serve_names_the_overlays_of_each_mount_and_warns_of_files_it_ignores() {
+    use support::process::{Proc, Stream};
+    let dir = tempfile::tempdir().unwrap();
+    let overlays = dir.path().join("overlays");
+    std::fs::create_dir(&overlays).unwrap();
+    std::fs::write(
+        overlays.join("upstream.toml"),
+        "[tools.list_tasks]\ntitle = \"Tasks\"\n\n[tools.add_task]\ntitle = \"Add\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        overlays.join("ghost.toml"),
+        "# for an upstream nobody configured\n[tools.x]\ntitle = \"X\"\n",
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["serve", "--config", "/dev/null", "--listen", "127.0.0.1:0"])
+        .arg("--overlays")
+        .arg(&overlays)
+        .args(["--", BIN, "demo-server"])
+        .current_dir(dir.path())
+        .env("RUST_LOG", "info");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") {
+            cmd.env_remove(key);
+        }
+    }
+    let mut gateway = Proc::spawn("gateway", &mut cmd);
+    let (mut summary, mut ghost) = (None, None);
+    gateway.wait_for(
+        "the overlay summary and the ghost.toml warning",
+        RUN_TIMEOUT,
+        |_: Stream, line| {
+            if line.contains("upstream 'upstream': overlays from") {
+                summary = Some(line.to_owned());
+            }
+            if line.contains("ghost.toml") {
+                ghost = Some(line.to_owned());
+            }
+            (summary.is_some() && ghost.is_some()).then_some(())
+        },
+    );
+    let summary = summary.unwrap();
+    assert!(
+        summary.contains("overlays from upstream.toml (2 tools, 0 render tools, 0 widgets)"),
+        "{summary}"
+    );
+    let ghost = ghost.unwrap();
+    assert!(ghost.contains("WARN"), "{ghost}");
+    assert!(
+        ghost.contains("upstream 'ghost', which is not configured (configured: 'upstream')"),
+        "{ghost}"
+    );
+    let _ = gateway.terminate(Duration::from_secs(20));
+}

@@ -584,3 +584,133 @@ async fn data_call_then_render_call_gets_the_template_only_on_the_render_call() 
     gateway.stop().await;
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+// ---------------------------------------------------------------------------------------
+// Results validating clients accept, in front of a Python SDK server
+
+/// The overlays of `tests/peers/py_server.py` (mounted as `upstream`): three ways to meet
+/// the SDK's `{"result": "<text>"}` wrapping, and one schema its results cannot meet.
+const PY_SERVER_OVERLAYS: &str = r#"
+# Shaped from the wrapped text, checked against the overlay's schema.
+[tools.list_tasks]
+result = { structured_from_text = true }
+[tools.list_tasks.output_schema]
+type = "object"
+required = ["tasks"]
+properties.tasks = { type = "array", items = { type = "object", required = ["id", "title"] } }
+
+# Shaped from the wrapped text; the overlay lists no schema (the wrapper's goes).
+[tools.count_tasks]
+result = { structured_from_text = true }
+
+# A schema with shaping off: the wrapped result breaks it.
+[tools.get_task.output_schema]
+type = "object"
+required = ["id"]
+
+# Shaping on, but the text is no JSON.
+[tools.greet]
+result = { structured_from_text = true }
+[tools.greet.output_schema]
+type = "object"
+required = ["greeting"]
+"#;
+
+/// Both SDK clients (which validate every result against the listed outputSchema) call
+/// each tool of the Python SDK server through the gateway: shaped results are the parsed
+/// text, and a result that cannot meet the listed schema is a tool error keeping the
+/// server's text, never a result the client rejects.
+#[tokio::test]
+async fn python_sdk_results_are_shaped_or_answered_as_errors_that_validating_clients_accept() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let t0 = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("upstream.toml"), PY_SERVER_OVERLAYS).unwrap();
+    let command = vec![
+        peers.python.display().to_string(),
+        peers.script("py_server.py").display().to_string(),
+    ];
+    let gateway = Gateway::start(
+        &peers,
+        "stdio Python SDK server with overlays",
+        Upstream::StdioWithOverlays(&command, dir.path()),
+    )
+    .await;
+    let mut failures = Vec::new();
+    for kind in ClientKind::ALL {
+        let who = kind.label();
+        // Direct, the SDK's own wrapping: what the overlays meet.
+        let direct = run_client_direct(
+            &peers,
+            kind,
+            Target::Stdio(&command),
+            &["--call", "list_tasks"],
+        )
+        .await;
+        let wrapped = &direct["call"]["structured_content"]["result"];
+        if !wrapped.is_string() || wrapped != &direct["call"]["text"] {
+            failures.push(format!(
+                "{who} direct: list_tasks is not wrapped as {{\"result\": text}}: {}",
+                direct["call"]
+            ));
+        }
+        let calls = [
+            ("list_tasks", "{}"),
+            ("count_tasks", "{}"),
+            ("get_task", "{}"),
+            ("greet", r#"{"name":"Ada"}"#),
+        ];
+        for (tool, args) in calls {
+            let via = match run_client(
+                &peers,
+                kind,
+                Target::Streamable(&gateway.url),
+                &["--call", tool, "--args", args],
+            )
+            .await
+            {
+                Ok(via) => via,
+                Err(e) => {
+                    failures.push(format!(
+                        "{who} -> {tool}: the client refused the result:\n{e}"
+                    ));
+                    continue;
+                }
+            };
+            let call = &via["call"];
+            println!("[py-sdk] {who} {tool}: {call}");
+            let text = call["text"].as_str().unwrap_or("");
+            let ok = match tool {
+                "list_tasks" => {
+                    call["is_error"] == false
+                        && call["structured_content"]["tasks"][1]["title"] == "Ship"
+                }
+                "count_tasks" => {
+                    call["is_error"] == false
+                        && call["structured_content"] == serde_json::json!({ "count": 2 })
+                }
+                "get_task" => {
+                    call["is_error"] == true
+                        && call["structured_content"].is_null()
+                        && text.contains("\"title\": \"Write the overlay\"")
+                        && text.contains("does not match the outputSchema")
+                }
+                _ => {
+                    call["is_error"] == true
+                        && call["structured_content"].is_null()
+                        && text.starts_with("Hello, Ada!")
+                        && text.contains("does not match the outputSchema")
+                }
+            };
+            if !ok {
+                failures.push(format!("{who} -> {tool}: unexpected result {call}"));
+            }
+        }
+    }
+    let log = gateway.proc.tail(40);
+    gateway.stop().await;
+    assert!(failures.is_empty(), "{}\n{log}", failures.join("\n"));
+    println!("[py-sdk] done in {:.1?}", t0.elapsed());
+}

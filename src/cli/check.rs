@@ -22,13 +22,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{describe_transport, list};
+use super::describe_transport;
 use crate::config::{Limits, Mount};
 use crate::overlay::load::WIDGETS_DIR;
 use crate::overlay::{
     Inspection, LoadError, RenderSite, ToolOverlay, ToolSite, inspect_dir_within,
 };
 use crate::probe::{self, Listing};
+use crate::rewrite::call::is_text_wrapper_schema;
 use crate::rewrite::file_param_problems;
 
 /// How many of an upstream's tool names an "unknown tool" message lists.
@@ -197,38 +198,8 @@ pub async fn run(
 /// Overlay files whose mount is not a configured upstream: the gateway never
 /// applies them, and says nothing, since it looks overlays up by mount.
 fn unknown_upstreams(inspection: &Inspection, mounts: &[Mount], report: &mut Report) {
-    let configured: BTreeSet<&str> = mounts.iter().map(|m| m.name.as_str()).collect();
-    for site in &inspection.mount_files {
-        if configured.contains(site.mount.as_str()) {
-            continue;
-        }
-        let names = list(mounts.iter().map(|m| &m.name));
-        let (line, place, reason) = if site.upstream_key {
-            (
-                site.upstream_line,
-                Some("upstream".to_owned()),
-                format!(
-                    "no upstream named '{}' is configured (configured: {names})",
-                    site.mount
-                ),
-            )
-        } else {
-            (
-                None,
-                None,
-                format!(
-                    "the file name makes these the tools of upstream '{}', which is not configured (configured: {names}); rename the file or set `upstream = \"…\"`",
-                    site.mount
-                ),
-            )
-        };
-        report.problems.push(LoadError {
-            file: site.file.clone(),
-            line,
-            place,
-            reason,
-        });
-    }
+    let configured: Vec<&str> = mounts.iter().map(|m| m.name.as_str()).collect();
+    report.problems.extend(inspection.unconfigured(&configured));
 }
 
 /// A widget no tool names is never listed nor served: most likely a tool's
@@ -296,7 +267,7 @@ fn live_tool(site: &ToolSite, listing: &Listing, report: &mut Report) {
             }
         }
     }
-    shaping_warnings(overlay, upstream_schema.is_some(), &finding, report);
+    shaping_warnings(overlay, upstream_schema, &finding, report);
 }
 
 /// A render tool against the live listing: its name must be free (an
@@ -332,24 +303,33 @@ fn live_render(site: &RenderSite, listing: &Listing, report: &mut Report) {
 /// Result shaping that the tool's listing says will not work as meant.
 fn shaping_warnings(
     overlay: &ToolOverlay,
-    upstream_has_schema: bool,
+    upstream_schema: Option<&Value>,
     finding: &dyn Fn(&str, String) -> LoadError,
     report: &mut Report,
 ) {
+    // The Python SDK's `{"result": string}` only wraps the text: shaping
+    // parses that text, so it works as for a server without a schema.
+    let wrapper = upstream_schema.is_some_and(is_text_wrapper_schema);
+    let upstream_has_schema = upstream_schema.is_some() && !wrapper;
     if overlay.result.structured_from_text && upstream_has_schema {
         report.warnings.push(finding(
             "result.structured_from_text",
             "has no effect: the upstream declares an outputSchema, so it sends structuredContent itself".into(),
         ));
     }
-    if overlay.output_schema.is_some()
-        && !overlay.result.structured_from_text
-        && !upstream_has_schema
-    {
-        report.warnings.push(finding(
-            "output_schema",
-            "the upstream declares no outputSchema, so its results probably carry no structuredContent, and clients that enforce the advertised schema reject such results; if the tool returns JSON text, set result.structured_from_text = true".into(),
-        ));
+    if overlay.output_schema.is_some() && !overlay.result.structured_from_text {
+        let reason = if wrapper {
+            "the upstream's results wrap their text as {\"result\": \"…\"} (the Python SDK's outputSchema for a tool returning a string), which this schema does not describe, so every result becomes a tool error; if the text is JSON, set result.structured_from_text = true"
+        } else if !upstream_has_schema {
+            "the upstream declares no outputSchema, so its results probably carry no structuredContent, and the gateway answers such results as tool errors (validating clients would reject them); if the tool returns JSON text, set result.structured_from_text = true"
+        } else {
+            ""
+        };
+        if !reason.is_empty() {
+            report
+                .warnings
+                .push(finding("output_schema", reason.into()));
+        }
     }
 }
 

@@ -65,6 +65,10 @@ pub struct ToolOverlay {
     /// Opt-in changes to `tools/call` results.
     #[serde(default)]
     pub result: ResultShaping,
+    /// Keys merged into the tool's `_meta` as given, last (an escape hatch
+    /// for keys this format does not know yet); overriding a key the gateway
+    /// writes itself is allowed, with a warning.
+    pub meta: Option<Map<String, Value>>,
     /// How a listed tool that has none of the members the rewrite touches
     /// is rewritten, worked out on first use. The `tools/list` rewrite
     /// decides what it holds (`rewrite::tools::Bare`); an overlay does not
@@ -102,6 +106,9 @@ pub struct RenderTool {
     pub invoking: Option<String>,
     /// `openai/toolInvocation/invoked`.
     pub invoked: Option<String>,
+    /// Keys merged into the tool's `_meta` as given, last; overriding a key
+    /// the gateway writes is allowed, with a warning.
+    pub meta: Option<Map<String, Value>>,
 }
 
 /// The `_meta` key that marks a tool in `tools/list` as gateway-owned (a
@@ -159,6 +166,25 @@ impl SecurityScheme {
     }
 }
 
+/// Merges an overlay's `meta` table into `meta` as given, key by key, last.
+/// Returns the keys it replaced for which `gateway_wrote` is true: a value
+/// the gateway wrote itself, now the operator's.
+pub fn merge_meta(
+    meta: &mut Map<String, Value>,
+    extra: &Map<String, Value>,
+    gateway_wrote: impl Fn(&str, &Value) -> bool,
+) -> Vec<String> {
+    let mut overridden = Vec::new();
+    for (key, value) in extra {
+        if let Some(old) = meta.insert(key.clone(), value.clone())
+            && gateway_wrote(key, &old)
+        {
+            overridden.push(key.clone());
+        }
+    }
+    overridden
+}
+
 /// `[tools.<name>.result]`: opt-in shaping of `tools/call` results. Off by
 /// default, because the gateway's promise is to forward results unchanged.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -206,6 +232,10 @@ pub struct WidgetManifest {
     pub csp: Option<Csp>,
     /// Browser permissions the widget asks for.
     pub permissions: Option<Permissions>,
+    /// Keys merged into the resource `_meta` (list entry and content) as
+    /// given, last; overriding a key the gateway writes is allowed, with a
+    /// warning.
+    pub meta: Option<Map<String, Value>>,
 }
 
 impl WidgetManifest {

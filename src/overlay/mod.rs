@@ -24,7 +24,7 @@ pub mod widget;
 
 pub use format::{
     Annotations, Audience, Csp, DisplayMode, Permissions, RENDER_TOOL_META, RenderTool,
-    ResultShaping, SecurityScheme, ToolOverlay, WidgetManifest,
+    ResultShaping, SecurityScheme, ToolOverlay, WidgetManifest, merge_meta,
 };
 pub use load::{
     Inspection, LoadError, LoadErrors, MountFileSite, RenderSite, ToolSite, inspect_dir,

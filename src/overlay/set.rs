@@ -185,6 +185,22 @@ impl OverlaySet {
         self.mounts.get(name)
     }
 
+    /// One line per key a widget manifest's `meta` sets over a key the
+    /// gateway writes itself (tools are told per listing).
+    pub fn meta_overrides(&self) -> Vec<String> {
+        self.widgets
+            .iter()
+            .flat_map(|w| {
+                w.meta_overrides.iter().map(move |key| {
+                    format!(
+                        "widget `{}`: meta sets _meta[\"{key}\"], which the gateway writes itself; the meta value is used",
+                        w.name
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// Every mount that has overlays, by name.
     pub fn mounts(&self) -> impl Iterator<Item = (&str, &MountOverlays)> {
         self.mounts.iter().map(|(name, m)| (name.as_str(), m))

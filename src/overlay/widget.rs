@@ -7,7 +7,7 @@
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::format::WidgetManifest;
+use super::format::{WidgetManifest, merge_meta};
 
 mod inline;
 mod scan;
@@ -40,13 +40,19 @@ pub struct Widget {
     pub title: Option<String>,
     /// `description` of the `resources/list` entry.
     pub description: Option<String>,
+    /// Keys of the manifest's `meta` that replaced one the gateway writes.
+    pub meta_overrides: Vec<String>,
 }
 
 impl Widget {
     /// Builds a widget from its already validated manifest and its final
     /// HTML (see [`inline_assets`]).
     pub fn compile(name: &str, manifest: &WidgetManifest, html: String) -> Widget {
-        let meta = resource_meta(manifest);
+        let mut meta = resource_meta(manifest);
+        let meta_overrides = match &manifest.meta {
+            Some(extra) => merge_meta(&mut meta, extra, |_, _| true),
+            None => Vec::new(),
+        };
         let uri = versioned_uri(name, &html, &meta);
         Widget {
             name: name.to_owned(),
@@ -55,6 +61,7 @@ impl Widget {
             meta,
             title: manifest.title.clone(),
             description: manifest.description.clone(),
+            meta_overrides,
         }
     }
 }

@@ -27,7 +27,11 @@ pub enum Rewrite {
     ToolsListPage {
         first: bool,
     },
-    /// A `tools/call` of a tool whose overlay shapes results.
+    /// A `resources/read` of a `ui://` URI the overlays do not serve (now):
+    /// an upstream that cannot answer it is answered "Resource not found".
+    ResourceRead(String),
+    /// A `tools/call` of a tool whose overlay shapes results or lists an
+    /// `output_schema` (which every result is then held to).
     ToolCall(String),
 }
 
@@ -67,12 +71,14 @@ pub fn plan(
         "resources/templates/list" => Plan::Rewrite(Rewrite::TemplatesList),
         "resources/read" => {
             let view = jsonrpc::params_view(m.params);
-            match view
-                .uri
-                .as_deref()
-                .and_then(|uri| overlays.widgets().by_uri(uri))
-            {
+            let Some(uri) = view.uri.as_deref() else {
+                return Plan::Forward;
+            };
+            match overlays.widgets().by_uri(uri) {
                 Some(widget) => Plan::Answer(result_response(m.id, &rewrite::read_result(widget))),
+                None if uri.starts_with("ui://") => {
+                    Plan::Rewrite(Rewrite::ResourceRead(uri.to_owned()))
+                }
                 None => Plan::Forward,
             }
         }
@@ -105,7 +111,7 @@ pub fn plan(
                 .as_deref()
                 .and_then(|n| tools.tool(n).map(|t| (n, t)))
             {
-                Some((name, tool)) if !tool.result.is_noop() => {
+                Some((name, tool)) if !tool.result.is_noop() || tool.output_schema.is_some() => {
                     Plan::Rewrite(Rewrite::ToolCall(name.to_owned()))
                 }
                 _ => Plan::Forward,
@@ -160,6 +166,14 @@ pub fn apply(
                 rewrite::local_resources_list(&overlays.widgets_for(mount))
             }
             Rewrite::TemplatesList if not_found => json!({ "resourceTemplates": [] }),
+            Rewrite::ResourceRead(uri) if not_found || overlays_own(overlays, uri) => {
+                message.insert("error".into(), resource_not_found(uri));
+                return Applied {
+                    body: Some(to_bytes(&message)),
+                    warnings,
+                    upstream_tools: None,
+                };
+            }
             _ => return Applied::default(),
         };
         message.remove("error");
@@ -203,7 +217,7 @@ pub fn apply(
         Rewrite::ResourcesList => {
             warnings = rewrite::resources_list(result, &overlays.widgets_for(mount));
         }
-        Rewrite::TemplatesList => return Applied::default(),
+        Rewrite::TemplatesList | Rewrite::ResourceRead(_) => return Applied::default(),
         Rewrite::ToolCall(name) => match overlays.mount(mount).and_then(|m| m.tool(name)) {
             Some(tool) => warnings = rewrite::tools_call_result(result, tool),
             None => return Applied::default(),
@@ -214,6 +228,27 @@ pub fn apply(
         warnings,
         upstream_tools,
     }
+}
+
+/// `{"code": -32002, "message": "Resource not found", "data": {"uri": …}}`,
+/// as the MCP specification spells it.
+fn resource_not_found(uri: &str) -> Value {
+    json!({
+        "code": code::RESOURCE_NOT_FOUND,
+        "message": "Resource not found",
+        "data": { "uri": uri }
+    })
+}
+
+/// Whether `uri` is in the namespace of a widget the overlays define
+/// (`ui://<widget>/…`): a version that expired, or never existed. Whatever
+/// the upstream says of it, the gateway's answer is "Resource not found".
+fn overlays_own(overlays: &OverlaySet, uri: &str) -> bool {
+    let name = uri
+        .strip_prefix("ui://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_default();
+    overlays.widgets().get(name).is_some()
 }
 
 /// Protocol revisions from 2026-07-28 on (stateless requests name theirs in

@@ -3,39 +3,142 @@
 //! keys moved into the result's `_meta` (which hosts hand to the widget,
 //! never to the model). All or nothing: when any step fails the upstream's
 //! result passes unchanged and a warning says why.
+//!
+//! One promise holds whatever shaping does: a tool whose overlay lists an
+//! `output_schema` never gets a successful result that breaks it. Clients
+//! that validate results (the TypeScript and Python SDK clients do) would
+//! reject the whole call; the gateway answers a tool error instead
+//! ([`schema_mismatch`]), keeping the upstream's content for the model.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::schema;
 use super::warning::Warning;
 use crate::overlay::ToolOverlay;
 
-/// Shapes a `tools/call` result in place as `tool.result` asks; without
-/// shaping options (the default) it returns at once and changes nothing.
-/// Error results (`isError: true`) are never shaped: their text is a message,
-/// not data.
+/// The text item a result that breaks the listed `outputSchema` gains (after
+/// the upstream's content), before the reason.
+pub const MISMATCH_NOTE: &str =
+    "mcp-ui-gateway: this result does not match the outputSchema listed for this tool";
+
+/// Shapes a `tools/call` result in place as `tool.result` asks, then holds
+/// it to the overlay's `output_schema`. A tool with neither (the default)
+/// returns at once and changes nothing. Error results (`isError: true`) are
+/// never shaped: their text is a message, not data.
 ///
 /// When the upstream already sends `structuredContent` it is kept, and only
-/// `widget_only` applies to it. Moving keys also rewrites the text item that
-/// carried the same JSON, so the model does not read them there either.
+/// `widget_only` applies to it, unless it merely wraps the text (the Python
+/// SDK's `{"result": "<the text>"}` for a tool that returns a string): with
+/// `structured_from_text` that text is parsed as if no structuredContent
+/// had come. Moving keys also rewrites the text item that carried the same
+/// JSON, so the model does not read them there either.
 pub fn tools_call_result(result: &mut Value, tool: &ToolOverlay) -> Vec<Warning> {
-    if tool.result.is_noop() {
+    if tool.result.is_noop() && tool.output_schema.is_none() {
         return Vec::new();
     }
     let Some(result) = result.as_object_mut() else {
         return Vec::new();
     };
     if result.get("isError") == Some(&Value::Bool(true)) {
+        return error_result(result, tool);
+    }
+    let mut warnings = Vec::new();
+    match plan(result, tool) {
+        Ok(Some(plan)) => commit(result, plan),
+        Ok(None) => {}
+        Err(warning) => warnings.push(warning),
+    }
+    if let Some(output_schema) = &tool.output_schema
+        && let Err(mismatch) = conforms(result, output_schema)
+    {
+        // The shaping warning, when there is one, says best what went wrong.
+        let reason = warnings.first().map_or(mismatch, |w| {
+            let why = w.reason.trim_end_matches("; result left unchanged");
+            format!("{}: {why}", w.subject)
+        });
+        schema_mismatch(result, &reason);
+        warnings.push(Warning::new(
+            "outputSchema",
+            format!("the result does not match it ({reason}); answered as a tool error"),
+        ));
+    }
+    warnings
+}
+
+/// Whether the result's `structuredContent` matches `output_schema`; a
+/// successful result without one does not (validating clients require it).
+fn conforms(result: &Map<String, Value>, output_schema: &Map<String, Value>) -> Result<(), String> {
+    let structured = result.get("structuredContent").filter(|v| !v.is_null());
+    let Some(structured) = structured else {
+        return Err("no structuredContent".into());
+    };
+    schema::validate(&Value::Object(output_schema.clone()), structured)
+}
+
+/// Turns a successful result that breaks the listed `outputSchema` into a
+/// tool error a validating client accepts: `isError: true`, no
+/// `structuredContent` (which the TypeScript SDK validates even on errors),
+/// the upstream's content kept, and one text item more saying why.
+pub fn schema_mismatch(result: &mut Map<String, Value>, reason: &str) {
+    result.shift_remove("structuredContent");
+    let note = json!({ "type": "text", "text": format!("{MISMATCH_NOTE} ({reason}).") });
+    match result.get_mut("content").and_then(Value::as_array_mut) {
+        Some(content) => content.push(note),
+        None => {
+            result.insert("content".into(), json!([note]));
+        }
+    }
+    result.insert("isError".into(), Value::Bool(true));
+}
+
+/// An error result is passed as it is, except a `structuredContent` that
+/// breaks the listed `outputSchema`, which the TypeScript SDK client would
+/// reject even on an error: it goes.
+fn error_result(result: &mut Map<String, Value>, tool: &ToolOverlay) -> Vec<Warning> {
+    let Some(output_schema) = &tool.output_schema else {
+        return Vec::new();
+    };
+    if result.get("structuredContent").is_none_or(Value::is_null) {
         return Vec::new();
     }
-    match plan(result, tool) {
-        Ok(Some(plan)) => {
-            commit(result, plan);
-            Vec::new()
+    match conforms(result, output_schema) {
+        Ok(()) => Vec::new(),
+        Err(mismatch) => {
+            result.shift_remove("structuredContent");
+            vec![Warning::new(
+                "structuredContent",
+                format!("an error result's does not match outputSchema ({mismatch}); removed"),
+            )]
         }
-        Ok(None) => Vec::new(),
-        Err(warning) => vec![warning],
     }
+}
+
+/// Whether `schema` is the `outputSchema` the Python SDK generates for a
+/// tool that returns a string: an object whose one property, `result`, is a
+/// string. Results of such tools wrap their text as `{"result": "<text>"}`.
+pub fn is_text_wrapper_schema(schema: &Value) -> bool {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return false;
+    };
+    schema.get("type").and_then(Value::as_str) == Some("object")
+        && properties.len() == 1
+        && properties
+            .get("result")
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str)
+            == Some("string")
+}
+
+/// Whether `structured` only wraps the result's first text item:
+/// `{"result": "<that text>"}`.
+fn wraps_text(structured: &Value, result: &Map<String, Value>) -> bool {
+    let Some(structured) = structured.as_object() else {
+        return false;
+    };
+    let Some(Value::String(wrapped)) = structured.get("result") else {
+        return false;
+    };
+    structured.len() == 1 && first_text(result).is_some_and(|(_, text)| text == wrapped)
 }
 
 /// What to change, computed before anything changes.
@@ -53,7 +156,10 @@ struct Plan {
 
 fn plan(result: &Map<String, Value>, tool: &ToolOverlay) -> Result<Option<Plan>, Warning> {
     let shaping = &tool.result;
-    let native = result.get("structuredContent").filter(|v| !v.is_null());
+    let native = result
+        .get("structuredContent")
+        .filter(|v| !v.is_null())
+        .filter(|v| !(shaping.structured_from_text && wraps_text(v, result)));
     let (original, parsed) = match native {
         Some(Value::Object(native)) => (native.clone(), false),
         Some(_) => {
@@ -213,25 +319,12 @@ mod tests {
     }
 
     #[test]
-    fn mismatches_leave_the_result_unchanged() {
-        let cases = [
-            (
-                "{\"tasks\":\"none\"}",
-                Some(tasks_schema()),
-                "does not match output_schema",
-            ),
-            (
-                "{\"other\":1}",
-                Some(tasks_schema()),
-                "does not match output_schema",
-            ),
-            ("The sum is 5.", None, "not JSON"),
-            ("[1,2]", None, "not an object"),
-        ];
-        for (text, schema, expected) in cases {
+    fn without_a_listed_schema_failures_leave_the_result_unchanged() {
+        let cases = [("The sum is 5.", "not JSON"), ("[1,2]", "not an object")];
+        for (text, expected) in cases {
             let original = text_result(text);
             let mut result = original.clone();
-            let warnings = tools_call_result(&mut result, &overlay(true, &[], schema));
+            let warnings = tools_call_result(&mut result, &overlay(true, &[], None));
             assert_eq!(result, original, "{text}");
             assert_eq!(warnings.len(), 1, "{text}");
             assert!(
@@ -244,6 +337,142 @@ mod tests {
             json!({ "content": [{ "type": "image", "data": "", "mimeType": "image/png" }] });
         let warnings = tools_call_result(&mut no_text, &overlay(true, &[], None));
         assert!(warnings[0].reason.contains("no text item"));
+    }
+
+    /// What a validating client receives instead of a result that breaks
+    /// the listed schema: a tool error with the upstream's text and a note.
+    fn refused(text: &str, why: &str) -> Value {
+        json!({
+            "content": [
+                { "type": "text", "text": text },
+                { "type": "text", "text": format!("{MISMATCH_NOTE} ({why}).") }
+            ],
+            "isError": true
+        })
+    }
+
+    #[test]
+    fn a_result_that_breaks_the_listed_schema_becomes_a_tool_error() {
+        let cases = [
+            // Shaping on: the parsed text does not match.
+            ("{\"tasks\":\"none\"}", true, "does not match output_schema"),
+            ("{\"other\":1}", true, "does not match output_schema"),
+            // Shaping on: the text is no JSON object.
+            ("The sum is 5.", true, "not JSON"),
+            ("[1,2]", true, "not an object"),
+            // Shaping off: nothing structured at all.
+            ("{\"tasks\":[]}", false, "no structuredContent"),
+        ];
+        for (text, from_text, expected) in cases {
+            let mut result = text_result(text);
+            let warnings =
+                tools_call_result(&mut result, &overlay(from_text, &[], Some(tasks_schema())));
+            assert_eq!(result["isError"], true, "{text}: {result}");
+            assert!(result.get("structuredContent").is_none(), "{text}");
+            assert_eq!(
+                result["content"][0],
+                json!({ "type": "text", "text": text })
+            );
+            let note = result["content"][1]["text"].as_str().unwrap();
+            assert!(note.starts_with(MISMATCH_NOTE), "{note}");
+            assert!(note.contains(expected), "{text}: {note}");
+            let last = warnings.last().unwrap();
+            assert_eq!(last.subject, "outputSchema", "{warnings:?}");
+        }
+        // The upstream's own structuredContent is held to the listed schema too.
+        let mut native = json!({
+            "content": [{ "type": "text", "text": "{\"a\":1}" }],
+            "structuredContent": { "a": 1 },
+            "isError": false
+        });
+        tools_call_result(&mut native, &overlay(false, &[], Some(tasks_schema())));
+        assert_eq!(
+            native,
+            refused("{\"a\":1}", "/: missing required property `tasks`")
+        );
+    }
+
+    /// The Python SDK's result for a tool returning a string.
+    fn python_sdk_result(text: &str) -> Value {
+        json!({
+            "content": [{ "type": "text", "text": text }],
+            "isError": false,
+            "structuredContent": { "result": text }
+        })
+    }
+
+    #[test]
+    fn structured_content_that_only_wraps_the_text_is_shaped_from_the_text() {
+        let text = "{\"tasks\": [{\"id\": 1}], \"raw\": 7}";
+        let mut result = python_sdk_result(text);
+        let warnings =
+            tools_call_result(&mut result, &overlay(true, &["raw"], Some(tasks_schema())));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            result,
+            json!({
+                "content": [{ "type": "text", "text": "{\"tasks\":[{\"id\":1}]}" }],
+                "isError": false,
+                "structuredContent": { "tasks": [{ "id": 1 }] },
+                "_meta": { "raw": 7 }
+            })
+        );
+        // Without a listed schema of its own the overlay still unwraps (the
+        // listing drops the wrapper schema, see `tools`).
+        let mut result = python_sdk_result("{\"n\":1}");
+        assert!(tools_call_result(&mut result, &overlay(true, &[], None)).is_empty());
+        assert_eq!(result["structuredContent"], json!({ "n": 1 }));
+        // A wrapper of text that is not JSON: a tool error under a listed schema.
+        let mut result = python_sdk_result("No tasks yet.");
+        tools_call_result(&mut result, &overlay(true, &[], Some(tasks_schema())));
+        assert_eq!(result["isError"], true);
+        assert!(result.get("structuredContent").is_none());
+        // `{"result": …}` that is not the text is the upstream's data, kept.
+        let mut kept = json!({
+            "content": [{ "type": "text", "text": "5" }],
+            "structuredContent": { "result": "five" }
+        });
+        let original = kept.clone();
+        assert!(tools_call_result(&mut kept, &overlay(true, &[], None)).is_empty());
+        assert_eq!(kept, original);
+    }
+
+    #[test]
+    fn the_python_sdk_wrapper_schema_is_recognised() {
+        let wrapper = json!({
+            "properties": { "result": { "title": "Result", "type": "string" } },
+            "required": ["result"],
+            "type": "object",
+            "title": "list_tasksOutput"
+        });
+        assert!(is_text_wrapper_schema(&wrapper));
+        assert!(!is_text_wrapper_schema(&tasks_schema()));
+        assert!(!is_text_wrapper_schema(&json!({
+            "type": "object",
+            "properties": { "result": { "type": "integer" } }
+        })));
+    }
+
+    #[test]
+    fn an_error_result_loses_only_structured_content_that_breaks_the_schema() {
+        let mut result = json!({
+            "content": [{ "type": "text", "text": "boom" }],
+            "structuredContent": { "result": "boom" },
+            "isError": true
+        });
+        let warnings = tools_call_result(&mut result, &overlay(true, &[], Some(tasks_schema())));
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(
+            result,
+            json!({ "content": [{ "type": "text", "text": "boom" }], "isError": true })
+        );
+        let original =
+            json!({ "content": [], "structuredContent": { "tasks": [] }, "isError": true });
+        let mut kept = original.clone();
+        assert!(
+            tools_call_result(&mut kept, &overlay(false, &[], Some(tasks_schema()))).is_empty()
+        );
+        assert_eq!(kept, original);
     }
 
     #[test]
@@ -283,12 +512,13 @@ mod tests {
         });
         let warnings = tools_call_result(
             &mut result,
-            &overlay(true, &["b"], Some(json!({ "type": "string" }))),
+            &overlay(
+                true,
+                &["b"],
+                Some(json!({ "type": "object", "required": ["a"] })),
+            ),
         );
-        assert!(
-            warnings.is_empty(),
-            "native content is not re-validated: {warnings:?}"
-        );
+        assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(
             result,
             json!({

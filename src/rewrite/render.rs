@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use super::object::object_at;
 use super::schema;
 use super::warning::Warning;
-use crate::overlay::{MountOverlays, RENDER_TOOL_META, RenderTool, Widgets};
+use crate::overlay::{MountOverlays, RENDER_TOOL_META, RenderTool, Widgets, merge_meta};
 
 /// Adds the mount's render tools to a `tools/list` result, on the last page
 /// only (the one without `nextCursor`), after the upstream's tools.
@@ -41,7 +41,10 @@ pub fn add_render_tools(
             continue;
         }
         match descriptor(name, render, mount, widgets) {
-            Ok(tool) => tools.push(tool),
+            Ok((tool, overridden)) => {
+                tools.push(tool);
+                warnings.extend(overridden);
+            }
             Err(warning) => warnings.push(warning),
         }
     }
@@ -58,13 +61,14 @@ pub fn collision(name: &str) -> Warning {
     )
 }
 
-/// The `tools/list` entry of render tool `name`.
+/// The `tools/list` entry of render tool `name`, and a warning for each key
+/// of its `meta` that replaced one the gateway writes.
 pub fn descriptor(
     name: &str,
     render: &RenderTool,
     mount: &MountOverlays,
     widgets: &Widgets,
-) -> Result<Value, Warning> {
+) -> Result<(Value, Vec<Warning>), Warning> {
     let uri = widget_uri(name, render, widgets)?;
     let input = mount
         .render_input_schema(render)
@@ -115,7 +119,17 @@ pub fn descriptor(
         RENDER_TOOL_META.into(),
         json!({ "dataTools": render.data_tools, "widget": render.widget }),
     );
-    Ok(Value::Object(tool))
+    let mut warnings = Vec::new();
+    if let Some(extra) = &render.meta {
+        // Everything in a render tool's `_meta` is the gateway's.
+        for key in merge_meta(meta, extra, |_, _| true) {
+            warnings.push(Warning::new(
+                name,
+                format!("meta sets _meta[\"{key}\"], which the gateway writes itself; the meta value is used"),
+            ));
+        }
+    }
+    Ok((Value::Object(tool), warnings))
 }
 
 /// The result of calling render tool `name` with `arguments`: them as
@@ -332,9 +346,23 @@ mod tests {
             idempotent_hint: Some(false),
             ..Default::default()
         });
-        let tool = descriptor("show", &render, &mount, &widgets).unwrap();
+        let (tool, _) = descriptor("show", &render, &mount, &widgets).unwrap();
         assert_eq!(tool["annotations"]["idempotentHint"], false);
         assert_eq!(tool["annotations"]["readOnlyHint"], true);
+    }
+
+    #[test]
+    fn meta_is_merged_into_the_render_tool_with_a_warning_per_gateway_key() {
+        let (mount, widgets) = setup();
+        let mut render = mount.render_tool("show").unwrap().clone();
+        render.meta = json!({ "vendor/x": 1, "openai/visibility": "private" })
+            .as_object()
+            .cloned();
+        let (tool, warnings) = descriptor("show", &render, &mount, &widgets).unwrap();
+        assert_eq!(tool["_meta"]["vendor/x"], 1);
+        assert_eq!(tool["_meta"]["openai/visibility"], "private");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].reason.contains("openai/visibility"));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::object::object_at;
 use super::warning::Warning;
-use crate::overlay::{Audience, MountOverlays, ToolOverlay, Widgets};
+use crate::overlay::{Audience, MountOverlays, ToolOverlay, Widgets, merge_meta};
 
 /// Rewrites a `tools/list` result in place. Tools without an overlay, the
 /// order of tools, `nextCursor` and every other field stay as they are.
@@ -106,7 +106,11 @@ pub fn touches(overlay: &ToolOverlay, key: &str) -> bool {
         "title" => overlay.title.is_some(),
         "description" => overlay.description.is_some(),
         "annotations" => overlay.annotations.is_some(),
-        "outputSchema" => overlay.output_schema.is_some() || !overlay.result.widget_only.is_empty(),
+        "outputSchema" => {
+            overlay.output_schema.is_some()
+                || overlay.result.structured_from_text
+                || !overlay.result.widget_only.is_empty()
+        }
         "securitySchemes" => overlay.security_schemes.is_some(),
         "inputSchema" => !overlay.file_params.is_empty(),
         _ => false,
@@ -143,7 +147,24 @@ fn apply(
         file_params,
         schemes,
     };
+    let upstream_meta = overlay
+        .meta
+        .as_ref()
+        .and_then(|_| tool.get("_meta").cloned());
     set_meta(tool, overlay, meta);
+    if let Some(extra) = &overlay.meta {
+        // A key the rewrite wrote is one whose value it changed.
+        let upstream = |key: &str| upstream_meta.as_ref().and_then(|m| m.get(key));
+        let overridden = merge_meta(object_at(tool, "_meta"), extra, |key, old| {
+            upstream(key) != Some(old)
+        });
+        for key in overridden {
+            let reason = format!(
+                "meta sets _meta[\"{key}\"], which the gateway writes itself; the meta value is used"
+            );
+            warnings.push(Warning::new(name, reason));
+        }
+    }
 }
 
 /// The top-level Tool fields an overlay replaces or merges into.
@@ -166,6 +187,15 @@ fn set_descriptor_fields(
     }
     if let Some(schema) = &overlay.output_schema {
         tool.insert("outputSchema".into(), Value::Object(schema.clone()));
+    } else if overlay.result.structured_from_text
+        && tool
+            .get("outputSchema")
+            .is_some_and(super::call::is_text_wrapper_schema)
+    {
+        // The Python SDK's `{"result": string}`: the shaped results are the
+        // parsed text, which that schema would refuse, and the overlay
+        // declares no schema of its own.
+        tool.shift_remove("outputSchema");
     }
     if let Some(schemes) = schemes {
         // A non-standard top-level Tool field (OpenAI), mirrored in `_meta`

@@ -129,23 +129,38 @@ impl Owned {
         }
     }
 
-    /// End the sessions idle for longer than `ttl`.
-    pub async fn reap(&self, ttl: Duration) {
-        let reason = format!("session idle for more than {} s", ttl.as_secs());
-        let idle: Vec<Arc<MessageSession>> = {
+    /// End the sessions idle for longer than `ttl`, and those of a mount
+    /// with a `quiet[mount]` limit that have nothing open (see
+    /// [`MessageSession::is_quiet`]) and were idle for longer than it.
+    pub async fn reap(&self, ttl: Duration, quiet: &[Option<Duration>]) {
+        let why = |s: &MessageSession, mount: usize| -> Option<String> {
+            if s.idle() > ttl {
+                return Some(format!("session idle for more than {} s", ttl.as_secs()));
+            }
+            let quiet = quiet.get(mount).copied().flatten()?;
+            (s.idle() > quiet && s.is_quiet()).then(|| {
+                format!(
+                    "session idle for more than {} s with no request or stream open (limits.stdio_quiet_session_secs)",
+                    quiet.as_secs()
+                )
+            })
+        };
+        let idle: Vec<(Arc<MessageSession>, String)> = {
             let mut map = self.map.lock().unwrap();
             map.retain(|_, (_, s)| !s.is_closed());
             map.values()
-                .filter(|(_, s)| s.idle() > ttl)
-                .map(|(_, s)| s.clone())
+                .filter_map(|(mount, s)| Some((s.clone(), why(s, *mount)?)))
                 .collect()
         };
-        for s in idle {
-            s.close(reason.clone());
+        for (s, reason) in idle {
+            s.close(reason);
         }
-        for slot in &self.shared {
-            if let Some(s) = slot.lock().await.take_if(|s| s.idle() > ttl) {
-                s.close(reason.clone());
+        for (mount, slot) in self.shared.iter().enumerate() {
+            let mut slot = slot.lock().await;
+            if let Some(reason) = slot.as_deref().and_then(|s| why(s, mount))
+                && let Some(s) = slot.take()
+            {
+                s.close(reason);
             }
         }
     }

@@ -1,5 +1,6 @@
-//! Ends owned sessions idle beyond `limits.session_idle_secs`, checking every
-//! `limits.session_reap_interval_secs`.
+//! Ends owned sessions idle beyond `limits.session_idle_secs`, and stdio
+//! sessions with nothing open idle beyond `limits.stdio_quiet_session_secs`,
+//! checking every `limits.session_reap_interval_secs`.
 
 use std::sync::Weak;
 use std::time::Duration;
@@ -8,8 +9,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::owned::Owned;
 
-/// Reap `sessions` every `interval` until `stop` fires or the table is gone.
-pub fn spawn(sessions: Weak<Owned>, interval: Duration, ttl: Duration, stop: CancellationToken) {
+/// Reap `sessions` every `interval` until `stop` fires or the table is gone;
+/// `quiet` is the shorter limit of each mount's sessions with nothing open
+/// (`None`: only `ttl`), by mount index.
+pub fn spawn(
+    sessions: Weak<Owned>,
+    interval: Duration,
+    ttl: Duration,
+    quiet: Vec<Option<Duration>>,
+    stop: CancellationToken,
+) {
     // Detached on purpose: it holds only a weak reference and ends with `stop`.
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(interval);
@@ -22,7 +31,7 @@ pub fn spawn(sessions: Weak<Owned>, interval: Duration, ttl: Duration, stop: Can
             let Some(sessions) = sessions.upgrade() else {
                 return;
             };
-            sessions.reap(ttl).await;
+            sessions.reap(ttl, &quiet).await;
         }
     });
 }
@@ -44,7 +53,13 @@ mod tests {
         owned.insert(0, busy.clone());
         let stop = CancellationToken::new();
         let (interval, ttl) = (Duration::from_secs(10), Duration::from_secs(60));
-        spawn(Arc::downgrade(&owned), interval, ttl, stop.clone());
+        spawn(
+            Arc::downgrade(&owned),
+            interval,
+            ttl,
+            vec![None],
+            stop.clone(),
+        );
 
         tokio::time::sleep(Duration::from_secs(55)).await;
         assert!(!idle.is_closed(), "not idle long enough yet");
@@ -62,6 +77,44 @@ mod tests {
         assert!(idle.is_closed(), "idle beyond its time: reaped");
         assert!(!busy.is_closed(), "active within its time: kept");
         assert_eq!(owned.len(), 1);
+        stop.cancel();
+    }
+
+    /// Time is paused. Mount 0 is a stdio mount (a quiet limit of 10 min),
+    /// mount 1 is not: only sessions of mount 0 with nothing open end early.
+    #[tokio::test(start_paused = true)]
+    async fn stdio_sessions_with_nothing_open_end_after_the_quiet_limit() {
+        let owned = Arc::new(Owned::new(2, 8));
+        let quiet = MessageSession::new("stdio".into(), false);
+        let streaming = MessageSession::new("stdio".into(), false);
+        let other_mount = MessageSession::new("sse".into(), false);
+        owned.insert(0, quiet.clone());
+        owned.insert(0, streaming.clone());
+        owned.insert(1, other_mount.clone());
+        // A client holding its GET stream open is not gone.
+        let _stream = streaming.attach_stream().expect("a GET stream");
+        let stop = CancellationToken::new();
+        let interval = Duration::from_secs(15);
+        let (ttl, quiet_ttl) = (Duration::from_secs(3600), Duration::from_secs(600));
+        spawn(
+            Arc::downgrade(&owned),
+            interval,
+            ttl,
+            vec![Some(quiet_ttl), None],
+            stop.clone(),
+        );
+
+        tokio::time::sleep(Duration::from_secs(590)).await;
+        assert!(!quiet.is_closed(), "not quiet long enough yet");
+        // 600 s pass; the next round (at most 15 s later) ends it.
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(quiet.is_closed(), "quiet beyond the stdio limit: reaped");
+        assert!(!streaming.is_closed(), "a GET stream is open: kept");
+        assert!(!other_mount.is_closed(), "not a stdio mount: kept");
+        assert_eq!(owned.len(), 2);
+        // The general limit still ends the rest.
+        tokio::time::sleep(Duration::from_secs(3000)).await;
+        assert!(streaming.is_closed() && other_mount.is_closed());
         stop.cancel();
     }
 }

@@ -125,6 +125,14 @@ impl MessageSession {
             .saturating_sub(std::time::Duration::from_millis(last))
     }
 
+    /// Whether the client has nothing open here: no request waiting for its
+    /// answer and no GET stream.
+    pub fn is_quiet(&self) -> bool {
+        let st = self.state.lock().unwrap();
+        st.pending.values().all(|p| p.tx.is_closed())
+            && st.get_stream.as_ref().is_none_or(|tx| tx.is_closed())
+    }
+
     fn touch(&self) {
         let ms = self.created.elapsed().as_millis() as u64;
         self.last_active_ms.store(ms, Ordering::Relaxed);

@@ -151,6 +151,8 @@ pub enum Upstream<'a> {
     /// No upstream configured (the bundled demo, as `demo`) with this overlay
     /// directory.
     DemoWithOverlays(&'a Path),
+    /// A stdio server (mounted as `upstream`) with this overlay directory.
+    StdioWithOverlays(&'a [String], &'a Path),
     /// The upstreams of the `--config` file among the extra arguments.
     Configured,
 }
@@ -196,6 +198,9 @@ impl Gateway {
             Upstream::Sse(url) => cmd.args(["--upstream-sse", url]),
             Upstream::Stdio(command) => cmd.arg("--").args(command),
             Upstream::DemoWithOverlays(dir) => cmd.arg("--overlays").arg(dir),
+            Upstream::StdioWithOverlays(command, dir) => {
+                cmd.arg("--overlays").arg(dir).arg("--").args(command)
+            }
             Upstream::Configured => &mut cmd,
         };
         let mut proc = Proc::spawn(format!("gateway ({label} upstream)"), &mut cmd);

@@ -58,3 +58,82 @@ pub struct ToolSite {
     /// parse.
     pub overlay: Option<ToolOverlay>,
 }
+
+impl Inspection {
+    /// Mount files whose mount is none of `configured`: the gateway never
+    /// applies them (it looks overlays up by mount). `check` reports these as
+    /// problems; `serve` warns of them at start and after each reload.
+    pub fn unconfigured(&self, configured: &[&str]) -> Vec<LoadError> {
+        let names = if configured.is_empty() {
+            "(none)".to_owned()
+        } else {
+            let quoted: Vec<String> = configured.iter().map(|n| format!("'{n}'")).collect();
+            quoted.join(", ")
+        };
+        self.mount_files
+            .iter()
+            .filter(|site| !configured.contains(&site.mount.as_str()))
+            .map(|site| {
+                let (line, place, reason) = if site.upstream_key {
+                    (
+                        site.upstream_line,
+                        Some("upstream".to_owned()),
+                        format!(
+                            "no upstream named '{}' is configured (configured: {names})",
+                            site.mount
+                        ),
+                    )
+                } else {
+                    (
+                        None,
+                        None,
+                        format!(
+                            "the file name makes these the tools of upstream '{}', which is not configured (configured: {names}); rename the file or set `upstream = \"…\"`",
+                            site.mount
+                        ),
+                    )
+                };
+                LoadError {
+                    file: site.file.clone(),
+                    line,
+                    place,
+                    reason,
+                }
+            })
+            .collect()
+    }
+
+    /// One line on what applies to `mount`: its overlay files, and how many
+    /// tools, render tools and widgets they give it.
+    pub fn mount_summary(&self, mount: &str) -> String {
+        let files: Vec<String> = self
+            .mount_files
+            .iter()
+            .filter(|site| site.mount == mount)
+            .map(|site| {
+                site.file.file_name().map_or_else(
+                    || site.file.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        if files.is_empty() {
+            return format!("upstream '{mount}': no overlay file applies; served unchanged");
+        }
+        let overlays = self.set.mount(mount);
+        let tools = overlays.map_or(0, |m| m.tools().count());
+        let renders = overlays.map_or(0, |m| m.render_tools().count());
+        let widgets = self.set.widgets_for(mount).len();
+        format!(
+            "upstream '{mount}': overlays from {} ({tools} tool{}, {renders} render tool{}, {widgets} widget{})",
+            files.join(", "),
+            plural(tools),
+            plural(renders),
+            plural(widgets)
+        )
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

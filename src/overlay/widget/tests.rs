@@ -121,3 +121,39 @@ fn uri_changes_with_html_and_meta() {
         Widget::compile("clock", &manifest, "<p>a</p>".into()).uri
     );
 }
+
+#[test]
+fn manifest_meta_is_merged_last_and_its_overrides_are_recorded() {
+    let manifest = WidgetManifest {
+        domain: Some("https://widgets.example.com".into()),
+        meta: serde_json::json!({
+            "vendor/flag": true,
+            "openai/widgetDomain": "https://other.example.com"
+        })
+        .as_object()
+        .cloned(),
+        ..WidgetManifest::default()
+    };
+    let widget = Widget::compile("w", &manifest, "<p>w</p>".into());
+    assert_eq!(widget.meta["vendor/flag"], true);
+    assert_eq!(
+        widget.meta["openai/widgetDomain"],
+        "https://other.example.com"
+    );
+    assert_eq!(widget.meta["ui"]["domain"], "https://widgets.example.com");
+    assert_eq!(
+        widget.meta_overrides,
+        vec!["openai/widgetDomain".to_owned()]
+    );
+    // The URI follows the merged metadata.
+    let plain = Widget::compile(
+        "w",
+        &WidgetManifest {
+            meta: None,
+            ..manifest
+        },
+        "<p>w</p>".into(),
+    );
+    assert_ne!(plain.uri, widget.uri);
+    assert!(plain.meta_overrides.is_empty());
+}

@@ -183,3 +183,56 @@ fn tools_list_gains_render_tools_and_reports_names() {
         json!([{"name":"show","inputSchema":{}}])
     );
 }
+
+#[test]
+fn unknown_and_expired_ui_resources_are_not_found() {
+    let o = overlays();
+    let read = |uri: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{{"uri":"{uri}"}}}}"#
+        )
+    };
+    let expired = "ui://board/0000000000000000.html";
+    let foreign = "ui://native-app/view.html";
+    for uri in [expired, foreign] {
+        assert_eq!(
+            plan(&o, "demo", &msg(&read(uri)), &none),
+            Plan::Rewrite(Rewrite::ResourceRead(uri.into()))
+        );
+    }
+    let not_found = |uri: &str| {
+        json!({
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": { "code": -32002, "message": "Resource not found", "data": { "uri": uri } }
+        })
+    };
+    let answer = |uri: &str, response: &[u8]| {
+        let a = apply(
+            &o,
+            "demo",
+            &Rewrite::ResourceRead(uri.into()),
+            response,
+            &none,
+        );
+        a.body.map(|b| serde_json::from_slice::<Value>(&b).unwrap())
+    };
+    // An upstream without resources: method not found becomes not found.
+    let no_method =
+        br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found"}}"#;
+    assert_eq!(answer(expired, no_method), Some(not_found(expired)));
+    assert_eq!(answer(foreign, no_method), Some(not_found(foreign)));
+    // An upstream with resources: its own error for an expired widget
+    // version is the gateway's not found; for its own URIs it stands.
+    let its_own =
+        br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Unknown resource"}}"#;
+    assert_eq!(answer(expired, its_own), Some(not_found(expired)));
+    assert_eq!(answer(foreign, its_own), None);
+    // A result passes untouched.
+    let ok = br#"{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}"#;
+    assert_eq!(answer(foreign, ok), None);
+    // Other URIs are forwarded as before.
+    let file =
+        msg(r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///x"}}"#);
+    assert_eq!(plan(&o, "demo", &file, &none), Plan::Forward);
+}

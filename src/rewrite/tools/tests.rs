@@ -439,3 +439,92 @@ fn widget_only_keys_required_by_the_upstream_output_schema_are_flagged() {
     };
     assert!(rewrite_one(upstream, fixed).1.is_empty());
 }
+
+#[test]
+fn the_python_sdk_wrapper_schema_goes_when_results_are_shaped_from_text() {
+    let wrapper = json!({
+        "properties": { "result": { "title": "Result", "type": "string" } },
+        "required": ["result"],
+        "type": "object",
+        "title": "list_tasksOutput"
+    });
+    let upstream = json!({
+        "name": "list_tasks",
+        "inputSchema": { "type": "object" },
+        "outputSchema": wrapper
+    });
+    let shaped = ToolOverlay {
+        result: crate::overlay::ResultShaping {
+            structured_from_text: true,
+            widget_only: vec![],
+        },
+        ..ToolOverlay::default()
+    };
+    let (tool, warnings) = rewrite_one(upstream.clone(), shaped.clone());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(tool.get("outputSchema").is_none(), "{tool}");
+    assert_eq!(tool["inputSchema"], upstream["inputSchema"]);
+    // The page rewrite, in the text, gives the same.
+    let page = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{upstream}]}}}}"#);
+    let m = mount(&[("list_tasks", shaped.clone())]);
+    let text = page::tools_list_page(page.as_bytes(), &m, &widgets(), &|_: &str| false)
+        .unwrap()
+        .text
+        .unwrap();
+    let listed: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(listed["result"]["tools"][0], tool);
+    // The overlay's own schema wins; a schema that is not the wrapper stays;
+    // without shaping the wrapper stays.
+    let own = ToolOverlay {
+        output_schema: json!({ "type": "object" }).as_object().cloned(),
+        ..shaped.clone()
+    };
+    assert_eq!(
+        rewrite_one(upstream.clone(), own).0["outputSchema"],
+        json!({ "type": "object" })
+    );
+    let real = json!({ "name": "t", "outputSchema": { "type": "object", "required": ["n"] } });
+    assert_eq!(rewrite_one(real.clone(), shaped).0, real);
+    assert_eq!(
+        rewrite_one(upstream.clone(), ToolOverlay::default()).0["outputSchema"],
+        wrapper
+    );
+}
+
+#[test]
+fn meta_is_merged_last_and_overriding_a_gateway_key_warns() {
+    let overlay = ToolOverlay {
+        invoking: Some("Working…".into()),
+        meta: json!({
+            "vendor/new": { "x": 1 },
+            "kept": "overlay's",
+            "openai/toolInvocation/invoking": "Mine…"
+        })
+        .as_object()
+        .cloned(),
+        ..with_widget()
+    };
+    let upstream = json!({ "name": "t", "_meta": { "kept": "upstream's", "other": true } });
+    let (tool, warnings) = rewrite_one(upstream, overlay.clone());
+    let meta = &tool["_meta"];
+    assert_eq!(meta["vendor/new"], json!({ "x": 1 }));
+    assert_eq!(
+        meta["kept"], "overlay's",
+        "an upstream key is replaced silently"
+    );
+    assert_eq!(meta["other"], true);
+    assert_eq!(meta["openai/toolInvocation/invoking"], "Mine…");
+    assert!(meta["ui"]["resourceUri"].is_string());
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .reason
+            .contains("_meta[\"openai/toolInvocation/invoking\"], which the gateway writes"),
+        "{}",
+        warnings[0]
+    );
+    // A tool without `_meta` (the memoised bare rewrite) gets it too.
+    let (bare, warnings) = rewrite_one(json!({ "name": "t" }), overlay);
+    assert_eq!(bare["_meta"]["vendor/new"], json!({ "x": 1 }));
+    assert_eq!(warnings.len(), 1);
+}

@@ -1,0 +1,48 @@
+"""A legacy-style server built with the official Python SDK (`mcp`, its `MCPServer`, the
+former FastMCP), over stdio. Every tool returns a string, so the SDK lists the outputSchema
+`{"result": string}` and wraps each result as `structuredContent: {"result": "<the text>"}`:
+what `tests/peers.rs` shapes through the gateway.
+
+    tests/peers/.venv/bin/python tests/peers/py_server.py
+
+- `list_tasks`: JSON text of an object with a `tasks` array.
+- `count_tasks`: JSON text `{"count": N}`.
+- `get_task`: JSON text of one task.
+- `greet(name)`: plain text, not JSON.
+"""
+
+import json
+
+from mcp.server.mcpserver import MCPServer
+
+TASKS = [{"id": 1, "title": "Write the overlay", "done": False}, {"id": 2, "title": "Ship", "done": True}]
+
+app = MCPServer("py-legacy-tasks")
+
+
+@app.tool()
+def list_tasks() -> str:
+    """All tasks, as JSON text."""
+    return json.dumps({"tasks": TASKS})
+
+
+@app.tool()
+def count_tasks() -> str:
+    """How many tasks there are, as JSON text."""
+    return json.dumps({"count": len(TASKS)})
+
+
+@app.tool()
+def get_task() -> str:
+    """The first task, as JSON text."""
+    return json.dumps(TASKS[0])
+
+
+@app.tool()
+def greet(name: str) -> str:
+    """A greeting, as plain text."""
+    return f"Hello, {name}!"
+
+
+if __name__ == "__main__":
+    app.run()
