@@ -33,7 +33,6 @@ use crate::rewrite::call::is_text_wrapper_schema;
 use crate::rewrite::file_param_problems;
 
 /// How many of an upstream's tool names an "unknown tool" message lists.
-const NAMES_SHOWN: usize = 12;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
@@ -345,61 +344,13 @@ fn required_keys(schema: Option<&Value>) -> BTreeSet<&str> {
 /// names it does have.
 fn unknown_tool(mount: &str, tool: &str, listing: &Listing) -> String {
     let names: Vec<&str> = listing.names().collect();
-    let mut reason = format!("upstream '{mount}' has no tool `{tool}`");
-    if names.is_empty() {
-        reason.push_str(" (it lists no tools)");
-        return reason;
-    }
-    let nearest = names
-        .iter()
-        .map(|n| (distance(tool, n), *n))
-        .min()
-        .filter(|(d, _)| *d <= (tool.chars().count() / 3).max(2));
-    if let Some((_, name)) = nearest {
-        reason.push_str(&format!("; did you mean `{name}`?"));
-        return reason;
-    }
-    let shown: Vec<String> = names
-        .iter()
-        .take(NAMES_SHOWN)
-        .map(|n| format!("`{n}`"))
-        .collect();
-    let more = names.len().saturating_sub(NAMES_SHOWN);
-    reason.push_str(&format!(" (its tools: {}", shown.join(", ")));
-    if more > 0 {
-        reason.push_str(&format!(", and {more} more"));
-    }
-    reason.push(')');
-    reason
-}
-
-/// Levenshtein distance, for "did you mean". Tool names are short.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
+    crate::overlay::validate::unknown_tool(mount, tool, &names)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn edit_distance() {
-        assert_eq!(distance("list_task", "list_tasks"), 1);
-        assert_eq!(distance("", "abc"), 3);
-        assert_eq!(distance("kitten", "sitting"), 3);
-    }
 
     #[test]
     fn unknown_tools_suggest_or_list() {

@@ -11,10 +11,12 @@ use super::set::MountOverlays;
 use super::widget;
 
 mod csp;
+mod names;
 #[cfg(test)]
 mod tests;
 
 pub use csp::{domain, origin, origin_allowed, url_origin};
+pub use names::unknown_tool;
 
 /// ChatGPT's limit on `openai/toolInvocation/invoking` and `invoked`.
 pub const STATUS_TEXT_MAX_CHARS: usize = 64;
