@@ -18,6 +18,7 @@ use crate::live::{LIST_CHANGED, Live};
 use crate::metrics::Metrics;
 use crate::middleware::host::HostPolicy;
 use crate::outcome::Failure;
+use crate::overlay::OverlaySet;
 use crate::session::{InFlight, OpenedIds, Owned, SessionKey};
 use crate::upstream::budget::Budget;
 use crate::upstream::messages::MessageSession;
@@ -83,13 +84,58 @@ impl MountState {
 #[derive(Debug, Default)]
 pub struct UpstreamTools {
     by_mount: Mutex<HashMap<String, HashSet<String, foldhash::fast::RandomState>>>,
+    /// By mount: the overlay snapshot last compared with a whole listing,
+    /// and the overlaid tools it found missing (said once per snapshot).
+    compared: Mutex<HashMap<String, Compared>>,
 }
+
+/// An overlay snapshot compared with a whole listing, and what it lacked.
+type Compared = (Arc<OverlaySet>, Vec<String>);
 
 impl UpstreamTools {
     /// Whether `mount`'s upstream listed a tool called `name`.
     pub fn has(&self, mount: &str, name: &str) -> bool {
         let map = self.by_mount.lock().unwrap();
         map.get(mount).is_some_and(|names| names.contains(name))
+    }
+
+    /// After a listing's last page: the tools `overlays` overlays for
+    /// `mount` that the upstream did not list, when they were not already
+    /// said for this snapshot (the first listing, and the first after each
+    /// reload, say them; an upstream whose tools change says them again).
+    pub fn unlisted(&self, mount: &str, overlays: &Arc<OverlaySet>) -> Vec<String> {
+        let Some(overlaid) = overlays.mount(mount) else {
+            return Vec::new();
+        };
+        let missing: Vec<String> = {
+            let map = self.by_mount.lock().unwrap();
+            let known = map.get(mount);
+            let mut missing: Vec<String> = overlaid
+                .tools()
+                .map(|(name, _)| name)
+                .filter(|name| !known.is_some_and(|k| k.contains(*name)))
+                .map(str::to_owned)
+                .collect();
+            missing.sort();
+            missing
+        };
+        let mut compared = self.compared.lock().unwrap();
+        let said = compared
+            .get(mount)
+            .is_some_and(|(set, names)| Arc::ptr_eq(set, overlays) && *names == missing);
+        compared.insert(mount.to_owned(), (overlays.clone(), missing.clone()));
+        if said { Vec::new() } else { missing }
+    }
+
+    /// The upstream's tool names for `mount`, as last listed.
+    pub fn names(&self, mount: &str) -> Vec<String> {
+        let map = self.by_mount.lock().unwrap();
+        let mut names: Vec<String> = map
+            .get(mount)
+            .map(|n| n.iter().cloned().collect())
+            .unwrap_or_default();
+        names.sort();
+        names
     }
 
     /// Records one `tools/list` page; the first page replaces what was known.

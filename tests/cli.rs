@@ -633,3 +633,81 @@ async fn serve_names_the_overlays_of_each_mount_and_warns_of_files_it_ignores() 
     );
     let _ = gateway.terminate(Duration::from_secs(20));
 }
+
+/// `serve` warns of a `[tools.x]` its upstream does not list, naming file and line and the
+/// name likely meant (as `check` does): on the first whole listing, and again after a
+/// reload, each once.
+#[tokio::test]
+async fn serve_warns_of_overlaid_tools_the_upstream_does_not_list() {
+    use support::clients::post_json;
+    use support::process::{Proc, Stream, endpoint_url};
+    let dir = tempfile::tempdir().unwrap();
+    let overlays = dir.path().join("overlays");
+    std::fs::create_dir(&overlays).unwrap();
+    let file = overlays.join("upstream.toml");
+    std::fs::write(&file, "[tools.list_task]\ntitle = \"Tasks\"\n").unwrap();
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["serve", "--config", "/dev/null", "--listen", "127.0.0.1:0"])
+        .arg("--overlays")
+        .arg(&overlays)
+        .args(["--", BIN, "demo-server"])
+        .current_dir(dir.path())
+        .env("RUST_LOG", "info");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") {
+            cmd.env_remove(key);
+        }
+    }
+    let mut gateway = Proc::spawn("gateway", &mut cmd);
+    let url = gateway.wait_for("the endpoint line", RUN_TIMEOUT, |s, line| {
+        endpoint_url(line).filter(|_| s == Stream::Stdout)
+    });
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let (_, headers, _) = post_json(&url, &[], init).await;
+    let session = headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session")
+        .to_owned();
+    let h = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let (status, _, _) = post_json(&url, &h, list).await;
+    assert_eq!(status, 200);
+    let first = gateway.wait_for("the warning for list_task", RUN_TIMEOUT, |_, line| {
+        line.contains("tools.list_task:").then(|| line.to_owned())
+    });
+    assert!(
+        first.contains("WARN")
+            && first.contains("upstream.toml:1: tools.list_task: upstream 'upstream' has no tool `list_task`; did you mean `list_tasks`?"),
+        "{first}"
+    );
+
+    // A reload: the typo fixed, another tool that is not there.
+    std::fs::write(
+        &file,
+        "[tools.list_tasks]\ntitle = \"Tasks\"\n\n[tools.weather]\ntitle = \"Weather\"\n",
+    )
+    .unwrap();
+    gateway.wait_for("the reload", RUN_TIMEOUT, |_, line| {
+        line.contains("overlays from upstream.toml (2 tools")
+            .then_some(())
+    });
+    let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    let (status, _, _) = post_json(&url, &h, list).await;
+    assert_eq!(status, 200);
+    let second = gateway.wait_for("the warning for weather", RUN_TIMEOUT, |_, line| {
+        line.contains("tools.weather:").then(|| line.to_owned())
+    });
+    assert!(
+        second.contains("upstream.toml:4: tools.weather: upstream 'upstream' has no tool `weather` (its tools: `add_task`, `complete_task`, `list_tasks`, `refresh_tasks`"),
+        "{second}"
+    );
+    assert!(
+        !gateway.stderr().contains("tools.list_tasks: upstream"),
+        "list_tasks is listed: no warning for it"
+    );
+    let _ = gateway.terminate(Duration::from_secs(20));
+}

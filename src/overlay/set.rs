@@ -22,6 +22,8 @@ pub struct MountOverlays {
     /// Hashed: a `tools/list` page looks up every tool it lists.
     tools: HashMap<String, ToolOverlay, foldhash::fast::RandomState>,
     render: BTreeMap<String, RenderTool>,
+    /// Where each tool overlay is written (`file:line`), for messages.
+    sites: BTreeMap<String, String>,
 }
 
 impl MountOverlays {
@@ -29,7 +31,19 @@ impl MountOverlays {
         MountOverlays {
             tools: tools.into_iter().collect(),
             render: BTreeMap::new(),
+            sites: BTreeMap::new(),
         }
+    }
+
+    /// Records where each tool overlay is written (`file:line`).
+    pub fn with_sites(mut self, sites: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.sites.extend(sites);
+        self
+    }
+
+    /// Where tool overlay `name` is written, when known.
+    pub fn site(&self, name: &str) -> Option<&str> {
+        self.sites.get(name).map(String::as_str)
     }
 
     /// Adds gateway-owned render tools.

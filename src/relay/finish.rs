@@ -44,6 +44,9 @@ impl Finisher {
                 (applied.upstream_tools.take(), rewrite)
             {
                 self.upstream_tools.record(&self.mount, *first, names);
+                if applied.last_page {
+                    self.say_unlisted();
+                }
             }
             for warning in &applied.warnings {
                 tracing::warn!(upstream = %self.mount, rewrite = ?rewrite, "{warning}");
@@ -57,6 +60,26 @@ impl Finisher {
             }
         }
         body
+    }
+
+    /// Warn of each overlaid tool the upstream's whole listing lacks, with
+    /// where it is written and the name likely meant (as `check` does).
+    fn say_unlisted(&self) {
+        let missing = self.upstream_tools.unlisted(&self.mount, &self.overlays);
+        if missing.is_empty() {
+            return;
+        }
+        let names = self.upstream_tools.names(&self.mount);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let overlaid = self.overlays.mount(&self.mount);
+        for tool in &missing {
+            let site = overlaid.and_then(|m| m.site(tool)).unwrap_or("overlays");
+            let reason = crate::overlay::validate::unknown_tool(&self.mount, tool, &names);
+            tracing::warn!(
+                upstream = %self.mount,
+                "{site}: tools.{tool}: {reason}; this overlay applies to nothing"
+            );
+        }
     }
 
     /// `response`, finished (the upstream's bytes when nothing applies).

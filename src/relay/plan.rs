@@ -130,6 +130,8 @@ pub struct Applied {
     /// For a `tools/list` page: the upstream's tool names on it, for the
     /// caller to remember (render tools yield to them).
     pub upstream_tools: Option<Vec<String>>,
+    /// For a `tools/list` page: whether it ends the listing (no `nextCursor`).
+    pub last_page: bool,
 }
 
 /// Rewrite the response to a planned request. Anything unexpected (not JSON,
@@ -151,6 +153,7 @@ pub fn apply(
                 body: page.text.map(Bytes::from),
                 warnings: page.warnings,
                 upstream_tools: Some(page.names),
+                last_page: page.last,
             };
         }
     }
@@ -171,7 +174,7 @@ pub fn apply(
                 return Applied {
                     body: Some(to_bytes(&message)),
                     warnings,
-                    upstream_tools: None,
+                    ..Applied::default()
                 };
             }
             _ => return Applied::default(),
@@ -181,13 +184,14 @@ pub fn apply(
         return Applied {
             body: Some(to_bytes(&message)),
             warnings,
-            upstream_tools: None,
+            ..Applied::default()
         };
     }
     let Some(result) = message.get_mut("result") else {
         return Applied::default();
     };
     let mut upstream_tools = None;
+    let last_page = result.get("nextCursor").is_none();
     let list_changed = ListChanged {
         tools: true,
         resources: true,
@@ -227,6 +231,7 @@ pub fn apply(
         body: Some(to_bytes(&message)),
         warnings,
         upstream_tools,
+        last_page,
     }
 }
 

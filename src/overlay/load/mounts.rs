@@ -37,6 +37,8 @@ impl Loader {
         // Where each (mount, tool) was first defined, to name both files of a
         // duplicate.
         let mut defined: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
+        // Where each tool overlay is written, by mount, for messages.
+        let mut sites: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
         let root = self.root.clone();
         for path in self.entries(&root) {
             let Some(format) = mount_format(&path) else {
@@ -60,6 +62,14 @@ impl Loader {
                     continue;
                 }
                 defined.insert(key, path.clone());
+                let site = match line {
+                    Some(line) => format!("{}:{line}", path.display()),
+                    None => path.display().to_string(),
+                };
+                sites
+                    .entry(mount.clone())
+                    .or_default()
+                    .push((name.clone(), site));
                 mounts.entry(mount.clone()).or_default().insert(name, tool);
             }
         }
@@ -69,7 +79,8 @@ impl Loader {
         mounts
             .into_iter()
             .map(|(mount, tools)| {
-                let overlays = MountOverlays::new(tools);
+                let overlays =
+                    MountOverlays::new(tools).with_sites(sites.remove(&mount).unwrap_or_default());
                 let mut good = Vec::new();
                 for (name, render, path, line) in renders.remove(&mount).unwrap_or_default() {
                     let problems = validate::render(&name, &render, &overlays, widget_exists);

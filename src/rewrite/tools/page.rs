@@ -22,6 +22,8 @@ pub struct RewrittenPage {
     /// The upstream's tool names on the page, in order (render tools yield
     /// to them).
     pub names: Vec<String>,
+    /// Whether it is the listing's last page (no `nextCursor`).
+    pub last: bool,
 }
 
 /// A `tools/list` page, the one rewrite whose answers are large (every tool
@@ -68,6 +70,7 @@ pub fn tools_list_page(
     // Render tools join the last page (the general rewrite decides; it sees
     // this page's names through `upstream_has`).
     let mut extra = json!({ "tools": [] });
+    let last = page.next_cursor.is_none();
     if let Some(cursor) = page.next_cursor {
         extra["nextCursor"] = serde_json::from_str(cursor.get()).ok()?;
     }
@@ -90,6 +93,7 @@ pub fn tools_list_page(
             text: None,
             warnings,
             names,
+            last,
         });
     }
     let grown: usize = edits.iter().map(|(_, new)| new.len()).sum();
@@ -105,6 +109,7 @@ pub fn tools_list_page(
         text: Some(out),
         warnings,
         names,
+        last,
     })
 }
 
