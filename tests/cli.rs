@@ -579,7 +579,7 @@ async fn serve_names_the_file_and_field_of_a_bad_setting() {
 /// upstream that is not configured, which it would otherwise ignore in silence.
 #[tokio::test]
 async fn serve_names_the_overlays_of_each_mount_and_warns_of_files_it_ignores() {
-    use support::process::{Proc, Stream};
+    use support::process::Stream;
     let dir = tempfile::tempdir().unwrap();
     let overlays = dir.path().join("overlays");
     std::fs::create_dir(&overlays).unwrap();
@@ -593,19 +593,7 @@ async fn serve_names_the_overlays_of_each_mount_and_warns_of_files_it_ignores() 
         "# for an upstream nobody configured\n[tools.x]\ntitle = \"X\"\n",
     )
     .unwrap();
-    let mut cmd = std::process::Command::new(BIN);
-    cmd.args(["serve", "--config", "/dev/null", "--listen", "127.0.0.1:0"])
-        .arg("--overlays")
-        .arg(&overlays)
-        .args(["--", BIN, "demo-server"])
-        .current_dir(dir.path())
-        .env("RUST_LOG", "info");
-    for (key, _) in std::env::vars() {
-        if key.starts_with("MCP_UI_GATEWAY_") {
-            cmd.env_remove(key);
-        }
-    }
-    let mut gateway = Proc::spawn("gateway", &mut cmd);
+    let mut gateway = serve_demo_with_overlays(dir.path(), &overlays);
     let (mut summary, mut ghost) = (None, None);
     gateway.wait_for(
         "the overlay summary and the ghost.toml warning",
@@ -640,25 +628,13 @@ async fn serve_names_the_overlays_of_each_mount_and_warns_of_files_it_ignores() 
 #[tokio::test]
 async fn serve_warns_of_overlaid_tools_the_upstream_does_not_list() {
     use support::clients::post_json;
-    use support::process::{Proc, Stream, endpoint_url};
+    use support::process::{Stream, endpoint_url};
     let dir = tempfile::tempdir().unwrap();
     let overlays = dir.path().join("overlays");
     std::fs::create_dir(&overlays).unwrap();
     let file = overlays.join("upstream.toml");
     std::fs::write(&file, "[tools.list_task]\ntitle = \"Tasks\"\n").unwrap();
-    let mut cmd = std::process::Command::new(BIN);
-    cmd.args(["serve", "--config", "/dev/null", "--listen", "127.0.0.1:0"])
-        .arg("--overlays")
-        .arg(&overlays)
-        .args(["--", BIN, "demo-server"])
-        .current_dir(dir.path())
-        .env("RUST_LOG", "info");
-    for (key, _) in std::env::vars() {
-        if key.starts_with("MCP_UI_GATEWAY_") {
-            cmd.env_remove(key);
-        }
-    }
-    let mut gateway = Proc::spawn("gateway", &mut cmd);
+    let mut gateway = serve_demo_with_overlays(dir.path(), &overlays);
     let url = gateway.wait_for("the endpoint line", RUN_TIMEOUT, |s, line| {
         endpoint_url(line).filter(|_| s == Stream::Stdout)
     });
@@ -710,4 +686,22 @@ async fn serve_warns_of_overlaid_tools_the_upstream_does_not_list() {
         "list_tasks is listed: no warning for it"
     );
     let _ = gateway.terminate(Duration::from_secs(20));
+}
+
+/// `serve` in `dir` in front of the demo server (mounted as `upstream`) with `overlays`,
+/// logging at info, with no `MCP_UI_GATEWAY_*` variable of this process.
+fn serve_demo_with_overlays(dir: &Path, overlays: &Path) -> support::process::Proc {
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["serve", "--config", "/dev/null", "--listen", "127.0.0.1:0"])
+        .arg("--overlays")
+        .arg(overlays)
+        .args(["--", BIN, "demo-server"])
+        .current_dir(dir)
+        .env("RUST_LOG", "info");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") {
+            cmd.env_remove(key);
+        }
+    }
+    support::process::Proc::spawn("gateway", &mut cmd)
 }

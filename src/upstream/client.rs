@@ -345,11 +345,7 @@ impl Client {
                 .handshake(TokioIo::new(io))
                 .await
                 .map_err(failed)?;
-            tokio::spawn(async move {
-                if let Err(e) = conn.await {
-                    tracing::debug!(error = %e, "upstream connection ended with an error");
-                }
-            });
+            drive(conn);
             return Ok(Sender::H2(sender));
         }
         let (sender, conn) = http1::Builder::new()
@@ -357,11 +353,7 @@ impl Client {
             .handshake(TokioIo::new(io))
             .await
             .map_err(failed)?;
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "upstream connection ended with an error");
-            }
-        });
+        drive(conn);
         Ok(Sender::H1(sender))
     }
 
@@ -484,6 +476,18 @@ impl Client {
             }
         }
     }
+}
+
+/// Run a connection's I/O on this thread until it ends.
+fn drive<C>(conn: C)
+where
+    C: std::future::Future<Output = Result<(), hyper::Error>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "upstream connection ended with an error");
+        }
+    });
 }
 
 /// A connected stream, before HTTP.
