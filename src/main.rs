@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use mcp_ui_gateway::cli;
-use mcp_ui_gateway::cli::args::{
-    CheckArgs, Cli, Command, InitArgs, LogFormat, ServeArgs, command_line_upstream,
-};
+use mcp_ui_gateway::cli::args::{CheckArgs, Cli, Command, InitArgs, LogFormat, ServeArgs};
 use mcp_ui_gateway::config::{self, Config, Mount, Overrides, UpstreamConfig};
 use mcp_ui_gateway::gateway::Gateway;
 use mcp_ui_gateway::live::Live;
@@ -109,6 +107,10 @@ fn load_config(file: Option<&Path>, overrides: &Overrides) -> Result<Loaded, Str
 }
 
 async fn serve(args: ServeArgs) -> ExitCode {
+    let one = match args.one.upstream(&args.path) {
+        Ok(one) => one,
+        Err(message) => return usage_fail(&message),
+    };
     let overrides = Overrides {
         listen: args.listen,
         overlays: args.overlays.clone(),
@@ -120,7 +122,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         workers: args.workers,
         tls_cert: args.tls_cert.clone(),
         tls_key: args.tls_key.clone(),
-        upstreams: args.one.upstream().map(|u| vec![u]),
+        upstreams: one.map(|u| vec![u]),
     };
     let Loaded {
         config,
@@ -223,17 +225,26 @@ async fn serve(args: ServeArgs) -> ExitCode {
 }
 
 /// Exit status of `check` and `init` for a usage or configuration error (as
-/// clap's own usage errors), apart from 1, "problems found".
+/// clap's own usage errors), apart from 1, "problems found"; and of `serve`
+/// for flags that contradict each other.
 const USAGE_ERROR: u8 = 2;
 
 async fn check(args: CheckArgs) -> ExitCode {
+    let one = match args.one.upstream("/mcp") {
+        Ok(one) => one,
+        Err(message) => return usage_fail(&message),
+    };
     let overrides = Overrides {
         overlays: args.overlays,
-        upstreams: args.one.upstream().map(|u| vec![u]),
+        upstreams: one.map(|u| vec![u]),
         ..Default::default()
     };
-    let loaded = match load_config(args.config.as_deref(), &overrides) {
+    let mut loaded = match load_config(args.config.as_deref(), &overrides) {
         Ok(loaded) => loaded,
+        Err(message) => return usage_fail(&message),
+    };
+    loaded.mounts = match cli::upstreams::for_check(&args.one, loaded.mounts, args.offline) {
+        Ok(mounts) => mounts,
         Err(message) => return usage_fail(&message),
     };
     let options = cli::check::Options {
@@ -266,16 +277,12 @@ async fn check(args: CheckArgs) -> ExitCode {
 }
 
 async fn init(args: InitArgs) -> ExitCode {
-    let name = args.upstream.as_deref().unwrap_or("upstream");
-    let one = command_line_upstream(
-        name,
-        "/mcp",
-        None,
-        args.upstream_sse.as_deref(),
-        &args.command,
-    );
+    let one = match args.one.upstream("/mcp") {
+        Ok(one) => one,
+        Err(message) => return usage_fail(&message),
+    };
     let overrides = Overrides {
-        overlays: args.overlays,
+        overlays: args.overlays.clone(),
         upstreams: one.map(|u| vec![u]),
         ..Default::default()
     };
@@ -284,7 +291,7 @@ async fn init(args: InitArgs) -> ExitCode {
         Err(message) => return usage_fail(&message),
     };
     let options = cli::init::Options {
-        upstream: args.upstream,
+        upstream: args.one.name.clone(),
         force: args.force,
     };
     let outcome = cli::init::run(
@@ -306,7 +313,12 @@ async fn init(args: InitArgs) -> ExitCode {
         eprintln!("mcp-ui-gateway: {failure}");
     }
     if outcome.failures.is_empty() {
-        eprintln!("next: edit the stubs, then run `mcp-ui-gateway check`");
+        let check = cli::upstreams::check_command(
+            args.config.as_deref(),
+            args.overlays.as_deref(),
+            &args.one,
+        );
+        eprintln!("next: edit the stubs, then run `{check}`");
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -302,7 +302,7 @@ async fn usage_and_configuration_errors_exit_2() {
     let out = run(root, &["check", "--overlays", "none"]).await;
     assert_eq!(out.status.code(), Some(2), "{}", streams(&out).1);
     write(root.join("gw.toml"), &demo_upstream("demo"));
-    let out = run(root, &["init", "--config", "gw.toml", "--upstream", "nope"]).await;
+    let out = run(root, &["init", "--config", "gw.toml", "--name", "nope"]).await;
     assert_eq!(out.status.code(), Some(2), "{}", streams(&out).1);
     assert!(text(&out.stderr).contains("no upstream named 'nope' is configured"));
     let out = run(root, &["check", "--bogus"]).await;
@@ -395,7 +395,7 @@ async fn init_leaves_out_tools_another_file_overlays() {
         root.join("overlays/tasks.toml"),
         "upstream = \"demo\"\n\n[tools.list_tasks]\ntitle = \"Tasks\"\n",
     );
-    let out = run(root, &["init", "--config", "gw.toml", "--upstream", "demo"]).await;
+    let out = run(root, &["init", "--config", "gw.toml", "--name", "demo"]).await;
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
     assert!(stdout.contains("3 tool stubs"), "{both}");
@@ -704,4 +704,265 @@ fn serve_demo_with_overlays(dir: &Path, overlays: &Path) -> support::process::Pr
         }
     }
     support::process::Proc::spawn("gateway", &mut cmd)
+}
+
+// The README walkthrough, followed literally.
+
+/// The line of `text` that starts with `prefix` (after indentation).
+fn line_starting(text: &str, prefix: &str) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(prefix))
+        .map(str::to_owned)
+}
+
+/// Runs `line` with `sh -c` in `dir`, with the binary on the PATH as
+/// `mcp-ui-gateway`, as a user who ran `cargo install --path .` would.
+async fn shell(dir: &Path, line: &str) -> Output {
+    let bin_dir = dir.join(".bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let link = bin_dir.join("mcp-ui-gateway");
+    if !link.exists() {
+        std::os::unix::fs::symlink(BIN, &link).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .args(["-c", line])
+        .current_dir(dir)
+        .env("PATH", path)
+        .kill_on_drop(true);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") || key == "RUST_LOG" {
+            command.env_remove(key);
+        }
+    }
+    tokio::time::timeout(RUN_TIMEOUT, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("`{line}` took too long"))
+        .expect("sh runs")
+}
+
+/// The README's copy of the example (into an overlay directory that already
+/// has the overlay of step 2) gives a directory `check --offline --name time`
+/// accepts without the server, whose `#:schema` lines all resolve; the
+/// command that nests the copy gets a missing-widget error naming the nested
+/// folder.
+#[tokio::test]
+async fn the_walkthrough_copy_and_offline_check_work_as_written() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    let copy = line_starting(&readme, "cp -r examples/time/overlays")
+        .expect("the README copies the example");
+    assert_eq!(copy, "cp -r examples/time/overlays/. my-overlays/");
+    let offline = "mcp-ui-gateway check --offline --overlays my-overlays --name time";
+    assert!(readme.contains(offline), "the README shows {offline:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // From the checkout's root: `examples/` is there.
+    std::os::unix::fs::symlink(repo.join("examples"), root.join("examples")).unwrap();
+    let step_two = "[tools.get_current_time]\nwidget = \"clock\"\ninvoking = \"Reading the clock…\"\ninvoked = \"Time read\"\nannotations = { readOnlyHint = true, destructiveHint = false, openWorldHint = false }\n";
+    write(root.join("my-overlays/time.toml"), step_two);
+    let out = shell(root, &copy).await;
+    assert!(out.status.success(), "{}", streams(&out).1);
+    let out = shell(root, offline).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert_eq!(
+        stdout,
+        "my-overlays OK: 1 overlay file, 2 tools overlaid, 1 widget; not checked against the upstreams (--offline)\n",
+        "{both}"
+    );
+    // Every `#:schema` path still resolves in the copy.
+    let mut schemas = 0;
+    for file in [
+        "my-overlays/time.toml",
+        "my-overlays/widgets/clock/widget.toml",
+    ] {
+        let path = root.join(file);
+        let first = std::fs::read_to_string(&path).unwrap();
+        let target = first
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("#:schema "))
+            .unwrap_or_else(|| panic!("{file} starts with #:schema"));
+        let resolved = path.parent().unwrap().join(target);
+        assert!(resolved.is_file(), "{file}: {target} does not resolve");
+        schemas += 1;
+    }
+    assert_eq!(schemas, 2);
+
+    // The copy that nests the folder: the error points at it.
+    write(root.join("nested/time.toml"), step_two);
+    let out = shell(root, "cp -r examples/time/overlays nested").await;
+    assert!(out.status.success(), "{}", streams(&out).1);
+    let out = shell(
+        root,
+        "mcp-ui-gateway check --offline --overlays nested --name time",
+    )
+    .await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    assert!(
+        stdout.starts_with(
+            "nested/time.toml:1: tools.get_current_time.widget: no widget folder `widgets/clock`; but nested/overlays/widgets/clock exists, one level down: was a folder copied into nested instead of its content? Move its files up (`cp -r SRC/. nested/` copies a folder's content)"
+        ),
+        "{both}"
+    );
+}
+
+/// `--name NAME` alone: `check --offline` takes any name (no upstream is
+/// needed to check files); online, and for `init`, it names a configured
+/// upstream, and a name that is not one is a usage error saying what to give.
+#[tokio::test]
+async fn a_name_alone_is_enough_offline_and_names_a_configured_upstream_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("overlays/time.toml"),
+        "[tools.get_current_time]\ntitle = \"Now\"\n",
+    );
+    let out = run(root, &["check", "--offline", "--name", "time"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(stdout.starts_with("overlays OK: 1 overlay file"), "{both}");
+    // Online, a name nothing configures cannot be checked against.
+    let out = run(root, &["check", "--name", "time"]).await;
+    let (_, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(2), "{both}");
+    assert!(
+        text(&out.stderr).contains(
+            "no upstream named 'time' is configured (configured: 'demo'); give its --upstream URL, --upstream-sse URL or `-- COMMAND`, or check its files alone with --offline"
+        ),
+        "{both}"
+    );
+    // A configured name is the configured upstream.
+    write(
+        root.join("gw.toml"),
+        &format!("{}{LIMITS}", demo_upstream("time")),
+    );
+    let out = run(root, &["check", "--config", "gw.toml", "--name", "time"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    assert!(
+        stdout.starts_with("overlays/time.toml:1: tools.get_current_time: upstream 'time' has no tool `get_current_time`"),
+        "{both}"
+    );
+}
+
+/// `init --upstream URL` is the upstream at that URL, as for `serve` and
+/// `check` (no longer a name: that is `--name`), and the command `init` ends
+/// with, copied as it is, checks what it wrote: stdio and HTTP upstreams.
+#[tokio::test(flavor = "multi_thread")]
+async fn init_takes_the_upstream_as_serve_does_and_its_hint_runs_as_printed() {
+    let web = upstreams::start_http(HttpFlavor::StatelessJson)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root.join("quick.toml"), LIMITS);
+
+    let init = format!(
+        "mcp-ui-gateway init --config quick.toml --overlays 'my stubs' --upstream {} --name web",
+        web.url
+    );
+    let out = shell(root, &init).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(stdout.starts_with("wrote my stubs/web.toml: "), "{both}");
+    let hint = line_starting(&text(&out.stderr), "next: edit the stubs, then run `")
+        .expect("a closing hint");
+    let check = hint
+        .trim_start_matches("next: edit the stubs, then run `")
+        .trim_end_matches('`');
+    assert_eq!(
+        check,
+        format!(
+            "mcp-ui-gateway check --config quick.toml --overlays 'my stubs' --name web --upstream {}",
+            web.url
+        )
+    );
+    let out = shell(root, check).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(
+        stdout.contains("checked against upstream 'web' ("),
+        "{both}"
+    );
+
+    // A stdio server: the hint repeats its command line.
+    let out = run(
+        root,
+        &[
+            "init",
+            "--overlays",
+            "tasks",
+            "--name",
+            "tasks",
+            "--",
+            BIN,
+            "demo-server",
+        ],
+    )
+    .await;
+    let (_, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    let hint = line_starting(&text(&out.stderr), "next: ").expect("a closing hint");
+    let check = hint
+        .trim_start_matches("next: edit the stubs, then run `")
+        .trim_end_matches('`');
+    assert!(
+        check.starts_with("mcp-ui-gateway check --overlays tasks --name tasks -- ")
+            && check.ends_with(" demo-server"),
+        "{check}"
+    );
+    let out = shell(root, check).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(
+        stdout.contains("checked against upstream 'tasks' (4 tools)"),
+        "{both}"
+    );
+
+    // A name where the URL belongs: a usage error that says which flag.
+    let old_init = ["init", "--upstream", "demo", "--", BIN, "demo-server"];
+    for args in [
+        &["init", "--upstream", "demo"][..],
+        &["check", "--upstream", "demo"],
+        &["serve", "--upstream", "demo"],
+        &old_init,
+    ] {
+        let command = args.join(" ");
+        let out = run(root, args).await;
+        let (_, both) = streams(&out);
+        assert_eq!(out.status.code(), Some(2), "{command}: {both}");
+        assert!(
+            text(&out.stderr).contains(
+                "--upstream takes the URL of an upstream (e.g. http://127.0.0.1:3001/mcp), not \"demo\"; to name the upstream, or to pick a configured one, use --name demo"
+            ),
+            "{command}: {both}"
+        );
+    }
+}
+
+/// `check` has no `--path`: a mount path changes nothing it checks.
+#[tokio::test]
+async fn check_has_no_path_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("overlays")).unwrap();
+    let out = run(root, &["check", "--offline", "--path", "/time/mcp"]).await;
+    let (_, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(2), "{both}");
+    assert!(
+        text(&out.stderr).contains("unexpected argument '--path'"),
+        "{both}"
+    );
+    let out = run(root, &["check", "--help"]).await;
+    assert!(!text(&out.stdout).contains("--path"), "{}", streams(&out).1);
 }

@@ -39,11 +39,13 @@ pub enum Command {
     Check(CheckArgs),
     /// Write overlay stubs for the tools of a live upstream.
     ///
-    /// Lists the tools of every configured upstream (or --upstream NAME, or
-    /// the stdio server given after `--`) and writes <overlays>/<name>.toml:
-    /// one [tools.<tool>] table per tool, its keys commented out, so the file
-    /// changes nothing until edited. Never replaces an existing file without
-    /// --force.
+    /// Lists the tools of every configured upstream (or only --name NAME's),
+    /// or of the one upstream given as for `serve` (--upstream URL,
+    /// --upstream-sse URL, or a stdio server after `--`, named by --name),
+    /// and writes <overlays>/<name>.toml: one [tools.<tool>] table per tool,
+    /// its keys commented out, so the file changes nothing until edited.
+    /// Never replaces an existing file without --force. Ends with the
+    /// `check` command line for the same upstream and directory.
     Init(InitArgs),
     /// Run the bundled legacy demo MCP server (a task list) over stdio, or
     /// over streamable HTTP with --http.
@@ -82,21 +84,11 @@ pub struct InitArgs {
     /// overlays, or `overlays` in the config].
     #[arg(long, value_name = "DIR")]
     pub overlays: Option<PathBuf>,
-    /// Only this upstream [default: every configured one]; with a command
-    /// after `--` or --upstream-sse, the name to give that upstream.
-    #[arg(long, visible_alias = "name", value_name = "NAME")]
-    pub upstream: Option<String>,
-    /// One legacy HTTP+SSE upstream instead of the configured ones, e.g.
-    /// http://127.0.0.1:3001/sse.
-    #[arg(long, value_name = "URL", conflicts_with = "command")]
-    pub upstream_sse: Option<String>,
     /// Replace stub files that already exist.
     #[arg(long)]
     pub force: bool,
-    /// One stdio server instead of the configured ones: everything after
-    /// `--` is its command and arguments.
-    #[arg(last = true, value_name = "COMMAND")]
-    pub command: Vec<String>,
+    #[command(flatten)]
+    pub one: OneUpstream,
 }
 
 #[derive(clap::Args, Debug, Default)]
@@ -128,28 +120,35 @@ pub struct ServeArgs {
     /// The private key (PEM) of --tls-cert [default: `tls_key` in the config].
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Path the gateway serves the upstream given on the command line at.
+    #[arg(long, value_name = "PATH", default_value = "/mcp")]
+    pub path: String,
     #[command(flatten)]
     pub one: OneUpstream,
 }
 
-/// One upstream given on the command line instead of the configured ones.
+/// One upstream given on the command line instead of the configured ones:
+/// the same flags, with the same meaning, for `serve`, `check` and `init`.
 #[derive(clap::Args, Debug, Default)]
 pub struct OneUpstream {
+    // Which of these three may go together is checked by `upstream()`, not
+    // by clap: a name where the URL belongs (`--upstream NAME -- COMMAND`,
+    // as `init` once took) gets a message that says so.
     /// One streamable HTTP upstream instead of the configured ones, e.g.
     /// http://127.0.0.1:3001/mcp.
-    #[arg(long, value_name = "URL", conflicts_with_all = ["upstream_sse", "command"])]
+    #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
     /// One legacy HTTP+SSE upstream instead of the configured ones, e.g.
     /// http://127.0.0.1:3001/sse.
-    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    #[arg(long, value_name = "URL")]
     pub upstream_sse: Option<String>,
     /// Name of the upstream given on the command line (logs, errors, and its
-    /// overlay file: <overlays>/<NAME>.toml).
-    #[arg(long, value_name = "NAME", default_value = "upstream")]
-    pub name: String,
-    /// Path the gateway serves the upstream given on the command line at.
-    #[arg(long, value_name = "PATH", default_value = "/mcp")]
-    pub path: String,
+    /// overlay file: <overlays>/<NAME>.toml) [default: upstream]. Without an
+    /// upstream on the command line, `check` and `init` take the configured
+    /// upstream of that name (`check --offline` takes any name: it needs no
+    /// upstream).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
     /// One stdio server instead of the configured ones: everything after
     /// `--` is its command and arguments.
     #[arg(last = true, value_name = "COMMAND")]
@@ -167,26 +166,58 @@ impl ServeArgs {
         ServeArgs {
             // The demo is for trying things out: show its widget in /preview.
             preview: true,
-            one: OneUpstream {
-                name: "upstream".into(),
-                path: "/mcp".into(),
-                ..Default::default()
-            },
+            path: "/mcp".into(),
             ..Default::default()
         }
     }
 }
 
+/// The name of an upstream given on the command line without `--name`.
+pub const DEFAULT_NAME: &str = "upstream";
+
 impl OneUpstream {
-    /// The upstream named on the command line, if any.
-    pub fn upstream(&self) -> Option<UpstreamConfig> {
-        command_line_upstream(
-            &self.name,
-            &self.path,
+    /// Whether the flags give an upstream (a URL or a command), not only a
+    /// name.
+    pub fn given(&self) -> bool {
+        self.upstream.is_some() || self.upstream_sse.is_some() || !self.command.is_empty()
+    }
+
+    /// The upstream given on the command line, if any, served at `path`.
+    /// `Err` for a usage error: a URL flag whose value is not a URL (a name
+    /// given where a URL belongs, as `init --upstream NAME` once took), or
+    /// more than one upstream.
+    pub fn upstream(&self, path: &str) -> Result<Option<UpstreamConfig>, String> {
+        for (flag, value) in [
+            ("--upstream", &self.upstream),
+            ("--upstream-sse", &self.upstream_sse),
+        ] {
+            if let Some(value) = value
+                && !value.contains("://")
+            {
+                return Err(format!(
+                    "{flag} takes the URL of an upstream (e.g. http://127.0.0.1:3001/mcp), not \"{value}\"; to name the upstream, or to pick a configured one, use --name {value}"
+                ));
+            }
+        }
+        let given = [
+            self.upstream.is_some(),
+            self.upstream_sse.is_some(),
+            !self.command.is_empty(),
+        ];
+        if given.iter().filter(|g| **g).count() > 1 {
+            return Err(
+                "give one upstream: --upstream URL, --upstream-sse URL or a command after `--`"
+                    .into(),
+            );
+        }
+        let name = self.name.as_deref().unwrap_or(DEFAULT_NAME);
+        Ok(command_line_upstream(
+            name,
+            path,
             self.upstream.as_deref(),
             self.upstream_sse.as_deref(),
             &self.command,
-        )
+        ))
     }
 }
 

@@ -69,7 +69,7 @@ pub async fn run(
             Some(mount) => vec![mount],
             None => {
                 return Err(format!(
-                    "no upstream named '{name}' is configured (configured: {})",
+                    "no upstream named '{name}' is configured (configured: {}); for one that is not, give its --upstream URL, --upstream-sse URL or `-- COMMAND` with --name {name}",
                     list(mounts.iter().map(|m| &m.name))
                 ));
             }
@@ -261,9 +261,21 @@ fn tool_table(out: &mut String, name: &str, tool: &Value) {
         .and_then(Value::as_str)
         .map(|t| one_line(t, DESCRIPTION_CHARS))
         .unwrap_or_else(|| humanize(name));
-    let _ = writeln!(out, "# widget = {}", toml_string(&widget_name(name)));
+    match native_widget(tool) {
+        // An MCP Apps tool already: its own template stays unless replaced.
+        Some((key, uri)) => {
+            let _ = writeln!(
+                out,
+                "# The server's own widget, kept: {key} = {}; a `widget` here would replace it.",
+                one_line(&toml_string(uri), DESCRIPTION_CHARS)
+            );
+        }
+        None => {
+            let _ = writeln!(out, "# widget = {}", toml_string(&widget_name(name)));
+        }
+    }
     let _ = writeln!(out, "# title = {}", toml_string(&title));
-    out.push_str("# visibility = [\"model\", \"app\"]\n");
+    let _ = writeln!(out, "# visibility = {}", visibility(tool));
     out.push_str("# invoking = \"Working…\"\n");
     out.push_str("# invoked = \"Done\"\n");
     let hints = tool.get("annotations");
@@ -290,6 +302,44 @@ fn tool_table(out: &mut String, name: &str, tool: &Value) {
     if tool.get("outputSchema").is_none() {
         out.push_str("# result = { structured_from_text = true }\n");
     }
+}
+
+/// The template a tool already declares (an MCP Apps or ChatGPT tool), with
+/// the `_meta` key that says so.
+fn native_widget(tool: &Value) -> Option<(&'static str, &str)> {
+    let meta = tool.get("_meta")?;
+    let keys = [
+        (
+            "_meta.ui.resourceUri",
+            meta.get("ui").and_then(|ui| ui.get("resourceUri")),
+        ),
+        ("_meta[\"ui/resourceUri\"]", meta.get("ui/resourceUri")),
+        (
+            "_meta[\"openai/outputTemplate\"]",
+            meta.get("openai/outputTemplate"),
+        ),
+    ];
+    keys.into_iter()
+        .find_map(|(key, uri)| Some((key, uri?.as_str()?)))
+}
+
+/// The tool's own `_meta.ui.visibility` as a TOML array when it declares a
+/// valid one, else both audiences (MCP Apps' default).
+fn visibility(tool: &Value) -> String {
+    let own = tool
+        .get("_meta")
+        .and_then(|m| m.get("ui"))
+        .and_then(|ui| ui.get("visibility"))
+        .and_then(Value::as_array)
+        .filter(|v| !v.is_empty())
+        .and_then(|v| {
+            v.iter()
+                .map(|a| a.as_str().filter(|a| matches!(*a, "model" | "app")))
+                .collect::<Option<Vec<&str>>>()
+        });
+    let audiences = own.unwrap_or_else(|| vec!["model", "app"]);
+    let quoted: Vec<String> = audiences.iter().map(|a| toml_string(a)).collect();
+    format!("[{}]", quoted.join(", "))
 }
 
 /// Input properties already shaped as OpenAI file objects.
@@ -399,6 +449,66 @@ mod tests {
         assert_eq!(widget_name("_x"), "w_x");
         assert!(validate::widget_name(&widget_name(&"é".repeat(80))).is_ok());
         assert_eq!(humanize("list_tasks"), "List tasks");
+    }
+
+    /// The example's overlay directory carries the editor schemas its
+    /// `#:schema` lines point at, so they resolve wherever it is copied:
+    /// they must be the gateway's own.
+    #[test]
+    fn the_example_carries_the_editor_schemas() {
+        let copies = [
+            include_str!("../../examples/time/overlays/schema/overlay.schema.json"),
+            include_str!("../../examples/time/overlays/schema/widget.schema.json"),
+        ];
+        for ((name, schema), copy) in SCHEMAS.iter().zip(copies) {
+            assert_eq!(
+                *schema, copy,
+                "examples/time/overlays/schema/{name} differs from overlays/schema/{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tool_with_its_own_widget_keeps_it() {
+        let listing = Listing {
+            server_info: None,
+            protocol_version: probe::PROTOCOL_VERSION.into(),
+            tools: vec![
+                json!({"name": "show_map", "_meta": {"ui": {
+                    "resourceUri": "ui://maps/view.html", "visibility": ["app"]}}}),
+                json!({"name": "chart", "_meta": {"openai/outputTemplate": "ui://charts/c.html"}}),
+                json!({"name": "plain"}),
+            ],
+        };
+        let (text, stubs) = stub("srv", &listing, &BTreeMap::new());
+        assert_eq!(stubs, 3);
+        let table = |tool: &str| {
+            let start = text.find(&format!("[tools.{tool}]")).unwrap();
+            let end = text[start + 1..]
+                .find("\n[")
+                .map_or(text.len(), |e| start + 1 + e);
+            text[start..end].to_owned()
+        };
+        let map = table("show_map");
+        assert!(!map.contains("# widget ="), "{map}");
+        assert!(
+            map.contains("# The server's own widget, kept: _meta.ui.resourceUri = \"ui://maps/view.html\"; a `widget` here would replace it.\n"),
+            "{map}"
+        );
+        assert!(map.contains("# visibility = [\"app\"]\n"), "{map}");
+        let chart = table("chart");
+        assert!(!chart.contains("# widget ="), "{chart}");
+        assert!(
+            chart.contains("kept: _meta[\"openai/outputTemplate\"] = \"ui://charts/c.html\""),
+            "{chart}"
+        );
+        let plain = table("plain");
+        assert!(plain.contains("# widget = \"plain\"\n"), "{plain}");
+        assert!(
+            plain.contains("# visibility = [\"model\", \"app\"]\n"),
+            "{plain}"
+        );
+        toml::from_str::<toml::Table>(&text).unwrap();
     }
 
     #[test]

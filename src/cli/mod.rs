@@ -2,13 +2,15 @@
 //! directory, offline and against each overlaid upstream's live `tools/list`;
 //! [`init`] writes overlay stubs for the tools of a live upstream.
 //!
-//! [`args`] is the binary's command line. The binary parses it and loads
+//! [`args`] is the binary's command line; [`upstreams`] says which upstreams
+//! its flags give `check` and `init`. The binary parses it and loads
 //! the configuration exactly as `serve` does; these modules do the work and
 //! return what to print, so the wording of every finding lives in one place.
 
 pub mod args;
 pub mod check;
 pub mod init;
+pub mod upstreams;
 
 use crate::config::{Mount, Transport};
 

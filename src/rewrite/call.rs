@@ -56,6 +56,11 @@ pub fn tools_call_result(result: &mut Value, tool: &ToolOverlay) -> Vec<Warning>
             let why = w.reason.trim_end_matches("; result left unchanged");
             format!("{}: {why}", w.subject)
         });
+        let reason = if wrapped_unshaped(result, tool) {
+            format!("{reason}: {WRAPPED_TEXT}")
+        } else {
+            reason
+        };
         schema_mismatch(result, &reason);
         warnings.push(Warning::new(
             "outputSchema",
@@ -63,6 +68,19 @@ pub fn tools_call_result(result: &mut Value, tool: &ToolOverlay) -> Vec<Warning>
         ));
     }
     warnings
+}
+
+/// Why a result whose `structuredContent` only wraps its text breaks the
+/// listed schema when shaping is off, and the setting that fixes it.
+const WRAPPED_TEXT: &str = "the server wrapped its text as structuredContent {\"result\": \"<the text>\"}, as the Python SDK does for a tool returning a string; result.structured_from_text = true in the overlay would parse that text instead";
+
+/// Whether shaping is off and the result's `structuredContent` is the text
+/// wrapper that `structured_from_text` would have parsed.
+fn wrapped_unshaped(result: &Map<String, Value>, tool: &ToolOverlay) -> bool {
+    !tool.result.structured_from_text
+        && result
+            .get("structuredContent")
+            .is_some_and(|s| wraps_text(s, result))
 }
 
 /// Whether the result's `structuredContent` matches `output_schema`; a
@@ -435,6 +453,31 @@ mod tests {
         let original = kept.clone();
         assert!(tools_call_result(&mut kept, &overlay(true, &[], None)).is_empty());
         assert_eq!(kept, original);
+    }
+
+    #[test]
+    fn an_unshaped_text_wrapper_is_named_in_the_note() {
+        let text = "{\"tasks\": []}";
+        let mut result = python_sdk_result(text);
+        let warnings = tools_call_result(&mut result, &overlay(false, &[], Some(tasks_schema())));
+        assert_eq!(result["isError"], true, "{result}");
+        assert!(result.get("structuredContent").is_none(), "{result}");
+        let note = result["content"][1]["text"].as_str().unwrap();
+        assert_eq!(
+            note,
+            format!("{MISMATCH_NOTE} (/: missing required property `tasks`: {WRAPPED_TEXT}).")
+        );
+        assert!(note.contains("structured_from_text = true"), "{note}");
+        assert!(warnings[0].reason.contains(WRAPPED_TEXT), "{warnings:?}");
+        // Structured content of the upstream's own that breaks the schema:
+        // no word of a wrapper.
+        let mut native = json!({
+            "content": [{ "type": "text", "text": "5" }],
+            "structuredContent": { "result": "five" }
+        });
+        tools_call_result(&mut native, &overlay(false, &[], Some(tasks_schema())));
+        let note = native["content"][1]["text"].as_str().unwrap();
+        assert!(!note.contains("wrapped"), "{note}");
     }
 
     #[test]

@@ -89,7 +89,8 @@ impl Loader {
                             "" => format!("render.{name}"),
                             key => format!("render.{name}.{key}"),
                         };
-                        self.error(&path, line, Some(place), problem.reason.clone());
+                        let reason = self.widget_reason(problem, Some(&render.widget));
+                        self.error(&path, line, Some(place), reason);
                     }
                     if problems.is_empty() {
                         good.push((name, render));
@@ -176,12 +177,8 @@ impl Loader {
                 Ok(tool) => {
                     let problems = validate::tool(&tool, widget_exists);
                     for problem in &problems {
-                        self.error(
-                            path,
-                            line,
-                            Some(place(&problem.place)),
-                            problem.reason.clone(),
-                        );
+                        let reason = self.widget_reason(problem, tool.widget.as_deref());
+                        self.error(path, line, Some(place(&problem.place)), reason);
                     }
                     if problems.is_empty() {
                         good.push(GoodTool { name, tool, line });

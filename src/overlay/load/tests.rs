@@ -232,6 +232,42 @@ fn manifest_rules_and_remote_assets_are_located() {
 }
 
 #[test]
+fn a_widget_folder_one_level_down_is_pointed_at() {
+    // `cp -r examples/time/overlays my-overlays` into an existing directory
+    // nests the copy: my-overlays/overlays/widgets/clock.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "time.toml",
+        "[tools.get_current_time]\nwidget = \"clock\"\n",
+    );
+    write(root, "overlays/widgets/clock/index.html", "<p>clock</p>");
+    write(
+        root,
+        "overlays/time.toml",
+        "[tools.get_current_time]\nwidget = \"clock\"\n",
+    );
+    let got = load_dir(root).expect_err("should fail").0;
+    assert_eq!(got.len(), 1, "{got:?}");
+    let r = root.display();
+    assert_eq!(
+        got[0].to_string(),
+        format!(
+            "{r}/time.toml:1: tools.get_current_time.widget: no widget folder `widgets/clock`; but {r}/overlays/widgets/clock exists, one level down: was a folder copied into {r} instead of its content? Move its files up (`cp -r SRC/. {r}/` copies a folder's content)"
+        )
+    );
+    // Nothing one level down: the plain reason.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "time.toml", "[tools.t]\nwidget = \"clock\"\n");
+    write(dir.path(), "other/widgets/dial/index.html", "");
+    assert_eq!(
+        errors(dir.path()),
+        ["time.toml:1: tools.t.widget: no widget folder `widgets/clock`"]
+    );
+}
+
+#[test]
 fn a_tool_defined_twice_for_one_mount_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

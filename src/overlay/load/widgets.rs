@@ -44,6 +44,44 @@ impl Loader {
         (compiled, names)
     }
 
+    /// The reason of a tool's or render tool's `problem`, with, for a
+    /// missing widget folder found one level down (a folder copied into
+    /// the overlay directory instead of its content), where it is.
+    pub(super) fn widget_reason(
+        &self,
+        problem: &validate::Problem,
+        widget: Option<&str>,
+    ) -> String {
+        let nested = widget
+            .filter(|_| problem.place == "widget")
+            .and_then(|name| self.nested_widget(name));
+        match nested {
+            Some(found) => format!(
+                "{}; but {} exists, one level down: was a folder copied into {} instead of its content? Move its files up (`cp -r SRC/. {}/` copies a folder's content)",
+                problem.reason,
+                found.display(),
+                self.root.display(),
+                self.root.display(),
+            ),
+            None => problem.reason.clone(),
+        }
+    }
+
+    /// `<dir>/<sub>/widgets/<name>/`, for any folder `<sub>` of the overlay
+    /// directory other than `widgets` (dot folders included: they are
+    /// ignored too).
+    fn nested_widget(&self, name: &str) -> Option<PathBuf> {
+        let entries = std::fs::read_dir(&self.root).ok()?;
+        let mut subs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.file_name().is_some_and(|n| n != WIDGETS_DIR) && p.is_dir())
+            .collect();
+        subs.sort();
+        subs.into_iter()
+            .map(|sub| sub.join(WIDGETS_DIR).join(name))
+            .find(|candidate| candidate.is_dir())
+    }
+
     fn widget(&mut self, folder: &Path, name: &str) -> Option<Widget> {
         let manifest = self.manifest(folder)?;
         let entry_path = folder.join(manifest.entry());
