@@ -1,6 +1,7 @@
 //! The operator's commands besides `serve`: [`check`] validates the overlay
 //! directory, offline and against each overlaid upstream's live `tools/list`;
-//! [`init`] writes overlay stubs for the tools of a live upstream.
+//! [`init`] writes overlay stubs for the tools of a live upstream;
+//! [`directory`] holds the app directories' rules `check` applies.
 //!
 //! [`args`] is the binary's command line. The binary parses it and loads
 //! the configuration exactly as `serve` does; these modules do the work and
@@ -8,6 +9,7 @@
 
 pub mod args;
 pub mod check;
+pub mod directory;
 pub mod init;
 
 use crate::config::{Mount, Transport};
