@@ -4,6 +4,9 @@
 //! is known. Pure: `check` gathers the inputs and prints the findings, as
 //! warnings, or as problems with `--strict`.
 //!
+//! It sits beside `check` rather than in `overlay::validate` because it
+//! reads listings as the rewrites do (the Python SDK's text wrapper schema).
+//!
 //! Rules that need a listing (the upstream's annotations, schemas and
 //! `_meta`) are skipped for an upstream whose listing is not known
 //! (`check --offline`); the others apply to the files alone.
