@@ -249,6 +249,8 @@ async fn check(args: CheckArgs) -> ExitCode {
     };
     let options = cli::check::Options {
         offline: args.offline,
+        strict: args.strict,
+        public_url: loaded.config.public_url.clone(),
     };
     let report = cli::check::run(
         &loaded.config.overlays,

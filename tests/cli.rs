@@ -140,14 +140,23 @@ invoking = "Completing the task you asked for, which takes quite a while now…"
             "missing {line:?}\n{both}"
         );
     }
+    // Warnings (the app directory rules, with their indented fixes) aside.
+    let problems: Vec<&str> = stdout
+        .lines()
+        .filter(|l| !l.starts_with("warning: ") && !l.starts_with("    "))
+        .collect();
     // `later` is on the second page: pages were followed, so it is known.
-    assert!(!stdout.contains("tools.later"), "{both}");
-    assert_eq!(
-        stdout.lines().last(),
-        Some("7 problems in overlays"),
+    assert!(
+        !problems.iter().any(|l| l.contains("tools.later")),
         "{both}"
     );
-    assert_eq!(stdout.lines().count(), 8, "{both}");
+    assert!(
+        problems
+            .last()
+            .is_some_and(|l| l.starts_with("7 problems in overlays")),
+        "{both}"
+    );
+    assert_eq!(problems.len(), 8, "{both}");
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains("checking upstream 'demo' (stdio `"),
@@ -176,6 +185,7 @@ invoking = "Loading tasks…"
 invoked = "Tasks loaded"
 annotations = { readOnlyHint = true, destructiveHint = false, openWorldHint = false }
 result = { structured_from_text = true }
+output_schema = { type = "object" }
 "#,
     );
     write(
@@ -250,6 +260,117 @@ input_schema = { type = "object" }
     let out = run(root, &["check", "--config", "gw.toml", "--offline"]).await;
     let (_, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
+}
+
+/// A stdio server in sh whose one tool is already an MCP Apps tool: it lists
+/// `_meta.ui.resourceUri`, an outputSchema and the three hints ChatGPT's
+/// review requires.
+const NATIVE_UI_SERVER: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"clocks","version":"1"}}}\n' "$id" ;;
+    *'"method":"tools/list"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"clock","inputSchema":{"type":"object"},"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true,"destructiveHint":false,"openWorldHint":false},"_meta":{"ui":{"resourceUri":"ui://clock/native.html"}}}]}}\n' "$id" ;;
+  esac
+done
+"#;
+
+/// The app directories' rules, each broken once, in front of the demo and a
+/// server with a native MCP Apps tool: warnings naming rule, file, line and
+/// fix, with exit status 0; `--strict` reports the same as problems and
+/// fails; `--offline` applies the rules that need no listing.
+#[tokio::test]
+async fn check_warns_of_the_app_directory_rules_and_strict_fails_on_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = format!(
+        "public_url = \"https://gw.example.com\"\n\n{}[[upstream]]\nname = \"clocks\"\ncommand = \"sh\"\nargs = [\"-c\", '''{NATIVE_UI_SERVER}''']\n\n{LIMITS}",
+        demo_upstream("demo")
+    );
+    write(root.join("gw.toml"), &config);
+    // No hints, shaped results without a schema, oauth2 with HTTP challenges.
+    write(
+        root.join("overlays/demo.toml"),
+        r#"[tools.list_tasks]
+widget = "board"
+result = { structured_from_text = true }
+security_schemes = [{ type = "noauth" }, { type = "oauth2", scopes = ["tasks.read"] }]
+"#,
+    );
+    // Replaces the upstream's own UI.
+    write(
+        root.join("overlays/clocks.toml"),
+        "[tools.clock]\nwidget = \"board\"\n",
+    );
+    // No manifest, so no domain, while public_url is known.
+    write(
+        root.join("overlays/widgets/board/index.html"),
+        "<p>board</p>\n",
+    );
+    let findings = [
+        "overlays/clocks.toml:1: tools.clock.widget: [app-directory/native-ui] the upstream already lists this tool as an MCP App (resourceUri ui://clock/native.html); the overlay's `widget` replaces that resourceUri",
+        "overlays/demo.toml:1: tools.list_tasks.annotations: [app-directory/annotations] readOnlyHint, destructiveHint, openWorldHint missing from its annotations",
+        "overlays/demo.toml:1: tools.list_tasks: [app-directory/output-schema] its results carry structuredContent (result.structured_from_text makes it from the text), but tools/list shows no outputSchema for it",
+        "overlays/demo.toml:1: tools.list_tasks.security_schemes: [app-directory/oauth-in-band] an oauth2 security scheme, but upstream 'demo' relays its authorization challenges as HTTP 401/403",
+        "overlays/widgets/board/widget.toml: domain: [app-directory/widget-domain] ChatGPT requires a unique widget domain for app submission",
+    ];
+    // The lines that would set the missing hints, under the warning.
+    let fix = "\n    [tools.list_tasks.annotations]\n    readOnlyHint = false  # true if it changes nothing\n    destructiveHint = true  # false if it never deletes nor overwrites\n    openWorldHint = true  # false if it reaches nothing beyond its own data\n";
+
+    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    for finding in findings {
+        let line = format!("warning: {finding}");
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&line)),
+            "missing {line:?}\n{both}"
+        );
+    }
+    assert!(stdout.contains(fix), "{both}");
+    assert_eq!(
+        stdout.lines().last(),
+        Some(
+            "overlays OK: 2 overlay files, 2 tools overlaid, 1 widget; checked against upstream 'demo' (4 tools), 'clocks' (1 tool), 5 warnings"
+        ),
+        "{both}"
+    );
+
+    let out = run(root, &["check", "--config", "gw.toml", "--strict"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    for finding in findings {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(finding)),
+            "missing {finding:?}\n{both}"
+        );
+    }
+    assert!(!stdout.contains("warning: "), "{both}");
+    assert_eq!(
+        stdout.lines().last(),
+        Some("5 problems in overlays"),
+        "{both}"
+    );
+
+    // Offline: the rules that need the listings (hints, native UI) wait.
+    let out = run(
+        root,
+        &["check", "--config", "gw.toml", "--offline", "--strict"],
+    )
+    .await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    for (i, finding) in findings.iter().enumerate() {
+        let shown = stdout.lines().any(|l| l.starts_with(finding));
+        assert_eq!(shown, (2..5).contains(&i), "{finding:?}\n{both}");
+    }
+    assert_eq!(
+        stdout.lines().last(),
+        Some("3 problems in overlays"),
+        "{both}"
+    );
 }
 
 #[tokio::test]
@@ -342,11 +463,15 @@ async fn init_writes_a_stub_for_the_demo_that_check_accepts() {
         stub.contains("\n# List all tasks with their id, title and completion state.\n"),
         "{stub}"
     );
+    // The stubs set no annotations yet: the app directory rule warns.
     let out = run(root, &["check", "--config", "gw.toml"]).await;
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
     assert!(
-        stdout.starts_with("overlays OK: 1 overlay file, 4 tools overlaid"),
+        stdout
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("overlays OK: 1 overlay file, 4 tools overlaid")),
         "{both}"
     );
 }
@@ -447,9 +572,13 @@ async fn init_and_check_over_every_transport() {
     let out = run(root, &["check", "--config", "gw.toml"]).await;
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
-    assert!(stdout.starts_with("overlays OK: 4 overlay files"), "{both}");
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(
+        summary.starts_with("overlays OK: 4 overlay files"),
+        "{both}"
+    );
     for name in ["stateful", "json", "legacy", "stdio"] {
-        assert!(stdout.contains(&format!("'{name}' (")), "{name}\n{both}");
+        assert!(summary.contains(&format!("'{name}' (")), "{name}\n{both}");
     }
 }
 
@@ -463,6 +592,7 @@ async fn both_commands_are_in_the_help() {
     let out = run(Path::new("."), &["check", "--help"]).await;
     let (stdout, both) = streams(&out);
     assert!(stdout.contains("--offline"), "{both}");
+    assert!(stdout.contains("--strict"), "{both}");
     assert!(stdout.contains("Exit status"), "{both}");
     let out = run(Path::new("."), &["init", "--help"]).await;
     let (stdout, both) = streams(&out);
@@ -484,7 +614,7 @@ async fn warnings_do_not_fail_the_check() {
     // advertises results the tool never returns; and no tool uses `spare`.
     write(
         root.join("overlays/demo.toml"),
-        "[tools.add_task]\n\n[tools.add_task.output_schema]\ntype = \"object\"\n",
+        "[tools.add_task]\nannotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false }\n\n[tools.add_task.output_schema]\ntype = \"object\"\n",
     );
     write(
         root.join("overlays/widgets/spare/index.html"),

@@ -32,10 +32,13 @@ pub enum Command {
     /// origins, ...), overlay files for upstreams that are not configured,
     /// and, unless --offline, what each overlaid upstream's live tools/list
     /// contradicts: unknown tools, file parameters its input schema cannot
-    /// carry, result shaping that cannot work. Takes the upstreams from the
-    /// configuration, or one from the same flags as `serve`. Exit status: 0
-    /// when clean, 1 when there are problems, 2 on a usage or configuration
-    /// error.
+    /// carry, result shaping that cannot work. Warns of what the app
+    /// directories ask (ChatGPT's review): annotation hints, output schemas,
+    /// in-band OAuth challenges, widget domains, native MCP Apps tools an
+    /// overlay replaces; --strict makes these problems. Takes the upstreams
+    /// from the configuration, or one from the same flags as `serve`. Exit
+    /// status: 0 when clean, 1 when there are problems, 2 on a usage or
+    /// configuration error.
     Check(CheckArgs),
     /// Write overlay stubs for the tools of a live upstream.
     ///
@@ -71,6 +74,10 @@ pub struct CheckArgs {
     /// Do not contact the upstreams: check the files alone.
     #[arg(long)]
     pub offline: bool,
+    /// Fail on the app directory rules too: report them as problems (exit
+    /// 1) instead of warnings.
+    #[arg(long)]
+    pub strict: bool,
     #[command(flatten)]
     pub one: OneUpstream,
 }

@@ -14,7 +14,9 @@
 //!    whose name an upstream tool takes (a collision: the upstream wins).
 //!
 //! Hazards that only might be problems (it depends on results no listing
-//! shows) are warnings: printed, but they do not fail the check.
+//! shows) are warnings: printed, but they do not fail the check. So are the
+//! app directories' rules ([`super::directory`]), unless `--strict` makes
+//! them problems.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -22,8 +24,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::describe_transport;
-use crate::config::{Limits, Mount};
+use super::{describe_transport, directory};
+use crate::config::{AuthChallenge, Limits, Mount};
 use crate::overlay::load::WIDGETS_DIR;
 use crate::overlay::{
     Inspection, LoadError, RenderSite, ToolOverlay, ToolSite, inspect_dir_within,
@@ -34,10 +36,14 @@ use crate::rewrite::file_param_problems;
 
 /// How many of an upstream's tool names an "unknown tool" message lists.
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Skip the live `tools/list` of the upstreams.
     pub offline: bool,
+    /// The app directories' rules are problems, not warnings.
+    pub strict: bool,
+    /// The gateway's `public_url`, when configured.
+    pub public_url: Option<String>,
 }
 
 /// Everything `check` found. A finding reads `file:line: key.path: reason`,
@@ -133,6 +139,7 @@ pub async fn run(
     report.problems.extend(inspection.errors.iter().cloned());
     unknown_upstreams(&inspection, mounts, &mut report);
     unused_widgets(dir, &inspection, &mut report);
+    let mut listings: Vec<(&str, Listing)> = Vec::new();
     if !options.offline {
         for mount in mounts {
             let sites: Vec<&ToolSite> = inspection
@@ -170,6 +177,7 @@ pub async fn run(
                     for site in renders {
                         live_render(site, &listing, &mut report);
                     }
+                    listings.push((&mount.name, listing));
                 }
                 Err(e) => {
                     let file = match sites.first() {
@@ -188,10 +196,51 @@ pub async fn run(
             }
         }
     }
+    directory_rules(&inspection, mounts, &listings, &options, &mut report);
     let order = |a: &LoadError, b: &LoadError| (&a.file, a.line).cmp(&(&b.file, b.line));
     report.problems.sort_by(order);
     report.warnings.sort_by(order);
     Ok(report)
+}
+
+/// The app directories' rules, over the listings `check` obtained: warnings,
+/// or problems with `--strict`.
+fn directory_rules(
+    inspection: &Inspection,
+    mounts: &[Mount],
+    listings: &[(&str, Listing)],
+    options: &Options,
+    report: &mut Report,
+) {
+    let upstreams: Vec<directory::Upstream<'_>> = mounts
+        .iter()
+        .map(|mount| directory::Upstream {
+            mount: &mount.name,
+            in_band_challenges: mount.auth_challenge == AuthChallenge::InBand,
+            tools: listings
+                .iter()
+                .find(|(name, _)| *name == mount.name)
+                .map(|(_, listing)| listing.tools.as_slice()),
+        })
+        .collect();
+    let input = directory::Input {
+        tools: &inspection.tools,
+        renders: &inspection.renders,
+        widgets: &inspection.widgets,
+        upstreams: &upstreams,
+        public_url: options.public_url.as_deref(),
+    };
+    let findings = directory::findings(&input).into_iter().map(|f| LoadError {
+        file: f.file,
+        line: f.line,
+        place: f.place,
+        reason: format!("[{}] {}", f.rule, f.message),
+    });
+    if options.strict {
+        report.problems.extend(findings);
+    } else {
+        report.warnings.extend(findings);
+    }
 }
 
 /// Overlay files whose mount is not a configured upstream: the gateway never

@@ -1,6 +1,7 @@
 //! The operator's commands besides `serve`: [`check`] validates the overlay
 //! directory, offline and against each overlaid upstream's live `tools/list`;
-//! [`init`] writes overlay stubs for the tools of a live upstream.
+//! [`init`] writes overlay stubs for the tools of a live upstream;
+//! [`directory`] holds the app directories' rules `check` applies.
 //!
 //! [`args`] is the binary's command line; [`upstreams`] says which upstreams
 //! its flags give `check` and `init`. The binary parses it and loads
@@ -9,6 +10,7 @@
 
 pub mod args;
 pub mod check;
+pub mod directory;
 pub mod init;
 pub mod upstreams;
 

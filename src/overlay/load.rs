@@ -23,7 +23,7 @@ use super::set::{OverlaySet, Widgets};
 use loader::Loader;
 
 pub use error::{LoadError, LoadErrors};
-pub use inspection::{Inspection, MountFileSite, RenderSite, ToolSite};
+pub use inspection::{Inspection, MountFileSite, RenderSite, ToolSite, WidgetSite};
 #[cfg(test)]
 pub(super) use parse::MountFile;
 pub use widgets::WIDGETS_DIR;
@@ -63,6 +63,7 @@ pub fn inspect_dir_within(dir: &Path, max_bytes: usize) -> Inspection {
         mount_files: Vec::new(),
         tools: Vec::new(),
         renders: Vec::new(),
+        widget_sites: Vec::new(),
         max_bytes,
     };
     match fs::canonicalize(dir) {
@@ -90,5 +91,6 @@ pub fn inspect_dir_within(dir: &Path, max_bytes: usize) -> Inspection {
         mount_files: loader.mount_files,
         tools: loader.tools,
         renders: loader.renders,
+        widgets: loader.widget_sites,
     }
 }

@@ -27,8 +27,8 @@ pub use format::{
     ResultShaping, SecurityScheme, ToolOverlay, WidgetManifest, merge_meta,
 };
 pub use load::{
-    Inspection, LoadError, LoadErrors, MountFileSite, RenderSite, ToolSite, inspect_dir,
-    inspect_dir_within, load_dir, load_dir_within,
+    Inspection, LoadError, LoadErrors, MountFileSite, RenderSite, ToolSite, WidgetSite,
+    inspect_dir, inspect_dir_within, load_dir, load_dir_within,
 };
 pub use memo::Memo;
 pub use set::{MountOverlays, OverlaySet, RETAINED_VERSIONS, Widgets};

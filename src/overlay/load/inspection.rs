@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::error::LoadError;
-use crate::overlay::format::{RenderTool, ToolOverlay};
+use crate::overlay::format::{RenderTool, ToolOverlay, WidgetManifest};
 use crate::overlay::set::OverlaySet;
 
 /// Everything reading an overlay directory found, kept even when some of it
@@ -22,6 +22,20 @@ pub struct Inspection {
     pub tools: Vec<ToolSite>,
     /// Every render tool table of those files that parsed.
     pub renders: Vec<RenderSite>,
+    /// Every widget folder whose manifest parsed and passed its checks.
+    pub widgets: Vec<WidgetSite>,
+}
+
+/// Where one widget's manifest is written, and what it says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WidgetSite {
+    /// The folder name.
+    pub name: String,
+    /// `widget.toml` or `widget.json`; where one would go when the folder
+    /// has none.
+    pub manifest_file: PathBuf,
+    /// The manifest (the defaults when the folder has none).
+    pub manifest: WidgetManifest,
 }
 
 /// Where one render tool is written.

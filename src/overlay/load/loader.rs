@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::error::LoadError;
-use super::inspection::{MountFileSite, RenderSite, ToolSite};
+use super::inspection::{MountFileSite, RenderSite, ToolSite, WidgetSite};
 
 pub(super) struct Loader {
     /// The directory as given, for messages.
@@ -17,6 +17,7 @@ pub(super) struct Loader {
     pub(super) mount_files: Vec<MountFileSite>,
     pub(super) tools: Vec<ToolSite>,
     pub(super) renders: Vec<RenderSite>,
+    pub(super) widget_sites: Vec<WidgetSite>,
     /// Largest file read, and largest widget with its assets inlined
     /// (`limits.max_widget_bytes`).
     pub(super) max_bytes: usize,

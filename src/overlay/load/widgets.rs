@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::inspection::WidgetSite;
 use super::loader::Loader;
 use super::parse::{Located, key_line, line_of};
 use crate::overlay::format::WidgetManifest;
@@ -83,7 +84,12 @@ impl Loader {
     }
 
     fn widget(&mut self, folder: &Path, name: &str) -> Option<Widget> {
-        let manifest = self.manifest(folder)?;
+        let (manifest, manifest_file) = self.manifest(folder)?;
+        self.widget_sites.push(WidgetSite {
+            name: name.to_owned(),
+            manifest_file,
+            manifest: manifest.clone(),
+        });
         let entry_path = folder.join(manifest.entry());
         let html = match self.read(&entry_path) {
             Ok(html) => html,
@@ -151,14 +157,15 @@ impl Loader {
         all_allowed
     }
 
-    fn manifest(&mut self, folder: &Path) -> Option<WidgetManifest> {
+    /// The folder's manifest and its file (where it would go, when absent).
+    fn manifest(&mut self, folder: &Path) -> Option<(WidgetManifest, PathBuf)> {
         let present: Vec<PathBuf> = MANIFESTS
             .iter()
             .map(|m| folder.join(m))
             .filter(|p| p.exists())
             .collect();
         let path = match present.as_slice() {
-            [] => return Some(WidgetManifest::default()),
+            [] => return Some((WidgetManifest::default(), folder.join(MANIFESTS[0]))),
             [one] => one.clone(),
             [first, ..] => {
                 let reason = "both widget.toml and widget.json exist; keep one".to_owned();
@@ -196,6 +203,6 @@ impl Loader {
                 problem.reason.clone(),
             );
         }
-        problems.is_empty().then_some(manifest)
+        problems.is_empty().then_some((manifest, path))
     }
 }
