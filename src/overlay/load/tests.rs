@@ -18,6 +18,10 @@ fn lines_and_key_lines() {
     assert_eq!(key_line(text, "csp.frame_domains[0]"), Some(3));
     assert_eq!(key_line("{\n  \"domain\": \"x\"\n}", "domain"), Some(2));
     assert_eq!(key_line(text, "entry"), None);
+    let inline = "title = \"t\"\ndomain = { claude = \"https://x\" }\n";
+    assert_eq!(key_line(inline, "domain.claude"), Some(2));
+    let table = "[domain]\nchatgpt = \"a\"\nclaude = \"b\"\n";
+    assert_eq!(key_line(table, "domain.claude"), Some(3));
 }
 
 #[test]
