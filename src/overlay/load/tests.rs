@@ -236,6 +236,37 @@ fn manifest_rules_and_remote_assets_are_located() {
 }
 
 #[test]
+fn per_host_domains_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "widgets/inline/widget.toml",
+        "title = \"t\"\ndomain = { chatgpt = \"w.example.com\" }\n",
+    );
+    write(root, "widgets/inline/index.html", "");
+    write(
+        root,
+        "widgets/table/widget.toml",
+        "[domain]\nchatgpt = \"https://w.example.com\"\nclaude = \"https://w.example.com\"\n",
+    );
+    write(root, "widgets/table/index.html", "");
+    write(
+        root,
+        "widgets/typo/widget.json",
+        "{\n \"domain\": {\"claud\": \"x\"}\n}",
+    );
+    write(root, "widgets/typo/index.html", "");
+    let got = errors(root);
+    let expected = [
+        "widgets/inline/widget.toml:2: domain.chatgpt: `w.example.com` is a bare host name; ChatGPT's widget domain is an origin (try `https://w.example.com`)",
+        "widgets/table/widget.toml:3: domain.claude: `https://w.example.com` is an origin; Claude's widget domain is a bare host name such as `w.example.com`, and the one Claude accepts is hashed from the endpoint URL: leave `claude` out and set public_url to have the gateway derive it",
+        "widgets/typo/widget.json:2: unknown field `claud`, expected one of `chatgpt`, `claude`, `other`",
+    ];
+    assert_eq!(got, expected, "\n{}", got.join("\n"));
+}
+
+#[test]
 fn a_tool_defined_twice_for_one_mount_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
