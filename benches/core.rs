@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use mcp_ui_gateway::host::{HostKind, Target};
 use mcp_ui_gateway::jsonrpc;
 use mcp_ui_gateway::overlay::{MountOverlays, OverlaySet, ToolOverlay, Widget, Widgets};
 use mcp_ui_gateway::relay::plan::{self, Rewrite};
@@ -97,6 +98,7 @@ fn rewrite(c: &mut Criterion) {
                     "everything",
                     &Rewrite::ToolsListPage { first: true },
                     black_box(body),
+                    &Target::default(),
                     &|_| false,
                 )
                 .body
@@ -143,6 +145,7 @@ fn session_ids(c: &mut Criterion) {
         route: Route::Http {
             upstream_session: Some("6f1c2b9e-5d0a-4c3e-9a57-0b2f8e1d4c6a".into()),
         },
+        host: Some(HostKind::ChatGpt),
     };
     let id = key.seal(&token);
     let mut g = c.benchmark_group("session id");

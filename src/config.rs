@@ -35,8 +35,9 @@ pub struct Config {
     pub allowed_origins: Vec<String>,
     /// The gateway's external base URL, e.g. `https://gw.example.com` behind a
     /// TLS terminator. Each mount's protected-resource identifier is this plus
-    /// its path. Unset: `http://` (`https://` with `tls_cert`) plus the
-    /// request's `Host` (the listen address for direct clients).
+    /// its path, and Claude's widget domain is hashed from that URL. Unset:
+    /// `http://` (`https://` with `tls_cert`) plus the request's `Host` (the
+    /// listen address for direct clients), and no derived widget domain.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub public_url: Option<String>,
     /// Serve HTTPS: the certificate chain (PEM, leaf first) and its private

@@ -68,6 +68,10 @@ pub struct MountState {
     pub config: Mount,
     /// A stdio mount's crash record and restart backoff.
     pub restarts: Arc<Restarts>,
+    /// The widget domain Claude expects for this mount, derived from its
+    /// public endpoint URL (`public_url` and the path); `None` without a
+    /// `public_url`.
+    pub claude_domain: Option<Arc<str>>,
 }
 
 impl MountState {
@@ -76,6 +80,15 @@ impl MountState {
     pub fn is_message(&self) -> bool {
         !matches!(self.config.transport, Transport::Http { .. })
     }
+}
+
+/// Claude's widget domain for the mount at `path` behind `public_url`: the
+/// hash of its public endpoint URL, the same URL its protected-resource
+/// metadata names.
+fn claude_domain(public_url: Option<&str>, path: &str) -> Option<Arc<str>> {
+    let base = public_url?.trim_end_matches('/');
+    let url = crate::auth::resource_url(base, path);
+    Some(crate::host::claude_domain(&url).into())
 }
 
 /// The tool names each upstream (with overlays) last listed, as seen in the
@@ -181,9 +194,10 @@ impl Gateway {
             mounts: mounts
                 .into_iter()
                 .enumerate()
-                .map(|(index, config)| MountState {
+                .map(|(index, mount)| MountState {
                     index,
-                    config,
+                    claude_domain: claude_domain(config.public_url.as_deref(), &mount.path),
+                    config: mount,
                     restarts: Arc::default(),
                 })
                 .collect(),

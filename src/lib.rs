@@ -33,6 +33,8 @@
 //! - [`overlay`]: the operator's overlay files, loaded, checked and compiled
 //!   into one immutable set (tool metadata and widget resources).
 //! - [`jsonrpc`] and [`sse`]: pure, allocation-light message and event parsing.
+//! - [`host`]: which MCP host a client is (ChatGPT, Claude, another), for
+//!   the widget domain, whose form differs by host.
 //! - [`config`]: layered configuration and its validation.
 //! - [`probe`]: a one-off MCP client that lists an upstream's live tools;
 //!   [`cli`]: the `check` and `init` commands built on it.
@@ -46,6 +48,7 @@ pub mod demo;
 pub mod endpoint;
 pub mod gateway;
 pub mod health;
+pub mod host;
 pub mod jsonrpc;
 pub mod live;
 pub mod metrics;

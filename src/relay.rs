@@ -53,7 +53,12 @@ pub async fn post(
     };
     exchange.set_method(MethodId::of_body(&parsed));
     let resp = match Ctx::new(gw, mount, &parts.headers) {
-        Ok(cx) => post_exchange(&cx, &body, parsed).await,
+        Ok(mut cx) => {
+            if let jsonrpc::Body::Single(m) = &parsed {
+                cx.judge_host(m);
+            }
+            post_exchange(&cx, &body, parsed).await
+        }
         Err(failure) => failure.respond(None),
     };
     exchange.finish_body(resp)
@@ -80,9 +85,10 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
     // One snapshot for the whole exchange, however long it takes.
     let overlays = gw.live.load();
     let name = cx.upstream();
+    let target = cx.target();
     let (plan, request_id) = match &parsed {
         jsonrpc::Body::Single(m) => (
-            plan::plan(&overlays, name, m, &|tool| {
+            plan::plan(&overlays, name, m, &target, &|tool| {
                 gw.upstream_tools.has(name, tool)
             }),
             m.id.filter(|_| m.kind == Kind::Request),
@@ -108,7 +114,7 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         }
         _ => None,
     };
-    let finisher = finisher(cx, &parsed, overlays, plan);
+    let finisher = finisher(cx, &parsed, overlays, plan, target);
     let response = if cx.mount.is_message() {
         owned::post(cx, body, parsed, finisher).await
     } else {
@@ -142,6 +148,7 @@ fn finisher(
     parsed: &jsonrpc::Body<'_>,
     overlays: Arc<crate::overlay::OverlaySet>,
     plan: Plan,
+    target: crate::host::Target,
 ) -> Option<Finisher> {
     let challenges = (is_tool_call(parsed)
         && !matches!(cx.mount.config.transport, Transport::Stdio(_)))
@@ -158,6 +165,7 @@ fn finisher(
         overlays,
         mount: cx.upstream().to_owned(),
         rewrite,
+        target,
         challenges,
         upstream_tools: cx.gw.upstream_tools.clone(),
     })

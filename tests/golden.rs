@@ -8,6 +8,7 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use mcp_ui_gateway::host::Target;
 use mcp_ui_gateway::overlay::{self, OverlaySet};
 use mcp_ui_gateway::rewrite::{self, ListChanged, Warning};
 use serde_json::Value;
@@ -189,6 +190,12 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap() + "\n"
 }
 
+/// A host other than ChatGPT and Claude, which sees each manifest's values
+/// as written.
+fn any_host() -> Target {
+    Target::default()
+}
+
 fn run(op: Op, set: &OverlaySet, input: Option<Value>) -> (Value, Vec<Warning>) {
     let mut value = input.unwrap_or(Value::Null);
     let warnings = match op {
@@ -211,13 +218,16 @@ fn run(op: Op, set: &OverlaySet, input: Option<Value>) -> (Value, Vec<Warning>) 
             rewrite::discover_result(&mut value, list_changed);
             Vec::new()
         }
-        Op::ResourcesList { mount } => rewrite::resources_list(&mut value, &set.widgets_for(mount)),
+        Op::ResourcesList { mount } => {
+            rewrite::resources_list(&mut value, &set.widgets_for(mount), &any_host())
+        }
         Op::LocalResourcesList { mount } => {
-            value = rewrite::local_resources_list(&set.widgets_for(mount));
+            value = rewrite::local_resources_list(&set.widgets_for(mount), &any_host());
             Vec::new()
         }
         Op::Read { widget } => {
-            value = rewrite::read_result(set.widgets().get(widget).expect("widget loaded"));
+            let widget = set.widgets().get(widget).expect("widget loaded");
+            value = rewrite::read_result(widget, &any_host());
             Vec::new()
         }
         Op::ToolsListWithRender { mount } => {

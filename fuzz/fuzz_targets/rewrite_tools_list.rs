@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
+use mcp_ui_gateway::host::Target;
 use mcp_ui_gateway::overlay::OverlaySet;
 use mcp_ui_gateway::overlay::load::load_dir;
 use mcp_ui_gateway::relay::plan::{Rewrite, apply};
@@ -59,7 +60,14 @@ fuzz_target!(|data: &[u8]| {
     // Odd selectors: the upstream listed every name already (render tools
     // then yield to it).
     let listed_all = |_: &str| selector & 0x10 != 0;
-    let applied = apply(set, MOUNT, &rewrite, response, &listed_all);
+    let applied = apply(
+        set,
+        MOUNT,
+        &rewrite,
+        response,
+        &Target::default(),
+        &listed_all,
+    );
     let Some(body) = applied.body else {
         return;
     };

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::overlay::validate::url_origin;
 use crate::overlay::{
-    RenderSite, SecurityScheme, ToolOverlay, ToolSite, WidgetManifest, WidgetSite,
+    RenderSite, SecurityScheme, ToolOverlay, ToolSite, WidgetDomain, WidgetManifest, WidgetSite,
 };
 use crate::rewrite::call::is_text_wrapper_schema;
 
@@ -152,7 +152,11 @@ pub fn findings(input: &Input<'_>) -> Vec<Finding> {
 
 /// Whether the manifest gives ChatGPT a widget domain.
 pub fn has_chatgpt_domain(manifest: &WidgetManifest) -> bool {
-    manifest.domain.is_some()
+    match &manifest.domain {
+        Some(WidgetDomain::One(_)) => true,
+        Some(WidgetDomain::PerHost(hosts)) => hosts.chatgpt.is_some(),
+        None => false,
+    }
 }
 
 /// A tool table's location, for findings.
@@ -397,13 +401,19 @@ fn native_resource_uri(tool: &Value) -> Option<&str> {
 fn widget_domain(widget: &WidgetSite, public_url: &str) -> Finding {
     let origin = url_origin(public_url).unwrap_or_else(|| public_url.to_owned());
     let file = widget.manifest_file.display();
+    let json = widget.manifest_file.extension().is_some_and(|e| e == "json");
+    let lines = if json {
+        format!("\"domain\": {{\"chatgpt\": \"{origin}\"}}")
+    } else {
+        format!("domain = {{ chatgpt = \"{origin}\" }}")
+    };
     Finding {
         rule: Rule::WidgetDomain,
         file: widget.manifest_file.clone(),
         line: None,
         place: Some("domain".into()),
         message: format!(
-            "ChatGPT requires a unique widget domain for app submission, and widget `{}` has none for ChatGPT: set `domain` in {file} to an origin unique to this app, such as public_url's \"{origin}\"",
+            "ChatGPT requires a unique widget domain for app submission, and widget `{}` has none for ChatGPT: give it an origin unique to this app in {file}, such as public_url's: `{lines}` (a table keeps Claude's domain derived from public_url)",
             widget.name
         ),
     }

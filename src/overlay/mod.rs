@@ -23,8 +23,9 @@ pub mod validate;
 pub mod widget;
 
 pub use format::{
-    Annotations, Audience, Csp, DisplayMode, Permissions, RENDER_TOOL_META, RenderTool,
-    ResultShaping, SecurityScheme, ToolOverlay, WidgetManifest, merge_meta,
+    Annotations, Audience, Csp, DisplayMode, HostDomains, Permissions, RENDER_TOOL_META,
+    RenderTool, ResultShaping, SecurityScheme, ToolOverlay, WidgetDomain, WidgetManifest,
+    merge_meta,
 };
 pub use load::{
     Inspection, LoadError, LoadErrors, MountFileSite, RenderSite, ToolSite, WidgetSite,

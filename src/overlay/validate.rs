@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::format::{RenderTool, SecurityScheme, ToolOverlay, WidgetManifest};
+use super::format::{RenderTool, SecurityScheme, ToolOverlay, WidgetDomain, WidgetManifest};
 use super::set::MountOverlays;
 use super::widget;
 
@@ -15,7 +15,7 @@ mod names;
 #[cfg(test)]
 mod tests;
 
-pub use csp::{domain, origin, origin_allowed, url_origin};
+pub use csp::{chatgpt_domain, claude_domain, domain, origin, origin_allowed, url_origin};
 pub use names::unknown_tool;
 
 /// ChatGPT's limit on `openai/toolInvocation/invoking` and `invoked`.
@@ -222,10 +222,28 @@ pub fn manifest(manifest: &WidgetManifest) -> Vec<Problem> {
     if let Err(reason) = entry(manifest.entry()) {
         problems.push(Problem::new("entry", reason));
     }
-    if let Some(value) = &manifest.domain
-        && let Err(reason) = domain(value)
-    {
-        problems.push(Problem::new("domain", reason));
+    match &manifest.domain {
+        None => {}
+        Some(WidgetDomain::One(value)) => {
+            if let Err(reason) = domain(value) {
+                problems.push(Problem::new("domain", reason));
+            }
+        }
+        Some(WidgetDomain::PerHost(hosts)) => {
+            type Rule = fn(&str) -> Result<(), String>;
+            let rules: [(&str, &Option<String>, Rule); 3] = [
+                ("domain.chatgpt", &hosts.chatgpt, chatgpt_domain),
+                ("domain.claude", &hosts.claude, claude_domain),
+                ("domain.other", &hosts.other, domain),
+            ];
+            for (place, value, rule) in rules {
+                if let Some(value) = value
+                    && let Err(reason) = rule(value)
+                {
+                    problems.push(Problem::new(place, reason));
+                }
+            }
+        }
     }
     if let Some(modes) = &manifest.display_modes {
         if modes.is_empty() {

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::gateway::{Gateway, MountState};
+use crate::host::{self, HostKind, Target};
+use crate::jsonrpc::Message;
 use crate::outcome::Failure;
 use crate::session::Route;
 
@@ -23,6 +25,11 @@ pub struct Ctx<'a> {
     pub headers: &'a HeaderMap,
     /// The session the headers name.
     pub session: SessionRef,
+    /// The host that initialized that session, when its id says.
+    pub session_host: Option<HostKind>,
+    /// The host the exchange is for: the session's, until
+    /// [`Ctx::judge_host`] reads the request.
+    pub host: HostKind,
 }
 
 impl<'a> Ctx<'a> {
@@ -33,13 +40,29 @@ impl<'a> Ctx<'a> {
         mount: &'a MountState,
         headers: &'a HeaderMap,
     ) -> Result<Self, Failure> {
-        let session = resolve_session(gw, mount, headers)?;
+        let (session, session_host) = resolve_session(gw, mount, headers)?;
         Ok(Ctx {
             gw,
             mount,
             headers,
             session,
+            session_host,
+            host: session_host.unwrap_or_default(),
         })
+    }
+
+    /// Sets [`Ctx::host`] from a single request (see [`host::detect`]).
+    pub fn judge_host(&mut self, m: &Message<'_>) {
+        let agent = self
+            .headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok());
+        self.host = host::detect(self.session_host, m.method.as_deref(), m.params, agent);
+    }
+
+    /// Whom the exchange's answers are written for.
+    pub fn target(&self) -> Target {
+        Target::new(self.host, self.mount.claude_domain.clone())
     }
 
     /// The mount's upstream name.
@@ -65,9 +88,9 @@ fn resolve_session(
     gw: &Gateway,
     mount: &MountState,
     headers: &HeaderMap,
-) -> Result<SessionRef, Failure> {
+) -> Result<(SessionRef, Option<HostKind>), Failure> {
     let Some(value) = headers.get(SESSION_HEADER) else {
-        return Ok(SessionRef::None);
+        return Ok((SessionRef::None, None));
     };
     let token = value
         .to_str()
@@ -77,15 +100,14 @@ fn resolve_session(
     if token.mount != mount.config.name {
         return Err(Failure::SessionNotFound);
     }
-    match (&token.route, mount.is_message()) {
-        (Route::Http { upstream_session }, false) => Ok(SessionRef::Http {
+    let session = match (&token.route, mount.is_message()) {
+        (Route::Http { upstream_session }, false) => SessionRef::Http {
             upstream: upstream_session.clone(),
             received: value.clone(),
-        }),
-        (Route::Local { instance, id }, true) if *instance == gw.instance => {
-            Ok(SessionRef::Local(*id))
-        }
-        (Route::Local { .. }, true) => Err(Failure::SessionElsewhere),
-        _ => Err(Failure::SessionNotFound),
-    }
+        },
+        (Route::Local { instance, id }, true) if *instance == gw.instance => SessionRef::Local(*id),
+        (Route::Local { .. }, true) => return Err(Failure::SessionElsewhere),
+        _ => return Err(Failure::SessionNotFound),
+    };
+    Ok((session, token.host))
 }

@@ -12,6 +12,7 @@ use super::plan::{self, Rewrite};
 use crate::auth;
 use crate::config::Transport;
 use crate::gateway::{Gateway, UpstreamTools};
+use crate::host::Target;
 use crate::overlay::OverlaySet;
 
 /// Rewrites the response to one planned request.
@@ -20,6 +21,8 @@ pub struct Finisher {
     pub overlays: Arc<OverlaySet>,
     pub mount: String,
     pub rewrite: Option<Rewrite>,
+    /// The host the answer is for (widget resources differ by host).
+    pub target: Target,
     /// For challenges inside a tool result.
     pub challenges: Option<ResultChallenges>,
     /// Where `tools/list` pages record the upstream's tool names.
@@ -39,7 +42,14 @@ impl Finisher {
         let mut body = None;
         if let Some(rewrite) = &self.rewrite {
             let known = |tool: &str| self.upstream_tools.has(&self.mount, tool);
-            let mut applied = plan::apply(&self.overlays, &self.mount, rewrite, response, &known);
+            let mut applied = plan::apply(
+                &self.overlays,
+                &self.mount,
+                rewrite,
+                response,
+                &self.target,
+                &known,
+            );
             if let (Some(names), Rewrite::ToolsListPage { first }) =
                 (applied.upstream_tools.take(), rewrite)
             {

@@ -131,6 +131,7 @@ fn finish_initialize(cx: &Ctx<'_>, local: u64, mut resp: Response<Body>) -> Resp
             instance: cx.gw.instance,
             id: local,
         },
+        host: Some(cx.host),
     };
     let id =
         HeaderValue::from_str(&cx.gw.key.seal(&token)).expect("base64url is a valid header value");

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use crate::host::Target;
 use crate::jsonrpc::{self, Kind, Message, code};
 use crate::overlay::{MountOverlays, OverlaySet};
 use crate::rewrite::{self, ListChanged, Warning};
@@ -43,12 +44,14 @@ pub enum Plan {
     Rewrite(Rewrite),
 }
 
-/// Decide for one message sent to `mount`. `upstream_has` says whether the
-/// upstream listed a tool of that name (it then wins over a render tool).
+/// Decide for one message sent to `mount` by the host `target` names.
+/// `upstream_has` says whether the upstream listed a tool of that name (it
+/// then wins over a render tool).
 pub fn plan(
     overlays: &OverlaySet,
     mount: &str,
     m: &Message<'_>,
+    target: &Target,
     upstream_has: &dyn Fn(&str) -> bool,
 ) -> Plan {
     if m.kind != Kind::Request {
@@ -75,7 +78,10 @@ pub fn plan(
                 return Plan::Forward;
             };
             match overlays.widgets().by_uri(uri) {
-                Some(widget) => Plan::Answer(result_response(m.id, &rewrite::read_result(widget))),
+                Some(widget) => {
+                    let result = rewrite::read_result(widget, target);
+                    Plan::Answer(result_response(m.id, &result))
+                }
                 None if uri.starts_with("ui://") => {
                     Plan::Rewrite(Rewrite::ResourceRead(uri.to_owned()))
                 }
@@ -135,13 +141,15 @@ pub struct Applied {
 }
 
 /// Rewrite the response to a planned request. Anything unexpected (not JSON,
-/// no result, another error) leaves the response untouched. `upstream_has`
-/// is as for [`plan`] (the names on earlier `tools/list` pages).
+/// no result, another error) leaves the response untouched. `target` and
+/// `upstream_has` are as for [`plan`] (`upstream_has`: the names on earlier
+/// `tools/list` pages).
 pub fn apply(
     overlays: &OverlaySet,
     mount: &str,
     rewrite: &Rewrite,
     response: &[u8],
+    target: &Target,
     upstream_has: &dyn Fn(&str) -> bool,
 ) -> Applied {
     if let Rewrite::ToolsListPage { .. } = rewrite {
@@ -166,7 +174,7 @@ pub fn apply(
         let not_found = error.get("code").and_then(Value::as_i64) == Some(code::METHOD_NOT_FOUND);
         let local = match rewrite {
             Rewrite::ResourcesList if not_found => {
-                rewrite::local_resources_list(&overlays.widgets_for(mount))
+                rewrite::local_resources_list(&overlays.widgets_for(mount), target)
             }
             Rewrite::TemplatesList if not_found => json!({ "resourceTemplates": [] }),
             Rewrite::ResourceRead(uri) if not_found || overlays_own(overlays, uri) => {
@@ -219,7 +227,7 @@ pub fn apply(
             upstream_tools = Some(names);
         }
         Rewrite::ResourcesList => {
-            warnings = rewrite::resources_list(result, &overlays.widgets_for(mount));
+            warnings = rewrite::resources_list(result, &overlays.widgets_for(mount), target);
         }
         Rewrite::TemplatesList | Rewrite::ResourceRead(_) => return Applied::default(),
         Rewrite::ToolCall(name) => match overlays.mount(mount).and_then(|m| m.tool(name)) {

@@ -413,6 +413,7 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()
                     route: Route::Http {
                         upstream_session: Some(up.to_owned()),
                     },
+                    host: Some(cx.host),
                 };
                 HeaderValue::from_str(&cx.gw.key.seal(&token))
                     .expect("base64url is a valid header value")

@@ -2,30 +2,33 @@
 //! gateway gives for a widget URI, the `resources/list` entry, and the merge
 //! of those entries into an upstream's paginated list. The same `_meta` goes
 //! in both the list entry and the read content, because hosts and checkers
-//! each read only one of the two.
+//! each read only one of the two; it is the one for the host asking
+//! ([`Target`]), whose widget domain differs.
 
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
 use super::warning::Warning;
+use crate::host::Target;
 use crate::overlay::Widget;
 use crate::overlay::widget::MCP_APP_MIME;
 
-/// The `resources/read` result for a widget version.
-pub fn read_result(widget: &Widget) -> Value {
+/// The `resources/read` result for a widget version, as `target` sees it.
+pub fn read_result(widget: &Widget, target: &Target) -> Value {
     let mut content = Map::new();
     content.insert("uri".into(), json!(widget.uri));
     content.insert("mimeType".into(), json!(MCP_APP_MIME));
     content.insert("text".into(), json!(widget.html));
-    if !widget.meta.is_empty() {
-        content.insert("_meta".into(), Value::Object(widget.meta.clone()));
+    let meta = widget.meta_for(target);
+    if !meta.is_empty() {
+        content.insert("_meta".into(), Value::Object(meta.into_owned()));
     }
     json!({ "contents": [content] })
 }
 
-/// The `resources/list` entry for a widget.
-pub fn list_entry(widget: &Widget) -> Value {
+/// The `resources/list` entry for a widget, as `target` sees it.
+pub fn list_entry(widget: &Widget, target: &Target) -> Value {
     let mut entry = Map::new();
     entry.insert("uri".into(), json!(widget.uri));
     entry.insert("name".into(), json!(widget.name));
@@ -36,8 +39,9 @@ pub fn list_entry(widget: &Widget) -> Value {
         entry.insert("description".into(), json!(description));
     }
     entry.insert("mimeType".into(), json!(MCP_APP_MIME));
-    if !widget.meta.is_empty() {
-        entry.insert("_meta".into(), Value::Object(widget.meta.clone()));
+    let meta = widget.meta_for(target);
+    if !meta.is_empty() {
+        entry.insert("_meta".into(), Value::Object(meta.into_owned()));
     }
     Value::Object(entry)
 }
@@ -46,7 +50,7 @@ pub fn list_entry(widget: &Widget) -> Value {
 /// its last page only (the one without `nextCursor`), so the upstream's
 /// opaque cursors stay valid and untouched. A widget whose URI the upstream
 /// already lists is not added twice.
-pub fn resources_list(result: &mut Value, widgets: &[&Widget]) -> Vec<Warning> {
+pub fn resources_list(result: &mut Value, widgets: &[&Widget], target: &Target) -> Vec<Warning> {
     let mut warnings = Vec::new();
     let Some(result) = result.as_object_mut() else {
         return warnings;
@@ -69,7 +73,7 @@ pub fn resources_list(result: &mut Value, widgets: &[&Widget]) -> Vec<Warning> {
         .collect();
     for widget in widgets {
         if listed.insert(widget.uri.clone()) {
-            resources.push(list_entry(widget));
+            resources.push(list_entry(widget, target));
         } else {
             warnings.push(Warning::new(
                 &widget.uri,
@@ -82,8 +86,8 @@ pub fn resources_list(result: &mut Value, widgets: &[&Widget]) -> Vec<Warning> {
 
 /// A whole `resources/list` result for an upstream without the `resources`
 /// capability, which the gateway answers alone.
-pub fn local_resources_list(widgets: &[&Widget]) -> Value {
-    let entries: Vec<Value> = widgets.iter().map(|w| list_entry(w)).collect();
+pub fn local_resources_list(widgets: &[&Widget], target: &Target) -> Value {
+    let entries: Vec<Value> = widgets.iter().map(|w| list_entry(w, target)).collect();
     json!({ "resources": entries })
 }
 
@@ -91,6 +95,11 @@ pub fn local_resources_list(widgets: &[&Widget]) -> Value {
 mod tests {
     use super::*;
     use crate::overlay::{Csp, DisplayMode, Permissions, WidgetManifest};
+
+    /// A host other than ChatGPT and Claude: the manifest's values as given.
+    fn any_host() -> Target {
+        Target::default()
+    }
 
     fn full_manifest() -> WidgetManifest {
         WidgetManifest {
@@ -118,7 +127,7 @@ mod tests {
     #[test]
     fn read_result_carries_both_vocabularies() {
         let widget = Widget::compile("clock", &full_manifest(), "<p>t</p>".into());
-        let read = read_result(&widget);
+        let read = read_result(&widget, &any_host());
         let expected = json!({ "contents": [{
             "uri": widget.uri,
             "mimeType": "text/html;profile=mcp-app",
@@ -149,7 +158,7 @@ mod tests {
         }]});
         // Compared as text: key order is part of the promise.
         assert_eq!(read.to_string(), expected.to_string());
-        let entry = list_entry(&widget);
+        let entry = list_entry(&widget, &any_host());
         assert_eq!(entry["_meta"], read["contents"][0]["_meta"]);
         assert_eq!(entry["name"], "clock");
         assert_eq!(entry["title"], "Clock");
@@ -159,7 +168,7 @@ mod tests {
     fn only_declared_keys_are_emitted() {
         let widget = Widget::compile("bare", &WidgetManifest::default(), "<p></p>".into());
         assert_eq!(
-            read_result(&widget),
+            read_result(&widget, &any_host()),
             json!({ "contents": [{ "uri": widget.uri, "mimeType": MCP_APP_MIME, "text": "<p></p>" }] })
         );
         let redirects_only = WidgetManifest {
@@ -186,11 +195,11 @@ mod tests {
         let first_page =
             json!({ "resources": [{ "uri": "a://1", "name": "1" }], "nextCursor": "opaque==" });
         let mut page = first_page.clone();
-        assert!(resources_list(&mut page, &widgets).is_empty());
+        assert!(resources_list(&mut page, &widgets, &any_host()).is_empty());
         assert_eq!(page, first_page);
 
         let mut last = json!({ "resources": [{ "uri": clock.uri, "name": "native" }], "x-extra": 1, "nextCursor": null });
-        let warnings = resources_list(&mut last, &widgets);
+        let warnings = resources_list(&mut last, &widgets, &any_host());
         assert_eq!(warnings.len(), 1);
         let uris: Vec<&str> = last["resources"]
             .as_array()
@@ -203,8 +212,8 @@ mod tests {
         assert_eq!(last["x-extra"], 1);
 
         let mut empty = json!({});
-        resources_list(&mut empty, &widgets);
+        resources_list(&mut empty, &widgets, &any_host());
         assert_eq!(empty["resources"].as_array().unwrap().len(), 2);
-        assert_eq!(local_resources_list(&widgets), empty);
+        assert_eq!(local_resources_list(&widgets, &any_host()), empty);
     }
 }

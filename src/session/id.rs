@@ -5,13 +5,18 @@
 //! next request, with no shared store) or a handle on a session this process
 //! owns (stdio children and legacy SSE connections, which live in one
 //! process). XChaCha20-Poly1305 with a random 192-bit nonce seals it: a forged,
-//! truncated or foreign-key id fails to open and is answered 404.
+//! truncated or foreign-key id fails to open and is answered 404. It also
+//! carries the host that initialized the session (ChatGPT, Claude, another),
+//! since a widget's domain differs by host; ids sealed before it did still
+//! open, with no host.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use rand::RngCore;
+
+use crate::host::HostKind;
 
 const VERSION: u8 = 1;
 const AAD: &[u8] = b"mcp-ui-gateway/session/v1";
@@ -25,9 +30,9 @@ pub const MAX_UPSTREAM_SESSION_ID: usize = 4096;
 /// Longest mount name an id carries (the configuration refuses longer ones).
 pub const MAX_MOUNT_NAME: usize = 255;
 /// The longest id [`SessionKey::seal`] makes, so the longest [`SessionKey::open`]
-/// looks at: version, kind, mount length, mount, flag, id length, id.
+/// looks at: version, kind, mount length, mount, flag, id length, id, host.
 pub const MAX_SEALED_ID: usize =
-    base64_len(NONCE_LEN + 3 + MAX_MOUNT_NAME + 3 + MAX_UPSTREAM_SESSION_ID + TAG_LEN);
+    base64_len(NONCE_LEN + 3 + MAX_MOUNT_NAME + 3 + MAX_UPSTREAM_SESSION_ID + 1 + TAG_LEN);
 
 /// Length of `n` bytes in unpadded base64.
 const fn base64_len(n: usize) -> usize {
@@ -53,6 +58,9 @@ pub enum Route {
 pub struct Token {
     pub mount: String,
     pub route: Route,
+    /// The host that initialized the session; `None` in an id sealed before
+    /// ids carried it.
+    pub host: Option<HostKind>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -185,7 +193,8 @@ impl OpenedIds {
 }
 
 // Layout: version, kind, mount (u8 length + bytes), then per kind:
-// Http: flag, u16 length + upstream session id; Local: 16-byte instance, u64 id.
+// Http: flag, u16 length + upstream session id; Local: 16-byte instance, u64 id;
+// then the host's byte (absent from ids sealed before hosts were recorded).
 fn encode(token: &Token) -> Vec<u8> {
     let mount = &token.mount.as_bytes()[..token.mount.len().min(255)];
     let mut out = vec![VERSION];
@@ -209,6 +218,9 @@ fn encode(token: &Token) -> Vec<u8> {
             out.extend_from_slice(instance);
             out.extend_from_slice(&id.to_be_bytes());
         }
+    }
+    if let Some(host) = token.host {
+        out.push(host.code());
     }
     out
 }
@@ -239,7 +251,12 @@ fn decode(bytes: &[u8]) -> Option<Token> {
         },
         _ => return None,
     };
-    r.0.is_empty().then_some(Token { mount, route })
+    let host = match r.0 {
+        [] => None,
+        [code] => Some(HostKind::from_code(*code)),
+        _ => return None,
+    };
+    Some(Token { mount, route, host })
 }
 
 struct Reader<'a>(&'a [u8]);
@@ -269,6 +286,7 @@ mod tests {
             route: Route::Http {
                 upstream_session: s.map(Into::into),
             },
+            host: Some(HostKind::Claude),
         }
     }
 
@@ -284,6 +302,15 @@ mod tests {
                     instance: [7; 16],
                     id: u64::MAX,
                 },
+                host: Some(HostKind::ChatGpt),
+            },
+            Token {
+                host: Some(HostKind::Other),
+                ..http(None)
+            },
+            Token {
+                host: None,
+                ..http(Some("x"))
             },
         ] {
             let id = key.seal(&token);
@@ -303,16 +330,43 @@ mod tests {
                 route: Route::Http {
                     upstream_session: Some("s".repeat(len)),
                 },
+                host: Some(HostKind::Other),
             };
             assert!(carries_upstream_id(&"s".repeat(len)));
             let id = key.seal(&token);
             assert!(id.len() <= MAX_SEALED_ID, "{} > {MAX_SEALED_ID}", id.len());
             assert_eq!(key.open(&id), Some(token), "{len}");
         }
-        assert_eq!(MAX_SEALED_ID, 5863);
+        assert_eq!(MAX_SEALED_ID, 5864);
         assert!(!carries_upstream_id(
             &"s".repeat(MAX_UPSTREAM_SESSION_ID + 1)
         ));
+    }
+
+    /// An id sealed before ids carried the host (the same layout, one byte
+    /// shorter) opens, with no host; a longer tail does not.
+    #[test]
+    fn ids_without_a_host_still_open() {
+        let key = SessionKey::random();
+        let seal_plain = |plain: &[u8]| {
+            let nonce = [9u8; NONCE_LEN];
+            let payload = Payload {
+                msg: plain,
+                aad: AAD,
+            };
+            let sealed = key.cipher.encrypt(XNonce::from_slice(&nonce), payload);
+            URL_SAFE_NO_PAD.encode([&nonce[..], &sealed.unwrap()].concat())
+        };
+        let token = http(Some("up-1"));
+        let mut plain = encode(&token);
+        assert_eq!(plain.pop(), Some(HostKind::Claude.code()));
+        let old = Token {
+            host: None,
+            ..token
+        };
+        assert_eq!(key.open(&seal_plain(&plain)), Some(old));
+        plain.extend_from_slice(&[2, 2]);
+        assert_eq!(key.open(&seal_plain(&plain)), None);
     }
 
     #[test]

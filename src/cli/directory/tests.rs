@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::overlay::{Annotations, RenderTool, ResultShaping};
+use crate::overlay::{Annotations, HostDomains, RenderTool, ResultShaping};
 
 fn site(tool: &str, overlay: ToolOverlay) -> ToolSite {
     ToolSite {
@@ -260,11 +260,11 @@ fn a_widget_needs_a_chatgpt_domain_when_the_public_url_is_known() {
         ..Default::default()
     };
     let sites = [site("t", with_widget)];
-    let widget = |domain: Option<&str>, name: &str| WidgetSite {
+    let widget = |domain: Option<WidgetDomain>, name: &str| WidgetSite {
         name: name.into(),
         manifest_file: PathBuf::from(format!("overlays/widgets/{name}/widget.toml")),
         manifest: WidgetManifest {
-            domain: domain.map(str::to_owned),
+            domain,
             ..Default::default()
         },
     };
@@ -278,11 +278,19 @@ fn a_widget_needs_a_chatgpt_domain_when_the_public_url_is_known() {
             ..Default::default()
         },
     }];
+    let per_host = |chatgpt: Option<&str>| {
+        Some(WidgetDomain::PerHost(HostDomains {
+            chatgpt: chatgpt.map(str::to_owned),
+            claude: Some("c.example.com".into()),
+            other: None,
+        }))
+    };
     let widgets = [
         widget(None, "board"),
-        widget(None, "shown"),
+        widget(per_host(None), "shown"),
         widget(None, "spare"),
-        widget(Some("https://board.example.com"), "done"),
+        widget(Some("https://board.example.com".into()), "done"),
+        widget(per_host(Some("https://tasks.example.com")), "tasks"),
     ];
     let upstreams = [upstream(None)];
     let input = |public_url| Input {
@@ -308,11 +316,15 @@ fn a_widget_needs_a_chatgpt_domain_when_the_public_url_is_known() {
     assert!(
         found[0].message.starts_with(
             "ChatGPT requires a unique widget domain for app submission, and widget `board` has none for ChatGPT"
-        ) && found[0].message.ends_with("such as public_url's \"https://gw.example.com\""),
+        ) && found[0].message.contains(
+            "such as public_url's: `domain = { chatgpt = \"https://gw.example.com\" }`"
+        ),
         "{}",
         found[0].message
     );
     assert!(has_chatgpt_domain(&widgets[3].manifest));
+    assert!(has_chatgpt_domain(&widgets[4].manifest));
+    assert!(!has_chatgpt_domain(&widgets[1].manifest));
 }
 
 #[test]

@@ -129,6 +129,7 @@ fn shipped_schemas_are_json_and_match_the_overlay_types() {
     assert_same_keys::<WidgetManifest>(&schema, "/properties");
     assert_same_keys::<Csp>(&schema, "/definitions/csp/properties");
     assert_same_keys::<Permissions>(&schema, "/definitions/permissions/properties");
+    assert_same_keys::<HostDomains>(&schema, "/definitions/hostDomains/properties");
     let mode = |m: DisplayMode| match m {
         DisplayMode::Inline | DisplayMode::Fullscreen | DisplayMode::Pip => m.as_str().to_owned(),
     };
@@ -153,4 +154,41 @@ fn the_schema_agrees_with_the_limits_enforced_at_load() {
             assert_eq!(max, Some(&json!(validate::STATUS_TEXT_MAX_CHARS)));
         }
     }
+}
+
+#[test]
+fn a_widget_domain_is_a_string_or_a_table_per_host() {
+    let one: WidgetManifest = toml::from_str("domain = \"https://w.example.com\"").unwrap();
+    assert_eq!(
+        one.domain,
+        Some(WidgetDomain::One("https://w.example.com".into()))
+    );
+    let table: WidgetManifest = toml::from_str(
+        "domain = { chatgpt = \"https://w.example.com\", claude = \"c.example.com\" }",
+    )
+    .unwrap();
+    let hosts = HostDomains {
+        chatgpt: Some("https://w.example.com".into()),
+        claude: Some("c.example.com".into()),
+        other: None,
+    };
+    assert_eq!(table.domain, Some(WidgetDomain::PerHost(hosts.clone())));
+    let json: WidgetManifest = serde_json::from_value(
+        json!({ "domain": { "chatgpt": "https://w.example.com", "claude": "c.example.com" } }),
+    )
+    .unwrap();
+    assert_eq!(json.domain, Some(WidgetDomain::PerHost(hosts)));
+    let typo = toml::from_str::<WidgetManifest>("domain = { claud = \"x\" }").unwrap_err();
+    assert!(
+        typo.message()
+            .contains("unknown field `claud`, expected one of `chatgpt`, `claude`, `other`"),
+        "{typo}"
+    );
+    let wrong = toml::from_str::<WidgetManifest>("domain = 3").unwrap_err();
+    assert!(
+        wrong
+            .message()
+            .contains("a string, or a table with keys chatgpt, claude, other"),
+        "{wrong}"
+    );
 }

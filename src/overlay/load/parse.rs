@@ -202,19 +202,23 @@ pub(super) fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// A best-effort line for a manifest key path such as `csp.frame_domains[0]`:
-/// the first line that assigns its last key.
+/// the first line that assigns its last key, else one that assigns a key
+/// before it (a value in an inline table, `domain = { claude = "…" }`).
 pub(super) fn key_line(source: &str, place: &str) -> Option<usize> {
-    let key = place.rsplit('.').next()?.split('[').next()?;
-    source
-        .lines()
-        .position(|line| {
-            let line = line.trim_start().trim_start_matches('"');
-            line.strip_prefix(key).is_some_and(|rest| {
-                rest.trim_start()
-                    .trim_start_matches('"')
-                    .trim_start()
-                    .starts_with(['=', ':'])
-            })
+    let assigns = |line: &str, key: &str| {
+        let line = line.trim_start().trim_start_matches('"');
+        line.strip_prefix(key).is_some_and(|rest| {
+            rest.trim_start()
+                .trim_start_matches('"')
+                .trim_start()
+                .starts_with(['=', ':'])
         })
-        .map(|i| i + 1)
+    };
+    place.rsplit('.').find_map(|segment| {
+        let key = segment.split('[').next()?;
+        source
+            .lines()
+            .position(|line| assigns(line, key))
+            .map(|i| i + 1)
+    })
 }

@@ -18,6 +18,10 @@ fn lines_and_key_lines() {
     assert_eq!(key_line(text, "csp.frame_domains[0]"), Some(3));
     assert_eq!(key_line("{\n  \"domain\": \"x\"\n}", "domain"), Some(2));
     assert_eq!(key_line(text, "entry"), None);
+    let inline = "title = \"t\"\ndomain = { claude = \"https://x\" }\n";
+    assert_eq!(key_line(inline, "domain.claude"), Some(2));
+    let table = "[domain]\nchatgpt = \"a\"\nclaude = \"b\"\n";
+    assert_eq!(key_line(table, "domain.claude"), Some(3));
 }
 
 #[test]
@@ -265,6 +269,37 @@ fn a_widget_folder_one_level_down_is_pointed_at() {
         errors(dir.path()),
         ["time.toml:1: tools.t.widget: no widget folder `widgets/clock`"]
     );
+}
+
+#[test]
+fn per_host_domains_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "widgets/inline/widget.toml",
+        "title = \"t\"\ndomain = { chatgpt = \"w.example.com\" }\n",
+    );
+    write(root, "widgets/inline/index.html", "");
+    write(
+        root,
+        "widgets/table/widget.toml",
+        "[domain]\nchatgpt = \"https://w.example.com\"\nclaude = \"https://w.example.com\"\n",
+    );
+    write(root, "widgets/table/index.html", "");
+    write(
+        root,
+        "widgets/typo/widget.json",
+        "{\n \"domain\": {\"claud\": \"x\"}\n}",
+    );
+    write(root, "widgets/typo/index.html", "");
+    let got = errors(root);
+    let expected = [
+        "widgets/inline/widget.toml:2: domain.chatgpt: `w.example.com` is a bare host name; ChatGPT's widget domain is an origin (try `https://w.example.com`)",
+        "widgets/table/widget.toml:3: domain.claude: `https://w.example.com` is an origin; Claude's widget domain is a bare host name such as `w.example.com`, and the one Claude accepts is hashed from the endpoint URL: leave `claude` out and set public_url to have the gateway derive it",
+        "widgets/typo/widget.json:2: unknown field `claud`, expected one of `chatgpt`, `claude`, `other`",
+    ];
+    assert_eq!(got, expected, "\n{}", got.join("\n"));
 }
 
 #[test]

@@ -57,6 +57,30 @@ pub fn domain(value: &str) -> Result<(), String> {
     }
 }
 
+/// ChatGPT's widget domain: an origin (`https://host[:port]`), never a
+/// wildcard.
+pub fn chatgpt_domain(value: &str) -> Result<(), String> {
+    domain(value)?;
+    if !value.contains("://") {
+        return Err(format!(
+            "`{value}` is a bare host name; ChatGPT's widget domain is an origin (try `https://{value}`)"
+        ));
+    }
+    Ok(())
+}
+
+/// Claude's widget domain: a bare host name (Claude's is
+/// `<32 hex digits>.claudemcpcontent.com`, hashed from the endpoint URL).
+pub fn claude_domain(value: &str) -> Result<(), String> {
+    domain(value)?;
+    if let Some((_, rest)) = value.split_once("://") {
+        return Err(format!(
+            "`{value}` is an origin; Claude's widget domain is a bare host name such as `{rest}`, and the one Claude accepts is hashed from the endpoint URL: leave `claude` out and set public_url to have the gateway derive it"
+        ));
+    }
+    Ok(())
+}
+
 fn injection(value: &str) -> Result<(), String> {
     if value.is_empty() {
         return Err("empty".into());

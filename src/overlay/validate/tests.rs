@@ -1,7 +1,9 @@
 //! Tests of the overlay rules.
 
 use super::*;
-use crate::overlay::{Audience, Csp, DisplayMode, ResultShaping, SecurityScheme};
+use crate::overlay::{
+    Audience, Csp, DisplayMode, HostDomains, ResultShaping, SecurityScheme, WidgetDomain,
+};
 
 #[test]
 fn status_text_is_limited_to_64_characters() {
@@ -71,6 +73,54 @@ fn widget_domain_accepts_both_host_forms() {
     assert!(domain("https://*.example.com").is_err());
     assert!(domain("example.com/path").is_err());
     assert!(domain("https://example.com;").is_err());
+}
+
+#[test]
+fn each_host_has_its_domain_form() {
+    assert!(chatgpt_domain("https://widgets.example.com").is_ok());
+    assert!(chatgpt_domain("https://widgets.example.com:8443").is_ok());
+    let bare = chatgpt_domain("widgets.example.com").unwrap_err();
+    assert_eq!(
+        bare,
+        "`widgets.example.com` is a bare host name; ChatGPT's widget domain is an origin (try `https://widgets.example.com`)"
+    );
+    assert!(chatgpt_domain("https://*.example.com").is_err());
+    assert!(chatgpt_domain("https://example.com/path").is_err());
+
+    assert!(claude_domain("0123456789abcdef0123456789abcdef.claudemcpcontent.com").is_ok());
+    let origin = claude_domain("https://widgets.example.com").unwrap_err();
+    assert!(
+        origin.starts_with("`https://widgets.example.com` is an origin; Claude's widget domain is a bare host name such as `widgets.example.com`"),
+        "{origin}"
+    );
+    assert!(origin.contains("set public_url"), "{origin}");
+    assert!(claude_domain("a b.example.com").is_err());
+    assert!(claude_domain("-x.example.com").is_err());
+}
+
+#[test]
+fn per_host_domains_are_checked_by_host() {
+    let manifest = WidgetManifest {
+        domain: Some(WidgetDomain::PerHost(HostDomains {
+            chatgpt: Some("widgets.example.com".into()),
+            claude: Some("https://widgets.example.com".into()),
+            other: Some("https://*.example.com".into()),
+        })),
+        ..WidgetManifest::default()
+    };
+    assert_eq!(
+        places(&super::manifest(&manifest)),
+        ["domain.chatgpt", "domain.claude", "domain.other"]
+    );
+    let fine = WidgetManifest {
+        domain: Some(WidgetDomain::PerHost(HostDomains {
+            chatgpt: Some("https://widgets.example.com".into()),
+            claude: Some("0123456789abcdef0123456789abcdef.claudemcpcontent.com".into()),
+            other: Some("widgets.example.org".into()),
+        })),
+        ..WidgetManifest::default()
+    };
+    assert!(super::manifest(&fine).is_empty());
 }
 
 #[test]

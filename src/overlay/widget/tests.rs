@@ -3,6 +3,7 @@
 
 use super::inline::*;
 use super::*;
+use crate::overlay::{Csp, HostDomains};
 
 fn files(path: &str) -> Result<String, String> {
     match path {
@@ -156,4 +157,186 @@ fn manifest_meta_is_merged_last_and_its_overrides_are_recorded() {
     );
     assert_ne!(plain.uri, widget.uri);
     assert!(plain.meta_overrides.is_empty());
+}
+
+fn per_host(chatgpt: Option<&str>, claude: Option<&str>, other: Option<&str>) -> WidgetManifest {
+    WidgetManifest {
+        domain: Some(WidgetDomain::PerHost(HostDomains {
+            chatgpt: chatgpt.map(Into::into),
+            claude: claude.map(Into::into),
+            other: other.map(Into::into),
+        })),
+        prefers_border: Some(true),
+        csp: Some(Csp {
+            connect_domains: Some(vec!["https://api.example.com".into()]),
+            ..Csp::default()
+        }),
+        ..WidgetManifest::default()
+    }
+}
+
+/// `(ui.domain, openai/widgetDomain)` of the `_meta` `target` is given.
+fn domains(widget: &Widget, target: &Target) -> (Option<String>, Option<String>) {
+    let meta = widget.meta_for(target);
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    (
+        text(meta.get("ui").and_then(|ui| ui.get("domain"))),
+        text(meta.get("openai/widgetDomain")),
+    )
+}
+
+const DERIVED: &str = "b1e0d44df330fd98977e615855c0b650.claudemcpcontent.com";
+
+fn target(kind: HostKind) -> Target {
+    Target::new(kind, Some(DERIVED.into()))
+}
+
+fn pair(ui: Option<&str>, openai: Option<&str>) -> (Option<String>, Option<String>) {
+    (ui.map(Into::into), openai.map(Into::into))
+}
+
+#[test]
+fn each_host_gets_the_domain_in_its_form() {
+    let claude = "0123456789abcdef0123456789abcdef.claudemcpcontent.com";
+    let w = Widget::compile(
+        "w",
+        &per_host(
+            Some("https://w.example.com"),
+            Some(claude),
+            Some("w.example.org"),
+        ),
+        "<p>w</p>".into(),
+    );
+    let chatgpt = "https://w.example.com";
+    assert_eq!(
+        domains(&w, &target(HostKind::ChatGpt)),
+        pair(Some(chatgpt), Some(chatgpt))
+    );
+    // A declared value wins over the derived one; Claude reads no openai/* key.
+    assert_eq!(
+        domains(&w, &target(HostKind::Claude)),
+        pair(Some(claude), None)
+    );
+    // `openai/widgetDomain` is always an origin.
+    assert_eq!(
+        domains(&w, &target(HostKind::Other)),
+        pair(Some("w.example.org"), Some("https://w.example.org"))
+    );
+
+    // Without a claude value, Claude gets the derived domain, if any, in the
+    // place the manifest order gives it (after csp).
+    let w = Widget::compile("w", &per_host(Some(chatgpt), None, None), "<p>w</p>".into());
+    let meta = w.meta_for(&target(HostKind::Claude));
+    let ui: Vec<&String> = meta["ui"].as_object().unwrap().keys().collect();
+    assert_eq!(ui, ["csp", "domain", "prefersBorder"]);
+    assert_eq!(meta["ui"]["domain"], DERIVED);
+    assert!(meta.get("openai/widgetDomain").is_none());
+    assert_eq!(
+        domains(&w, &Target::new(HostKind::Claude, None)),
+        pair(None, None)
+    );
+    assert_eq!(domains(&w, &target(HostKind::Other)), pair(None, None));
+    // The derived domain is Claude's only.
+    assert_eq!(
+        domains(&w, &target(HostKind::ChatGpt)),
+        pair(Some(chatgpt), Some(chatgpt))
+    );
+
+    // No domain at all: Claude still gets the derived one, with `ui` made.
+    let w = Widget::compile("w", &WidgetManifest::default(), "<p>w</p>".into());
+    let meta = w.meta_for(&target(HostKind::Claude));
+    assert_eq!(
+        Value::Object(meta.into_owned()),
+        json!({ "ui": { "domain": DERIVED } })
+    );
+    assert!(w.meta_for(&target(HostKind::ChatGpt)).is_empty());
+}
+
+#[test]
+fn the_string_form_serves_chatgpt_and_other_hosts() {
+    let origin = WidgetManifest {
+        domain: Some("https://w.example.com".into()),
+        ..WidgetManifest::default()
+    };
+    let w = Widget::compile("w", &origin, "<p>w</p>".into());
+    let o = Some("https://w.example.com");
+    assert_eq!(domains(&w, &target(HostKind::ChatGpt)), pair(o, o));
+    assert_eq!(domains(&w, &target(HostKind::Other)), pair(o, o));
+    // An origin is never Claude's form: the derived domain, or none.
+    assert_eq!(
+        domains(&w, &target(HostKind::Claude)),
+        pair(Some(DERIVED), None)
+    );
+    assert_eq!(
+        domains(&w, &Target::new(HostKind::Claude, None)),
+        pair(None, None)
+    );
+
+    // A bare host name: ChatGPT sees its origin; Claude sees it only when
+    // no domain can be derived.
+    let bare = WidgetManifest {
+        domain: Some("w.example.com".into()),
+        ..WidgetManifest::default()
+    };
+    let w = Widget::compile("w", &bare, "<p>w</p>".into());
+    assert_eq!(domains(&w, &target(HostKind::ChatGpt)), pair(o, o));
+    assert_eq!(
+        domains(&w, &target(HostKind::Other)),
+        pair(Some("w.example.com"), o)
+    );
+    assert_eq!(
+        domains(&w, &target(HostKind::Claude)),
+        pair(Some(DERIVED), None)
+    );
+    assert_eq!(
+        domains(&w, &Target::new(HostKind::Claude, None)),
+        pair(Some("w.example.com"), None)
+    );
+}
+
+#[test]
+fn the_uri_covers_every_host_domain_and_is_the_same_for_all() {
+    let html = || "<p>w</p>".to_owned();
+    let a = Widget::compile(
+        "w",
+        &per_host(Some("https://a.example.com"), None, None),
+        html(),
+    );
+    let b = Widget::compile(
+        "w",
+        &per_host(Some("https://b.example.com"), None, None),
+        html(),
+    );
+    let c = Widget::compile(
+        "w",
+        &per_host(Some("https://a.example.com"), Some("c.example.com"), None),
+        html(),
+    );
+    assert_ne!(a.uri, b.uri);
+    assert_ne!(a.uri, c.uri);
+    // A string form keeps the URI it had before per-host domains existed:
+    // the hash of the HTML and the one `_meta` every host then saw.
+    let one = WidgetManifest {
+        domain: Some("https://a.example.com".into()),
+        ..WidgetManifest::default()
+    };
+    let w = Widget::compile("w", &one, html());
+    assert_eq!(w.uri, versioned_uri("w", &html(), &w.meta, &[]));
+    assert_eq!(w.meta, resource_meta(&one, HostKind::Other));
+}
+
+#[test]
+fn a_manifest_meta_that_sets_ui_keeps_the_derived_domain_out() {
+    let manifest = WidgetManifest {
+        meta: json!({ "ui": { "domain": "mine.example.com" } })
+            .as_object()
+            .cloned(),
+        ..WidgetManifest::default()
+    };
+    let w = Widget::compile("w", &manifest, "<p>w</p>".into());
+    assert!(!w.claude_derives);
+    assert_eq!(
+        domains(&w, &target(HostKind::Claude)),
+        pair(Some("mine.example.com"), None)
+    );
 }

@@ -16,18 +16,24 @@ fn msg(text: &str) -> Message<'_> {
 fn mounts_without_overlays_are_left_alone() {
     let o = overlays();
     let m = msg(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
-    assert_eq!(plan(&o, "other", &m, &none), Plan::Forward);
     assert_eq!(
-        plan(&o, "demo", &m, &none),
+        plan(&o, "other", &m, &Target::default(), &none),
+        Plan::Forward
+    );
+    assert_eq!(
+        plan(&o, "demo", &m, &Target::default(), &none),
         Plan::Rewrite(Rewrite::ToolsListPage { first: true })
     );
     let page = msg(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"2"}}"#);
     assert_eq!(
-        plan(&o, "demo", &page, &none),
+        plan(&o, "demo", &page, &Target::default(), &none),
         Plan::Rewrite(Rewrite::ToolsListPage { first: false })
     );
     let n = msg(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    assert_eq!(plan(&o, "demo", &n, &none), Plan::Forward);
+    assert_eq!(
+        plan(&o, "demo", &n, &Target::default(), &none),
+        Plan::Forward
+    );
 }
 
 #[test]
@@ -37,7 +43,7 @@ fn widget_reads_are_answered_locally() {
     let text = format!(
         r#"{{"jsonrpc":"2.0","id":"r1","method":"resources/read","params":{{"uri":"{uri}"}}}}"#
     );
-    let Plan::Answer(body) = plan(&o, "demo", &msg(&text), &none) else {
+    let Plan::Answer(body) = plan(&o, "demo", &msg(&text), &Target::default(), &none) else {
         panic!()
     };
     let v: Value = serde_json::from_slice(&body).unwrap();
@@ -48,7 +54,10 @@ fn widget_reads_are_answered_locally() {
     );
     let other =
         msg(r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///x"}}"#);
-    assert_eq!(plan(&o, "demo", &other, &none), Plan::Forward);
+    assert_eq!(
+        plan(&o, "demo", &other, &Target::default(), &none),
+        Plan::Forward
+    );
 }
 
 #[test]
@@ -56,19 +65,40 @@ fn missing_resource_methods_are_answered() {
     let o = overlays();
     let not_found =
         br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found"}}"#;
-    let a = apply(&o, "demo", &Rewrite::ResourcesList, not_found, &none);
+    let a = apply(
+        &o,
+        "demo",
+        &Rewrite::ResourcesList,
+        not_found,
+        &Target::default(),
+        &none,
+    );
     let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
     assert_eq!(v["id"], 3);
     assert_eq!(v["result"]["resources"][0]["name"], "board");
-    let a = apply(&o, "demo", &Rewrite::TemplatesList, not_found, &none);
+    let a = apply(
+        &o,
+        "demo",
+        &Rewrite::TemplatesList,
+        not_found,
+        &Target::default(),
+        &none,
+    );
     let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
     assert_eq!(v["result"]["resourceTemplates"], json!([]));
     // Other errors pass as they are.
     let other = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"boom"}}"#;
     assert!(
-        apply(&o, "demo", &Rewrite::ResourcesList, other, &none)
-            .body
-            .is_none()
+        apply(
+            &o,
+            "demo",
+            &Rewrite::ResourcesList,
+            other,
+            &Target::default(),
+            &none
+        )
+        .body
+        .is_none()
     );
 }
 
@@ -76,7 +106,14 @@ fn missing_resource_methods_are_answered() {
 fn tools_list_gains_the_widget_and_keeps_the_rest() {
     let o = overlays();
     let response = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"list","inputSchema":{"type":"object"},"x-vendor":1},{"name":"other","inputSchema":{}}],"nextCursor":"c2"}}"#;
-    let a = apply(&o, "demo", &first_page(), response, &none);
+    let a = apply(
+        &o,
+        "demo",
+        &first_page(),
+        response,
+        &Target::default(),
+        &none,
+    );
     let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
     let uri = &o.widgets().get("board").unwrap().uri;
     assert_eq!(
@@ -97,7 +134,7 @@ fn render_calls_are_answered_unless_the_upstream_has_the_name() {
     let call = msg(
         r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"show","arguments":{"items":[1,2]}}}"#,
     );
-    let Plan::Answer(body) = plan(&o, "demo", &call, &none) else {
+    let Plan::Answer(body) = plan(&o, "demo", &call, &Target::default(), &none) else {
         panic!()
     };
     let v: Value = serde_json::from_slice(&body).unwrap();
@@ -107,18 +144,21 @@ fn render_calls_are_answered_unless_the_upstream_has_the_name() {
     let bad = msg(
         r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"show","arguments":{}}}"#,
     );
-    let Plan::Answer(body) = plan(&o, "demo", &bad, &none) else {
+    let Plan::Answer(body) = plan(&o, "demo", &bad, &Target::default(), &none) else {
         panic!()
     };
     let v: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(v["result"]["isError"], true);
     // The upstream's own `show` wins.
-    assert_eq!(plan(&o, "demo", &call, &|n| n == "show"), Plan::Forward);
+    assert_eq!(
+        plan(&o, "demo", &call, &Target::default(), &|n| n == "show"),
+        Plan::Forward
+    );
     // A 2026-07-28 request gets the result type that revision requires.
     let stateless = msg(
         r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"show","arguments":{"items":[]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
     );
-    let Plan::Answer(body) = plan(&o, "demo", &stateless, &none) else {
+    let Plan::Answer(body) = plan(&o, "demo", &stateless, &Target::default(), &none) else {
         panic!()
     };
     let v: Value = serde_json::from_slice(&body).unwrap();
@@ -127,7 +167,10 @@ fn render_calls_are_answered_unless_the_upstream_has_the_name() {
     let data = msg(
         r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"list","arguments":{}}}"#,
     );
-    assert_eq!(plan(&o, "demo", &data, &none), Plan::Forward);
+    assert_eq!(
+        plan(&o, "demo", &data, &Target::default(), &none),
+        Plan::Forward
+    );
 }
 
 #[test]
@@ -143,7 +186,14 @@ fn bare_and_unusual_tools_match_the_full_rewrite() {
         r#"[{"name":"other"},{"name":"list"}]"#,
     ] {
         let response = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":{tools}}}}}"#);
-        let a = apply(&o, "demo", &first_page(), response.as_bytes(), &none);
+        let a = apply(
+            &o,
+            "demo",
+            &first_page(),
+            response.as_bytes(),
+            &Target::default(),
+            &none,
+        );
         let ours: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
         let mut full: Value = serde_json::from_str(&response).unwrap();
         rewrite::tools_list(&mut full["result"], o.mount("demo").unwrap(), o.widgets());
@@ -158,7 +208,14 @@ fn bare_and_unusual_tools_match_the_full_rewrite() {
     // A tool that names itself twice has no name: it passes as it came.
     let twice = r#"{"name":"list","name":"list","inputSchema":{}}"#;
     let response = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{twice}]}}}}"#);
-    let a = apply(&o, "demo", &first_page(), response.as_bytes(), &none);
+    let a = apply(
+        &o,
+        "demo",
+        &first_page(),
+        response.as_bytes(),
+        &Target::default(),
+        &none,
+    );
     let body = String::from_utf8(a.body.unwrap().to_vec()).unwrap();
     assert!(body.contains(&format!("[{twice},")), "{body}");
 }
@@ -167,13 +224,20 @@ fn bare_and_unusual_tools_match_the_full_rewrite() {
 fn tools_list_gains_render_tools_and_reports_names() {
     let o = overlays();
     let response = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"list","inputSchema":{"type":"object"}}]}}"#;
-    let a = apply(&o, "demo", &first_page(), response, &none);
+    let a = apply(
+        &o,
+        "demo",
+        &first_page(),
+        response,
+        &Target::default(),
+        &none,
+    );
     assert_eq!(a.upstream_tools, Some(vec!["list".to_owned()]));
     let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
     assert_eq!(v["result"]["tools"][1]["name"], "show");
     let clash =
         br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"show","inputSchema":{}}]}}"#;
-    let a = apply(&o, "demo", &first_page(), clash, &none);
+    let a = apply(&o, "demo", &first_page(), clash, &Target::default(), &none);
     assert_eq!(a.warnings.len(), 1);
     // Nothing added: the upstream's bytes are kept as they came.
     assert!(a.body.is_none());
@@ -196,7 +260,7 @@ fn unknown_and_expired_ui_resources_are_not_found() {
     let foreign = "ui://native-app/view.html";
     for uri in [expired, foreign] {
         assert_eq!(
-            plan(&o, "demo", &msg(&read(uri)), &none),
+            plan(&o, "demo", &msg(&read(uri)), &Target::default(), &none),
             Plan::Rewrite(Rewrite::ResourceRead(uri.into()))
         );
     }
@@ -213,6 +277,7 @@ fn unknown_and_expired_ui_resources_are_not_found() {
             "demo",
             &Rewrite::ResourceRead(uri.into()),
             response,
+            &Target::default(),
             &none,
         );
         a.body.map(|b| serde_json::from_slice::<Value>(&b).unwrap())
@@ -234,5 +299,8 @@ fn unknown_and_expired_ui_resources_are_not_found() {
     // Other URIs are forwarded as before.
     let file =
         msg(r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///x"}}"#);
-    assert_eq!(plan(&o, "demo", &file, &none), Plan::Forward);
+    assert_eq!(
+        plan(&o, "demo", &file, &Target::default(), &none),
+        Plan::Forward
+    );
 }
