@@ -126,13 +126,19 @@ fn peers_ready() -> bool {
 
 /// The gateway binary on 127.0.0.1:0 serving the bundled demo with `overlays/`, ready.
 fn start_gateway() -> (Proc, String) {
+    start_gateway_with(&root().join("overlays"))
+}
+
+/// The gateway binary on 127.0.0.1:0 serving the bundled demo with the overlay
+/// directory `overlays`, ready.
+fn start_gateway_with(overlays: &Path) -> (Proc, String) {
     let root = root();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
     cmd.arg("serve")
         .arg("--config")
         .arg(root.join("config/gateway.toml"))
         .args(["--listen", "127.0.0.1:0", "--overlays"])
-        .arg(root.join("overlays"))
+        .arg(overlays)
         .current_dir(&root);
     // The gateway reads every MCP_UI_GATEWAY_* variable as configuration (and rejects
     // unknown ones, such as this test's own switch): keep the run hermetic.
@@ -626,6 +632,135 @@ fn refresh_in_the_rendered_board_calls_the_app_only_helper_without_remounting() 
     stop_gateway(gateway);
     eprintln!(
         "browser show_tasks + Refresh: driver {:.1} s, test {:.1} s; screenshot {}",
+        took.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+        screenshot.display()
+    );
+}
+
+/// A built-in widget, no HTML written: the demo's `list_tasks` (JSON text, shaped into
+/// `structuredContent`) gets `widget = "builtin:table"` from a three-key overlay. Through
+/// the gateway the host reads the compiled `ui://builtin.table.…` resource, the table
+/// shows the upstream's rows, a host-context change to dark turns the View dark, and
+/// clicking the Title header sorts the rows by title (and says so).
+#[test]
+fn builtin_table_renders_the_rows_sorts_on_click_and_follows_the_dark_theme() {
+    if !peers_ready() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let started = Instant::now();
+    let overlays = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        overlays.path().join("demo.toml"),
+        r#"[tools.list_tasks]
+widget = "builtin:table"
+result = { structured_from_text = true }
+
+[tools.list_tasks.view]
+heading = "Tasks"
+columns = ["title", { key = "done", title = "Done", format = "boolean" }, "id"]
+"#,
+    )
+    .expect("write the overlay");
+    let (mut gateway, url) = start_gateway_with(overlays.path());
+    let (summary, screenshot, took) = run_driver(
+        &mut gateway,
+        &url,
+        "browser-builtin-table",
+        &[
+            "--tool",
+            "list_tasks",
+            "--switch-theme",
+            "dark",
+            "--click",
+            "th:nth-child(1) button",
+            "--expect",
+            "Sorted by Title, ascending.",
+        ],
+    );
+    let context = || serde_json::to_string_pretty(&summary).unwrap_or_default();
+    let host = &summary["host"];
+    assert_eq!(host["server"]["name"], "task-list-demo", "{}", context());
+    let uri = texts(&host["tool"]["_meta"]["ui"]["resourceUri"]);
+    assert!(
+        uri.starts_with("ui://builtin.table.") && uri.ends_with(".html"),
+        "list_tasks carries the built-in widget's versioned URI, got {uri:?}\n{}",
+        context()
+    );
+    assert_eq!(host["tool"]["_meta"]["openai/outputTemplate"], uri.as_str());
+    assert_eq!(host["resource"]["uri"], uri.as_str());
+    assert_eq!(host["resource"]["mimeType"], "text/html;profile=mcp-app");
+    assert_eq!(
+        host["resource"]["meta"]["ui"]["csp"],
+        serde_json::json!({ "connectDomains": [], "resourceDomains": [] }),
+        "the built-in widget loads nothing from the network\n{}",
+        context()
+    );
+    let length = host["resource"]["htmlLength"].as_u64().unwrap_or(0);
+    assert!(
+        (1000..=16 * 1024).contains(&length),
+        "the document is within its budget: {length} bytes"
+    );
+    assert_eq!(host["app_info"]["name"], "builtin-table", "{}", context());
+    assert_eq!(host["initialized"], true, "{}", context());
+    assert!(
+        host["size_changes"].as_u64().unwrap_or(0) > 0,
+        "the View reported its size\n{}",
+        context()
+    );
+
+    // The rows, sorted by title after the click (they came in id order).
+    let view_text = texts(&summary["view_text"]);
+    let at = |title: &str| {
+        view_text
+            .find(title)
+            .unwrap_or_else(|| panic!("the table shows {title:?}: {view_text:?}"))
+    };
+    let (book, water, write) = (
+        at("Book the team dinner"),
+        at("Water the plants"),
+        at("Write the release notes"),
+    );
+    assert!(
+        book < water && water < write,
+        "sorted by title: {view_text:?}"
+    );
+    for header in ["Title", "Done", "Id"] {
+        assert!(view_text.contains(header), "header {header}: {view_text:?}");
+    }
+    assert!(
+        view_text.contains("No"),
+        "done = false shows as No: {view_text:?}"
+    );
+
+    // Dark, after the host said so.
+    let style = &summary["view_style"];
+    assert_eq!(style["theme"], "dark", "{}", context());
+    assert_eq!(style["color_scheme"], "dark", "{}", context());
+    assert_eq!(
+        style["background"],
+        "rgb(23, 25, 28)",
+        "the dark background applies\n{}",
+        context()
+    );
+    let bad_console: Vec<&Value> = summary["console"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .filter(|m| {
+                    m["type"] == "pageerror"
+                        || m["type"] == "error"
+                        || texts(&m["text"]).contains("Content Security Policy")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(bad_console.is_empty(), "browser errors: {bad_console:?}");
+
+    stop_gateway(gateway);
+    eprintln!(
+        "browser builtin:table + sort + dark: driver {:.1} s, test {:.1} s; screenshot {}",
         took.as_secs_f64(),
         started.elapsed().as_secs_f64(),
         screenshot.display()

@@ -26,7 +26,9 @@ use serde_json::Value;
 
 use super::{describe_transport, directory};
 use crate::config::{AuthChallenge, Limits, Mount};
+use crate::overlay::builtin::is_builtin_name;
 use crate::overlay::load::WIDGETS_DIR;
+use crate::overlay::validate::builtin;
 use crate::overlay::{
     Inspection, LoadError, RenderSite, ToolOverlay, ToolSite, inspect_dir_within,
 };
@@ -259,7 +261,7 @@ fn unused_widgets(dir: &Path, inspection: &Inspection, report: &mut Report) {
         .filter_map(|site| site.overlay.as_ref()?.widget.as_deref())
         .collect();
     for widget in inspection.set.widgets().iter() {
-        if !used.contains(widget.name.as_str()) {
+        if !used.contains(widget.name.as_str()) && !is_builtin_name(&widget.name) {
             report.warnings.push(LoadError {
                 file: dir.join(WIDGETS_DIR).join(&widget.name),
                 line: None,
@@ -316,6 +318,32 @@ fn live_tool(site: &ToolSite, listing: &Listing, report: &mut Report) {
         }
     }
     shaping_warnings(overlay, upstream_schema, &finding, report);
+    builtin_against_listing(overlay, upstream_schema, &finding, report);
+}
+
+/// A built-in widget's keys and pointers against the live output schema,
+/// when the overlay sets none of its own (loading checked that one). The
+/// Python SDK's text wrapper describes no records: nothing to check.
+fn builtin_against_listing(
+    overlay: &ToolOverlay,
+    upstream_schema: Option<&Value>,
+    finding: &dyn Fn(&str, String) -> LoadError,
+    report: &mut Report,
+) {
+    let Some(kind) = builtin::kind_of(overlay.widget.as_deref()) else {
+        return;
+    };
+    let Some(schema) = upstream_schema.filter(|s| !is_text_wrapper_schema(s)) else {
+        return;
+    };
+    if overlay.output_schema.is_some() {
+        return;
+    }
+    let view = overlay.view.clone().unwrap_or_default();
+    for problem in builtin::against_schema(kind, &view, schema) {
+        let reason = format!("{} (the upstream's live outputSchema)", problem.reason);
+        report.problems.push(finding(&problem.place, reason));
+    }
 }
 
 /// A render tool against the live listing: its name must be free (an
@@ -400,6 +428,39 @@ fn unknown_tool(mount: &str, tool: &str, listing: &Listing) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn builtin_widget_keys_are_checked_against_the_live_output_schema() {
+        let listing = Listing {
+            server_info: None,
+            protocol_version: probe::PROTOCOL_VERSION.into(),
+            tools: vec![json!({"name": "list_tasks", "outputSchema": {
+                "type": "object",
+                "properties": {"tasks": {"type": "array", "items": {
+                    "type": "object", "properties": {"title": {"type": "string"}, "done": {"type": "boolean"}}
+                }}}
+            }})],
+        };
+        let overlay: ToolOverlay =
+            toml::from_str("widget = \"builtin:table\"\n[view]\ncolumns = [\"title\", \"don\"]\n")
+                .unwrap();
+        let site = ToolSite {
+            file: PathBuf::from("overlays/demo.toml"),
+            line: Some(3),
+            mount: "demo".into(),
+            tool: "list_tasks".into(),
+            overlay: Some(overlay),
+        };
+        let mut report = Report::default();
+        live_tool(&site, &listing, &mut report);
+        let found: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            found,
+            [
+                "overlays/demo.toml:3: tools.list_tasks.view.columns[1]: `don` is not in the output schema's records at `/tasks`: `/` has no property `don`; did you mean `done`? (the upstream's live outputSchema)"
+            ]
+        );
+    }
 
     #[test]
     fn unknown_tools_suggest_or_list() {

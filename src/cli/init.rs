@@ -18,8 +18,10 @@ use serde_json::Value;
 
 use super::{describe_transport, list};
 use crate::config::{Limits, Mount};
+use crate::overlay::builtin;
 use crate::overlay::{Inspection, inspect_dir_within};
 use crate::probe::{self, Listing};
+use crate::rewrite::call::is_text_wrapper_schema;
 use crate::rewrite::file_param_problems;
 
 /// The editor schemas, written next to the stubs when missing so that the
@@ -272,6 +274,9 @@ fn tool_table(out: &mut String, name: &str, tool: &Value) {
         }
         None => {
             let _ = writeln!(out, "# widget = {}", toml_string(&widget_name(name)));
+            if let Some(proposal) = builtin_proposal(tool) {
+                out.push_str(&proposal);
+            }
         }
     }
     let _ = writeln!(out, "# title = {}", toml_string(&title));
@@ -340,6 +345,28 @@ fn visibility(tool: &Value) -> String {
     let audiences = own.unwrap_or_else(|| vec!["model", "app"]);
     let quoted: Vec<String> = audiences.iter().map(|a| toml_string(a)).collect();
     format!("[{}]", quoted.join(", "))
+}
+
+/// A built-in widget for a tool whose output schema describes a list of
+/// records (a table of its only array of objects) or one record (key/value
+/// pairs), as a commented alternative to a widget folder.
+fn builtin_proposal(tool: &Value) -> Option<String> {
+    let schema = tool
+        .get("outputSchema")
+        .filter(|s| !is_text_wrapper_schema(s))?;
+    let properties = schema.get("properties")?.as_object()?;
+    let arrays = builtin::default_array(schema);
+    if let [only] = arrays.as_slice() {
+        let items = builtin::schema_items(schema, properties.get(only)?)?;
+        items.get("properties")?.as_object()?;
+        return Some(format!(
+            "# or, with no HTML to write: widget = \"builtin:table\" (a table of `{}`; options in [tools.<name>.view])\n",
+            one_line(only, DESCRIPTION_CHARS)
+        ));
+    }
+    (!properties.is_empty()).then(|| {
+        "# or, with no HTML to write: widget = \"builtin:kv\" (its fields as key/value pairs; options in [tools.<name>.view])\n".to_owned()
+    })
 }
 
 /// Input properties already shaped as OpenAI file objects.
@@ -526,11 +553,28 @@ mod tests {
                     "required": ["download_url", "file_id"]}}}}),
                 json!({"name": "plain"}),
                 json!({"name": "taken"}),
+                json!({"name": "tasks", "outputSchema": {"type": "object", "properties": {
+                    "tasks": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}}}},
+                    "count": {"type": "integer"}}}}),
+                json!({"name": "task", "outputSchema": {"type": "object", "properties": {"id": {"type": "integer"}}}}),
             ],
         };
         let elsewhere = BTreeMap::from([("taken", Path::new("overlays/other.toml"))]);
         let (text, stubs) = stub("srv", &listing, &elsewhere);
-        assert_eq!(stubs, 3);
+        assert_eq!(stubs, 5);
+        assert!(
+            text.contains("[tools.tasks]\n# (no description)\n# widget = \"tasks\"\n# or, with no HTML to write: widget = \"builtin:table\" (a table of `tasks`;"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# or, with no HTML to write: widget = \"builtin:kv\""),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("builtin:").count(),
+            2,
+            "only records get one: {text}"
+        );
         assert!(text.starts_with("#:schema ./schema/overlay.schema.json\n"));
         assert!(text.contains("[tools.\"odd.name \\\"q\\\"\"]\n"), "{text}");
         assert!(text.contains("# Does it. Second line.\n"), "{text}");
@@ -541,7 +585,7 @@ mod tests {
         );
         let parsed: toml::Table = toml::from_str(&text).unwrap();
         let tools = parsed["tools"].as_table().unwrap();
-        assert_eq!(tools.len(), 3);
+        assert_eq!(tools.len(), 5);
         for (_, table) in tools {
             let overlay: ToolOverlay = table.clone().try_into().unwrap();
             assert_eq!(overlay, ToolOverlay::default());
@@ -563,6 +607,15 @@ mod tests {
             t.replace(&format!("\n# {k} ="), &format!("\n{k} ="))
         });
         let parsed: toml::Table = toml::from_str(&uncommented).unwrap();
+        // The built-in proposal, taken instead of the folder, is valid too.
+        let builtin_taken = text.replace(
+            "\n# or, with no HTML to write: widget = \"builtin:table\"",
+            "\nwidget = \"builtin:table\" #",
+        );
+        let taken: toml::Table = toml::from_str(&builtin_taken).unwrap();
+        let tasks: ToolOverlay = taken["tools"]["tasks"].clone().try_into().unwrap();
+        assert_eq!(tasks.widget.as_deref(), Some("builtin:table"));
+        assert!(validate::tool(&tasks, &|_| false).is_empty(), "{tasks:?}");
         for (_, table) in parsed["tools"].as_table().unwrap() {
             let overlay: ToolOverlay = table.clone().try_into().unwrap();
             assert!(

@@ -35,8 +35,10 @@ impl Audience {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolOverlay {
-    /// Name of a widget folder under `widgets/`; its resource URI becomes the
-    /// tool's `_meta.ui.resourceUri` (and the two aliases).
+    /// Name of a widget folder under `widgets/`, or `builtin:<kind>`; its
+    /// resource URI becomes the tool's `_meta.ui.resourceUri` (and the two
+    /// aliases). Loading replaces a built-in kind by the name of the widget
+    /// it compiled for this tool.
     pub widget: Option<String>,
     /// Replaces the tool's `title`.
     pub title: Option<String>,
@@ -65,6 +67,8 @@ pub struct ToolOverlay {
     /// Opt-in changes to `tools/call` results.
     #[serde(default)]
     pub result: ResultShaping,
+    /// The options of a built-in widget (`widget = "builtin:<kind>"`).
+    pub view: Option<super::builtin::view::View>,
     /// Keys merged into the tool's `_meta` as given, last (an escape hatch
     /// for keys this format does not know yet); overriding a key the gateway
     /// writes itself is allowed, with a warning.

@@ -64,6 +64,7 @@ pub fn inspect_dir_within(dir: &Path, max_bytes: usize) -> Inspection {
         tools: Vec::new(),
         renders: Vec::new(),
         widget_sites: Vec::new(),
+        builtin_widgets: Vec::new(),
         max_bytes,
     };
     match fs::canonicalize(dir) {
@@ -81,8 +82,9 @@ pub fn inspect_dir_within(dir: &Path, max_bytes: usize) -> Inspection {
             };
         }
     }
-    let (widgets, widget_names) = loader.widgets();
+    let (mut widgets, widget_names) = loader.widgets();
     let mounts = loader.mounts(&|name| widget_names.iter().any(|n| n == name));
+    widgets.append(&mut loader.builtin_widgets);
     let mut errors = loader.errors;
     errors.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
     Inspection {

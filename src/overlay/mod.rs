@@ -4,6 +4,8 @@
 //! each ([`Widget`]). Everything here is immutable once built: a reload builds
 //! a new [`OverlaySet`] and the caller swaps it in whole.
 //!
+//! - [`builtin`]: the built-in widgets (`widget = "builtin:table"`),
+//!   compiled from a tool's options, pure;
 //! - `format`: the file format as `Deserialize` types ([`ToolOverlay`],
 //!   [`RenderTool`], [`WidgetManifest`], ..): unknown keys are errors, so a
 //!   typo cannot silently disable a setting;
@@ -15,6 +17,7 @@
 //! Overlays know nothing of the rewrites that apply them
 //! ([`crate::rewrite`] depends on this module, not the reverse).
 
+pub mod builtin;
 mod format;
 pub mod load;
 mod memo;

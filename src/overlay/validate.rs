@@ -6,43 +6,44 @@
 
 use std::collections::BTreeSet;
 
+use serde_json::Value;
+
 use super::format::{RenderTool, SecurityScheme, ToolOverlay, WidgetDomain, WidgetManifest};
 use super::set::MountOverlays;
 use super::widget;
 
+pub mod builtin;
 mod csp;
 mod names;
+mod problem;
 #[cfg(test)]
 mod tests;
 
 pub use csp::{chatgpt_domain, claude_domain, domain, origin, origin_allowed, url_origin};
 pub use names::unknown_tool;
+pub use problem::Problem;
 
 /// ChatGPT's limit on `openai/toolInvocation/invoking` and `invoked`.
 pub const STATUS_TEXT_MAX_CHARS: usize = 64;
-
-/// One broken rule: where (a key path such as `csp.connect_domains[1]`) and
-/// why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    pub place: String,
-    pub reason: String,
-}
-
-impl Problem {
-    fn new(place: impl Into<String>, reason: impl Into<String>) -> Self {
-        Problem {
-            place: place.into(),
-            reason: reason.into(),
-        }
-    }
-}
 
 /// Checks a tool overlay. `widget_exists` says whether a widget folder of
 /// that name exists.
 pub fn tool(tool: &ToolOverlay, widget_exists: &dyn Fn(&str) -> bool) -> Vec<Problem> {
     let mut problems = Vec::new();
+    builtin::view(tool.widget.as_deref(), tool.view.as_ref(), &mut problems);
+    if let (Some(kind), Some(schema)) = (
+        builtin::kind_of(tool.widget.as_deref()),
+        &tool.output_schema,
+    ) {
+        let view = tool.view.clone().unwrap_or_default();
+        problems.extend(builtin::against_schema(
+            kind,
+            &view,
+            &Value::Object(schema.clone()),
+        ));
+    }
     if let Some(name) = &tool.widget
+        && super::builtin::reference(name).is_none()
         && !widget_exists(name)
     {
         problems.push(Problem::new(
@@ -120,7 +121,12 @@ pub fn render(
             format!("`{name}` is also overlaid as `[tools.{name}]`, an upstream tool; a render tool needs a name of its own"),
         ));
     }
-    if !widget_exists(&render.widget) {
+    if super::builtin::reference(&render.widget).is_some() {
+        problems.push(Problem::new(
+            "widget",
+            "a render tool names a widget folder; a built-in widget goes on the data tool itself ([tools.<name>] widget = \"builtin:table\")",
+        ));
+    } else if !widget_exists(&render.widget) {
         problems.push(Problem::new(
             "widget",
             format!("no widget folder `widgets/{}`", render.widget),

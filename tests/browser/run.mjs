@@ -472,6 +472,12 @@ async function main() {
   }
 
   summary.view_text = (await view.locator('body').innerText({ timeout: remaining(5000) }).catch((e) => `(unreadable: ${e.message.split('\n')[0]})`)).slice(0, 2000);
+  // How the View looks now: its theme attribute and the colours it computes.
+  summary.view_style = await view.locator('html').evaluate((html) => {
+    const body = getComputedStyle(document.body);
+    return { theme: html.getAttribute('data-theme'), color_scheme: getComputedStyle(html).colorScheme,
+      background: body.backgroundColor, color: body.color };
+  }, null, { timeout: remaining(5000) }).catch((e) => ({ error: e.message.split('\n')[0] }));
   const shot = resolve(opts.screenshot);
   mkdirSync(dirname(shot), { recursive: true });
   await page.screenshot({ path: shot, fullPage: true, timeout: remaining(15000) });

@@ -92,6 +92,11 @@ fn shipped_schemas_are_json_and_match_the_overlay_types() {
     assert_same_keys::<RenderTool>(&schema, "/definitions/renderTool/properties");
     assert_same_keys::<Annotations>(&schema, "/definitions/annotations/properties");
     assert_same_keys::<ResultShaping>(&schema, "/definitions/result/properties");
+    assert_same_keys::<crate::overlay::builtin::View>(&schema, "/definitions/view/properties");
+    assert_same_keys::<crate::overlay::builtin::Field>(
+        &schema,
+        "/definitions/field/oneOf/1/properties",
+    );
 
     // Enums: each variant is listed by the exhaustive match, so a new one
     // fails to compile here until the schema is updated too.

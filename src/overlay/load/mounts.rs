@@ -8,6 +8,7 @@ use super::loader::Loader;
 use super::parse::{
     Format, ParsedTool, key_line, mount_format, parse_json, parse_toml, table_line,
 };
+use crate::overlay::builtin;
 use crate::overlay::format::{RenderTool, ToolOverlay};
 use crate::overlay::set::MountOverlays;
 use crate::overlay::validate;
@@ -51,7 +52,12 @@ impl Loader {
                 let entry = (name, tool, path.clone(), line);
                 renders.entry(mount.clone()).or_default().push(entry);
             }
-            for GoodTool { name, tool, line } in tools {
+            for GoodTool {
+                name,
+                mut tool,
+                line,
+            } in tools
+            {
                 let key = (mount.clone(), name.clone());
                 if let Some(first) = defined.get(&key) {
                     let reason = format!(
@@ -62,6 +68,7 @@ impl Loader {
                     continue;
                 }
                 defined.insert(key, path.clone());
+                self.compile_builtin(&mount, &name, &mut tool);
                 let site = match line {
                     Some(line) => format!("{}:{line}", path.display()),
                     None => path.display().to_string(),
@@ -99,6 +106,18 @@ impl Loader {
                 (mount, overlays.with_render(good))
             })
             .collect()
+    }
+
+    /// Compiles the built-in widget `tool` names, if any, and points the tool
+    /// at it (by the compiled widget's name).
+    fn compile_builtin(&mut self, mount: &str, name: &str, tool: &mut ToolOverlay) {
+        let Some(kind) = validate::builtin::kind_of(tool.widget.as_deref()) else {
+            return;
+        };
+        let view = tool.view.clone().unwrap_or_default();
+        let widget = builtin::compile(mount, name, kind, &view, tool.output_schema.as_ref());
+        tool.widget = Some(widget.name.clone());
+        self.builtin_widgets.push(widget);
     }
 
     /// Parses one mount file; `None` when nothing usable came out of it.

@@ -194,7 +194,7 @@ fn every_problem_is_reported_with_file_line_and_place() {
         "broken.toml:1: invalid table header; expected `.`, `]`",
         "nested.json:3: tools.t: unknown variant `everyone`, expected `model` or `app`",
         "time.toml:1: tools.get_current_time.invoking: 74 characters; ChatGPT allows at most 64",
-        "time.toml:5: tools.convert_time: unknown field `widgt`, expected one of `widget`, `title`, `description`, `visibility`, `invoking`, `invoked`, `annotations`, `security_schemes`, `file_params`, `profile`, `output_schema`, `result`, `meta`",
+        "time.toml:5: tools.convert_time: unknown field `widgt`, expected one of `widget`, `title`, `description`, `visibility`, `invoking`, `invoked`, `annotations`, `security_schemes`, `file_params`, `profile`, `output_schema`, `result`, `view`, `meta`",
         "time.toml:8: tools.third.security_schemes: unknown field `extra`, there are no fields",
         "top.json:3: unknown field `typo`, expected one of `$schema`, `upstream`, `tools`, `render`",
         "widgets/Bad Name: widget folder `Bad Name`: names are 1 to 63 of a-z, 0-9, `-` and `_`, starting with a letter or digit (the name is the host of its ui:// URI)",

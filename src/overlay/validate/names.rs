@@ -14,12 +14,7 @@ pub fn unknown_tool(mount: &str, tool: &str, names: &[&str]) -> String {
         reason.push_str(" (it lists no tools)");
         return reason;
     }
-    let nearest = names
-        .iter()
-        .map(|n| (distance(tool, n), *n))
-        .min()
-        .filter(|(d, _)| *d <= (tool.chars().count() / 3).max(2));
-    if let Some((_, name)) = nearest {
+    if let Some(name) = nearest(tool, names) {
         reason.push_str(&format!("; did you mean `{name}`?"));
         return reason;
     }
@@ -35,6 +30,16 @@ pub fn unknown_tool(mount: &str, tool: &str, names: &[&str]) -> String {
     }
     reason.push(')');
     reason
+}
+
+/// The name among `names` most likely meant by `name`, if one is close.
+pub fn nearest<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {
+    names
+        .iter()
+        .map(|n| (distance(name, n), *n))
+        .min()
+        .filter(|(d, _)| *d <= (name.chars().count() / 3).max(2))
+        .map(|(_, n)| n)
 }
 
 /// Levenshtein distance, for "did you mean". Tool names are short.

@@ -1,0 +1,446 @@
+//! Tests of the built-in widgets: options, documents, budget, schema rules,
+//! and a directory that uses one loaded like any other.
+
+use std::fs;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::overlay::validate::builtin::{against_schema, view as check_view};
+use crate::overlay::validate::tool as check_tool;
+use crate::overlay::{ToolOverlay, load_dir};
+
+fn tool(toml_text: &str) -> ToolOverlay {
+    toml::from_str(toml_text).unwrap()
+}
+
+fn tasks_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["tasks"],
+        "properties": {
+            "tasks": { "type": "array", "items": { "$ref": "#/$defs/task" } },
+            "count": { "type": "integer" }
+        },
+        "$defs": { "task": { "type": "object", "properties": {
+            "id": { "type": "integer" },
+            "title": { "type": "string" },
+            "done": { "type": "boolean" },
+            "due": { "type": ["string", "null"] },
+            "owner": { "type": "object", "properties": { "name": { "type": "string" } } }
+        } } }
+    })
+}
+
+/// Every option a kind takes, set, with long texts: the largest document.
+fn maximal(kind: Kind) -> View {
+    let field = |k: &str| Field {
+        key: k.into(),
+        title: Some(format!("{k} title")),
+        format: Some(Format::Currency),
+        currency: Some("EUR".into()),
+    };
+    let fields: Vec<Field> = (0..12).map(|i| field(&format!("field_{i}"))).collect();
+    let all = View {
+        data: Some("/items".into()),
+        heading: Some("A heading of some length".into()),
+        columns: Some(fields.clone()),
+        sort: Some("-field_1".into()),
+        empty: Some("Nothing here yet.".into()),
+        primary: Some("title".into()),
+        secondary: Some("description".into()),
+        title: Some("name".into()),
+        subtitle: Some("kind".into()),
+        image: Some("picture".into()),
+        image_domains: Some(vec!["https://img.example.com".into()]),
+        fields: Some(fields),
+    };
+    let allowed = kind.options();
+    let keep = |name: &str| allowed.contains(&name);
+    View {
+        data: all.data.filter(|_| keep("data")),
+        heading: all.heading.filter(|_| keep("heading")),
+        columns: all.columns.filter(|_| keep("columns")),
+        sort: all.sort.filter(|_| keep("sort")),
+        empty: all.empty.filter(|_| keep("empty")),
+        primary: all.primary.filter(|_| keep("primary")),
+        secondary: all.secondary.filter(|_| keep("secondary")),
+        title: all.title.filter(|_| keep("title")),
+        subtitle: all.subtitle.filter(|_| keep("subtitle")),
+        image: all.image.filter(|_| keep("image")),
+        image_domains: all.image_domains.filter(|_| keep("image_domains")),
+        fields: all.fields.filter(|_| keep("fields")),
+    }
+}
+
+#[test]
+fn every_kind_document_fits_the_size_budget() {
+    for kind in Kind::ALL {
+        let view = maximal(kind);
+        let mut problems = Vec::new();
+        check_view(
+            Some(&format!("builtin:{}", kind.as_str())),
+            Some(&view),
+            &mut problems,
+        );
+        assert!(problems.is_empty(), "{kind:?}: {problems:?}");
+        let widget = compile("demo", "list_tasks", kind, &view, None);
+        assert!(
+            widget.html.len() <= SIZE_BUDGET,
+            "builtin:{} is {} bytes, over the {SIZE_BUDGET}-byte budget",
+            kind.as_str(),
+            widget.html.len()
+        );
+        eprintln!("builtin:{}: {} bytes", kind.as_str(), widget.html.len());
+    }
+}
+
+#[test]
+fn scripts_cannot_end_their_element() {
+    let sources = [
+        include_str!("core.js"),
+        include_str!("table.js"),
+        include_str!("card.js"),
+        include_str!("list.js"),
+        include_str!("kv.js"),
+        include_str!("markdown.js"),
+        include_str!("kit.css"),
+    ];
+    for source in sources {
+        let lower = source.to_ascii_lowercase();
+        assert!(
+            !lower.contains("</script") && !lower.contains("</style") && !lower.contains("<!--")
+        );
+        // No network: nothing the document could fetch.
+        assert!(
+            !lower.contains("fetch(")
+                && !lower.contains("xmlhttprequest")
+                && !lower.contains("@import")
+        );
+        // Text only ever goes in as text.
+        assert!(
+            !source.contains("innerHTML")
+                && !source.contains("insertAdjacentHTML")
+                && !source.contains("document.write")
+        );
+    }
+}
+
+#[test]
+fn options_are_injected_as_inert_json() {
+    let view = View {
+        heading: Some("</script><script>alert(1)</script> & <!-- \u{2028}".into()),
+        ..View::default()
+    };
+    let html = document(Kind::Kv, &options_json(Kind::Kv, &view, None));
+    assert_eq!(html.matches("</script>").count(), 2, "{html}");
+    let start = html.find("id=\"view-options\">").unwrap() + "id=\"view-options\">".len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let json_text = &html[start..end];
+    assert!(
+        !json_text.contains(['<', '>', '&', '\u{2028}']),
+        "{json_text}"
+    );
+    let parsed: Value = serde_json::from_str(json_text).unwrap();
+    assert_eq!(parsed["heading"], json!(view.heading.unwrap()));
+    assert_eq!(parsed["kind"], "kv");
+}
+
+#[test]
+fn fields_are_keys_or_tables() {
+    let t = tool(
+        r#"
+widget = "builtin:table"
+[view]
+columns = ["title", { key = "price", title = "Price", format = "currency", currency = "EUR" }]
+"#,
+    );
+    let columns = t.view.unwrap().columns.unwrap();
+    assert_eq!(columns[0].key, "title");
+    assert_eq!(columns[1].format, Some(Format::Currency));
+    let e = toml::from_str::<ToolOverlay>("[view]\ncolumns = [{ key = \"a\", titel = \"A\" }]\n")
+        .unwrap_err();
+    assert!(e.to_string().contains("unknown field `titel`"), "{e}");
+    let e = toml::from_str::<ToolOverlay>("[view]\ncolums = [\"a\"]\n").unwrap_err();
+    assert!(e.to_string().contains("unknown field `colums`"), "{e}");
+}
+
+#[test]
+fn references_and_per_kind_options() {
+    assert_eq!(reference("clock"), None);
+    assert_eq!(reference("builtin:table"), Some(Ok(Kind::Table)));
+    let reason = reference("builtin:grid").unwrap().unwrap_err();
+    assert!(
+        reason.contains("`builtin:table`") && reason.contains("`builtin:markdown`"),
+        "{reason}"
+    );
+
+    let places = |t: &ToolOverlay| -> Vec<String> {
+        check_tool(t, &|_| false)
+            .into_iter()
+            .map(|p| format!("{}: {}", p.place, p.reason))
+            .collect()
+    };
+    let bad = tool(
+        r#"
+widget = "builtin:card"
+[view]
+columns = ["a"]
+data = "items"
+fields = [{ key = "price", format = "currency" }, "price", { key = "x", currency = "EUR" }]
+image_domains = ["https://img.example.com/"]
+"#,
+    );
+    let found = places(&bad);
+    for wanted in [
+        "view.columns: not an option of `builtin:card`",
+        "view.data: `items` is not a JSON pointer; write `/items`",
+        "view.fields[0].currency: format = \"currency\" needs",
+        "view.fields[1]: `price` is listed twice",
+        "view.fields[2].currency: only applies",
+        "view.image_domains[0]:",
+    ] {
+        assert!(
+            found.iter().any(|f| f.starts_with(wanted)),
+            "{wanted}\n{found:#?}"
+        );
+    }
+    assert!(!found.iter().any(|f| f.starts_with("widget")), "{found:?}");
+
+    let unknown = places(&tool("widget = \"builtin:grid\"\n"));
+    assert!(
+        unknown[0].starts_with("widget: `builtin:grid` is no built-in widget"),
+        "{unknown:?}"
+    );
+    let orphan = places(&tool("widget = \"clock\"\n[view]\nheading = \"x\"\n"));
+    assert!(
+        orphan
+            .iter()
+            .any(|p| p.starts_with("view: options of a built-in widget")),
+        "{orphan:?}"
+    );
+    let sort = places(&tool(
+        "widget = \"builtin:table\"\n[view]\ncolumns = [\"a\"]\nsort = \"-b\"\n",
+    ));
+    assert_eq!(sort, ["view.sort: `b` is none of the columns"]);
+}
+
+#[test]
+fn keys_and_pointers_are_checked_against_the_output_schema() {
+    let schema = tasks_schema();
+    let check = |kind: Kind, toml_view: &str| -> Vec<String> {
+        let view: View = toml::from_str(toml_view).unwrap();
+        against_schema(kind, &view, &schema)
+            .into_iter()
+            .map(|p| format!("{}: {}", p.place, p.reason))
+            .collect()
+    };
+    // Defaults: the only array; every key exists (a pointer into a nested record too).
+    assert!(
+        check(
+            Kind::Table,
+            "columns = [\"title\", \"/owner/name\", \"due\"]\nsort = \"-due\""
+        )
+        .is_empty()
+    );
+    assert!(check(Kind::List, "primary = \"title\"").is_empty());
+    assert!(check(Kind::Kv, "fields = [\"count\"]").is_empty());
+    assert!(check(Kind::Card, "data = \"/tasks\"\ntitle = \"title\"").is_empty());
+
+    let typo = check(Kind::Table, "columns = [\"titel\", \"done\"]");
+    assert_eq!(
+        typo,
+        [
+            "view.columns[0]: `titel` is not in the output schema's records at `/tasks`: `/` has no property `titel`; did you mean `title`?"
+        ]
+    );
+    let nested = check(Kind::Table, "columns = [\"/owner/nmae\"]");
+    assert!(
+        nested[0].contains("`/owner` has no property `nmae`; did you mean `name`?"),
+        "{nested:?}"
+    );
+    let nowhere = check(Kind::Table, "data = \"/taskz\"");
+    assert_eq!(
+        nowhere,
+        [
+            "view.data: `/taskz` points nowhere in the output schema: `/` has no property `taskz`; did you mean `tasks`?"
+        ]
+    );
+    let not_list = check(Kind::Table, "data = \"/count\"");
+    assert!(not_list[0].contains("is not an array"), "{not_list:?}");
+    let not_text = check(Kind::Markdown, "data = \"/count\"");
+    assert!(not_text[0].contains("is not a string"), "{not_text:?}");
+    let kv_list = check(Kind::Kv, "data = \"/tasks\"");
+    assert!(kv_list[0].contains("is an array"), "{kv_list:?}");
+
+    // No array, or several: the table needs data.
+    let none = against_schema(
+        Kind::Table,
+        &View::default(),
+        &json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+    );
+    assert!(none[0].reason.contains("no array property"), "{none:?}");
+    let two =
+        json!({"type": "object", "properties": {"a": {"type": "array"}, "b": {"type": "array"}}});
+    let several = against_schema(Kind::List, &View::default(), &two);
+    assert!(several[0].reason.contains("`/a`, `/b`"), "{several:?}");
+    // A schema that does not say passes.
+    assert!(
+        against_schema(
+            Kind::Table,
+            &maximal(Kind::Table),
+            &json!({"type": "object"})
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn default_columns_come_from_the_output_schema() {
+    let schema = tasks_schema();
+    let options = options_json(Kind::Table, &View::default(), schema.as_object());
+    let keys: Vec<&str> = options["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["key"].as_str().unwrap())
+        .collect();
+    // Nested records are left out of a table's defaults.
+    assert_eq!(keys, ["id", "title", "done", "due"]);
+    let chosen = View {
+        columns: Some(vec![Field {
+            key: "title".into(),
+            ..Field::default()
+        }]),
+        ..View::default()
+    };
+    let options = options_json(Kind::Table, &chosen, schema.as_object());
+    assert_eq!(options["columns"], json!([{ "key": "title" }]));
+    let kv = options_json(Kind::Kv, &View::default(), schema.as_object());
+    assert_eq!(
+        kv["fields"],
+        json!([{ "key": "tasks" }, { "key": "count" }])
+    );
+}
+
+#[test]
+fn a_builtin_widget_loads_as_a_widget_of_its_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("demo.toml"),
+        r#"
+[tools.list_tasks]
+widget = "builtin:table"
+result = { structured_from_text = true }
+[tools.list_tasks.view]
+columns = ["title", { key = "done", format = "boolean" }]
+
+[tools.get_task]
+widget = "builtin:kv"
+"#,
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("other.toml"),
+        "[tools.list_tasks]\nwidget = \"builtin:table\"\n",
+    )
+    .unwrap();
+    let set = load_dir(dir.path()).unwrap();
+    let demo = set.mount("demo").unwrap();
+    let name = demo.tool("list_tasks").unwrap().widget.clone().unwrap();
+    assert_eq!(name, widget_name("demo", "list_tasks", Kind::Table));
+    let widget = set.widgets().get(&name).unwrap();
+    assert!(widget.uri.starts_with(&format!("ui://{name}/")) && widget.uri.ends_with(".html"));
+    assert!(
+        widget.html.contains(
+            "\"columns\":[{\"key\":\"title\"},{\"key\":\"done\",\"format\":\"boolean\"}]"
+        )
+    );
+    assert_eq!(
+        widget.meta["ui"]["csp"],
+        json!({"connectDomains": [], "resourceDomains": []})
+    );
+    assert_eq!(
+        widget.meta["openai/widgetCSP"],
+        json!({"connect_domains": [], "resource_domains": []})
+    );
+    // One widget per tool, in every mount; listed for its mount only.
+    let other = set
+        .mount("other")
+        .unwrap()
+        .tool("list_tasks")
+        .unwrap()
+        .widget
+        .clone()
+        .unwrap();
+    assert_ne!(other, name);
+    assert_eq!(set.widgets_for("demo").len(), 2);
+    assert_eq!(set.widgets_for("other").len(), 1);
+}
+
+#[test]
+fn builtin_problems_are_located_like_other_overlay_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("demo.toml"),
+        r#"# tasks
+[tools.list_tasks]
+widget = "builtin:table"
+[tools.list_tasks.view]
+columns = ["titel"]
+[tools.list_tasks.output_schema]
+type = "object"
+properties.tasks = { type = "array", items = { type = "object", properties = { title = { type = "string" } } } }
+
+[tools.show]
+widget = "builtin:tabel"
+"#,
+    )
+    .unwrap();
+    let errors = load_dir(dir.path()).unwrap_err();
+    let lines: Vec<String> = errors
+        .0
+        .iter()
+        .map(|e| {
+            e.to_string()
+                .replace(&dir.path().display().to_string(), "DIR")
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "DIR/demo.toml:2: tools.list_tasks.view.columns[0]: `titel` is not in the output schema's records at `/tasks`: `/` has no property `titel`; did you mean `title`?",
+            "DIR/demo.toml:10: tools.show.widget: `builtin:tabel` is no built-in widget; the built-in widgets are `builtin:table`, `builtin:card`, `builtin:list`, `builtin:kv`, `builtin:markdown`",
+        ]
+    );
+}
+
+#[test]
+fn the_editor_schema_takes_the_documented_view_and_refuses_typos() {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../overlays/schema/overlay.schema.json")).unwrap();
+    let good: Value = toml::from_str(
+        r#"
+[tools.list_tasks]
+widget = "builtin:table"
+[tools.list_tasks.view]
+data = "/tasks"
+heading = "Tasks"
+columns = ["title", { key = "due", title = "Due", format = "date" }, { key = "price", format = "currency", currency = "EUR" }]
+sort = "-due"
+empty = "No tasks yet."
+"#,
+    )
+    .unwrap();
+    crate::rewrite::schema::validate(&schema, &good).unwrap();
+    // (The gateway's validator skips `pattern`; editors check the kind and pointer too.)
+    for bad in [
+        json!({ "tools": { "t": { "widget": "builtin:table", "view": { "colums": ["a"] } } } }),
+        json!({ "tools": { "t": { "view": { "columns": [{ "key": "a", "format": "money" }] } } } }),
+    ] {
+        assert!(
+            crate::rewrite::schema::validate(&schema, &bad).is_err(),
+            "{bad}"
+        );
+    }
+}
