@@ -401,7 +401,10 @@ fn native_resource_uri(tool: &Value) -> Option<&str> {
 fn widget_domain(widget: &WidgetSite, public_url: &str) -> Finding {
     let origin = url_origin(public_url).unwrap_or_else(|| public_url.to_owned());
     let file = widget.manifest_file.display();
-    let json = widget.manifest_file.extension().is_some_and(|e| e == "json");
+    let json = widget
+        .manifest_file
+        .extension()
+        .is_some_and(|e| e == "json");
     let lines = if json {
         format!("\"domain\": {{\"chatgpt\": \"{origin}\"}}")
     } else {
