@@ -243,6 +243,22 @@ fn texts(value: &Value) -> String {
     value.as_str().unwrap_or_default().to_owned()
 }
 
+/// The page errors, console errors and CSP violations the browser reported.
+fn console_errors(summary: &Value) -> Vec<&Value> {
+    summary["console"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .filter(|m| {
+                    m["type"] == "pageerror"
+                        || m["type"] == "error"
+                        || texts(&m["text"]).contains("Content Security Policy")
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// What every run through the gateway must show, whatever the flow: the host talked to
 /// the demo through the gateway, read the gateway's versioned widget resource with the
 /// MCP Apps media type and its UI `_meta`, the widget initialised over the bridge, and
@@ -311,18 +327,7 @@ fn check_common(summary: &Value, tool: &str) {
             context()
         );
     }
-    let bad_console: Vec<&Value> = summary["console"]
-        .as_array()
-        .map(|v| {
-            v.iter()
-                .filter(|m| {
-                    m["type"] == "pageerror"
-                        || m["type"] == "error"
-                        || texts(&m["text"]).contains("Content Security Policy")
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let bad_console = console_errors(summary);
     assert!(
         bad_console.is_empty(),
         "the browser reported errors: {bad_console:?}\n{}",
@@ -744,18 +749,7 @@ columns = ["title", { key = "done", title = "Done", format = "boolean" }, "id"]
         "the dark background applies\n{}",
         context()
     );
-    let bad_console: Vec<&Value> = summary["console"]
-        .as_array()
-        .map(|v| {
-            v.iter()
-                .filter(|m| {
-                    m["type"] == "pageerror"
-                        || m["type"] == "error"
-                        || texts(&m["text"]).contains("Content Security Policy")
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let bad_console = console_errors(&summary);
     assert!(bad_console.is_empty(), "browser errors: {bad_console:?}");
 
     stop_gateway(gateway);

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::init::toml_key;
 use crate::overlay::validate::url_origin;
 use crate::overlay::{
     RenderSite, SecurityScheme, ToolOverlay, ToolSite, WidgetDomain, WidgetManifest, WidgetSite,
@@ -419,19 +420,5 @@ fn widget_domain(widget: &WidgetSite, public_url: &str) -> Finding {
             "ChatGPT requires a unique widget domain for app submission, and widget `{}` has none for ChatGPT: give it an origin unique to this app in {file}, such as public_url's: `{lines}` (a table keeps Claude's domain derived from public_url)",
             widget.name
         ),
-    }
-}
-
-/// A TOML key: bare when it can be, quoted otherwise.
-fn toml_key(name: &str) -> String {
-    let bare = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if bare {
-        name.to_owned()
-    } else {
-        // A JSON string is a TOML basic string.
-        Value::from(name).to_string()
     }
 }

@@ -66,13 +66,7 @@ pub fn view(widget: Option<&str>, view: Option<&View>, problems: &mut Vec<Proble
             field_list(key, fields, problems);
         }
     }
-    let single = [
-        ("primary", &view.primary),
-        ("secondary", &view.secondary),
-        ("title", &view.title),
-        ("subtitle", &view.subtitle),
-        ("image", &view.image),
-    ];
+    let single = single_keys(view);
     for (key, value) in single {
         if value.as_deref().is_some_and(str::is_empty) {
             problems.push(Problem::new(format!("view.{key}"), "empty key"));
@@ -92,6 +86,17 @@ pub fn view(widget: Option<&str>, view: Option<&View>, problems: &mut Vec<Proble
             problems.push(Problem::new(format!("view.image_domains[{i}]"), reason));
         }
     }
+}
+
+/// The options that name one key of the data, by their option name.
+fn single_keys(view: &View) -> [(&'static str, &Option<String>); 5] {
+    [
+        ("primary", &view.primary),
+        ("secondary", &view.secondary),
+        ("title", &view.title),
+        ("subtitle", &view.subtitle),
+        ("image", &view.image),
+    ]
 }
 
 fn field_list(key: &str, fields: &[Field], problems: &mut Vec<Problem>) {
@@ -225,13 +230,7 @@ pub fn against_schema(kind: Kind, view: &View, schema: &Value) -> Vec<Problem> {
             keys.push((format!("view.{list}[{i}]"), field.key.as_str()));
         }
     }
-    let single = [
-        ("primary", &view.primary),
-        ("secondary", &view.secondary),
-        ("title", &view.title),
-        ("subtitle", &view.subtitle),
-        ("image", &view.image),
-    ];
+    let single = single_keys(view);
     for (key, value) in single {
         if let Some(value) = value {
             keys.push((format!("view.{key}"), value.as_str()));
