@@ -225,10 +225,16 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
         &overlays.join("widgets/openai-only"),
     );
     let demo = std::fs::read_to_string(overlays.join("demo.toml")).unwrap();
-    let remapped = demo.replace(
-        "[tools.complete_task]\nwidget = \"task-board\"",
-        "[tools.complete_task]\nwidget = \"openai-only\"",
-    );
+    // list_tasks, when called from the form, renders a built-in table.
+    let remapped = demo
+        .replace(
+            "[tools.complete_task]\nwidget = \"task-board\"",
+            "[tools.complete_task]\nwidget = \"openai-only\"",
+        )
+        .replace(
+            "[tools.list_tasks]\n",
+            "[tools.list_tasks]\nwidget = \"builtin:table\"\n",
+        );
     assert_ne!(
         demo, remapped,
         "overlays/demo.toml maps complete_task to task-board"
@@ -247,6 +253,7 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
         .arg("--overlays")
         .arg(&overlays)
         .arg("--openai-widget")
+        .arg("--builtin-table")
         .args(["--timeout", DRIVER_OWN_TIMEOUT_S, "--screenshot"])
         .arg(&screenshot)
         .current_dir(root());
@@ -346,6 +353,25 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
     // The overlay edit: a new content-hashed URI, rendered again.
     let reload = &checks["reload"];
     assert_ne!(reload["uri_before"], reload["uri_after"], "{}", context());
+    // A built-in widget, rendered by the page like a folder widget: the upstream's
+    // tasks (the one the form added too), sorted on a click, in the page's theme.
+    let table = &checks["builtin_table"];
+    assert!(
+        table["uri"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("ui://builtin.table.")),
+        "{}",
+        context()
+    );
+    assert_eq!(table["rows"], 4, "{}", context());
+    assert!(
+        table["first_row"]
+            .as_str()
+            .is_some_and(|r| r.contains("Book the team dinner")),
+        "sorted by title\n{}",
+        context()
+    );
+    assert_eq!(table["theme"], "dark", "{}", context());
     // A widget that knows only window.openai: its output, globals and a call.
     let openai = &checks["openai_widget"];
     assert_eq!(

@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use super::{describe_transport, directory};
 use crate::config::{AuthChallenge, Limits, Mount};
-use crate::overlay::builtin::is_builtin_name;
+use crate::overlay::builtin::{View, is_builtin_name};
 use crate::overlay::load::WIDGETS_DIR;
 use crate::overlay::validate::builtin;
 use crate::overlay::{
@@ -319,6 +319,25 @@ fn live_tool(site: &ToolSite, listing: &Listing, report: &mut Report) {
     }
     shaping_warnings(overlay, upstream_schema, &finding, report);
     builtin_against_listing(overlay, upstream_schema, &finding, report);
+    if let Some(view) = &overlay.view {
+        builtin_calls(view, &site.mount, listing, &finding, report);
+    }
+}
+
+/// The tools a built-in widget's actions and refresh call must be listed.
+fn builtin_calls(
+    view: &View,
+    mount: &str,
+    listing: &Listing,
+    finding: &dyn Fn(&str, String) -> LoadError,
+    report: &mut Report,
+) {
+    for (key, tool) in view.calls() {
+        if listing.tool(tool).is_none() {
+            let reason = unknown_tool(mount, tool, listing);
+            report.problems.push(finding(&key, reason));
+        }
+    }
 }
 
 /// A built-in widget's keys and pointers against the live output schema,
@@ -373,6 +392,9 @@ fn live_render(site: &RenderSite, listing: &Listing, report: &mut Report) {
                 .problems
                 .push(finding(&format!("data_tools[{i}]"), reason));
         }
+    }
+    if let Some(view) = &site.render.view {
+        builtin_calls(view, &site.mount, listing, &finding, report);
     }
 }
 

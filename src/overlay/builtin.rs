@@ -33,7 +33,7 @@ pub const PREFIX: &str = "builtin:";
 
 /// The budget of one compiled built-in document, its options included
 /// (uncompressed): hosts fetch it on every new template URI.
-pub const SIZE_BUDGET: usize = 16 * 1024;
+pub const SIZE_BUDGET: usize = 20 * 1024;
 
 /// The kinds of built-in widget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -48,6 +48,8 @@ pub enum Kind {
     Kv,
     /// A text rendered as Markdown, safely (no raw HTML, http(s) links only).
     Markdown,
+    /// An array of records as a bar or line chart of their numeric fields.
+    Chart,
 }
 
 /// What a kind renders: a list, one object, or a text.
@@ -59,12 +61,13 @@ pub enum Shape {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Table,
         Kind::Card,
         Kind::List,
         Kind::Kv,
         Kind::Markdown,
+        Kind::Chart,
     ];
 
     /// The spelling after `builtin:`.
@@ -75,6 +78,7 @@ impl Kind {
             Kind::List => "list",
             Kind::Kv => "kv",
             Kind::Markdown => "markdown",
+            Kind::Chart => "chart",
         }
     }
 
@@ -85,7 +89,7 @@ impl Kind {
     /// What the data pointer must lead to.
     pub fn shape(self) -> Shape {
         match self {
-            Kind::Table | Kind::List => Shape::List,
+            Kind::Table | Kind::List | Kind::Chart => Shape::List,
             // A card also takes an array: one card per item.
             Kind::Card | Kind::Kv => Shape::Object,
             Kind::Markdown => Shape::Text,
@@ -95,7 +99,9 @@ impl Kind {
     /// The `view` options this kind reads.
     pub fn options(self) -> &'static [&'static str] {
         match self {
-            Kind::Table => &["data", "heading", "columns", "sort", "empty"],
+            Kind::Table => &[
+                "data", "heading", "columns", "sort", "empty", "actions", "refresh",
+            ],
             Kind::Card => &[
                 "data",
                 "heading",
@@ -105,8 +111,19 @@ impl Kind {
                 "image_domains",
                 "fields",
                 "empty",
+                "actions",
+                "refresh",
             ],
-            Kind::List => &["data", "heading", "primary", "secondary", "empty"],
+            Kind::List => &[
+                "data",
+                "heading",
+                "primary",
+                "secondary",
+                "empty",
+                "actions",
+                "refresh",
+            ],
+            Kind::Chart => &["data", "heading", "type", "x", "y", "empty"],
             Kind::Kv => &["data", "heading", "fields"],
             Kind::Markdown => &["data", "heading"],
         }
@@ -119,6 +136,7 @@ impl Kind {
             Kind::List => include_str!("builtin/list.js"),
             Kind::Kv => include_str!("builtin/kv.js"),
             Kind::Markdown => include_str!("builtin/markdown.js"),
+            Kind::Chart => include_str!("builtin/chart.js"),
         }
     }
 }
@@ -156,18 +174,25 @@ pub fn is_builtin_name(name: &str) -> bool {
     name.starts_with("builtin.")
 }
 
-/// Compiles the built-in widget of tool `tool` of `mount`. `output_schema`
-/// (the overlay's, when it has one) gives the default columns and fields.
-/// The options must have passed `validate::builtin_view`.
-pub fn compile(
-    mount: &str,
-    tool: &str,
-    kind: Kind,
-    view: &View,
-    output_schema: Option<&Map<String, Value>>,
-) -> Widget {
+/// What a built-in widget's document needs beyond its options.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    /// The tool whose results it shows, which its actions refresh by
+    /// default; `None` for a render tool's widget.
+    pub tool: Option<&'a str>,
+    /// The output schema of its data (the overlay's, when it has one): the
+    /// default columns, fields and series.
+    pub output_schema: Option<&'a Map<String, Value>>,
+    /// Whether an action calling a tool asks first by default: the overlay's
+    /// annotations of that tool decide.
+    pub asks: &'a dyn Fn(&str) -> bool,
+}
+
+/// Compiles the built-in widget `name` (a tool's or a render tool's) of
+/// `mount`. The options must have passed `validate::builtin::view`.
+pub fn compile(mount: &str, name: &str, kind: Kind, view: &View, cx: Context<'_>) -> Widget {
     let manifest = WidgetManifest {
-        title: Some(format!("{tool} ({})", kind.as_str())),
+        title: Some(format!("{name} ({})", kind.as_str())),
         prefers_border: Some(true),
         csp: Some(Csp {
             connect_domains: Some(Vec::new()),
@@ -176,32 +201,77 @@ pub fn compile(
         }),
         ..WidgetManifest::default()
     };
-    let html = document(kind, &options_json(kind, view, output_schema));
-    Widget::compile(&widget_name(mount, tool, kind), &manifest, html)
+    let html = document(kind, &options_json(kind, view, cx));
+    Widget::compile(&widget_name(mount, name, kind), &manifest, html)
 }
 
-/// The options as the document reads them: the view, the kind, and the
-/// default columns or fields the output schema gives.
-pub fn options_json(kind: Kind, view: &View, output_schema: Option<&Map<String, Value>>) -> Value {
+/// The options as the document reads them: the view, the kind, the
+/// defaults the output schema gives, each action's confirmation question
+/// (or `false`), and the call that refreshes the data after an action.
+pub fn options_json(kind: Kind, view: &View, cx: Context<'_>) -> Value {
     let mut options = match serde_json::to_value(view) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     };
     options.insert("kind".into(), json!(kind.as_str()));
-    let key = match kind {
-        Kind::Table => Some("columns"),
-        Kind::Card | Kind::Kv => Some("fields"),
-        _ => None,
-    };
-    if let (Some(key), Some(schema)) = (key, output_schema)
-        && !options.contains_key(key)
-    {
+    let data = view.data.as_deref();
+    if let Some(schema) = cx.output_schema {
         let root = Value::Object(schema.clone());
-        let keys = schema::default_keys(&root, view.data.as_deref(), kind.shape() == Shape::List);
-        if !keys.is_empty() {
-            let fields: Vec<Value> = keys.into_iter().map(|k| json!({ "key": k })).collect();
-            options.insert(key.into(), Value::Array(fields));
+        let fields = |keys: Vec<String>| -> Value {
+            keys.into_iter().map(|k| json!({ "key": k })).collect()
+        };
+        let key = match kind {
+            Kind::Table => Some("columns"),
+            Kind::Card | Kind::Kv => Some("fields"),
+            _ => None,
+        };
+        if let Some(key) = key
+            && !options.contains_key(key)
+        {
+            let keys = schema::default_keys(&root, data, kind.shape() == Shape::List);
+            if !keys.is_empty() {
+                options.insert(key.into(), fields(keys));
+            }
         }
+        if kind == Kind::Chart {
+            let (label, series) = schema::default_chart(&root, data);
+            if let (false, Some(label)) = (options.contains_key("x"), label) {
+                options.insert("x".into(), json!(label));
+            }
+            if !options.contains_key("y") && !series.is_empty() {
+                options.insert("y".into(), fields(series));
+            }
+        }
+    }
+    if let Some(actions) = &view.actions {
+        let actions: Vec<Value> = actions
+            .iter()
+            .map(|action| {
+                let confirm = match &action.confirm {
+                    Some(view::Confirm::Question(question)) => json!(question),
+                    Some(view::Confirm::Ask(false)) => json!(false),
+                    Some(view::Confirm::Ask(true)) => json!(format!("{}?", action.label)),
+                    None if (cx.asks)(&action.tool) => json!(format!("{}?", action.label)),
+                    None => json!(false),
+                };
+                json!({
+                    "label": action.label,
+                    "tool": action.tool,
+                    "arguments": action.arguments.clone().unwrap_or_default(),
+                    "confirm": confirm,
+                })
+            })
+            .collect();
+        options.insert("actions".into(), Value::Array(actions));
+        let refresh = match (&view.refresh, cx.tool) {
+            (Some(refresh), _) => json!({
+                "tool": refresh.tool,
+                "arguments": refresh.arguments.clone().unwrap_or_default(),
+            }),
+            (None, Some(tool)) => json!({ "tool": tool, "input": true }),
+            (None, None) => Value::Null,
+        };
+        options.insert("refresh".into(), refresh);
     }
     Value::Object(options)
 }
@@ -221,7 +291,10 @@ pub fn document(kind: Kind, options: &Value) -> String {
         kind = kind.as_str(),
         css = compact(include_str!("builtin/kit.css")),
         options = script_json(options),
-        script = compact(kind.script()),
+        script = match options.get("actions") {
+            Some(_) => compact(kind.script()) + &compact(include_str!("builtin/actions.js")),
+            None => compact(kind.script()),
+        },
         core = compact(include_str!("builtin/core.js")),
     )
 }

@@ -73,6 +73,11 @@ pub struct ToolOverlay {
     /// for keys this format does not know yet); overriding a key the gateway
     /// writes itself is allowed, with a warning.
     pub meta: Option<Map<String, Value>>,
+    /// Set by loading when a built-in widget's action or refresh calls this
+    /// tool: its visibility then includes `"app"` (and ChatGPT's
+    /// `openai/widgetAccessible` is true) unless the overlay sets one.
+    #[serde(skip)]
+    pub app_callable: bool,
     /// How a listed tool that has none of the members the rewrite touches
     /// is rewritten, worked out on first use. The `tools/list` rewrite
     /// decides what it holds (`rewrite::tools::Bare`); an overlay does not
@@ -89,7 +94,9 @@ pub struct ToolOverlay {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RenderTool {
-    /// Name of the widget folder it renders (required).
+    /// Name of the widget folder it renders, or `builtin:<kind>` (required).
+    /// Loading replaces a built-in kind by the name of the widget it
+    /// compiled for this render tool.
     pub widget: String,
     /// The upstream tools whose results it renders (at least one); the
     /// default description tells the model to call the first one first.
@@ -113,6 +120,9 @@ pub struct RenderTool {
     /// Keys merged into the tool's `_meta` as given, last; overriding a key
     /// the gateway writes is allowed, with a warning.
     pub meta: Option<Map<String, Value>>,
+    /// The options of a built-in widget (`widget = "builtin:<kind>"`); its
+    /// data is the render tool's arguments.
+    pub view: Option<super::builtin::view::View>,
 }
 
 /// The `_meta` key that marks a tool in `tools/list` as gateway-owned (a

@@ -7,6 +7,7 @@
 //! mounted under that name), `<dir>/widgets/<widget>/` (one folder per
 //! widget). Anything else (`README.md`, `schema/`, dot files) is ignored.
 
+mod builtins;
 mod error;
 mod inspection;
 mod loader;

@@ -121,12 +121,22 @@ pub fn render(
             format!("`{name}` is also overlaid as `[tools.{name}]`, an upstream tool; a render tool needs a name of its own"),
         ));
     }
-    if super::builtin::reference(&render.widget).is_some() {
-        problems.push(Problem::new(
-            "widget",
-            "a render tool names a widget folder; a built-in widget goes on the data tool itself ([tools.<name>] widget = \"builtin:table\")",
+    builtin::view(Some(&render.widget), render.view.as_ref(), &mut problems);
+    if let (Some(kind), Some(schema)) = (
+        builtin::kind_of(Some(&render.widget)),
+        render
+            .output_schema
+            .as_ref()
+            .or_else(|| mount.render_input_schema(render)),
+    ) {
+        let view = render.view.clone().unwrap_or_default();
+        problems.extend(builtin::against_schema(
+            kind,
+            &view,
+            &Value::Object(schema.clone()),
         ));
-    } else if !widget_exists(&render.widget) {
+    }
+    if super::builtin::reference(&render.widget).is_none() && !widget_exists(&render.widget) {
         problems.push(Problem::new(
             "widget",
             format!("no widget folder `widgets/{}`", render.widget),

@@ -219,6 +219,7 @@ fn set_meta(tool: &mut Map<String, Value>, overlay: &ToolOverlay, changes: MetaC
     let adds = changes.uri.is_some()
         || overlay.widget.is_some()
         || overlay.visibility.is_some()
+        || overlay.app_callable
         || overlay.invoking.is_some()
         || overlay.invoked.is_some()
         || !changes.file_params.is_empty()
@@ -235,8 +236,8 @@ fn set_meta(tool: &mut Map<String, Value>, overlay: &ToolOverlay, changes: MetaC
         meta.insert("ui/resourceUri".into(), json!(uri));
         meta.insert("openai/outputTemplate".into(), json!(uri));
     }
-    if overlay.widget.is_some() || overlay.visibility.is_some() {
-        set_visibility(meta, overlay.visibility.as_deref());
+    if overlay.widget.is_some() || overlay.visibility.is_some() || overlay.app_callable {
+        set_visibility(meta, overlay.visibility.as_deref(), overlay.app_callable);
     }
     if let Some(text) = &overlay.invoking {
         meta.insert("openai/toolInvocation/invoking".into(), json!(text));
@@ -294,15 +295,22 @@ fn widget_only_against_output_schema(
 /// defaults to false, so leaving either out means two hosts disagree.
 ///
 /// Without an overlay value, a visibility the upstream already declared is
-/// kept (and mirrored); otherwise MCP's default `["model", "app"]` applies.
-fn set_visibility(meta: &mut Map<String, Value>, overlay: Option<&[Audience]>) {
+/// kept (and mirrored), with `"app"` added when a built-in widget calls the
+/// tool (`app_callable`); otherwise MCP's default `["model", "app"]` applies.
+fn set_visibility(meta: &mut Map<String, Value>, overlay: Option<&[Audience]>, app_callable: bool) {
     let audiences: Vec<Audience> = match overlay {
         Some(list) => list.to_vec(),
-        None => meta
-            .get("ui")
-            .and_then(|ui| ui.get("visibility"))
-            .and_then(upstream_visibility)
-            .unwrap_or_else(|| vec![Audience::Model, Audience::App]),
+        None => {
+            let mut upstream = meta
+                .get("ui")
+                .and_then(|ui| ui.get("visibility"))
+                .and_then(upstream_visibility)
+                .unwrap_or_else(|| vec![Audience::Model, Audience::App]);
+            if app_callable {
+                upstream.push(Audience::App);
+            }
+            upstream
+        }
     };
     let model = audiences.contains(&Audience::Model);
     let app = audiences.contains(&Audience::App);

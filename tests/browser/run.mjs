@@ -11,6 +11,8 @@
 // --data-tool NAME calls NAME first (with --args) and passes its structuredContent to
 // --tool as arguments: the decoupled data/render pattern.
 // --fill SELECTOR --value TEXT types TEXT into a field of the View before the click.
+// --count SELECTOR reports how many elements of the View match, once it has rendered.
+// --then-click SELECTOR clicks a second time once the first click is done (a confirmation).
 // --expect TEXT waits until TEXT is in the View's text (after the click, if any).
 // --expect-call (with --click) waits until the click made the View call a tool through
 // the host and that call succeeded (a result, not isError); --expect-call-text also
@@ -43,8 +45,8 @@ const started = Date.now();
 // ---------------------------------------------------------------- arguments
 
 const USAGE = `usage: node tests/browser/run.mjs (--mcp URL --tool NAME [--data-tool NAME] | --html FILE --tool-result JSON|@FILE [--mcp URL] [--tool NAME])
-       [--args JSON] [--fill SELECTOR --value TEXT] [--click SELECTOR] [--expect TEXT] [--expect-call | --expect-call-text] --screenshot FILE
-       [--theme light|dark] [--switch-theme light|dark] [--timeout SECONDS] [--direct] [--keep] [--quiet]`;
+       [--args JSON] [--fill SELECTOR --value TEXT] [--click SELECTOR [--then-click SELECTOR]] [--expect TEXT] [--expect-call | --expect-call-text]
+       [--count SELECTOR] --screenshot FILE [--theme light|dark] [--switch-theme light|dark] [--timeout SECONDS] [--direct] [--keep] [--quiet]`;
 
 function usage(message) {
   process.stderr.write(`run.mjs: ${message}\n${USAGE}\n`);
@@ -54,7 +56,7 @@ function usage(message) {
 function parseArgs(argv) {
   const opts = { args: '{}', theme: 'light', timeout: 90, direct: false, keep: false, quiet: false, expectCall: false, expectCallText: false };
   const valued = new Set(['--mcp', '--tool', '--data-tool', '--args', '--click', '--expect', '--screenshot', '--html',
-    '--tool-result', '--theme', '--timeout', '--fill', '--value', '--switch-theme']);
+    '--tool-result', '--theme', '--timeout', '--fill', '--value', '--switch-theme', '--then-click', '--count']);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--help' || a === '-h') { process.stdout.write(USAGE + '\n'); process.exit(0); }
@@ -91,6 +93,7 @@ function parseArgs(argv) {
   }
   if ((opts.fill === undefined) !== (opts.value === undefined)) usage('--fill SELECTOR and --value TEXT go together');
   if (opts.expectCall && !opts.click) usage('--expect-call and --expect-call-text need --click');
+  if (opts.thenClick && !opts.click) usage('--then-click needs --click');
   return opts;
 }
 
@@ -426,6 +429,7 @@ async function main() {
   await page.waitForTimeout(400);
 
   const viewText = () => view.locator('body').innerText({ timeout: remaining(5000) }).catch(() => '');
+  if (opts.count) summary.count = await view.locator(opts.count).count();
   const callsBefore = summary.host?.view_calls?.length ?? 0;
   if (opts.switchTheme) {
     await page.evaluate((theme) => window.__host.setTheme(theme), opts.switchTheme);
@@ -439,6 +443,7 @@ async function main() {
     t = Date.now();
     summary.click = { selector: opts.click, expect: opts.expect ?? null, expect_call: opts.expectCall, expect_call_text: opts.expectCallText, found: false };
     await view.locator(opts.click).first().click({ timeout: remaining(15000) });
+    if (opts.thenClick) await view.locator(opts.thenClick).first().click({ timeout: remaining(15000) });
     summary.click.clicked = true;
   }
   if (opts.expect || opts.expectCall) {

@@ -6,8 +6,9 @@
 // for the page to render the new version. Prints a JSON summary on stdout.
 //
 //   node tests/preview/run.mjs --url http://127.0.0.1:PORT/preview --screenshot FILE
-//        [--overlays DIR] [--openai-widget] [--timeout SECONDS]
+//        [--overlays DIR] [--openai-widget] [--builtin-table] [--timeout SECONDS]
 //
+// --builtin-table: list_tasks renders the built-in table (widget = "builtin:table")
 // --openai-widget: complete_task renders a widget that only knows window.openai
 // (tests/preview/openai-only, installed in the overlays by the caller); call it and
 // click its button.
@@ -27,7 +28,7 @@ const PEERS = resolve(HERE, '..', 'peers');
 const started = Date.now();
 
 function usage(message) {
-  process.stderr.write(`run.mjs: ${message}\nusage: node tests/preview/run.mjs --url URL --screenshot FILE [--overlays DIR] [--openai-widget] [--timeout SECONDS]\n`);
+  process.stderr.write(`run.mjs: ${message}\nusage: node tests/preview/run.mjs --url URL --screenshot FILE [--overlays DIR] [--openai-widget] [--builtin-table] [--timeout SECONDS]\n`);
   process.exit(2);
 }
 
@@ -35,6 +36,7 @@ const opts = { timeout: 90 };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i += 2) {
   if (argv[i] === '--openai-widget') { opts.openaiWidget = true; i -= 1; continue; }
+  if (argv[i] === '--builtin-table') { opts.builtinTable = true; i -= 1; continue; }
   const key = { '--url': 'url', '--screenshot': 'screenshot', '--overlays': 'overlays', '--timeout': 'timeout' }[argv[i]];
   if (!key) usage(`unknown argument ${argv[i]}`);
   if (i + 1 >= argv.length) usage(`${argv[i]} needs a value`);
@@ -257,6 +259,24 @@ async function main() {
       summary.timings_ms.overlay_save_to_render = Date.now() - t;
       await widget.locator('li[data-task-id="2"][data-done="true"]').waitFor({ timeout: left(15000) });
       summary.checks.reload = { uri_before: uriBefore, uri_after: await page.textContent('#widget-uri') };
+    });
+  }
+
+  if (opts.builtinTable) {
+    // list_tasks renders a built-in widget: compiled by the gateway, listed and
+    // rendered by the page like a folder widget.
+    await step('a built-in table (list_tasks from the form)', async () => {
+      await page.click('#tool-list button[data-tool="list_tasks"]');
+      await page.click('#call-button');
+      await widget.locator('table tbody tr', { hasText: title }).waitFor({ timeout: left(20000) });
+      await widget.locator('th button', { hasText: 'Title' }).click({ timeout: left(5000) });
+      await widget.locator('#status', { hasText: 'Sorted by Title' }).waitFor({ timeout: left(5000) });
+      summary.checks.builtin_table = {
+        uri: await page.textContent('#widget-uri'),
+        rows: await widget.locator('table tbody tr').count(),
+        first_row: await widget.locator('table tbody tr').first().textContent(),
+        theme: await widget.locator('html').getAttribute('data-theme'),
+      };
     });
   }
 

@@ -22,7 +22,8 @@ function kitRender(data, K, root) {
       img ? K.h('img', { src: img, alt: '' }) : null,
       tkey ? K.h('h3', {}, [K.show(K.get(rec, tkey))]) : null,
       sub === '' ? null : K.h('span', { className: 'second' }, [sub]),
-      fields.length ? dl : null
+      fields.length ? dl : null,
+      K.actions(rec, tkey ? String(K.get(rec, tkey)) : '')
     ]));
   });
   root.appendChild(box);

@@ -8,7 +8,7 @@
   var root = document.getElementById('root');
   var status = document.getElementById('status');
   var openai = window.openai;
-  var locale, last, bridged = false, seq = 0, waiting = {};
+  var locale, last, bridged = false, seq = 0, waiting = {}, input = {}, flash = null;
 
   function send(m) { window.parent.postMessage(m, '*'); }
   function request(method, params) {
@@ -98,8 +98,29 @@
   function note(text, cls) { return h('p', { className: 'note' + (cls ? ' ' + cls : ''), text: text }); }
   function announce(text) { status.textContent = text; }
 
+  // A tool of the same server, called through the host: the MCP Apps
+  // bridge, else window.openai.
+  function call(name, args) {
+    if (bridged) return request('tools/call', { name: name, arguments: args });
+    if (openai && openai.callTool) return openai.callTool(name, args).then(function (r) {
+      return r && r.structuredContent === undefined && typeof r.result === 'string' ? { content: [{ type: 'text', text: r.result }] } : r;
+    });
+    return Promise.reject(new Error('no host bridge'));
+  }
+  // After an action: the data fetched again by the refresh call, then shown
+  // with a line saying how the action went (kept across redraws).
+  function done(text, error) {
+    flash = { text: text, error: error };
+    var r = O.refresh;
+    var show = function (res) { draw(res && !res.isError ? res : last); announce(text); };
+    if (error || !r) show(last);
+    else call(r.tool, r.input ? input : r.arguments).then(show, function () { show(last); });
+  }
+
   var K = { opts: O, h: h, get: get, show: show, title: title, human: human, numeric: numeric,
-    keysOf: keysOf, note: note, announce: announce, safeUrl: safeUrl, link: link };
+    keysOf: keysOf, note: note, announce: announce, safeUrl: safeUrl, link: link,
+    call: call, done: done, text: firstText };
+  K.actions = typeof kitActions === 'function' && O.actions ? function (rec, name) { return kitActions(rec, K, name); } : function () { return null; };
 
   function firstText(r) {
     var c = r && Array.isArray(r.content) ? r.content : [];
@@ -117,7 +138,7 @@
       var ks = Object.keys(sc).filter(function (k) { return test(sc[k]); });
       return ks.length === 1 ? sc[ks[0]] : undefined;
     };
-    if (O.kind === 'table' || O.kind === 'list') return Array.isArray(sc) ? sc : only(Array.isArray);
+    if (O.kind === 'table' || O.kind === 'list' || O.kind === 'chart') return Array.isArray(sc) ? sc : only(Array.isArray);
     if (O.kind === 'markdown') {
       if (typeof sc === 'string') return sc;
       var s = only(function (v) { return typeof v === 'string'; });
@@ -130,6 +151,7 @@
     last = r;
     root.textContent = '';
     if (O.heading) root.appendChild(h('h2', { text: O.heading }));
+    if (flash) root.appendChild(note(flash.text, flash.error ? 'error' : 'done'));
     if (r.isError) root.appendChild(note(firstText(r) || 'The tool reported an error.', 'error'));
     else {
       var v = pick(r);
@@ -170,6 +192,7 @@
     }
     var p = m.params || {};
     if (m.method === 'ui/notifications/tool-result') draw(p);
+    else if (m.method === 'ui/notifications/tool-input') input = p.arguments || {};
     else if (m.method === 'ui/notifications/host-context-changed') context(p);
     else if (m.method === 'ui/notifications/tool-cancelled') { root.textContent = ''; root.appendChild(note('The tool call was cancelled.')); size(); }
     else if (m.id !== undefined) {
@@ -184,6 +207,7 @@
     if (g.toolOutput != null && !bridged) draw({ structuredContent: g.toolOutput });
   });
   if (openai) {
+    if (openai.toolInput) input = openai.toolInput;
     context({ theme: openai.theme, locale: openai.locale });
     if (openai.toolOutput != null) draw({ structuredContent: openai.toolOutput });
   }

@@ -170,6 +170,36 @@ pub fn default_array(root: &Value) -> Vec<String> {
 /// widget, else the root). Lists (tables) leave out nested objects and
 /// arrays.
 pub fn default_keys(root: &Value, data: Option<&str>, list: bool) -> Vec<String> {
+    record_properties(root, data, list)
+        .into_iter()
+        .filter(|(_, kind)| !list || !matches!(kind, Some("object" | "array")))
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// A chart's defaults from `root` at `data`: the first string property of
+/// the records (the labels) and their number properties (the series).
+pub fn default_chart(root: &Value, data: Option<&str>) -> (Option<String>, Vec<String>) {
+    let properties = record_properties(root, data, true);
+    let label = properties
+        .iter()
+        .find(|(_, kind)| *kind == Some("string"))
+        .map(|(name, _)| name.clone());
+    let series = properties
+        .into_iter()
+        .filter(|(_, kind)| matches!(kind, Some("number" | "integer")))
+        .map(|(name, _)| name)
+        .collect();
+    (label, series)
+}
+
+/// The properties of the records at `data` (see [`default_keys`]), each
+/// with its declared `type` when it names one.
+fn record_properties<'a>(
+    root: &'a Value,
+    data: Option<&str>,
+    list: bool,
+) -> Vec<(String, Option<&'a str>)> {
     let pointer = match (data, list) {
         (Some(pointer), _) => pointer.to_owned(),
         (None, true) => match default_array(root).as_slice() {
@@ -182,17 +212,14 @@ pub fn default_keys(root: &Value, data: Option<&str>, list: bool) -> Vec<String>
         return Vec::new();
     };
     let record = items(root, target).unwrap_or_else(|| deref(root, target, 0));
-    let scalar_only = list;
     record
         .get("properties")
         .and_then(Value::as_object)
         .into_iter()
         .flatten()
-        .filter(|(_, schema)| {
-            let schema = deref(root, schema, 0);
-            let kind = schema.get("type").and_then(Value::as_str);
-            !scalar_only || !matches!(kind, Some("object" | "array"))
+        .map(|(name, schema)| {
+            let kind = deref(root, schema, 0).get("type").and_then(Value::as_str);
+            (name.clone(), kind)
         })
-        .map(|(name, _)| name.clone())
         .collect()
 }

@@ -24,7 +24,7 @@ function kitRender(rows, K, root) {
       });
       heads.push({ col: c, th: th, button: b });
       return th;
-    }))]),
+    }).concat(K.opts.actions ? [K.h('th', { scope: 'col', text: 'Actions' })] : []))]),
     body
   ]);
   function cmp(a, b) {
@@ -53,10 +53,13 @@ function kitRender(rows, K, root) {
     });
     body.textContent = '';
     order.forEach(function (row) {
-      body.appendChild(K.h('tr', {}, cols.map(function (c) {
+      var cells = cols.map(function (c) {
         var v = K.show(K.get(row, c.key), c);
         return K.h('td', { 'data-label': K.title(c), className: K.numeric(c) || typeof K.get(row, c.key) === 'number' ? 'num' : '' }, [v]);
-      })));
+      });
+      var acts = K.actions(row, cells[0].textContent);
+      if (acts) cells.push(K.h('td', { 'data-label': 'Actions' }, [acts]));
+      body.appendChild(K.h('tr', {}, cells));
     });
   }
   fill();

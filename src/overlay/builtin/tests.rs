@@ -53,7 +53,32 @@ fn maximal(kind: Kind) -> View {
         subtitle: Some("kind".into()),
         image: Some("picture".into()),
         image_domains: Some(vec!["https://img.example.com".into()]),
-        fields: Some(fields),
+        fields: Some(fields.clone()),
+        actions: Some(
+            ["Complete", "Reopen", "Delete"]
+                .iter()
+                .map(|label| view::Action {
+                    label: (*label).into(),
+                    tool: format!("{}_task", label.to_lowercase()),
+                    arguments: Some(
+                        json!({ "id": "/id", "force": true })
+                            .as_object()
+                            .unwrap()
+                            .clone(),
+                    ),
+                    confirm: Some(view::Confirm::Question(format!(
+                        "{label} this task for good?"
+                    ))),
+                })
+                .collect(),
+        ),
+        refresh: Some(view::Refresh {
+            tool: "list_tasks".into(),
+            arguments: Some(json!({ "status": "open" }).as_object().unwrap().clone()),
+        }),
+        chart: Some(view::ChartType::Line),
+        x: Some("month".into()),
+        y: Some(fields.into_iter().take(6).collect()),
     };
     let allowed = kind.options();
     let keep = |name: &str| allowed.contains(&name);
@@ -70,6 +95,20 @@ fn maximal(kind: Kind) -> View {
         image: all.image.filter(|_| keep("image")),
         image_domains: all.image_domains.filter(|_| keep("image_domains")),
         fields: all.fields.filter(|_| keep("fields")),
+        actions: all.actions.filter(|_| keep("actions")),
+        refresh: all.refresh.filter(|_| keep("refresh")),
+        chart: all.chart.filter(|_| keep("type")),
+        x: all.x.filter(|_| keep("x")),
+        y: all.y.filter(|_| keep("y")),
+    }
+}
+
+/// The context of a tool `list_tasks` whose actions always ask first.
+fn cx(schema: Option<&serde_json::Map<String, Value>>) -> Context<'_> {
+    Context {
+        tool: Some("list_tasks"),
+        output_schema: schema,
+        asks: &|_| true,
     }
 }
 
@@ -84,7 +123,7 @@ fn every_kind_document_fits_the_size_budget() {
             &mut problems,
         );
         assert!(problems.is_empty(), "{kind:?}: {problems:?}");
-        let widget = compile("demo", "list_tasks", kind, &view, None);
+        let widget = compile("demo", "list_tasks", kind, &view, cx(None));
         assert!(
             widget.html.len() <= SIZE_BUDGET,
             "builtin:{} is {} bytes, over the {SIZE_BUDGET}-byte budget",
@@ -104,6 +143,8 @@ fn scripts_cannot_end_their_element() {
         include_str!("list.js"),
         include_str!("kv.js"),
         include_str!("markdown.js"),
+        include_str!("chart.js"),
+        include_str!("actions.js"),
         include_str!("kit.css"),
     ];
     for source in sources {
@@ -132,7 +173,7 @@ fn options_are_injected_as_inert_json() {
         heading: Some("</script><script>alert(1)</script> & <!-- \u{2028}".into()),
         ..View::default()
     };
-    let html = document(Kind::Kv, &options_json(Kind::Kv, &view, None));
+    let html = document(Kind::Kv, &options_json(Kind::Kv, &view, cx(None)));
     assert_eq!(html.matches("</script>").count(), 2, "{html}");
     let start = html.find("id=\"view-options\">").unwrap() + "id=\"view-options\">".len();
     let end = start + html[start..].find("</script>").unwrap();
@@ -298,7 +339,7 @@ fn keys_and_pointers_are_checked_against_the_output_schema() {
 #[test]
 fn default_columns_come_from_the_output_schema() {
     let schema = tasks_schema();
-    let options = options_json(Kind::Table, &View::default(), schema.as_object());
+    let options = options_json(Kind::Table, &View::default(), cx(schema.as_object()));
     let keys: Vec<&str> = options["columns"]
         .as_array()
         .unwrap()
@@ -314,9 +355,9 @@ fn default_columns_come_from_the_output_schema() {
         }]),
         ..View::default()
     };
-    let options = options_json(Kind::Table, &chosen, schema.as_object());
+    let options = options_json(Kind::Table, &chosen, cx(schema.as_object()));
     assert_eq!(options["columns"], json!([{ "key": "title" }]));
-    let kv = options_json(Kind::Kv, &View::default(), schema.as_object());
+    let kv = options_json(Kind::Kv, &View::default(), cx(schema.as_object()));
     assert_eq!(
         kv["fields"],
         json!([{ "key": "tasks" }, { "key": "count" }])
@@ -410,7 +451,7 @@ widget = "builtin:tabel"
         lines,
         [
             "DIR/demo.toml:2: tools.list_tasks.view.columns[0]: `titel` is not in the output schema's records at `/tasks`: `/` has no property `titel`; did you mean `title`?",
-            "DIR/demo.toml:10: tools.show.widget: `builtin:tabel` is no built-in widget; the built-in widgets are `builtin:table`, `builtin:card`, `builtin:list`, `builtin:kv`, `builtin:markdown`",
+            "DIR/demo.toml:10: tools.show.widget: `builtin:tabel` is no built-in widget; the built-in widgets are `builtin:table`, `builtin:card`, `builtin:list`, `builtin:kv`, `builtin:markdown`, `builtin:chart`",
         ]
     );
 }
@@ -443,4 +484,220 @@ empty = "No tasks yet."
             "{bad}"
         );
     }
+}
+
+#[test]
+fn actions_ask_first_unless_the_tool_is_known_safe_and_refresh_their_data() {
+    let view: View = toml::from_str(
+        r#"
+actions = [
+  { label = "Complete", tool = "complete_task", arguments = { id = "/id" } },
+  { label = "Delete", tool = "delete_task", arguments = { id = "/id", hard = true } },
+  { label = "Archive", tool = "archive_task", confirm = "Archive it?" },
+  { label = "Star", tool = "star_task", confirm = false },
+]
+"#,
+    )
+    .unwrap();
+    let safe = |tool: &str| tool != "complete_task";
+    let own = Context {
+        tool: Some("list_tasks"),
+        output_schema: None,
+        asks: &safe,
+    };
+    let options = options_json(Kind::Table, &view, own);
+    let confirms: Vec<&Value> = options["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["confirm"])
+        .collect();
+    assert_eq!(
+        confirms,
+        [
+            &json!(false),
+            &json!("Delete?"),
+            &json!("Archive it?"),
+            &json!(false)
+        ]
+    );
+    assert_eq!(
+        options["actions"][1]["arguments"],
+        json!({ "id": "/id", "hard": true })
+    );
+    // A tool's widget refreshes by calling its tool again with the same input.
+    assert_eq!(
+        options["refresh"],
+        json!({ "tool": "list_tasks", "input": true })
+    );
+    let render = Context { tool: None, ..own };
+    assert_eq!(
+        options_json(Kind::Table, &view, render)["refresh"],
+        Value::Null
+    );
+    let with_refresh = View {
+        refresh: Some(view::Refresh {
+            tool: "refresh_tasks".into(),
+            arguments: None,
+        }),
+        ..view.clone()
+    };
+    assert_eq!(
+        options_json(Kind::Table, &with_refresh, render)["refresh"],
+        json!({ "tool": "refresh_tasks", "arguments": {} })
+    );
+    // The actions' script is in the document only when there are actions.
+    let with = document(Kind::Table, &options_json(Kind::Table, &view, own));
+    let without = document(
+        Kind::Table,
+        &options_json(Kind::Table, &View::default(), own),
+    );
+    assert!(with.contains("function kitActions") && !without.contains("function kitActions"));
+}
+
+#[test]
+fn actions_and_charts_are_checked_like_the_other_options() {
+    let mut problems = Vec::new();
+    let view: View = toml::from_str(
+        r#"
+actions = [{ label = "", tool = "" }, { label = "Go", tool = "go", confirm = " " }, { label = "Go", tool = "go2" }]
+"#,
+    )
+    .unwrap();
+    check_view(Some("builtin:table"), Some(&view), &mut problems);
+    let places: Vec<&str> = problems.iter().map(|p| p.place.as_str()).collect();
+    assert_eq!(
+        places,
+        [
+            "view.actions[0].label",
+            "view.actions[0].tool",
+            "view.actions[1].confirm",
+            "view.actions[2].label"
+        ]
+    );
+    let mut problems = Vec::new();
+    let refresh_alone: View = toml::from_str(r#"refresh = "list_tasks""#).unwrap();
+    check_view(Some("builtin:list"), Some(&refresh_alone), &mut problems);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].reason.contains("after an action"));
+    let mut problems = Vec::new();
+    check_view(Some("builtin:kv"), Some(&view), &mut problems);
+    assert!(
+        problems.iter().any(|p| p.place == "view.actions"),
+        "{problems:?}"
+    );
+
+    // Against the schema: argument pointers, the chart's keys and numbers.
+    let schema = tasks_schema();
+    let view: View = toml::from_str(
+        r#"actions = [{ label = "Done", tool = "complete_task", arguments = { id = "/idd", note = "plain" } }]"#,
+    )
+    .unwrap();
+    let problems = against_schema(Kind::Table, &view, &schema);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].place, "view.actions[0].arguments.id");
+    assert!(
+        problems[0].reason.contains("did you mean `id`?"),
+        "{problems:?}"
+    );
+    let chart: View = toml::from_str(
+        r#"x = "titel"
+y = ["id", "title"]"#,
+    )
+    .unwrap();
+    let problems = against_schema(Kind::Chart, &chart, &schema);
+    let places: Vec<&str> = problems.iter().map(|p| p.place.as_str()).collect();
+    assert_eq!(places, ["view.y[1]", "view.x"], "{problems:?}");
+    assert!(problems[0].reason.contains("a chart draws numbers"));
+}
+
+#[test]
+fn a_chart_defaults_to_its_first_text_and_every_number() {
+    let schema = json!({
+        "type": "object",
+        "properties": { "months": { "type": "array", "items": { "type": "object", "properties": {
+            "revenue": { "type": "number" },
+            "month": { "type": "string" },
+            "note": { "type": "string" },
+            "orders": { "type": "integer" },
+            "open": { "type": "boolean" }
+        } } } }
+    });
+    let options = options_json(Kind::Chart, &View::default(), cx(schema.as_object()));
+    assert_eq!(options["x"], "month");
+    assert_eq!(
+        options["y"],
+        json!([{ "key": "revenue" }, { "key": "orders" }])
+    );
+    let html = document(Kind::Chart, &options);
+    assert!(html.contains("createElementNS"));
+}
+
+#[test]
+fn a_render_tool_can_show_its_arguments_in_a_builtin_widget_and_act_on_them() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("demo.toml"),
+        r#"
+[tools.list_tasks.output_schema]
+type = "object"
+properties.tasks = { type = "array", items = { type = "object", properties = { id = { type = "integer" }, title = { type = "string" } } } }
+
+[tools.complete_task]
+annotations = { destructiveHint = false }
+
+[render.task_table]
+widget = "builtin:table"
+data_tools = ["list_tasks"]
+view = { columns = ["title"], actions = [{ label = "Complete", tool = "complete_task", arguments = { id = "/id" } }], refresh = "refresh_tasks" }
+"#,
+    )
+    .unwrap();
+    let set = load_dir(dir.path()).unwrap();
+    let mount = set.mount("demo").unwrap();
+    let render = mount.render_tool("task_table").unwrap();
+    assert!(
+        render.widget.starts_with("builtin.table."),
+        "{}",
+        render.widget
+    );
+    let widget = set.widgets().get(&render.widget).unwrap();
+    assert!(
+        widget
+            .html
+            .contains(r#""refresh":{"arguments":{},"tool":"refresh_tasks"}"#)
+            || widget
+                .html
+                .contains(r#""refresh":{"tool":"refresh_tasks","arguments":{}}"#),
+        "{}",
+        widget.html
+    );
+    assert!(widget.html.contains(r#""confirm":false"#));
+    // The tools the widget calls become callable from a widget; the others
+    // are left alone.
+    assert!(mount.tool("complete_task").unwrap().app_callable);
+    assert!(mount.tool("refresh_tasks").unwrap().app_callable);
+    assert!(!mount.tool("list_tasks").unwrap().app_callable);
+
+    // A called tool whose overlay keeps widgets out is refused, at the
+    // widget's key.
+    fs::write(
+        dir.path().join("demo.toml"),
+        r#"
+[tools.list_tasks]
+widget = "builtin:list"
+view = { actions = [{ label = "Complete", tool = "complete_task" }] }
+
+[tools.complete_task]
+visibility = ["model"]
+"#,
+    )
+    .unwrap();
+    let errors = load_dir(dir.path()).unwrap_err();
+    let text = errors.to_string();
+    assert!(
+        text.contains("tools.list_tasks.view.actions[0].tool")
+            && text.contains("leaves out \"app\""),
+        "{text}"
+    );
 }

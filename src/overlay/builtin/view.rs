@@ -5,7 +5,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 /// `[tools.<name>.view]`: the options of a built-in widget. Which apply
 /// depends on the kind ([`Kind::options`]); the rest are refused.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct View {
     /// JSON pointer into `structuredContent` to the data shown; default: the
@@ -57,13 +57,125 @@ pub struct View {
         skip_serializing_if = "Option::is_none"
     )]
     pub fields: Option<Vec<Field>>,
+    /// Table, card, list: buttons on each record that call a tool of the
+    /// same server through the host's bridge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<Action>>,
+    /// Table, card, list: what to call after an action to show fresh data;
+    /// default: the widget's own tool with the arguments of the call shown
+    /// (a render tool's widget refreshes only when this is set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh: Option<Refresh>,
+    /// Chart: `bar` (default) or `line`.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub chart: Option<ChartType>,
+    /// Chart: the key of each record's label (the x axis); default: the
+    /// first text property.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub x: Option<String>,
+    /// Chart: the numeric keys drawn, one series each; default: every
+    /// number property.
+    #[serde(
+        default,
+        deserialize_with = "fields",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub y: Option<Vec<Field>>,
+}
+
+/// A button on each record: calls `tool` with `arguments`, in which a
+/// string starting with `/` is a JSON pointer into the record (`"/id"`) and
+/// anything else is sent as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Action {
+    /// The button's text.
+    pub label: String,
+    /// The tool called (of the same server).
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Ask before calling: `true`, a question, or `false`. Default: ask,
+    /// unless the overlay's annotations of `tool` say it is read-only or not
+    /// destructive (MCP's default for a tool that writes is destructive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<Confirm>,
+}
+
+/// An action's confirmation: on or off, or the question to ask.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum Confirm {
+    Ask(bool),
+    Question(String),
+}
+
+/// The call that fetches fresh data: a tool's name (called without
+/// arguments), or a tool with arguments.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Refresh {
+    pub tool: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl<'de> Deserialize<'de> for Refresh {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            tool: String,
+            #[serde(default)]
+            arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        }
+        #[derive(Deserialize)]
+        #[serde(
+            untagged,
+            expecting = "a tool's name, or a table with `tool` and `arguments`"
+        )]
+        enum Written {
+            Name(String),
+            Table(Table),
+        }
+        Ok(match Written::deserialize(d)? {
+            Written::Name(tool) => Refresh {
+                tool,
+                arguments: None,
+            },
+            Written::Table(t) => Refresh {
+                tool: t.tool,
+                arguments: t.arguments,
+            },
+        })
+    }
+}
+
+/// How a chart draws its series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChartType {
+    Bar,
+    Line,
 }
 
 impl View {
+    /// The tools the widget calls (its actions', then the refresh), each
+    /// with the key that names it (`view.actions[0].tool`, `view.refresh`).
+    pub fn calls(&self) -> impl Iterator<Item = (String, &str)> {
+        let actions = self.actions.iter().flatten().enumerate();
+        actions
+            .map(|(i, a)| (format!("view.actions[{i}].tool"), a.tool.as_str()))
+            .chain(
+                self.refresh
+                    .iter()
+                    .map(|r| ("view.refresh".to_owned(), r.tool.as_str())),
+            )
+    }
+
     /// The options that are set, by name (for the per-kind rule).
     pub fn set(&self) -> Vec<&'static str> {
         let mut set = Vec::new();
-        let options: [(&str, bool); 12] = [
+        let options: [(&str, bool); 17] = [
             ("data", self.data.is_some()),
             ("heading", self.heading.is_some()),
             ("columns", self.columns.is_some()),
@@ -76,6 +188,11 @@ impl View {
             ("image", self.image.is_some()),
             ("image_domains", self.image_domains.is_some()),
             ("fields", self.fields.is_some()),
+            ("actions", self.actions.is_some()),
+            ("refresh", self.refresh.is_some()),
+            ("type", self.chart.is_some()),
+            ("x", self.x.is_some()),
+            ("y", self.y.is_some()),
         ];
         for (name, on) in options {
             if on {

@@ -93,6 +93,10 @@ fn shipped_schemas_are_json_and_match_the_overlay_types() {
     assert_same_keys::<Annotations>(&schema, "/definitions/annotations/properties");
     assert_same_keys::<ResultShaping>(&schema, "/definitions/result/properties");
     assert_same_keys::<crate::overlay::builtin::View>(&schema, "/definitions/view/properties");
+    assert_same_keys::<crate::overlay::builtin::view::Action>(
+        &schema,
+        "/definitions/action/properties",
+    );
     assert_same_keys::<crate::overlay::builtin::Field>(
         &schema,
         "/definitions/field/oneOf/1/properties",

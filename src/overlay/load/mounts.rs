@@ -8,7 +8,6 @@ use super::loader::Loader;
 use super::parse::{
     Format, ParsedTool, key_line, mount_format, parse_json, parse_toml, table_line,
 };
-use crate::overlay::builtin;
 use crate::overlay::format::{RenderTool, ToolOverlay};
 use crate::overlay::set::MountOverlays;
 use crate::overlay::validate;
@@ -22,7 +21,10 @@ struct GoodTool {
 
 /// A render tool waiting for its mount's tool overlays (its input schema may
 /// come from them): name, table, file and line.
-type PendingRender = (String, RenderTool, PathBuf, Option<usize>);
+pub(super) type PendingRender = (String, RenderTool, PathBuf, Option<usize>);
+
+/// The file and line of each tool overlay, by (mount, tool).
+pub(super) type Origins = BTreeMap<(String, String), (PathBuf, Option<usize>)>;
 
 /// A mount file's render tools, each with the line of its table.
 type RenderTables = BTreeMap<String, (RenderTool, Option<usize>)>;
@@ -40,6 +42,9 @@ impl Loader {
         let mut defined: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
         // Where each tool overlay is written, by mount, for messages.
         let mut sites: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        // The file and line of each (mount, tool), for built-in widgets'
+        // problems found once the whole mount is known.
+        let mut origins: Origins = BTreeMap::new();
         let root = self.root.clone();
         for path in self.entries(&root) {
             let Some(format) = mount_format(&path) else {
@@ -52,12 +57,7 @@ impl Loader {
                 let entry = (name, tool, path.clone(), line);
                 renders.entry(mount.clone()).or_default().push(entry);
             }
-            for GoodTool {
-                name,
-                mut tool,
-                line,
-            } in tools
-            {
+            for GoodTool { name, tool, line } in tools {
                 let key = (mount.clone(), name.clone());
                 if let Some(first) = defined.get(&key) {
                     let reason = format!(
@@ -67,8 +67,8 @@ impl Loader {
                     self.error(&path, line, Some(format!("tools.{name}")), reason);
                     continue;
                 }
-                defined.insert(key, path.clone());
-                self.compile_builtin(&mount, &name, &mut tool);
+                defined.insert(key.clone(), path.clone());
+                origins.insert(key, (path.clone(), line));
                 let site = match line {
                     Some(line) => format!("{}:{line}", path.display()),
                     None => path.display().to_string(),
@@ -85,11 +85,13 @@ impl Loader {
         }
         mounts
             .into_iter()
-            .map(|(mount, tools)| {
+            .map(|(mount, mut tools)| {
+                let pending = renders.remove(&mount).unwrap_or_default();
+                self.wire_builtins(&mount, &mut tools, &pending, &origins);
                 let overlays =
                     MountOverlays::new(tools).with_sites(sites.remove(&mount).unwrap_or_default());
                 let mut good = Vec::new();
-                for (name, render, path, line) in renders.remove(&mount).unwrap_or_default() {
+                for (name, mut render, path, line) in pending {
                     let problems = validate::render(&name, &render, &overlays, widget_exists);
                     for problem in &problems {
                         let place = match problem.place.as_str() {
@@ -100,24 +102,13 @@ impl Loader {
                         self.error(&path, line, Some(place), reason);
                     }
                     if problems.is_empty() {
+                        self.compile_render_builtin(&mount, &name, &mut render, &overlays);
                         good.push((name, render));
                     }
                 }
                 (mount, overlays.with_render(good))
             })
             .collect()
-    }
-
-    /// Compiles the built-in widget `tool` names, if any, and points the tool
-    /// at it (by the compiled widget's name).
-    fn compile_builtin(&mut self, mount: &str, name: &str, tool: &mut ToolOverlay) {
-        let Some(kind) = validate::builtin::kind_of(tool.widget.as_deref()) else {
-            return;
-        };
-        let view = tool.view.clone().unwrap_or_default();
-        let widget = builtin::compile(mount, name, kind, &view, tool.output_schema.as_ref());
-        tool.widget = Some(widget.name.clone());
-        self.builtin_widgets.push(widget);
     }
 
     /// Parses one mount file; `None` when nothing usable came out of it.

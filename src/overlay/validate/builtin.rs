@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::csp::origin;
 use super::names::nearest;
 use super::problem::Problem;
+use crate::overlay::builtin::view::Confirm;
 use crate::overlay::builtin::{self, Field, Format, Kind, Resolved, Shape, View};
 use crate::overlay::builtin::{default_array, resolve_pointer};
 
@@ -61,11 +62,16 @@ pub fn view(widget: Option<&str>, view: Option<&View>, problems: &mut Vec<Proble
             format!("`{data}` is not a JSON pointer; write `/{data}` (\"\" is the root)"),
         ));
     }
-    for (key, fields) in [("columns", &view.columns), ("fields", &view.fields)] {
+    for (key, fields) in [
+        ("columns", &view.columns),
+        ("fields", &view.fields),
+        ("y", &view.y),
+    ] {
         if let Some(fields) = fields {
             field_list(key, fields, problems);
         }
     }
+    actions(view, problems);
     let single = single_keys(view);
     for (key, value) in single {
         if value.as_deref().is_some_and(str::is_empty) {
@@ -89,14 +95,67 @@ pub fn view(widget: Option<&str>, view: Option<&View>, problems: &mut Vec<Proble
 }
 
 /// The options that name one key of the data, by their option name.
-fn single_keys(view: &View) -> [(&'static str, &Option<String>); 5] {
+fn single_keys(view: &View) -> [(&'static str, &Option<String>); 6] {
     [
         ("primary", &view.primary),
         ("secondary", &view.secondary),
         ("title", &view.title),
         ("subtitle", &view.subtitle),
         ("image", &view.image),
+        ("x", &view.x),
     ]
+}
+
+/// Actions and the refresh call, without the listing: each names a tool and
+/// has a label; a refresh only follows an action.
+fn actions(view: &View, problems: &mut Vec<Problem>) {
+    let tool_name = |place: String, tool: &str, problems: &mut Vec<Problem>| {
+        if tool.is_empty() {
+            problems.push(Problem::new(place, "empty: name a tool of the same server"));
+        }
+    };
+    if let Some(actions) = &view.actions {
+        if actions.is_empty() {
+            problems.push(Problem::new(
+                "view.actions",
+                "empty; omit it for no buttons",
+            ));
+        }
+        let mut labels = Vec::new();
+        for (i, action) in actions.iter().enumerate() {
+            let place = format!("view.actions[{i}]");
+            if action.label.trim().is_empty() {
+                problems.push(Problem::new(
+                    format!("{place}.label"),
+                    "empty: a button needs a text",
+                ));
+            } else if labels.contains(&action.label.as_str()) {
+                problems.push(Problem::new(
+                    format!("{place}.label"),
+                    format!("`{}` is used by two actions", action.label),
+                ));
+            }
+            labels.push(&action.label);
+            tool_name(format!("{place}.tool"), &action.tool, problems);
+            if let Some(Confirm::Question(question)) = &action.confirm
+                && question.trim().is_empty()
+            {
+                problems.push(Problem::new(
+                    format!("{place}.confirm"),
+                    "empty: write the question, or true for the default one",
+                ));
+            }
+        }
+    }
+    if let Some(refresh) = &view.refresh {
+        tool_name("view.refresh".into(), &refresh.tool, problems);
+        if view.actions.is_none() {
+            problems.push(Problem::new(
+                "view.refresh",
+                "the data is refreshed after an action, and there are none: add actions or remove refresh",
+            ));
+        }
+    }
 }
 
 fn field_list(key: &str, fields: &[Field], problems: &mut Vec<Problem>) {
@@ -225,9 +284,20 @@ pub fn against_schema(kind: Kind, view: &View, schema: &Value) -> Vec<Problem> {
     }
     let record = builtin::schema_items(schema, target).unwrap_or(target);
     let mut keys: Vec<(String, &str)> = Vec::new();
-    for (list, fields) in [("columns", &view.columns), ("fields", &view.fields)] {
+    for (list, fields) in [
+        ("columns", &view.columns),
+        ("fields", &view.fields),
+        ("y", &view.y),
+    ] {
         for (i, field) in fields.iter().flatten().enumerate() {
             keys.push((format!("view.{list}[{i}]"), field.key.as_str()));
+        }
+    }
+    for (i, action) in view.actions.iter().flatten().enumerate() {
+        for (name, value) in action.arguments.iter().flatten() {
+            if let Some(pointer) = value.as_str().filter(|v| v.starts_with('/')) {
+                keys.push((format!("view.actions[{i}].arguments.{name}"), pointer));
+            }
         }
     }
     let single = single_keys(view);
@@ -247,13 +317,26 @@ pub fn against_schema(kind: Kind, view: &View, schema: &Value) -> Vec<Problem> {
         } else {
             format!("/{}", escape(key))
         };
-        if let Resolved::Nowhere { at, known } = resolve_pointer(schema, record, &pointer) {
-            let reason = format!(
-                "`{key}` is not in the output schema's records at `{}`: {}",
-                if data.is_empty() { "/" } else { &data },
-                missing(&pointer, &at, &known)
-            );
-            problems.push(Problem::new(place, reason));
+        match resolve_pointer(schema, record, &pointer) {
+            Resolved::Nowhere { at, known } => {
+                let reason = format!(
+                    "`{key}` is not in the output schema's records at `{}`: {}",
+                    if data.is_empty() { "/" } else { &data },
+                    missing(&pointer, &at, &known)
+                );
+                problems.push(Problem::new(place, reason));
+            }
+            Resolved::Found(found) if place.starts_with("view.y[") => {
+                let kind = found.get("type").and_then(Value::as_str);
+                if kind.is_some_and(|k| k != "number" && k != "integer") {
+                    let reason = format!(
+                        "`{key}` is a {} in the output schema; a chart draws numbers",
+                        kind.unwrap_or_default()
+                    );
+                    problems.push(Problem::new(place, reason));
+                }
+            }
+            _ => {}
         }
     }
     problems
