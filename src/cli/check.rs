@@ -485,6 +485,38 @@ mod tests {
     }
 
     #[test]
+    fn the_tools_builtin_actions_call_must_be_listed() {
+        let listing = Listing {
+            server_info: None,
+            protocol_version: probe::PROTOCOL_VERSION.into(),
+            tools: vec![
+                json!({"name": "list_tasks"}),
+                json!({"name": "complete_task"}),
+            ],
+        };
+        let overlay: ToolOverlay = toml::from_str(
+            "widget = \"builtin:list\"\n[view]\nactions = [{ label = \"Done\", tool = \"complete_tsk\" }]\nrefresh = \"list_tasks\"\n",
+        )
+        .unwrap();
+        let site = ToolSite {
+            file: PathBuf::from("overlays/demo.toml"),
+            line: Some(3),
+            mount: "demo".into(),
+            tool: "list_tasks".into(),
+            overlay: Some(overlay),
+        };
+        let mut report = Report::default();
+        live_tool(&site, &listing, &mut report);
+        let found: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            found,
+            [
+                "overlays/demo.toml:3: tools.list_tasks.view.actions[0].tool: upstream 'demo' has no tool `complete_tsk`; did you mean `complete_task`?"
+            ]
+        );
+    }
+
+    #[test]
     fn unknown_tools_suggest_or_list() {
         let listing = Listing {
             server_info: None,

@@ -105,6 +105,28 @@ fn an_upstream_visibility_is_kept_and_mirrored_unless_overridden() {
 }
 
 #[test]
+fn a_tool_a_builtin_widget_calls_becomes_callable_from_widgets() {
+    let callable = ToolOverlay {
+        app_callable: true,
+        ..ToolOverlay::default()
+    };
+    // The upstream kept widgets out: "app" is added, and ChatGPT's alias follows.
+    let model_only = json!({ "name": "t", "_meta": { "ui": { "visibility": ["model"] } } });
+    let (tool, _) = rewrite_one(model_only, callable.clone());
+    assert_eq!(tool["_meta"]["ui"]["visibility"], json!(["model", "app"]));
+    assert_eq!(tool["_meta"]["openai/widgetAccessible"], true);
+    assert_eq!(tool["_meta"]["openai/visibility"], "public");
+    // Nothing declared: MCP's default, written out for ChatGPT.
+    let (tool, _) = rewrite_one(json!({ "name": "t" }), callable.clone());
+    assert_eq!(tool["_meta"]["openai/widgetAccessible"], true);
+    // An app-only tool stays hidden from the model.
+    let app_only = json!({ "name": "t", "_meta": { "ui": { "visibility": ["app"] } } });
+    let (tool, _) = rewrite_one(app_only, callable);
+    assert_eq!(tool["_meta"]["ui"]["visibility"], json!(["app"]));
+    assert_eq!(tool["_meta"]["openai/visibility"], "private");
+}
+
+#[test]
 fn existing_keys_keep_their_order_and_unknown_fields_stay() {
     let upstream = json!({
         "name": "t",
