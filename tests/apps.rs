@@ -1,0 +1,425 @@
+//! An app endpoint (`[[app]]`) over real servers: mcp-server-time (stdio),
+//! server-everything (streamable HTTP) and a paging stdio server. The union of
+//! their listings, calls reaching each member, pagination across members, a
+//! collision refused and resolved by a prefix, a widget's own tool name, and one
+//! member dying while the others keep working.
+
+mod support;
+
+use std::time::Duration;
+
+use mcp_ui_gateway::config::{AppConfig, Config, MemberConfig, UpstreamConfig};
+use serde_json::{Value, json};
+use support::clients::{parse_sse, post_json};
+use support::gateway::{TestGateway, http, stdio, test_config};
+use support::peers::{Peers, setup, start_everything, time_stdio_command};
+
+/// A client of one app session, speaking raw JSON-RPC over POST.
+struct AppClient {
+    url: String,
+    session: Option<String>,
+    next_id: u64,
+}
+
+impl AppClient {
+    async fn initialize(url: String) -> (AppClient, Value) {
+        let mut c = AppClient {
+            url,
+            session: None,
+            next_id: 1,
+        };
+        let (result, headers) = c
+            .request_with_headers(
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"sampling": {}},
+                    "clientInfo": {"name": "apps-test", "version": "1"},
+                }),
+            )
+            .await;
+        c.session = headers
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned());
+        assert!(c.session.is_some(), "the app issues a session id");
+        c.notify("notifications/initialized", json!({})).await;
+        (c, result)
+    }
+
+    fn headers(&self) -> Vec<(&str, &str)> {
+        let mut h = vec![("mcp-protocol-version", "2025-06-18")];
+        if let Some(s) = &self.session {
+            h.push(("mcp-session-id", s.as_str()));
+        }
+        h
+    }
+
+    async fn notify(&self, method: &str, params: Value) {
+        let body = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        let (status, _, _) = post_json(&self.url, &self.headers(), body.to_string()).await;
+        assert_eq!(status, 202, "{method}");
+    }
+
+    async fn request_with_headers(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> (Value, http::HeaderMap) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let (status, headers, bytes) =
+            post_json(&self.url, &self.headers(), body.to_string()).await;
+        assert_eq!(status, 200, "{method}: {}", String::from_utf8_lossy(&bytes));
+        let sse = headers
+            .get("content-type")
+            .is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"));
+        let message = if sse {
+            parse_sse(&bytes)
+                .into_iter()
+                .filter_map(|e| e.json().ok())
+                .find(|m| m.get("id") == Some(&json!(id)))
+                .expect("a response event")
+        } else {
+            serde_json::from_slice(&bytes).unwrap()
+        };
+        assert_eq!(message["id"], json!(id));
+        (message, headers)
+    }
+
+    /// The whole response message (`result` or `error`).
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.request_with_headers(method, params).await.0
+    }
+
+    async fn result(&mut self, method: &str, params: Value) -> Value {
+        let m = self.request(method, params).await;
+        assert!(m.get("error").is_none(), "{method}: {m}");
+        m["result"].clone()
+    }
+
+    /// Every page of a listing: the items' identifiers, and how many pages.
+    async fn list_all(&mut self, method: &str, key: &str, field: &str) -> (Vec<String>, usize) {
+        let mut names = Vec::new();
+        let mut cursor: Option<String> = None;
+        for pages in 1..=50 {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let r = self.result(method, params).await;
+            for item in r[key].as_array().unwrap() {
+                names.push(item[field].as_str().unwrap().to_owned());
+            }
+            match r.get("nextCursor").and_then(Value::as_str) {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => return (names, pages),
+            }
+        }
+        panic!("{method}: more than 50 pages");
+    }
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn app(name: &str, members: Vec<MemberConfig>) -> AppConfig {
+    AppConfig {
+        name: name.into(),
+        path: None,
+        upstreams: members,
+    }
+}
+
+fn named(upstream: &str) -> MemberConfig {
+    MemberConfig::Name(upstream.into())
+}
+
+fn prefixed(upstream: &str, prefix: &str) -> MemberConfig {
+    MemberConfig::Table {
+        upstream: upstream.into(),
+        prefix: Some(prefix.into()),
+    }
+}
+
+fn time_upstream(peers: &Peers) -> UpstreamConfig {
+    let cmd = time_stdio_command(peers);
+    let args: Vec<&str> = cmd[1..].iter().map(String::as_str).collect();
+    stdio("time", &cmd[0], &args)
+}
+
+fn paged_upstream(peers: &Peers) -> UpstreamConfig {
+    let script = peers.script("paged_server.py").display().to_string();
+    stdio("paged", &peers.python.display().to_string(), &[&script])
+}
+
+async fn gateway(upstreams: Vec<UpstreamConfig>, apps: Vec<AppConfig>) -> TestGateway {
+    TestGateway::start_with(Config {
+        upstreams,
+        apps,
+        ..test_config()
+    })
+    .await
+}
+
+/// time + server-everything (prefixed) + a paging server, as one app.
+#[tokio::test]
+async fn an_app_unites_its_members_listings_calls_and_pages() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let gw = gateway(
+        vec![
+            time_upstream(&peers),
+            http("everything", &url),
+            paged_upstream(&peers),
+        ],
+        vec![app(
+            "suite",
+            vec![named("time"), prefixed("everything", "ev_"), named("paged")],
+        )],
+    )
+    .await;
+
+    // What each member lists on its own path.
+    let (mut direct, _) = AppClient::initialize(gw.url_for("/everything/mcp")).await;
+    let (ev_tools, _) = direct.list_all("tools/list", "tools", "name").await;
+    let (ev_resources, _) = direct.list_all("resources/list", "resources", "uri").await;
+    let (ev_prompts, _) = direct.list_all("prompts/list", "prompts", "name").await;
+    assert!(ev_tools.contains(&"echo".to_owned()), "{ev_tools:?}");
+
+    let (mut c, init) = AppClient::initialize(gw.url_for("/suite/mcp")).await;
+    let result = &init["result"];
+    assert_eq!(result["serverInfo"]["name"], "suite", "{init}");
+    for cap in ["tools", "resources", "prompts"] {
+        assert!(result["capabilities"].get(cap).is_some(), "{cap}: {init}");
+    }
+    let instructions = result["instructions"].as_str().unwrap_or_default();
+    assert!(instructions.contains("## paged"), "{instructions}");
+
+    // The union, in member order, everything's names prefixed; the paging
+    // member's two-tool pages make three app pages of tools.
+    let (tools, pages) = c.list_all("tools/list", "tools", "name").await;
+    assert!(tools.contains(&"get_current_time".to_owned()), "{tools:?}");
+    let prefixed_ev: Vec<String> = ev_tools.iter().map(|t| format!("ev_{t}")).collect();
+    for t in &prefixed_ev {
+        assert!(tools.contains(t), "{t} in {tools:?}");
+    }
+    let paged: Vec<String> = (0..5).map(|i| format!("paged_{i}")).collect();
+    assert_eq!(tools[tools.len() - 5..], paged[..], "{tools:?}");
+    assert_eq!(
+        pages, 3,
+        "the paging member's pages, the first with the others' tools"
+    );
+
+    // Resources: everything's, then the paging member's seven, three a page.
+    let (resources, pages) = c.list_all("resources/list", "resources", "uri").await;
+    assert_eq!(resources[..ev_resources.len()], ev_resources[..]);
+    assert_eq!(resources.len(), ev_resources.len() + 7, "{resources:?}");
+    assert_eq!(pages, 3);
+
+    // A cursor the app did not give is refused.
+    let bad = c.request("tools/list", json!({"cursor": "nope"})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+
+    // Calls reach each member: by the listed name, and by a member's own
+    // name (what its widgets call) when only that member uses it.
+    let now = c
+        .result(
+            "tools/call",
+            json!({"name": "get_current_time", "arguments": {"timezone": "UTC"}}),
+        )
+        .await;
+    assert!(text_of(&now).contains("UTC"), "{now}");
+    let echo = c
+        .result(
+            "tools/call",
+            json!({"name": "ev_echo", "arguments": {"message": "via app"}}),
+        )
+        .await;
+    assert!(text_of(&echo).contains("via app"), "{echo}");
+    let own = c
+        .result(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "own name"}}),
+        )
+        .await;
+    assert!(text_of(&own).contains("own name"), "{own}");
+    let p = c
+        .result("tools/call", json!({"name": "paged_3", "arguments": {}}))
+        .await;
+    assert_eq!(text_of(&p), "paged_3");
+    let unknown = c
+        .request("tools/call", json!({"name": "nope", "arguments": {}}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    // Resources are read from the member that listed them.
+    let read = c
+        .result("resources/read", json!({"uri": "paged://r/5"}))
+        .await;
+    assert_eq!(read["contents"][0]["text"], "paged://r/5");
+    let first = &ev_resources[0];
+    let read = c.result("resources/read", json!({"uri": first})).await;
+    assert_eq!(read["contents"][0]["uri"], json!(first), "{read}");
+
+    // Prompts: everything's, prefixed; a prompt got by the listed name.
+    let (prompts, _) = c.list_all("prompts/list", "prompts", "name").await;
+    let want: Vec<String> = ev_prompts.iter().map(|p| format!("ev_{p}")).collect();
+    assert_eq!(prompts, want);
+    let simple = ev_prompts
+        .iter()
+        .find(|p| p.contains("simple"))
+        .expect("a simple prompt");
+    let got = c
+        .result(
+            "prompts/get",
+            json!({"name": format!("ev_{simple}"), "arguments": {}}),
+        )
+        .await;
+    assert!(
+        got["messages"].as_array().is_some_and(|m| !m.is_empty()),
+        "{got}"
+    );
+
+    // Progress from a member reaches the client through the app.
+    let long = json!({
+        "name": "ev_trigger-long-running-operation",
+        "arguments": {"duration": 1, "steps": 2},
+        "_meta": {"progressToken": "p1"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": long});
+    let (status, _, bytes) = post_json(&c.url, &c.headers(), body.to_string()).await;
+    assert_eq!(status, 200);
+    let events: Vec<Value> = parse_sse(&bytes)
+        .into_iter()
+        .filter_map(|e| e.json().ok())
+        .collect();
+    let progress = events
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress" && m["params"]["progressToken"] == "p1")
+        .count();
+    assert!(progress >= 1, "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|m| m["id"] == 99 && m.get("result").is_some()),
+        "{events:?}"
+    );
+    gw.shutdown().await;
+}
+
+/// Two members offering the same tools: the listing is refused with the
+/// collision named; a prefix on one resolves it.
+#[tokio::test]
+async fn a_tool_offered_by_two_members_is_refused_until_a_prefix_parts_them() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let gw = gateway(
+        vec![http("one", &url), http("two", &url)],
+        vec![
+            app("clash", vec![named("one"), named("two")]),
+            app("parted", vec![named("one"), prefixed("two", "two_")]),
+            app("both", vec![prefixed("one", "a_"), prefixed("two", "b_")]),
+        ],
+    )
+    .await;
+    let (mut c, _) = AppClient::initialize(gw.url_for("/clash/mcp")).await;
+    let m = c.request("tools/list", json!({})).await;
+    let message = m["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("app `clash`: tool `")
+            && message.contains("is offered by both `one` and `two`"),
+        "{m}"
+    );
+
+    let (mut c, _) = AppClient::initialize(gw.url_for("/parted/mcp")).await;
+    let (tools, _) = c.list_all("tools/list", "tools", "name").await;
+    assert!(
+        tools.contains(&"echo".to_owned()) && tools.contains(&"two_echo".to_owned()),
+        "{tools:?}"
+    );
+    let r = c
+        .result(
+            "tools/call",
+            json!({"name": "two_echo", "arguments": {"message": "to two"}}),
+        )
+        .await;
+    assert!(text_of(&r).contains("to two"), "{r}");
+
+    // Both prefixed: a bare name both members use cannot be told apart.
+    let (mut c, _) = AppClient::initialize(gw.url_for("/both/mcp")).await;
+    c.list_all("tools/list", "tools", "name").await;
+    let m = c
+        .request(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "?"}}),
+        )
+        .await;
+    let message = m["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`one` and `two`"), "{m}");
+    gw.shutdown().await;
+}
+
+/// A member that stops answering takes only its own tools with it.
+#[tokio::test]
+async fn a_member_dying_leaves_the_others_working() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (everything, url) = start_everything(&peers, "streamableHttp").await;
+    let gw = gateway(
+        vec![time_upstream(&peers), http("everything", &url)],
+        vec![app("suite", vec![named("time"), named("everything")])],
+    )
+    .await;
+    let (mut c, _) = AppClient::initialize(gw.url_for("/suite/mcp")).await;
+    let (tools, _) = c.list_all("tools/list", "tools", "name").await;
+    assert!(tools.contains(&"echo".to_owned()));
+    drop(everything);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let (tools, _) = c.list_all("tools/list", "tools", "name").await;
+    assert!(tools.contains(&"get_current_time".to_owned()), "{tools:?}");
+    assert!(!tools.contains(&"echo".to_owned()), "{tools:?}");
+    let m = c
+        .request(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "x"}}),
+        )
+        .await;
+    let message = m["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("everything"),
+        "the error names the member: {m}"
+    );
+    let now = c
+        .result(
+            "tools/call",
+            json!({"name": "get_current_time", "arguments": {"timezone": "UTC"}}),
+        )
+        .await;
+    assert!(text_of(&now).contains("UTC"), "{now}");
+
+    // A new session opens without the dead member.
+    let (mut c, init) = AppClient::initialize(gw.url_for("/suite/mcp")).await;
+    assert!(init.get("result").is_some(), "{init}");
+    let (tools, _) = c.list_all("tools/list", "tools", "name").await;
+    assert!(tools.contains(&"get_current_time".to_owned()), "{tools:?}");
+    let m = c
+        .request(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "x"}}),
+        )
+        .await;
+    let message = m["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`everything`"), "{m}");
+    gw.shutdown().await;
+}
