@@ -423,3 +423,56 @@ async fn a_member_dying_leaves_the_others_working() {
     assert!(message.contains("`everything`"), "{m}");
     gw.shutdown().await;
 }
+
+/// `check` lists the members' tools and names a collision, exiting 1; with
+/// a prefix on one member the same configuration passes.
+#[tokio::test]
+async fn check_names_a_collision_between_members() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("overlays")).unwrap();
+    let run = |members: &str| {
+        let config = format!(
+            "overlays = \"overlays\"\n\
+             [[upstream]]\nname = \"one\"\nurl = \"{url}\"\n\
+             [[upstream]]\nname = \"two\"\nurl = \"{url}\"\n\
+             [[app]]\nname = \"suite\"\nupstreams = {members}\n"
+        );
+        std::fs::write(dir.path().join("gw.toml"), config).unwrap();
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+        command
+            .args(["check", "--config", "gw.toml"])
+            .current_dir(dir.path())
+            .kill_on_drop(true);
+        for (key, _) in std::env::vars() {
+            if key.starts_with("MCP_UI_GATEWAY_") {
+                command.env_remove(key);
+            }
+        }
+        async move {
+            tokio::time::timeout(Duration::from_secs(60), command.output())
+                .await
+                .expect("check ends")
+                .expect("the binary runs")
+        }
+    };
+    let out = run(r#"["one", "two"]"#).await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        format!("{stdout}{stderr}")
+            .contains("app `suite`: tool `echo` is offered by both `one` and `two`"),
+        "{stdout}{stderr}"
+    );
+    let out = run(r#"["one", { upstream = "two", prefix = "two_" }]"#).await;
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{all}");
+}
