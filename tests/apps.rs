@@ -476,3 +476,72 @@ async fn check_names_a_collision_between_members() {
     );
     assert_eq!(out.status.code(), Some(0), "{all}");
 }
+
+/// A member's request to the client (sampling) reaches the client with an id
+/// the app made, and the client's answer goes back to that member.
+#[tokio::test]
+async fn sampling_from_a_member_goes_through_the_app_and_back() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let gw = gateway(
+        vec![time_upstream(&peers), http("everything", &url)],
+        vec![app("suite", vec![named("time"), named("everything")])],
+    )
+    .await;
+    let (c, _) = AppClient::initialize(gw.url_for("/suite/mcp")).await;
+    let mut headers = c.headers();
+    headers.push(("content-type", "application/json"));
+    headers.push(("accept", "application/json, text/event-stream"));
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "trigger-sampling-request", "arguments": {"prompt": "hello", "maxTokens": 10}}});
+    let (status, _, mut events) =
+        support::clients::open_sse(http::Method::POST, &c.url, &headers, call.to_string())
+            .await
+            .unwrap();
+    assert_eq!(status, 200);
+    let limit = Duration::from_secs(30);
+    let request = loop {
+        let e = events
+            .next_event(limit)
+            .await
+            .unwrap()
+            .expect("a sampling request");
+        let m = e.json().unwrap();
+        if m["method"] == "sampling/createMessage" {
+            break m;
+        }
+    };
+    let id = request["id"].clone();
+    assert_eq!(
+        id.as_str().map(|s| s.starts_with("1~")),
+        Some(true),
+        "{request}"
+    );
+    let answer = json!({"jsonrpc": "2.0", "id": id, "result": {
+        "role": "assistant", "model": "test",
+        "content": {"type": "text", "text": "sampled through the app"}}});
+    let (status, _, body) = post_json(&c.url, &c.headers(), answer.to_string()).await;
+    assert!(
+        status.is_success(),
+        "{status}: {}",
+        String::from_utf8_lossy(&body)
+    );
+    let result = loop {
+        let e = events
+            .next_event(limit)
+            .await
+            .unwrap()
+            .expect("the tool's result");
+        let m = e.json().unwrap();
+        if m["id"] == 7 {
+            break m;
+        }
+    };
+    assert!(
+        result.to_string().contains("sampled through the app"),
+        "{result}"
+    );
+    gw.shutdown().await;
+}
