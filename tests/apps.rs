@@ -545,3 +545,54 @@ async fn sampling_from_a_member_goes_through_the_app_and_back() {
     );
     gw.shutdown().await;
 }
+
+/// The GET stream merges the members'; DELETE ends every member's session,
+/// after which a member's tool answers an error naming it (the app's id
+/// still opens, the member has forgotten its session).
+#[tokio::test]
+async fn get_stream_delete_and_a_member_that_forgot_its_session() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let gw = gateway(
+        vec![time_upstream(&peers), http("everything", &url)],
+        vec![app("suite", vec![named("time"), named("everything")])],
+    )
+    .await;
+    let (mut c, _) = AppClient::initialize(gw.url_for("/suite/mcp")).await;
+    c.list_all("tools/list", "tools", "name").await;
+    let mut headers = c.headers();
+    headers.push(("accept", "text/event-stream"));
+    let (status, h, stream) = support::clients::open_sse(http::Method::GET, &c.url, &headers, "")
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(h["content-type"], "text/event-stream");
+    drop(stream);
+
+    // Cost of the app against the member's own path: the same call, timed.
+    let (mut direct, _) = AppClient::initialize(gw.url_for("/everything/mcp")).await;
+    let echo = |name: &str| json!({"name": name, "arguments": {"message": "t"}});
+    let rounds = 30;
+    let t = std::time::Instant::now();
+    for _ in 0..rounds {
+        direct.result("tools/call", echo("echo")).await;
+    }
+    let alone = t.elapsed() / rounds;
+    let t = std::time::Instant::now();
+    for _ in 0..rounds {
+        c.result("tools/call", echo("echo")).await;
+    }
+    let through_app = t.elapsed() / rounds;
+    eprintln!("tools/call echo: {alone:?} on the mount, {through_app:?} through the app");
+    assert!(through_app < alone * 20 + Duration::from_millis(200));
+
+    let (status, _, _) =
+        support::clients::request_raw(http::Method::DELETE, &c.url, &c.headers(), "").await;
+    assert!(status.is_success(), "{status}");
+    let m = c.request("tools/call", echo("echo")).await;
+    let message = m["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`everything`"), "{m}");
+    gw.shutdown().await;
+}
