@@ -315,18 +315,31 @@ async fn an_app_unites_its_members_listings_calls_and_pages() {
 }
 
 /// Two members offering the same tools: the listing is refused with the
-/// collision named; a prefix on one resolves it.
+/// collision named; a prefix on one resolves it (a third member, over legacy
+/// HTTP+SSE, prefixed as well).
 #[tokio::test]
 async fn a_tool_offered_by_two_members_is_refused_until_a_prefix_parts_them() {
     let Some((peers, _turn)) = setup().await else {
         return;
     };
     let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let (_legacy, sse_url) = start_everything(&peers, "sse").await;
     let gw = gateway(
-        vec![http("one", &url), http("two", &url)],
+        vec![
+            http("one", &url),
+            http("two", &url),
+            support::gateway::sse("legacy", &sse_url),
+        ],
         vec![
             app("clash", vec![named("one"), named("two")]),
-            app("parted", vec![named("one"), prefixed("two", "two_")]),
+            app(
+                "parted",
+                vec![
+                    named("one"),
+                    prefixed("two", "two_"),
+                    prefixed("legacy", "sse_"),
+                ],
+            ),
             app("both", vec![prefixed("one", "a_"), prefixed("two", "b_")]),
         ],
     )
@@ -353,6 +366,15 @@ async fn a_tool_offered_by_two_members_is_refused_until_a_prefix_parts_them() {
         )
         .await;
     assert!(text_of(&r).contains("to two"), "{r}");
+    // A legacy HTTP+SSE member, prefixed too.
+    assert!(tools.contains(&"sse_echo".to_owned()), "{tools:?}");
+    let r = c
+        .result(
+            "tools/call",
+            json!({"name": "sse_echo", "arguments": {"message": "over sse"}}),
+        )
+        .await;
+    assert!(text_of(&r).contains("over sse"), "{r}");
 
     // Both prefixed: a bare name both members use cannot be told apart.
     let (mut c, _) = AppClient::initialize(gw.url_for("/both/mcp")).await;
