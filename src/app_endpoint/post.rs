@@ -314,7 +314,7 @@ impl Exchange<'_> {
     /// not known yet.
     async fn owner(&self, kind: Kind, name: &str) -> Result<(usize, String), Response<Body>> {
         let mut owner = self.app.owner(kind, name);
-        if owner == Owner::Unknown {
+        if owner == Owner::Unknown && self.app.learn_turn(kind, std::time::Instant::now()) {
             self.learn(kind).await;
             owner = self.app.owner(kind, name);
         }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 /// What a listing lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     Tools,
     Prompts,

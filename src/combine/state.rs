@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use crate::config::App;
 
@@ -19,7 +20,13 @@ pub struct AppState {
     prompts: Mutex<Names>,
     /// Resource URIs (listed resources and tools' widgets) → member.
     resources: Mutex<HashMap<String, usize>>,
+    /// When the members' names were last listed to find an unknown one.
+    learnt: Mutex<HashMap<Kind, Instant>>,
 }
+
+/// An unknown name makes the app list its members' names at most this
+/// often (a client calling made-up names cannot make it list every time).
+pub const LEARN_EVERY: Duration = Duration::from_secs(5);
 
 impl AppState {
     pub fn new(config: App) -> Self {
@@ -28,6 +35,20 @@ impl AppState {
             tools: Mutex::default(),
             prompts: Mutex::default(),
             resources: Mutex::default(),
+            learnt: Mutex::default(),
+        }
+    }
+
+    /// Whether to list the members' names of `kind` now, to find one not
+    /// known (at most once every [`LEARN_EVERY`]); taking the turn if so.
+    pub fn learn_turn(&self, kind: Kind, now: Instant) -> bool {
+        let mut learnt = self.learnt.lock().unwrap_or_else(|e| e.into_inner());
+        match learnt.get(&kind) {
+            Some(at) if now.saturating_duration_since(*at) < LEARN_EVERY => false,
+            _ => {
+                learnt.insert(kind, now);
+                true
+            }
         }
     }
 
@@ -85,5 +106,29 @@ impl AppState {
     pub fn resource_owner(&self, uri: &str) -> Option<usize> {
         let map = self.resources.lock().unwrap_or_else(|e| e.into_inner());
         map.get(uri).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{App, Member};
+
+    #[test]
+    fn unknown_names_are_looked_for_at_most_once_a_while() {
+        let app = AppState::new(App {
+            name: "suite".into(),
+            path: "/suite/mcp".into(),
+            members: vec![Member {
+                upstream: "time".into(),
+                mount: 0,
+                prefix: String::new(),
+            }],
+        });
+        let t0 = Instant::now();
+        assert!(app.learn_turn(Kind::Tools, t0));
+        assert!(!app.learn_turn(Kind::Tools, t0 + Duration::from_secs(1)));
+        assert!(app.learn_turn(Kind::Prompts, t0), "each kind has its turn");
+        assert!(app.learn_turn(Kind::Tools, t0 + LEARN_EVERY));
     }
 }
