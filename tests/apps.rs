@@ -586,11 +586,27 @@ async fn get_stream_delete_and_a_member_that_forgot_its_session() {
     c.list_all("tools/list", "tools", "name").await;
     let mut headers = c.headers();
     headers.push(("accept", "text/event-stream"));
-    let (status, h, stream) = support::clients::open_sse(http::Method::GET, &c.url, &headers, "")
-        .await
-        .unwrap();
+    let (status, h, mut stream) =
+        support::clients::open_sse(http::Method::GET, &c.url, &headers, "")
+            .await
+            .unwrap();
     assert_eq!(status, 200);
     assert_eq!(h["content-type"], "text/event-stream");
+    // A member's own messages (server-everything's simulated logs, every 5 s)
+    // arrive on the app's stream.
+    let toggle = json!({"name": "toggle-simulated-logging", "arguments": {}});
+    c.result("tools/call", toggle.clone()).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let log = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let e = stream.next_event(left).await.unwrap().expect("an event");
+        let m = e.json().unwrap_or_default();
+        if m["method"] == "notifications/message" {
+            break m;
+        }
+    };
+    assert!(log["params"]["level"].is_string(), "{log}");
+    c.result("tools/call", toggle).await;
     drop(stream);
 
     // Cost of the app against the member's own path: the same call, timed.
