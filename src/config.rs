@@ -11,6 +11,10 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+pub mod app;
+
+pub use app::{App, AppConfig, Member, MemberConfig};
+
 /// Prefix of the environment variables that set configuration fields;
 /// nested fields use `__`, e.g. `MCP_UI_GATEWAY_LIMITS__MAX_BODY_BYTES`.
 pub const ENV_PREFIX: &str = "MCP_UI_GATEWAY_";
@@ -67,6 +71,9 @@ pub struct Config {
     /// The upstream MCP servers, each mounted at its own path.
     #[serde(rename = "upstream")]
     pub upstreams: Vec<UpstreamConfig>,
+    /// Endpoints combining several upstreams (`[[app]]`, see [`app`]).
+    #[serde(rename = "app", skip_serializing_if = "Vec::is_empty")]
+    pub apps: Vec<AppConfig>,
 }
 
 impl Default for Config {
@@ -85,6 +92,7 @@ impl Default for Config {
             workers: 0,
             limits: Limits::default(),
             upstreams: Vec::new(),
+            apps: Vec::new(),
         }
     }
 }
@@ -458,12 +466,32 @@ impl Config {
                 Err(errs) => problems.extend(errs.into_iter().map(|e| format!("{at}{e}"))),
             }
         }
+        if let Err(errs) = app::resolve(&self.apps, &mount_refs(&mounts), is_reserved_path) {
+            problems.extend(errs);
+        }
         if problems.is_empty() {
             Ok(mounts)
         } else {
             Err(ConfigError::Invalid { problems })
         }
     }
+
+    /// The `[[app]]` endpoints over `mounts` (those [`Config::mounts`]
+    /// returned), each problem naming its field.
+    pub fn apps(&self, mounts: &[Mount]) -> Result<Vec<App>, ConfigError> {
+        app::resolve(&self.apps, &mount_refs(mounts), is_reserved_path)
+            .map_err(|problems| ConfigError::Invalid { problems })
+    }
+}
+
+fn mount_refs(mounts: &[Mount]) -> Vec<app::MountRef<'_>> {
+    mounts
+        .iter()
+        .map(|m| app::MountRef {
+            name: &m.name,
+            path: &m.path,
+        })
+        .collect()
 }
 
 fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {

@@ -76,7 +76,11 @@ async fn post(gw: &Arc<Gateway>, mount: &MountState, req: Request<Incoming>) -> 
 /// Read a request body of at most `limit` bytes. It must arrive within
 /// `patience`, plus a second for every [`BODY_FLOOR_BYTES_PER_SEC`] bytes
 /// received so far.
-async fn read_body(mut body: Incoming, limit: usize, patience: Duration) -> Result<Bytes, Failure> {
+pub(crate) async fn read_body(
+    mut body: Incoming,
+    limit: usize,
+    patience: Duration,
+) -> Result<Bytes, Failure> {
     let start = Instant::now();
     let mut chunks: Vec<Bytes> = Vec::new();
     let mut received = 0usize;
@@ -114,7 +118,7 @@ async fn read_body(mut body: Incoming, limit: usize, patience: Duration) -> Resu
 
 /// Whether `Accept` admits both `application/json` and `text/event-stream`,
 /// as a POST's must: the usual exact value at once, anything else item by item.
-fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+pub(crate) fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
     let mut all = headers.get_all(header::ACCEPT).iter();
     if let (Some(v), None) = (all.next(), all.next())
         && v.as_bytes() == b"application/json, text/event-stream"
@@ -125,7 +129,7 @@ fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
 }
 
 /// Whether `Accept` admits `media` (wildcards count; no header does not).
-fn accepts(headers: &HeaderMap, media: &str) -> bool {
+pub(crate) fn accepts(headers: &HeaderMap, media: &str) -> bool {
     let (ty, _) = media.split_once('/').expect("type/subtype");
     headers.get_all(header::ACCEPT).iter().any(|v| {
         v.as_bytes().split(|&b| b == b',').any(|item| {

@@ -29,6 +29,8 @@ use crate::upstream::{self, client::Client};
 pub struct Gateway {
     pub mounts: Vec<MountState>,
     pub by_path: HashMap<String, usize>,
+    /// The `[[app]]` endpoints, each combining several mounts.
+    pub apps: Vec<Arc<crate::combine::AppState>>,
     pub key: SessionKey,
     /// Session ids `key` opened recently.
     pub opened_ids: OpenedIds,
@@ -187,6 +189,11 @@ impl Gateway {
             .map(|(i, m)| (m.path.clone(), i))
             .collect();
         let limits = &config.limits;
+        let apps = config
+            .apps(&mounts)?
+            .into_iter()
+            .map(|app| Arc::new(crate::combine::AppState::new(app)))
+            .collect();
         let mounts_for_client = mounts.clone();
         Ok(Arc::new(Gateway {
             sessions: Arc::new(Owned::new(mounts.len(), limits.max_sessions)),
@@ -202,6 +209,7 @@ impl Gateway {
                 })
                 .collect(),
             by_path,
+            apps,
             key,
             opened_ids: Default::default(),
             instance,
@@ -235,6 +243,15 @@ impl Gateway {
             .get(path)
             .or_else(|| self.by_path.get(path.trim_end_matches('/')))?;
         self.mounts.get(*i)
+    }
+
+    /// The app served at `path` (a trailing `/` does not matter).
+    pub fn app_at(&self, path: &str) -> Option<&Arc<crate::combine::AppState>> {
+        let path = match path.trim_end_matches('/') {
+            "" => "/",
+            p => p,
+        };
+        self.apps.iter().find(|a| a.config.path == path)
     }
 
     /// The mount a protected-resource metadata path names.

@@ -11,7 +11,9 @@
 //!   (and the span that carries it), status counts, CORS, Host/Origin
 //!   policy, body limit.
 //! - [`router`]: which part answers a path; [`endpoint`]: a mount's MCP
-//!   endpoint (streamable HTTP's method and media rules).
+//!   endpoint (streamable HTTP's method and media rules);
+//!   [`app_endpoint`]: an app's endpoint, one over several mounts, and
+//!   [`combine`], the pure rules by which it unites their answers.
 //! - [`relay`]: joins one client exchange to its session, the overlay
 //!   snapshot, a plan and its upstream.
 //! - [`gateway`]: the shared state, composed from what each part owns.
@@ -41,8 +43,10 @@
 //! - [`demo`]: the bundled legacy MCP server the default configuration fronts.
 
 pub mod app;
+pub mod app_endpoint;
 pub mod auth;
 pub mod cli;
+pub mod combine;
 pub mod config;
 pub mod demo;
 pub mod endpoint;

@@ -264,18 +264,38 @@ async fn check(args: CheckArgs) -> ExitCode {
         Ok(report) => report,
         Err(message) => return usage_fail(&message),
     };
+    let app_problems = check_apps(&loaded, args.offline).await;
     for problem in &report.problems {
+        say!("{problem}");
+    }
+    for problem in &app_problems {
         say!("{problem}");
     }
     for warning in &report.warnings {
         say!("warning: {warning}");
     }
     say!("{}", report.summary());
-    if report.is_clean() {
+    if report.is_clean() && app_problems.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// `check`'s look at the `[[app]]` endpoints: their members' tool names,
+/// live (nothing offline).
+async fn check_apps(loaded: &Loaded, offline: bool) -> Vec<String> {
+    let apps = match loaded.config.apps(&loaded.mounts) {
+        Ok(apps) if !offline => apps,
+        _ => return Vec::new(),
+    };
+    cli::apps::collisions(
+        &apps,
+        &loaded.mounts,
+        &loaded.config.limits,
+        &mut std::io::stderr(),
+    )
+    .await
 }
 
 async fn init(args: InitArgs) -> ExitCode {

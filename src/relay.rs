@@ -180,11 +180,22 @@ pub async fn bodyless(
     mount: &MountState,
     req: Request<Incoming>,
 ) -> Response<Body> {
-    let cx = match Ctx::new(gw, mount, req.headers()) {
+    bodyless_parts(gw, mount, req.method(), req.headers()).await
+}
+
+/// [`bodyless`] from a request's method and headers (an app endpoint's
+/// stream from one of its members).
+pub async fn bodyless_parts(
+    gw: &Arc<Gateway>,
+    mount: &MountState,
+    method: &Method,
+    headers: &http::HeaderMap,
+) -> Response<Body> {
+    let cx = match Ctx::new(gw, mount, headers) {
         Ok(cx) => cx,
         Err(failure) => return failure.respond(None),
     };
-    match (&mount.config.transport, req.method()) {
+    match (&mount.config.transport, method) {
         (Transport::Http { .. }, method) => streamable::forward_bodyless(&cx, method.clone()).await,
         (_, &Method::GET) => owned::get(&cx),
         _ => owned::delete(&cx),

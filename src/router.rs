@@ -64,6 +64,9 @@ async fn route(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
     if path == "/readyz" {
         return health::readyz(&gw.readiness, &gw.upstreams()).await;
     }
+    if let Some(app) = gw.app_at(path) {
+        return crate::app_endpoint::serve(gw, app, req).await;
+    }
     if let Some(mount) = gw.mount_at(path) {
         return endpoint::serve(gw, mount, req).await;
     }

@@ -8,6 +8,7 @@
 //! the configuration exactly as `serve` does; these modules do the work and
 //! return what to print, so the wording of every finding lives in one place.
 
+pub mod apps;
 pub mod args;
 pub mod check;
 pub mod directory;

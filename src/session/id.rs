@@ -113,18 +113,17 @@ impl SessionKey {
     /// [`MAX_SEALED_ID`] long when the token's upstream id and mount are
     /// within [`MAX_UPSTREAM_SESSION_ID`] and [`MAX_MOUNT_NAME`].
     pub fn seal(&self, token: &Token) -> String {
+        self.seal_bytes(AAD, &encode(token))
+    }
+
+    /// Seal `plain` for the purpose `aad` names (an id sealed for one
+    /// purpose never opens for another), as visible ASCII (base64url).
+    pub fn seal_bytes(&self, aad: &[u8], plain: &[u8]) -> String {
         let mut nonce = [0u8; NONCE_LEN];
         rand::rng().fill_bytes(&mut nonce);
-        let plain = encode(token);
         let sealed = self
             .cipher
-            .encrypt(
-                XNonce::from_slice(&nonce),
-                Payload {
-                    msg: &plain,
-                    aad: AAD,
-                },
-            )
+            .encrypt(XNonce::from_slice(&nonce), Payload { msg: plain, aad })
             .expect("encryption of a small buffer cannot fail");
         let mut out = Vec::with_capacity(NONCE_LEN + sealed.len());
         out.extend_from_slice(&nonce);
@@ -137,22 +136,20 @@ impl SessionKey {
         if id.len() > MAX_SEALED_ID {
             return None;
         }
+        decode(&self.open_bytes(AAD, id)?)
+    }
+
+    /// What [`SessionKey::seal_bytes`] sealed for `aad`; `None` for
+    /// anything else. The caller bounds `id`'s length first.
+    pub fn open_bytes(&self, aad: &[u8], id: &str) -> Option<Vec<u8>> {
         let bytes = URL_SAFE_NO_PAD.decode(id.trim()).ok()?;
         if bytes.len() < NONCE_LEN + TAG_LEN {
             return None;
         }
         let (nonce, sealed) = bytes.split_at(NONCE_LEN);
-        let plain = self
-            .cipher
-            .decrypt(
-                XNonce::from_slice(nonce),
-                Payload {
-                    msg: sealed,
-                    aad: AAD,
-                },
-            )
-            .ok()?;
-        decode(&plain)
+        self.cipher
+            .decrypt(XNonce::from_slice(nonce), Payload { msg: sealed, aad })
+            .ok()
     }
 }
 

@@ -2,6 +2,7 @@
 //! with upstreams, how many requests each may have waiting, and the reaping
 //! of idle ones.
 //!
+//! - [`app`]: the sealed id of a session with an app, one session per member;
 //! - [`id`]: sealed ids that carry their own routing, so any replica holding
 //!   the key serves an HTTP-upstream session with no shared store;
 //! - [`owned`]: the sessions this process holds open with stdio and legacy
@@ -10,6 +11,7 @@
 //! - [`in_flight`]: requests waiting for an upstream, per client session;
 //! - [`reaper`]: ends owned sessions idle beyond their time.
 
+pub mod app;
 pub mod id;
 pub mod in_flight;
 pub mod owned;

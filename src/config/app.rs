@@ -1,0 +1,271 @@
+//! `[[app]]`: one MCP endpoint combining several upstreams, each still
+//! served at its own path. Written as a name, an optional path and its
+//! members, each a mount name or a table with a tool-name prefix:
+//!
+//! ```toml
+//! [[app]]
+//! name = "suite"
+//! upstreams = ["time", { upstream = "notes", prefix = "notes_" }]
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// One app, as written in `[[app]]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppConfig {
+    /// Name used in logs, errors, `serverInfo` and the default path.
+    pub name: String,
+    /// Path the app is served at. Default: `/<name>/mcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The upstreams it combines, by name, in the order their tools are
+    /// listed.
+    pub upstreams: Vec<MemberConfig>,
+}
+
+/// A member: an upstream's name, or a table naming it with a prefix.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MemberConfig {
+    Name(String),
+    Table {
+        upstream: String,
+        /// Put before the member's tool and prompt names in the app's
+        /// listings (a widget may still call a tool by its own name).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prefix: Option<String>,
+    },
+}
+
+impl MemberConfig {
+    fn upstream(&self) -> &str {
+        match self {
+            MemberConfig::Name(n) | MemberConfig::Table { upstream: n, .. } => n,
+        }
+    }
+
+    fn prefix(&self) -> &str {
+        match self {
+            MemberConfig::Table {
+                prefix: Some(p), ..
+            } => p,
+            _ => "",
+        }
+    }
+}
+
+/// A validated app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct App {
+    pub name: String,
+    pub path: String,
+    pub members: Vec<Member>,
+}
+
+/// A validated member of an app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// The mount's name (and its overlays' name).
+    pub upstream: String,
+    /// Its index in the gateway's mounts.
+    pub mount: usize,
+    /// Put before its tool and prompt names; empty for none.
+    pub prefix: String,
+}
+
+/// An upstream's mount, as an app sees it: its name and path.
+#[derive(Debug, Clone, Copy)]
+pub struct MountRef<'a> {
+    pub name: &'a str,
+    pub path: &'a str,
+}
+
+/// Check `apps` against the `mounts` and resolve them (`reserved` says
+/// which paths the gateway keeps for itself); every problem names its
+/// field (`app[i].…`).
+pub fn resolve(
+    apps: &[AppConfig],
+    mounts: &[MountRef<'_>],
+    reserved: fn(&str) -> bool,
+) -> Result<Vec<App>, Vec<String>> {
+    let mut problems = Vec::new();
+    let mut out: Vec<App> = Vec::new();
+    for (i, app) in apps.iter().enumerate() {
+        let at = format!("app[{i}]");
+        let name_ok = !app.name.is_empty()
+            && app
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+        if !name_ok || app.name.len() > crate::session::id::MAX_MOUNT_NAME {
+            problems.push(format!(
+                "{at}.name: \"{}\" must be 1 to {} letters, digits, '-', '_' or '.'",
+                app.name,
+                crate::session::id::MAX_MOUNT_NAME
+            ));
+        }
+        if mounts.iter().any(|m| m.name == app.name) || out.iter().any(|a| a.name == app.name) {
+            problems.push(format!(
+                "{at}.name: \"{}\" is used by an upstream or another app",
+                app.name
+            ));
+        }
+        let path = app
+            .path
+            .clone()
+            .unwrap_or_else(|| format!("/{}/mcp", app.name));
+        if !path.starts_with('/') || path.contains(['?', '#', ' ']) {
+            problems.push(format!(
+                "{at}.path: \"{path}\" must start with '/' and hold no query"
+            ));
+        } else if reserved(&path) {
+            problems.push(format!(
+                "{at}.path: \"{path}\" is one of the gateway's own paths"
+            ));
+        }
+        if let Some(m) = mounts.iter().find(|m| m.path == path) {
+            problems.push(format!(
+                "{at}.path: \"{path}\" is the path of upstream \"{}\"",
+                m.name
+            ));
+        }
+        if out.iter().any(|a| a.path == path) {
+            problems.push(format!("{at}.path: \"{path}\" is used by another app"));
+        }
+        if app.upstreams.is_empty() {
+            problems.push(format!("{at}.upstreams: must name at least one upstream"));
+        }
+        let mut members: Vec<Member> = Vec::new();
+        for (j, member) in app.upstreams.iter().enumerate() {
+            let name = member.upstream();
+            let Some(index) = mounts.iter().position(|m| m.name == name) else {
+                problems.push(format!(
+                    "{at}.upstreams[{j}]: \"{name}\" is not the name of an [[upstream]]"
+                ));
+                continue;
+            };
+            if members.iter().any(|m| m.upstream == name) {
+                problems.push(format!(
+                    "{at}.upstreams[{j}]: \"{name}\" is already a member"
+                ));
+                continue;
+            }
+            let prefix = member.prefix();
+            if !prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
+            {
+                problems.push(format!(
+                    "{at}.upstreams[{j}].prefix: \"{prefix}\" must be letters, digits, '-', '_', '.' or '/'"
+                ));
+            }
+            members.push(Member {
+                upstream: name.to_owned(),
+                mount: index,
+                prefix: prefix.to_owned(),
+            });
+        }
+        if members.len() > MAX_MEMBERS {
+            problems.push(format!(
+                "{at}.upstreams: {} members, at most {MAX_MEMBERS}",
+                members.len()
+            ));
+        }
+        out.push(App {
+            name: app.name.clone(),
+            path,
+            members,
+        });
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Most members an app has: its session id carries one session per member.
+pub const MAX_MEMBERS: usize = 32;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, ConfigError};
+
+    fn config(toml: &str) -> Config {
+        use figment::providers::{Format, Toml};
+        figment::Figment::from(figment::providers::Serialized::defaults(Config::default()))
+            .merge(Toml::string(toml))
+            .extract()
+            .unwrap()
+    }
+
+    const UPSTREAMS: &str = r#"
+        [[upstream]]
+        name = "time"
+        command = "t"
+        [[upstream]]
+        name = "notes"
+        url = "http://127.0.0.1:9/mcp"
+    "#;
+
+    #[test]
+    fn members_by_name_or_with_a_prefix() {
+        let c = config(&format!(
+            "{UPSTREAMS}\n[[app]]\nname = \"suite\"\nupstreams = [\"time\", {{ upstream = \"notes\", prefix = \"n_\" }}]\n"
+        ));
+        let mounts = c.mounts().unwrap();
+        let apps = c.apps(&mounts).unwrap();
+        assert_eq!(apps[0].path, "/suite/mcp");
+        assert_eq!(mounts[0].path, "/time/mcp", "members keep their own path");
+        assert_eq!(
+            apps[0].members,
+            vec![
+                Member {
+                    upstream: "time".into(),
+                    mount: 0,
+                    prefix: String::new()
+                },
+                Member {
+                    upstream: "notes".into(),
+                    mount: 1,
+                    prefix: "n_".into()
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn problems_name_their_field() {
+        let c = config(&format!(
+            "{UPSTREAMS}\n[[app]]\nname = \"suite\"\npath = \"/time/mcp\"\nupstreams = [\"time\", \"nope\", \"time\"]\n[[app]]\nname = \"empty\"\nupstreams = []\n"
+        ));
+        let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+            panic!()
+        };
+        let text = problems.join("\n");
+        for want in [
+            "app[0].path: \"/time/mcp\" is the path of upstream \"time\"",
+            "app[0].upstreams[1]: \"nope\" is not the name of an [[upstream]]",
+            "app[0].upstreams[2]: \"time\" is already a member",
+            "app[1].upstreams: must name at least one upstream",
+        ] {
+            assert!(text.contains(want), "{want} in {text}");
+        }
+    }
+
+    #[test]
+    fn an_app_takes_no_upstream_name() {
+        let mut c = config(UPSTREAMS);
+        c.apps.push(AppConfig {
+            name: "time".into(),
+            path: None,
+            upstreams: vec![MemberConfig::Name("notes".into())],
+        });
+        let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+            panic!()
+        };
+        assert!(problems[0].contains("app[0].name"), "{problems:?}");
+    }
+}

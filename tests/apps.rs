@@ -1,0 +1,710 @@
+//! An app endpoint (`[[app]]`) over real servers: mcp-server-time (stdio),
+//! server-everything (streamable HTTP) and a paging stdio server. The union of
+//! their listings, calls reaching each member, pagination across members, a
+//! collision refused and resolved by a prefix, a widget's own tool name, and one
+//! member dying while the others keep working.
+
+mod support;
+
+use std::time::Duration;
+
+use mcp_ui_gateway::config::{AppConfig, Config, MemberConfig, UpstreamConfig};
+use serde_json::{Value, json};
+use support::clients::{parse_sse, post_json};
+use support::gateway::{TestGateway, http, stdio, test_config};
+use support::peers::{Peers, setup, start_everything, time_stdio_command};
+
+/// A client of one app session, speaking raw JSON-RPC over POST.
+struct AppClient {
+    url: String,
+    session: Option<String>,
+    next_id: u64,
+}
+
+impl AppClient {
+    async fn initialize(url: String) -> (AppClient, Value) {
+        let mut c = AppClient {
+            url,
+            session: None,
+            next_id: 1,
+        };
+        let (result, headers) = c
+            .request_with_headers(
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"sampling": {}},
+                    "clientInfo": {"name": "apps-test", "version": "1"},
+                }),
+            )
+            .await;
+        c.session = headers
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned());
+        assert!(c.session.is_some(), "the app issues a session id");
+        c.notify("notifications/initialized", json!({})).await;
+        (c, result)
+    }
+
+    fn headers(&self) -> Vec<(&str, &str)> {
+        let mut h = vec![("mcp-protocol-version", "2025-06-18")];
+        if let Some(s) = &self.session {
+            h.push(("mcp-session-id", s.as_str()));
+        }
+        h
+    }
+
+    async fn notify(&self, method: &str, params: Value) {
+        let body = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        let (status, _, _) = post_json(&self.url, &self.headers(), body.to_string()).await;
+        assert_eq!(status, 202, "{method}");
+    }
+
+    async fn request_with_headers(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> (Value, http::HeaderMap) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let (status, headers, bytes) =
+            post_json(&self.url, &self.headers(), body.to_string()).await;
+        assert_eq!(status, 200, "{method}: {}", String::from_utf8_lossy(&bytes));
+        let sse = headers
+            .get("content-type")
+            .is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"));
+        let message = if sse {
+            parse_sse(&bytes)
+                .into_iter()
+                .filter_map(|e| e.json().ok())
+                .find(|m| m.get("id") == Some(&json!(id)))
+                .expect("a response event")
+        } else {
+            serde_json::from_slice(&bytes).unwrap()
+        };
+        assert_eq!(message["id"], json!(id));
+        (message, headers)
+    }
+
+    /// The whole response message (`result` or `error`).
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.request_with_headers(method, params).await.0
+    }
+
+    async fn result(&mut self, method: &str, params: Value) -> Value {
+        let m = self.request(method, params).await;
+        assert!(m.get("error").is_none(), "{method}: {m}");
+        m["result"].clone()
+    }
+
+    /// Every page of a listing: the items' identifiers, and how many pages.
+    async fn list_all(&mut self, method: &str, key: &str, field: &str) -> (Vec<String>, usize) {
+        let mut names = Vec::new();
+        let mut cursor: Option<String> = None;
+        for pages in 1..=50 {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let r = self.result(method, params).await;
+            for item in r[key].as_array().unwrap() {
+                names.push(item[field].as_str().unwrap().to_owned());
+            }
+            match r.get("nextCursor").and_then(Value::as_str) {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => return (names, pages),
+            }
+        }
+        panic!("{method}: more than 50 pages");
+    }
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn app(name: &str, members: Vec<MemberConfig>) -> AppConfig {
+    AppConfig {
+        name: name.into(),
+        path: None,
+        upstreams: members,
+    }
+}
+
+fn named(upstream: &str) -> MemberConfig {
+    MemberConfig::Name(upstream.into())
+}
+
+fn prefixed(upstream: &str, prefix: &str) -> MemberConfig {
+    MemberConfig::Table {
+        upstream: upstream.into(),
+        prefix: Some(prefix.into()),
+    }
+}
+
+fn time_upstream(peers: &Peers) -> UpstreamConfig {
+    let cmd = time_stdio_command(peers);
+    let args: Vec<&str> = cmd[1..].iter().map(String::as_str).collect();
+    stdio("time", &cmd[0], &args)
+}
+
+fn paged_upstream(peers: &Peers) -> UpstreamConfig {
+    let script = peers.script("paged_server.py").display().to_string();
+    stdio("paged", &peers.python.display().to_string(), &[&script])
+}
+
+async fn gateway(upstreams: Vec<UpstreamConfig>, apps: Vec<AppConfig>) -> TestGateway {
+    TestGateway::start_with(Config {
+        upstreams,
+        apps,
+        ..test_config()
+    })
+    .await
+}
+
+/// time + server-everything (prefixed) + a paging server, as one app.
+#[tokio::test]
+async fn an_app_unites_its_members_listings_calls_and_pages() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let gw = gateway(
+        vec![
+            time_upstream(&peers),
+            http("everything", &url),
+            paged_upstream(&peers),
+        ],
+        vec![app(
+            "suite",
+            vec![named("time"), prefixed("everything", "ev_"), named("paged")],
+        )],
+    )
+    .await;
+
+    // What each member lists on its own path.
+    let (mut direct, _) = AppClient::initialize(gw.url_for("/everything/mcp")).await;
+    let (ev_tools, _) = direct.list_all("tools/list", "tools", "name").await;
+    let (ev_resources, _) = direct.list_all("resources/list", "resources", "uri").await;
+    let (ev_prompts, _) = direct.list_all("prompts/list", "prompts", "name").await;
+    assert!(ev_tools.contains(&"echo".to_owned()), "{ev_tools:?}");
+
+    let (mut c, init) = AppClient::initialize(gw.url_for("/suite/mcp")).await;
+    let result = &init["result"];
+    assert_eq!(result["serverInfo"]["name"], "suite", "{init}");
+    for cap in ["tools", "resources", "prompts"] {
+        assert!(result["capabilities"].get(cap).is_some(), "{cap}: {init}");
+    }
+    let instructions = result["instructions"].as_str().unwrap_or_default();
+    assert!(instructions.contains("## paged"), "{instructions}");
+
+    // The union, in member order, everything's names prefixed; the paging
+    // member's two-tool pages make three app pages of tools.
+    let (tools, pages) = c.list_all("tools/list", "tools", "name").await;
+    assert!(tools.contains(&"get_current_time".to_owned()), "{tools:?}");
+    let prefixed_ev: Vec<String> = ev_tools.iter().map(|t| format!("ev_{t}")).collect();
+    for t in &prefixed_ev {
+        assert!(tools.contains(t), "{t} in {tools:?}");
+    }
+    let paged: Vec<String> = (0..5).map(|i| format!("paged_{i}")).collect();
+    assert_eq!(tools[tools.len() - 5..], paged[..], "{tools:?}");
+    assert_eq!(
+        pages, 3,
+        "the paging member's pages, the first with the others' tools"
+    );
+
+    // Resources: everything's, then the paging member's seven, three a page.
+    let (resources, pages) = c.list_all("resources/list", "resources", "uri").await;
+    assert_eq!(resources[..ev_resources.len()], ev_resources[..]);
+    assert_eq!(resources.len(), ev_resources.len() + 7, "{resources:?}");
+    assert_eq!(pages, 3);
+
+    // A cursor the app did not give is refused.
+    let bad = c.request("tools/list", json!({"cursor": "nope"})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+
+    // Calls reach each member: by the listed name, and by a member's own
+    // name (what its widgets call) when only that member uses it.
+    let now = c
+        .result(
+            "tools/call",
+            json!({"name": "get_current_time", "arguments": {"timezone": "UTC"}}),
+        )
+        .await;
+    assert!(text_of(&now).contains("UTC"), "{now}");
+    let echo = c
+        .result(
+            "tools/call",
+            json!({"name": "ev_echo", "arguments": {"message": "via app"}}),
+        )
+        .await;
+    assert!(text_of(&echo).contains("via app"), "{echo}");
+    let own = c
+        .result(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "own name"}}),
+        )
+        .await;
+    assert!(text_of(&own).contains("own name"), "{own}");
+    let p = c
+        .result("tools/call", json!({"name": "paged_3", "arguments": {}}))
+        .await;
+    assert_eq!(text_of(&p), "paged_3");
+    let unknown = c
+        .request("tools/call", json!({"name": "nope", "arguments": {}}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    // Resources are read from the member that listed them.
+    let read = c
+        .result("resources/read", json!({"uri": "paged://r/5"}))
+        .await;
+    assert_eq!(read["contents"][0]["text"], "paged://r/5");
+    let first = &ev_resources[0];
+    let read = c.result("resources/read", json!({"uri": first})).await;
+    assert_eq!(read["contents"][0]["uri"], json!(first), "{read}");
+
+    // Prompts: everything's, prefixed; a prompt got by the listed name.
+    let (prompts, _) = c.list_all("prompts/list", "prompts", "name").await;
+    let want: Vec<String> = ev_prompts.iter().map(|p| format!("ev_{p}")).collect();
+    assert_eq!(prompts, want);
+    let simple = ev_prompts
+        .iter()
+        .find(|p| p.contains("simple"))
+        .expect("a simple prompt");
+    let got = c
+        .result(
+            "prompts/get",
+            json!({"name": format!("ev_{simple}"), "arguments": {}}),
+        )
+        .await;
+    assert!(
+        got["messages"].as_array().is_some_and(|m| !m.is_empty()),
+        "{got}"
+    );
+
+    // Progress from a member reaches the client through the app.
+    let long = json!({
+        "name": "ev_trigger-long-running-operation",
+        "arguments": {"duration": 1, "steps": 2},
+        "_meta": {"progressToken": "p1"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": long});
+    let (status, _, bytes) = post_json(&c.url, &c.headers(), body.to_string()).await;
+    assert_eq!(status, 200);
+    let events: Vec<Value> = parse_sse(&bytes)
+        .into_iter()
+        .filter_map(|e| e.json().ok())
+        .collect();
+    let progress = events
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress" && m["params"]["progressToken"] == "p1")
+        .count();
+    assert!(progress >= 1, "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|m| m["id"] == 99 && m.get("result").is_some()),
+        "{events:?}"
+    );
+    gw.shutdown().await;
+}
+
+/// Two members offering the same tools: the listing is refused with the
+/// collision named; a prefix on one resolves it (a third member, over legacy
+/// HTTP+SSE, prefixed as well).
+#[tokio::test]
+async fn a_tool_offered_by_two_members_is_refused_until_a_prefix_parts_them() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let (_legacy, sse_url) = start_everything(&peers, "sse").await;
+    let gw = gateway(
+        vec![
+            http("one", &url),
+            http("two", &url),
+            support::gateway::sse("legacy", &sse_url),
+        ],
+        vec![
+            app("clash", vec![named("one"), named("two")]),
+            app(
+                "parted",
+                vec![
+                    named("one"),
+                    prefixed("two", "two_"),
+                    prefixed("legacy", "sse_"),
+                ],
+            ),
+            app("both", vec![prefixed("one", "a_"), prefixed("two", "b_")]),
+        ],
+    )
+    .await;
+    let (mut c, _) = AppClient::initialize(gw.url_for("/clash/mcp")).await;
+    let m = c.request("tools/list", json!({})).await;
+    let message = m["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("app `clash`: tool `")
+            && message.contains("is offered by both `one` and `two`"),
+        "{m}"
+    );
+
+    let (mut c, _) = AppClient::initialize(gw.url_for("/parted/mcp")).await;
+    let (tools, _) = c.list_all("tools/list", "tools", "name").await;
+    assert!(
+        tools.contains(&"echo".to_owned()) && tools.contains(&"two_echo".to_owned()),
+        "{tools:?}"
+    );
+    let r = c
+        .result(
+            "tools/call",
+            json!({"name": "two_echo", "arguments": {"message": "to two"}}),
+        )
+        .await;
+    assert!(text_of(&r).contains("to two"), "{r}");
+    // A legacy HTTP+SSE member, prefixed too.
+    assert!(tools.contains(&"sse_echo".to_owned()), "{tools:?}");
+    let r = c
+        .result(
+            "tools/call",
+            json!({"name": "sse_echo", "arguments": {"message": "over sse"}}),
+        )
+        .await;
+    assert!(text_of(&r).contains("over sse"), "{r}");
+
+    // Both prefixed: a bare name both members use cannot be told apart.
+    let (mut c, _) = AppClient::initialize(gw.url_for("/both/mcp")).await;
+    c.list_all("tools/list", "tools", "name").await;
+    let m = c
+        .request(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "?"}}),
+        )
+        .await;
+    let message = m["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`one` and `two`"), "{m}");
+    gw.shutdown().await;
+}
+
+/// A member that stops answering takes only its own tools with it.
+#[tokio::test]
+async fn a_member_dying_leaves_the_others_working() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (everything, url) = start_everything(&peers, "streamableHttp").await;
+    let gw = gateway(
+        vec![time_upstream(&peers), http("everything", &url)],
+        vec![app("suite", vec![named("time"), named("everything")])],
+    )
+    .await;
+    let (mut c, _) = AppClient::initialize(gw.url_for("/suite/mcp")).await;
+    let (tools, _) = c.list_all("tools/list", "tools", "name").await;
+    assert!(tools.contains(&"echo".to_owned()));
+    drop(everything);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let (tools, _) = c.list_all("tools/list", "tools", "name").await;
+    assert!(tools.contains(&"get_current_time".to_owned()), "{tools:?}");
+    assert!(!tools.contains(&"echo".to_owned()), "{tools:?}");
+    let m = c
+        .request(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "x"}}),
+        )
+        .await;
+    let message = m["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("everything"),
+        "the error names the member: {m}"
+    );
+    let now = c
+        .result(
+            "tools/call",
+            json!({"name": "get_current_time", "arguments": {"timezone": "UTC"}}),
+        )
+        .await;
+    assert!(text_of(&now).contains("UTC"), "{now}");
+
+    // A new session opens without the dead member.
+    let (mut c, init) = AppClient::initialize(gw.url_for("/suite/mcp")).await;
+    assert!(init.get("result").is_some(), "{init}");
+    let (tools, _) = c.list_all("tools/list", "tools", "name").await;
+    assert!(tools.contains(&"get_current_time".to_owned()), "{tools:?}");
+    let m = c
+        .request(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "x"}}),
+        )
+        .await;
+    let message = m["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`everything`"), "{m}");
+    gw.shutdown().await;
+}
+
+/// `check` lists the members' tools and names a collision, exiting 1; with
+/// a prefix on one member the same configuration passes.
+#[tokio::test]
+async fn check_names_a_collision_between_members() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("overlays")).unwrap();
+    let run = |members: &str| {
+        let config = format!(
+            "overlays = \"overlays\"\n\
+             [[upstream]]\nname = \"one\"\nurl = \"{url}\"\n\
+             [[upstream]]\nname = \"two\"\nurl = \"{url}\"\n\
+             [[app]]\nname = \"suite\"\nupstreams = {members}\n"
+        );
+        std::fs::write(dir.path().join("gw.toml"), config).unwrap();
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+        command
+            .args(["check", "--config", "gw.toml"])
+            .current_dir(dir.path())
+            .kill_on_drop(true);
+        for (key, _) in std::env::vars() {
+            if key.starts_with("MCP_UI_GATEWAY_") {
+                command.env_remove(key);
+            }
+        }
+        async move {
+            tokio::time::timeout(Duration::from_secs(60), command.output())
+                .await
+                .expect("check ends")
+                .expect("the binary runs")
+        }
+    };
+    let out = run(r#"["one", "two"]"#).await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        format!("{stdout}{stderr}")
+            .contains("app `suite`: tool `echo` is offered by both `one` and `two`"),
+        "{stdout}{stderr}"
+    );
+    let out = run(r#"["one", { upstream = "two", prefix = "two_" }]"#).await;
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{all}");
+}
+
+/// A member's request to the client (sampling) reaches the client with an id
+/// the app made, and the client's answer goes back to that member.
+#[tokio::test]
+async fn sampling_from_a_member_goes_through_the_app_and_back() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let gw = gateway(
+        vec![time_upstream(&peers), http("everything", &url)],
+        vec![app("suite", vec![named("time"), named("everything")])],
+    )
+    .await;
+    let (c, _) = AppClient::initialize(gw.url_for("/suite/mcp")).await;
+    let mut headers = c.headers();
+    headers.push(("content-type", "application/json"));
+    headers.push(("accept", "application/json, text/event-stream"));
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "trigger-sampling-request", "arguments": {"prompt": "hello", "maxTokens": 10}}});
+    let (status, _, mut events) =
+        support::clients::open_sse(http::Method::POST, &c.url, &headers, call.to_string())
+            .await
+            .unwrap();
+    assert_eq!(status, 200);
+    let limit = Duration::from_secs(30);
+    let request = loop {
+        let e = events
+            .next_event(limit)
+            .await
+            .unwrap()
+            .expect("a sampling request");
+        let m = e.json().unwrap();
+        if m["method"] == "sampling/createMessage" {
+            break m;
+        }
+    };
+    let id = request["id"].clone();
+    assert_eq!(
+        id.as_str().map(|s| s.starts_with("1~")),
+        Some(true),
+        "{request}"
+    );
+    let answer = json!({"jsonrpc": "2.0", "id": id, "result": {
+        "role": "assistant", "model": "test",
+        "content": {"type": "text", "text": "sampled through the app"}}});
+    let (status, _, body) = post_json(&c.url, &c.headers(), answer.to_string()).await;
+    assert!(
+        status.is_success(),
+        "{status}: {}",
+        String::from_utf8_lossy(&body)
+    );
+    let result = loop {
+        let e = events
+            .next_event(limit)
+            .await
+            .unwrap()
+            .expect("the tool's result");
+        let m = e.json().unwrap();
+        if m["id"] == 7 {
+            break m;
+        }
+    };
+    assert!(
+        result.to_string().contains("sampled through the app"),
+        "{result}"
+    );
+    gw.shutdown().await;
+}
+
+/// The GET stream merges the members'; DELETE ends every member's session,
+/// after which a member's tool answers an error naming it (the app's id
+/// still opens, the member has forgotten its session).
+#[tokio::test]
+async fn get_stream_delete_and_a_member_that_forgot_its_session() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let gw = gateway(
+        vec![time_upstream(&peers), http("everything", &url)],
+        vec![app("suite", vec![named("time"), named("everything")])],
+    )
+    .await;
+    let (mut c, _) = AppClient::initialize(gw.url_for("/suite/mcp")).await;
+    c.list_all("tools/list", "tools", "name").await;
+    let mut headers = c.headers();
+    headers.push(("accept", "text/event-stream"));
+    let (status, h, mut stream) =
+        support::clients::open_sse(http::Method::GET, &c.url, &headers, "")
+            .await
+            .unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(h["content-type"], "text/event-stream");
+    // A member's own messages (server-everything's simulated logs, every 5 s)
+    // arrive on the app's stream.
+    let toggle = json!({"name": "toggle-simulated-logging", "arguments": {}});
+    c.result("tools/call", toggle.clone()).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let log = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let e = stream.next_event(left).await.unwrap().expect("an event");
+        let m = e.json().unwrap_or_default();
+        if m["method"] == "notifications/message" {
+            break m;
+        }
+    };
+    assert!(log["params"]["level"].is_string(), "{log}");
+    c.result("tools/call", toggle).await;
+    drop(stream);
+
+    // Cost of the app against the member's own path: the same call, timed.
+    let (mut direct, _) = AppClient::initialize(gw.url_for("/everything/mcp")).await;
+    let echo = |name: &str| json!({"name": name, "arguments": {"message": "t"}});
+    let rounds = 30;
+    let t = std::time::Instant::now();
+    for _ in 0..rounds {
+        direct.result("tools/call", echo("echo")).await;
+    }
+    let alone = t.elapsed() / rounds;
+    let t = std::time::Instant::now();
+    for _ in 0..rounds {
+        c.result("tools/call", echo("echo")).await;
+    }
+    let through_app = t.elapsed() / rounds;
+    eprintln!("tools/call echo: {alone:?} on the mount, {through_app:?} through the app");
+    assert!(through_app < alone * 20 + Duration::from_millis(200));
+
+    let (status, _, _) =
+        support::clients::request_raw(http::Method::DELETE, &c.url, &c.headers(), "").await;
+    assert!(status.is_success(), "{status}");
+    let m = c.request("tools/call", echo("echo")).await;
+    let message = m["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`everything`"), "{m}");
+    gw.shutdown().await;
+}
+
+/// The conformance suite against an app over server-everything (HTTP) and
+/// mcp-server-time (stdio) passes every scenario it passes against
+/// server-everything alone, but for the two that call tools no member has.
+#[tokio::test]
+async fn conformance_through_an_app_passes_what_everything_alone_passes() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let gw = gateway(
+        vec![http("everything", &url), time_upstream(&peers)],
+        vec![app("suite", vec![named("everything"), named("time")])],
+    )
+    .await;
+    let run = |target: String, label: &'static str| {
+        let peers = &peers;
+        async move {
+            let out = tempfile::NamedTempFile::new().unwrap();
+            let mut cmd = std::process::Command::new(peers.script("conformance.sh"));
+            cmd.arg(&target)
+                .arg(out.path())
+                .env(
+                    "CONFORMANCE_TIMEOUT",
+                    support::peers::CONFORMANCE_OWN_TIMEOUT_S,
+                )
+                .current_dir(&peers.root);
+            if let Ok(dir) = std::env::var("APPS_CONFORMANCE_DIR") {
+                cmd.env(
+                    "CONFORMANCE_RESULTS_DIR",
+                    format!("{dir}/{}", label.replace(" ", "-")),
+                );
+            }
+            let mut proc =
+                support::process::Proc::spawn(format!("conformance ({label})"), &mut cmd);
+            let (status, _, stderr) = proc
+                .finish_async(support::peers::CONFORMANCE_LIMIT)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(status.success(), "conformance against {label}: {stderr}");
+            std::fs::read_to_string(out.path())
+                .unwrap()
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned)
+                .collect::<std::collections::BTreeSet<String>>()
+        }
+    };
+    let alone = run(url.clone(), "server-everything alone").await;
+    assert!(alone.contains("tools-list"), "{alone:?}");
+    let through = run(gw.url_for("/suite/mcp"), "the app").await;
+    let lost: Vec<_> = alone.difference(&through).collect();
+    let gained: Vec<_> = through.difference(&alone).collect();
+    println!(
+        "[conformance] alone {}, through the app {}: gained {gained:?}, lost {lost:?}",
+        alone.len(),
+        through.len()
+    );
+    // Two scenarios call tools server-everything does not have
+    // (`test_simple_text`, `test_error_handling`): alone it answers a tool
+    // result with `isError`, which the suite counts as a pass; the app answers
+    // JSON-RPC `-32602` "Unknown tool", the specification's own answer to a
+    // name no member lists. Every other scenario passing alone passes here.
+    let unknown_tools = ["tools-call-error", "tools-call-simple-text"];
+    let lost: Vec<_> = lost
+        .into_iter()
+        .filter(|s| !unknown_tools.contains(&s.as_str()))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "passing alone, failing through the app: {lost:?}"
+    );
+    gw.shutdown().await;
+}
