@@ -133,7 +133,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Err(message) => return fail(&message),
     };
     start_guardian();
-    let live = match Live::open_within(&config.overlays, config.limits.max_widget_bytes) {
+    let overlay_options = mcp_ui_gateway::overlay::LoadOptions {
+        max_bytes: config.limits.max_widget_bytes,
+        public_url: config.public_url.clone(),
+    };
+    let live = match Live::open_with(&config.overlays, overlay_options) {
         Ok(live) => live,
         Err(errors) => return fail(&format!("{} (in {})", errors, config.overlays.display())),
     };
