@@ -15,6 +15,7 @@ use crate::host::{HostKind, Target};
 #[cfg(test)]
 mod bundle_tests;
 mod inline;
+pub mod link;
 mod refs;
 mod scan;
 #[cfg(test)]

@@ -42,6 +42,13 @@ impl Loader {
                 compiled.push(widget);
             }
         }
+        for (widget, missing) in widget::link::link(&mut compiled) {
+            let reason = format!(
+                "{{{{widget:{missing}}}}} names no widget; the widgets are the folders of {}",
+                dir.display()
+            );
+            self.error(&dir.join(&widget), None, None, reason);
+        }
         (compiled, names)
     }
 
