@@ -282,6 +282,19 @@ async fn check(args: CheckArgs) -> ExitCode {
     }
 }
 
+/// `init --widget NAME`.
+fn init_widget(overlays: &std::path::Path, name: &str, force: bool) -> ExitCode {
+    match cli::init_widget::run(overlays, name, force) {
+        Ok(written) => {
+            for path in written {
+                say!("wrote {}", path.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(message) => usage_fail(&message),
+    }
+}
+
 async fn init(args: InitArgs) -> ExitCode {
     let one = match args.one.upstream("/mcp") {
         Ok(one) => one,
@@ -296,6 +309,9 @@ async fn init(args: InitArgs) -> ExitCode {
         Ok(loaded) => loaded,
         Err(message) => return usage_fail(&message),
     };
+    if let Some(name) = &args.widget {
+        return init_widget(&loaded.config.overlays, name, args.force);
+    }
     let options = cli::init::Options {
         upstream: args.one.name.clone(),
         force: args.force,

@@ -1157,3 +1157,38 @@ async fn check_fails_on_a_widget_reference_that_resolves_to_nothing() {
         "{both}"
     );
 }
+
+/// `init --widget NAME` scaffolds a widget that speaks both bridges and
+/// passes `check`; it does not overwrite one without `--force`.
+#[tokio::test]
+async fn init_widget_scaffolds_a_widget_that_check_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let out = run(root, &["init", "--overlays", "ov", "--widget", "hello"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(stdout.contains("ov/widgets/hello/index.html"), "{both}");
+    let html = std::fs::read_to_string(root.join("ov/widgets/hello/index.html")).unwrap();
+    for wanted in [
+        "ui/initialize",
+        "ui/notifications/tool-result",
+        "window.openai",
+        "tools/call",
+    ] {
+        assert!(html.contains(wanted), "{wanted}: {html}");
+    }
+    write(
+        root.join("ov/demo.toml"),
+        "[tools.list_tasks]\nwidget = \"hello\"\n",
+    );
+    let out = run(root, &["check", "--overlays", "ov", "--offline"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(stdout.contains("1 widget"), "{both}");
+    let out = run(root, &["init", "--overlays", "ov", "--widget", "hello"]).await;
+    let (_, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(2), "{both}");
+    assert!(both.contains("exists; pass --force"), "{both}");
+    let out = run(root, &["init", "--overlays", "ov", "--widget", "../x"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", streams(&out).1);
+}
