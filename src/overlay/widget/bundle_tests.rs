@@ -285,6 +285,18 @@ fn the_script_scanner_tells_strings_from_regexes_comments_and_templates() {
 }
 
 #[test]
+fn srcset_candidates_keep_data_urls_whole() {
+    let mut files = BTreeMap::new();
+    files.insert("dist/a.png".to_owned(), b"a".to_vec());
+    let html = "<img srcset=\"data:image/png;base64,AA== 1x,a.png 2x\">";
+    let out = run(html, &files, None).unwrap();
+    assert_eq!(
+        out.html,
+        "<img srcset=\"data:image/png;base64,AA== 1x, data:image/png;base64,YQ== 2x\">"
+    );
+}
+
+#[test]
 fn the_stylesheet_scanner_finds_urls_and_imports() {
     let src = "@import \"a.css\";@import url(b.css);/* url(no.png) */.x{background:URL( 'c.png' )}.y{mask:url(#m)}\n/*# sourceMappingURL=s.css.map */";
     let refs = css_refs(src);

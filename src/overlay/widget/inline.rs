@@ -399,11 +399,7 @@ impl Builder<'_, '_> {
         let what = format!("{} {}", element_name(html, element), attr.name);
         if attr.name == "srcset" {
             let mut pieces = Vec::new();
-            for (i, candidate) in value.split(',').enumerate() {
-                let candidate = candidate.trim();
-                let (url, descriptor) = candidate
-                    .split_once(char::is_whitespace)
-                    .unwrap_or((candidate, ""));
+            for (i, (url, descriptor)) in srcset(value).into_iter().enumerate() {
                 if i > 0 {
                     pieces.push(Piece::Text(", ".into()));
                 }
@@ -661,6 +657,30 @@ fn element_name(html: &str, element: &Element<'_>) -> String {
         .next()
         .unwrap_or_default()
         .to_ascii_lowercase()
+}
+
+/// The candidates of a `srcset`: a URL (up to whitespace, so a `data:` URL
+/// keeps its commas; a trailing comma ends it) and its descriptor.
+fn srcset(value: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut rest = value;
+    loop {
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ',');
+        if rest.is_empty() {
+            return out;
+        }
+        let url_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let url = &rest[..url_end];
+        if let Some(url) = url.strip_suffix(',') {
+            out.push((url.trim_end_matches(','), ""));
+            rest = &rest[url_end..];
+            continue;
+        }
+        let after = &rest[url_end..];
+        let descriptor_end = after.find(',').unwrap_or(after.len());
+        out.push((url, after[..descriptor_end].trim()));
+        rest = &after[descriptor_end..];
+    }
 }
 
 /// The folder of a relative path (`""` for the top).
