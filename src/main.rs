@@ -133,7 +133,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Err(message) => return fail(&message),
     };
     start_guardian();
-    let live = match Live::open_within(&config.overlays, config.limits.max_widget_bytes) {
+    let overlay_options = mcp_ui_gateway::overlay::LoadOptions {
+        max_bytes: config.limits.max_widget_bytes,
+        public_url: config.public_url.clone(),
+    };
+    let live = match Live::open_with(&config.overlays, overlay_options) {
         Ok(live) => live,
         Err(errors) => return fail(&format!("{} (in {})", errors, config.overlays.display())),
     };
@@ -298,6 +302,19 @@ async fn check_apps(loaded: &Loaded, offline: bool) -> Vec<String> {
     .await
 }
 
+/// `init --widget NAME`.
+fn init_widget(overlays: &std::path::Path, name: &str, force: bool) -> ExitCode {
+    match cli::init_widget::run(overlays, name, force) {
+        Ok(written) => {
+            for path in written {
+                say!("wrote {}", path.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(message) => usage_fail(&message),
+    }
+}
+
 async fn init(args: InitArgs) -> ExitCode {
     let one = match args.one.upstream("/mcp") {
         Ok(one) => one,
@@ -312,6 +329,9 @@ async fn init(args: InitArgs) -> ExitCode {
         Ok(loaded) => loaded,
         Err(message) => return usage_fail(&message),
     };
+    if let Some(name) = &args.widget {
+        return init_widget(&loaded.config.overlays, name, args.force);
+    }
     let options = cli::init::Options {
         upstream: args.one.name.clone(),
         force: args.force,

@@ -1,6 +1,6 @@
 //! Which part of the gateway answers a request, by its path: liveness,
-//! protected-resource metadata, metrics, readiness, the preview page, or a
-//! mount's MCP endpoint. The innermost service of [`crate::app`].
+//! protected-resource metadata, metrics, readiness, the preview page, a
+//! widget's served files, or a mount's MCP endpoint. The innermost service of [`crate::app`].
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -16,7 +16,7 @@ use tower::Service;
 use crate::gateway::Gateway;
 use crate::middleware::cors;
 use crate::reply::{Body, text};
-use crate::{auth, endpoint, health, metrics, preview};
+use crate::{assets, auth, endpoint, health, metrics, preview};
 
 /// The router's future, boxed: hyper keeps room for a connection's service
 /// future for as long as the connection is open, idle or not, so an
@@ -69,6 +69,9 @@ async fn route(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
     }
     if let Some(mount) = gw.mount_at(path) {
         return endpoint::serve(gw, mount, req).await;
+    }
+    if assets::claims(path) {
+        return assets::serve(&gw.live.load(), req.method(), path);
     }
     if preview::claims(path) {
         let mounts = gw.mounts.iter().map(|m| &m.config);

@@ -22,6 +22,8 @@
 //! (one Chromium at a time).
 
 mod support;
+#[path = "browser/vite.rs"]
+mod vite;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -132,12 +134,17 @@ fn start_gateway() -> (Proc, String) {
 /// The gateway binary on 127.0.0.1:0 serving the bundled demo with the overlay
 /// directory `overlays`, ready.
 fn start_gateway_with(overlays: &Path) -> (Proc, String) {
+    start_gateway_env(overlays, "127.0.0.1:0", &[])
+}
+
+/// [`start_gateway_with`], listening on `listen`, with configuration from `env`.
+fn start_gateway_env(overlays: &Path, listen: &str, env: &[(&str, &str)]) -> (Proc, String) {
     let root = root();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
     cmd.arg("serve")
         .arg("--config")
         .arg(root.join("config/gateway.toml"))
-        .args(["--listen", "127.0.0.1:0", "--overlays"])
+        .args(["--listen", listen, "--overlays"])
         .arg(overlays)
         .current_dir(&root);
     // The gateway reads every MCP_UI_GATEWAY_* variable as configuration (and rejects
@@ -147,6 +154,7 @@ fn start_gateway_with(overlays: &Path) -> (Proc, String) {
             cmd.env_remove(key);
         }
     }
+    cmd.envs(env.iter().copied());
     if std::env::var_os("RUST_LOG").is_none() {
         cmd.env("RUST_LOG", "info");
     }

@@ -1096,3 +1096,99 @@ async fn check_has_no_path_flag() {
     let out = run(root, &["check", "--help"]).await;
     assert!(!text(&out.stdout).contains("--path"), "{}", streams(&out).1);
 }
+
+/// A built widget (Vite's shape, absolute base) whose every reference must
+/// resolve: a lazy chunk naming a file that is not there fails `check` with
+/// the file and the reference; once it is there, the same widget passes, but
+/// only with `public_url` set (its chunks are served by the gateway).
+#[tokio::test]
+async fn check_fails_on_a_widget_reference_that_resolves_to_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = |public_url: &str| format!("{public_url}{}{LIMITS}", demo_upstream("demo"));
+    write(
+        root.join("gw.toml"),
+        &config("public_url = \"https://gw.example.com\"\n"),
+    );
+    write(
+        root.join("overlays/demo.toml"),
+        "[tools.list_tasks]\nwidget = \"app\"\n",
+    );
+    write(
+        root.join("overlays/widgets/app/widget.toml"),
+        "entry = \"dist/index.html\"\n",
+    );
+    write(
+        root.join("overlays/widgets/app/dist/index.html"),
+        "<!doctype html>\n<script type=\"module\" src=\"/assets/index.js\"></script>\n<img src=\"/assets/logo.svg\">\n",
+    );
+    write(
+        root.join("overlays/widgets/app/dist/assets/index.js"),
+        "const Lazy = () => import(\"./Lazy.js\");\nexport { Lazy };\n",
+    );
+    write(
+        root.join("overlays/widgets/app/dist/assets/logo.svg"),
+        "<svg xmlns=\"http://www.w3.org/2000/svg\"/>",
+    );
+    let out = run(root, &["check", "--config", "gw.toml", "--offline"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    assert!(
+        stdout.contains(
+            "overlays/widgets/app/dist/assets/index.js:1: import() \"./Lazy.js\": dist/assets/Lazy.js: cannot open"
+        ),
+        "{both}"
+    );
+
+    write(
+        root.join("overlays/widgets/app/dist/assets/Lazy.js"),
+        "import { Lazy } from \"./index.js\";\nexport default Lazy;\n",
+    );
+    let out = run(root, &["check", "--config", "gw.toml", "--offline"]).await;
+    let (_, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+
+    write(root.join("gw.toml"), &config(""));
+    let out = run(root, &["check", "--config", "gw.toml", "--offline"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    assert!(
+        stdout.contains("public_url is not set") && stdout.contains("widgets/app/dist/index.html"),
+        "{both}"
+    );
+}
+
+/// `init --widget NAME` scaffolds a widget that speaks both bridges and
+/// passes `check`; it does not overwrite one without `--force`.
+#[tokio::test]
+async fn init_widget_scaffolds_a_widget_that_check_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let out = run(root, &["init", "--overlays", "ov", "--widget", "hello"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(stdout.contains("ov/widgets/hello/index.html"), "{both}");
+    let html = std::fs::read_to_string(root.join("ov/widgets/hello/index.html")).unwrap();
+    for wanted in [
+        "ui/initialize",
+        "ui/notifications/tool-result",
+        "window.openai",
+        "tools/call",
+    ] {
+        assert!(html.contains(wanted), "{wanted}: {html}");
+    }
+    write(
+        root.join("ov/demo.toml"),
+        "[tools.list_tasks]\nwidget = \"hello\"\n",
+    );
+    let out = run(root, &["check", "--overlays", "ov", "--offline"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(stdout.contains("1 widget"), "{both}");
+    let out = run(root, &["init", "--overlays", "ov", "--widget", "hello"]).await;
+    let (_, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(2), "{both}");
+    assert!(both.contains("exists; pass --force"), "{both}");
+    let out = run(root, &["init", "--overlays", "ov", "--widget", "../x"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", streams(&out).1);
+}

@@ -94,6 +94,11 @@ pub struct InitArgs {
     /// Replace stub files that already exist.
     #[arg(long)]
     pub force: bool,
+    /// Scaffold a minimal widget folder `widgets/NAME/` (an HTML document
+    /// speaking the MCP Apps bridge and window.openai, and its manifest)
+    /// instead of tool stubs.
+    #[arg(long, value_name = "NAME")]
+    pub widget: Option<String>,
     #[command(flatten)]
     pub one: OneUpstream,
 }

@@ -30,7 +30,7 @@ use crate::overlay::builtin::{View, is_builtin_name};
 use crate::overlay::load::WIDGETS_DIR;
 use crate::overlay::validate::builtin;
 use crate::overlay::{
-    Inspection, LoadError, RenderSite, ToolOverlay, ToolSite, inspect_dir_within,
+    Inspection, LoadError, LoadOptions, RenderSite, ToolOverlay, ToolSite, inspect_dir_with,
 };
 use crate::probe::{self, Listing};
 use crate::rewrite::call::is_text_wrapper_schema;
@@ -129,7 +129,11 @@ pub async fn run(
             dir.display()
         ));
     }
-    let inspection = inspect_dir_within(dir, limits.max_widget_bytes);
+    let load = LoadOptions {
+        max_bytes: limits.max_widget_bytes,
+        public_url: options.public_url.clone(),
+    };
+    let inspection = inspect_dir_with(dir, &load);
     let mut report = Report {
         dir: dir.to_path_buf(),
         files: inspection.mount_files.len(),

@@ -1,6 +1,7 @@
 //! The operator's commands besides `serve`: [`check`] validates the overlay
 //! directory, offline and against each overlaid upstream's live `tools/list`;
-//! [`init`] writes overlay stubs for the tools of a live upstream;
+//! [`init`] writes overlay stubs for the tools of a live upstream, and
+//! [`init_widget`] a minimal widget folder (`init --widget NAME`);
 //! [`directory`] holds the app directories' rules `check` applies.
 //!
 //! [`args`] is the binary's command line; [`upstreams`] says which upstreams
@@ -13,6 +14,7 @@ pub mod args;
 pub mod check;
 pub mod directory;
 pub mod init;
+pub mod init_widget;
 pub mod upstreams;
 
 use crate::config::{Mount, Transport};

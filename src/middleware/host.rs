@@ -66,6 +66,10 @@ where
             Some(Failure::DuplicateHost)
         } else if !self.policy.host_allowed(&req) {
             Some(Failure::HostNotAllowed)
+        } else if crate::assets::claims(req.uri().path()) {
+            // Widget files are public and immutable, and every host's
+            // sandboxed frame (whatever its origin) must load them.
+            None
         } else {
             req.headers()
                 .get(header::ORIGIN)

@@ -231,6 +231,14 @@ pub struct WidgetManifest {
     pub schema: Option<String>,
     /// The HTML document, relative to the folder. Default `index.html`.
     pub entry: Option<String>,
+    /// The folder, relative to the widget folder, that a reference with a
+    /// leading `/` (a bundler's absolute `base`) resolves in. Default: the
+    /// entry document's folder.
+    pub base: Option<String>,
+    /// Images, fonts and other media up to this many bytes become `data:`
+    /// URIs in the document; larger ones are served by the gateway.
+    /// Default [`INLINE_LIMIT`].
+    pub inline_limit: Option<usize>,
     /// `title` of the `resources/list` entry.
     pub title: Option<String>,
     /// `openai/widgetDescription`, and the `resources/list` description.
@@ -252,7 +260,18 @@ pub struct WidgetManifest {
     pub meta: Option<Map<String, Value>>,
 }
 
+/// The default `inline_limit` of a widget: 8 KiB.
+pub const INLINE_LIMIT: usize = 8 * 1024;
+
 impl WidgetManifest {
+    /// The folder a leading `/` resolves in: `base`, else the entry's folder.
+    pub fn base(&self) -> &str {
+        match &self.base {
+            Some(base) => base.trim_matches('/'),
+            None => self.entry().rsplit_once('/').map_or("", |(dir, _)| dir),
+        }
+    }
+
     /// The entry document's path inside the folder.
     pub fn entry(&self) -> &str {
         self.entry.as_deref().unwrap_or("index.html")

@@ -33,6 +33,27 @@ pub use widgets::WIDGETS_DIR;
 /// inlined (`limits.max_widget_bytes`): 16 MiB.
 pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
 
+/// How an overlay directory is read.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// The bound on each file and on each widget with its files
+    /// (`limits.max_widget_bytes`).
+    pub max_bytes: usize,
+    /// The gateway's `public_url`: widget files it serves are under
+    /// `<public_url>/assets/`. Without it, a widget that needs served files
+    /// is an error.
+    pub public_url: Option<String>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            max_bytes: MAX_FILE_BYTES,
+            public_url: None,
+        }
+    }
+}
+
 /// Reads and compiles the overlay directory `dir`.
 pub fn load_dir(dir: &Path) -> Result<OverlaySet, LoadErrors> {
     load_dir_within(dir, MAX_FILE_BYTES)
@@ -41,7 +62,18 @@ pub fn load_dir(dir: &Path) -> Result<OverlaySet, LoadErrors> {
 /// [`load_dir`], with files and widgets over `max_bytes` refused (their
 /// size is known before they are read).
 pub fn load_dir_within(dir: &Path, max_bytes: usize) -> Result<OverlaySet, LoadErrors> {
-    let inspection = inspect_dir_within(dir, max_bytes);
+    load_dir_with(
+        dir,
+        &LoadOptions {
+            max_bytes,
+            public_url: None,
+        },
+    )
+}
+
+/// [`load_dir`], with `options`.
+pub fn load_dir_with(dir: &Path, options: &LoadOptions) -> Result<OverlaySet, LoadErrors> {
+    let inspection = inspect_dir_with(dir, options);
     if inspection.errors.is_empty() {
         Ok(inspection.set)
     } else {
@@ -57,6 +89,22 @@ pub fn inspect_dir(dir: &Path) -> Inspection {
 
 /// [`inspect_dir`], with files and widgets over `max_bytes` refused.
 pub fn inspect_dir_within(dir: &Path, max_bytes: usize) -> Inspection {
+    inspect_dir_with(
+        dir,
+        &LoadOptions {
+            max_bytes,
+            public_url: None,
+        },
+    )
+}
+
+/// [`inspect_dir`], with `options`.
+pub fn inspect_dir_with(dir: &Path, options: &LoadOptions) -> Inspection {
+    let max_bytes = options.max_bytes;
+    let asset_base = options
+        .public_url
+        .as_deref()
+        .map(|url| format!("{}/assets", url.trim_end_matches('/')));
     let mut loader = Loader {
         root: dir.to_path_buf(),
         real_root: PathBuf::new(),
@@ -67,6 +115,7 @@ pub fn inspect_dir_within(dir: &Path, max_bytes: usize) -> Inspection {
         widget_sites: Vec::new(),
         builtin_widgets: Vec::new(),
         max_bytes,
+        asset_base,
     };
     match fs::canonicalize(dir) {
         Ok(real) => loader.real_root = real,

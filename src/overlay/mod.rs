@@ -31,8 +31,9 @@ pub use format::{
     merge_meta,
 };
 pub use load::{
-    Inspection, LoadError, LoadErrors, MountFileSite, RenderSite, ToolSite, WidgetSite,
-    inspect_dir, inspect_dir_within, load_dir, load_dir_within,
+    Inspection, LoadError, LoadErrors, LoadOptions, MountFileSite, RenderSite, ToolSite,
+    WidgetSite, inspect_dir, inspect_dir_with, inspect_dir_within, load_dir, load_dir_with,
+    load_dir_within,
 };
 pub use memo::Memo;
 pub use set::{MountOverlays, OverlaySet, RETAINED_VERSIONS, Widgets};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::format::{RenderTool, ToolOverlay};
-use super::widget::Widget;
+use super::widget::{Asset, Widget};
 
 /// How many superseded versions of each widget stay readable after a reload
 /// (see [`OverlaySet::retain_previous_versions`]).
@@ -145,6 +145,19 @@ impl Widgets {
 
     pub fn is_empty(&self) -> bool {
         self.current.is_empty()
+    }
+
+    /// The served file at `path` of the widget version whose files are under
+    /// `prefix`, current or retained (a host may still load a chunk of a
+    /// version it rendered earlier).
+    pub fn asset(&self, prefix: &str, path: &str) -> Option<&Asset> {
+        if prefix.is_empty() {
+            return None;
+        }
+        self.by_uri
+            .values()
+            .filter(|w| w.asset_prefix == prefix)
+            .find_map(|w| w.asset(path))
     }
 
     /// Keeps `previous`'s versions readable, at most `per_widget` superseded

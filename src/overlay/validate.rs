@@ -238,6 +238,11 @@ pub fn manifest(manifest: &WidgetManifest) -> Vec<Problem> {
     if let Err(reason) = entry(manifest.entry()) {
         problems.push(Problem::new("entry", reason));
     }
+    if let Some(base) = &manifest.base
+        && let Err(reason) = base_dir(base)
+    {
+        problems.push(Problem::new("base", reason));
+    }
     match &manifest.domain {
         None => {}
         Some(WidgetDomain::One(value)) => {
@@ -295,6 +300,19 @@ fn entry(path: &str) -> Result<(), String> {
         return Err("must be a path relative to the widget folder, with `/` separators".into());
     }
     widget::normalize("", path).map(drop)
+}
+
+/// A widget's `base`: a folder inside the widget folder (`/` alone or `""`
+/// is the folder itself).
+fn base_dir(path: &str) -> Result<(), String> {
+    let trimmed = path.trim_matches('/');
+    if trimmed.is_empty() {
+        return Ok(());
+    }
+    if path.contains('\\') {
+        return Err("use `/` as the path separator".into());
+    }
+    widget::normalize("", trimmed).map(drop)
 }
 
 /// `invoking`/`invoked`: at most [`STATUS_TEXT_MAX_CHARS`] characters.

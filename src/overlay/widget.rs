@@ -12,12 +12,18 @@ use sha2::{Digest, Sha256};
 use super::format::{WidgetDomain, WidgetManifest, merge_meta};
 use crate::host::{HostKind, Target};
 
+#[cfg(test)]
+mod bundle_tests;
 mod inline;
+pub mod link;
+mod refs;
 mod scan;
 #[cfg(test)]
 mod tests;
 
-pub use inline::{Inlined, inline_assets, normalize};
+pub use inline::{
+    Asset, BundleError, BundleOptions, Inlined, bundle, inline_assets, media_type, normalize,
+};
 pub use scan::AssetError;
 
 /// The MIME type of MCP Apps HTML resources, exactly as the spec writes it.
@@ -55,6 +61,11 @@ pub struct Widget {
     pub description: Option<String>,
     /// Keys of the manifest's `meta` that replaced one the gateway writes.
     pub meta_overrides: Vec<String>,
+    /// The folder name of the files the gateway serves for this version (a
+    /// hash of them), empty when there are none.
+    pub asset_prefix: String,
+    /// The files served under `<public_url>/assets/<asset_prefix>/`.
+    pub assets: Vec<Asset>,
 }
 
 impl Widget {
@@ -98,7 +109,21 @@ impl Widget {
             title: manifest.title.clone(),
             description: manifest.description.clone(),
             meta_overrides,
+            asset_prefix: String::new(),
+            assets: Vec::new(),
         }
+    }
+
+    /// This widget with the files the gateway serves for it.
+    pub fn with_assets(mut self, prefix: String, assets: Vec<Asset>) -> Widget {
+        self.asset_prefix = prefix;
+        self.assets = assets;
+        self
+    }
+
+    /// The served file at `path` (relative to the widget folder).
+    pub fn asset(&self, path: &str) -> Option<&Asset> {
+        self.assets.iter().find(|a| a.path == path)
     }
 
     /// The resource `_meta` for `target`: Claude's carries the domain

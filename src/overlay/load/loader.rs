@@ -23,6 +23,8 @@ pub(super) struct Loader {
     /// Largest file read, and largest widget with its assets inlined
     /// (`limits.max_widget_bytes`).
     pub(super) max_bytes: usize,
+    /// Where widget files the gateway serves are: `<public_url>/assets`.
+    pub(super) asset_base: Option<String>,
 }
 
 impl Loader {
@@ -73,6 +75,17 @@ impl Loader {
         room: usize,
         taken: Option<usize>,
     ) -> Result<String, String> {
+        let bytes = self.read_bytes_within(path, room, taken)?;
+        String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())
+    }
+
+    /// [`Loader::read_within`] for any file, text or not.
+    pub(super) fn read_bytes_within(
+        &self,
+        path: &Path,
+        room: usize,
+        taken: Option<usize>,
+    ) -> Result<Vec<u8>, String> {
         let real = fs::canonicalize(path).map_err(|e| format!("cannot open: {e}"))?;
         if !real.starts_with(&self.real_root) {
             return Err(format!(
@@ -106,6 +119,6 @@ impl Loader {
         if bytes.len() > room {
             return Err(over(bytes.len() as u64));
         }
-        String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())
+        Ok(bytes)
     }
 }

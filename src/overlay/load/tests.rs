@@ -498,3 +498,47 @@ fn a_widget_with_its_assets_inlined_stays_within_the_limit() {
     let set = load_dir_within(root, 2_000).unwrap();
     assert!(set.widgets().get("w").unwrap().html.len() > 1_000);
 }
+
+#[test]
+fn widgets_name_each_other_by_their_current_uris_even_in_a_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let list = "<a data-template=\"{{widget:detail}}\">open</a>";
+    let detail = "<script>const back = \"{{widget:list}}\";</script>";
+    write(root, "widgets/list/index.html", list);
+    write(root, "widgets/detail/index.html", detail);
+    write(root, "widgets/alone/index.html", "<p>alone</p>");
+    let set = load_dir(root).unwrap();
+    let uri = |set: &OverlaySet, name: &str| set.widgets().get(name).unwrap().uri.clone();
+    let html = |set: &OverlaySet, name: &str| set.widgets().get(name).unwrap().html.clone();
+    let (list_uri, detail_uri) = (uri(&set, "list"), uri(&set, "detail"));
+    assert!(list_uri.starts_with("ui://list/") && detail_uri.starts_with("ui://detail/"));
+    assert_eq!(
+        html(&set, "list"),
+        format!("<a data-template=\"{detail_uri}\">open</a>")
+    );
+    assert_eq!(
+        html(&set, "detail"),
+        format!("<script>const back = \"{list_uri}\";</script>")
+    );
+    assert!(set.widgets().by_uri(&list_uri).is_some());
+    // A change to one widget of the cycle gives both a new URI, and each
+    // names the other's new one; a widget outside it keeps its URI.
+    write(
+        root,
+        "widgets/detail/index.html",
+        &detail.replace("back", "previous"),
+    );
+    let next = load_dir(root).unwrap();
+    assert_ne!(uri(&next, "list"), list_uri);
+    assert_ne!(uri(&next, "detail"), detail_uri);
+    assert!(html(&next, "list").contains(&uri(&next, "detail")));
+    assert!(html(&next, "detail").contains(&uri(&next, "list")));
+    assert_eq!(uri(&next, "alone"), uri(&set, "alone"));
+    // Loading twice gives the same URIs.
+    assert_eq!(uri(&load_dir(root).unwrap(), "list"), uri(&next, "list"));
+
+    write(root, "widgets/alone/index.html", "<p>{{widget:nobody}}</p>");
+    let e = load_dir(root).unwrap_err().to_string();
+    assert!(e.contains("{{widget:nobody}} names no widget"), "{e}");
+}

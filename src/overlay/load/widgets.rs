@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::inspection::WidgetSite;
 use super::loader::Loader;
 use super::parse::{Located, key_line, line_of};
-use crate::overlay::format::WidgetManifest;
+use crate::overlay::format::{INLINE_LIMIT, WidgetManifest};
 use crate::overlay::validate;
 use crate::overlay::widget::{self, Widget};
 
@@ -41,6 +41,13 @@ impl Loader {
             if let Some(widget) = self.widget(&path, &name) {
                 compiled.push(widget);
             }
+        }
+        for (widget, missing) in widget::link::link(&mut compiled) {
+            let reason = format!(
+                "{{{{widget:{missing}}}}} names no widget; the widgets are the folders of {}",
+                dir.display()
+            );
+            self.error(&dir.join(&widget), None, None, reason);
         }
         (compiled, names)
     }
@@ -103,29 +110,61 @@ impl Loader {
             .and_then(Path::to_str)
             .unwrap_or_default()
             .to_owned();
-        // The document with its assets inlined stays within the limit too:
-        // every file read (an asset named twice is inlined twice) counts.
+        // The document with its files stays within the limit too: every
+        // file read counts once.
         let mut taken = html.len();
         let max = self.max_bytes;
         let loader = &*self;
         let mut read = |relative: &str| {
             let room = max.saturating_sub(taken);
-            let text = loader.read_within(&folder.join(relative), room, Some(taken))?;
-            taken += text.len();
-            Ok(text)
+            let bytes = loader.read_bytes_within(&folder.join(relative), room, Some(taken))?;
+            taken += bytes.len();
+            Ok(bytes)
         };
-        let inlined = widget::inline_assets(&html, &entry_dir, &mut read);
-        let inlined = match inlined {
-            Ok(inlined) => inlined,
+        let options = widget::BundleOptions {
+            entry_dir: &entry_dir,
+            base: manifest.base(),
+            inline_max: manifest.inline_limit.unwrap_or(INLINE_LIMIT),
+            asset_base: self.asset_base.as_deref(),
+        };
+        let bundled = widget::bundle(&html, &options, &mut read);
+        let bundled = match bundled {
+            Ok(bundled) => bundled,
             Err(errors) => {
                 for e in errors {
-                    self.error(&entry_path, Some(line_of(&html, e.offset)), None, e.reason);
+                    match e.file {
+                        None => {
+                            let line = line_of(&html, e.offset);
+                            self.error(&entry_path, Some(line), None, e.reason);
+                        }
+                        Some(file) => {
+                            let path = folder.join(&file);
+                            let line = self.read(&path).ok().map(|text| line_of(&text, e.offset));
+                            self.error(&path, line, None, e.reason);
+                        }
+                    }
                 }
                 return None;
             }
         };
-        let allowed = self.remote_assets_allowed(&entry_path, &html, &inlined.remote, &manifest);
-        allowed.then(|| Widget::compile(name, &manifest, inlined.html))
+        let allowed = self.remote_assets_allowed(&entry_path, &html, &bundled.remote, &manifest);
+        if !allowed {
+            return None;
+        }
+        let mut manifest = manifest;
+        if !bundled.assets.is_empty()
+            && let Some(origin) = self.asset_base.as_deref().and_then(validate::url_origin)
+        {
+            // The host's CSP must let the document load what the gateway
+            // serves: its own origin, and nothing else, is added.
+            let csp = manifest.csp.get_or_insert_default();
+            let domains = csp.resource_domains.get_or_insert_default();
+            if !domains.contains(&origin) {
+                domains.push(origin);
+            }
+        }
+        let widget = Widget::compile(name, &manifest, bundled.html);
+        Some(widget.with_assets(bundled.prefix, bundled.assets))
     }
 
     /// Remote scripts and stylesheets stay remote; a host loads them only

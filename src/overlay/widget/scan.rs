@@ -1,5 +1,8 @@
-//! A small HTML scanner: the `<script src>` and stylesheet `<link>`
-//! elements of a widget's entry document, with their byte offsets.
+//! A small HTML scanner: the elements of a widget's entry document that
+//! reference other files (`<script src>`, `<link>`, `<img>`, media, inline
+//! `<style>`), with their byte offsets.
+
+use std::ops::Range;
 
 /// A problem found while inlining, at a byte offset of the entry HTML.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,23 +15,33 @@ pub struct AssetError {
 pub(super) enum Kind {
     Script,
     Stylesheet,
+    /// Another `<link>` that loads a file: icon, manifest, (module)preload.
+    Link,
+    /// `<img>`, `<source>`, `<video>`, `<audio>`, `<track>`.
+    Media,
+    /// An inline `<style>`: its content is CSS.
+    Style,
 }
 
-/// A `<script>` with a `src` or a stylesheet `<link>`, found in the entry.
+/// An element that references a file, found in the entry.
 #[derive(Debug)]
 pub(super) struct Element<'a> {
     pub(super) kind: Kind,
     /// Byte range of the whole element (`<script …></script>` or `<link …>`).
     pub(super) start: usize,
     pub(super) end: usize,
-    attrs: Vec<Attr<'a>>,
+    /// For [`Kind::Style`], the byte range of the CSS.
+    pub(super) content: Range<usize>,
+    pub(super) attrs: Vec<Attr<'a>>,
 }
 
 #[derive(Debug)]
-struct Attr<'a> {
+pub(super) struct Attr<'a> {
     /// Lowercased name.
-    name: String,
-    value: Option<&'a str>,
+    pub(super) name: String,
+    pub(super) value: Option<&'a str>,
+    /// The byte offset of the value in the document.
+    pub(super) value_at: usize,
     /// The attribute exactly as written, copied into the inline element.
     raw: &'a str,
 }
@@ -44,7 +57,8 @@ impl<'a> Element<'a> {
     pub(super) fn reference(&self) -> Option<&'a str> {
         let value = match self.kind {
             Kind::Script => self.attr("src"),
-            Kind::Stylesheet => self.attr("href"),
+            Kind::Stylesheet | Kind::Link => self.attr("href"),
+            Kind::Media | Kind::Style => None,
         }?;
         let value = value.trim();
         (!value.is_empty()).then_some(value)
@@ -57,15 +71,32 @@ impl<'a> Element<'a> {
         self.kind == Kind::Script && !module && self.attrs.iter().any(|a| a.name == "defer")
     }
 
-    /// The inline element, keeping the attributes that still mean something.
-    pub(super) fn inline(&self, content: &str) -> String {
+    pub(super) fn is_module_script(&self) -> bool {
+        self.kind == Kind::Script
+            && self
+                .attr("type")
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("module"))
+    }
+
+    /// Whether a `<link>`'s `rel` has `token`.
+    pub(super) fn has_rel(&self, token: &str) -> bool {
+        self.attr("rel").is_some_and(|rel| {
+            rel.split_ascii_whitespace()
+                .any(|t| t.eq_ignore_ascii_case(token))
+        })
+    }
+
+    /// The opening tag of the inline element, keeping the attributes that
+    /// still mean something, and the text that must not appear in its
+    /// content.
+    pub(super) fn inline_open(&self) -> (String, &'static str, &'static str) {
         let (tag, dropped, closing): (&str, &[&str], &str) = match self.kind {
             Kind::Script => (
                 "script",
                 &["src", "defer", "async", "integrity", "crossorigin"],
                 "</script",
             ),
-            Kind::Stylesheet => (
+            _ => (
                 "style",
                 &["rel", "href", "integrity", "crossorigin", "type"],
                 "</style",
@@ -81,15 +112,18 @@ impl<'a> Element<'a> {
             out.push_str(attr.raw);
         }
         out.push('>');
-        // The content must not end the element early: `</script` inside a
-        // script string becomes `<\/script`, which JavaScript reads the same.
-        out.push_str(&escape_closing(content, closing));
-        out.push_str(&format!("</{tag}>"));
-        out
+        let close = if tag == "script" {
+            "</script>"
+        } else {
+            "</style>"
+        };
+        (out, closing, close)
     }
 }
 
-fn escape_closing(content: &str, closing: &str) -> String {
+/// The content must not end the element early: `</script` inside a script
+/// string becomes `<\/script`, which JavaScript reads the same.
+pub(super) fn escape_closing(content: &str, closing: &str) -> String {
     let mut out = String::with_capacity(content.len());
     let mut from = 0;
     while let Some(at) = find_ci(content, closing, from) {
@@ -127,6 +161,7 @@ pub(super) fn scan(html: &str) -> Vec<Result<Element<'_>, AssetError>> {
                 kind: Kind::Script,
                 start,
                 end,
+                content: open_end..close,
                 attrs,
             };
             if element.reference().is_some() {
@@ -134,23 +169,46 @@ pub(super) fn scan(html: &str) -> Vec<Result<Element<'_>, AssetError>> {
             }
             at = end;
         } else if let Some(name_len) = tag_name(rest, "style") {
-            let (_, open_end) = parse_attrs(html, start + name_len);
-            at = find_ci(html, "</style", open_end).unwrap_or(html.len());
-            at = html[at..].find('>').map_or(html.len(), |gt| at + gt + 1);
+            let (attrs, open_end) = parse_attrs(html, start + name_len);
+            let close = find_ci(html, "</style", open_end).unwrap_or(html.len());
+            at = html[close..]
+                .find('>')
+                .map_or(html.len(), |gt| close + gt + 1);
+            found.push(Ok(Element {
+                kind: Kind::Style,
+                start,
+                end: at,
+                content: open_end..close,
+                attrs,
+            }));
         } else if let Some(name_len) = tag_name(rest, "link") {
             let (attrs, end) = parse_attrs(html, start + name_len);
-            let element = Element {
+            let mut element = Element {
                 kind: Kind::Stylesheet,
                 start,
                 end,
+                content: end..end,
                 attrs,
             };
-            let stylesheet = element.attr("rel").is_some_and(|rel| {
-                rel.split_ascii_whitespace()
-                    .any(|token| token.eq_ignore_ascii_case("stylesheet"))
-            });
-            if stylesheet && element.reference().is_some() {
+            if !element.has_rel("stylesheet") {
+                element.kind = Kind::Link;
+            }
+            let loads = element.kind == Kind::Stylesheet
+                || LINK_RELS.iter().any(|rel| element.has_rel(rel));
+            if loads && element.reference().is_some() {
                 found.push(Ok(element));
+            }
+            at = end;
+        } else if let Some(name_len) = MEDIA.iter().find_map(|tag| tag_name(rest, tag)) {
+            let (attrs, end) = parse_attrs(html, start + name_len);
+            if attrs.iter().any(|a| MEDIA_ATTRS.contains(&a.name.as_str())) {
+                found.push(Ok(Element {
+                    kind: Kind::Media,
+                    start,
+                    end,
+                    content: end..end,
+                    attrs,
+                }));
             }
             at = end;
         } else {
@@ -159,6 +217,21 @@ pub(super) fn scan(html: &str) -> Vec<Result<Element<'_>, AssetError>> {
     }
     found
 }
+
+/// The `<link rel>` tokens (besides `stylesheet`) that load a file.
+pub(super) const LINK_RELS: [&str; 7] = [
+    "icon",
+    "apple-touch-icon",
+    "manifest",
+    "modulepreload",
+    "preload",
+    "prefetch",
+    "mask-icon",
+];
+/// Elements whose attributes name media files.
+const MEDIA: [&str; 5] = ["img", "source", "video", "audio", "track"];
+/// The attributes of those that name files.
+pub(super) const MEDIA_ATTRS: [&str; 3] = ["src", "srcset", "poster"];
 
 /// The length of `<name` if `rest` opens that tag (case-insensitively).
 fn tag_name(rest: &str, name: &str) -> Option<usize> {
@@ -196,35 +269,39 @@ fn parse_attrs(html: &str, from: usize) -> (Vec<Attr<'_>>, usize) {
         let name = html[name_start..i].to_ascii_lowercase();
         let after_name = skip(i, |b| b.is_ascii_whitespace());
         let mut value = None;
+        let mut value_at = i;
         if bytes.get(after_name) == Some(&b'=') {
-            let (v, end) = attr_value(html, skip(after_name + 1, |b| b.is_ascii_whitespace()));
+            let at = skip(after_name + 1, |b| b.is_ascii_whitespace());
+            let (v, start, end) = attr_value(html, at);
             value = Some(v);
+            value_at = start;
             i = end;
         }
         attrs.push(Attr {
             name,
             value,
+            value_at,
             raw: &html[name_start..i],
         });
     }
 }
 
-/// The attribute value starting at `at`, quoted or not; returns it and the
-/// offset just past it.
-fn attr_value(html: &str, at: usize) -> (&str, usize) {
+/// The attribute value starting at `at`, quoted or not; returns it, its
+/// offset and the offset just past it.
+fn attr_value(html: &str, at: usize) -> (&str, usize, usize) {
     match html.as_bytes().get(at) {
         Some(&quote @ (b'"' | b'\'')) => {
             let start = at + 1;
             let end = html[start..]
                 .find(quote as char)
                 .map_or(html.len(), |q| start + q);
-            (&html[start..end], (end + 1).min(html.len()))
+            (&html[start..end], start, (end + 1).min(html.len()))
         }
         _ => {
             let end = html[at..]
                 .find(|c: char| c.is_ascii_whitespace() || c == '>')
                 .map_or(html.len(), |e| at + e);
-            (&html[at..end], end)
+            (&html[at..end], at, end)
         }
     }
 }

@@ -47,7 +47,7 @@ fn leaves_remote_data_comments_and_inline_code_alone() {
         "<style>/* <link rel=stylesheet href=gone.css> */</style>",
         "<script src=\"https://cdn.example.com/x.js\"></script>",
         "<script src=\"data:text/javascript,1\"></script>",
-        "<link rel=icon href=icon.png>",
+        "<link rel=icon href=https://cdn.example.com/icon.png>",
     );
     let out = inline(html).unwrap();
     // As in a browser, the first `</script` ends an inline script, so
@@ -63,7 +63,7 @@ fn leaves_remote_data_comments_and_inline_code_alone() {
 #[test]
 fn rejects_paths_outside_the_folder_and_missing_files() {
     let cases = [
-        ("<script src=\"/abs.js\"></script>", "absolute paths"),
+        ("<script src=\"/abs.js\"></script>", "no file abs.js"),
         (
             "<script src=\"../up.js\"></script>",
             "leaves the widget folder",
