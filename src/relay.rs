@@ -128,7 +128,12 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         (Some(trace), jsonrpc::Body::Single(m)) => trace.inject(body, m),
         _ => None,
     };
-    let body = injected.as_ref().unwrap_or(body);
+    // The message's view is re-read from the bytes that go upstream: what
+    // forwards it splices by position (a message session's own ids).
+    let (body, parsed) = match injected.as_ref().map(|b| (b, jsonrpc::classify(b))) {
+        Some((b, Ok(p))) => (b, p),
+        _ => (body, parsed),
+    };
     let client_span = cx
         .trace
         .as_ref()

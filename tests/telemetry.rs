@@ -101,7 +101,11 @@ fn one<'a>(spans: &'a [Value], kind: &str, name: &str) -> &'a Value {
         .iter()
         .filter(|s| s["kind"] == kind && s["name"] == name)
         .collect();
-    assert_eq!(found.len(), 1, "one {kind} span {name:?} expected in {spans:#?}");
+    assert_eq!(
+        found.len(),
+        1,
+        "one {kind} span {name:?} expected in {spans:#?}"
+    );
     found[0]
 }
 
@@ -188,13 +192,19 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
     .await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     let answer: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(answer["result"]["structuredContent"]["echoed"], true, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["echoed"], true,
+        "{answer}"
+    );
 
     let spans = receiver.wait_for(CLIENT_TRACE, 3).await;
     let server = one(&spans, "SERVER", "tools/call echo");
     let client = one(&spans, "CLIENT", "tools/call echo");
     let rewrite = one(&spans, "INTERNAL", "rewrite tools/call");
-    assert_eq!(server["parent_span_id"], CLIENT_SPAN, "continues the client's span");
+    assert_eq!(
+        server["parent_span_id"], CLIENT_SPAN,
+        "continues the client's span"
+    );
     assert_eq!(server["trace_state"], "vendor=1");
     assert_eq!(client["parent_span_id"], server["span_id"]);
     assert_eq!(rewrite["parent_span_id"], server["span_id"]);
@@ -220,8 +230,16 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
     }
     // The upstream joined the trace, as the client span's child: in the
     // header and in params._meta, the rest of the message as sent.
-    let expected = format!("00-{CLIENT_TRACE}-{}-01", client["span_id"].as_str().unwrap());
-    let (header, msg) = seen.lock().unwrap().last().cloned().expect("upstream called");
+    let expected = format!(
+        "00-{CLIENT_TRACE}-{}-01",
+        client["span_id"].as_str().unwrap()
+    );
+    let (header, msg) = seen
+        .lock()
+        .unwrap()
+        .last()
+        .cloned()
+        .expect("upstream called");
     assert_eq!(header.as_deref(), Some(expected.as_str()));
     assert_eq!(msg["params"]["_meta"]["traceparent"], expected.as_str());
     assert_eq!(msg["params"]["_meta"]["tracestate"], "vendor=1");
@@ -247,7 +265,10 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
     assert_eq!(client["attributes"]["mcp_ui_gateway.upstream"], "pipe");
     let expected = format!("00-{META_TRACE}-{}-01", client["span_id"].as_str().unwrap());
     assert_eq!(received["traceparent"], expected.as_str(), "{received}");
-    assert_eq!(received["progressToken"], 5, "other _meta keys pass as sent");
+    assert_eq!(
+        received["progressToken"], 5,
+        "other _meta keys pass as sent"
+    );
 
     // 3. An error is recorded with its JSON-RPC code.
     let bad = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
@@ -259,11 +280,13 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
         bad.to_string(),
     )
     .await;
-    assert!(status.is_client_error() || status.is_success());
+    assert!(status.is_client_error(), "{status}");
     let spans = receiver.wait_for(&"1".repeat(32), 1).await;
     let server = one(&spans, "SERVER", "tools/call echo_meta");
     assert_eq!(server["status"], "ERROR", "{server:#}");
-    assert!(server["attributes"]["error.type"].is_string(), "{server:#}");
+    // Mcp-Method disagreeing with the body: refused with -32020.
+    assert_eq!(server["attributes"]["error.type"], "-32020", "{server:#}");
+    assert_eq!(server["attributes"]["rpc.response.status_code"], "-32020");
 
     gw.shutdown().await;
     upstream.shutdown().await;

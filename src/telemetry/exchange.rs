@@ -22,10 +22,10 @@ use http::header::{HeaderMap, HeaderName};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::Tracer;
 use super::context::{self, Remote, SpanId, new_span_id, new_trace_id};
 use super::meta;
 use super::span::{Kind, Parent, Span, now_nanos};
+use super::tracer::Tracer;
 use crate::jsonrpc::{Kind as MessageKind, Message};
 use crate::outcome::Outcome;
 
@@ -93,9 +93,7 @@ impl Tracer {
             m.id.filter(|_| m.kind == MessageKind::Request)
                 .map(request_id_text);
         let trace_id = remote.as_ref().map_or_else(new_trace_id, |r| r.trace_id);
-        let sampled = self
-            .sampler
-            .sample(&trace_id, remote.as_ref().map(|r| r.sampled));
+        let sampled = self.sample(&trace_id, remote.as_ref().map(|r| r.sampled));
         let client_span = new_span_id();
         let mut traced = Traced {
             parent: None,

@@ -16,8 +16,8 @@ use http_body_util::{BodyExt, Full};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::data::SpanData;
 use super::otlp;
-use super::span::SpanData;
 use crate::upstream::client::{client, send};
 
 /// Most spans in one export request.

@@ -3,7 +3,7 @@
 //! one resource and one instrumentation scope, written by hand (only the
 //! fields the gateway emits; field numbers from opentelemetry-proto).
 
-use super::span::{SpanData, Value};
+use super::data::{SpanData, Value};
 
 /// The instrumentation scope's name.
 pub const SCOPE: &str = "mcp-ui-gateway";
@@ -113,7 +113,7 @@ fn message(b: &mut Vec<u8>, field: u32, write: impl FnOnce(&mut Vec<u8>)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::telemetry::span::Kind;
+    use crate::telemetry::data::Kind;
 
     #[test]
     fn varints_and_layout() {
