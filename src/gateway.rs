@@ -322,6 +322,7 @@ impl Gateway {
             reloads_failed,
             upstream_up: self.readiness.last(),
             tls_upstream_handshakes: self.client.tls_handshakes(),
+            otlp_spans: self.telemetry.as_ref().map(|t| t.counts()),
         };
         self.metrics.render(&snapshot)
     }

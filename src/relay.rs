@@ -138,6 +138,8 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         .trace
         .as_ref()
         .and_then(|t| t.client(network_transport(cx)));
+    let method = MethodId::of_body(&parsed);
+    let sent = std::time::Instant::now();
     let response = if cx.mount.is_message() {
         owned::post(cx, body, parsed, finisher).await
     } else {
@@ -147,8 +149,10 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         };
         streamable::post(cx, body.clone(), call, finisher).await
     };
+    let said = response.extensions().get::<Outcome>().copied();
+    let outcome = said.unwrap_or_else(|| Outcome::of_answer(response.status(), false));
+    gw.metrics.record_client(method, outcome, sent.elapsed());
     if let Some(span) = client_span {
-        let said = response.extensions().get::<Outcome>().copied();
         telemetry::exchange::end_client(span, response.status(), said);
     }
     match in_flight {

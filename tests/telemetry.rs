@@ -21,7 +21,7 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use mcp_ui_gateway::config::{Config, Telemetry};
-use support::clients::post_json;
+use support::clients::{post_json, request_raw};
 use support::gateway::{TestGateway, http, stdio, test_config};
 use support::process::Proc;
 use support::upstreams::{BoxResponse, spawn_server};
@@ -287,6 +287,18 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
     // Mcp-Method disagreeing with the body: refused with -32020.
     assert_eq!(server["attributes"]["error.type"], "-32020", "{server:#}");
     assert_eq!(server["attributes"]["rpc.response.status_code"], "-32020");
+
+    // 4. The conventional metrics, and the exporter's count.
+    let (_, _, text) = request_raw(http::Method::GET, &gw.url_for("/metrics"), &[], "").await;
+    let text = String::from_utf8_lossy(&text);
+    for line in [
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\"} 2",
+        "mcp_client_operation_duration_seconds_count{mcp_method_name=\"tools/call\"} 2",
+        "mcp_gateway_otlp_spans_total{result=\"dropped\"} 0",
+    ] {
+        assert!(text.contains(line), "{line} missing in:\n{text}");
+    }
+    assert!(!text.contains("mcp_gateway_otlp_spans_total{result=\"exported\"} 0"));
 
     gw.shutdown().await;
     upstream.shutdown().await;
