@@ -58,7 +58,13 @@ pub async fn post(
             if let jsonrpc::Body::Single(m) = &parsed {
                 cx.judge_host(m);
                 if let Some(tracer) = &gw.telemetry {
-                    cx.trace = Some(start_trace(tracer, mount, &parts.headers, m, &mut exchange));
+                    cx.trace = Some(Box::new(start_trace(
+                        tracer,
+                        mount,
+                        &parts.headers,
+                        m,
+                        &mut exchange,
+                    )));
                 }
             }
             post_exchange(&cx, &body, parsed).await

@@ -31,8 +31,9 @@ pub struct Ctx<'a> {
     /// The host the exchange is for: the session's, until
     /// [`Ctx::judge_host`] reads the request.
     pub host: HostKind,
-    /// The request's trace, when tracing is on and it is a single message.
-    pub trace: Option<Traced>,
+    /// The request's trace, when tracing is on and it is a single message
+    /// (boxed: an exchange's future carries only a pointer when it is off).
+    pub trace: Option<Box<Traced>>,
 }
 
 impl<'a> Ctx<'a> {

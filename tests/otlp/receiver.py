@@ -8,10 +8,11 @@ appends each span as one JSON line to the file given as its argument:
 trace_id, span_id, parent_span_id (hex), name, kind (SERVER, CLIENT,
 INTERNAL), start/end times, status, attributes and the resource's attributes.
 
-    receiver.py SPANS.jsonl [--status CODE]
+    receiver.py SPANS.jsonl [--status CODE] [--discard]
 
 With --status, every export is answered with that HTTP status (and nothing
-recorded), to test failed exports.
+recorded), to test failed exports; with --discard, exports are read and
+answered 200 without decoding (a sink for benchmarks).
 """
 
 import json
@@ -22,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 OUT = sys.argv[1]
+DISCARD = "--discard" in sys.argv
 STATUS = int(sys.argv[sys.argv.index("--status") + 1]) if "--status" in sys.argv else 200
 # An export larger than this is refused (413): the gateway batches far below.
 MAX_BODY = 16 * 1024 * 1024
@@ -45,7 +47,7 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         body = self.rfile.read(length)
-        if STATUS != 200:
+        if STATUS != 200 or DISCARD:
             self.send_response(STATUS)
             self.send_header("Content-Length", "0")
             self.end_headers()
