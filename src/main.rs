@@ -224,6 +224,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     let grace = Duration::from_secs(config.shutdown_grace_secs);
     server.run_workers(config.worker_count(), stop, grace).await;
+    if let Some(tracer) = &gateway.telemetry
+        && !tracer.flush(Duration::from_secs(5)).await
+    {
+        tracing::warn!("traces still queued after 5 s at shutdown were not exported");
+    }
     tracing::info!("stopped");
     ExitCode::SUCCESS
 }

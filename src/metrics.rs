@@ -1,12 +1,17 @@
 //! Operational metrics, served at `/metrics`:
 //!
 //! - [`method`]: the JSON-RPC methods counted by name;
+//! - [`histogram`]: one latency histogram;
 //! - [`table`]: the counters and latency histograms, atomics in fixed tables;
 //! - [`exchange`]: one exchange timed and counted, with its outcome;
+//! - [`conventional`]: the operation histograms of the MCP semantic
+//!   conventions;
 //! - [`exposition`]: the Prometheus text of it all.
 
+pub mod conventional;
 pub mod exchange;
 pub mod exposition;
+pub mod histogram;
 pub mod method;
 pub mod table;
 

@@ -31,8 +31,9 @@ use crate::config::Transport;
 use crate::gateway::{Gateway, MountState};
 use crate::jsonrpc::{self, Kind};
 use crate::metrics::MethodId;
-use crate::outcome::Failure;
+use crate::outcome::{Failure, Outcome};
 use crate::reply::{self, Body};
+use crate::telemetry::{self, Traced, Tracer, exchange::Place};
 use context::{Ctx, SESSION_HEADER};
 use finish::{Finisher, ResultChallenges};
 use plan::Plan;
@@ -56,6 +57,15 @@ pub async fn post(
         Ok(mut cx) => {
             if let jsonrpc::Body::Single(m) = &parsed {
                 cx.judge_host(m);
+                if let Some(tracer) = &gw.telemetry {
+                    cx.trace = Some(Box::new(start_trace(
+                        tracer,
+                        mount,
+                        &parts.headers,
+                        m,
+                        &mut exchange,
+                    )));
+                }
             }
             post_exchange(&cx, &body, parsed).await
         }
@@ -86,6 +96,7 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
     let overlays = gw.live.load();
     let name = cx.upstream();
     let target = cx.target();
+    let planned_at = cx.trace.as_ref().map(|_| telemetry::exchange::now());
     let (plan, request_id) = match &parsed {
         jsonrpc::Body::Single(m) => (
             plan::plan(&overlays, name, m, &target, &|tool| {
@@ -96,6 +107,9 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         jsonrpc::Body::Batch(_) => (Plan::Forward, None),
     };
     if let Plan::Answer(answer) = plan {
+        if let (Some(trace), Some(at)) = (&cx.trace, planned_at) {
+            trace.answered(at);
+        }
         return reply::json(StatusCode::OK, answer);
     }
     // A session's requests waiting upstream are bounded; the place is held
@@ -115,6 +129,23 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         _ => None,
     };
     let finisher = finisher(cx, &parsed, overlays, plan, target);
+    // A traced request carries its context upstream in `params._meta`.
+    let injected = match (&cx.trace, &parsed) {
+        (Some(trace), jsonrpc::Body::Single(m)) => trace.inject(body, m),
+        _ => None,
+    };
+    // The message's view is re-read from the bytes that go upstream: what
+    // forwards it splices by position (a message session's own ids).
+    let (body, parsed) = match injected.as_ref().map(|b| (b, jsonrpc::classify(b))) {
+        Some((b, Ok(p))) => (b, p),
+        _ => (body, parsed),
+    };
+    let client_span = cx
+        .trace
+        .as_ref()
+        .and_then(|t| t.client(network_transport(cx)));
+    let method = MethodId::of_body(&parsed);
+    let sent = std::time::Instant::now();
     let response = if cx.mount.is_message() {
         owned::post(cx, body, parsed, finisher).await
     } else {
@@ -124,6 +155,12 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         };
         streamable::post(cx, body.clone(), call, finisher).await
     };
+    let said = response.extensions().get::<Outcome>().copied();
+    let outcome = said.unwrap_or_else(|| Outcome::of_answer(response.status(), false));
+    gw.metrics.record_client(method, outcome, sent.elapsed());
+    if let Some(span) = client_span {
+        telemetry::exchange::end_client(span, response.status(), said);
+    }
     match in_flight {
         Some(guard) => response.map(|b| {
             b.map_frame(move |f| {
@@ -168,7 +205,34 @@ fn finisher(
         target,
         challenges,
         upstream_tools: cx.gw.upstream_tools.clone(),
+        trace: cx.trace.as_ref().and_then(|t| t.parent.clone()),
     })
+}
+
+/// Start the trace of a single message: its server span is ended with the
+/// exchange (by the metrics, which know how it ended).
+fn start_trace(
+    tracer: &Arc<Tracer>,
+    mount: &MountState,
+    headers: &http::HeaderMap,
+    m: &jsonrpc::Message<'_>,
+    exchange: &mut crate::metrics::Exchange,
+) -> Traced {
+    let place = Place {
+        path: &mount.config.path,
+        upstream: &mount.config.name,
+    };
+    let (span, traced) = tracer.server(headers, m, &place);
+    exchange.set_span(span);
+    traced
+}
+
+/// `network.transport` of the mount's upstream.
+fn network_transport(cx: &Ctx<'_>) -> &'static str {
+    match cx.mount.config.transport {
+        Transport::Stdio(_) => "pipe",
+        _ => "tcp",
+    }
 }
 
 // === GET and DELETE ===

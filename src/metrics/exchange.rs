@@ -21,6 +21,8 @@ use super::table::Metrics;
 use crate::jsonrpc;
 use crate::outcome::{Outcome, OutcomeSlot};
 use crate::reply::{Body, BoxError};
+use crate::telemetry::Span;
+use crate::telemetry::exchange::end_server;
 
 impl Metrics {
     /// Start timing an exchange; it counts as `cancelled` unless finished.
@@ -31,6 +33,7 @@ impl Metrics {
             method,
             started: Instant::now(),
             done: false,
+            span: None,
         }
     }
 }
@@ -43,11 +46,18 @@ pub struct Exchange {
     method: MethodId,
     started: Instant,
     done: bool,
+    /// The request's server span, when traced: ended with the exchange.
+    span: Option<Span>,
 }
 
 impl Exchange {
     pub fn set_method(&mut self, method: MethodId) {
         self.method = method;
+    }
+
+    /// The server span to end when the exchange is counted.
+    pub fn set_span(&mut self, span: Option<Span>) {
+        self.span = span;
     }
 
     /// Count the exchange now, from the response head alone (GET, DELETE).
@@ -90,6 +100,9 @@ impl Exchange {
 
 impl Drop for Exchange {
     fn drop(&mut self) {
+        if let Some(span) = self.span.take() {
+            end_server(span, Outcome::Cancelled, None);
+        }
         if !self.done {
             self.done = true;
             self.metrics.record(
@@ -221,6 +234,12 @@ impl Observed {
             outcome,
             exchange.started.elapsed(),
         );
+        if let Some(span) = exchange.span.take() {
+            let answer = (self.kind == BodyKind::Json)
+                .then(|| self.more.as_deref().or(self.last.as_deref()))
+                .flatten();
+            end_server(span, outcome, answer);
+        }
     }
 }
 

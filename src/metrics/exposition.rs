@@ -7,6 +7,8 @@ use std::sync::atomic::Ordering;
 use http::Response;
 use http::header::{self, HeaderValue};
 
+use super::conventional::Conventional;
+use super::histogram::Histogram;
 use super::method::METHODS;
 use super::table::{BUCKETS, Metrics, STATUS_MIN};
 use crate::outcome::Outcome;
@@ -195,7 +197,74 @@ impl Metrics {
             "mcp_gateway_tls_handshakes_total{{side=\"upstream\"}} {}",
             snapshot.tls_upstream_handshakes
         );
+        if let Some((exported, dropped, failed)) = snapshot.otlp_spans {
+            family(
+                &mut out,
+                "mcp_gateway_otlp_spans_total",
+                "counter",
+                "Trace spans by what became of them: exported, dropped (the export queue was full), failed (the collector refused or did not answer).",
+            );
+            for (result, n) in [
+                ("exported", exported),
+                ("dropped", dropped),
+                ("failed", failed),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "mcp_gateway_otlp_spans_total{{result=\"{result}\"}} {n}"
+                );
+            }
+        }
+        render_conventional(&mut out, &self.conventional);
         out
+    }
+}
+
+/// The MCP semantic conventions' operation histograms.
+fn render_conventional(out: &mut String, c: &Conventional) {
+    family(
+        out,
+        "mcp_server_operation_duration_seconds",
+        "histogram",
+        "MCP semantic conventions: each JSON-RPC request the gateway received, from its arrival to the end of its answer.",
+    );
+    render_operations(out, "mcp_server_operation_duration_seconds", &c.server);
+    family(
+        out,
+        "mcp_client_operation_duration_seconds",
+        "histogram",
+        "MCP semantic conventions: each JSON-RPC request the gateway sent upstream, until its answer was ready to relay.",
+    );
+    render_operations(out, "mcp_client_operation_duration_seconds", &c.client);
+}
+
+fn render_operations(out: &mut String, name: &str, table: &[Histogram]) {
+    for (k, method) in METHODS.iter().enumerate() {
+        for (o, outcome) in Outcome::ALL.iter().enumerate() {
+            let h = &table[k * Outcome::ALL.len() + o];
+            let counts: Vec<u64> = h
+                .buckets
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed))
+                .collect();
+            let total: u64 = counts.iter().sum();
+            if total == 0 {
+                continue;
+            }
+            let mut labels = format!("mcp_method_name=\"{}\"", escape(method));
+            if *outcome != Outcome::Ok {
+                let _ = write!(labels, ",error_type=\"{}\"", outcome.label());
+            }
+            let mut cumulative = 0;
+            for (i, c) in counts.iter().enumerate() {
+                cumulative += c;
+                let le = BUCKETS.get(i).map_or("+Inf".to_owned(), |b| b.to_string());
+                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
+            }
+            let sum = h.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+            let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
+            let _ = writeln!(out, "{name}_count{{{labels}}} {total}");
+        }
     }
 }
 
@@ -212,6 +281,8 @@ pub struct Snapshot {
     pub upstream_up: Vec<Option<bool>>,
     /// TLS handshakes made with `https://` upstreams.
     pub tls_upstream_handshakes: u64,
+    /// Spans exported, dropped and failed, when traces are exported.
+    pub otlp_spans: Option<(u64, u64, u64)>,
 }
 
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {

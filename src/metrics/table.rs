@@ -7,35 +7,11 @@ use std::time::Duration;
 
 use http::StatusCode;
 
+use super::conventional::Conventional;
 use super::method::{METHODS, MethodId};
 use crate::outcome::Outcome;
 
-/// Upper bounds of the latency buckets, in seconds (`+Inf` follows).
-pub const BUCKETS: [f64; 15] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-];
-
-/// One latency histogram: per-bucket (not cumulative) counts, the last one
-/// for `+Inf`, and the sum in nanoseconds. `_count` is rendered as the sum of
-/// the buckets, so it always agrees with the `+Inf` bucket.
-#[derive(Default)]
-pub(super) struct Histogram {
-    pub(super) buckets: [AtomicU64; BUCKETS.len() + 1],
-    pub(super) sum_nanos: AtomicU64,
-}
-
-impl Histogram {
-    fn observe(&self, elapsed: Duration) {
-        let secs = elapsed.as_secs_f64();
-        let i = BUCKETS
-            .iter()
-            .position(|b| secs <= *b)
-            .unwrap_or(BUCKETS.len());
-        self.buckets[i].fetch_add(1, Ordering::Relaxed);
-        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
-    }
-}
+pub use super::histogram::{BUCKETS, Histogram};
 
 /// Lowest and highest HTTP status counted by code.
 pub(super) const STATUS_MIN: u16 = 100;
@@ -53,6 +29,8 @@ pub struct Metrics {
     pub(super) http_other: AtomicU64,
     /// TLS handshakes completed at the listener.
     pub(super) tls_accepted: AtomicU64,
+    /// The MCP semantic conventions' operation histograms.
+    pub(super) conventional: Conventional,
 }
 
 impl Metrics {
@@ -70,6 +48,7 @@ impl Metrics {
                 .collect(),
             http_other: AtomicU64::new(0),
             tls_accepted: AtomicU64::new(0),
+            conventional: Conventional::default(),
             mounts,
         }
     }
@@ -91,6 +70,12 @@ impl Metrics {
         if let Some(h) = self.durations.get(pair) {
             h.observe(elapsed);
         }
+        self.conventional.server(method, outcome, elapsed);
+    }
+
+    /// Time one request sent upstream (`mcp_client_operation_duration_seconds`).
+    pub fn record_client(&self, method: MethodId, outcome: Outcome, elapsed: Duration) {
+        self.conventional.client(method, outcome, elapsed);
     }
 
     /// Count one HTTP response by status.

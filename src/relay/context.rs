@@ -11,6 +11,7 @@ use crate::host::{self, HostKind, Target};
 use crate::jsonrpc::Message;
 use crate::outcome::Failure;
 use crate::session::Route;
+use crate::telemetry::Traced;
 
 pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 pub const PROTOCOL_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -30,6 +31,9 @@ pub struct Ctx<'a> {
     /// The host the exchange is for: the session's, until
     /// [`Ctx::judge_host`] reads the request.
     pub host: HostKind,
+    /// The request's trace, when tracing is on and it is a single message
+    /// (boxed: an exchange's future carries only a pointer when it is off).
+    pub trace: Option<Box<Traced>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -48,6 +52,7 @@ impl<'a> Ctx<'a> {
             session,
             session_host,
             host: session_host.unwrap_or_default(),
+            trace: None,
         })
     }
 

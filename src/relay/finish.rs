@@ -14,6 +14,7 @@ use crate::config::Transport;
 use crate::gateway::{Gateway, UpstreamTools};
 use crate::host::Target;
 use crate::overlay::OverlaySet;
+use crate::telemetry::{Kind, Parent, Span};
 
 /// Rewrites the response to one planned request.
 #[derive(Clone)]
@@ -27,6 +28,8 @@ pub struct Finisher {
     pub challenges: Option<ResultChallenges>,
     /// Where `tools/list` pages record the upstream's tool names.
     pub upstream_tools: Arc<UpstreamTools>,
+    /// The request's server span, when traced: a rewrite is its child.
+    pub trace: Option<Parent>,
 }
 
 impl Finisher {
@@ -41,6 +44,7 @@ impl Finisher {
     pub fn finish(&self, response: &[u8]) -> Option<Bytes> {
         let mut body = None;
         if let Some(rewrite) = &self.rewrite {
+            let _span = self.trace.as_ref().map(|p| rewrite_span(p, rewrite));
             let known = |tool: &str| self.upstream_tools.has(&self.mount, tool);
             let mut applied = plan::apply(
                 &self.overlays,
@@ -98,6 +102,27 @@ impl Finisher {
             .and_then(|f| f.finish(&response))
             .unwrap_or(response)
     }
+}
+
+/// The span of a rewrite, ended when dropped.
+fn rewrite_span(parent: &Parent, rewrite: &Rewrite) -> Span {
+    let method = match rewrite {
+        Rewrite::Initialize => "initialize",
+        Rewrite::Discover => "server/discover",
+        Rewrite::ResourcesList => "resources/list",
+        Rewrite::TemplatesList => "resources/templates/list",
+        Rewrite::ToolsListPage { .. } => "tools/list",
+        Rewrite::ResourceRead(_) => "resources/read",
+        Rewrite::ToolCall(_) => "tools/call",
+    };
+    let mut span = parent.child(format!("rewrite {method}"), Kind::Internal);
+    span.set("mcp.method.name", method);
+    match rewrite {
+        Rewrite::ToolCall(tool) => span.set("gen_ai.tool.name", tool.clone()),
+        Rewrite::ResourceRead(uri) => span.set("mcp.resource.uri", uri.clone()),
+        _ => {}
+    }
+    span
 }
 
 /// What rewriting a tool result's in-band challenges needs: the metadata URL

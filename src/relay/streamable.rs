@@ -364,7 +364,26 @@ fn upstream_request(cx: &Ctx<'_>, method: http::Method, body: Bytes) -> Request<
     {
         out.insert(SESSION_HEADER, v);
     }
+    if let Some(trace) = cx.trace.as_ref().and_then(|t| t.outgoing()) {
+        trace_headers(out, trace);
+    }
     req
+}
+
+/// The trace context an HTTP upstream receives in its headers too.
+fn trace_headers(out: &mut HeaderMap, trace: &crate::telemetry::exchange::Outgoing) {
+    use crate::telemetry::exchange::{TRACEPARENT, TRACESTATE};
+    if let Ok(v) = HeaderValue::from_str(&trace.traceparent) {
+        out.insert(TRACEPARENT, v);
+    }
+    match trace.tracestate.as_deref().map(HeaderValue::from_str) {
+        Some(Ok(v)) => {
+            out.insert(TRACESTATE, v);
+        }
+        _ => {
+            out.remove(TRACESTATE);
+        }
+    }
 }
 
 /// The head of an HTTP upstream's response as the client gets it: status,

@@ -1,0 +1,28 @@
+//! OpenTelemetry traces, by the MCP semantic conventions, exported over
+//! OTLP/HTTP protobuf. Off unless an endpoint is configured; then the hot
+//! path pays one branch on `Option<Arc<Tracer>>` and nothing else.
+//!
+//! - [`settings`]: `[telemetry]` and the standard `OTEL_*` variables;
+//! - [`context`]: W3C `traceparent`/`tracestate`;
+//! - [`sampler`]: the standard samplers;
+//! - [`meta`]: trace context in `params._meta`, read and written losslessly;
+//! - [`tracer`]: sampling, and the queue spans are ended into;
+//! - [`span`]: spans and their handles; [`data`] what they hold; [`otlp`]:
+//!   their protobuf encoding;
+//! - [`export`]: the bounded queue and the export thread;
+//! - [`exchange`]: the spans of one client request through the relay.
+
+pub mod context;
+pub mod data;
+pub mod exchange;
+pub mod export;
+pub mod meta;
+pub mod otlp;
+pub mod sampler;
+pub mod settings;
+pub mod span;
+pub mod tracer;
+
+pub use exchange::Traced;
+pub use span::{Kind, Parent, Span};
+pub use tracer::Tracer;

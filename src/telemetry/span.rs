@@ -1,0 +1,135 @@
+//! Spans: what is recorded of one operation, and the handle that ends it.
+//! A span is built only for a sampled trace; ending it queues it for export
+//! without waiting ([`super::export`]).
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::context::{SpanId, TraceId, new_span_id};
+pub use super::data::{Kind, SpanData, Value};
+use super::tracer::Tracer;
+
+/// Nanoseconds since the Unix epoch.
+pub fn now_nanos() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// Where a span sits in its trace: enough to start a child of it.
+#[derive(Clone)]
+pub struct Parent {
+    pub tracer: Arc<Tracer>,
+    pub trace_id: TraceId,
+    pub span_id: SpanId,
+}
+
+impl Parent {
+    /// Start a child span.
+    pub fn child(&self, name: String, kind: Kind) -> Span {
+        Span::start(
+            self.tracer.clone(),
+            self.trace_id,
+            new_span_id(),
+            Some(self.span_id),
+            name,
+            kind,
+        )
+    }
+}
+
+impl std::fmt::Debug for Parent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parent")
+            .field("trace_id", &super::context::hex(&self.trace_id))
+            .field("span_id", &super::context::hex(&self.span_id))
+            .finish()
+    }
+}
+
+/// A span being recorded; queued for export when ended or dropped.
+pub struct Span {
+    tracer: Arc<Tracer>,
+    data: Option<SpanData>,
+}
+
+impl Span {
+    pub fn start(
+        tracer: Arc<Tracer>,
+        trace_id: TraceId,
+        span_id: SpanId,
+        parent: Option<SpanId>,
+        name: String,
+        kind: Kind,
+    ) -> Span {
+        Span {
+            tracer,
+            data: Some(SpanData {
+                trace_id,
+                span_id,
+                parent,
+                tracestate: None,
+                name,
+                kind,
+                start_nanos: now_nanos(),
+                end_nanos: 0,
+                attributes: Vec::with_capacity(8),
+                error: None,
+            }),
+        }
+    }
+
+    /// The context a child of this span starts from.
+    pub fn parent(&self) -> Option<Parent> {
+        self.data.as_ref().map(|d| Parent {
+            tracer: self.tracer.clone(),
+            trace_id: d.trace_id,
+            span_id: d.span_id,
+        })
+    }
+
+    pub fn set(&mut self, key: &'static str, value: impl Into<Value>) {
+        if let Some(d) = &mut self.data {
+            d.attributes.push((key, value.into()));
+        }
+    }
+
+    /// Back-date the start (Unix nanoseconds).
+    pub fn set_start(&mut self, nanos: u64) {
+        if let Some(d) = &mut self.data {
+            d.start_nanos = nanos;
+        }
+    }
+
+    pub fn set_tracestate(&mut self, tracestate: Option<String>) {
+        if let Some(d) = &mut self.data {
+            d.tracestate = tracestate;
+        }
+    }
+
+    /// Mark the span failed: `error.type`, and the status message.
+    pub fn fail(&mut self, error_type: impl Into<Value>, message: String) {
+        self.set("error.type", error_type);
+        if let Some(d) = &mut self.data {
+            d.error = Some(message);
+        }
+    }
+
+    /// End the span now.
+    pub fn end(mut self) {
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        if let Some(mut d) = self.data.take() {
+            d.end_nanos = now_nanos().max(d.start_nanos);
+            self.tracer.queue(d);
+        }
+    }
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

@@ -1,0 +1,305 @@
+//! OpenTelemetry traces through the gateway, checked with a real OTLP/HTTP
+//! receiver (tests/otlp/receiver.py, decoding with the official
+//! opentelemetry-proto definitions): a `tools/call` continues the client's
+//! trace (from its `traceparent` header, or from `params._meta`), yields
+//! SERVER, CLIENT and rewrite spans linked parent to child with the MCP
+//! semantic-convention attributes, and the upstream receives the context:
+//! an HTTP upstream in its headers and `params._meta`, a stdio upstream in
+//! `params._meta`.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::Request;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+
+use mcp_ui_gateway::config::{Config, Telemetry};
+use support::clients::{post_json, request_raw};
+use support::gateway::{TestGateway, http, stdio, test_config};
+use support::process::Proc;
+use support::upstreams::{BoxResponse, spawn_server};
+
+const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+const META_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+const META_SPAN: &str = "b7ad6b7169203331";
+
+/// The OTLP receiver, and the file it writes spans to.
+struct Receiver {
+    _proc: Proc,
+    port: u16,
+    spans: PathBuf,
+}
+
+fn start_receiver(dir: &std::path::Path) -> Receiver {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join("tests/peers/.venv/otlp/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `bash scripts/install-peers.sh` first",
+        python.display()
+    );
+    let spans = dir.join("spans.jsonl");
+    let proc = Proc::spawn(
+        "otlp receiver",
+        Command::new(python)
+            .arg(root.join("tests/otlp/receiver.py"))
+            .arg(&spans),
+    );
+    let port = proc
+        .look_for(Duration::from_secs(30), |_, line| {
+            line.strip_prefix("listening ")?.trim().parse::<u16>().ok()
+        })
+        .unwrap_or_else(|e| panic!("the receiver did not start: {e:?}\n{}", proc.tail(20)));
+    Receiver {
+        _proc: proc,
+        port,
+        spans,
+    }
+}
+
+impl Receiver {
+    fn read(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.spans)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// The spans of `trace`, once `count` of them have arrived.
+    async fn wait_for(&self, trace: &str, count: usize) -> Vec<Value> {
+        let start = Instant::now();
+        loop {
+            let spans: Vec<Value> = self
+                .read()
+                .into_iter()
+                .filter(|s| s["trace_id"] == trace)
+                .collect();
+            if spans.len() >= count {
+                return spans;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{} of {count} spans of trace {trace} exported in 30 s: {spans:#?}",
+                spans.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn one<'a>(spans: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    let found: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["kind"] == kind && s["name"] == name)
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one {kind} span {name:?} expected in {spans:#?}"
+    );
+    found[0]
+}
+
+/// What the HTTP upstream received: the `traceparent` header and the body.
+type Seen = Arc<Mutex<Vec<(Option<String>, Value)>>>;
+
+async fn recording_upstream(seen: Seen) -> support::upstreams::Upstream {
+    let stop = tokio_util::sync::CancellationToken::new();
+    spawn_server(stop, "/mcp", move |req: Request<Incoming>| {
+        let seen = seen.clone();
+        async move {
+            let tp = req
+                .headers()
+                .get("traceparent")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            seen.lock().unwrap().push((tp, msg.clone()));
+            let answer = json!({
+                "jsonrpc": "2.0",
+                "id": msg["id"],
+                "result": {"content": [{"type": "text", "text": "{\"echoed\":true}"}]}
+            });
+            let mut r: BoxResponse = http::Response::new(
+                Full::new(Bytes::from(answer.to_string()))
+                    .map_err(|never| match never {})
+                    .boxed(),
+            );
+            r.headers_mut()
+                .insert("content-type", "application/json".parse().unwrap());
+            r
+        }
+    })
+    .await
+    .expect("upstream")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream() {
+    let tmp = tempfile::tempdir().unwrap();
+    let receiver = start_receiver(tmp.path());
+    let seen: Seen = Arc::default();
+    let upstream = recording_upstream(seen.clone()).await;
+    // An overlay that shapes `echo`'s results: its calls are rewritten.
+    let overlays = tmp.path().join("overlays");
+    std::fs::create_dir_all(&overlays).unwrap();
+    std::fs::write(
+        overlays.join("web.toml"),
+        "[tools.echo.result]\nstructured_from_text = true\n",
+    )
+    .unwrap();
+    let echo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/echo_stdio.py");
+    let mut web = http("web", &upstream.url);
+    web.path = Some("/web".into());
+    let mut pipe = stdio("pipe", "python3", &[echo.to_str().unwrap()]);
+    pipe.path = Some("/pipe".into());
+    let gw = TestGateway::start_with(Config {
+        upstreams: vec![web, pipe],
+        overlays,
+        telemetry: Telemetry {
+            endpoint: Some(format!("http://127.0.0.1:{}", receiver.port)),
+            service_name: Some("gateway-under-test".into()),
+            schedule_delay_ms: Some(50),
+            ..Telemetry::default()
+        },
+        ..test_config()
+    })
+    .await;
+
+    // 1. An HTTP upstream; the client's context in its traceparent header.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}}});
+    let traceparent = format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01");
+    let (status, _, body) = post_json(
+        &gw.url_for("/web"),
+        &[
+            ("traceparent", traceparent.as_str()),
+            ("tracestate", "vendor=1"),
+            ("mcp-protocol-version", "2025-06-18"),
+        ],
+        call.to_string(),
+    )
+    .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        answer["result"]["structuredContent"]["echoed"], true,
+        "{answer}"
+    );
+
+    let spans = receiver.wait_for(CLIENT_TRACE, 3).await;
+    let server = one(&spans, "SERVER", "tools/call echo");
+    let client = one(&spans, "CLIENT", "tools/call echo");
+    let rewrite = one(&spans, "INTERNAL", "rewrite tools/call");
+    assert_eq!(
+        server["parent_span_id"], CLIENT_SPAN,
+        "continues the client's span"
+    );
+    assert_eq!(server["trace_state"], "vendor=1");
+    assert_eq!(client["parent_span_id"], server["span_id"]);
+    assert_eq!(rewrite["parent_span_id"], server["span_id"]);
+    let a = &server["attributes"];
+    assert_eq!(a["mcp.method.name"], "tools/call");
+    assert_eq!(a["gen_ai.tool.name"], "echo");
+    assert_eq!(a["gen_ai.operation.name"], "execute_tool");
+    assert_eq!(a["jsonrpc.request.id"], "7");
+    assert_eq!(a["mcp.protocol.version"], "2025-06-18");
+    assert_eq!(a["network.transport"], "tcp");
+    assert_eq!(a["mcp_ui_gateway.mount"], "/web");
+    assert_eq!(a["mcp_ui_gateway.upstream"], "web");
+    assert!(a.get("error.type").is_none(), "{a}");
+    assert_eq!(server["status"], "UNSET");
+    assert_eq!(client["attributes"]["network.transport"], "tcp");
+    assert_eq!(client["attributes"]["gen_ai.tool.name"], "echo");
+    assert_eq!(server["resource"]["service.name"], "gateway-under-test");
+    assert_eq!(server["content_type"], "application/x-protobuf");
+    // Spans nest in time: the server span holds the others.
+    for inner in [client, rewrite] {
+        assert!(inner["start"].as_u64() >= server["start"].as_u64());
+        assert!(inner["end"].as_u64() <= server["end"].as_u64());
+    }
+    // The upstream joined the trace, as the client span's child: in the
+    // header and in params._meta, the rest of the message as sent.
+    let expected = format!(
+        "00-{CLIENT_TRACE}-{}-01",
+        client["span_id"].as_str().unwrap()
+    );
+    let (header, msg) = seen
+        .lock()
+        .unwrap()
+        .last()
+        .cloned()
+        .expect("upstream called");
+    assert_eq!(header.as_deref(), Some(expected.as_str()));
+    assert_eq!(msg["params"]["_meta"]["traceparent"], expected.as_str());
+    assert_eq!(msg["params"]["_meta"]["tracestate"], "vendor=1");
+    assert_eq!(msg["params"]["arguments"], json!({"text": "hi"}));
+
+    // 2. A stdio upstream; the client's context in params._meta.
+    let meta_parent = format!("00-{META_TRACE}-{META_SPAN}-01");
+    let call = json!({"jsonrpc": "2.0", "id": "a", "method": "tools/call",
+        "params": {"name": "echo_meta", "arguments": {},
+                   "_meta": {"traceparent": meta_parent, "progressToken": 5}}});
+    let (status, _, body) = post_json(&gw.url_for("/pipe"), &[], call.to_string()).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    let received: Value = serde_json::from_str(text).unwrap();
+    let spans = receiver.wait_for(META_TRACE, 2).await;
+    let server = one(&spans, "SERVER", "tools/call echo_meta");
+    let client = one(&spans, "CLIENT", "tools/call echo_meta");
+    assert_eq!(server["parent_span_id"], META_SPAN);
+    assert_eq!(server["attributes"]["jsonrpc.request.id"], "a");
+    assert_eq!(client["parent_span_id"], server["span_id"]);
+    assert_eq!(client["attributes"]["network.transport"], "pipe");
+    assert_eq!(client["attributes"]["mcp_ui_gateway.upstream"], "pipe");
+    let expected = format!("00-{META_TRACE}-{}-01", client["span_id"].as_str().unwrap());
+    assert_eq!(received["traceparent"], expected.as_str(), "{received}");
+    assert_eq!(
+        received["progressToken"], 5,
+        "other _meta keys pass as sent"
+    );
+
+    // 3. An error is recorded with its JSON-RPC code.
+    let bad = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "echo_meta", "arguments": {},
+                   "_meta": {"traceparent": format!("00-{}-{META_SPAN}-01", "1".repeat(32))}}});
+    let (status, _, _) = post_json(
+        &gw.url_for("/pipe"),
+        &[("mcp-method", "tools/list")],
+        bad.to_string(),
+    )
+    .await;
+    assert!(status.is_client_error(), "{status}");
+    let spans = receiver.wait_for(&"1".repeat(32), 1).await;
+    let server = one(&spans, "SERVER", "tools/call echo_meta");
+    assert_eq!(server["status"], "ERROR", "{server:#}");
+    // Mcp-Method disagreeing with the body: refused with -32020.
+    assert_eq!(server["attributes"]["error.type"], "-32020", "{server:#}");
+    assert_eq!(server["attributes"]["rpc.response.status_code"], "-32020");
+
+    // 4. The conventional metrics, and the exporter's count.
+    let (_, _, text) = request_raw(http::Method::GET, &gw.url_for("/metrics"), &[], "").await;
+    let text = String::from_utf8_lossy(&text);
+    for line in [
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\"} 2",
+        "mcp_client_operation_duration_seconds_count{mcp_method_name=\"tools/call\"} 2",
+        "mcp_gateway_otlp_spans_total{result=\"dropped\"} 0",
+    ] {
+        assert!(text.contains(line), "{line} missing in:\n{text}");
+    }
+    assert!(!text.contains("mcp_gateway_otlp_spans_total{result=\"exported\"} 0"));
+
+    gw.shutdown().await;
+    upstream.shutdown().await;
+}
