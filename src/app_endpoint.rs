@@ -23,12 +23,12 @@ pub mod stream;
 
 use std::sync::Arc;
 
-use http::header::{self, HeaderMap};
+use http::header::HeaderMap;
 use http::{Method, Request, Response};
 use hyper::body::Incoming;
 
 use crate::combine::AppState;
-use crate::endpoint::{accepts, accepts_json_and_sse, read_body};
+use crate::endpoint::{accepts, post_body};
 use crate::gateway::Gateway;
 use crate::middleware::cors;
 use crate::outcome::Failure;
@@ -44,27 +44,10 @@ pub async fn serve(
     req: Request<Incoming>,
 ) -> Response<Body> {
     match *req.method() {
-        Method::POST => {
-            let json = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split(';').next())
-                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));
-            if !json {
-                return Failure::UnsupportedMediaType.respond(None);
-            }
-            if !accepts_json_and_sse(req.headers()) {
-                return Failure::NotAcceptable("both application/json and text/event-stream")
-                    .respond(None);
-            }
-            let (parts, body) = req.into_parts();
-            let patience = std::time::Duration::from_secs(gw.limits.header_read_timeout_secs);
-            match read_body(body, gw.limits.max_body_bytes, patience).await {
-                Ok(bytes) => post::post(gw, app, &parts.headers, bytes).await,
-                Err(failure) => failure.respond(None),
-            }
-        }
+        Method::POST => match post_body(gw, req).await {
+            Ok((parts, bytes)) => post::post(gw, app, &parts.headers, bytes).await,
+            Err(refused) => refused,
+        },
         Method::GET if !accepts(req.headers(), "text/event-stream") => {
             Failure::NotAcceptable("text/event-stream").respond(None)
         }

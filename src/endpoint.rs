@@ -53,6 +53,18 @@ pub async fn serve(
 }
 
 async fn post(gw: &Arc<Gateway>, mount: &MountState, req: Request<Incoming>) -> Response<Body> {
+    match post_body(gw, req).await {
+        Ok((parts, bytes)) => relay::post(gw, mount, parts, bytes).await,
+        Err(refused) => refused,
+    }
+}
+
+/// A POST's head and body, once its media types are right and its body has
+/// arrived within the limits; otherwise the answer that refuses it.
+pub(crate) async fn post_body(
+    gw: &Gateway,
+    req: Request<Incoming>,
+) -> Result<(http::request::Parts, Bytes), Response<Body>> {
     let json = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -60,16 +72,17 @@ async fn post(gw: &Arc<Gateway>, mount: &MountState, req: Request<Incoming>) -> 
         .and_then(|v| v.split(';').next())
         .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));
     if !json {
-        return Failure::UnsupportedMediaType.respond(None);
+        return Err(Failure::UnsupportedMediaType.respond(None));
     }
     if !accepts_json_and_sse(req.headers()) {
-        return Failure::NotAcceptable("both application/json and text/event-stream").respond(None);
+        let refused = Failure::NotAcceptable("both application/json and text/event-stream");
+        return Err(refused.respond(None));
     }
     let (parts, body) = req.into_parts();
     let patience = Duration::from_secs(gw.limits.header_read_timeout_secs);
     match read_body(body, gw.limits.max_body_bytes, patience).await {
-        Ok(bytes) => relay::post(gw, mount, parts, bytes).await,
-        Err(failure) => failure.respond(None),
+        Ok(bytes) => Ok((parts, bytes)),
+        Err(failure) => Err(failure.respond(None)),
     }
 }
 

@@ -65,34 +65,8 @@ impl Metrics {
             let name = escape(name);
             for (k, method) in METHODS.iter().enumerate() {
                 let h = &self.durations[m * METHODS.len() + k];
-                let counts: Vec<u64> = h
-                    .buckets
-                    .iter()
-                    .map(|b| b.load(Ordering::Relaxed))
-                    .collect();
-                let total: u64 = counts.iter().sum();
-                if total == 0 {
-                    continue;
-                }
                 let labels = format!("upstream=\"{name}\",method=\"{}\"", escape(method));
-                let mut cumulative = 0;
-                for (i, c) in counts.iter().enumerate() {
-                    cumulative += c;
-                    let le = BUCKETS.get(i).map_or("+Inf".to_owned(), |b| b.to_string());
-                    let _ = writeln!(
-                        out,
-                        "mcp_gateway_request_duration_seconds_bucket{{{labels},le=\"{le}\"}} {cumulative}"
-                    );
-                }
-                let sum = h.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
-                let _ = writeln!(
-                    out,
-                    "mcp_gateway_request_duration_seconds_sum{{{labels}}} {sum}"
-                );
-                let _ = writeln!(
-                    out,
-                    "mcp_gateway_request_duration_seconds_count{{{labels}}} {total}"
-                );
+                write_histogram(&mut out, "mcp_gateway_request_duration_seconds", &labels, h);
             }
         }
 
@@ -242,30 +216,36 @@ fn render_operations(out: &mut String, name: &str, table: &[Histogram]) {
     for (k, method) in METHODS.iter().enumerate() {
         for (o, outcome) in Outcome::ALL.iter().enumerate() {
             let h = &table[k * Outcome::ALL.len() + o];
-            let counts: Vec<u64> = h
-                .buckets
-                .iter()
-                .map(|b| b.load(Ordering::Relaxed))
-                .collect();
-            let total: u64 = counts.iter().sum();
-            if total == 0 {
-                continue;
-            }
             let mut labels = format!("mcp_method_name=\"{}\"", escape(method));
             if *outcome != Outcome::Ok {
                 let _ = write!(labels, ",error_type=\"{}\"", outcome.label());
             }
-            let mut cumulative = 0;
-            for (i, c) in counts.iter().enumerate() {
-                cumulative += c;
-                let le = BUCKETS.get(i).map_or("+Inf".to_owned(), |b| b.to_string());
-                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
-            }
-            let sum = h.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
-            let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
-            let _ = writeln!(out, "{name}_count{{{labels}}} {total}");
+            write_histogram(out, name, &labels, h);
         }
     }
+}
+
+/// One histogram's series (`_bucket`, `_sum`, `_count`) with `labels`;
+/// nothing while it has counted nothing.
+fn write_histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
+    let counts: Vec<u64> = h
+        .buckets
+        .iter()
+        .map(|b| b.load(Ordering::Relaxed))
+        .collect();
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return;
+    }
+    let mut cumulative = 0;
+    for (i, c) in counts.iter().enumerate() {
+        cumulative += c;
+        let le = BUCKETS.get(i).map_or("+Inf".to_owned(), |b| b.to_string());
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
+    }
+    let sum = h.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
+    let _ = writeln!(out, "{name}_count{{{labels}}} {total}");
 }
 
 /// What the gateway knows at scrape time, apart from the counters.
