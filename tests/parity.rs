@@ -202,8 +202,8 @@ async fn demo_tools_and_widget_carry_every_key_a_native_mcp_apps_server_emits() 
     names.sort();
     assert_eq!(
         names,
-        ["add_task", "complete_task", "show_tasks"],
-        "every demo tool that renders renders a widget through the gateway, the data tool list_tasks does not (its render tool show_tasks does): {listed}"
+        ["add_task", "complete_task", "show_tasks", "task_table"],
+        "every demo tool that renders renders a widget through the gateway, the data tool list_tasks does not (its render tools show_tasks and task_table do): {listed}"
     );
     let named = |name: &str| tools.iter().find(|t| t["name"] == name).cloned();
     let list_tasks = named("list_tasks").expect("list_tasks is listed");
@@ -237,67 +237,67 @@ async fn demo_tools_and_widget_carry_every_key_a_native_mcp_apps_server_emits() 
     }
     assert_eq!(
         widget_uris.len(),
-        1,
-        "the three tools share the task-board widget: {widget_uris:?}"
+        2,
+        "the task-board tools share their widget, and task_table has its built-in one: {widget_uris:?}"
     );
-    let uri = widget_uris.into_iter().next().unwrap();
+    for uri in widget_uris {
+        // The widget's resources/list entry.
+        let resources = session.request("resources/list", json!({})).await;
+        let entry = resources["resources"]
+            .as_array()
+            .and_then(|list| list.iter().find(|r| r["uri"] == uri.as_str()))
+            .cloned()
+            .unwrap_or_else(|| panic!("resources/list lacks the tools' widget {uri}: {resources}"));
+        let mut gaps = Vec::new();
+        missing_keys(native_entry, &entry, "", false, &mut gaps);
+        missing.extend(
+            gaps.into_iter()
+                .map(|k| format!("resources/list entry: {k}")),
+        );
 
-    // The widget's resources/list entry.
-    let resources = session.request("resources/list", json!({})).await;
-    let entry = resources["resources"]
-        .as_array()
-        .and_then(|list| list.iter().find(|r| r["uri"] == uri.as_str()))
-        .cloned()
-        .unwrap_or_else(|| panic!("resources/list lacks the tools' widget {uri}: {resources}"));
-    let mut gaps = Vec::new();
-    missing_keys(native_entry, &entry, "", false, &mut gaps);
-    missing.extend(
-        gaps.into_iter()
-            .map(|k| format!("resources/list entry: {k}")),
-    );
+        // The widget's resources/read result and its content item.
+        let read = session
+            .request("resources/read", json!({ "uri": uri }))
+            .await;
+        let mut gaps = Vec::new();
+        missing_keys(native_read, &read, "", false, &mut gaps);
+        missing.extend(
+            gaps.into_iter()
+                .map(|k| format!("resources/read result: {k}")),
+        );
+        let contents = read["contents"].as_array().cloned().unwrap_or_default();
+        assert_eq!(
+            contents.len(),
+            1,
+            "one content item, as natively: {}",
+            keys(&read).into_iter().collect::<Vec<_>>().join(", ")
+        );
+        let mut gaps = Vec::new();
+        missing_keys(native_content, &contents[0], "", false, &mut gaps);
+        missing.extend(
+            gaps.into_iter()
+                .map(|k| format!("resources/read contents[0]: {k}")),
+        );
 
-    // The widget's resources/read result and its content item.
-    let read = session
-        .request("resources/read", json!({ "uri": uri }))
-        .await;
-    let mut gaps = Vec::new();
-    missing_keys(native_read, &read, "", false, &mut gaps);
-    missing.extend(
-        gaps.into_iter()
-            .map(|k| format!("resources/read result: {k}")),
-    );
-    let contents = read["contents"].as_array().cloned().unwrap_or_default();
-    assert_eq!(
-        contents.len(),
-        1,
-        "one content item, as natively: {}",
-        keys(&read).into_iter().collect::<Vec<_>>().join(", ")
-    );
-    let mut gaps = Vec::new();
-    missing_keys(native_content, &contents[0], "", false, &mut gaps);
-    missing.extend(
-        gaps.into_iter()
-            .map(|k| format!("resources/read contents[0]: {k}")),
-    );
+        assert!(
+            missing.is_empty(),
+            "keys that @modelcontextprotocol/server-basic-vanillajs emits and the demo through \
+             the gateway lacks:\n  {}",
+            missing.join("\n  ")
+        );
 
-    assert!(
-        missing.is_empty(),
-        "keys that @modelcontextprotocol/server-basic-vanillajs emits and the demo through \
-         the gateway lacks:\n  {}",
-        missing.join("\n  ")
-    );
-
-    // The values that make it an MCP Apps widget at all (not a comparison with the
-    // native values, which name its own widget).
-    assert_eq!(contents[0]["uri"], uri.as_str());
-    assert_eq!(contents[0]["mimeType"], native_content["mimeType"]);
-    assert_eq!(entry["mimeType"], native_entry["mimeType"]);
-    assert!(
-        contents[0]["text"]
-            .as_str()
-            .is_some_and(|html| html.contains("<html")),
-        "the widget is served as HTML text"
-    );
+        // The values that make it an MCP Apps widget at all (not a comparison with the
+        // native values, which name its own widget).
+        assert_eq!(contents[0]["uri"], uri.as_str());
+        assert_eq!(contents[0]["mimeType"], native_content["mimeType"]);
+        assert_eq!(entry["mimeType"], native_entry["mimeType"]);
+        assert!(
+            contents[0]["text"]
+                .as_str()
+                .is_some_and(|html| html.contains("<html")),
+            "the widget is served as HTML text"
+        );
+    }
     gateway.shutdown().await;
 }
 
