@@ -21,6 +21,8 @@
 
 #[path = "load/client.rs"]
 mod client;
+#[path = "load/everything.rs"]
+mod everything;
 #[path = "load/given.rs"]
 mod given;
 #[path = "load/opts.rs"]
@@ -29,6 +31,8 @@ mod opts;
 mod process;
 #[path = "load/procs.rs"]
 mod procs;
+#[path = "load/refs.rs"]
+mod refs;
 #[path = "load/relay.rs"]
 mod relay;
 #[path = "load/report.rs"]
@@ -41,6 +45,7 @@ mod tls;
 mod upstream;
 
 use std::fmt::Write as _;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -150,6 +155,8 @@ enum Upstream<'a> {
     Https(&'a Proc, &'a str, &'a Path),
     /// The in-tree stdio upstream: this binary, re-executed.
     Stdio(&'a Path),
+    /// Another stdio server: this command line.
+    Command(&'a [String]),
 }
 
 /// Start the release gateway called `name` in front of `upstream`, with the
@@ -203,6 +210,11 @@ async fn gateway_tls(
             exe.display().to_string(),
             "__upstream-stdio".into(),
         ])),
+        Upstream::Command(cmd) => {
+            args.extend(named);
+            args.push("--".into());
+            args.extend(cmd.iter().cloned());
+        }
     }
     // `LOAD_GATEWAY_ENV="K=V K2=V2"`: extra environment for the gateway
     // alone (to compare settings within one build).
@@ -474,7 +486,11 @@ async fn full(opts: &Opts) -> bool {
     let root = Path::new(ROOT);
     let peers = procs::Peers::at(root);
     let mut notes: Vec<String> = Vec::new();
-    if opts.peers && (opts.wants("stdio")) {
+    if opts.peers
+        && ["stdio", "sweep", "everything"]
+            .iter()
+            .any(|s| opts.wants(s))
+    {
         println!("installing peers (scripts/install-peers.sh, idempotent) …");
         let st = std::process::Command::new("bash")
             .arg(root.join("scripts/install-peers.sh"))
@@ -512,14 +528,31 @@ async fn full(opts: &Opts) -> bool {
         let bare = procs::bare_relay(&exe, up.addr, &logs)
             .await
             .expect("bare relay");
+        let refs = if opts.peers {
+            References::start(root, up.addr, &logs, &mut notes).await
+        } else {
+            References::default()
+        };
         for &c in &sweep {
-            let targets = [
-                ("direct", http(&up, "/mcp"), None),
-                ("bare relay", http(&bare, "/mcp"), Some(&bare)),
-                ("gateway", http(&gw, "/mcp"), Some(&gw)),
+            let mut targets = vec![
+                ("direct", http(&up, "/mcp"), None, Call::Small),
+                ("bare relay", http(&bare, "/mcp"), Some(&bare), Call::Small),
             ];
-            compare(&mut points, "tools/call", &targets, c, &budget(c)).await;
+            for (label, p) in &refs.http {
+                targets.push((label, http(p, "/mcp"), Some(p), Call::Small));
+            }
+            targets.push(("gateway", http(&gw, "/mcp"), Some(&gw), Call::Small));
+            if let Some(p) = &refs.mcp_proxy {
+                targets.push((MCP_PROXY_RS, http(p, "/"), Some(p), MCP_PROXY_RS_CALL));
+            }
+            let measured =
+                run::interleaved_calls("tools/call", &targets, c, &budget(c), ROUNDS).await;
+            for p in measured {
+                println!("{}", report::line(&p));
+                points.push(p);
+            }
         }
+        refs.stop().await;
         bare.stop().await;
     }
     if opts.wants("sse") {
@@ -606,6 +639,15 @@ async fn full(opts: &Opts) -> bool {
         }
         for (_, p) in bridges {
             p.stop().await;
+        }
+    }
+    if opts.wants("everything") && opts.peers {
+        let conc = opts.conc.clone().unwrap_or_else(|| vec![1, 8, 32]);
+        if let Err(e) =
+            everything::compare_transports(&mut points, &peers, &overlays, &logs, &conc, &budget)
+                .await
+        {
+            notes.push(format!("server-everything scenario skipped: {e}"));
         }
     }
     if opts.wants("big") {
@@ -720,7 +762,10 @@ async fn full(opts: &Opts) -> bool {
         &[
             ("tools/call", "direct"),
             ("tools/call", "bare relay"),
+            ("tools/call", "nginx"),
+            ("tools/call", "haproxy"),
             ("tools/call", "gateway"),
+            ("tools/call", MCP_PROXY_RS),
             ("stdio tools/call", "stdio"),
             ("stdio tools/call", "gateway (stdio)"),
             ("stdio tools/call", "supergateway"),
@@ -739,6 +784,68 @@ async fn full(opts: &Opts) -> bool {
         );
     }
     ok
+}
+
+/// The Rust `mcp-proxy`'s label, and its call: the small `echo` under the
+/// name it gives the tool.
+const MCP_PROXY_RS: &str = "mcp-proxy-rs";
+const MCP_PROXY_RS_CALL: Call = Call::Given {
+    method: "tools/call",
+    params: r#"{"name":"bench/echo","arguments":{"message":"hello"}}"#,
+};
+
+/// The reference proxies of the sweep that started: nginx and HAProxy, and
+/// the Rust `mcp-proxy`; a note for each that did not.
+#[derive(Default)]
+struct References {
+    http: Vec<(&'static str, Proc)>,
+    mcp_proxy: Option<Proc>,
+    dir: Option<PathBuf>,
+}
+
+impl References {
+    async fn start(root: &Path, up: SocketAddr, logs: &Path, notes: &mut Vec<String>) -> Self {
+        let dir = tempdir("bench-refs");
+        let mut refs = References::default();
+        match refs::nginx(up, &dir, logs).await {
+            Ok(p) => refs.http.push(("nginx", p)),
+            Err(e) => notes.push(format!("nginx unavailable: {e}")),
+        }
+        match refs::haproxy(up, &dir, logs).await {
+            Ok(p) => refs.http.push(("haproxy", p)),
+            Err(e) => notes.push(format!("haproxy unavailable: {e}")),
+        }
+        println!("installing the Rust mcp-proxy (scripts/install-bench-peers.sh, idempotent) …");
+        let installed = std::process::Command::new("bash")
+            .arg(root.join("scripts/install-bench-peers.sh"))
+            .status();
+        let bin = refs::mcp_proxy_bin(root);
+        if !matches!(installed, Ok(s) if s.success()) || !bin.exists() {
+            notes.push(
+                "the Rust mcp-proxy did not install (scripts/install-bench-peers.sh); skipped"
+                    .into(),
+            );
+        } else {
+            match refs::mcp_proxy(&bin, up, &dir, logs).await {
+                Ok(p) => refs.mcp_proxy = Some(p),
+                Err(e) => notes.push(format!("the Rust mcp-proxy unavailable: {e}")),
+            }
+        }
+        refs.dir = Some(dir);
+        refs
+    }
+
+    async fn stop(self) {
+        for (_, p) in self.http {
+            p.stop().await;
+        }
+        if let Some(p) = self.mcp_proxy {
+            p.stop().await;
+        }
+        if let Some(d) = self.dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 }
 
 /// The `tls` scenario's name in the report.
@@ -1010,14 +1117,11 @@ fn markdown(points: &[Point], extra: &str, notes: &[String], took: Duration) -> 
         points,
         "tools/call",
         "gateway",
-        &["direct", "bare relay"],
+        &["direct", "bare relay", "nginx", "haproxy", MCP_PROXY_RS],
     ));
-    s.push_str(&report::ratios(
-        points,
-        "tools/call",
-        "bare relay",
-        &["direct"],
-    ));
+    for hop in ["bare relay", "nginx", "haproxy"] {
+        s.push_str(&report::ratios(points, "tools/call", hop, &["direct"]));
+    }
     s.push_str(&report::ratios(
         points,
         "tools/call SSE",
@@ -1029,6 +1133,12 @@ fn markdown(points: &[Point], extra: &str, notes: &[String], took: Duration) -> 
         "stdio tools/call",
         "gateway (stdio)",
         &["stdio", "supergateway", "mcp-proxy"],
+    ));
+    s.push_str(&report::ratios(
+        points,
+        everything::SCENARIO,
+        "gateway (everything stdio)",
+        &["everything (streamable HTTP)"],
     ));
     s.push_str(&report::ratios(
         points,

@@ -277,7 +277,9 @@ impl Gateway {
         mount: &MountState,
     ) -> Result<(u64, Arc<MessageSession>), Failure> {
         self.sessions.check_room()?;
-        let session = self.start(mount, false).await?;
+        // Boxed here and below: starting an upstream session has a large
+        // state, which every relayed request would otherwise carry.
+        let session = Box::pin(self.start(mount, false)).await?;
         let id = self.sessions.insert(mount.index, session.clone());
         Ok((id, session))
     }
@@ -286,7 +288,7 @@ impl Gateway {
     /// when absent or ended.
     pub async fn shared_session(&self, mount: &MountState) -> Result<Arc<MessageSession>, Failure> {
         self.sessions
-            .shared(mount.index, self.start(mount, true))
+            .shared(mount.index, Box::pin(self.start(mount, true)))
             .await
     }
 

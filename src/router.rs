@@ -44,43 +44,55 @@ impl Service<Request<Incoming>> for Router {
         Poll::Ready(Ok(()))
     }
 
+    /// The part that answers is chosen here, before anything is awaited, and
+    /// only its future is boxed: a boxed future is moved whole into its
+    /// allocation, so one future for every part would cost each request a
+    /// copy of the largest part's state (the app endpoint's, with a relayed
+    /// exchange per member inside).
     fn call(&mut self, req: Request<Incoming>) -> RouteFuture {
         let gw = self.gw.clone();
-        Box::pin(async move { Ok(route(&gw, req).await) })
+        let path = req.uri().path();
+        if path == "/healthz" {
+            return ready(text(StatusCode::OK, "ok\n"));
+        }
+        if let Some(target) = auth::prm_target(path) {
+            let mount = gw.prm_mount(target).map(|m| m.index);
+            return Box::pin(async move {
+                let mount = mount.and_then(|i| gw.mounts.get(i));
+                Ok(metadata(&gw, mount, &req).await)
+            });
+        }
+        if path == "/metrics" {
+            return Box::pin(async move { Ok(metrics::response(gw.metrics_text().await)) });
+        }
+        if path == "/readyz" {
+            return Box::pin(
+                async move { Ok(health::readyz(&gw.readiness, &gw.upstreams()).await) },
+            );
+        }
+        if let Some(app) = gw.app_at(path).cloned() {
+            return Box::pin(async move { Ok(crate::app_endpoint::serve(&gw, &app, req).await) });
+        }
+        if let Some(i) = gw.mount_at(path).map(|m| m.index) {
+            return Box::pin(async move { Ok(endpoint::serve(&gw, &gw.mounts[i], req).await) });
+        }
+        if assets::claims(path) {
+            return ready(assets::serve(&gw.live.load(), req.method(), path));
+        }
+        if preview::claims(path) {
+            let mounts = gw.mounts.iter().map(|m| &m.config);
+            return ready(preview::serve(gw.preview, mounts, req.method(), req.uri()));
+        }
+        ready(text(
+            StatusCode::NOT_FOUND,
+            "not found: this gateway serves MCP at its mount paths\n",
+        ))
     }
 }
 
-async fn route(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
-    let path = req.uri().path();
-    if path == "/healthz" {
-        return text(StatusCode::OK, "ok\n");
-    }
-    if let Some(target) = auth::prm_target(path) {
-        return metadata(gw, gw.prm_mount(target), &req).await;
-    }
-    if path == "/metrics" {
-        return metrics::response(gw.metrics_text().await);
-    }
-    if path == "/readyz" {
-        return health::readyz(&gw.readiness, &gw.upstreams()).await;
-    }
-    if let Some(app) = gw.app_at(path) {
-        return crate::app_endpoint::serve(gw, app, req).await;
-    }
-    if let Some(mount) = gw.mount_at(path) {
-        return endpoint::serve(gw, mount, req).await;
-    }
-    if assets::claims(path) {
-        return assets::serve(&gw.live.load(), req.method(), path);
-    }
-    if preview::claims(path) {
-        let mounts = gw.mounts.iter().map(|m| &m.config);
-        return preview::serve(gw.preview, mounts, req.method(), req.uri());
-    }
-    text(
-        StatusCode::NOT_FOUND,
-        "not found: this gateway serves MCP at its mount paths\n",
-    )
+/// An answer the router has at once.
+fn ready(response: Response<Body>) -> RouteFuture {
+    Box::pin(std::future::ready(Ok(response)))
 }
 
 /// A mount's protected-resource metadata (RFC 9728).

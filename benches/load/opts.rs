@@ -14,8 +14,12 @@ With --target it drives endpoints that are already running: yours.
 
 OPTIONS (the built-in scenarios):
     --quick                1 s points instead of 3 s
-    --only LIST            scenarios, comma-separated: sweep sse tls stdio big list idle reload
-    --no-peers             skip supergateway and mcp-proxy (and their install)
+    --only LIST            scenarios, comma-separated: sweep sse tls stdio everything big list
+                           idle reload (sweep: direct, the bare relay, nginx, HAProxy, the
+                           gateway and the Rust mcp-proxy; everything: server-everything over
+                           stdio through the gateway against its own streamable HTTP)
+    --no-peers             skip the peers (nginx, HAProxy, both mcp-proxy, supergateway,
+                           server-everything) and their install
     --secs S               seconds per measured point
     --conc LIST            concurrencies of the sweeps, e.g. 1,32 (default 1,2,4,8,16,32,64;
                            1,32 for tls)

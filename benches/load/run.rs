@@ -94,6 +94,22 @@ pub async fn interleaved(
     budget: &Budget,
     rounds: usize,
 ) -> Vec<Point> {
+    let each: Vec<_> = targets
+        .iter()
+        .map(|(label, target, proc)| (*label, target.clone(), *proc, call))
+        .collect();
+    interleaved_calls(scenario, &each, concurrency, budget, rounds).await
+}
+
+/// [`interleaved`], each target with a call of its own (the same tool under
+/// the name a proxy that prefixes names gives it).
+pub async fn interleaved_calls(
+    scenario: &str,
+    targets: &[(&str, Target, Option<&Proc>, Call)],
+    concurrency: usize,
+    budget: &Budget,
+    rounds: usize,
+) -> Vec<Point> {
     let rounds = rounds.max(1);
     let share = Budget {
         calls_per_session: budget.calls_per_session.div_ceil(rounds),
@@ -102,14 +118,14 @@ pub async fn interleaved(
     };
     let mut samples: Vec<Vec<Sample>> = targets.iter().map(|_| Vec::new()).collect();
     for _ in 0..rounds {
-        for (i, (_, target, proc)) in targets.iter().enumerate() {
-            samples[i].push(measure(target, concurrency, call, &share, *proc).await);
+        for (i, (_, target, proc, call)) in targets.iter().enumerate() {
+            samples[i].push(measure(target, concurrency, *call, &share, *proc).await);
         }
     }
     targets
         .iter()
         .zip(samples)
-        .map(|((label, _, _), s)| summarize(scenario, label, concurrency, s))
+        .map(|((label, ..), s)| summarize(scenario, label, concurrency, s))
         .collect()
 }
 

@@ -407,7 +407,10 @@ impl Client {
             let (sender, reused) = match pooled {
                 Some(s) => (s, true),
                 None => {
-                    let s = self.connect(upstream, tls.as_deref(), host, port).await?;
+                    // Boxed: a connection (a TLS handshake above all) has
+                    // a large state, which every exchange would otherwise
+                    // carry and move, pooled or not.
+                    let s = Box::pin(self.connect(upstream, tls.as_deref(), host, port)).await?;
                     if let Sender::H2(h2) = &s {
                         self.inner.share(&key, h2);
                     }
