@@ -56,6 +56,12 @@ async fn route(gw: &Arc<Gateway>, req: Request<Incoming>) -> Response<Body> {
         return text(StatusCode::OK, "ok\n");
     }
     if let Some(target) = auth::prm_target(path) {
+        if let auth::PrmTarget::Mount(p) = target
+            && let Some(app) = gw.app_at(p)
+        {
+            return crate::app_endpoint::oauth::metadata(gw, app, req.method(), req.headers())
+                .await;
+        }
         return metadata(gw, gw.prm_mount(target), &req).await;
     }
     if path == "/metrics" {
