@@ -15,6 +15,7 @@ With --target it drives endpoints that are already running: yours.
 OPTIONS (the built-in scenarios):
     --quick                1 s points instead of 3 s
     --only LIST            scenarios, comma-separated: sweep sse tls stdio big list idle reload
+                           app
     --no-peers             skip supergateway and mcp-proxy (and their install)
     --secs S               seconds per measured point
     --conc LIST            concurrencies of the sweeps, e.g. 1,32 (default 1,2,4,8,16,32,64;
