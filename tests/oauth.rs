@@ -724,6 +724,10 @@ upstreams = ["a", {{ upstream = "b", prefix = "b_" }}]
 [[app]]
 name = "linked"
 upstreams = ["a-linked"]
+
+[[app]]
+name = "late"
+upstreams = ["a"]
 "#
             ),
         )
@@ -825,12 +829,6 @@ upstreams = ["a-linked"]
         "{c}"
     );
 
-    // The other app (in-band) with a good token: its tools are listed.
-    let linked = format!("{gw}/linked/mcp");
-    let (s, _, body) = tools_call(&client, &linked, &token, "whoami").await;
-    assert_eq!(s, 200, "{body}");
-    assert_eq!(message(&body)["result"]["isError"], Value::Null, "{body}");
-
     // Revoked: a routed call gets the member's 401, pointed at the app.
     let (s, _, _) = send(
         &client,
@@ -855,8 +853,20 @@ upstreams = ["a-linked"]
         assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
         assert!(h.get("mcp-session-id").is_none());
     }
+    // An app that has not learned its names yet relays the refusal too.
+    let late = format!("{gw}/late/mcp");
+    let (s, h, body) = tools_call(&client, &late, &token, "whoami").await;
+    assert_eq!(s, 401, "{body}");
+    let challenge = h["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.contains("resource_metadata=\"http://127.0.0.1:")
+            && challenge.contains("/.well-known/oauth-protected-resource/late/mcp\""),
+        "{challenge}"
+    );
     // The other app answers in-band: the same 401, as a tool result
-    // pointed at that app's metadata.
+    // pointed at that app's metadata. Its names were never listed, and
+    // cannot be without a token: the refusal of its listing answers.
+    let linked = format!("{gw}/linked/mcp");
     let (s, _, body) = tools_call(&client, &linked, &token, "whoami").await;
     assert_eq!(s, 200, "{body}");
     let m = message(&body);

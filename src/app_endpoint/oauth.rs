@@ -96,6 +96,18 @@ pub fn answer_refusal(prm: Option<&str>, a: &Answer) -> Response<Body> {
     r
 }
 
+/// A member's refusal as the in-band tool result a `tools/call` gets (for
+/// an app whose members answer challenges in-band), pointed at the app's
+/// metadata `prm`.
+pub fn in_band_refusal(id: &serde_json::value::RawValue, prm: &str, a: &Answer) -> Response<Body> {
+    let mut h = HeaderMap::new();
+    for v in a.headers.get_all(header::WWW_AUTHENTICATE) {
+        h.append(header::WWW_AUTHENTICATE, v.clone());
+    }
+    auth::app::point_challenges_at(&mut h, prm);
+    reply::json(StatusCode::OK, auth::in_band_result(id, a.status, &h, prm))
+}
+
 /// A member's JSON answer with an in-band challenge in its result
 /// (`_meta["mcp/www_authenticate"]`) pointed at the app's metadata; other
 /// answers pass untouched. The member's mount pointed it at the gateway's

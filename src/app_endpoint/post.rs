@@ -334,9 +334,24 @@ impl Exchange<'_> {
     /// not known yet.
     async fn owner(&self, kind: Kind, name: &str) -> Result<(usize, String), Response<Body>> {
         let mut owner = self.app.owner(kind, name);
+        let mut refused = None;
         if owner == Owner::Unknown && self.app.learn_turn(kind, std::time::Instant::now()) {
-            self.learn(kind).await;
+            refused = self.learn(kind).await;
             owner = self.app.owner(kind, name);
+        }
+        // A member that could not be asked for its names without signing
+        // in: the client signs in, then calls again.
+        if owner == Owner::Unknown
+            && let Some(a) = refused
+        {
+            let prm = oauth::prm_url(self.gw, self.app, self.headers);
+            if kind == Kind::Tools
+                && self.app.config.auth_challenge == "in-band"
+                && let (Some(id), Some(prm)) = (raw(&self.id), prm.as_deref())
+            {
+                return Err(oauth::in_band_refusal(&id, prm, &a));
+            }
+            return Err(oauth::answer_refusal(prm.as_deref(), &a));
         }
         match owner {
             Owner::Member(m, own) => Ok((m, own)),
@@ -366,17 +381,24 @@ impl Exchange<'_> {
         }
     }
 
-    /// Read every member's whole listing of `kind`, to learn its names.
-    async fn learn(&self, kind: Kind) {
+    /// Read every member's whole listing of `kind`, to learn its names; the
+    /// first member's refusal for authorization, if any.
+    async fn learn(&self, kind: Kind) -> Option<Answer> {
         let method = kind.list_method();
+        let mut refused = None;
         for i in 0..self.app.config.members.len() {
             let mut at: Option<String> = None;
             for _ in 0..MAX_LEARN_PAGES {
-                let Ok(page) = self
+                let page = match self
                     .member_page(i, kind, method, &json!({}), at.as_deref())
                     .await
-                else {
-                    break;
+                {
+                    Ok(page) => page,
+                    Err(Miss::Refused(a)) => {
+                        refused.get_or_insert(a);
+                        break;
+                    }
+                    Err(Miss::Problem(_)) => break,
                 };
                 let uris = list::widget_uris(&page.items);
                 if let Err(c) = self.app.record(kind, i, at.is_none(), &page.names, &uris) {
@@ -398,6 +420,7 @@ impl Exchange<'_> {
                 }
             }
         }
+        refused
     }
 
     /// The member's session, or why it has none.
