@@ -19,6 +19,9 @@ use crate::middleware::cors;
 use crate::relay::context::SESSION_HEADER;
 use crate::reply::{self, Body};
 
+/// Largest declared answer searched for an in-band challenge.
+const IN_BAND_MAX_BYTES: u64 = 64 * 1024;
+
 /// The app's protected-resource metadata, `GET <PRM_PATH><app path>`.
 pub async fn metadata(
     gw: &Arc<Gateway>,
@@ -112,7 +115,8 @@ pub fn in_band_refusal(id: &serde_json::value::RawValue, prm: &str, a: &Answer) 
 /// (`_meta["mcp/www_authenticate"]`) pointed at the app's metadata; other
 /// answers pass untouched. The member's mount pointed it at the gateway's
 /// metadata for the member (the gateway's `base`); another origin's URL is
-/// left alone, as on a single mount.
+/// left alone, as on a single mount. An answer declaring more than 64 KiB
+/// passes as it streams (a challenge is a small result).
 pub async fn in_band(
     gw: &Gateway,
     app: &AppState,
@@ -122,6 +126,14 @@ pub async fn in_band(
     let (Some(base), Some(prm)) = (gw.auth.base(headers), prm_url(gw, app, headers)) else {
         return resp;
     };
+    // A challenge is a small result: a large answer passes as it streams.
+    let declared = resp
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > IN_BAND_MAX_BYTES) {
+        return resp;
+    }
     let (parts, mut body) = resp.into_parts();
     let limit = gw.limits.max_message_bytes;
     let mut whole = Vec::new();
