@@ -7,7 +7,7 @@
 //! with scripts/install-peers.sh) and writes target/bench/load.md and
 //! target/bench/latency.svg. `-- --quick` runs shorter points; `-- --only
 //! NAME[,NAME]` selects scenarios (sweep, sse, tls, stdio, big, list, idle,
-//! reload; tls: HTTPS upstreams and an HTTPS listener against plain, with
+//! reload, app; app: an app endpoint against a single mount; tls: HTTPS upstreams and an HTTPS listener against plain, with
 //! the gateway's TLS handshakes per point); `-- --no-peers` skips the peers; `-- --secs S` sets the time of
 //! each point and `-- --conc 1,32` the concurrencies of the sweeps (for
 //! profiling one case). `-- --target NAME=URL` (repeated) drives endpoints
@@ -19,6 +19,8 @@
 //! The same binary is the upstream: `__upstream-http`, `__upstream-https`
 //! and `__upstream-stdio`.
 
+#[path = "load/app.rs"]
+mod app;
 #[path = "load/client.rs"]
 mod client;
 #[path = "load/everything.rs"]
@@ -298,6 +300,9 @@ async fn smoke() -> bool {
     tls_cases.stop().await;
     let mut ok = tls_ok(&tls_points);
     points.extend(tls_points);
+    let gw_app = app::gateway(&up, &overlays, &logs).await;
+    points.extend(app::compare(&gw_app, 2, &small, 1).await);
+    gw_app.stop().await;
     ok &= given_mode(&exe, &up, &gw, &out).await;
     let reload = reload_under_load(&gw, &overlays, 2, Duration::from_millis(1500), 200).await;
     points.push(reload.0);
@@ -704,6 +709,17 @@ async fn full(opts: &Opts) -> bool {
             println!("{}", report::line(&p));
             points.push(p);
         }
+    }
+    if opts.wants("app") {
+        let gw_app = app::gateway(&up, &overlays, &logs).await;
+        for &c in opts.conc.as_deref().unwrap_or(&[1, 32]) {
+            for p in app::compare(&gw_app, c, &budget(c), ROUNDS).await {
+                println!("{}", report::line(&p));
+                points.push(p);
+            }
+        }
+        extra.push_str(&app::summary(&points));
+        gw_app.stop().await;
     }
     if opts.wants("idle") {
         let n = if opts.quick { 200 } else { 1000 };

@@ -15,9 +15,12 @@
 //! - notifications go to every member; the client's answers to members'
 //!   requests go back to the member whose request it was
 //!   ([`crate::combine::ids`]); the GET stream merges the members'
-//!   ([`stream`]).
+//!   ([`stream`]);
+//! - a member's authorization challenge reaches the client pointing at the
+//!   app's own protected-resource metadata, which the app serves ([`oauth`]).
 
 pub mod member;
+pub mod oauth;
 pub mod post;
 pub mod stream;
 

@@ -10,8 +10,11 @@
 //! - [`state`]: per-mount OAuth state and the gateway's metadata URLs;
 //! - [`challenge`]: challenges rewritten, in headers and in tool results;
 //! - [`metadata`]: the protected-resource metadata the gateway serves;
-//! - [`cache`]: the upstream's metadata, one document per mount, expiring.
+//! - [`cache`]: the upstream's metadata, one document per mount, expiring;
+//! - [`app`]: an app's metadata, from its members', and their challenges
+//!   pointed at it.
 
+pub mod app;
 pub mod cache;
 pub mod challenge;
 pub mod metadata;

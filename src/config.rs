@@ -297,6 +297,14 @@ impl AuthChallenge {
     fn is_http(&self) -> bool {
         *self == AuthChallenge::Http
     }
+
+    /// As written in the configuration.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AuthChallenge::Http => "http",
+            AuthChallenge::InBand => "in-band",
+        }
+    }
 }
 
 /// How an upstream is reached, once validated.
@@ -539,6 +547,8 @@ fn mount_refs(mounts: &[Mount]) -> Vec<app::MountRef<'_>> {
         .map(|m| app::MountRef {
             name: &m.name,
             path: &m.path,
+            challenge: matches!(m.transport, Transport::Http { .. })
+                .then_some(m.auth_challenge.as_str()),
         })
         .collect()
 }

@@ -291,20 +291,22 @@ async fn check(args: CheckArgs) -> ExitCode {
     }
 }
 
-/// `check`'s look at the `[[app]]` endpoints: their members' tool names,
-/// live (nothing offline).
+/// `check`'s look at the `[[app]]` endpoints: their members' tool names and
+/// authorization servers, live (nothing offline).
 async fn check_apps(loaded: &Loaded, offline: bool) -> Vec<String> {
     let apps = match loaded.config.apps(&loaded.mounts) {
         Ok(apps) if !offline => apps,
         _ => return Vec::new(),
     };
-    cli::apps::collisions(
+    let mut problems = cli::apps::collisions(
         &apps,
         &loaded.mounts,
         &loaded.config.limits,
         &mut std::io::stderr(),
     )
-    .await
+    .await;
+    problems.extend(cli::apps::auth_servers(&apps, &loaded.mounts, &loaded.config.limits).await);
+    problems
 }
 
 /// `init --widget NAME`.

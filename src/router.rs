@@ -56,6 +56,14 @@ impl Service<Request<Incoming>> for Router {
             return ready(text(StatusCode::OK, "ok\n"));
         }
         if let Some(target) = auth::prm_target(path) {
+            if let auth::PrmTarget::Mount(p) = target
+                && let Some(app) = gw.app_at(p).cloned()
+            {
+                return Box::pin(async move {
+                    let (method, headers) = (req.method(), req.headers());
+                    Ok(crate::app_endpoint::oauth::metadata(&gw, &app, method, headers).await)
+                });
+            }
             let mount = gw.prm_mount(target).map(|m| m.index);
             return Box::pin(async move {
                 let mount = mount.and_then(|i| gw.mounts.get(i));

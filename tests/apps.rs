@@ -1,5 +1,6 @@
 //! An app endpoint (`[[app]]`) over real servers: mcp-server-time (stdio),
-//! server-everything (streamable HTTP) and a paging stdio server. The union of
+//! server-everything (streamable HTTP and legacy SSE), a Python SDK server
+//! (legacy SSE) and a paging stdio server. The union of
 //! their listings, calls reaching each member, pagination across members, a
 //! collision refused and resolved by a prefix, a widget's own tool name, and one
 //! member dying while the others keep working.
@@ -314,9 +315,29 @@ async fn an_app_unites_its_members_listings_calls_and_pages() {
     gw.shutdown().await;
 }
 
+/// A Python SDK server (`tests/peers/py_server.py`) over the SDK's legacy
+/// HTTP+SSE transport, ready: its URL.
+async fn start_py_sse(peers: &Peers) -> (support::process::Proc, String) {
+    let mut cmd = std::process::Command::new(&peers.python);
+    cmd.arg(peers.script("py_server.py"))
+        .arg("--sse")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit());
+    let server =
+        support::process::Proc::start("py_server.py --sse", &mut cmd).expect("python runs");
+    let url = server
+        .look_for_async(Duration::from_secs(60), |_, line| {
+            line.strip_prefix("READY ").map(str::to_owned)
+        })
+        .await
+        .unwrap_or_else(|_| panic!("py_server.py --sse not ready"));
+    (server, url)
+}
+
 /// Two members offering the same tools: the listing is refused with the
-/// collision named; a prefix on one resolves it (a third member, over legacy
-/// HTTP+SSE, prefixed as well).
+/// collision named; a prefix on one resolves it (two more members over legacy
+/// HTTP+SSE: server-everything, prefixed as well, and a Python SDK server).
 #[tokio::test]
 async fn a_tool_offered_by_two_members_is_refused_until_a_prefix_parts_them() {
     let Some((peers, _turn)) = setup().await else {
@@ -324,11 +345,13 @@ async fn a_tool_offered_by_two_members_is_refused_until_a_prefix_parts_them() {
     };
     let (_everything, url) = start_everything(&peers, "streamableHttp").await;
     let (_legacy, sse_url) = start_everything(&peers, "sse").await;
+    let (_py, py_url) = start_py_sse(&peers).await;
     let gw = gateway(
         vec![
             http("one", &url),
             http("two", &url),
             support::gateway::sse("legacy", &sse_url),
+            support::gateway::sse("py", &py_url),
         ],
         vec![
             app("clash", vec![named("one"), named("two")]),
@@ -338,6 +361,7 @@ async fn a_tool_offered_by_two_members_is_refused_until_a_prefix_parts_them() {
                     named("one"),
                     prefixed("two", "two_"),
                     prefixed("legacy", "sse_"),
+                    named("py"),
                 ],
             ),
             app("both", vec![prefixed("one", "a_"), prefixed("two", "b_")]),
@@ -375,6 +399,15 @@ async fn a_tool_offered_by_two_members_is_refused_until_a_prefix_parts_them() {
         )
         .await;
     assert!(text_of(&r).contains("over sse"), "{r}");
+    // A Python SDK server over legacy HTTP+SSE.
+    assert!(tools.contains(&"greet".to_owned()), "{tools:?}");
+    let r = c
+        .result(
+            "tools/call",
+            json!({"name": "greet", "arguments": {"name": "app"}}),
+        )
+        .await;
+    assert_eq!(text_of(&r), "Hello, app!", "{r}");
 
     // Both prefixed: a bare name both members use cannot be told apart.
     let (mut c, _) = AppClient::initialize(gw.url_for("/both/mcp")).await;

@@ -664,3 +664,224 @@ async fn metadata_is_fetched_once_per_mount_whatever_the_host() {
     gw.shutdown().await;
     stop.cancel();
 }
+
+/// An app over two members behind OAuth is one protected resource: the SDK
+/// client signs in to the app's URL through the app's own metadata, its one
+/// token reaches both members (which accept the app's URL as audience), and
+/// the members' challenges, over HTTP and in-band, point at the app's
+/// metadata. A second app, in-band, over the same upstream shows the in-band
+/// form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_is_one_protected_resource() {
+    let Some(dir) = peers_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("gateway.toml");
+    let log_path = tmp.path().join("gateway.log");
+    let (gw, ready, _up, _gateway) = with_fresh_port(3, async |port| {
+        let gw = format!("http://127.0.0.1:{port}");
+        let app = format!("{gw}/suite/mcp");
+        // Both upstreams accept only tokens for the app's URL.
+        let mut cmd = node(&dir);
+        cmd.arg("oauth_upstream.mjs")
+            .args(["--resource-a", &app, "--resource-b", &app])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let up = Proc::start("oauth_upstream.mjs", &mut cmd).expect("node runs");
+        let ready = match up
+            .look_for_async(READY_LIMIT, |_, line| {
+                let j = line.strip_prefix("READY ")?;
+                Some(serde_json::from_str::<Value>(j).unwrap())
+            })
+            .await
+        {
+            Ok(ready) => ready,
+            Err(NoLine::Ended) => panic!("oauth_upstream ended before READY"),
+            Err(NoLine::TimedOut) => panic!("oauth_upstream not ready in {READY_LIMIT:?}"),
+        };
+        let (up_a, up_b) = (ready["a"].as_str().unwrap(), ready["b"].as_str().unwrap());
+        std::fs::write(
+            &config,
+            format!(
+                r#"listen = "127.0.0.1:{port}"
+
+[[upstream]]
+name = "a"
+url = "{up_a}"
+
+[[upstream]]
+name = "b"
+url = "{up_b}"
+
+[[upstream]]
+name = "a-linked"
+url = "{up_a}"
+auth_challenge = "in-band"
+
+[[app]]
+name = "suite"
+upstreams = ["a", {{ upstream = "b", prefix = "b_" }}]
+
+[[app]]
+name = "linked"
+upstreams = ["a-linked"]
+
+[[app]]
+name = "late"
+upstreams = ["a"]
+"#
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(&log_path).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+        cmd.arg("serve")
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        let mut gateway = Proc::start("gateway", &mut cmd).expect("the gateway runs");
+        line_in_file(&log_path, &mut gateway, READY_LIMIT, endpoint_url).await?;
+        Ok((gw, ready, up, gateway))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let app = format!("{gw}/suite/mcp");
+    let prm_app = format!("{gw}/.well-known/oauth-protected-resource/suite/mcp");
+    let (as_url, up_a, up_b) = (
+        ready["as"].as_str().unwrap().to_owned(),
+        ready["a"].as_str().unwrap().to_owned(),
+        ready["b"].as_str().unwrap().to_owned(),
+    );
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+
+    // The SDK client's own flow against the app: 401 at initialize → the
+    // app's metadata (resource = the app's URL) → the authorization server.
+    let flow = oauth_flow(&dir, &app).await;
+    let steps: Vec<(String, u64)> = flow["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["url"].as_str().unwrap().to_owned(),
+                e["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(steps[0], (app.clone(), 401), "{steps:?}");
+    assert_eq!(steps[1], (prm_app.clone(), 200), "{steps:?}");
+    assert_eq!(flow["prm"]["resource"], app.as_str(), "{}", flow["prm"]);
+    assert_eq!(flow["prm"]["authorization_servers"][0], as_url.as_str());
+    assert!(
+        flow["authorization_url"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("resource={}", urlencode(&app))),
+        "{}",
+        flow["authorization_url"]
+    );
+    let tools: Vec<&str> = flow["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tools.contains(&"whoami") && tools.contains(&"b_whoami"),
+        "{tools:?}"
+    );
+    assert!(
+        flow["call"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("upstream A: client "),
+        "{}",
+        flow["call"]
+    );
+    let token = flow["access_token"].as_str().unwrap().to_owned();
+
+    // The one token is good at both members.
+    let (s, _, body) = tools_call(&client, &app, &token, "b_whoami").await;
+    assert_eq!(s, 200, "{body}");
+    let m = message(&body);
+    assert!(
+        m["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("upstream B: client "),
+        "{m}"
+    );
+    for up in [&up_a, &up_b] {
+        assert!(seen(&client, up).await.iter().any(|h| h.contains(&token)));
+    }
+
+    // A member's own in-band challenge points at the app's metadata.
+    let (s, _, body) = tools_call(&client, &app, &token, "b_needs_more").await;
+    assert_eq!(s, 200, "{body}");
+    let m = message(&body);
+    let c = m["result"]["_meta"]["mcp/www_authenticate"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("{m}"));
+    assert!(
+        c.contains(&format!("resource_metadata=\"{prm_app}\"")),
+        "{c}"
+    );
+
+    // Revoked: a routed call gets the member's 401, pointed at the app.
+    let (s, _, _) = send(
+        &client,
+        "POST",
+        &format!("{as_url}admin/revoke-all"),
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(s, 200);
+    for tool in ["whoami", "b_whoami"] {
+        let (s, h, body) = tools_call(&client, &app, &token, tool).await;
+        assert_eq!(s, 401, "{tool}: {body}");
+        let challenge = h
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok())
+            .expect("a challenge");
+        assert!(
+            challenge.contains(&format!("resource_metadata=\"{prm_app}\"")),
+            "{challenge}"
+        );
+        assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+        assert!(h.get("mcp-session-id").is_none());
+    }
+    // An app that has not learned its names yet relays the refusal too.
+    let late = format!("{gw}/late/mcp");
+    let (s, h, body) = tools_call(&client, &late, &token, "whoami").await;
+    assert_eq!(s, 401, "{body}");
+    let challenge = h["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.contains("resource_metadata=\"http://127.0.0.1:")
+            && challenge.contains("/.well-known/oauth-protected-resource/late/mcp\""),
+        "{challenge}"
+    );
+    // The other app answers in-band: the same 401, as a tool result
+    // pointed at that app's metadata. Its names were never listed, and
+    // cannot be without a token: the refusal of its listing answers.
+    let linked = format!("{gw}/linked/mcp");
+    let (s, _, body) = tools_call(&client, &linked, &token, "whoami").await;
+    assert_eq!(s, 200, "{body}");
+    let m = message(&body);
+    assert_eq!(m["id"], 42, "{m}");
+    assert_eq!(m["result"]["isError"], true, "{m}");
+    let c = m["result"]["_meta"]["mcp/www_authenticate"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("{m}"));
+    let prm_linked = format!("{gw}/.well-known/oauth-protected-resource/linked/mcp");
+    assert!(
+        c.contains(&format!("resource_metadata=\"{prm_linked}\"")),
+        "{c}"
+    );
+    let (s, _, body) = send(&client, "GET", &prm_linked, &[], "").await;
+    assert_eq!(s, 200, "{body}");
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["resource"], linked.as_str());
+}

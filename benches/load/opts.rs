@@ -15,9 +15,10 @@ With --target it drives endpoints that are already running: yours.
 OPTIONS (the built-in scenarios):
     --quick                1 s points instead of 3 s
     --only LIST            scenarios, comma-separated: sweep sse tls stdio everything big list
-                           idle reload (sweep: direct, the bare relay, nginx, HAProxy, the
+                           idle reload app (sweep: direct, the bare relay, nginx, HAProxy, the
                            gateway and the Rust mcp-proxy; everything: server-everything over
-                           stdio through the gateway against its own streamable HTTP)
+                           stdio through the gateway against its own streamable HTTP; app: an
+                           app endpoint against a single mount)
     --no-peers             skip the peers (nginx, HAProxy, both mcp-proxy, supergateway,
                            server-everything) and their install
     --secs S               seconds per measured point

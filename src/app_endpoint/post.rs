@@ -8,8 +8,8 @@ use http::header::HeaderMap;
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::member::{self, session_of};
-use super::stream;
+use super::member::{self, Answer, session_of};
+use super::{oauth, stream};
 use crate::combine::names::collision_message;
 use crate::combine::{AppState, Kind, Owner, cursor, ids, init, list};
 use crate::gateway::Gateway;
@@ -106,6 +106,15 @@ async fn initialize(
         }
     });
     let answers = futures_util::future::join_all(asks).await;
+    // A member that wants the client to sign in: the client signs in to the
+    // app (one token for every member) and initializes again.
+    if let Some(a) = answers
+        .iter()
+        .flatten()
+        .find(|a| oauth::is_refusal(a.status))
+    {
+        return oauth::answer_refusal(oauth::prm_url(gw, app, headers).as_deref(), a);
+    }
     let mut sessions = Vec::new();
     let mut results = Vec::new();
     let mut problems = Vec::new();
@@ -263,7 +272,11 @@ impl Exchange<'_> {
                         break;
                     }
                 }
-                Err(why) => {
+                Err(Miss::Refused(a)) => {
+                    let prm = oauth::prm_url(self.gw, self.app, self.headers);
+                    return oauth::answer_refusal(prm.as_deref(), &a);
+                }
+                Err(Miss::Problem(why)) => {
                     tracing::debug!(app = %self.app.config.name, member = %members[i].upstream, error = %why, "{method}: member left out");
                 }
             }
@@ -287,10 +300,14 @@ impl Exchange<'_> {
         method: &str,
         params: &Value,
         at: Option<&str>,
-    ) -> Result<list::Page, String> {
+    ) -> Result<list::Page, Miss> {
         let m = &self.app.config.members[i];
-        let session = self.member_session(i)?;
-        let mount = self.gw.mounts.get(m.mount).ok_or("no such mount")?;
+        let session = self.member_session(i).map_err(Miss::Problem)?;
+        let mount = self
+            .gw
+            .mounts
+            .get(m.mount)
+            .ok_or_else(|| Miss::Problem("no such mount".into()))?;
         let mut p = match params {
             Value::Object(_) => params.clone(),
             _ => json!({}),
@@ -306,17 +323,35 @@ impl Exchange<'_> {
         let body = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": p});
         let h = member::headers_for(self.headers, session, None);
         let a = member::ask(self.gw, mount, h, Bytes::from(body.to_string())).await;
-        let result = a.result().ok_or_else(|| a.problem())?;
-        list::page(result, kind, &m.prefix).ok_or_else(|| "not a listing".into())
+        if oauth::is_refusal(a.status) {
+            return Err(Miss::Refused(a));
+        }
+        let result = a.result().ok_or_else(|| Miss::Problem(a.problem()))?;
+        list::page(result, kind, &m.prefix).ok_or_else(|| Miss::Problem("not a listing".into()))
     }
 
     /// The member owning `name`, listing the members' names first when it is
     /// not known yet.
     async fn owner(&self, kind: Kind, name: &str) -> Result<(usize, String), Response<Body>> {
         let mut owner = self.app.owner(kind, name);
+        let mut refused = None;
         if owner == Owner::Unknown && self.app.learn_turn(kind, std::time::Instant::now()) {
-            self.learn(kind).await;
+            refused = self.learn(kind).await;
             owner = self.app.owner(kind, name);
+        }
+        // A member that could not be asked for its names without signing
+        // in: the client signs in, then calls again.
+        if owner == Owner::Unknown
+            && let Some(a) = refused
+        {
+            let prm = oauth::prm_url(self.gw, self.app, self.headers);
+            if kind == Kind::Tools
+                && self.app.config.auth_challenge == "in-band"
+                && let (Some(id), Some(prm)) = (raw(&self.id), prm.as_deref())
+            {
+                return Err(oauth::in_band_refusal(&id, prm, &a));
+            }
+            return Err(oauth::answer_refusal(prm.as_deref(), &a));
         }
         match owner {
             Owner::Member(m, own) => Ok((m, own)),
@@ -346,17 +381,24 @@ impl Exchange<'_> {
         }
     }
 
-    /// Read every member's whole listing of `kind`, to learn its names.
-    async fn learn(&self, kind: Kind) {
+    /// Read every member's whole listing of `kind`, to learn its names; the
+    /// first member's refusal for authorization, if any.
+    async fn learn(&self, kind: Kind) -> Option<Answer> {
         let method = kind.list_method();
+        let mut refused = None;
         for i in 0..self.app.config.members.len() {
             let mut at: Option<String> = None;
             for _ in 0..MAX_LEARN_PAGES {
-                let Ok(page) = self
+                let page = match self
                     .member_page(i, kind, method, &json!({}), at.as_deref())
                     .await
-                else {
-                    break;
+                {
+                    Ok(page) => page,
+                    Err(Miss::Refused(a)) => {
+                        refused.get_or_insert(a);
+                        break;
+                    }
+                    Err(Miss::Problem(_)) => break,
                 };
                 let uris = list::widget_uris(&page.items);
                 if let Err(c) = self.app.record(kind, i, at.is_none(), &page.names, &uris) {
@@ -378,6 +420,7 @@ impl Exchange<'_> {
                 }
             }
         }
+        refused
     }
 
     /// The member's session, or why it has none.
@@ -418,6 +461,10 @@ impl Exchange<'_> {
         };
         let h = member::headers_for(self.headers, session, name);
         let mut resp = member::post(self.gw, mount, h, body).await;
+        if oauth::is_refusal(resp.status()) {
+            let prm = oauth::prm_url(self.gw, self.app, self.headers);
+            return oauth::relay_refusal(prm.as_deref(), resp);
+        }
         if !resp.status().is_success() {
             let a = member::read(self.gw, resp).await;
             let message = format!(
@@ -429,8 +476,18 @@ impl Exchange<'_> {
             return self.error(code::SERVER_ERROR, &message);
         }
         resp.headers_mut().remove(SESSION_HEADER);
+        let challenges = self
+            .gw
+            .auth
+            .base(self.headers)
+            .zip(oauth::prm_url(self.gw, self.app, self.headers))
+            .map(|(base, prm)| (prm, base));
         if stream::is_event_stream(&resp) {
-            return stream::tagged(self.gw, i, resp);
+            return stream::tagged(self.gw, i, challenges, resp);
+        }
+        if rename.is_some() {
+            // A tool result may carry an in-band challenge.
+            return oauth::in_band(self.gw, self.app, self.headers, resp).await;
         }
         resp
     }
@@ -439,6 +496,7 @@ impl Exchange<'_> {
     /// first result answering.
     async fn in_turn(&self, body: Bytes, what: &str) -> Response<Body> {
         let mut last = None;
+        let mut refused: Option<Answer> = None;
         for (i, m) in self.app.config.members.iter().enumerate() {
             let (Ok(session), Some(mount)) = (self.member_session(i), self.gw.mounts.get(m.mount))
             else {
@@ -450,6 +508,13 @@ impl Exchange<'_> {
                 return answer(&self.id, result);
             }
             last = Some(format!("{}: {}", m.upstream, a.problem()));
+            if oauth::is_refusal(a.status) && refused.is_none() {
+                refused = Some(a);
+            }
+        }
+        if let Some(a) = refused {
+            let prm = oauth::prm_url(self.gw, self.app, self.headers);
+            return oauth::answer_refusal(prm.as_deref(), &a);
         }
         self.error(
             code::RESOURCE_NOT_FOUND,
@@ -510,6 +575,13 @@ impl Exchange<'_> {
             jsonrpc::error_response(raw(&self.id).as_deref(), code, message),
         )
     }
+}
+
+/// Why a member's page is missing: a problem (the member is left out), or
+/// its refusal for authorization (relayed: the client must sign in).
+enum Miss {
+    Problem(String),
+    Refused(Answer),
 }
 
 /// A JSON-RPC result for `id`.

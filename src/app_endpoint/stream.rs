@@ -29,11 +29,13 @@ pub fn is_event_stream(resp: &Response<Body>) -> bool {
 }
 
 /// `body`, an SSE stream from `member`, with the member's requests' ids
-/// tagged, sent on `tx` until either side ends.
+/// tagged (and, given the app's and the gateway's metadata URLs, in-band
+/// challenges pointed at the app's), sent on `tx` until either side ends.
 async fn pump(
     member: usize,
     mut body: Body,
     limit: usize,
+    challenges: Option<(String, String)>,
     tx: mpsc::Sender<Result<Frame<Bytes>, BoxError>>,
 ) {
     let mut parser = crate::sse::Parser::new(limit);
@@ -69,9 +71,18 @@ async fn pump(
                     return;
                 }
             };
-            let out = match ids::tag_request(member, event.data.as_bytes()) {
+            let data = event.data.as_bytes();
+            let out = match ids::tag_request(member, data) {
                 Some(json) => crate::sse::frame(None, event.event.as_deref(), &json),
-                None => event.raw,
+                None => match challenges
+                    .as_ref()
+                    .and_then(|(prm, base)| super::oauth::in_band_event(data, prm, base))
+                {
+                    Some(json) => {
+                        crate::sse::frame(event.id.as_deref(), event.event.as_deref(), &json)
+                    }
+                    None => event.raw,
+                },
             };
             if tx.send(Ok(Frame::data(out))).await.is_err() {
                 return;
@@ -89,11 +100,24 @@ fn channel_body() -> (mpsc::Sender<Result<Frame<Bytes>, BoxError>>, Body) {
     (tx, StreamBody::new(stream).boxed_unsync())
 }
 
-/// A member's SSE answer with its requests' ids tagged.
-pub fn tagged(gw: &Gateway, member: usize, resp: Response<Body>) -> Response<Body> {
+/// A member's SSE answer with its requests' ids tagged and in-band
+/// challenges pointed at the app's metadata (`challenges`: its URL and the
+/// gateway's base).
+pub fn tagged(
+    gw: &Gateway,
+    member: usize,
+    challenges: Option<(String, String)>,
+    resp: Response<Body>,
+) -> Response<Body> {
     let (parts, body) = resp.into_parts();
     let (tx, out) = channel_body();
-    tokio::spawn(pump(member, body, gw.limits.max_message_bytes, tx));
+    tokio::spawn(pump(
+        member,
+        body,
+        gw.limits.max_message_bytes,
+        challenges,
+        tx,
+    ));
     Response::from_parts(parts, out)
 }
 
@@ -124,6 +148,7 @@ pub async fn get(gw: &Arc<Gateway>, app: &AppState, headers: &http::HeaderMap) -
                 i,
                 resp.into_body(),
                 gw.limits.max_message_bytes,
+                None,
                 tx.clone(),
             ));
         } else {

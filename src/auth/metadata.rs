@@ -11,6 +11,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use serde_json::{Map, Value};
 
+use super::cache::Doc;
 use super::state::{AuthState, PRM_PATH, origin_of, resource_url};
 use crate::config::{Mount, Transport};
 use crate::reply::{self, Body};
@@ -33,25 +34,13 @@ pub async fn serve_prm(
     let Some(base) = auth.base(headers) else {
         return reply::text(StatusCode::BAD_REQUEST, "no valid Host header\n");
     };
-    let Transport::Http { url } = &config.transport else {
+    if !matches!(config.transport, Transport::Http { .. }) {
         return reply::text(
             StatusCode::NOT_FOUND,
             "not found: this upstream publishes no protected-resource metadata\n",
         );
-    };
-    let remembered = auth
-        .challenge_urls
-        .lock()
-        .expect("not poisoned")
-        .get(&mount)
-        .cloned();
-    let doc = auth
-        .prm_cache
-        .get_or_fetch(mount, remembered.clone(), || {
-            fetch_upstream_doc(fetch, url, remembered)
-        })
-        .await;
-    let Some(doc) = doc else {
+    }
+    let Some(doc) = upstream_doc(auth, mount, config, fetch).await else {
         tracing::debug!(upstream = %config.name, "no protected-resource metadata found at the upstream");
         return reply::text(
             StatusCode::NOT_FOUND,
@@ -59,7 +48,12 @@ pub async fn serve_prm(
         );
     };
     let resource = resource_url(&base, &config.path);
-    let mut r = reply::json(StatusCode::OK, doc.with_resource(&resource));
+    document(auth, doc.with_resource(&resource))
+}
+
+/// The answer carrying a metadata document (already naming its resource).
+pub(super) fn document(auth: &AuthState, doc: Bytes) -> Response<Body> {
+    let mut r = reply::json(StatusCode::OK, doc);
     let h = r.headers_mut();
     h.insert(
         header::CACHE_CONTROL,
@@ -71,10 +65,34 @@ pub async fn serve_prm(
     r
 }
 
+/// A streamable HTTP mount's upstream metadata document (cached per
+/// mount), `None` for another kind of upstream or when it publishes none.
+pub async fn upstream_doc(
+    auth: &AuthState,
+    mount: usize,
+    config: &Mount,
+    fetch: &Fetch<'_>,
+) -> Option<Doc> {
+    let Transport::Http { url } = &config.transport else {
+        return None;
+    };
+    let remembered = auth
+        .challenge_urls
+        .lock()
+        .expect("not poisoned")
+        .get(&mount)
+        .cloned();
+    auth.prm_cache
+        .get_or_fetch(mount, remembered.clone(), || {
+            fetch_upstream_doc(fetch, url, remembered)
+        })
+        .await
+}
+
 /// The upstream's document, from the URL its challenges named, else the
 /// path-inserted and then the bare well-known URL on its origin; the whole
 /// search bounded by one fetch timeout.
-async fn fetch_upstream_doc(
+pub async fn fetch_upstream_doc(
     fetch: &Fetch<'_>,
     url: &http::Uri,
     remembered: Option<String>,

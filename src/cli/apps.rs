@@ -1,12 +1,17 @@
 //! `check` for `[[app]]` endpoints: the members' live tool names, with
 //! their prefixes, must not collide (two members listing one name could
-//! not be told apart by the app).
+//! not be told apart by the app); and the members behind OAuth must be one
+//! protected resource, naming the same authorization servers in their
+//! live metadata (a client signs in to the app once).
 
 use std::io::Write;
+use std::time::Duration;
+
+use crate::auth;
 
 use crate::combine::names::collision_message;
 use crate::combine::{Names, list};
-use crate::config::{App, Limits, Mount};
+use crate::config::{App, Limits, Mount, Transport};
 use crate::probe;
 
 /// The collisions of every app's members' tools, one message each, as the
@@ -27,6 +32,15 @@ pub async fn collisions(
             };
             let listing = match probe::list_tools(mount, limits).await {
                 Ok(l) => l,
+                // Behind OAuth: its names are not known without a token.
+                Err(e) if e.requires_authorization() => {
+                    let _ = writeln!(
+                        progress,
+                        "  member '{}' wants a token: its tool names are not checked",
+                        member.upstream
+                    );
+                    continue;
+                }
                 Err(e) => {
                     problems.push(format!(
                         "app `{}`: member `{}` cannot be listed: {e}",
@@ -50,6 +64,39 @@ pub async fn collisions(
                     ));
                 }
             }
+        }
+    }
+    problems
+}
+
+/// Whether each app's members behind OAuth name the same authorization
+/// servers in their live protected-resource metadata; one message for each
+/// app where they do not.
+pub async fn auth_servers(apps: &[App], mounts: &[Mount], limits: &Limits) -> Vec<String> {
+    let connect = Duration::from_secs(limits.request_timeout_secs.clamp(1, 10));
+    let Ok(client) = crate::upstream::client::client_for(connect, mounts) else {
+        return Vec::new();
+    };
+    let fetch = auth::Fetch {
+        client: &client,
+        timeout: connect,
+    };
+    let mut problems = Vec::new();
+    for app in apps {
+        let mut docs = Vec::new();
+        for member in &app.members {
+            let Some(mount) = mounts.get(member.mount) else {
+                continue;
+            };
+            let Transport::Http { url } = &mount.transport else {
+                continue;
+            };
+            if let Some(doc) = auth::metadata::fetch_upstream_doc(&fetch, url, None).await {
+                docs.push((member.upstream.as_str(), doc));
+            }
+        }
+        if let Err(why) = auth::app::united(&app.name, &docs) {
+            problems.push(why);
         }
     }
     problems

@@ -124,6 +124,7 @@ mod tests {
                 mount: 0,
                 prefix: String::new(),
             }],
+            auth_challenge: "http",
         });
         let t0 = Instant::now();
         assert!(app.learn_turn(Kind::Tools, t0));

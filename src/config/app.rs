@@ -61,6 +61,10 @@ pub struct App {
     pub name: String,
     pub path: String,
     pub members: Vec<Member>,
+    /// How a `tools/call` refused for authorization is answered: the one
+    /// `auth_challenge` its streamable HTTP members share, as written
+    /// (`"http"` or `"in-band"`; see [`auth_rule`]).
+    pub auth_challenge: &'static str,
 }
 
 /// A validated member of an app.
@@ -79,6 +83,10 @@ pub struct Member {
 pub struct MountRef<'a> {
     pub name: &'a str,
     pub path: &'a str,
+    /// For a streamable HTTP upstream (the only kind that receives the
+    /// client's credentials): its `auth_challenge` as written; `None`
+    /// otherwise.
+    pub challenge: Option<&'static str>,
 }
 
 /// Check `apps` against the `mounts` and resolve them (`reserved` says
@@ -172,10 +180,18 @@ pub fn resolve(
                 members.len()
             ));
         }
+        let auth_challenge = match auth_rule(&app.name, &members, mounts) {
+            Ok(c) => c,
+            Err((j, why)) => {
+                problems.push(format!("{at}.upstreams[{j}]: {why}"));
+                "http"
+            }
+        };
         out.push(App {
             name: app.name.clone(),
             path,
             members,
+            auth_challenge,
         });
     }
     if problems.is_empty() {
@@ -183,6 +199,44 @@ pub fn resolve(
     } else {
         Err(problems)
     }
+}
+
+/// The auth rule of an app. A client signs in to an app once: it gets one
+/// token, for the app's URL (the `resource` of the app's protected-resource
+/// metadata), and that token goes to every streamable HTTP member (stdio and
+/// legacy SSE members never receive the client's credentials). So those
+/// members must accept that one audience, and must answer a refused call the
+/// same way: they share one `auth_challenge`, which becomes the app's. The
+/// first member that differs is refused (its index among the members and why).
+/// Whether their live metadata agree (one authorization server for all) is
+/// checked where it can be seen: `check`, and the app's metadata endpoint.
+pub fn auth_rule(
+    app: &str,
+    members: &[Member],
+    mounts: &[MountRef<'_>],
+) -> Result<&'static str, (usize, String)> {
+    let mut first: Option<(&str, &'static str)> = None;
+    for (j, m) in members.iter().enumerate() {
+        let Some(c) = mounts.get(m.mount).and_then(|r| r.challenge) else {
+            continue;
+        };
+        match first {
+            None => first = Some((&m.upstream, c)),
+            Some((f, fc)) if fc != c => {
+                return Err((
+                    j,
+                    format!(
+                        "member \"{}\" of app \"{app}\" has auth_challenge = \"{}\" but member \"{f}\" has \"{}\"; \
+                         a client signs in to an app once, so its streamable HTTP members must answer \
+                         authorization challenges the same way",
+                        m.upstream, c, fc
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(first.map_or("http", |(_, c)| c))
 }
 
 /// Most members an app has: its session id carries one session per member.
@@ -234,6 +288,55 @@ mod tests {
                 }
             ]
         );
+    }
+
+    const OAUTH_UPSTREAMS: &str = r#"
+        [[upstream]]
+        name = "a"
+        url = "http://127.0.0.1:9/mcp"
+        [[upstream]]
+        name = "b"
+        url = "http://127.0.0.1:10/mcp"
+        auth_challenge = "in-band"
+        [[upstream]]
+        name = "c"
+        sse_url = "http://127.0.0.1:11/sse"
+        [[upstream]]
+        name = "d"
+        url = "http://127.0.0.1:12/mcp"
+        auth_challenge = "in-band"
+    "#;
+
+    #[test]
+    fn http_members_must_answer_challenges_the_same_way() {
+        let c = config(&format!(
+            "{OAUTH_UPSTREAMS}\n[[app]]\nname = \"suite\"\nupstreams = [\"c\", \"a\", \"b\"]\n"
+        ));
+        let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let p = &problems[0];
+        for want in [
+            "app[0].upstreams[2]:",
+            "member \"b\" of app \"suite\" has auth_challenge = \"in-band\"",
+            "member \"a\" has \"http\"",
+        ] {
+            assert!(p.contains(want), "{want} in {p}");
+        }
+    }
+
+    #[test]
+    fn the_app_answers_challenges_as_its_http_members_do() {
+        // A legacy SSE member never receives credentials: it takes no part.
+        let c = config(&format!(
+            "{OAUTH_UPSTREAMS}\n[[app]]\nname = \"suite\"\nupstreams = [\"c\", \"b\", \"d\"]\n\
+             [[app]]\nname = \"plain\"\nupstreams = [\"c\"]\n"
+        ));
+        let mounts = c.mounts().unwrap();
+        let apps = c.apps(&mounts).unwrap();
+        assert_eq!(apps[0].auth_challenge, "in-band");
+        assert_eq!(apps[1].auth_challenge, "http");
     }
 
     #[test]

@@ -3,7 +3,11 @@ former FastMCP), over stdio. Every tool returns a string, so the SDK lists the o
 `{"result": string}` and wraps each result as `structuredContent: {"result": "<the text>"}`:
 what `tests/peers.rs` shapes through the gateway.
 
-    tests/peers/.venv/bin/python tests/peers/py_server.py
+    tests/peers/.venv/bin/python tests/peers/py_server.py          # stdio
+    tests/peers/.venv/bin/python tests/peers/py_server.py --sse    # legacy HTTP+SSE
+
+With `--sse` it serves the SDK's legacy HTTP+SSE transport on 127.0.0.1, on a port the
+system picks, and prints `READY http://127.0.0.1:PORT/sse` once listening.
 
 - `list_tasks`: JSON text of an object with a `tasks` array.
 - `count_tasks`: JSON text `{"count": N}`.
@@ -12,6 +16,7 @@ what `tests/peers.rs` shapes through the gateway.
 """
 
 import json
+import sys
 
 from mcp.server.mcpserver import MCPServer
 
@@ -44,5 +49,23 @@ def greet(name: str) -> str:
     return f"Hello, {name}!"
 
 
+def run_sse():
+    import socket
+
+    import anyio
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app.sse_app(host="127.0.0.1"), log_level="warning"))
+    print(f"READY http://127.0.0.1:{port}/sse", flush=True)
+    anyio.run(lambda: server.serve(sockets=[sock]))
+
+
 if __name__ == "__main__":
-    app.run()
+    if "--sse" in sys.argv[1:]:
+        run_sse()
+    else:
+        app.run()

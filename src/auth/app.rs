@@ -1,0 +1,205 @@
+//! An app's OAuth: one protected resource, the app's URL, over its members'
+//! upstreams. A client signs in to the app once and its token goes to every
+//! streamable HTTP member, so the app's metadata is its members' documents,
+//! which must name the same authorization servers, with `resource` set to
+//! the app's URL; and a member's challenge reaches the client pointing at
+//! that metadata, as a single mount's points at its own.
+
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Response, StatusCode};
+use serde_json::{Map, Value};
+
+use super::challenge::rewrite_challenge;
+use super::metadata::{Fetch, document, upstream_doc};
+use super::state::{AuthState, resource_url};
+use crate::config::Mount;
+use crate::reply::{self, Body};
+
+/// The metadata an app serves, from its members' documents (`(member,
+/// document)`, in member order): the first document, with `scopes_supported`
+/// the union of all, or why the members cannot be one protected resource
+/// (they name different `authorization_servers`). `None` when no member
+/// publishes one. Pure.
+pub fn united(
+    app: &str,
+    docs: &[(&str, Map<String, Value>)],
+) -> Result<Option<Map<String, Value>>, String> {
+    let Some((first_name, first)) = docs.first() else {
+        return Ok(None);
+    };
+    let servers = |d: &Map<String, Value>| {
+        let mut s: Vec<String> = d
+            .get("authorization_servers")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(|u| u.trim_end_matches('/').to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        s.sort();
+        s.dedup();
+        s
+    };
+    let want = servers(first);
+    for (name, d) in &docs[1..] {
+        let got = servers(d);
+        if got != want {
+            return Err(format!(
+                "app `{app}`: member `{name}` names authorization servers {got:?} but member \
+                 `{first_name}` names {want:?} (`authorization_servers` of their protected-resource \
+                 metadata); a client signs in to the app once, and one token for the app's URL \
+                 cannot be good at both"
+            ));
+        }
+    }
+    let mut out = first.clone();
+    out.remove("resource");
+    let mut scopes: Vec<Value> = Vec::new();
+    for (_, d) in docs {
+        for s in d
+            .get("scopes_supported")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if !scopes.contains(s) {
+                scopes.push(s.clone());
+            }
+        }
+    }
+    if !scopes.is_empty() {
+        out.insert("scopes_supported".into(), Value::Array(scopes));
+    }
+    Ok(Some(out))
+}
+
+/// Serve an app's protected-resource metadata (`members`: each member's
+/// mount index and configuration).
+pub async fn serve_app_prm(
+    auth: &AuthState,
+    app: &str,
+    app_path: &str,
+    members: &[(usize, Mount)],
+    fetch: &Fetch<'_>,
+    headers: &HeaderMap,
+) -> Response<Body> {
+    let Some(base) = auth.base(headers) else {
+        return reply::text(StatusCode::BAD_REQUEST, "no valid Host header\n");
+    };
+    let mut docs = Vec::new();
+    for (index, config) in members {
+        if let Some(doc) = upstream_doc(auth, *index, config, fetch).await
+            && let Ok(Value::Object(d)) = serde_json::from_slice(&doc.with_resource(""))
+        {
+            docs.push((config.name.as_str(), d));
+        }
+    }
+    match united(app, &docs) {
+        Ok(Some(mut doc)) => {
+            let resource = resource_url(&base, app_path);
+            doc.insert("resource".into(), Value::String(resource));
+            let bytes = serde_json::to_vec(&doc).expect("a JSON object serialises");
+            document(auth, bytes.into())
+        }
+        Ok(None) => reply::text(
+            StatusCode::NOT_FOUND,
+            "not found: no member of this app publishes protected-resource metadata\n",
+        ),
+        Err(why) => {
+            tracing::error!("{why}");
+            let mut r = Response::new(reply::full(format!("{why}\n")));
+            *r.status_mut() = StatusCode::BAD_GATEWAY;
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            r
+        }
+    }
+}
+
+/// Point every `WWW-Authenticate` of a member's answer at the app's
+/// metadata `prm` (the member's mount pointed it at the member's own).
+pub fn point_challenges_at(headers: &mut HeaderMap, prm: &str) {
+    let values: Vec<HeaderValue> = headers
+        .get_all(header::WWW_AUTHENTICATE)
+        .iter()
+        .cloned()
+        .collect();
+    if values.is_empty() {
+        return;
+    }
+    headers.remove(header::WWW_AUTHENTICATE);
+    for v in values {
+        let nv = v
+            .to_str()
+            .ok()
+            .and_then(|t| HeaderValue::from_str(&rewrite_challenge(t, prm)).ok())
+            .unwrap_or(v);
+        headers.append(header::WWW_AUTHENTICATE, nv);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn doc(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn members_of_one_authorization_server_make_one_resource() {
+        let a = doc(
+            json!({"resource": "http://up-a/mcp", "authorization_servers": ["http://as/"],
+            "scopes_supported": ["mcp:tools"], "resource_name": "A"}),
+        );
+        let b = doc(
+            json!({"resource": "http://up-b/mcp", "authorization_servers": ["http://as"],
+            "scopes_supported": ["mcp:tools", "notes:read"]}),
+        );
+        let u = united("suite", &[("a", a), ("b", b)]).unwrap().unwrap();
+        assert_eq!(u.get("resource"), None);
+        assert_eq!(u["resource_name"], "A");
+        assert_eq!(u["scopes_supported"], json!(["mcp:tools", "notes:read"]));
+        assert_eq!(united("suite", &[]).unwrap(), None);
+    }
+
+    #[test]
+    fn members_of_different_authorization_servers_are_refused() {
+        let a = doc(json!({"authorization_servers": ["http://as-1"]}));
+        let b = doc(json!({"authorization_servers": ["http://as-2"]}));
+        let why = united("suite", &[("a", a), ("b", b)]).unwrap_err();
+        for want in [
+            "app `suite`",
+            "member `b`",
+            "member `a`",
+            "`authorization_servers`",
+        ] {
+            assert!(why.contains(want), "{want} in {why}");
+        }
+    }
+
+    #[test]
+    fn challenges_point_at_the_app() {
+        let mut h = HeaderMap::new();
+        h.append(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(
+                r#"Bearer error="invalid_token", resource_metadata="http://gw/.well-known/oauth-protected-resource/a/mcp""#,
+            ),
+        );
+        point_challenges_at(
+            &mut h,
+            "http://gw/.well-known/oauth-protected-resource/suite/mcp",
+        );
+        assert_eq!(
+            h[header::WWW_AUTHENTICATE],
+            r#"Bearer error="invalid_token", resource_metadata="http://gw/.well-known/oauth-protected-resource/suite/mcp""#
+        );
+    }
+}
