@@ -9,10 +9,12 @@
 //! - [`owned`]: to stdio and legacy SSE upstreams, through owned sessions;
 //! - [`stream`]: event-by-event transforms of an upstream's SSE stream;
 //! - [`finish`]: the planned rewrite of a response;
-//! - [`answer`]: the answers the relay writes itself.
+//! - [`answer`]: the answers the relay writes itself;
+//! - [`ended`]: the ends of client sessions, timed.
 
 pub mod answer;
 pub mod context;
+pub mod ended;
 pub mod finish;
 pub mod owned;
 pub mod plan;
@@ -259,9 +261,13 @@ pub async fn bodyless_parts(
         Ok(cx) => cx,
         Err(failure) => return failure.respond(None),
     };
-    match (&mount.config.transport, method) {
+    let resp = match (&mount.config.transport, method) {
         (Transport::Http { .. }, method) => streamable::forward_bodyless(&cx, method.clone()).await,
         (_, &Method::GET) => owned::get(&cx),
         _ => owned::delete(&cx),
+    };
+    if method == Method::DELETE {
+        ended::deleted(gw, headers, resp.status());
     }
+    resp
 }

@@ -303,3 +303,125 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
     gw.shutdown().await;
     upstream.shutdown().await;
 }
+
+/// An HTTP upstream with sessions: `initialize` opens `up-1`, `up-2`, …;
+/// `DELETE` ends one (200); any other request names a session it has
+/// forgotten (404).
+async fn session_upstream() -> support::upstreams::Upstream {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let opened = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    spawn_server(stop, "/mcp", move |req: Request<Incoming>| {
+        let opened = opened.clone();
+        async move {
+            let method = req.method().clone();
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let reply = |status: u16, body: String| {
+                let mut r: BoxResponse = http::Response::new(
+                    Full::new(Bytes::from(body))
+                        .map_err(|never| match never {})
+                        .boxed(),
+                );
+                *r.status_mut() = http::StatusCode::from_u16(status).unwrap();
+                r
+            };
+            if method == http::Method::DELETE {
+                return reply(200, String::new());
+            }
+            if msg["method"] != "initialize" {
+                return reply(404, String::new());
+            }
+            let n = opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            let answer = json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "serverInfo": {"name": "sessions", "version": "1"}}});
+            let mut r = reply(200, answer.to_string());
+            r.headers_mut()
+                .insert("content-type", "application/json".parse().unwrap());
+            r.headers_mut()
+                .insert("mcp-session-id", format!("up-{n}").parse().unwrap());
+            r
+        }
+    })
+    .await
+    .expect("upstream")
+}
+
+/// `mcp_server_session_duration_seconds` counts a session when it ends: a
+/// client's DELETE (an HTTP upstream's session, timed from the start its
+/// sealed id carries, and a stdio one), and an HTTP upstream's 404 for the
+/// session it issued (`error_type="session_expired"`). Labels stay bounded:
+/// the protocol revision the client names, never a session id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_durations_are_counted_when_sessions_end() {
+    let upstream = session_upstream().await;
+    let echo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/echo_stdio.py");
+    let mut web = http("web", &upstream.url);
+    web.path = Some("/web".into());
+    let mut pipe = stdio("pipe", "python3", &[echo.to_str().unwrap()]);
+    pipe.path = Some("/pipe".into());
+    let gw = TestGateway::start_with(Config {
+        upstreams: vec![web, pipe],
+        ..test_config()
+    })
+    .await;
+    let version = ("mcp-protocol-version", "2025-06-18");
+    let initialize = |path: &'static str| {
+        let url = gw.url_for(path);
+        async move {
+            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}});
+            let (status, headers, body) = post_json(&url, &[], init.to_string()).await;
+            assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+            headers["mcp-session-id"].to_str().unwrap().to_owned()
+        }
+    };
+
+    // 1. Deleted by the client: an HTTP upstream's session and a stdio one.
+    for path in ["/web", "/pipe"] {
+        let sid = initialize(path).await;
+        let (status, _, _) = request_raw(
+            http::Method::DELETE,
+            &gw.url_for(path),
+            &[("mcp-session-id", sid.as_str()), version],
+            "",
+        )
+        .await;
+        assert!(status.is_success(), "{path}: {status}");
+    }
+    // 2. Forgotten by the HTTP upstream: its 404 ends the session.
+    let sid = initialize("/web").await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (status, _, _) = post_json(
+        &gw.url_for("/web"),
+        &[("mcp-session-id", sid.as_str()), version],
+        list.to_string(),
+    )
+    .await;
+    assert_eq!(status, 404);
+
+    let (_, _, text) = request_raw(http::Method::GET, &gw.url_for("/metrics"), &[], "").await;
+    let text = String::from_utf8_lossy(&text);
+    let family = "mcp_server_session_duration_seconds";
+    let deleted = format!(
+        "{family}_count{{mcp_protocol_version=\"2025-06-18\",network_transport=\"tcp\"}} 2"
+    );
+    let expired = format!(
+        "{family}_count{{mcp_protocol_version=\"2025-06-18\",network_transport=\"tcp\",error_type=\"session_expired\"}} 1"
+    );
+    for line in [deleted.as_str(), expired.as_str()] {
+        assert!(text.contains(line), "{line} missing in:\n{text}");
+    }
+    // Sessions that lasted well under a second.
+    assert!(text.contains(&format!(
+        "{family}_bucket{{mcp_protocol_version=\"2025-06-18\",network_transport=\"tcp\",le=\"1\"}} 2"
+    )));
+    assert!(
+        !text.contains("up-1") && !text.contains(&sid),
+        "no session ids"
+    );
+
+    gw.shutdown().await;
+    upstream.shutdown().await;
+}

@@ -76,6 +76,7 @@ pub async fn post(
         Err(e) => return Failure::Upstream(e).respond(id),
     };
     let (parts, body) = resp.into_parts();
+    super::ended::expired(cx, parts.status);
     // A request's answer is JSON or an SSE stream; anything else (an HTML
     // error page from a proxy, a misconfigured URL) is not an MCP answer.
     if parts.status.is_success()
@@ -433,6 +434,7 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()
                         upstream_session: Some(up.to_owned()),
                     },
                     host: Some(cx.host),
+                    started: Some(crate::session::id::now_millis()),
                 };
                 HeaderValue::from_str(&cx.gw.key.seal(&token))
                     .expect("base64url is a valid header value")
@@ -482,6 +484,7 @@ pub async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Response<Bo
     match send(&gw.client, cx.upstream(), req, gw.request_timeout()).await {
         Ok(resp) => {
             let (parts, body) = resp.into_parts();
+            super::ended::expired(cx, parts.status);
             let head = match relay_head(cx, &parts) {
                 Ok(head) => head,
                 Err(failure) => return failure.respond(None),
