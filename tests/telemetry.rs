@@ -288,7 +288,35 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
     assert_eq!(server["attributes"]["error.type"], "-32020", "{server:#}");
     assert_eq!(server["attributes"]["rpc.response.status_code"], "-32020");
 
-    // 4. The conventional metrics, and the exporter's count.
+    // 4. A batch: a server span per request, each in its own context.
+    let batch_trace = "2".repeat(32);
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": "b1", "method": "tools/list",
+         "params": {"_meta": {"traceparent": format!("00-{batch_trace}-{META_SPAN}-01")}}},
+        {"jsonrpc": "2.0", "method": "notifications/progress",
+         "params": {"progressToken": 1, "progress": 1}},
+        {"jsonrpc": "2.0", "id": "b2", "method": "tools/list",
+         "params": {"_meta": {"traceparent": format!("00-{batch_trace}-{CLIENT_SPAN}-01")}}}
+    ]);
+    let (status, _, body) = post_json(&gw.url_for("/pipe"), &[], batch.to_string()).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let spans = receiver.wait_for(&batch_trace, 2).await;
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    let mut ids: Vec<(&str, &str)> = spans
+        .iter()
+        .map(|s| {
+            assert_eq!(s["kind"], "SERVER");
+            assert_eq!(s["name"], "tools/list");
+            (
+                s["attributes"]["jsonrpc.request.id"].as_str().unwrap(),
+                s["parent_span_id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(ids, [("b1", META_SPAN), ("b2", CLIENT_SPAN)]);
+
+    // 5. The conventional metrics, and the exporter's count.
     let (_, _, text) = request_raw(http::Method::GET, &gw.url_for("/metrics"), &[], "").await;
     let text = String::from_utf8_lossy(&text);
     for line in [
@@ -421,6 +449,132 @@ async fn session_durations_are_counted_when_sessions_end() {
         !text.contains("up-1") && !text.contains(&sid),
         "no session ids"
     );
+
+    gw.shutdown().await;
+    upstream.shutdown().await;
+}
+
+const SAMPLING_TRACE: &str = "5bf92f3577b34da6a3ce929d0e0e4737";
+
+/// A request the upstream sends the client (`sampling/createMessage`, on the
+/// SSE answer of a `tools/call`) gets a CLIENT span of its own, child of the
+/// call's server span, from its relay to the relay of the client's answer;
+/// an answer that is an error records its code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sampling_request_to_the_client_is_traced_until_its_answer() {
+    use support::upstreams::{HttpFlavor, start_http};
+    let tmp = tempfile::tempdir().unwrap();
+    let receiver = start_receiver(tmp.path());
+    let upstream = start_http(HttpFlavor::StatefulSse).await.expect("fixture");
+    let mut fixture = http("fixture", &upstream.url);
+    fixture.path = Some("/f".into());
+    let gw = TestGateway::start_with(Config {
+        upstreams: vec![fixture],
+        telemetry: Telemetry {
+            endpoint: Some(format!("http://127.0.0.1:{}", receiver.port)),
+            schedule_delay_ms: Some(50),
+            ..Telemetry::default()
+        },
+        ..test_config()
+    })
+    .await;
+    let url = gw.url_for("/f");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {"sampling": {}},
+                   "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, headers, body) = post_json(&url, &[], init.to_string()).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let session = [
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = post_json(&url, &session, initialized.to_string()).await;
+    assert!(status.is_success(), "{status}");
+
+    let limit = Duration::from_secs(30);
+    // Twice: answered with a result, then with an error.
+    for (n, answer) in [
+        json!({"result": {"role": "assistant", "model": "test",
+            "content": {"type": "text", "text": "sampled"}}}),
+        json!({"error": {"code": -1, "message": "the user declined"}}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let traceparent = format!("00-{SAMPLING_TRACE}-00f067aa0ba902b{n}-01");
+        let mut headers = session.to_vec();
+        headers.extend([
+            ("traceparent", traceparent.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ]);
+        let call = json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+            "params": {"name": "sample", "arguments": {"prompt": "hello"}}});
+        let (status, _, mut events) =
+            support::clients::open_sse(http::Method::POST, &url, &headers, call.to_string())
+                .await
+                .unwrap();
+        assert_eq!(status, 200);
+        let request = loop {
+            let e = events.next_event(limit).await.unwrap().expect("a request");
+            // rmcp opens its streams with an event of no data.
+            let Ok(m) = e.json() else { continue };
+            if m["method"] == "sampling/createMessage" {
+                break m;
+            }
+        };
+        let mut reply = answer.clone();
+        reply["jsonrpc"] = json!("2.0");
+        reply["id"] = request["id"].clone();
+        let (status, _, body) = post_json(&url, &session, reply.to_string()).await;
+        assert!(
+            status.is_success(),
+            "{status}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        loop {
+            let e = events
+                .next_event(limit)
+                .await
+                .unwrap()
+                .expect("the call's answer");
+            if e.json().is_ok_and(|m| m["id"] == 10 + n) {
+                break;
+            }
+        }
+    }
+
+    // Per call: its SERVER and CLIENT spans, and the sampling request's.
+    let spans = receiver.wait_for(SAMPLING_TRACE, 6).await;
+    let sampling: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["name"] == "sampling/createMessage")
+        .collect();
+    assert_eq!(sampling.len(), 2, "{spans:#?}");
+    for (n, span) in sampling.iter().enumerate() {
+        assert_eq!(span["kind"], "CLIENT");
+        let parent = spans
+            .iter()
+            .find(|s| s["span_id"] == span["parent_span_id"])
+            .unwrap_or_else(|| panic!("the parent of {span:#}"));
+        assert_eq!(parent["kind"], "SERVER");
+        assert_eq!(parent["name"], "tools/call sample");
+        let a = &span["attributes"];
+        assert_eq!(a["mcp.method.name"], "sampling/createMessage");
+        assert_eq!(a["mcp.session.id"], sid.as_str());
+        assert_eq!(a["mcp_ui_gateway.upstream"], "fixture");
+        assert!(a.get("jsonrpc.request.id").is_some(), "{a}");
+        // Within the call, which waited for the answer.
+        assert!(span["start"].as_u64() >= parent["start"].as_u64());
+        assert!(span["end"].as_u64() <= parent["end"].as_u64());
+        let _ = n;
+    }
+    let failed: Vec<&&Value> = sampling.iter().filter(|s| s["status"] == "ERROR").collect();
+    assert_eq!(failed.len(), 1, "{sampling:#?}");
+    assert_eq!(failed[0]["attributes"]["error.type"], "-1");
+    assert_eq!(failed[0]["attributes"]["rpc.response.status_code"], "-1");
 
     gw.shutdown().await;
     upstream.shutdown().await;

@@ -177,10 +177,14 @@ async fn answer(
             };
             let timeout = timeout();
             let (tx, out) = mpsc::channel::<Bytes>(16);
+            let mut watch = super::watch::watch(cx);
             // A call in flight outlives a shutdown's start: it ends with its
             // response, its deadline, or its session (closed after the grace).
             tokio::spawn(async move {
                 let mut guard = Some(guard);
+                if let Some(w) = &mut watch {
+                    w(&first);
+                }
                 if tx.send(message_event(&first)).await.is_err() {
                     return;
                 }
@@ -193,7 +197,12 @@ async fn answer(
                         }
                     };
                     let (bytes, last) = match next {
-                        Ok(Some(Delivery::Related(b))) => (b, false),
+                        Ok(Some(Delivery::Related(b))) => {
+                            if let Some(w) = &mut watch {
+                                w(&b);
+                            }
+                            (b, false)
+                        }
                         Ok(Some(Delivery::Final(b))) => {
                             (Finisher::apply(finisher.as_ref(), b), true)
                         }
@@ -368,11 +377,20 @@ pub fn get(cx: &Ctx<'_>) -> Response<Body> {
     };
     let (tx, out) = mpsc::channel::<Bytes>(16);
     let stop = cx.gw.shutdown.clone();
+    let mut watch = super::watch::watch(cx);
     // Ends with the session, the client, or the gateway's shutdown.
     tokio::spawn(async move {
         loop {
             let bytes = tokio::select! {
-                m = rx.recv() => match m { Some(m) => message_event(&m), None => return },
+                m = rx.recv() => match m {
+                    Some(m) => {
+                        if let Some(w) = &mut watch {
+                            w(&m);
+                        }
+                        message_event(&m)
+                    }
+                    None => return,
+                },
                 _ = tokio::time::sleep(KEEPALIVE) => Bytes::from_static(sse::KEEPALIVE),
                 _ = stop.cancelled() => return,
             };

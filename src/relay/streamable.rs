@@ -129,9 +129,18 @@ pub async fn post(
             (Some(finisher), Some(id)) => {
                 let limit = gw.limits.max_message_bytes;
                 let key = jsonrpc::id_key(id);
-                stream::rewrite_response_events(body, key, finisher.clone(), limit)
+                stream::rewrite_response_events(
+                    body,
+                    key,
+                    finisher.clone(),
+                    limit,
+                    super::watch::watch(cx),
+                )
             }
-            _ => body.map_err(Into::into).boxed_unsync(),
+            _ => match super::watch::watch(cx) {
+                Some(watch) => stream::watched(body, gw.limits.max_message_bytes, watch),
+                None => body.map_err(Into::into).boxed_unsync(),
+            },
         };
         return match id {
             // A request's SSE answer that breaks off, or is still open at the
@@ -496,7 +505,9 @@ pub async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Response<Bo
                 let changes = gw.live.subscribe();
                 let limit = gw.limits.max_message_bytes;
                 let stop = gw.shutdown.clone();
-                return head.map(|()| stream::with_announcements(body, changes, limit, stop));
+                return head.map(|()| {
+                    stream::with_announcements(body, changes, limit, stop, super::watch::watch(cx))
+                });
             }
             head.map(|()| body.map_err(Into::into).boxed_unsync())
         }
