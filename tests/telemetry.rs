@@ -579,3 +579,138 @@ async fn a_sampling_request_to_the_client_is_traced_until_its_answer() {
     gw.shutdown().await;
     upstream.shutdown().await;
 }
+
+/// Every metric the Grafana dashboard (deploy/grafana/mcp-ui-gateway.json)
+/// queries is one the gateway serves at `/metrics` (a histogram by its
+/// `_bucket`, `_count` or `_sum`), and every label it groups by is one that
+/// metric carries when it has samples; the file is valid JSON and shows the conventional
+/// families.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grafana_dashboard_queries_what_the_gateway_serves() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("deploy/grafana/mcp-ui-gateway.json")).unwrap();
+    let dashboard: Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    fn exprs(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("expr", Value::String(e)) => out.push(e.clone()),
+                        _ => exprs(v, out),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|v| exprs(v, out)),
+            _ => {}
+        }
+    }
+    let mut queries = Vec::new();
+    exprs(&dashboard["panels"], &mut queries);
+    assert!(queries.len() >= 10, "{queries:?}");
+
+    // A gateway with traffic in every family: a session opened, called and
+    // deleted, and trace export on (to a port where nothing listens).
+    let echo = root.join("tests/otlp/echo_stdio.py");
+    let gw = TestGateway::start_with(Config {
+        upstreams: vec![stdio("pipe", "python3", &[echo.to_str().unwrap()])],
+        telemetry: Telemetry {
+            endpoint: Some("http://127.0.0.1:9".into()),
+            ..Telemetry::default()
+        },
+        ..test_config()
+    })
+    .await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, headers, _) = post_json(&gw.url(), &[], init.to_string()).await;
+    assert_eq!(status, 200);
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let session = [
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "echo_meta", "arguments": {}}});
+    let (status, _, _) = post_json(&gw.url(), &session, call.to_string()).await;
+    assert_eq!(status, 200);
+    let (status, _, _) = request_raw(http::Method::DELETE, &gw.url(), &session, "").await;
+    assert!(status.is_success(), "{status}");
+    let (_, _, scraped) = request_raw(http::Method::GET, &gw.url_for("/metrics"), &[], "").await;
+    let scraped = String::from_utf8_lossy(&scraped).into_owned();
+    gw.shutdown().await;
+
+    // Families by `# TYPE`, and the label names their samples carry.
+    let mut families = std::collections::HashMap::<String, String>::new();
+    let mut labels = std::collections::HashMap::<String, std::collections::HashSet<String>>::new();
+    for line in scraped.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            families.insert(name.to_owned(), kind.to_owned());
+        } else if let Some((name, rest)) = line.split_once('{') {
+            let set = labels.entry(name.to_owned()).or_default();
+            for pair in rest.split(',') {
+                if let Some((k, _)) = pair.split_once('=') {
+                    set.insert(k.trim().to_owned());
+                }
+            }
+        }
+    }
+    let family_of = |name: &str| -> Option<String> {
+        if families.contains_key(name) {
+            return Some(name.to_owned());
+        }
+        ["_bucket", "_count", "_sum"].iter().find_map(|suffix| {
+            let base = name.strip_suffix(suffix)?;
+            (families.get(base).map(String::as_str) == Some("histogram")).then(|| base.to_owned())
+        })
+    };
+    let mut used = std::collections::HashSet::new();
+    for q in &queries {
+        // Each metric is written with a selector: `name{…}`.
+        let pieces: Vec<&str> = q.split('{').collect();
+        let names: Vec<&str> = pieces[..pieces.len() - 1]
+            .iter()
+            .map(|p| {
+                let start = p
+                    .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .map_or(0, |i| i + 1);
+                &p[start..]
+            })
+            .collect();
+        assert!(names.iter().all(|n| n.starts_with("mcp_")), "{q}");
+        assert!(!names.is_empty(), "no metric in {q}");
+        for name in names {
+            let family = family_of(name)
+                .unwrap_or_else(|| panic!("{name} (in {q}) is not served at /metrics:\n{scraped}"));
+            used.insert(family);
+            // The labels it groups by: `by (a, b)`.
+            for group in q.split("by (").skip(1) {
+                let group = group.split(')').next().unwrap();
+                // `error_type` is on failures' series alone.
+                let grouped = group.split(',').map(str::trim);
+                for label in grouped.filter(|l| !["le", "error_type"].contains(l)) {
+                    // A family with no sample yet (upstream_up before the
+                    // first probe) has its name checked only.
+                    let carried = labels.get(name).is_none_or(|l| l.contains(label));
+                    let other = q.matches("mcp_").count() > 1;
+                    assert!(
+                        carried || other,
+                        "{name} has no label {label} (in {q}):\n{scraped}"
+                    );
+                }
+            }
+        }
+    }
+    for family in [
+        "mcp_server_operation_duration_seconds",
+        "mcp_client_operation_duration_seconds",
+        "mcp_server_session_duration_seconds",
+        "mcp_gateway_requests_total",
+    ] {
+        assert!(
+            used.contains(family),
+            "the dashboard does not show {family}"
+        );
+    }
+}
