@@ -73,6 +73,9 @@ pub async fn post(
                 }
             }
             if let (jsonrpc::Body::Batch(items), Some(tracer)) = (&parsed, &gw.telemetry) {
+                for (m, _) in items {
+                    tracer.answered_by_client(watch::session_of(&parts.headers), m);
+                }
                 exchange.set_batch_spans(batch_spans(tracer, mount, &parts.headers, items));
             }
             post_exchange(&cx, &body, parsed).await
