@@ -146,6 +146,7 @@ fn session_ids(c: &mut Criterion) {
             upstream_session: Some("6f1c2b9e-5d0a-4c3e-9a57-0b2f8e1d4c6a".into()),
         },
         host: Some(HostKind::ChatGpt),
+        started: Some(1_790_000_000_000),
     };
     let id = key.seal(&token);
     let mut g = c.benchmark_group("session id");

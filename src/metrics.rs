@@ -6,6 +6,7 @@
 //! - [`exchange`]: one exchange timed and counted, with its outcome;
 //! - [`conventional`]: the operation histograms of the MCP semantic
 //!   conventions;
+//! - [`session`]: the session durations of the MCP semantic conventions;
 //! - [`exposition`]: the Prometheus text of it all.
 
 pub mod conventional;
@@ -13,9 +14,11 @@ pub mod exchange;
 pub mod exposition;
 pub mod histogram;
 pub mod method;
+pub mod session;
 pub mod table;
 
 pub use exchange::Exchange;
 pub use exposition::{CONTENT_TYPE, Snapshot, escape, response};
 pub use method::{METHODS, MethodId};
+pub use session::SessionEnd;
 pub use table::{BUCKETS, Metrics};

@@ -9,15 +9,19 @@
 //! - [`owned`]: to stdio and legacy SSE upstreams, through owned sessions;
 //! - [`stream`]: event-by-event transforms of an upstream's SSE stream;
 //! - [`finish`]: the planned rewrite of a response;
-//! - [`answer`]: the answers the relay writes itself.
+//! - [`answer`]: the answers the relay writes itself;
+//! - [`ended`]: the ends of client sessions, timed;
+//! - [`watch`]: the spans of requests relayed to the client.
 
 pub mod answer;
 pub mod context;
+pub mod ended;
 pub mod finish;
 pub mod owned;
 pub mod plan;
 pub mod stream;
 pub mod streamable;
+pub mod watch;
 
 use std::sync::Arc;
 
@@ -58,6 +62,7 @@ pub async fn post(
             if let jsonrpc::Body::Single(m) = &parsed {
                 cx.judge_host(m);
                 if let Some(tracer) = &gw.telemetry {
+                    tracer.answered_by_client(watch::session_of(&parts.headers), m);
                     cx.trace = Some(Box::new(start_trace(
                         tracer,
                         mount,
@@ -66,6 +71,12 @@ pub async fn post(
                         &mut exchange,
                     )));
                 }
+            }
+            if let (jsonrpc::Body::Batch(items), Some(tracer)) = (&parsed, &gw.telemetry) {
+                for (m, _) in items {
+                    tracer.answered_by_client(watch::session_of(&parts.headers), m);
+                }
+                exchange.set_batch_spans(batch_spans(tracer, mount, &parts.headers, items));
             }
             post_exchange(&cx, &body, parsed).await
         }
@@ -227,6 +238,26 @@ fn start_trace(
     traced
 }
 
+/// A server span for each request of a batch (sampled ones), each from its
+/// own `params._meta` context or the headers'. A batch goes upstream as
+/// received: no context is added to its messages.
+fn batch_spans(
+    tracer: &Arc<Tracer>,
+    mount: &MountState,
+    headers: &http::HeaderMap,
+    items: &[(jsonrpc::Message<'_>, &RawValue)],
+) -> Vec<telemetry::Span> {
+    let place = Place {
+        path: &mount.config.path,
+        upstream: &mount.config.name,
+    };
+    items
+        .iter()
+        .filter(|(m, _)| m.kind == Kind::Request)
+        .filter_map(|(m, _)| tracer.server(headers, m, &place).0)
+        .collect()
+}
+
 /// `network.transport` of the mount's upstream.
 fn network_transport(cx: &Ctx<'_>) -> &'static str {
     match cx.mount.config.transport {
@@ -259,9 +290,13 @@ pub async fn bodyless_parts(
         Ok(cx) => cx,
         Err(failure) => return failure.respond(None),
     };
-    match (&mount.config.transport, method) {
+    let resp = match (&mount.config.transport, method) {
         (Transport::Http { .. }, method) => streamable::forward_bodyless(&cx, method.clone()).await,
         (_, &Method::GET) => owned::get(&cx),
         _ => owned::delete(&cx),
+    };
+    if method == Method::DELETE {
+        ended::deleted(gw, headers, resp.status());
     }
+    resp
 }

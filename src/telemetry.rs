@@ -10,7 +10,9 @@
 //! - [`span`]: spans and their handles; [`data`] what they hold; [`otlp`]:
 //!   their protobuf encoding;
 //! - [`export`]: the bounded queue and the export thread;
-//! - [`exchange`]: the spans of one client request through the relay.
+//! - [`exchange`]: the spans of one client request through the relay;
+//! - [`outbound`]: the spans of requests an upstream sends the client, and
+//!   [`pending`] those waiting for the client's answer.
 
 pub mod context;
 pub mod data;
@@ -18,6 +20,8 @@ pub mod exchange;
 pub mod export;
 pub mod meta;
 pub mod otlp;
+pub mod outbound;
+pub mod pending;
 pub mod sampler;
 pub mod settings;
 pub mod span;

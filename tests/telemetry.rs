@@ -288,7 +288,35 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
     assert_eq!(server["attributes"]["error.type"], "-32020", "{server:#}");
     assert_eq!(server["attributes"]["rpc.response.status_code"], "-32020");
 
-    // 4. The conventional metrics, and the exporter's count.
+    // 4. A batch: a server span per request, each in its own context.
+    let batch_trace = "2".repeat(32);
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": "b1", "method": "tools/list",
+         "params": {"_meta": {"traceparent": format!("00-{batch_trace}-{META_SPAN}-01")}}},
+        {"jsonrpc": "2.0", "method": "notifications/progress",
+         "params": {"progressToken": 1, "progress": 1}},
+        {"jsonrpc": "2.0", "id": "b2", "method": "tools/list",
+         "params": {"_meta": {"traceparent": format!("00-{batch_trace}-{CLIENT_SPAN}-01")}}}
+    ]);
+    let (status, _, body) = post_json(&gw.url_for("/pipe"), &[], batch.to_string()).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let spans = receiver.wait_for(&batch_trace, 2).await;
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    let mut ids: Vec<(&str, &str)> = spans
+        .iter()
+        .map(|s| {
+            assert_eq!(s["kind"], "SERVER");
+            assert_eq!(s["name"], "tools/list");
+            (
+                s["attributes"]["jsonrpc.request.id"].as_str().unwrap(),
+                s["parent_span_id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(ids, [("b1", META_SPAN), ("b2", CLIENT_SPAN)]);
+
+    // 5. The conventional metrics, and the exporter's count.
     let (_, _, text) = request_raw(http::Method::GET, &gw.url_for("/metrics"), &[], "").await;
     let text = String::from_utf8_lossy(&text);
     for line in [
@@ -302,4 +330,387 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
 
     gw.shutdown().await;
     upstream.shutdown().await;
+}
+
+/// An HTTP upstream with sessions: `initialize` opens `up-1`, `up-2`, …;
+/// `DELETE` ends one (200); any other request names a session it has
+/// forgotten (404).
+async fn session_upstream() -> support::upstreams::Upstream {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let opened = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    spawn_server(stop, "/mcp", move |req: Request<Incoming>| {
+        let opened = opened.clone();
+        async move {
+            let method = req.method().clone();
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let reply = |status: u16, body: String| {
+                let mut r: BoxResponse = http::Response::new(
+                    Full::new(Bytes::from(body))
+                        .map_err(|never| match never {})
+                        .boxed(),
+                );
+                *r.status_mut() = http::StatusCode::from_u16(status).unwrap();
+                r
+            };
+            if method == http::Method::DELETE {
+                return reply(200, String::new());
+            }
+            if msg["method"] != "initialize" {
+                return reply(404, String::new());
+            }
+            let n = opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            let answer = json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "serverInfo": {"name": "sessions", "version": "1"}}});
+            let mut r = reply(200, answer.to_string());
+            r.headers_mut()
+                .insert("content-type", "application/json".parse().unwrap());
+            r.headers_mut()
+                .insert("mcp-session-id", format!("up-{n}").parse().unwrap());
+            r
+        }
+    })
+    .await
+    .expect("upstream")
+}
+
+/// `mcp_server_session_duration_seconds` counts a session when it ends: a
+/// client's DELETE (an HTTP upstream's session, timed from the start its
+/// sealed id carries, and a stdio one), and an HTTP upstream's 404 for the
+/// session it issued (`error_type="session_expired"`). Labels stay bounded:
+/// the protocol revision the client names, never a session id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_durations_are_counted_when_sessions_end() {
+    let upstream = session_upstream().await;
+    let echo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/echo_stdio.py");
+    let mut web = http("web", &upstream.url);
+    web.path = Some("/web".into());
+    let mut pipe = stdio("pipe", "python3", &[echo.to_str().unwrap()]);
+    pipe.path = Some("/pipe".into());
+    let gw = TestGateway::start_with(Config {
+        upstreams: vec![web, pipe],
+        ..test_config()
+    })
+    .await;
+    let version = ("mcp-protocol-version", "2025-06-18");
+    let initialize = |path: &'static str| {
+        let url = gw.url_for(path);
+        async move {
+            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}});
+            let (status, headers, body) = post_json(&url, &[], init.to_string()).await;
+            assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+            headers["mcp-session-id"].to_str().unwrap().to_owned()
+        }
+    };
+
+    // 1. Deleted by the client: an HTTP upstream's session and a stdio one.
+    for path in ["/web", "/pipe"] {
+        let sid = initialize(path).await;
+        let (status, _, _) = request_raw(
+            http::Method::DELETE,
+            &gw.url_for(path),
+            &[("mcp-session-id", sid.as_str()), version],
+            "",
+        )
+        .await;
+        assert!(status.is_success(), "{path}: {status}");
+    }
+    // 2. Forgotten by the HTTP upstream: its 404 ends the session.
+    let sid = initialize("/web").await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (status, _, _) = post_json(
+        &gw.url_for("/web"),
+        &[("mcp-session-id", sid.as_str()), version],
+        list.to_string(),
+    )
+    .await;
+    assert_eq!(status, 404);
+
+    let (_, _, text) = request_raw(http::Method::GET, &gw.url_for("/metrics"), &[], "").await;
+    let text = String::from_utf8_lossy(&text);
+    let family = "mcp_server_session_duration_seconds";
+    let deleted = format!(
+        "{family}_count{{mcp_protocol_version=\"2025-06-18\",network_transport=\"tcp\"}} 2"
+    );
+    let expired = format!(
+        "{family}_count{{mcp_protocol_version=\"2025-06-18\",network_transport=\"tcp\",error_type=\"session_expired\"}} 1"
+    );
+    for line in [deleted.as_str(), expired.as_str()] {
+        assert!(text.contains(line), "{line} missing in:\n{text}");
+    }
+    // Sessions that lasted well under a second.
+    assert!(text.contains(&format!(
+        "{family}_bucket{{mcp_protocol_version=\"2025-06-18\",network_transport=\"tcp\",le=\"1\"}} 2"
+    )));
+    assert!(
+        !text.contains("up-1") && !text.contains(&sid),
+        "no session ids"
+    );
+
+    gw.shutdown().await;
+    upstream.shutdown().await;
+}
+
+const SAMPLING_TRACE: &str = "5bf92f3577b34da6a3ce929d0e0e4737";
+
+/// A request the upstream sends the client (`sampling/createMessage`, on the
+/// SSE answer of a `tools/call`) gets a CLIENT span of its own, child of the
+/// call's server span, from its relay to the relay of the client's answer;
+/// an answer that is an error records its code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sampling_request_to_the_client_is_traced_until_its_answer() {
+    use support::upstreams::{HttpFlavor, start_http};
+    let tmp = tempfile::tempdir().unwrap();
+    let receiver = start_receiver(tmp.path());
+    let upstream = start_http(HttpFlavor::StatefulSse).await.expect("fixture");
+    let mut fixture = http("fixture", &upstream.url);
+    fixture.path = Some("/f".into());
+    let gw = TestGateway::start_with(Config {
+        upstreams: vec![fixture],
+        telemetry: Telemetry {
+            endpoint: Some(format!("http://127.0.0.1:{}", receiver.port)),
+            schedule_delay_ms: Some(50),
+            ..Telemetry::default()
+        },
+        ..test_config()
+    })
+    .await;
+    let url = gw.url_for("/f");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {"sampling": {}},
+                   "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, headers, body) = post_json(&url, &[], init.to_string()).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let session = [
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = post_json(&url, &session, initialized.to_string()).await;
+    assert!(status.is_success(), "{status}");
+
+    let limit = Duration::from_secs(30);
+    // Twice: answered with a result, then with an error.
+    for (n, answer) in [
+        json!({"result": {"role": "assistant", "model": "test",
+            "content": {"type": "text", "text": "sampled"}}}),
+        json!({"error": {"code": -1, "message": "the user declined"}}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let traceparent = format!("00-{SAMPLING_TRACE}-00f067aa0ba902b{n}-01");
+        let mut headers = session.to_vec();
+        headers.extend([
+            ("traceparent", traceparent.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ]);
+        let call = json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+            "params": {"name": "sample", "arguments": {"prompt": "hello"}}});
+        let (status, _, mut events) =
+            support::clients::open_sse(http::Method::POST, &url, &headers, call.to_string())
+                .await
+                .unwrap();
+        assert_eq!(status, 200);
+        let request = loop {
+            let e = events.next_event(limit).await.unwrap().expect("a request");
+            // rmcp opens its streams with an event of no data.
+            let Ok(m) = e.json() else { continue };
+            if m["method"] == "sampling/createMessage" {
+                break m;
+            }
+        };
+        let mut reply = answer.clone();
+        reply["jsonrpc"] = json!("2.0");
+        reply["id"] = request["id"].clone();
+        let (status, _, body) = post_json(&url, &session, reply.to_string()).await;
+        assert!(
+            status.is_success(),
+            "{status}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        loop {
+            let e = events
+                .next_event(limit)
+                .await
+                .unwrap()
+                .expect("the call's answer");
+            if e.json().is_ok_and(|m| m["id"] == 10 + n) {
+                break;
+            }
+        }
+    }
+
+    // Per call: its SERVER and CLIENT spans, and the sampling request's.
+    let spans = receiver.wait_for(SAMPLING_TRACE, 6).await;
+    let sampling: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["name"] == "sampling/createMessage")
+        .collect();
+    assert_eq!(sampling.len(), 2, "{spans:#?}");
+    for (n, span) in sampling.iter().enumerate() {
+        assert_eq!(span["kind"], "CLIENT");
+        let parent = spans
+            .iter()
+            .find(|s| s["span_id"] == span["parent_span_id"])
+            .unwrap_or_else(|| panic!("the parent of {span:#}"));
+        assert_eq!(parent["kind"], "SERVER");
+        assert_eq!(parent["name"], "tools/call sample");
+        let a = &span["attributes"];
+        assert_eq!(a["mcp.method.name"], "sampling/createMessage");
+        assert_eq!(a["mcp.session.id"], sid.as_str());
+        assert_eq!(a["mcp_ui_gateway.upstream"], "fixture");
+        assert!(a.get("jsonrpc.request.id").is_some(), "{a}");
+        // Within the call, which waited for the answer.
+        assert!(span["start"].as_u64() >= parent["start"].as_u64());
+        assert!(span["end"].as_u64() <= parent["end"].as_u64());
+        let _ = n;
+    }
+    let failed: Vec<&&Value> = sampling.iter().filter(|s| s["status"] == "ERROR").collect();
+    assert_eq!(failed.len(), 1, "{sampling:#?}");
+    assert_eq!(failed[0]["attributes"]["error.type"], "-1");
+    assert_eq!(failed[0]["attributes"]["rpc.response.status_code"], "-1");
+
+    gw.shutdown().await;
+    upstream.shutdown().await;
+}
+
+/// Every metric the Grafana dashboard (deploy/grafana/mcp-ui-gateway.json)
+/// queries is one the gateway serves at `/metrics` (a histogram by its
+/// `_bucket`, `_count` or `_sum`), and every label it groups by is one that
+/// metric carries when it has samples; the file is valid JSON and shows the conventional
+/// families.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grafana_dashboard_queries_what_the_gateway_serves() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("deploy/grafana/mcp-ui-gateway.json")).unwrap();
+    let dashboard: Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    fn exprs(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("expr", Value::String(e)) => out.push(e.clone()),
+                        _ => exprs(v, out),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|v| exprs(v, out)),
+            _ => {}
+        }
+    }
+    let mut queries = Vec::new();
+    exprs(&dashboard["panels"], &mut queries);
+    assert!(queries.len() >= 10, "{queries:?}");
+
+    // A gateway with traffic in every family: a session opened, called and
+    // deleted, and trace export on (to a port where nothing listens).
+    let echo = root.join("tests/otlp/echo_stdio.py");
+    let gw = TestGateway::start_with(Config {
+        upstreams: vec![stdio("pipe", "python3", &[echo.to_str().unwrap()])],
+        telemetry: Telemetry {
+            endpoint: Some("http://127.0.0.1:9".into()),
+            ..Telemetry::default()
+        },
+        ..test_config()
+    })
+    .await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, headers, _) = post_json(&gw.url(), &[], init.to_string()).await;
+    assert_eq!(status, 200);
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let session = [
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "echo_meta", "arguments": {}}});
+    let (status, _, _) = post_json(&gw.url(), &session, call.to_string()).await;
+    assert_eq!(status, 200);
+    let (status, _, _) = request_raw(http::Method::DELETE, &gw.url(), &session, "").await;
+    assert!(status.is_success(), "{status}");
+    let (_, _, scraped) = request_raw(http::Method::GET, &gw.url_for("/metrics"), &[], "").await;
+    let scraped = String::from_utf8_lossy(&scraped).into_owned();
+    gw.shutdown().await;
+
+    // Families by `# TYPE`, and the label names their samples carry.
+    let mut families = std::collections::HashMap::<String, String>::new();
+    let mut labels = std::collections::HashMap::<String, std::collections::HashSet<String>>::new();
+    for line in scraped.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            families.insert(name.to_owned(), kind.to_owned());
+        } else if let Some((name, rest)) = line.split_once('{') {
+            let set = labels.entry(name.to_owned()).or_default();
+            for pair in rest.split(',') {
+                if let Some((k, _)) = pair.split_once('=') {
+                    set.insert(k.trim().to_owned());
+                }
+            }
+        }
+    }
+    let family_of = |name: &str| -> Option<String> {
+        if families.contains_key(name) {
+            return Some(name.to_owned());
+        }
+        ["_bucket", "_count", "_sum"].iter().find_map(|suffix| {
+            let base = name.strip_suffix(suffix)?;
+            (families.get(base).map(String::as_str) == Some("histogram")).then(|| base.to_owned())
+        })
+    };
+    let mut used = std::collections::HashSet::new();
+    for q in &queries {
+        // Each metric is written with a selector: `name{…}`.
+        let pieces: Vec<&str> = q.split('{').collect();
+        let names: Vec<&str> = pieces[..pieces.len() - 1]
+            .iter()
+            .map(|p| {
+                let start = p
+                    .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .map_or(0, |i| i + 1);
+                &p[start..]
+            })
+            .collect();
+        assert!(names.iter().all(|n| n.starts_with("mcp_")), "{q}");
+        assert!(!names.is_empty(), "no metric in {q}");
+        for name in names {
+            let family = family_of(name)
+                .unwrap_or_else(|| panic!("{name} (in {q}) is not served at /metrics:\n{scraped}"));
+            used.insert(family);
+            // The labels it groups by: `by (a, b)`.
+            for group in q.split("by (").skip(1) {
+                let group = group.split(')').next().unwrap();
+                // `error_type` is on failures' series alone.
+                let grouped = group.split(',').map(str::trim);
+                for label in grouped.filter(|l| !["le", "error_type"].contains(l)) {
+                    // A family with no sample yet (upstream_up before the
+                    // first probe) has its name checked only.
+                    let carried = labels.get(name).is_none_or(|l| l.contains(label));
+                    let other = q.matches("mcp_").count() > 1;
+                    assert!(
+                        carried || other,
+                        "{name} has no label {label} (in {q}):\n{scraped}"
+                    );
+                }
+            }
+        }
+    }
+    for family in [
+        "mcp_server_operation_duration_seconds",
+        "mcp_client_operation_duration_seconds",
+        "mcp_server_session_duration_seconds",
+        "mcp_gateway_requests_total",
+    ] {
+        assert!(
+            used.contains(family),
+            "the dashboard does not show {family}"
+        );
+    }
 }

@@ -34,6 +34,7 @@ impl Metrics {
             started: Instant::now(),
             done: false,
             span: None,
+            batch: Vec::new(),
         }
     }
 }
@@ -48,6 +49,8 @@ pub struct Exchange {
     done: bool,
     /// The request's server span, when traced: ended with the exchange.
     span: Option<Span>,
+    /// The server spans of a batch's requests, when traced: ended with it.
+    batch: Vec<Span>,
 }
 
 impl Exchange {
@@ -58,6 +61,12 @@ impl Exchange {
     /// The server span to end when the exchange is counted.
     pub fn set_span(&mut self, span: Option<Span>) {
         self.span = span;
+    }
+
+    /// The server spans of a batch's requests, ended with the exchange
+    /// (with its outcome: the answers of a batch are not told apart).
+    pub fn set_batch_spans(&mut self, spans: Vec<Span>) {
+        self.batch = spans;
     }
 
     /// Count the exchange now, from the response head alone (GET, DELETE).
@@ -101,6 +110,9 @@ impl Exchange {
 impl Drop for Exchange {
     fn drop(&mut self) {
         if let Some(span) = self.span.take() {
+            end_server(span, Outcome::Cancelled, None);
+        }
+        for span in self.batch.drain(..) {
             end_server(span, Outcome::Cancelled, None);
         }
         if !self.done {
@@ -239,6 +251,9 @@ impl Observed {
                 .then(|| self.more.as_deref().or(self.last.as_deref()))
                 .flatten();
             end_server(span, outcome, answer);
+        }
+        for span in exchange.batch.drain(..) {
+            end_server(span, outcome, None);
         }
     }
 }

@@ -190,6 +190,7 @@ impl Metrics {
             }
         }
         render_conventional(&mut out, &self.conventional);
+        render_sessions(&mut out, &self.sessions);
         out
     }
 }
@@ -210,6 +211,27 @@ fn render_conventional(out: &mut String, c: &Conventional) {
         "MCP semantic conventions: each JSON-RPC request the gateway sent upstream, until its answer was ready to relay.",
     );
     render_operations(out, "mcp_client_operation_duration_seconds", &c.client);
+}
+
+/// The MCP semantic conventions' session durations.
+fn render_sessions(out: &mut String, s: &super::session::Sessions) {
+    let name = "mcp_server_session_duration_seconds";
+    family(
+        out,
+        name,
+        "histogram",
+        "MCP semantic conventions: each client session, from its initialize to its end (a DELETE, the gateway's or the upstream's end).",
+    );
+    for (labels, counts, sum_nanos) in s.series() {
+        write_buckets(
+            out,
+            name,
+            &labels,
+            &super::session::SESSION_BUCKETS,
+            &counts,
+            sum_nanos,
+        );
+    }
 }
 
 fn render_operations(out: &mut String, name: &str, table: &[Histogram]) {
@@ -233,6 +255,26 @@ fn write_histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
         .iter()
         .map(|b| b.load(Ordering::Relaxed))
         .collect();
+    write_buckets(
+        out,
+        name,
+        labels,
+        &BUCKETS,
+        &counts,
+        h.sum_nanos.load(Ordering::Relaxed),
+    );
+}
+
+/// One histogram's series from its per-bucket `counts` (the last for
+/// `+Inf`) over `bounds`; nothing while it has counted nothing.
+fn write_buckets(
+    out: &mut String,
+    name: &str,
+    labels: &str,
+    bounds: &[f64],
+    counts: &[u64],
+    sum_nanos: u64,
+) {
     let total: u64 = counts.iter().sum();
     if total == 0 {
         return;
@@ -240,10 +282,10 @@ fn write_histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
     let mut cumulative = 0;
     for (i, c) in counts.iter().enumerate() {
         cumulative += c;
-        let le = BUCKETS.get(i).map_or("+Inf".to_owned(), |b| b.to_string());
+        let le = bounds.get(i).map_or("+Inf".to_owned(), |b| b.to_string());
         let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
     }
-    let sum = h.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+    let sum = sum_nanos as f64 / 1e9;
     let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
     let _ = writeln!(out, "{name}_count{{{labels}}} {total}");
 }

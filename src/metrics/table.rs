@@ -9,6 +9,7 @@ use http::StatusCode;
 
 use super::conventional::Conventional;
 use super::method::{METHODS, MethodId};
+use super::session::{SessionEnd, Sessions};
 use crate::outcome::Outcome;
 
 pub use super::histogram::{BUCKETS, Histogram};
@@ -31,6 +32,8 @@ pub struct Metrics {
     pub(super) tls_accepted: AtomicU64,
     /// The MCP semantic conventions' operation histograms.
     pub(super) conventional: Conventional,
+    /// The MCP semantic conventions' session durations.
+    pub(super) sessions: Sessions,
 }
 
 impl Metrics {
@@ -49,8 +52,15 @@ impl Metrics {
             http_other: AtomicU64::new(0),
             tls_accepted: AtomicU64::new(0),
             conventional: Conventional::default(),
+            sessions: Sessions::default(),
             mounts,
         }
+    }
+
+    /// Time a client session that ended (see [`super::session`]);
+    /// `version` is the client's `MCP-Protocol-Version`, when the end said.
+    pub fn record_session(&self, version: Option<&str>, end: SessionEnd, lasted: Duration) {
+        self.sessions.observe(version, end, lasted);
     }
 
     /// Count a TLS handshake completed at the listener.

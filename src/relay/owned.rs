@@ -25,7 +25,7 @@ use crate::outcome::{Failure, KNOWN_VERSIONS, Outcome, OutcomeSlot};
 use crate::reply::{self, Body};
 use crate::session::{Route, Token};
 use crate::sse;
-use crate::upstream::messages::{Delivery, MessageSession, PendingGuard};
+use crate::upstream::messages::{Delivery, EndedBy, MessageSession, PendingGuard};
 
 /// Send server messages as SSE comments this often on idle streams.
 const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -58,7 +58,10 @@ pub async fn post(
             None => return Failure::SessionNotFound.respond(None),
         },
         (SessionRef::None, true) => match cx.gw.open_session(cx.mount).await {
-            Ok((id, s)) => (s, Some(id)),
+            Ok((id, s)) => {
+                super::ended::watch(cx.gw.metrics.clone(), s.clone());
+                (s, Some(id))
+            }
             Err(e) => return e.respond(m.id),
         },
         (SessionRef::None, false) => match cx.gw.shared_session(cx.mount).await {
@@ -121,7 +124,7 @@ fn finish_initialize(cx: &Ctx<'_>, local: u64, mut resp: Response<Body>) -> Resp
             .is_some_and(|o| *o != Outcome::Ok);
     if failed {
         if let Some(s) = cx.gw.sessions.remove(local) {
-            s.close("initialize failed");
+            s.end(EndedBy::Unopened, "initialize failed");
         }
         return resp;
     }
@@ -132,6 +135,7 @@ fn finish_initialize(cx: &Ctx<'_>, local: u64, mut resp: Response<Body>) -> Resp
             id: local,
         },
         host: Some(cx.host),
+        started: Some(crate::session::id::now_millis()),
     };
     let id =
         HeaderValue::from_str(&cx.gw.key.seal(&token)).expect("base64url is a valid header value");
@@ -173,10 +177,14 @@ async fn answer(
             };
             let timeout = timeout();
             let (tx, out) = mpsc::channel::<Bytes>(16);
+            let mut watch = super::watch::watch(cx);
             // A call in flight outlives a shutdown's start: it ends with its
             // response, its deadline, or its session (closed after the grace).
             tokio::spawn(async move {
                 let mut guard = Some(guard);
+                if let Some(w) = &mut watch {
+                    w(&first);
+                }
                 if tx.send(message_event(&first)).await.is_err() {
                     return;
                 }
@@ -189,7 +197,12 @@ async fn answer(
                         }
                     };
                     let (bytes, last) = match next {
-                        Ok(Some(Delivery::Related(b))) => (b, false),
+                        Ok(Some(Delivery::Related(b))) => {
+                            if let Some(w) = &mut watch {
+                                w(&b);
+                            }
+                            (b, false)
+                        }
                         Ok(Some(Delivery::Final(b))) => {
                             (Finisher::apply(finisher.as_ref(), b), true)
                         }
@@ -364,11 +377,20 @@ pub fn get(cx: &Ctx<'_>) -> Response<Body> {
     };
     let (tx, out) = mpsc::channel::<Bytes>(16);
     let stop = cx.gw.shutdown.clone();
+    let mut watch = super::watch::watch(cx);
     // Ends with the session, the client, or the gateway's shutdown.
     tokio::spawn(async move {
         loop {
             let bytes = tokio::select! {
-                m = rx.recv() => match m { Some(m) => message_event(&m), None => return },
+                m = rx.recv() => match m {
+                    Some(m) => {
+                        if let Some(w) = &mut watch {
+                            w(&m);
+                        }
+                        message_event(&m)
+                    }
+                    None => return,
+                },
                 _ = tokio::time::sleep(KEEPALIVE) => Bytes::from_static(sse::KEEPALIVE),
                 _ = stop.cancelled() => return,
             };
@@ -391,7 +413,7 @@ pub fn delete(cx: &Ctx<'_>) -> Response<Body> {
     };
     match cx.gw.sessions.remove(id) {
         Some(s) => {
-            s.close("ended by the client");
+            s.end(EndedBy::Client, "ended by the client");
             reply::status(StatusCode::OK)
         }
         None => Failure::SessionNotFound.respond(None),

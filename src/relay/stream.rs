@@ -20,14 +20,42 @@ use crate::reply::{Body, BoxError};
 use crate::sse::{self, Event, Parser};
 use crate::upstream::client::UpstreamBody;
 
+/// Sees the data of each event on its way to the client (the spans of the
+/// requests an upstream sends the client: [`crate::telemetry::outbound`]).
+pub type Watch = Box<dyn FnMut(&[u8]) + Send>;
+
+fn look(watch: &mut Option<Watch>, ev: &Event) {
+    if let Some(w) = watch
+        && ev.has_data
+    {
+        w(ev.data.as_bytes());
+    }
+}
+
+/// Pass an SSE answer through as received, `watch` seeing each event.
+pub fn watched(body: UpstreamBody, limit: usize, watch: Watch) -> Body {
+    let mut watch = Some(watch);
+    events(
+        body,
+        limit,
+        move |ev: Event| {
+            look(&mut watch, &ev);
+            ev.raw
+        },
+        None,
+    )
+}
+
 /// Rewrite the response to request `key` inside a POST's SSE answer.
 pub fn rewrite_response_events(
     body: UpstreamBody,
     key: String,
     finisher: Finisher,
     limit: usize,
+    mut watch: Option<Watch>,
 ) -> Body {
     let transform = move |ev: Event| -> Bytes {
+        look(&mut watch, &ev);
         // Most events stay as they are, which the finisher can tell from
         // their text alone.
         if !ev.has_data || finisher.keeps(ev.data.as_bytes()) {
@@ -55,8 +83,13 @@ pub fn with_announcements(
     changes: watch::Receiver<u64>,
     limit: usize,
     stop: CancellationToken,
+    mut watch: Option<Watch>,
 ) -> Body {
-    events(body, limit, |ev: Event| ev.raw, Some((changes, stop)))
+    let transform = move |ev: Event| {
+        look(&mut watch, &ev);
+        ev.raw
+    };
+    events(body, limit, transform, Some((changes, stop)))
 }
 
 /// How a POST's SSE answer ends when its upstream stream fails: an error

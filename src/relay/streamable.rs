@@ -76,6 +76,7 @@ pub async fn post(
         Err(e) => return Failure::Upstream(e).respond(id),
     };
     let (parts, body) = resp.into_parts();
+    super::ended::expired(cx, parts.status);
     // A request's answer is JSON or an SSE stream; anything else (an HTML
     // error page from a proxy, a misconfigured URL) is not an MCP answer.
     if parts.status.is_success()
@@ -128,9 +129,18 @@ pub async fn post(
             (Some(finisher), Some(id)) => {
                 let limit = gw.limits.max_message_bytes;
                 let key = jsonrpc::id_key(id);
-                stream::rewrite_response_events(body, key, finisher.clone(), limit)
+                stream::rewrite_response_events(
+                    body,
+                    key,
+                    finisher.clone(),
+                    limit,
+                    super::watch::watch(cx),
+                )
             }
-            _ => body.map_err(Into::into).boxed_unsync(),
+            _ => match super::watch::watch(cx) {
+                Some(watch) => stream::watched(body, gw.limits.max_message_bytes, watch),
+                None => body.map_err(Into::into).boxed_unsync(),
+            },
         };
         return match id {
             // A request's SSE answer that breaks off, or is still open at the
@@ -433,6 +443,7 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()
                         upstream_session: Some(up.to_owned()),
                     },
                     host: Some(cx.host),
+                    started: Some(crate::session::id::now_millis()),
                 };
                 HeaderValue::from_str(&cx.gw.key.seal(&token))
                     .expect("base64url is a valid header value")
@@ -482,6 +493,7 @@ pub async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Response<Bo
     match send(&gw.client, cx.upstream(), req, gw.request_timeout()).await {
         Ok(resp) => {
             let (parts, body) = resp.into_parts();
+            super::ended::expired(cx, parts.status);
             let head = match relay_head(cx, &parts) {
                 Ok(head) => head,
                 Err(failure) => return failure.respond(None),
@@ -493,7 +505,9 @@ pub async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Response<Bo
                 let changes = gw.live.subscribe();
                 let limit = gw.limits.max_message_bytes;
                 let stop = gw.shutdown.clone();
-                return head.map(|()| stream::with_announcements(body, changes, limit, stop));
+                return head.map(|()| {
+                    stream::with_announcements(body, changes, limit, stop, super::watch::watch(cx))
+                });
             }
             head.map(|()| body.map_err(Into::into).boxed_unsync())
         }

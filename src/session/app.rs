@@ -130,6 +130,7 @@ mod tests {
                 upstream_session: None,
             },
             host: None,
+            started: None,
         };
         assert_eq!(AppSession::open(&key, &key.seal(&token), 3), None);
         assert_eq!(key.open(&id), None);

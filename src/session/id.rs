@@ -8,7 +8,9 @@
 //! truncated or foreign-key id fails to open and is answered 404. It also
 //! carries the host that initialized the session (ChatGPT, Claude, another),
 //! since a widget's domain differs by host; ids sealed before it did still
-//! open, with no host.
+//! open, with no host. And it carries when the session started (Unix
+//! milliseconds), so that whichever replica sees it end can time it; ids
+//! sealed before it did open with no start.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -30,9 +32,10 @@ pub const MAX_UPSTREAM_SESSION_ID: usize = 4096;
 /// Longest mount name an id carries (the configuration refuses longer ones).
 pub const MAX_MOUNT_NAME: usize = 255;
 /// The longest id [`SessionKey::seal`] makes, so the longest [`SessionKey::open`]
-/// looks at: version, kind, mount length, mount, flag, id length, id, host.
+/// looks at: version, kind, mount length, mount, flag, id length, id, host,
+/// start.
 pub const MAX_SEALED_ID: usize =
-    base64_len(NONCE_LEN + 3 + MAX_MOUNT_NAME + 3 + MAX_UPSTREAM_SESSION_ID + 1 + TAG_LEN);
+    base64_len(NONCE_LEN + 3 + MAX_MOUNT_NAME + 3 + MAX_UPSTREAM_SESSION_ID + 1 + 8 + TAG_LEN);
 
 /// Length of `n` bytes in unpadded base64.
 const fn base64_len(n: usize) -> usize {
@@ -61,6 +64,26 @@ pub struct Token {
     /// The host that initialized the session; `None` in an id sealed before
     /// ids carried it.
     pub host: Option<HostKind>,
+    /// When the session started, in Unix milliseconds; `None` in an id
+    /// sealed before ids carried it.
+    pub started: Option<u64>,
+}
+
+/// Unix milliseconds now: a new session's [`Token::started`].
+pub fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Token {
+    /// How long ago the session started, when its id says.
+    pub fn age(&self) -> Option<std::time::Duration> {
+        let started = self.started?;
+        Some(std::time::Duration::from_millis(
+            now_millis().saturating_sub(started),
+        ))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -191,7 +214,9 @@ impl OpenedIds {
 
 // Layout: version, kind, mount (u8 length + bytes), then per kind:
 // Http: flag, u16 length + upstream session id; Local: 16-byte instance, u64 id;
-// then the host's byte (absent from ids sealed before hosts were recorded).
+// then the host's byte (absent from ids sealed before hosts were recorded),
+// then the start, u64 Unix milliseconds (absent from ids sealed before starts
+// were; only after a host's byte).
 fn encode(token: &Token) -> Vec<u8> {
     let mount = &token.mount.as_bytes()[..token.mount.len().min(255)];
     let mut out = vec![VERSION];
@@ -218,6 +243,9 @@ fn encode(token: &Token) -> Vec<u8> {
     }
     if let Some(host) = token.host {
         out.push(host.code());
+        if let Some(started) = token.started {
+            out.extend_from_slice(&started.to_be_bytes());
+        }
     }
     out
 }
@@ -248,12 +276,21 @@ fn decode(bytes: &[u8]) -> Option<Token> {
         },
         _ => return None,
     };
-    let host = match r.0 {
-        [] => None,
-        [code] => Some(HostKind::from_code(*code)),
+    let (host, started) = match r.0 {
+        [] => (None, None),
+        [code] => (Some(HostKind::from_code(*code)), None),
+        [code, started @ ..] if started.len() == 8 => (
+            Some(HostKind::from_code(*code)),
+            Some(u64::from_be_bytes(started.try_into().ok()?)),
+        ),
         _ => return None,
     };
-    Some(Token { mount, route, host })
+    Some(Token {
+        mount,
+        route,
+        host,
+        started,
+    })
 }
 
 struct Reader<'a>(&'a [u8]);
@@ -284,6 +321,7 @@ mod tests {
                 upstream_session: s.map(Into::into),
             },
             host: Some(HostKind::Claude),
+            started: Some(1_790_000_000_123),
         }
     }
 
@@ -300,6 +338,7 @@ mod tests {
                     id: u64::MAX,
                 },
                 host: Some(HostKind::ChatGpt),
+                started: None,
             },
             Token {
                 host: Some(HostKind::Other),
@@ -307,6 +346,7 @@ mod tests {
             },
             Token {
                 host: None,
+                started: None,
                 ..http(Some("x"))
             },
         ] {
@@ -328,22 +368,25 @@ mod tests {
                     upstream_session: Some("s".repeat(len)),
                 },
                 host: Some(HostKind::Other),
+                started: Some(u64::MAX),
             };
             assert!(carries_upstream_id(&"s".repeat(len)));
             let id = key.seal(&token);
             assert!(id.len() <= MAX_SEALED_ID, "{} > {MAX_SEALED_ID}", id.len());
             assert_eq!(key.open(&id), Some(token), "{len}");
         }
-        assert_eq!(MAX_SEALED_ID, 5864);
+        assert_eq!(MAX_SEALED_ID, 5875);
         assert!(!carries_upstream_id(
             &"s".repeat(MAX_UPSTREAM_SESSION_ID + 1)
         ));
     }
 
-    /// An id sealed before ids carried the host (the same layout, one byte
-    /// shorter) opens, with no host; a longer tail does not.
+    /// An id sealed before ids carried the start (the same layout, eight
+    /// bytes shorter) opens with no start; one sealed before they carried
+    /// the host (one byte shorter still) opens with neither; another tail
+    /// does not open.
     #[test]
-    fn ids_without_a_host_still_open() {
+    fn ids_without_a_start_or_a_host_still_open() {
         let key = SessionKey::random();
         let seal_plain = |plain: &[u8]| {
             let nonce = [9u8; NONCE_LEN];
@@ -356,10 +399,17 @@ mod tests {
         };
         let token = http(Some("up-1"));
         let mut plain = encode(&token);
+        assert_eq!(key.open(&seal_plain(&plain)), Some(token.clone()));
+        plain.truncate(plain.len() - 8);
+        let no_start = Token {
+            started: None,
+            ..token.clone()
+        };
+        assert_eq!(key.open(&seal_plain(&plain)), Some(no_start.clone()));
         assert_eq!(plain.pop(), Some(HostKind::Claude.code()));
         let old = Token {
             host: None,
-            ..token
+            ..no_start
         };
         assert_eq!(key.open(&seal_plain(&plain)), Some(old));
         plain.extend_from_slice(&[2, 2]);

@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::outcome::Failure;
-use crate::upstream::messages::MessageSession;
+use crate::upstream::messages::{EndedBy, MessageSession};
 
 type Shared = tokio::sync::Mutex<Option<Arc<MessageSession>>>;
 
@@ -153,14 +153,14 @@ impl Owned {
                 .collect()
         };
         for (s, reason) in idle {
-            s.close(reason);
+            s.end(EndedBy::Gateway, reason);
         }
         for (mount, slot) in self.shared.iter().enumerate() {
             let mut slot = slot.lock().await;
             if let Some(reason) = slot.as_deref().and_then(|s| why(s, mount))
                 && let Some(s) = slot.take()
             {
-                s.close(reason);
+                s.end(EndedBy::Gateway, reason);
             }
         }
     }
@@ -172,11 +172,11 @@ impl Owned {
             map.drain().map(|(_, (_, s))| s).collect()
         };
         for s in all {
-            s.close(reason);
+            s.end(EndedBy::Gateway, reason);
         }
         for slot in &self.shared {
             if let Some(s) = slot.lock().await.take() {
-                s.close(reason);
+                s.end(EndedBy::Gateway, reason);
             }
         }
     }

@@ -258,14 +258,17 @@ pub fn end_server(mut span: Span, outcome: Outcome, answer: Option<&[u8]>) {
 
 /// The code of a JSON-RPC error response.
 fn error_code(answer: &[u8]) -> Option<i64> {
+    let m = crate::jsonrpc::classify_one(answer).ok()?;
+    error_code_of(m.error?.get())
+}
+
+/// The code of a JSON-RPC error object.
+pub(super) fn error_code_of(error: &str) -> Option<i64> {
     #[derive(Deserialize)]
     struct Error {
         code: i64,
     }
-    let m = crate::jsonrpc::classify_one(answer).ok()?;
-    serde_json::from_str::<Error>(m.error?.get())
-        .ok()
-        .map(|e| e.code)
+    serde_json::from_str::<Error>(error).ok().map(|e| e.code)
 }
 
 /// Unix nanoseconds now, to time an answer the gateway writes.

@@ -115,6 +115,12 @@ impl Span {
         }
     }
 
+    /// What the span holds so far, not ended: kept to be ended later
+    /// (by [`Tracer::queue`] once its end is set).
+    pub(super) fn into_data(mut self) -> Option<SpanData> {
+        self.data.take()
+    }
+
     /// End the span now.
     pub fn end(mut self) {
         self.finish();

@@ -18,6 +18,8 @@ pub struct Tracer {
     sampler: Sampler,
     tx: mpsc::Sender<Msg>,
     counts: Arc<Counts>,
+    /// Spans of requests to clients, waiting for their answers.
+    pub(super) outbound: super::pending::Pending,
 }
 
 impl Tracer {
@@ -40,6 +42,7 @@ impl Tracer {
             sampler: s.sampler,
             tx,
             counts,
+            outbound: Default::default(),
         })))
     }
 

@@ -44,9 +44,24 @@ pub struct MessageSession {
     state: Mutex<State>,
     closed: CancellationToken,
     reason: OnceLock<String>,
+    /// Who ended it, first one wins; unset while open.
+    ended_by: OnceLock<EndedBy>,
     rewrite_ids: bool,
     created: Instant,
     last_active_ms: AtomicU64,
+}
+
+/// Who ended a session, for its duration metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndedBy {
+    /// The upstream: its process exited, its connection broke.
+    Upstream,
+    /// The client (`DELETE`).
+    Client,
+    /// The gateway: idle beyond its limit, or shutdown.
+    Gateway,
+    /// It never opened for the client (`initialize` failed).
+    Unopened,
 }
 
 /// Removes a request's routing entry if it is dropped before its response
@@ -92,6 +107,7 @@ impl MessageSession {
             state: Mutex::new(State::default()),
             closed: CancellationToken::new(),
             reason: OnceLock::new(),
+            ended_by: OnceLock::new(),
             rewrite_ids,
             created: Instant::now(),
             last_active_ms: AtomicU64::new(0),
@@ -356,9 +372,27 @@ impl MessageSession {
         let _ = tx.send(message).await;
     }
 
+    /// How long since the session started.
+    pub fn age(&self) -> std::time::Duration {
+        self.created.elapsed()
+    }
+
+    /// Who ended the session; `None` while it is open.
+    pub fn ended_by(&self) -> Option<EndedBy> {
+        self.ended_by.get().copied()
+    }
+
+    /// [`Self::close`], saying who ended it (unless it had ended already).
+    pub fn end(&self, by: EndedBy, reason: impl Into<String>) {
+        let _ = self.ended_by.set(by);
+        self.close(reason);
+    }
+
     /// End the session: every waiting request gets an error naming the
-    /// upstream and `reason`, streams close, and the transport stops.
+    /// upstream and `reason`, streams close, and the transport stops. Unless
+    /// [`Self::end`] said otherwise, the upstream ended it.
     pub fn close(&self, reason: impl Into<String>) {
+        let _ = self.ended_by.set(EndedBy::Upstream);
         let reason = reason.into();
         let first = self.reason.set(reason.clone()).is_ok();
         let pending: Vec<Pending> = {
