@@ -46,6 +46,8 @@ pub struct Options {
     pub strict: bool,
     /// The gateway's `public_url`, when configured.
     pub public_url: Option<String>,
+    /// The `[[app]]` endpoints an overlay file may name.
+    pub apps: Vec<crate::overlay::AppScope>,
 }
 
 /// Everything `check` found. A finding reads `file:line: key.path: reason`,
@@ -132,6 +134,7 @@ pub async fn run(
     let load = LoadOptions {
         max_bytes: limits.max_widget_bytes,
         public_url: options.public_url.clone(),
+        apps: options.apps.clone(),
     };
     let inspection = inspect_dir_with(dir, &load);
     let mut report = Report {

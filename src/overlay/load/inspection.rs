@@ -58,6 +58,9 @@ pub struct MountFileSite {
     /// name does), and the line of that key when known.
     pub upstream_key: bool,
     pub upstream_line: Option<usize>,
+    /// Whether `mount` is an app's name: the file's entries went to the
+    /// app's members.
+    pub app: bool,
 }
 
 /// Where one tool overlay is written.
@@ -86,7 +89,7 @@ impl Inspection {
         };
         self.mount_files
             .iter()
-            .filter(|site| !configured.contains(&site.mount.as_str()))
+            .filter(|site| !site.app && !configured.contains(&site.mount.as_str()))
             .map(|site| {
                 let (line, place, reason) = if site.upstream_key {
                     (
@@ -123,7 +126,7 @@ impl Inspection {
         let files: Vec<String> = self
             .mount_files
             .iter()
-            .filter(|site| site.mount == mount)
+            .filter(|site| site.mount == mount || (site.app && self.gives(&site.file, mount)))
             .map(|site| {
                 site.file.file_name().map_or_else(
                     || site.file.display().to_string(),
@@ -145,6 +148,15 @@ impl Inspection {
             plural(renders),
             plural(widgets)
         )
+    }
+}
+
+impl Inspection {
+    /// Whether the file `file` has a tool or render tool for `mount`.
+    fn gives(&self, file: &std::path::Path, mount: &str) -> bool {
+        let tools = self.tools.iter().map(|t| (&t.file, &t.mount));
+        let renders = self.renders.iter().map(|r| (&r.file, &r.mount));
+        tools.chain(renders).any(|(f, m)| f == file && m == mount)
     }
 }
 
