@@ -4,7 +4,8 @@
 //! fixes them all, and refuses any file whose real path leaves the directory.
 //!
 //! Layout: `<dir>/<mount>.toml` or `.json` (tool overlays of the upstream
-//! mounted under that name), `<dir>/widgets/<widget>/` (one folder per
+//! mounted under that name, or of an app's members: [`AppScope`]),
+//! `<dir>/widgets/<widget>/` (one folder per
 //! widget). Anything else (`README.md`, `schema/`, dot files) is ignored.
 
 mod apps;
