@@ -820,3 +820,64 @@ async fn an_overlay_file_naming_the_app_reaches_its_members() {
     assert!(own.contains(&"show".to_owned()), "{own:?}");
     gw.shutdown().await;
 }
+
+/// `check` takes a file naming the app as the members' overlays: no unknown
+/// upstream, and each entry compared with its member's live `tools/list`,
+/// reported at the name the file writes.
+#[tokio::test]
+async fn check_compares_an_app_files_entries_with_their_members() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("overlays")).unwrap();
+    std::fs::write(
+        dir.path().join("overlays/suite.toml"),
+        "[tools.get_current_time]\ntitle = \"Now\"\n\n[tools.pg_paged_1]\ntitle = \"One\"\n\n\
+         [tools.pg_nope]\ntitle = \"None\"\n",
+    )
+    .unwrap();
+    let time = time_stdio_command(&peers);
+    let script = peers.script("paged_server.py").display().to_string();
+    let config = format!(
+        "overlays = \"overlays\"\n\
+         [[upstream]]\nname = \"time\"\ncommand = {:?}\nargs = {:?}\n\
+         [[upstream]]\nname = \"paged\"\ncommand = {:?}\nargs = [{script:?}]\n\
+         [[app]]\nname = \"suite\"\nupstreams = [\"time\", {{ upstream = \"paged\", prefix = \"pg_\" }}]\n",
+        time[0],
+        &time[1..],
+        peers.python.display().to_string(),
+    );
+    std::fs::write(dir.path().join("gw.toml"), config).unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    command
+        .args(["check", "--config", "gw.toml"])
+        .current_dir(dir.path())
+        .kill_on_drop(true);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") {
+            command.env_remove(key);
+        }
+    }
+    let out = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("check ends")
+        .expect("the binary runs");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("suite.toml:7: tools.pg_nope: upstream 'paged' has no tool `nope`"),
+        "{all}"
+    );
+    assert!(!all.contains("not configured"), "{all}");
+    assert!(all.contains("1 problem in overlays"), "{all}");
+    // The app directory's rules name the entry as the file writes it too.
+    assert!(
+        all.contains("warning: overlays/suite.toml:4: tools.pg_paged_1.annotations:"),
+        "{all}"
+    );
+}

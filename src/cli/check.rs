@@ -282,8 +282,8 @@ fn unused_widgets(dir: &Path, inspection: &Inspection, report: &mut Report) {
 /// The checks of one tool overlay against the live tool.
 fn live_tool(site: &ToolSite, listing: &Listing, report: &mut Report) {
     let at = |key: &str| match key {
-        "" => format!("tools.{}", site.tool),
-        key => format!("tools.{}.{key}", site.tool),
+        "" => format!("tools.{}", site.key),
+        key => format!("tools.{}.{key}", site.key),
     };
     let finding = |key: &str, reason: String| LoadError {
         file: site.file.clone(),
@@ -380,8 +380,8 @@ fn live_render(site: &RenderSite, listing: &Listing, report: &mut Report) {
         file: site.file.clone(),
         line: site.line,
         place: Some(match key {
-            "" => format!("render.{}", site.name),
-            key => format!("render.{}.{key}", site.name),
+            "" => format!("render.{}", site.key),
+            key => format!("render.{}.{key}", site.key),
         }),
         reason,
     };
@@ -478,6 +478,7 @@ mod tests {
             line: Some(3),
             mount: "demo".into(),
             tool: "list_tasks".into(),
+            key: "list_tasks".into(),
             overlay: Some(overlay),
         };
         let mut report = Report::default();
@@ -510,6 +511,7 @@ mod tests {
             line: Some(3),
             mount: "demo".into(),
             tool: "list_tasks".into(),
+            key: "list_tasks".into(),
             overlay: Some(overlay),
         };
         let mut report = Report::default();

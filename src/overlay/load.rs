@@ -5,8 +5,7 @@
 //!
 //! Layout: `<dir>/<mount>.toml` or `.json` (tool overlays of the upstream
 //! mounted under that name, or of an app's members: [`AppScope`]),
-//! `<dir>/widgets/<widget>/` (one folder per
-//! widget). Anything else (`README.md`, `schema/`, dot files) is ignored.
+//! `<dir>/widgets/<widget>/` (one folder per widget). Anything else (`README.md`, `schema/`, dot files) is ignored.
 
 mod apps;
 mod builtins;

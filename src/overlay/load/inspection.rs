@@ -46,6 +46,9 @@ pub struct RenderSite {
     pub line: Option<usize>,
     pub mount: String,
     pub name: String,
+    /// The key of its table as written (`render.<key>`): `name`, or in a
+    /// file naming an app, the name the app lists.
+    pub key: String,
     pub render: RenderTool,
 }
 
@@ -71,6 +74,9 @@ pub struct ToolSite {
     pub line: Option<usize>,
     pub mount: String,
     pub tool: String,
+    /// The key of its table as written (`tools.<key>`): `tool`, or in a
+    /// file naming an app, the name the app lists.
+    pub key: String,
     /// The overlay as parsed, even if it broke a rule; `None` when it did not
     /// parse.
     pub overlay: Option<ToolOverlay>,

@@ -198,6 +198,7 @@ impl Loader {
                 line,
                 mount: target.clone(),
                 tool: own.clone(),
+                key: name.clone(),
                 overlay: tool.as_ref().ok().cloned(),
             });
             let place = |key: &str| match key {
@@ -256,6 +257,7 @@ impl Loader {
                 line,
                 mount: target.clone(),
                 name: own.clone(),
+                key: name.clone(),
                 render: tool.clone(),
             });
             renders.push((target, own, tool, line));
