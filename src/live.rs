@@ -88,7 +88,7 @@ impl Live {
             dir,
             LoadOptions {
                 max_bytes,
-                public_url: None,
+                ..LoadOptions::default()
             },
         )
     }

@@ -136,6 +136,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
     let overlay_options = mcp_ui_gateway::overlay::LoadOptions {
         max_bytes: config.limits.max_widget_bytes,
         public_url: config.public_url.clone(),
+        // A broken `[[app]]` is reported by `Gateway::new` below.
+        apps: overlay_apps(config.apps(&mounts).unwrap_or_default()),
     };
     let live = match Live::open_with(&config.overlays, overlay_options) {
         Ok(live) => live,
@@ -260,6 +262,7 @@ async fn check(args: CheckArgs) -> ExitCode {
         offline: args.offline,
         strict: args.strict,
         public_url: loaded.config.public_url.clone(),
+        apps: overlay_apps(loaded.config.apps(&loaded.mounts).unwrap_or_default()),
     };
     let report = cli::check::run(
         &loaded.config.overlays,
@@ -289,6 +292,11 @@ async fn check(args: CheckArgs) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// The `[[app]]` endpoints as overlay files see them.
+fn overlay_apps(apps: Vec<mcp_ui_gateway::config::App>) -> Vec<mcp_ui_gateway::overlay::AppScope> {
+    apps.iter().map(|app| app.overlay_scope()).collect()
 }
 
 /// `check`'s look at the `[[app]]` endpoints: their members' tool names and

@@ -741,3 +741,143 @@ async fn conformance_through_an_app_passes_what_everything_alone_passes() {
     );
     gw.shutdown().await;
 }
+
+/// An overlay file naming the app (`suite.toml`): each entry reaches the
+/// member that owns its listed name, by the member's prefix or as the one
+/// unprefixed member's, and the widget is served through the app.
+#[tokio::test]
+async fn an_overlay_file_naming_the_app_reaches_its_members() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let overlays = dir.path().join("overlays");
+    std::fs::create_dir_all(overlays.join("widgets/clock")).unwrap();
+    std::fs::write(
+        overlays.join("widgets/clock/index.html"),
+        "<!doctype html><p id=\"app-clock\">clock</p>",
+    )
+    .unwrap();
+    std::fs::write(
+        overlays.join("suite.toml"),
+        "[tools.get_current_time]\nwidget = \"clock\"\n\n\
+         [tools.pg_paged_1]\nwidget = \"clock\"\ntitle = \"Page one\"\n\n\
+         [render.pg_show]\nwidget = \"clock\"\ndata_tools = [\"pg_paged_1\"]\n\
+         input_schema = { type = \"object\" }\n",
+    )
+    .unwrap();
+    let gw = TestGateway::start_with(Config {
+        upstreams: vec![time_upstream(&peers), paged_upstream(&peers)],
+        apps: vec![app("suite", vec![named("time"), prefixed("paged", "pg_")])],
+        overlays,
+        ..test_config()
+    })
+    .await;
+
+    let (mut c, _) = AppClient::initialize(gw.url_for("/suite/mcp")).await;
+    let mut tools: Vec<Value> = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..20 {
+        let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+        let page = c.result("tools/list", params).await;
+        tools.extend(page["tools"].as_array().unwrap().iter().cloned());
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {tools:?}"))
+            .clone()
+    };
+    let time = tool("get_current_time");
+    let uri = time["_meta"]["ui"]["resourceUri"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a widget from suite.toml: {time}"))
+        .to_owned();
+    assert!(uri.starts_with("ui://"), "{uri}");
+    let paged = tool("pg_paged_1");
+    assert_eq!(paged["_meta"]["ui"]["resourceUri"], json!(uri), "{paged}");
+    assert_eq!(paged["title"], "Page one", "{paged}");
+    assert!(
+        tool("pg_paged_2")["_meta"]["ui"].is_null(),
+        "only the named tool"
+    );
+    let show = tool("pg_show");
+    assert_eq!(show["_meta"]["ui"]["resourceUri"], json!(uri), "{show}");
+
+    // The widget, served through the app.
+    let read = c.result("resources/read", json!({"uri": uri})).await;
+    let html = read["contents"][0]["text"].as_str().unwrap_or_default();
+    assert!(html.contains("app-clock"), "{read}");
+
+    // The member's own path gets the same overlays, under its own names.
+    let (mut direct, _) = AppClient::initialize(gw.url_for("/paged/mcp")).await;
+    let (own, _) = direct.list_all("tools/list", "tools", "name").await;
+    assert!(own.contains(&"show".to_owned()), "{own:?}");
+    gw.shutdown().await;
+}
+
+/// `check` takes a file naming the app as the members' overlays: no unknown
+/// upstream, and each entry compared with its member's live `tools/list`,
+/// reported at the name the file writes.
+#[tokio::test]
+async fn check_compares_an_app_files_entries_with_their_members() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("overlays")).unwrap();
+    std::fs::write(
+        dir.path().join("overlays/suite.toml"),
+        "[tools.get_current_time]\ntitle = \"Now\"\n\n[tools.pg_paged_1]\ntitle = \"One\"\n\n\
+         [tools.pg_nope]\ntitle = \"None\"\n",
+    )
+    .unwrap();
+    let time = time_stdio_command(&peers);
+    let script = peers.script("paged_server.py").display().to_string();
+    let config = format!(
+        "overlays = \"overlays\"\n\
+         [[upstream]]\nname = \"time\"\ncommand = {:?}\nargs = {:?}\n\
+         [[upstream]]\nname = \"paged\"\ncommand = {:?}\nargs = [{script:?}]\n\
+         [[app]]\nname = \"suite\"\nupstreams = [\"time\", {{ upstream = \"paged\", prefix = \"pg_\" }}]\n",
+        time[0],
+        &time[1..],
+        peers.python.display().to_string(),
+    );
+    std::fs::write(dir.path().join("gw.toml"), config).unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    command
+        .args(["check", "--config", "gw.toml"])
+        .current_dir(dir.path())
+        .kill_on_drop(true);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") {
+            command.env_remove(key);
+        }
+    }
+    let out = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("check ends")
+        .expect("the binary runs");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("suite.toml:7: tools.pg_nope: upstream 'paged' has no tool `nope`"),
+        "{all}"
+    );
+    assert!(!all.contains("not configured"), "{all}");
+    assert!(all.contains("1 problem in overlays"), "{all}");
+    // The app directory's rules name the entry as the file writes it too.
+    assert!(
+        all.contains("warning: overlays/suite.toml:4: tools.pg_paged_1.annotations:"),
+        "{all}"
+    );
+}

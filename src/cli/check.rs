@@ -46,6 +46,8 @@ pub struct Options {
     pub strict: bool,
     /// The gateway's `public_url`, when configured.
     pub public_url: Option<String>,
+    /// The `[[app]]` endpoints an overlay file may name.
+    pub apps: Vec<crate::overlay::AppScope>,
 }
 
 /// Everything `check` found. A finding reads `file:line: key.path: reason`,
@@ -132,6 +134,7 @@ pub async fn run(
     let load = LoadOptions {
         max_bytes: limits.max_widget_bytes,
         public_url: options.public_url.clone(),
+        apps: options.apps.clone(),
     };
     let inspection = inspect_dir_with(dir, &load);
     let mut report = Report {
@@ -279,8 +282,8 @@ fn unused_widgets(dir: &Path, inspection: &Inspection, report: &mut Report) {
 /// The checks of one tool overlay against the live tool.
 fn live_tool(site: &ToolSite, listing: &Listing, report: &mut Report) {
     let at = |key: &str| match key {
-        "" => format!("tools.{}", site.tool),
-        key => format!("tools.{}.{key}", site.tool),
+        "" => format!("tools.{}", site.key),
+        key => format!("tools.{}.{key}", site.key),
     };
     let finding = |key: &str, reason: String| LoadError {
         file: site.file.clone(),
@@ -377,8 +380,8 @@ fn live_render(site: &RenderSite, listing: &Listing, report: &mut Report) {
         file: site.file.clone(),
         line: site.line,
         place: Some(match key {
-            "" => format!("render.{}", site.name),
-            key => format!("render.{}.{key}", site.name),
+            "" => format!("render.{}", site.key),
+            key => format!("render.{}.{key}", site.key),
         }),
         reason,
     };
@@ -475,6 +478,7 @@ mod tests {
             line: Some(3),
             mount: "demo".into(),
             tool: "list_tasks".into(),
+            key: "list_tasks".into(),
             overlay: Some(overlay),
         };
         let mut report = Report::default();
@@ -507,6 +511,7 @@ mod tests {
             line: Some(3),
             mount: "demo".into(),
             tool: "list_tasks".into(),
+            key: "list_tasks".into(),
             overlay: Some(overlay),
         };
         let mut report = Report::default();

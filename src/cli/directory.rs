@@ -167,7 +167,7 @@ struct Located<'a> {
 
 impl Located<'_> {
     fn finding(&self, rule: Rule, key: &str, message: String) -> Finding {
-        let tool = &self.site.tool;
+        let tool = &self.site.key;
         let place = match key {
             "" => format!("tools.{tool}"),
             key => format!("tools.{tool}.{key}"),
@@ -221,7 +221,7 @@ fn annotations(at: &Located<'_>, overlay: &ToolOverlay, tool: &Value) -> Option<
             ),
         })
         .collect();
-    let name = &at.site.tool;
+    let name = &at.site.key;
     let table = overlay.annotations.is_some();
     let add = if at.is_json() {
         let pairs: Vec<String> = lines
@@ -291,7 +291,7 @@ fn output_schema(at: &Located<'_>, overlay: &ToolOverlay, tool: Option<&Value>) 
             }
         }
     };
-    let name = &at.site.tool;
+    let name = &at.site.key;
     let add = if at.is_json() {
         format!(
             "add \"output_schema\": {{ \"type\": \"object\", \"properties\": {{ … }} }} to tool {name:?}"

@@ -78,6 +78,21 @@ pub struct Member {
     pub prefix: String,
 }
 
+impl App {
+    /// The app as overlay files see it: a file naming it gives its entries
+    /// to the members that own them.
+    pub fn overlay_scope(&self) -> crate::overlay::AppScope {
+        crate::overlay::AppScope {
+            name: self.name.clone(),
+            members: self
+                .members
+                .iter()
+                .map(|m| (m.upstream.clone(), m.prefix.clone()))
+                .collect(),
+        }
+    }
+}
+
 /// An upstream's mount, as an app sees it: its name and path.
 #[derive(Debug, Clone, Copy)]
 pub struct MountRef<'a> {

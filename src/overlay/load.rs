@@ -4,9 +4,10 @@
 //! fixes them all, and refuses any file whose real path leaves the directory.
 //!
 //! Layout: `<dir>/<mount>.toml` or `.json` (tool overlays of the upstream
-//! mounted under that name), `<dir>/widgets/<widget>/` (one folder per
-//! widget). Anything else (`README.md`, `schema/`, dot files) is ignored.
+//! mounted under that name, or of an app's members: [`AppScope`]),
+//! `<dir>/widgets/<widget>/` (one folder per widget). Anything else (`README.md`, `schema/`, dot files) is ignored.
 
+mod apps;
 mod builtins;
 mod error;
 mod inspection;
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 use super::set::{OverlaySet, Widgets};
 use loader::Loader;
 
+pub use apps::AppScope;
 pub use error::{LoadError, LoadErrors};
 pub use inspection::{Inspection, MountFileSite, RenderSite, ToolSite, WidgetSite};
 #[cfg(test)]
@@ -43,6 +45,9 @@ pub struct LoadOptions {
     /// `<public_url>/assets/`. Without it, a widget that needs served files
     /// is an error.
     pub public_url: Option<String>,
+    /// The `[[app]]` endpoints: a file naming one gives its entries to the
+    /// members that own them ([`AppScope`]).
+    pub apps: Vec<AppScope>,
 }
 
 impl Default for LoadOptions {
@@ -50,6 +55,7 @@ impl Default for LoadOptions {
         LoadOptions {
             max_bytes: MAX_FILE_BYTES,
             public_url: None,
+            apps: Vec::new(),
         }
     }
 }
@@ -66,7 +72,7 @@ pub fn load_dir_within(dir: &Path, max_bytes: usize) -> Result<OverlaySet, LoadE
         dir,
         &LoadOptions {
             max_bytes,
-            public_url: None,
+            ..LoadOptions::default()
         },
     )
 }
@@ -93,7 +99,7 @@ pub fn inspect_dir_within(dir: &Path, max_bytes: usize) -> Inspection {
         dir,
         &LoadOptions {
             max_bytes,
-            public_url: None,
+            ..LoadOptions::default()
         },
     )
 }
@@ -116,6 +122,7 @@ pub fn inspect_dir_with(dir: &Path, options: &LoadOptions) -> Inspection {
         builtin_widgets: Vec::new(),
         max_bytes,
         asset_base,
+        apps: options.apps.clone(),
     };
     match fs::canonicalize(dir) {
         Ok(real) => loader.real_root = real,

@@ -31,7 +31,7 @@ pub use format::{
     merge_meta,
 };
 pub use load::{
-    Inspection, LoadError, LoadErrors, LoadOptions, MountFileSite, RenderSite, ToolSite,
+    AppScope, Inspection, LoadError, LoadErrors, LoadOptions, MountFileSite, RenderSite, ToolSite,
     WidgetSite, inspect_dir, inspect_dir_with, inspect_dir_within, load_dir, load_dir_with,
     load_dir_within,
 };

@@ -31,8 +31,15 @@ impl TestGateway {
     pub async fn start_with(mut config: Config) -> Self {
         config.listen = "127.0.0.1:0".parse().unwrap();
         let mounts = config.mounts().expect("valid test config");
-        let live = Live::open_within(&config.overlays, config.limits.max_widget_bytes)
-            .expect("valid overlays");
+        let options = mcp_ui_gateway::overlay::LoadOptions {
+            max_bytes: config.limits.max_widget_bytes,
+            apps: config
+                .apps(&mounts)
+                .map(|apps| apps.iter().map(|a| a.overlay_scope()).collect())
+                .unwrap_or_default(),
+            ..Default::default()
+        };
+        let live = Live::open_with(&config.overlays, options).expect("valid overlays");
         let gateway = Gateway::new(&config, mounts, live).expect("gateway");
         let server = Server::bind(gateway.clone(), config.listen)
             .await

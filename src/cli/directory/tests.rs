@@ -11,6 +11,7 @@ fn site(tool: &str, overlay: ToolOverlay) -> ToolSite {
         line: Some(3),
         mount: "demo".into(),
         tool: tool.into(),
+        key: tool.into(),
         overlay: Some(overlay),
     }
 }
@@ -273,6 +274,7 @@ fn a_widget_needs_a_chatgpt_domain_when_the_public_url_is_known() {
         line: Some(9),
         mount: "demo".into(),
         name: "show".into(),
+        key: "show".into(),
         render: RenderTool {
             widget: "shown".into(),
             ..Default::default()

@@ -46,6 +46,9 @@ pub struct RenderSite {
     pub line: Option<usize>,
     pub mount: String,
     pub name: String,
+    /// The key of its table as written (`render.<key>`): `name`, or in a
+    /// file naming an app, the name the app lists.
+    pub key: String,
     pub render: RenderTool,
 }
 
@@ -58,6 +61,9 @@ pub struct MountFileSite {
     /// name does), and the line of that key when known.
     pub upstream_key: bool,
     pub upstream_line: Option<usize>,
+    /// Whether `mount` is an app's name: the file's entries went to the
+    /// app's members.
+    pub app: bool,
 }
 
 /// Where one tool overlay is written.
@@ -68,6 +74,9 @@ pub struct ToolSite {
     pub line: Option<usize>,
     pub mount: String,
     pub tool: String,
+    /// The key of its table as written (`tools.<key>`): `tool`, or in a
+    /// file naming an app, the name the app lists.
+    pub key: String,
     /// The overlay as parsed, even if it broke a rule; `None` when it did not
     /// parse.
     pub overlay: Option<ToolOverlay>,
@@ -86,7 +95,7 @@ impl Inspection {
         };
         self.mount_files
             .iter()
-            .filter(|site| !configured.contains(&site.mount.as_str()))
+            .filter(|site| !site.app && !configured.contains(&site.mount.as_str()))
             .map(|site| {
                 let (line, place, reason) = if site.upstream_key {
                     (
@@ -123,7 +132,7 @@ impl Inspection {
         let files: Vec<String> = self
             .mount_files
             .iter()
-            .filter(|site| site.mount == mount)
+            .filter(|site| site.mount == mount || (site.app && self.gives(&site.file, mount)))
             .map(|site| {
                 site.file.file_name().map_or_else(
                     || site.file.display().to_string(),
@@ -145,6 +154,15 @@ impl Inspection {
             plural(renders),
             plural(widgets)
         )
+    }
+}
+
+impl Inspection {
+    /// Whether the file `file` has a tool or render tool for `mount`.
+    fn gives(&self, file: &std::path::Path, mount: &str) -> bool {
+        let tools = self.tools.iter().map(|t| (&t.file, &t.mount));
+        let renders = self.renders.iter().map(|r| (&r.file, &r.mount));
+        tools.chain(renders).any(|(f, m)| f == file && m == mount)
     }
 }
 

@@ -25,6 +25,8 @@ pub(super) struct Loader {
     pub(super) max_bytes: usize,
     /// Where widget files the gateway serves are: `<public_url>/assets`.
     pub(super) asset_base: Option<String>,
+    /// The apps a file may name instead of an upstream.
+    pub(super) apps: Vec<super::apps::AppScope>,
 }
 
 impl Loader {

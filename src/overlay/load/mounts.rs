@@ -14,7 +14,12 @@ use crate::overlay::validate;
 
 /// A tool overlay that passed every check, and where it was written.
 struct GoodTool {
+    /// The mount it belongs to.
+    mount: String,
+    /// Its name in that mount.
     name: String,
+    /// Its name as written (differs in a file naming an app).
+    written: String,
     tool: ToolOverlay,
     line: Option<usize>,
 }
@@ -26,8 +31,8 @@ pub(super) type PendingRender = (String, RenderTool, PathBuf, Option<usize>);
 /// The file and line of each tool overlay, by (mount, tool).
 pub(super) type Origins = BTreeMap<(String, String), (PathBuf, Option<usize>)>;
 
-/// A mount file's render tools, each with the line of its table.
-type RenderTables = BTreeMap<String, (RenderTool, Option<usize>)>;
+/// A mount file's render tools: mount, name, table and line.
+type RenderTables = Vec<(String, String, RenderTool, Option<usize>)>;
 
 impl Loader {
     pub(super) fn mounts(
@@ -50,21 +55,28 @@ impl Loader {
             let Some(format) = mount_format(&path) else {
                 continue;
             };
-            let Some((mount, tools, render)) = self.mount_file(&path, format, widget_exists) else {
+            let Some((tools, render)) = self.mount_file(&path, format, widget_exists) else {
                 continue;
             };
-            for (name, (tool, line)) in render {
+            for (mount, name, tool, line) in render {
                 let entry = (name, tool, path.clone(), line);
-                renders.entry(mount.clone()).or_default().push(entry);
+                renders.entry(mount).or_default().push(entry);
             }
-            for GoodTool { name, tool, line } in tools {
+            for GoodTool {
+                mount,
+                name,
+                written,
+                tool,
+                line,
+            } in tools
+            {
                 let key = (mount.clone(), name.clone());
                 if let Some(first) = defined.get(&key) {
                     let reason = format!(
                         "mount `{mount}` already has this tool in {}",
                         first.display()
                     );
-                    self.error(&path, line, Some(format!("tools.{name}")), reason);
+                    self.error(&path, line, Some(format!("tools.{written}")), reason);
                     continue;
                 }
                 defined.insert(key.clone(), path.clone());
@@ -112,13 +124,14 @@ impl Loader {
     }
 
     /// Parses one mount file; `None` when nothing usable came out of it.
-    /// Tools with problems are reported and left out.
+    /// Tools with problems are reported and left out. The entries of a file
+    /// naming an app go to its members ([`super::AppScope`]).
     fn mount_file(
         &mut self,
         path: &Path,
         format: Format,
         widget_exists: &dyn Fn(&str) -> bool,
-    ) -> Option<(String, Vec<GoodTool>, RenderTables)> {
+    ) -> Option<(Vec<GoodTool>, RenderTables)> {
         let source = match self.read(path) {
             Ok(source) => source,
             Err(reason) => {
@@ -155,20 +168,37 @@ impl Loader {
             );
             return None;
         }
+        let app = self.apps.iter().find(|a| a.name == mount).cloned();
         self.mount_files.push(MountFileSite {
             file: path.to_path_buf(),
             mount: mount.clone(),
             upstream_key,
             upstream_line,
+            app: app.is_some(),
         });
+        // The mount an entry goes to, and its name there.
+        let owner = |name: &str| match &app {
+            None => Ok((mount.clone(), name.to_owned())),
+            Some(app) => app
+                .member_of(name)
+                .map(|(member, own)| (member.to_owned(), own)),
+        };
         let mut good = Vec::new();
         for parsed in tools {
             let ParsedTool { name, line, tool } = parsed;
+            let (target, own) = match owner(&name) {
+                Ok(found) => found,
+                Err(reason) => {
+                    self.error(path, line, Some(format!("tools.{name}")), reason);
+                    continue;
+                }
+            };
             self.tools.push(ToolSite {
                 file: path.to_path_buf(),
                 line,
-                mount: mount.clone(),
-                tool: name.clone(),
+                mount: target.clone(),
+                tool: own.clone(),
+                key: name.clone(),
                 overlay: tool.as_ref().ok().cloned(),
             });
             let place = |key: &str| match key {
@@ -191,25 +221,47 @@ impl Loader {
                         self.error(path, line, Some(place(&problem.place)), reason);
                     }
                     if problems.is_empty() {
-                        good.push(GoodTool { name, tool, line });
+                        good.push(GoodTool {
+                            mount: target,
+                            name: own,
+                            written: name,
+                            tool,
+                            line,
+                        });
                     }
                 }
             }
         }
-        let render = render
-            .into_iter()
-            .map(|(name, tool)| {
-                let line = table_line(&source, "render", &name);
-                self.renders.push(RenderSite {
-                    file: path.to_path_buf(),
-                    line,
-                    mount: mount.clone(),
-                    name: name.clone(),
-                    render: tool.clone(),
-                });
-                (name, (tool, line))
-            })
-            .collect();
-        Some((mount, good, render))
+        let mut renders = Vec::new();
+        for (name, mut tool) in render {
+            let line = table_line(&source, "render", &name);
+            let (target, own) = match owner(&name) {
+                Ok(found) => found,
+                Err(reason) => {
+                    self.error(path, line, Some(format!("render.{name}")), reason);
+                    continue;
+                }
+            };
+            if let Some(app) = &app {
+                match app.member_names(&target, &tool.data_tools) {
+                    Ok(names) => tool.data_tools = names,
+                    Err(reason) => {
+                        let place = Some(format!("render.{name}.data_tools"));
+                        self.error(path, line, place, reason);
+                        continue;
+                    }
+                }
+            }
+            self.renders.push(RenderSite {
+                file: path.to_path_buf(),
+                line,
+                mount: target.clone(),
+                name: own.clone(),
+                key: name.clone(),
+                render: tool.clone(),
+            });
+            renders.push((target, own, tool, line));
+        }
+        Some((good, renders))
     }
 }

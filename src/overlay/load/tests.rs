@@ -542,3 +542,132 @@ fn widgets_name_each_other_by_their_current_uris_even_in_a_cycle() {
     let e = load_dir(root).unwrap_err().to_string();
     assert!(e.contains("{{widget:nobody}} names no widget"), "{e}");
 }
+
+// === files naming an app ===
+
+fn suite_options() -> LoadOptions {
+    LoadOptions {
+        apps: vec![AppScope {
+            name: "suite".into(),
+            members: vec![
+                ("time".into(), String::new()),
+                ("notes".into(), "notes_".into()),
+            ],
+        }],
+        ..LoadOptions::default()
+    }
+}
+
+#[test]
+fn a_file_naming_an_app_gives_each_member_what_its_own_file_would() {
+    let app_dir = tempfile::tempdir().unwrap();
+    let own_dir = tempfile::tempdir().unwrap();
+    for root in [app_dir.path(), own_dir.path()] {
+        write(root, "widgets/clock/index.html", "<p>clock</p>");
+        write(root, "widgets/board/index.html", "<p>board</p>");
+    }
+    write(
+        app_dir.path(),
+        "suite.toml",
+        "[tools.get_current_time]\nwidget = \"clock\"\n\n[tools.notes_list]\noutput_schema = { type = \"object\" }\n\n[render.notes_show]\nwidget = \"board\"\ndata_tools = [\"notes_list\"]\n",
+    );
+    write(
+        own_dir.path(),
+        "time.toml",
+        "[tools.get_current_time]\nwidget = \"clock\"\n",
+    );
+    write(
+        own_dir.path(),
+        "notes.toml",
+        "[tools.list]\noutput_schema = { type = \"object\" }\n\n[render.show]\nwidget = \"board\"\ndata_tools = [\"list\"]\n",
+    );
+    let options = suite_options();
+    let by_app = load_dir_with(app_dir.path(), &options).unwrap();
+    let by_member = load_dir_with(own_dir.path(), &options).unwrap();
+    assert!(by_app.mount("suite").is_none());
+    for mount in ["time", "notes"] {
+        let (a, m) = (
+            by_app.mount(mount).unwrap(),
+            by_member.mount(mount).unwrap(),
+        );
+        assert_eq!(a.tools().collect::<Vec<_>>(), m.tools().collect::<Vec<_>>());
+        assert_eq!(
+            a.render_tools().collect::<Vec<_>>(),
+            m.render_tools().collect::<Vec<_>>()
+        );
+        assert_eq!(by_app.widgets_for(mount), by_member.widgets_for(mount));
+    }
+    assert_eq!(by_app.widgets(), by_member.widgets());
+    // Served in the app, counted for the members, not an unknown upstream.
+    let inspection = inspect_dir_with(app_dir.path(), &options);
+    assert!(inspection.unconfigured(&["time", "notes"]).is_empty());
+    assert!(
+        inspection
+            .mount_summary("notes")
+            .starts_with("upstream 'notes': overlays from suite.toml (1 tool, 1 render tool"),
+        "{}",
+        inspection.mount_summary("notes")
+    );
+    // Without the app configured, the file names an unknown upstream.
+    let plain = inspect_dir_with(app_dir.path(), &LoadOptions::default());
+    assert_eq!(plain.unconfigured(&["time", "notes"]).len(), 1);
+}
+
+#[test]
+fn names_no_single_member_owns_are_located_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "widgets/board/index.html", "<p>board</p>");
+    write(
+        root,
+        "time.toml",
+        "[tools.get_current_time]\ntitle = \"Now\"\n",
+    );
+    write(
+        root,
+        "suite.toml",
+        "[tools.get_current_time]\ntitle = \"Again\"\n\n[render.notes_show]\nwidget = \"board\"\ndata_tools = [\"list\"]\ninput_schema = { type = \"object\" }\n",
+    );
+    write(
+        root,
+        "pair.json",
+        "{\"upstream\": \"pair\", \"tools\": {\n  \"echo\": {\"title\": \"E\"}\n}}\n",
+    );
+    let mut options = suite_options();
+    options.apps.push(AppScope {
+        name: "pair".into(),
+        members: vec![
+            ("time".into(), String::new()),
+            ("notes".into(), String::new()),
+        ],
+    });
+    let errors = load_dir_with(root, &options).expect_err("should fail");
+    let prefix = format!("{}/", root.display());
+    let got: Vec<String> = errors
+        .0
+        .iter()
+        .map(|e| e.to_string().replace(&prefix, ""))
+        .collect();
+    assert_eq!(got.len(), 3, "{got:#?}");
+    assert_eq!(
+        got[0],
+        "pair.json:2: tools.echo: app `pair` has several members without a prefix (`time`, `notes`), so `echo` could be a tool of any of them; write it in the member's own file (`time.toml`, `notes.toml`) or give the members a `prefix`"
+    );
+    assert!(
+        got[1].starts_with(
+            "suite.toml:4: render.notes_show.data_tools: `list` is not a tool of member `notes`"
+        ),
+        "{}",
+        got[1]
+    );
+    // An entry of the app's file and one of the member's own collide as
+    // two files of one mount do.
+    assert!(
+        got[2].starts_with(
+            "time.toml:1: tools.get_current_time: mount `time` already has this tool in "
+        ),
+        "{}",
+        got[2]
+    );
+    assert!(got[2].ends_with("suite.toml"), "{}", got[2]);
+}
