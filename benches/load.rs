@@ -1,12 +1,14 @@
 //! The load benchmark: real MCP (initialize, session header, JSON and SSE
 //! responses) from N concurrent sessions × M calls, against a fast in-tree
-//! upstream reached directly, through the gateway, and through the peer
-//! proxies `supergateway` (npm) and `mcp-proxy` (PyPI), all in one run.
+//! upstream reached directly, through the gateway, through the reference
+//! HTTP proxies nginx and HAProxy and the Rust MCP gateway `mcp-proxy`
+//! (benches/load/refs.rs), and through the stdio bridges `supergateway` (npm)
+//! and `mcp-proxy` (PyPI), all in one run.
 //!
 //! `cargo bench --bench load` runs everything (it installs the peers first
 //! with scripts/install-peers.sh) and writes target/bench/load.md and
 //! target/bench/latency.svg. `-- --quick` runs shorter points; `-- --only
-//! NAME[,NAME]` selects scenarios (sweep, sse, tls, stdio, big, list, idle,
+//! NAME[,NAME]` selects scenarios (sweep, sse, tls, stdio, everything, big, list, idle,
 //! reload, app; app: an app endpoint against a single mount; tls: HTTPS upstreams and an HTTPS listener against plain, with
 //! the gateway's TLS handshakes per point); `-- --no-peers` skips the peers; `-- --secs S` sets the time of
 //! each point and `-- --conc 1,32` the concurrencies of the sweeps (for
