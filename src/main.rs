@@ -225,7 +225,13 @@ async fn serve(args: ServeArgs) -> ExitCode {
         tracing::warn!(error = %e, dir = %config.overlays.display(), "cannot watch the overlay directory; edits need a restart");
     }
     let grace = Duration::from_secs(config.shutdown_grace_secs);
-    server.run_workers(config.worker_count(), stop, grace).await;
+    let workers = server.run_workers(config.worker_count(), stop, grace);
+    tokio::pin!(workers);
+    // Beside serving, never delaying its end.
+    tokio::select! {
+        () = &mut workers => {}
+        () = name_app_collisions(&config, &gateway) => workers.await,
+    }
     if let Some(tracer) = &gateway.telemetry
         && !tracer.flush(Duration::from_secs(5)).await
     {
@@ -233,6 +239,22 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     tracing::info!("stopped");
     ExitCode::SUCCESS
+}
+
+/// The `[[app]]` endpoints' members are listed once, beside serving, as
+/// `check` lists them: a tool name two members offer is logged at start, not
+/// first met by a client.
+async fn name_app_collisions(config: &mcp_ui_gateway::config::Config, gateway: &Gateway) {
+    let mounts: Vec<_> = gateway.mounts.iter().map(|m| m.config.clone()).collect();
+    let apps = match config.apps(&mounts) {
+        Ok(apps) if !apps.is_empty() => apps,
+        _ => return,
+    };
+    let problems =
+        cli::apps::collisions(&apps, &mounts, &config.limits, &mut std::io::sink()).await;
+    for problem in problems {
+        tracing::warn!("{problem} (the members' tools as listed at start)");
+    }
 }
 
 /// Exit status of `check` and `init` for a usage or configuration error (as

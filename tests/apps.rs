@@ -881,3 +881,49 @@ async fn check_compares_an_app_files_entries_with_their_members() {
         "{all}"
     );
 }
+
+/// `serve` lists an app's members once at start, as `check` does, and logs a
+/// tool name two members offer before any client meets it.
+#[tokio::test]
+async fn serve_names_a_collision_at_start() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("overlays")).unwrap();
+    let config = format!(
+        "overlays = \"overlays\"\nlisten = \"127.0.0.1:0\"\n\
+         [[upstream]]\nname = \"one\"\nurl = {url:?}\npath = \"/one/mcp\"\n\
+         [[upstream]]\nname = \"two\"\nurl = {url:?}\npath = \"/two/mcp\"\n\
+         [[app]]\nname = \"clash\"\nupstreams = [\"one\", \"two\"]\n"
+    );
+    std::fs::write(dir.path().join("gw.toml"), config).unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    cmd.args(["serve", "--config", "gw.toml"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") {
+            cmd.env_remove(key);
+        }
+    }
+    let gateway = support::process::Proc::start("serve", &mut cmd).expect("the binary runs");
+    let line = gateway
+        .look_for_async(Duration::from_secs(60), |_, line| {
+            line.contains("is offered by both").then(|| line.to_owned())
+        })
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "no collision logged at start ({e:?}):\n{}",
+                gateway.tail(20)
+            )
+        });
+    assert!(
+        line.contains("app `clash`: tool `") && line.contains("`one` and `two`"),
+        "{line}"
+    );
+}

@@ -106,7 +106,7 @@ impl Names {
 /// `second`.
 pub fn collision_message(app: &str, noun: &str, name: &str, first: &str, second: &str) -> String {
     format!(
-        "app `{app}`: {noun} `{name}` is offered by both `{first}` and `{second}`; give one of them a `prefix` in the app's `upstreams`, or rename the {noun} in its overlay"
+        "app `{app}`: {noun} `{name}` is offered by both `{first}` and `{second}`; give one of them a `prefix` in the app's `upstreams`"
     )
 }
 
@@ -173,7 +173,7 @@ mod tests {
         assert_eq!(n.owner("search"), Owner::Member(1, "search".into()));
         assert_eq!(
             collision_message("suite", "tool", "search", "notes", "tracker"),
-            "app `suite`: tool `search` is offered by both `notes` and `tracker`; give one of them a `prefix` in the app's `upstreams`, or rename the tool in its overlay"
+            "app `suite`: tool `search` is offered by both `notes` and `tracker`; give one of them a `prefix` in the app's `upstreams`"
         );
     }
 }
