@@ -482,19 +482,44 @@ fn say_line(line: std::fmt::Arguments<'_>) {
 }
 
 fn init_logging(format: LogFormat, default_level: &str) {
+    use mcp_ui_gateway::middleware::request_id::SpanFields;
     use std::io::IsTerminal;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let ansi = std::io::stderr().is_terminal();
+    let logs = tracing_subscriber::registry().with(filter);
+    // The request span's fields written once, beneath the formatter (which
+    // would style them for a terminal).
+    match format {
+        LogFormat::Text => logs
+            .with((!ansi).then(SpanFields::text))
+            .with(log_lines(ansi))
+            .init(),
+        LogFormat::Json => logs
+            .with((!ansi).then(SpanFields::json))
+            .with(log_lines(ansi).json())
+            .init(),
+    }
+}
+
+type Stderr = fn() -> std::io::Stderr;
+
+/// The log formatter, writing to stderr.
+fn log_lines<S>(
+    ansi: bool,
+) -> tracing_subscriber::fmt::Layer<
+    S,
+    tracing_subscriber::fmt::format::DefaultFields,
+    tracing_subscriber::fmt::format::Format,
+    Stderr,
+> {
+    tracing_subscriber::fmt::layer()
         // A closed stderr must not turn every log call into a panic.
         .log_internal_errors(false)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr as Stderr)
 }
 
 fn report(result: anyhow::Result<()>) -> ExitCode {

@@ -1,8 +1,11 @@
 //! Request ids: the client's `X-Request-Id` kept when it is a sane token,
 //! else a new one, set on every response (errors and SSE answers included);
 //! and the tracing span named `request` that carries it, so every log line
-//! written while the request is handled names it.
+//! written while the request is handled names it. [`SpanFields`] writes that
+//! span's fields for the log formatter directly, once per request, instead of
+//! through the formatter's generic field visitor.
 
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
@@ -51,9 +54,102 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let id = request_id(req.headers().get(HEADER));
-        let span = tracing::info_span!("request", request_id = %id.to_str().unwrap_or(""));
+        let span = span(&id);
         MapResponse::new(self.inner.call(req), Echo(id)).instrument(span)
     }
+}
+
+/// The name of every request's span.
+pub const SPAN: &str = "request";
+
+/// The span a request is handled in. Its field is a `&str`, which
+/// [`SpanFields`] takes as it is, without formatting.
+pub fn span(id: &HeaderValue) -> tracing::Span {
+    tracing::info_span!(SPAN, request_id = id.to_str().unwrap_or(""))
+}
+
+/// A tracing layer, placed under the log formatter, that stores the `request`
+/// span's formatted fields before the formatter would format them itself:
+/// `request_id=<id>` for the text format (what the formatter writes for a
+/// displayed value) or `{"request_id":"<id>"}` for JSON. `N` is the
+/// formatter's field format (`DefaultFields` or `JsonFields`), whose
+/// `FormattedFields<N>` the formatter finds already there. Only for output
+/// without ANSI styles, which the formatter would add to the field name.
+pub struct SpanFields<N> {
+    json: bool,
+    fields: PhantomData<fn(N)>,
+}
+
+impl SpanFields<tracing_subscriber::fmt::format::DefaultFields> {
+    /// For the text format.
+    pub fn text() -> Self {
+        SpanFields {
+            json: false,
+            fields: PhantomData,
+        }
+    }
+}
+
+impl SpanFields<tracing_subscriber::fmt::format::JsonFields> {
+    /// For the JSON format.
+    pub fn json() -> Self {
+        SpanFields {
+            json: true,
+            fields: PhantomData,
+        }
+    }
+}
+
+impl<S, N> tracing_subscriber::Layer<S> for SpanFields<N>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: 'static,
+{
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        id: &tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let meta = attrs.metadata();
+        if meta.name() != SPAN || meta.target() != module_path!() {
+            return;
+        }
+        let mut fields = Fields {
+            json: self.json,
+            out: None,
+        };
+        attrs.record(&mut fields);
+        if let (Some(fields), Some(span)) = (fields.out, ctx.span(id)) {
+            span.extensions_mut()
+                .insert(tracing_subscriber::fmt::FormattedFields::<N>::new(fields));
+        }
+    }
+}
+
+/// The span's fields as the formatter would write them, from the
+/// `request_id` string.
+struct Fields {
+    json: bool,
+    out: Option<String>,
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() != "request_id" {
+            return;
+        }
+        self.out = Some(if self.json {
+            format!("{{\"request_id\":{}}}", serde_json::Value::from(value))
+        } else {
+            let mut s = String::with_capacity(value.len() + 11);
+            s.push_str("request_id=");
+            s.push_str(value);
+            s
+        });
+    }
+
+    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
 }
 
 /// Sets the id on the response.
@@ -118,5 +214,84 @@ mod tests {
         let (a, b) = (new_request_id(), new_request_id());
         assert_ne!(a, b);
         assert!(a.as_bytes().iter().all(u8::is_ascii_hexdigit));
+    }
+
+    /// A log line's bytes, written by the formatter on `S`.
+    fn logged<S>(subscriber: S, span: impl Fn() -> tracing::Span) -> String
+    where
+        S: tracing::Subscriber + Send + Sync + 'static,
+    {
+        tracing::subscriber::with_default(subscriber, || {
+            let _in = span().entered();
+            tracing::warn!(upstream = "a", "upstream request failed");
+        });
+        let out = LINES.with(|l| std::mem::take(&mut *l.borrow_mut()));
+        String::from_utf8(out).unwrap()
+    }
+
+    thread_local! {
+        static LINES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    struct Lines;
+
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            LINES.with(|l| l.borrow_mut().extend_from_slice(buf));
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    type Writer = fn() -> Lines;
+
+    fn lines<S>() -> tracing_subscriber::fmt::Layer<
+        S,
+        tracing_subscriber::fmt::format::DefaultFields,
+        tracing_subscriber::fmt::format::Format<tracing_subscriber::fmt::format::Full, ()>,
+        Writer,
+    > {
+        tracing_subscriber::fmt::layer()
+            .without_time()
+            .with_ansi(false)
+            .with_writer((|| Lines) as Writer)
+    }
+
+    #[test]
+    fn span_fields_are_what_the_formatter_would_write() {
+        use tracing_subscriber::layer::SubscriberExt;
+        // The formatter alone, given the id as a displayed value (as before
+        // `SpanFields`), against the request's own span under `SpanFields`.
+        for id in ["log-text-7", "a\"b\\c{}=", "0123456789abcdef"] {
+            let value = HeaderValue::from_str(id).unwrap();
+            let display = || tracing::info_span!("request", request_id = %id);
+            let ours = || span(&value);
+
+            let alone = logged(tracing_subscriber::registry().with(lines()), display);
+            let text = logged(
+                tracing_subscriber::registry()
+                    .with(SpanFields::text())
+                    .with(lines()),
+                ours,
+            );
+            assert!(
+                text.contains(&format!("request{{request_id={id}}}")),
+                "{text}"
+            );
+            assert_eq!(text, alone);
+
+            let alone = logged(tracing_subscriber::registry().with(lines().json()), display);
+            let json = logged(
+                tracing_subscriber::registry()
+                    .with(SpanFields::json())
+                    .with(lines().json()),
+                ours,
+            );
+            let line: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+            assert_eq!(line["span"]["request_id"], id, "{json}");
+            assert_eq!(json, alone);
+        }
     }
 }
