@@ -507,19 +507,27 @@ pub async fn send(
     req: http::Request<Full<Bytes>>,
     timeout: Duration,
 ) -> Result<http::Response<UpstreamBody>, UpstreamError> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    match tokio::time::timeout_at(deadline, client.exchange(upstream, req)).await {
-        Ok(result) => result.map(|resp| {
+    // One timer for the head and then the body: registered once, moved into
+    // the body with its place in the timer wheel kept.
+    let mut timer = Box::pin(tokio::time::sleep(timeout));
+    let mut exchange = std::pin::pin!(client.exchange(upstream, req));
+    let head = std::future::poll_fn(|cx| match exchange.as_mut().poll(cx) {
+        Poll::Ready(result) => Poll::Ready(Some(result)),
+        Poll::Pending => timer.as_mut().poll(cx).map(|()| None),
+    })
+    .await;
+    match head {
+        Some(result) => result.map(|resp| {
             resp.map(|mut body| {
                 body.deadline = Some(Deadline {
-                    timer: Box::pin(tokio::time::sleep_until(deadline)),
+                    timer,
                     secs: timeout.as_secs(),
                     passed: false,
                 });
                 body
             })
         }),
-        Err(_) => Err(UpstreamError::Timeout {
+        None => Err(UpstreamError::Timeout {
             upstream: upstream.to_owned(),
             seconds: timeout.as_secs(),
         }),
