@@ -2,7 +2,7 @@
 # Instructions per relayed `tools/call`, counted by valgrind callgrind: the
 # repeatable figure of BENCHMARKS.md ("misses"), whatever else runs on the box.
 #
-#   scripts/callgrind.sh [--calls N] [--conns C] [--bin PATH] [--keep]
+#   scripts/callgrind.sh [--calls N] [--conns C] [--bin PATH] [--keep] [--cache-sim]
 #
 # Builds (release) the gateway and the load bench of the tree this script is in;
 # the bench binary doubles as the fast HTTP upstream (`__upstream-http`). --bin
@@ -13,16 +13,19 @@
 # off again. Startup, handshake, warm-up, /metrics and shutdown are not counted;
 # accepting wrk's C new connections is (spread over the N calls).
 # --keep keeps the work directory (callgrind dump, logs) for callgrind_annotate.
+# --cache-sim also simulates the caches (valgrind's model of this CPU's) and
+# prints first-level instruction and data misses and last-level misses per call.
 set -euo pipefail
 
-CALLS=2000 CONNS=4 WARM=400 BIN="" KEEP=0
+CALLS=2000 CONNS=4 WARM=400 BIN="" KEEP=0 SIM=no
 while [[ $# -gt 0 ]]; do
   case $1 in
     --calls) CALLS=$2; shift 2 ;;
     --conns) CONNS=$2; shift 2 ;;
     --bin) BIN=$(realpath "$2"); shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
+    --cache-sim) SIM=yes; shift ;;
+    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -80,7 +83,7 @@ UPORT=$(wait_for up.out 'listening [0-9]+' 30 "upstream port" | cut -d' ' -f2)
 #    loop, one upstream pool (callgrind serialises threads anyway). An empty
 #    overlay directory: the call is relayed unchanged. Port 0: it prints its URL.
 mkdir overlays
-env -u RUST_LOG valgrind --tool=callgrind --instr-atstart=no \
+env -u RUST_LOG valgrind --tool=callgrind --instr-atstart=no --cache-sim=$SIM \
   --callgrind-out-file="$TMP/callgrind.out" --log-file="$TMP/valgrind.log" \
   "$GW" serve --listen 127.0.0.1:0 --workers 1 --overlays "$TMP/overlays" \
   --name bench --upstream "http://127.0.0.1:$UPORT/mcp" >gw.out 2>gw.log </dev/null & GWPID=$!
@@ -169,3 +172,7 @@ N=$((after - before))
 [[ $N = "$CALLS" ]] || echo "note: the gateway relayed $N tools/call, wrk asked for $CALLS" >&2
 echo "total Ir $IR over $N calls; gateway $BIN" >&2
 echo "instructions per tools/call: $((IR / N)) ($N calls, $CONNS connections, session on)"
+if [[ $SIM = yes ]]; then
+  # events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
+  awk -v n="$N" '/^totals:/ { printf "per call: I1 misses %d, D1 misses %d, last-level misses %d\n", $5 / n, ($6 + $7) / n, ($8 + $9 + $10) / n; exit }' "$DUMP"
+fi
