@@ -9,7 +9,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Response, StatusCode};
 use serde_json::{Map, Value};
 
-use super::challenge::rewrite_challenge;
+use super::challenge::point_challenges;
 use super::metadata::{Fetch, document, upstream_doc};
 use super::state::{AuthState, resource_url};
 use crate::config::Mount;
@@ -123,23 +123,7 @@ pub async fn serve_app_prm(
 /// Point every `WWW-Authenticate` of a member's answer at the app's
 /// metadata `prm` (the member's mount pointed it at the member's own).
 pub fn point_challenges_at(headers: &mut HeaderMap, prm: &str) {
-    let values: Vec<HeaderValue> = headers
-        .get_all(header::WWW_AUTHENTICATE)
-        .iter()
-        .cloned()
-        .collect();
-    if values.is_empty() {
-        return;
-    }
-    headers.remove(header::WWW_AUTHENTICATE);
-    for v in values {
-        let nv = v
-            .to_str()
-            .ok()
-            .and_then(|t| HeaderValue::from_str(&rewrite_challenge(t, prm)).ok())
-            .unwrap_or(v);
-        headers.append(header::WWW_AUTHENTICATE, nv);
-    }
+    point_challenges(headers, prm, |_| {});
 }
 
 #[cfg(test)]

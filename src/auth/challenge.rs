@@ -97,20 +97,7 @@ pub fn rewrite_challenges(
         return;
     };
     let prm = prm_url(&base, &config.path);
-    let values: Vec<HeaderValue> = headers
-        .get_all(header::WWW_AUTHENTICATE)
-        .iter()
-        .cloned()
-        .collect();
-    if values.is_empty() {
-        return;
-    }
-    headers.remove(header::WWW_AUTHENTICATE);
-    for v in values {
-        let Ok(text) = v.to_str() else {
-            headers.append(header::WWW_AUTHENTICATE, v);
-            continue;
-        };
+    point_challenges(headers, &prm, |text| {
         // Only a URL on the upstream's own origin is fetched later: the
         // gateway never follows a challenge elsewhere.
         if let Some(url) = challenge_param(text, "resource_metadata")
@@ -121,10 +108,29 @@ pub fn rewrite_challenges(
         {
             auth.remember_challenge_url(mount, url);
         }
-        match HeaderValue::from_str(&rewrite_challenge(text, &prm)) {
-            Ok(nv) => headers.append(header::WWW_AUTHENTICATE, nv),
-            Err(_) => headers.append(header::WWW_AUTHENTICATE, v),
-        };
+    });
+}
+
+/// Point every `WWW-Authenticate` of `headers` at the metadata `prm`, in
+/// place and in their order; `each` sees every challenge that is text before
+/// it is rewritten. A value that is not text, or whose rewrite is not a
+/// valid header value, stays as it was.
+pub fn point_challenges(headers: &mut HeaderMap, prm: &str, mut each: impl FnMut(&str)) {
+    let values: Vec<HeaderValue> = headers
+        .get_all(header::WWW_AUTHENTICATE)
+        .iter()
+        .cloned()
+        .collect();
+    if values.is_empty() {
+        return;
+    }
+    headers.remove(header::WWW_AUTHENTICATE);
+    for v in values {
+        let pointed = v.to_str().ok().and_then(|text| {
+            each(text);
+            HeaderValue::from_str(&rewrite_challenge(text, prm)).ok()
+        });
+        headers.append(header::WWW_AUTHENTICATE, pointed.unwrap_or(v));
     }
 }
 
