@@ -19,13 +19,27 @@ pub struct Histogram {
 
 impl Histogram {
     pub(super) fn observe(&self, elapsed: Duration) {
-        let secs = elapsed.as_secs_f64();
-        let i = BUCKETS
-            .iter()
-            .position(|b| secs <= *b)
-            .unwrap_or(BUCKETS.len());
-        self.buckets[i].fetch_add(1, Ordering::Relaxed);
-        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+        count(&self.buckets, &self.sum_nanos, &BUCKETS, elapsed);
     }
+}
+
+/// Counts `elapsed` in the first of `buckets` whose upper bound in `bounds`
+/// (seconds) it does not exceed, else in the last (`+Inf`, one more than
+/// `bounds`), and adds it to `sum_nanos`.
+pub(super) fn count(
+    buckets: &[AtomicU64],
+    sum_nanos: &AtomicU64,
+    bounds: &[f64],
+    elapsed: Duration,
+) {
+    let secs = elapsed.as_secs_f64();
+    let i = bounds
+        .iter()
+        .position(|b| secs <= *b)
+        .unwrap_or(bounds.len());
+    if let Some(bucket) = buckets.get(i) {
+        bucket.fetch_add(1, Ordering::Relaxed);
+    }
+    let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+    sum_nanos.fetch_add(nanos, Ordering::Relaxed);
 }

@@ -109,14 +109,7 @@ impl Sessions {
         let Some(b) = self.table.get(i) else {
             return;
         };
-        let secs = lasted.as_secs_f64();
-        let k = SESSION_BUCKETS
-            .iter()
-            .position(|b| secs <= *b)
-            .unwrap_or(SESSION_BUCKETS.len());
-        b.counts[k].fetch_add(1, Ordering::Relaxed);
-        let nanos = u64::try_from(lasted.as_nanos()).unwrap_or(u64::MAX);
-        b.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+        super::histogram::count(&b.counts, &b.sum_nanos, &SESSION_BUCKETS, lasted);
     }
 
     /// Each series with something counted: its labels, its per-bucket
