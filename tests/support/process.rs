@@ -420,11 +420,14 @@ impl Proc {
     }
 
     /// SIGKILL to every descendant, then to the process itself, and a bounded wait for
-    /// its exit.
+    /// its exit. The process is stopped first, so it cannot start a replacement for a
+    /// child killed here (an nginx master respawns a worker that dies), which would
+    /// outlive it.
     pub fn kill_tree(&mut self) {
         if matches!(self.child.try_wait(), Ok(Some(_))) {
             return;
         }
+        signal("STOP", &[self.pid]);
         signal("KILL", &descendants(self.pid));
         let _ = self.child.kill();
         let _ = self.wait_exit(Duration::from_secs(5));
