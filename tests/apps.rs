@@ -93,6 +93,16 @@ impl AppClient {
         self.request_with_headers(method, params).await.0
     }
 
+    /// The error message of a request that must fail, and the whole response.
+    async fn error(&mut self, method: &str, params: Value) -> (String, Value) {
+        let m = self.request(method, params).await;
+        let message = m["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        (message, m)
+    }
+
     async fn result(&mut self, method: &str, params: Value) -> Value {
         let m = self.request(method, params).await;
         assert!(m.get("error").is_none(), "{method}: {m}");
@@ -369,8 +379,7 @@ async fn a_tool_offered_by_two_members_is_refused_until_a_prefix_parts_them() {
     )
     .await;
     let (mut c, _) = AppClient::initialize(gw.url_for("/clash/mcp")).await;
-    let m = c.request("tools/list", json!({})).await;
-    let message = m["error"]["message"].as_str().unwrap_or_default();
+    let (message, m) = c.error("tools/list", json!({})).await;
     assert!(
         message.starts_with("app `clash`: tool `")
             && message.contains("is offered by both `one` and `two`"),
@@ -412,13 +421,12 @@ async fn a_tool_offered_by_two_members_is_refused_until_a_prefix_parts_them() {
     // Both prefixed: a bare name both members use cannot be told apart.
     let (mut c, _) = AppClient::initialize(gw.url_for("/both/mcp")).await;
     c.list_all("tools/list", "tools", "name").await;
-    let m = c
-        .request(
+    let (message, m) = c
+        .error(
             "tools/call",
             json!({"name": "echo", "arguments": {"message": "?"}}),
         )
         .await;
-    let message = m["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("`one` and `two`"), "{m}");
     gw.shutdown().await;
 }
@@ -444,13 +452,12 @@ async fn a_member_dying_leaves_the_others_working() {
     let (tools, _) = c.list_all("tools/list", "tools", "name").await;
     assert!(tools.contains(&"get_current_time".to_owned()), "{tools:?}");
     assert!(!tools.contains(&"echo".to_owned()), "{tools:?}");
-    let m = c
-        .request(
+    let (message, m) = c
+        .error(
             "tools/call",
             json!({"name": "echo", "arguments": {"message": "x"}}),
         )
         .await;
-    let message = m["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("everything"),
         "the error names the member: {m}"
@@ -468,13 +475,12 @@ async fn a_member_dying_leaves_the_others_working() {
     assert!(init.get("result").is_some(), "{init}");
     let (tools, _) = c.list_all("tools/list", "tools", "name").await;
     assert!(tools.contains(&"get_current_time".to_owned()), "{tools:?}");
-    let m = c
-        .request(
+    let (message, m) = c
+        .error(
             "tools/call",
             json!({"name": "echo", "arguments": {"message": "x"}}),
         )
         .await;
-    let message = m["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("`everything`"), "{m}");
     gw.shutdown().await;
 }
@@ -662,8 +668,7 @@ async fn get_stream_delete_and_a_member_that_forgot_its_session() {
     let (status, _, _) =
         support::clients::request_raw(http::Method::DELETE, &c.url, &c.headers(), "").await;
     assert!(status.is_success(), "{status}");
-    let m = c.request("tools/call", echo("echo")).await;
-    let message = m["error"]["message"].as_str().unwrap_or_default();
+    let (message, m) = c.error("tools/call", echo("echo")).await;
     assert!(message.contains("`everything`"), "{m}");
     gw.shutdown().await;
 }

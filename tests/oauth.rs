@@ -12,7 +12,7 @@
 
 mod support;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -218,18 +218,7 @@ auth_challenge = "in-band"
             ),
         )
         .unwrap();
-        let log = std::fs::File::create(&log_path).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
-        cmd.arg("serve")
-            .arg("--config")
-            .arg(&config)
-            .env("RUST_LOG", "trace")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log);
-        let mut gateway = Proc::start("gateway", &mut cmd).expect("the gateway runs");
-        // Printed once bound; a gateway that cannot bind exits instead.
-        line_in_file(&log_path, &mut gateway, READY_LIMIT, endpoint_url).await?;
+        let gateway = serve(&config, &log_path, "trace").await?;
         Ok((gw, ready, up, gateway))
     })
     .await
@@ -732,17 +721,7 @@ upstreams = ["a"]
             ),
         )
         .unwrap();
-        let log = std::fs::File::create(&log_path).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
-        cmd.arg("serve")
-            .arg("--config")
-            .arg(&config)
-            .env("RUST_LOG", "debug")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log);
-        let mut gateway = Proc::start("gateway", &mut cmd).expect("the gateway runs");
-        line_in_file(&log_path, &mut gateway, READY_LIMIT, endpoint_url).await?;
+        let gateway = serve(&config, &log_path, "debug").await?;
         Ok((gw, ready, up, gateway))
     })
     .await
@@ -884,4 +863,21 @@ upstreams = ["a"]
     assert_eq!(s, 200, "{body}");
     let doc: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(doc["resource"], linked.as_str());
+}
+
+/// The gateway binary serving `config` at `level`, its output in `log_path`,
+/// once it has printed its endpoint (a gateway that cannot bind exits instead).
+async fn serve(config: &Path, log_path: &Path, level: &str) -> Result<Proc, String> {
+    let log = std::fs::File::create(log_path).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(config)
+        .env("RUST_LOG", level)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    let mut gateway = Proc::start("gateway", &mut cmd).expect("the gateway runs");
+    line_in_file(log_path, &mut gateway, READY_LIMIT, endpoint_url).await?;
+    Ok(gateway)
 }
