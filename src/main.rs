@@ -484,6 +484,7 @@ fn say_line(line: std::fmt::Arguments<'_>) {
 fn init_logging(format: LogFormat, default_level: &str) {
     use mcp_ui_gateway::middleware::request_id::SpanFields;
     use std::io::IsTerminal;
+    use tracing_subscriber::fmt::format::{DefaultFields, JsonFields};
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -494,11 +495,11 @@ fn init_logging(format: LogFormat, default_level: &str) {
     // would style them for a terminal).
     match format {
         LogFormat::Text => logs
-            .with((!ansi).then(SpanFields::text))
+            .with((!ansi).then(SpanFields::<DefaultFields>::new))
             .with(log_lines(ansi))
             .init(),
         LogFormat::Json => logs
-            .with((!ansi).then(SpanFields::json))
+            .with((!ansi).then(SpanFields::<JsonFields>::new))
             .with(log_lines(ansi).json())
             .init(),
     }

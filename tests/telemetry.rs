@@ -158,13 +158,8 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
         "[tools.echo.result]\nstructured_from_text = true\n",
     )
     .unwrap();
-    let echo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/echo_stdio.py");
-    let mut web = http("web", &upstream.url);
-    web.path = Some("/web".into());
-    let mut pipe = stdio("pipe", "python3", &[echo.to_str().unwrap()]);
-    pipe.path = Some("/pipe".into());
     let gw = TestGateway::start_with(Config {
-        upstreams: vec![web, pipe],
+        upstreams: web_and_pipe(&upstream.url),
         overlays,
         telemetry: Telemetry {
             endpoint: Some(format!("http://127.0.0.1:{}", receiver.port)),
@@ -335,6 +330,17 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
 /// An HTTP upstream with sessions: `initialize` opens `up-1`, `up-2`, …;
 /// `DELETE` ends one (200); any other request names a session it has
 /// forgotten (404).
+/// An HTTP mount `web` at `/web` in front of `url`, and a stdio mount `pipe`
+/// at `/pipe` (`tests/otlp/echo_stdio.py`).
+fn web_and_pipe(url: &str) -> Vec<mcp_ui_gateway::config::UpstreamConfig> {
+    let echo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/echo_stdio.py");
+    let mut web = http("web", url);
+    web.path = Some("/web".into());
+    let mut pipe = stdio("pipe", "python3", &[echo.to_str().unwrap()]);
+    pipe.path = Some("/pipe".into());
+    vec![web, pipe]
+}
+
 async fn session_upstream() -> support::upstreams::Upstream {
     let stop = tokio_util::sync::CancellationToken::new();
     let opened = Arc::new(std::sync::atomic::AtomicU32::new(0));
@@ -383,13 +389,8 @@ async fn session_upstream() -> support::upstreams::Upstream {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_durations_are_counted_when_sessions_end() {
     let upstream = session_upstream().await;
-    let echo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/echo_stdio.py");
-    let mut web = http("web", &upstream.url);
-    web.path = Some("/web".into());
-    let mut pipe = stdio("pipe", "python3", &[echo.to_str().unwrap()]);
-    pipe.path = Some("/pipe".into());
     let gw = TestGateway::start_with(Config {
-        upstreams: vec![web, pipe],
+        upstreams: web_and_pipe(&upstream.url),
         ..test_config()
     })
     .await;

@@ -22,11 +22,19 @@ pub fn mcp_proxy_bin(root: &Path) -> PathBuf {
     root.join("tests/peers/.cargo-bench/bin/mcp-proxy")
 }
 
-/// A template with its `@NAME@` values filled in.
-fn fill(template: &str, values: &[(&str, String)]) -> String {
-    values.iter().fold(template.to_owned(), |t, (name, value)| {
+/// `dir/file`, written from a template with its `@NAME@` values filled in.
+fn write_filled(
+    dir: &Path,
+    file: &str,
+    template: &str,
+    values: &[(&str, String)],
+) -> Result<PathBuf, String> {
+    let conf = values.iter().fold(template.to_owned(), |t, (name, value)| {
         t.replace(&format!("@{name}@"), value)
-    })
+    });
+    let path = dir.join(file);
+    std::fs::write(&path, conf).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }
 
 fn workers() -> String {
@@ -51,7 +59,9 @@ pub async fn nginx(upstream: SocketAddr, dir: &Path, logs: &Path) -> Result<Proc
         ""
     };
     process::with_fresh_port(3, async |port| {
-        let conf = fill(
+        let path = write_filled(
+            &dir,
+            "nginx.conf",
             NGINX,
             &[
                 ("USER", user.into()),
@@ -60,9 +70,7 @@ pub async fn nginx(upstream: SocketAddr, dir: &Path, logs: &Path) -> Result<Proc
                 ("UPSTREAM", upstream.to_string()),
                 ("PORT", port.to_string()),
             ],
-        );
-        let path = dir.join("nginx.conf");
-        std::fs::write(&path, conf).map_err(|e| format!("{}: {e}", path.display()))?;
+        )?;
         let args = [
             "-p".to_owned(),
             dir.display().to_string(),
@@ -86,7 +94,9 @@ pub async fn haproxy(upstream: SocketAddr, dir: &Path, logs: &Path) -> Result<Pr
     let dir = dir.join("haproxy");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     process::with_fresh_port(3, async |port| {
-        let conf = fill(
+        let path = write_filled(
+            &dir,
+            "haproxy.cfg",
             HAPROXY,
             &[
                 ("WORKERS", workers()),
@@ -94,9 +104,7 @@ pub async fn haproxy(upstream: SocketAddr, dir: &Path, logs: &Path) -> Result<Pr
                 ("UPSTREAM", upstream.to_string()),
                 ("PORT", port.to_string()),
             ],
-        );
-        let path = dir.join("haproxy.cfg");
-        std::fs::write(&path, conf).map_err(|e| format!("{}: {e}", path.display()))?;
+        )?;
         // -db: stay in the foreground, no master process.
         let args = ["-db".to_owned(), "-f".into(), path.display().to_string()];
         procs::start("haproxy", &haproxy, &args, &[], port, logs).await
@@ -115,15 +123,15 @@ pub async fn mcp_proxy(
     let dir = dir.join("mcp-proxy-rs");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     process::with_fresh_port(3, async |port| {
-        let conf = fill(
+        let path = write_filled(
+            &dir,
+            "mcp-proxy.toml",
             MCP_PROXY,
             &[
                 ("UPSTREAM", upstream.to_string()),
                 ("PORT", port.to_string()),
             ],
-        );
-        let path = dir.join("mcp-proxy.toml");
-        std::fs::write(&path, conf).map_err(|e| format!("{}: {e}", path.display()))?;
+        )?;
         let args = ["--config".to_owned(), path.display().to_string()];
         procs::start("mcp-proxy-rs", bin, &args, &[], port, logs).await
     })

@@ -69,41 +69,50 @@ pub fn span(id: &HeaderValue) -> tracing::Span {
 }
 
 /// A tracing layer, placed under the log formatter, that stores the `request`
-/// span's formatted fields before the formatter would format them itself:
-/// `request_id=<id>` for the text format (what the formatter writes for a
-/// displayed value) or `{"request_id":"<id>"}` for JSON. `N` is the
-/// formatter's field format (`DefaultFields` or `JsonFields`), whose
-/// `FormattedFields<N>` the formatter finds already there. Only for output
-/// without ANSI styles, which the formatter would add to the field name.
-pub struct SpanFields<N> {
-    json: bool,
-    fields: PhantomData<fn(N)>,
-}
+/// span's formatted fields before the formatter would format them itself.
+/// `N` is the formatter's field format (`DefaultFields` or `JsonFields`),
+/// whose `FormattedFields<N>` the formatter finds already there. Only for
+/// output without ANSI styles, which the formatter would add to the field name.
+pub struct SpanFields<N>(PhantomData<fn(N)>);
 
-impl SpanFields<tracing_subscriber::fmt::format::DefaultFields> {
-    /// For the text format.
-    pub fn text() -> Self {
-        SpanFields {
-            json: false,
-            fields: PhantomData,
-        }
+impl<N: FieldFormat> SpanFields<N> {
+    pub fn new() -> Self {
+        SpanFields(PhantomData)
     }
 }
 
-impl SpanFields<tracing_subscriber::fmt::format::JsonFields> {
-    /// For the JSON format.
-    pub fn json() -> Self {
-        SpanFields {
-            json: true,
-            fields: PhantomData,
-        }
+impl<N: FieldFormat> Default for SpanFields<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// How a field format writes the request span's one field.
+pub trait FieldFormat: 'static {
+    fn request_id(value: &str) -> String;
+}
+
+/// `request_id=<id>`: what the text formatter writes for a displayed value.
+impl FieldFormat for tracing_subscriber::fmt::format::DefaultFields {
+    fn request_id(value: &str) -> String {
+        let mut s = String::with_capacity(value.len() + 11);
+        s.push_str("request_id=");
+        s.push_str(value);
+        s
+    }
+}
+
+/// `{"request_id":"<id>"}`, the id escaped as a JSON string.
+impl FieldFormat for tracing_subscriber::fmt::format::JsonFields {
+    fn request_id(value: &str) -> String {
+        format!("{{\"request_id\":{}}}", serde_json::Value::from(value))
     }
 }
 
 impl<S, N> tracing_subscriber::Layer<S> for SpanFields<N>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-    N: 'static,
+    N: FieldFormat,
 {
     fn on_new_span(
         &self,
@@ -115,38 +124,23 @@ where
         if meta.name() != SPAN || meta.target() != module_path!() {
             return;
         }
-        let mut fields = Fields {
-            json: self.json,
-            out: None,
-        };
+        let mut fields = Fields::<N>(None, PhantomData);
         attrs.record(&mut fields);
-        if let (Some(fields), Some(span)) = (fields.out, ctx.span(id)) {
+        if let (Some(fields), Some(span)) = (fields.0, ctx.span(id)) {
             span.extensions_mut()
                 .insert(tracing_subscriber::fmt::FormattedFields::<N>::new(fields));
         }
     }
 }
 
-/// The span's fields as the formatter would write them, from the
-/// `request_id` string.
-struct Fields {
-    json: bool,
-    out: Option<String>,
-}
+/// The span's fields as `N` writes them, from the `request_id` string.
+struct Fields<N>(Option<String>, PhantomData<fn(N)>);
 
-impl tracing::field::Visit for Fields {
+impl<N: FieldFormat> tracing::field::Visit for Fields<N> {
     fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() != "request_id" {
-            return;
+        if field.name() == "request_id" {
+            self.0 = Some(N::request_id(value));
         }
-        self.out = Some(if self.json {
-            format!("{{\"request_id\":{}}}", serde_json::Value::from(value))
-        } else {
-            let mut s = String::with_capacity(value.len() + 11);
-            s.push_str("request_id=");
-            s.push_str(value);
-            s
-        });
     }
 
     fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
@@ -272,7 +266,7 @@ mod tests {
             let alone = logged(tracing_subscriber::registry().with(lines()), display);
             let text = logged(
                 tracing_subscriber::registry()
-                    .with(SpanFields::text())
+                    .with(SpanFields::<tracing_subscriber::fmt::format::DefaultFields>::new())
                     .with(lines()),
                 ours,
             );
@@ -285,7 +279,7 @@ mod tests {
             let alone = logged(tracing_subscriber::registry().with(lines().json()), display);
             let json = logged(
                 tracing_subscriber::registry()
-                    .with(SpanFields::json())
+                    .with(SpanFields::<tracing_subscriber::fmt::format::JsonFields>::new())
                     .with(lines().json()),
                 ours,
             );
