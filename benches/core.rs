@@ -147,6 +147,7 @@ fn session_ids(c: &mut Criterion) {
         },
         host: Some(HostKind::ChatGpt),
         started: Some(1_790_000_000_000),
+        hello: None,
     };
     let id = key.seal(&token);
     let mut g = c.benchmark_group("session id");

@@ -170,6 +170,9 @@ pub struct Limits {
     /// after this long without a request: clients that never send DELETE
     /// would otherwise keep a child running for `session_idle_secs`.
     pub stdio_quiet_session_secs: u64,
+    /// An upstream connection of one conversation (`sessions =
+    /// "conversation"`) ends after this long without a request.
+    pub conversation_idle_secs: u64,
     /// Most requests one session may have waiting for its upstream at once;
     /// beyond it a request is refused with 429 and a JSON-RPC error.
     pub max_in_flight_per_session: usize,
@@ -216,6 +219,7 @@ impl Default for Limits {
             session_idle_secs: 3600,
             session_reap_interval_secs: 15,
             stdio_quiet_session_secs: 600,
+            conversation_idle_secs: 600,
             max_in_flight_per_session: 64,
             max_stdio_children: 256,
             header_read_timeout_secs: 10,
@@ -245,7 +249,7 @@ pub struct UpstreamConfig {
     /// Legacy HTTP+SSE (2024-11-05) endpoint, e.g. `http://127.0.0.1:3001/sse`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sse_url: Option<String>,
-    /// Program to run as a stdio server, one child per client session.
+    /// Program to run as a stdio server (how many children: `sessions`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// Arguments of `command`.
@@ -282,6 +286,88 @@ pub struct UpstreamConfig {
     /// for (and the SNI sent), when it is not the URL's host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_server_name: Option<String>,
+    /// How client sessions map to upstream connections: `"shared"` (a pool
+    /// of connections serves every client), `"conversation"` (one connection
+    /// per conversation) or `"client"` (one per client session). Default:
+    /// `"shared"` for `command` and `sse_url`, `"client"` for `url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionMode>,
+    /// With `sessions = "shared"`: how many upstream connections serve the
+    /// clients (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<usize>,
+    /// With `sessions = "conversation"`: what names a request's conversation,
+    /// `"meta:<key>"` (a key of `params._meta`) or `"header:<name>"`.
+    /// Default: `"meta:openai/session"`, ChatGPT's conversation id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_key: Option<String>,
+}
+
+/// See [`UpstreamConfig::sessions`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionMode {
+    Shared,
+    Conversation,
+    Client,
+}
+
+impl SessionMode {
+    /// As written in the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionMode::Shared => "shared",
+            SessionMode::Conversation => "conversation",
+            SessionMode::Client => "client",
+        }
+    }
+}
+
+/// Most connections a shared pool may hold.
+pub const MAX_POOL: usize = 64;
+
+/// What names a request's conversation (`sessions = "conversation"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConversationKey {
+    /// A key of the request's `params._meta`, e.g. `openai/session`.
+    Meta(String),
+    /// A request header.
+    Header(http::HeaderName),
+}
+
+impl Default for ConversationKey {
+    fn default() -> Self {
+        ConversationKey::Meta("openai/session".into())
+    }
+}
+
+impl std::fmt::Display for ConversationKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConversationKey::Meta(k) => write!(f, "meta:{k}"),
+            ConversationKey::Header(h) => write!(f, "header:{h}"),
+        }
+    }
+}
+
+/// How a mount's client sessions map to upstream connections, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sessions {
+    pub mode: SessionMode,
+    /// Connections of a shared pool (1 unless `sessions = "shared"`).
+    pub pool: usize,
+    pub key: ConversationKey,
+}
+
+impl Default for Sessions {
+    /// A shared pool of one connection.
+    fn default() -> Self {
+        Sessions {
+            mode: SessionMode::Shared,
+            pool: 1,
+            key: ConversationKey::default(),
+        }
+    }
 }
 
 /// See [`UpstreamConfig::auth_challenge`].
@@ -333,6 +419,8 @@ pub struct Mount {
     pub auth_challenge: AuthChallenge,
     /// How an `https://` upstream is verified and what it is shown.
     pub tls: UpstreamTls,
+    /// How client sessions map to upstream connections.
+    pub sessions: Sessions,
 }
 
 /// The TLS settings of one upstream, as given (files are read when the
@@ -470,6 +558,9 @@ impl Config {
         }
         if self.limits.stdio_quiet_session_secs == 0 {
             problems.push("limits.stdio_quiet_session_secs: must be greater than 0".into());
+        }
+        if self.limits.conversation_idle_secs == 0 {
+            problems.push("limits.conversation_idle_secs: must be greater than 0".into());
         }
         if self.limits.header_read_timeout_secs == 0 {
             problems.push("limits.header_read_timeout_secs: must be greater than 0".into());
@@ -631,6 +722,7 @@ fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {
             )),
         }
     }
+    let sessions = sessions(up, transport.as_ref(), &mut errs);
     match transport {
         Some(transport) if errs.is_empty() => Ok(Mount {
             name: up.name.clone(),
@@ -639,8 +731,68 @@ fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {
             forward_headers,
             auth_challenge: up.auth_challenge,
             tls,
+            sessions,
         }),
         _ => Err(errs),
+    }
+}
+
+/// The session mode of `up`: as written, else `shared` for the upstreams the
+/// gateway owns the connections of (stdio, legacy SSE) and `client` for a
+/// streamable HTTP upstream (which owns its sessions).
+fn sessions(
+    up: &UpstreamConfig,
+    transport: Option<&Transport>,
+    errs: &mut Vec<String>,
+) -> Sessions {
+    let default = match transport {
+        Some(Transport::Http { .. }) => SessionMode::Client,
+        _ => SessionMode::Shared,
+    };
+    let mode = up.sessions.unwrap_or(default);
+    let pool = match up.pool {
+        Some(n) if mode != SessionMode::Shared => {
+            errs.push(format!(
+                ".pool: only meaningful with sessions = \"shared\" (this upstream's is \"{}\"); remove it or set sessions = \"shared\"",
+                mode.as_str()
+            ));
+            n
+        }
+        Some(n) if n == 0 || n > MAX_POOL => {
+            errs.push(format!(".pool: {n}, must be 1 to {MAX_POOL}"));
+            1
+        }
+        Some(n) => n,
+        None => 1,
+    };
+    let key = match up.conversation_key.as_deref() {
+        None => ConversationKey::default(),
+        Some(_) if mode != SessionMode::Conversation => {
+            errs.push(format!(
+                ".conversation_key: only meaningful with sessions = \"conversation\" (this upstream's is \"{}\")",
+                mode.as_str()
+            ));
+            ConversationKey::default()
+        }
+        Some(text) => parse_conversation_key(text).unwrap_or_else(|e| {
+            errs.push(format!(".conversation_key: {e}"));
+            ConversationKey::default()
+        }),
+    };
+    Sessions { mode, pool, key }
+}
+
+fn parse_conversation_key(text: &str) -> Result<ConversationKey, String> {
+    match text.split_once(':') {
+        Some(("meta", key)) if !key.trim().is_empty() => {
+            Ok(ConversationKey::Meta(key.trim().to_owned()))
+        }
+        Some(("header", name)) => http::HeaderName::from_bytes(name.trim().as_bytes())
+            .map(ConversationKey::Header)
+            .map_err(|_| format!("\"{name}\" is not a header name")),
+        _ => Err(format!(
+            "\"{text}\" must be \"meta:<key of params._meta>\" or \"header:<name>\", e.g. \"meta:openai/session\""
+        )),
     }
 }
 

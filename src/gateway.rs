@@ -19,10 +19,13 @@ use crate::metrics::Metrics;
 use crate::middleware::host::HostPolicy;
 use crate::outcome::Failure;
 use crate::overlay::OverlaySet;
-use crate::session::{InFlight, OpenedIds, Owned, SessionKey};
+use crate::protocol::{self, Era};
+use crate::session::pool::{Conn, Pool, SlotKey};
+use crate::session::{Hello, InFlight, OpenedIds, Owned, SessionKey};
 use crate::telemetry::Tracer;
 use crate::upstream::budget::Budget;
-use crate::upstream::messages::MessageSession;
+use crate::upstream::handshake;
+use crate::upstream::messages::{EndedBy, MessageSession, Mux};
 use crate::upstream::stdio::{Children, Fault, Restarts, Supervisor};
 use crate::upstream::{self, client::Client};
 
@@ -40,8 +43,11 @@ pub struct Gateway {
     pub client: Client,
     pub limits: Limits,
     pub hosts: Arc<HostPolicy>,
-    /// Sessions this process owns (stdio and legacy SSE upstreams).
+    /// Sessions this process owns for clients that own their connection
+    /// (stdio and legacy SSE upstreams, `sessions = "client"`).
     pub sessions: Arc<Owned>,
+    /// By mount index: the connections clients share, and their sessions.
+    pub pools: Arc<Vec<Pool>>,
     /// Requests waiting for an upstream, per client session.
     pub in_flight: Arc<InFlight>,
     /// The overlays in force.
@@ -203,6 +209,7 @@ impl Gateway {
         Ok(Arc::new(Gateway {
             telemetry,
             sessions: Arc::new(Owned::new(mounts.len(), limits.max_sessions)),
+            pools: Arc::new(mounts.iter().map(|m| Pool::new(m.sessions.pool)).collect()),
             readiness: Readiness::new(mounts.len()),
             mounts: mounts
                 .into_iter()
@@ -279,36 +286,87 @@ impl Gateway {
         self.sessions.check_room()?;
         // Boxed here and below: starting an upstream session has a large
         // state, which every relayed request would otherwise carry.
-        let session = Box::pin(self.start(mount, false)).await?;
+        let session = Box::pin(self.start(mount, None)).await?;
         let id = self.sessions.insert(mount.index, session.clone());
         Ok((id, session))
     }
 
-    /// The session of a mount shared by sessionless clients, (re)started
-    /// when absent or ended.
-    pub async fn shared_session(&self, mount: &MountState) -> Result<Arc<MessageSession>, Failure> {
+    /// Open a client session again in place of session `id` of process
+    /// `instance`, whose connection is gone: a new connection, initialized
+    /// as the client's id says the client initialized it.
+    pub async fn revive_session(
+        &self,
+        mount: &MountState,
+        instance: [u8; 16],
+        id: u64,
+        hello: &Hello,
+    ) -> Result<Arc<MessageSession>, Failure> {
+        self.sessions.check_room()?;
+        let session = Box::pin(self.start(mount, None)).await?;
+        let params = hello.initialize_params(protocol::LATEST_HANDSHAKE);
+        if let Err(e) = handshake::initialize(&session, &params, self.handshake_timeout()).await {
+            session.end(EndedBy::Unopened, "initialize failed");
+            return Err(e);
+        }
         self.sessions
-            .shared(mount.index, Box::pin(self.start(mount, true)))
-            .await
+            .insert_revived(mount.index, instance, id, session.clone());
+        self.pools[mount.index].count_revived();
+        tracing::info!(upstream = %mount.config.name, "a session whose connection was gone is opened again for its client");
+        Ok(session)
+    }
+
+    /// The connection of `mount` that `key` names, started (and initialized,
+    /// for the handshake era) when there is none; `headers` are the
+    /// request's (a held HTTP session carries its credentials).
+    pub async fn connect(
+        &self,
+        mount: &MountState,
+        key: SlotKey,
+        headers: &http::HeaderMap,
+    ) -> Result<Conn, Failure> {
+        let pool = &self.pools[mount.index];
+        let _ = headers;
+        pool.connect(key, |again| async move {
+            let session = Box::pin(self.start(mount, Some(pool.mux.clone()))).await?;
+            let handshake = match key.era {
+                Era::Handshake => {
+                    let params = Hello::gateway(protocol::LATEST_HANDSHAKE)
+                        .initialize_params(protocol::LATEST_HANDSHAKE);
+                    match handshake::initialize(&session, &params, self.handshake_timeout()).await {
+                        Ok(h) => Some(Arc::new(h)),
+                        Err(e) => {
+                            session.end(EndedBy::Unopened, "initialize failed");
+                            return Err(e);
+                        }
+                    }
+                }
+                Era::Envelope => None,
+            };
+            if again {
+                tracing::info!(upstream = %mount.config.name, lane = ?key.lane, "a shared connection that had ended is started again");
+            }
+            Ok(Conn { session, handshake })
+        })
+        .await
+    }
+
+    /// How long the gateway's own opening of a connection may take.
+    pub fn handshake_timeout(&self) -> Duration {
+        self.request_timeout()
     }
 
     async fn start(
         &self,
         mount: &MountState,
-        shared: bool,
+        mux: Option<Arc<Mux>>,
     ) -> Result<Arc<MessageSession>, Failure> {
         let sup = Supervisor {
             children: self.children.clone(),
             restarts: mount.restarts.clone(),
         };
-        let session = upstream::open_supervised(
-            &mount.config,
-            &self.limits,
-            &self.client,
-            shared,
-            Some(&sup),
-        )
-        .await?;
+        let session =
+            upstream::open_supervised(&mount.config, &self.limits, &self.client, mux, Some(&sup))
+                .await?;
         Ok(session)
     }
 
@@ -334,8 +392,12 @@ impl Gateway {
     /// reloads and readiness as they are now.
     pub async fn metrics_text(&self) -> String {
         let (reloads_ok, reloads_failed) = self.live.reload_counts();
+        let mut sessions_open = self.sessions.open_by_mount();
+        for (n, pool) in sessions_open.iter_mut().zip(self.pools.iter()) {
+            *n += pool.counts().0;
+        }
         let snapshot = crate::metrics::Snapshot {
-            sessions_open: self.sessions.open_by_mount().await,
+            sessions_open,
             stdio_children: self.children.running(),
             reloads_ok,
             reloads_failed,
@@ -348,7 +410,10 @@ impl Gateway {
 
     /// End every session this process owns (children are killed).
     pub async fn close_all(&self, reason: &str) {
-        self.sessions.close_all(reason).await;
+        self.sessions.close_all(reason);
+        for pool in self.pools.iter() {
+            pool.close_all(reason);
+        }
     }
 
     /// Start the background work of a serving gateway: reaping idle
@@ -363,7 +428,13 @@ impl Gateway {
             .iter()
             .map(|m| matches!(m.config.transport, Transport::Stdio(_)).then_some(quiet_ttl))
             .collect();
-        crate::session::reaper::spawn(sessions, every, ttl, quiet, self.shutdown.clone());
+        let limits = crate::session::reaper::Limits {
+            ttl,
+            quiet,
+            conversation: Duration::from_secs(self.limits.conversation_idle_secs),
+        };
+        let pools = Arc::downgrade(&self.pools);
+        crate::session::reaper::spawn(sessions, pools, every, limits, self.shutdown.clone());
         self.spawn_change_announcer();
     }
 
@@ -383,6 +454,13 @@ impl Gateway {
                 let Some(gw) = gw.upgrade() else { return };
                 gw.log_render_collisions();
                 gw.sessions.announce(&LIST_CHANGED).await;
+                for pool in gw.pools.iter() {
+                    for peer in pool.peers().all() {
+                        for m in LIST_CHANGED {
+                            peer.send(bytes::Bytes::from_static(m));
+                        }
+                    }
+                }
             }
         });
     }

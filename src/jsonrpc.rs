@@ -184,7 +184,11 @@ fn is_valid_id(id: &RawValue) -> bool {
 /// A canonical text for an id, so `"a"` and `"\u0061"` match while `1` and
 /// `"1"` stay different, as JSON-RPC requires.
 pub fn id_key(id: &RawValue) -> String {
-    let raw = id.get();
+    id_key_str(id.get())
+}
+
+/// [`id_key`] of an id's raw text.
+pub fn id_key_str(raw: &str) -> String {
     if raw.starts_with('"')
         && raw.contains('\\')
         && let Ok(s) = serde_json::from_str::<String>(raw)
@@ -232,6 +236,31 @@ pub fn splice(buf: &[u8], part: &RawValue, new: &str) -> Option<Vec<u8>> {
     out.extend_from_slice(&buf[..start]);
     out.extend_from_slice(new.as_bytes());
     out.extend_from_slice(&buf[end..]);
+    Some(out)
+}
+
+/// [`splice`] for several raw values of `buf` at once (they must not
+/// overlap); `None` when one is not part of `buf`.
+pub fn splice_all(buf: &[u8], parts: &[(&RawValue, String)]) -> Option<Vec<u8>> {
+    let mut at: Vec<(usize, usize, &str)> = parts
+        .iter()
+        .map(|(part, new)| {
+            let start = offset_in(buf, part.get())?;
+            Some((start, start + part.get().len(), new.as_str()))
+        })
+        .collect::<Option<_>>()?;
+    at.sort_by_key(|(start, _, _)| *start);
+    let mut out = Vec::with_capacity(buf.len() + parts.iter().map(|(_, n)| n.len()).sum::<usize>());
+    let mut from = 0;
+    for (start, end, new) in at {
+        if start < from {
+            return None;
+        }
+        out.extend_from_slice(&buf[from..start]);
+        out.extend_from_slice(new.as_bytes());
+        from = end;
+    }
+    out.extend_from_slice(&buf[from..]);
     Some(out)
 }
 
@@ -421,6 +450,25 @@ mod tests {
             std::str::from_utf8(&out).unwrap(),
             r#"{"jsonrpc":"2.0", "id" : "gw-1" ,"method":"x","params":{"z":1,"a":2}}"#
         );
+    }
+
+    #[test]
+    fn splice_all_replaces_each_value_in_one_pass() {
+        let text = br#"{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params":{"_meta":{"progressToken":7}}}"#;
+        let m = classify_one(text).unwrap();
+        let token = params_view(m.params).request_progress_token.unwrap();
+        // Given in any order.
+        let out = splice_all(
+            text,
+            &[(token, "\"p3\"".into()), (m.id.unwrap(), "3".into())],
+        )
+        .unwrap();
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"progressToken":"p3"}}}"#
+        );
+        let elsewhere: &RawValue = serde_json::from_str("1").unwrap();
+        assert!(splice_all(text, &[(elsewhere, "2".into())]).is_none());
     }
 
     #[test]

@@ -37,7 +37,8 @@
 //!   resources, capabilities) that add the overlays' UI metadata.
 //! - [`overlay`]: the operator's overlay files, loaded, checked and compiled
 //!   into one immutable set (tool metadata and widget resources).
-//! - [`jsonrpc`] and [`sse`]: pure, allocation-light message and event parsing.
+//! - [`jsonrpc`] and [`sse`]: pure, allocation-light message and event parsing;
+//!   [`protocol`]: the revisions the gateway knows and their two eras.
 //! - [`host`]: which MCP host a client is (ChatGPT, Claude, another), for
 //!   the widget domain, whose form differs by host.
 //! - [`config`]: layered configuration and its validation.
@@ -65,6 +66,7 @@ pub mod outcome;
 pub mod overlay;
 pub mod preview;
 pub mod probe;
+pub mod protocol;
 pub mod relay;
 pub mod reply;
 pub mod rewrite;

@@ -118,13 +118,7 @@ impl OutcomeSlot {
 }
 
 /// The protocol revisions a message-oriented mount accepts.
-pub const KNOWN_VERSIONS: &[&str] = &[
-    "2024-11-05",
-    "2025-03-26",
-    "2025-06-18",
-    "2025-11-25",
-    "2026-07-28",
-];
+pub use crate::protocol::KNOWN_VERSIONS;
 
 /// The rate a request body must keep up once
 /// `limits.header_read_timeout_secs` is spent: a body trickling slower holds

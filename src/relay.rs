@@ -6,7 +6,10 @@
 //!
 //! - [`context`]: the exchange, its mount and the session its headers name;
 //! - [`streamable`]: to streamable HTTP upstreams, request by request;
-//! - [`owned`]: to stdio and legacy SSE upstreams, through owned sessions;
+//! - [`owned`]: to stdio and legacy SSE upstreams, through sessions that
+//!   own their connection (`sessions = "client"`);
+//! - [`pooled`]: through connections clients share (`sessions = "shared"`
+//!   or `"conversation"`, and requests without a session);
 //! - [`stream`]: event-by-event transforms of an upstream's SSE stream;
 //! - [`finish`]: the planned rewrite of a response;
 //! - [`answer`]: the answers the relay writes itself;
@@ -19,6 +22,7 @@ pub mod ended;
 pub mod finish;
 pub mod owned;
 pub mod plan;
+pub mod pooled;
 pub mod stream;
 pub mod streamable;
 pub mod watch;
@@ -61,6 +65,12 @@ pub async fn post(
         Ok(mut cx) => {
             if let jsonrpc::Body::Single(m) = &parsed {
                 cx.judge_host(m);
+                if m.kind == Kind::Request && m.method.as_deref() == Some("initialize") {
+                    let params = m
+                        .params
+                        .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok());
+                    cx.hello = Some(crate::session::Hello::of_initialize(params.as_ref()));
+                }
                 if let Some(tracer) = &gw.telemetry {
                     tracer.answered_by_client(watch::session_of(&parts.headers), m);
                     cx.trace = Some(Box::new(start_trace(
@@ -157,7 +167,9 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         .and_then(|t| t.client(network_transport(cx)));
     let method = MethodId::of_body(&parsed);
     let sent = std::time::Instant::now();
-    let response = if cx.mount.is_message() {
+    let response = if pooled::pooled(cx) {
+        pooled::post(cx, body, parsed, finisher).await
+    } else if cx.mount.is_message() {
         owned::post(cx, body, parsed, finisher).await
     } else {
         let call = streamable::Call {
@@ -290,10 +302,15 @@ pub async fn bodyless_parts(
         Ok(cx) => cx,
         Err(failure) => return failure.respond(None),
     };
-    let resp = match (&mount.config.transport, method) {
-        (Transport::Http { .. }, method) => streamable::forward_bodyless(&cx, method.clone()).await,
-        (_, &Method::GET) => owned::get(&cx),
-        _ => owned::delete(&cx),
+    let http = matches!(mount.config.transport, Transport::Http { .. });
+    let resp = match (&cx.session, method) {
+        (_, method) if http && !pooled::pooled(&cx) => {
+            streamable::forward_bodyless(&cx, method.clone()).await
+        }
+        (context::SessionRef::Local { .. }, &Method::GET) => owned::get(&cx).await,
+        (context::SessionRef::Local { .. }, _) => owned::delete(&cx),
+        (_, &Method::GET) => pooled::get(&cx),
+        _ => pooled::delete(&cx),
     };
     if method == Method::DELETE {
         ended::deleted(gw, headers, resp.status());

@@ -50,6 +50,7 @@ fn unreached(name: &str) -> Mount {
         forward_headers: Vec::new(),
         auth_challenge: Default::default(),
         tls: Default::default(),
+        sessions: Default::default(),
     }
 }
 

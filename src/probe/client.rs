@@ -40,7 +40,7 @@ pub async fn list_tools(mount: &Mount, limits: &Limits) -> Result<Listing, Probe
             protocol: None,
         })),
         Transport::Stdio(_) | Transport::Sse { .. } => {
-            Conn::Messages(upstream::open_session(mount, limits, &client, false).await?)
+            Conn::Messages(upstream::open_session(mount, limits, &client, None).await?)
         }
     };
     let mut probe = Probe {

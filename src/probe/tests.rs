@@ -28,6 +28,7 @@ fn sh(name: &str, script: &str) -> Mount {
         forward_headers: Vec::new(),
         auth_challenge: Default::default(),
         tls: Default::default(),
+        sessions: Default::default(),
     }
 }
 
@@ -112,6 +113,7 @@ async fn streamable_http_with_a_session() {
         forward_headers: Vec::new(),
         auth_challenge: Default::default(),
         tls: Default::default(),
+        sessions: Default::default(),
     };
     let listing = list_tools(&mount, &limits(10)).await.unwrap();
     let mut names: Vec<&str> = listing.names().collect();
@@ -140,6 +142,7 @@ async fn an_http_refusal_is_named() {
         forward_headers: Vec::new(),
         auth_challenge: Default::default(),
         tls: Default::default(),
+        sessions: Default::default(),
     };
     let err = list_tools(&mount, &limits(5))
         .await
@@ -170,6 +173,7 @@ async fn an_upstream_that_wants_a_token_is_told_apart() {
         forward_headers: Vec::new(),
         auth_challenge: Default::default(),
         tls: Default::default(),
+        sessions: Default::default(),
     };
     let err = list_tools(&mount, &limits(5)).await.unwrap_err();
     assert!(err.requires_authorization(), "{err}");
@@ -219,6 +223,7 @@ async fn a_trickling_http_body_times_out() {
         forward_headers: Vec::new(),
         auth_challenge: Default::default(),
         tls: Default::default(),
+        sessions: Default::default(),
     };
     let started = std::time::Instant::now();
     let err = list_tools(&mount, &limits(1))

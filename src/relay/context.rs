@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::config::SessionMode;
 use crate::gateway::{Gateway, MountState};
 use crate::host::{self, HostKind, Target};
 use crate::jsonrpc::Message;
 use crate::outcome::Failure;
-use crate::session::Route;
+use crate::session::{Hello, Route};
 use crate::telemetry::Traced;
 
 pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -28,6 +29,8 @@ pub struct Ctx<'a> {
     pub session: SessionRef,
     /// The host that initialized that session, when its id says.
     pub session_host: Option<HostKind>,
+    /// What the client said at `initialize`, when its id says.
+    pub hello: Option<Hello>,
     /// The host the exchange is for: the session's, until
     /// [`Ctx::judge_host`] reads the request.
     pub host: HostKind,
@@ -44,13 +47,14 @@ impl<'a> Ctx<'a> {
         mount: &'a MountState,
         headers: &'a HeaderMap,
     ) -> Result<Self, Failure> {
-        let (session, session_host) = resolve_session(gw, mount, headers)?;
+        let (session, session_host, hello) = resolve_session(gw, mount, headers)?;
         Ok(Ctx {
             gw,
             mount,
             headers,
             session,
             session_host,
+            hello,
             host: session_host.unwrap_or_default(),
             trace: None,
         })
@@ -85,17 +89,30 @@ pub enum SessionRef {
         upstream: Option<String>,
         received: HeaderValue,
     },
-    /// A session this process owns, by number.
-    Local(u64),
+    /// A session owned by a gateway process (`instance`), numbered `id`
+    /// there: this one's, or one whose id outlived the process that issued
+    /// it (opened again here on its next request).
+    Local {
+        instance: [u8; 16],
+        id: u64,
+    },
+    /// A session on connections the gateway shares, by its client number.
+    Pooled {
+        client: u64,
+    },
 }
 
+/// The session `headers` name, the host that opened it and what its client
+/// said of itself. An id of this mount always leads somewhere: a session
+/// whose mode changed since its id was sealed is served in the mount's
+/// mode now, as one whose upstream side is gone.
 fn resolve_session(
     gw: &Gateway,
     mount: &MountState,
     headers: &HeaderMap,
-) -> Result<(SessionRef, Option<HostKind>), Failure> {
+) -> Result<(SessionRef, Option<HostKind>, Option<Hello>), Failure> {
     let Some(value) = headers.get(SESSION_HEADER) else {
-        return Ok((SessionRef::None, None));
+        return Ok((SessionRef::None, None, None));
     };
     let token = value
         .to_str()
@@ -105,14 +122,31 @@ fn resolve_session(
     if token.mount != mount.config.name {
         return Err(Failure::SessionNotFound);
     }
-    let session = match (&token.route, mount.is_message()) {
-        (Route::Http { upstream_session }, false) => SessionRef::Http {
+    let pooled = mount.config.sessions.mode != SessionMode::Client;
+    let session = match (&token.route, pooled, mount.is_message()) {
+        (Route::Http { upstream_session }, false, false) => SessionRef::Http {
             upstream: upstream_session.clone(),
             received: value.clone(),
         },
-        (Route::Local { instance, id }, true) if *instance == gw.instance => SessionRef::Local(*id),
-        (Route::Local { .. }, true) => return Err(Failure::SessionElsewhere),
+        (Route::Pooled { client }, true, _) => SessionRef::Pooled { client: *client },
+        (Route::Http { upstream_session }, true, _) => SessionRef::Pooled {
+            client: crate::session::pool::digest([upstream_session
+                .as_deref()
+                .unwrap_or("")
+                .as_bytes()]),
+        },
+        (Route::Local { instance, id }, true, _) => SessionRef::Pooled {
+            client: crate::session::pool::digest([&instance[..], &id.to_be_bytes()]),
+        },
+        (Route::Local { instance, id }, false, true) => SessionRef::Local {
+            instance: *instance,
+            id: *id,
+        },
+        (Route::Pooled { client }, false, true) => SessionRef::Local {
+            instance: [0; 16],
+            id: *client,
+        },
         _ => return Err(Failure::SessionNotFound),
     };
-    Ok((session, token.host))
+    Ok((session, token.host, token.hello.clone()))
 }

@@ -92,7 +92,7 @@ mod tests {
             (EndedBy::Unopened, "initialize failed"),
         ];
         for (by, reason) in ends {
-            let s = MessageSession::new("a".into(), false);
+            let s = MessageSession::new("a".into(), None);
             watch(metrics.clone(), s.clone());
             s.end(by, reason);
             // Ended once: a later end does not change who ended it.

@@ -23,15 +23,17 @@ use super::finish::Finisher;
 use crate::jsonrpc::{self, Kind, Message};
 use crate::outcome::{Failure, KNOWN_VERSIONS, Outcome, OutcomeSlot};
 use crate::reply::{self, Body};
-use crate::session::{Route, Token};
+use crate::session::{Hello, Route, Token};
 use crate::sse;
-use crate::upstream::messages::{Delivery, EndedBy, MessageSession, PendingGuard};
+use crate::upstream::messages::{Delivery, EndedBy, MessageSession, Mux, Peer, PendingGuard};
 
 /// Send server messages as SSE comments this often on idle streams.
-const KEEPALIVE: Duration = Duration::from_secs(15);
+pub(super) const KEEPALIVE: Duration = Duration::from_secs(15);
 
-/// Relay one POST through the session its headers name (or a new one for
-/// `initialize`, or the mount's shared one for sessionless clients).
+/// Relay one POST of a client session that owns its connection (`sessions
+/// = "client"`): through the session its headers name, opened again when
+/// its connection is gone, or a new one for `initialize`. Requests without
+/// a session go to the mount's pool ([`super::pooled`]).
 pub async fn post(
     cx: &Ctx<'_>,
     body: &Bytes,
@@ -43,20 +45,27 @@ pub async fn post(
     {
         return Failure::UnsupportedVersion.respond(None);
     }
+    let initialize = matches!(&parsed, jsonrpc::Body::Single(m)
+        if m.kind == Kind::Request && m.method.as_deref() == Some("initialize"));
+    if let SessionRef::None = cx.session
+        && !initialize
+    {
+        return super::pooled::post(cx, body, parsed, finisher).await;
+    }
     let m = match parsed {
         jsonrpc::Body::Single(m) => m,
-        jsonrpc::Body::Batch(items) => return post_batch(cx, items).await,
+        jsonrpc::Body::Batch(items) => {
+            return match local_session(cx).await {
+                Ok(s) => post_batch(cx, items, s, None, None).await,
+                Err(f) => f.respond(None),
+            };
+        }
     };
     if let Err(failure) = check_method_headers(cx, &m) {
         return failure.respond(None);
     }
     let request_id = m.id.filter(|_| m.kind == Kind::Request);
-    let initialize = m.kind == Kind::Request && m.method.as_deref() == Some("initialize");
     let (session, new_id) = match (&cx.session, initialize) {
-        (SessionRef::Local(id), _) => match cx.gw.sessions.get(cx.mount.index, *id) {
-            Some(s) => (s, None),
-            None => return Failure::SessionNotFound.respond(None),
-        },
         (SessionRef::None, true) => match cx.gw.open_session(cx.mount).await {
             Ok((id, s)) => {
                 super::ended::watch(cx.gw.metrics.clone(), s.clone());
@@ -64,11 +73,10 @@ pub async fn post(
             }
             Err(e) => return e.respond(m.id),
         },
-        (SessionRef::None, false) => match cx.gw.shared_session(cx.mount).await {
+        _ => match local_session(cx).await {
             Ok(s) => (s, None),
             Err(e) => return e.respond(request_id),
         },
-        (SessionRef::Http { .. }, _) => return Failure::SessionNotFound.respond(None),
     };
     let Some(id) = request_id else {
         return match session
@@ -80,6 +88,12 @@ pub async fn post(
             Err(e) => e.respond(None),
         };
     };
+    if new_id.is_none() && m.method.as_deref() != Some("ping") {
+        // A client that sent `notifications/initialized` elsewhere (another
+        // connection, without the session id) still gets a session the
+        // upstream counts as initialized.
+        session.ensure_initialized();
+    }
     let progress = jsonrpc::params_view(m.params).request_progress_token;
     let resp = match session.request(body, id, progress).await {
         Ok((rx, guard)) => {
@@ -89,13 +103,41 @@ pub async fn post(
         Err(e) => e.respond(Some(id)),
     };
     match new_id {
-        Some(local) => finish_initialize(cx, local, resp),
+        Some(local) => {
+            let params = m
+                .params
+                .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok());
+            finish_initialize(cx, local, Hello::of_initialize(params.as_ref()), resp)
+        }
         None => resp,
     }
 }
 
+/// The session this process owns that the client's id names: the one it
+/// numbers, or the one opened again in its place; opened again now (as the
+/// client's id says the client opened it) when there is none, so that a
+/// client whose connection is gone (a crashed child, a restarted gateway)
+/// carries on instead of being told to start over, which hosts do not do.
+async fn local_session(cx: &Ctx<'_>) -> Result<Arc<MessageSession>, Failure> {
+    let SessionRef::Local { instance, id } = cx.session else {
+        return Err(Failure::SessionNotFound);
+    };
+    let sessions = &cx.gw.sessions;
+    let own = instance == cx.gw.instance;
+    if own && let Some(s) = sessions.get(cx.mount.index, id) {
+        return Ok(s);
+    }
+    if let Some(s) = sessions.revived(cx.mount.index, instance, id) {
+        return Ok(s);
+    }
+    let hello = cx.hello.clone().unwrap_or_default();
+    let s = cx.gw.revive_session(cx.mount, instance, id, &hello).await?;
+    super::ended::watch(cx.gw.metrics.clone(), s.clone());
+    Ok(s)
+}
+
 /// 2026-07-28: `Mcp-Method` and `Mcp-Name`, when sent, must match the body.
-fn check_method_headers(cx: &Ctx<'_>, m: &Message<'_>) -> Result<(), Failure> {
+pub(super) fn check_method_headers(cx: &Ctx<'_>, m: &Message<'_>) -> Result<(), Failure> {
     if let Some(v) = cx.headers.get(METHOD_HEADER)
         && v.to_str().ok() != m.method.as_deref()
     {
@@ -116,7 +158,12 @@ fn check_method_headers(cx: &Ctx<'_>, m: &Message<'_>) -> Result<(), Failure> {
 
 /// Give a successful `initialize` its session id; a failed one ends the
 /// session it started.
-fn finish_initialize(cx: &Ctx<'_>, local: u64, mut resp: Response<Body>) -> Response<Body> {
+fn finish_initialize(
+    cx: &Ctx<'_>,
+    local: u64,
+    hello: Hello,
+    mut resp: Response<Body>,
+) -> Response<Body> {
     let failed = resp.status() != StatusCode::OK
         || resp
             .extensions()
@@ -136,6 +183,7 @@ fn finish_initialize(cx: &Ctx<'_>, local: u64, mut resp: Response<Body>) -> Resp
         },
         host: Some(cx.host),
         started: Some(crate::session::id::now_millis()),
+        hello: Some(hello),
     };
     let id =
         HeaderValue::from_str(&cx.gw.key.seal(&token)).expect("base64url is a valid header value");
@@ -146,7 +194,7 @@ fn finish_initialize(cx: &Ctx<'_>, local: u64, mut resp: Response<Body>) -> Resp
 /// Answer one request: as JSON when its response is the first thing the
 /// upstream says about it, otherwise as an SSE stream that carries the
 /// related messages and ends with the response.
-async fn answer(
+pub(super) async fn answer(
     cx: &Ctx<'_>,
     session: &Arc<MessageSession>,
     pending: Pending<'_>,
@@ -237,10 +285,10 @@ async fn answer(
 }
 
 /// A request sent, waiting for what the upstream says about it.
-struct Pending<'a> {
-    rx: mpsc::Receiver<Delivery>,
-    guard: PendingGuard,
-    id: &'a RawValue,
+pub(super) struct Pending<'a> {
+    pub(super) rx: mpsc::Receiver<Delivery>,
+    pub(super) guard: PendingGuard,
+    pub(super) id: &'a RawValue,
 }
 
 /// How an SSE answer to request `id` ends when the gateway ends it.
@@ -257,24 +305,22 @@ impl Events {
     }
 }
 
-async fn post_batch(cx: &Ctx<'_>, items: Vec<(Message<'_>, &RawValue)>) -> Response<Body> {
+/// A batch (2025-03-26) on `session`, each message sent on its own;
+/// `peer` and `mux` for a connection shared by several clients.
+pub(super) async fn post_batch(
+    cx: &Ctx<'_>,
+    items: Vec<(Message<'_>, &RawValue)>,
+    session: Arc<MessageSession>,
+    peer: Option<Arc<Peer>>,
+    mux: Option<&Mux>,
+) -> Response<Body> {
     if items
         .iter()
         .any(|(m, _)| m.method.as_deref() == Some("initialize"))
     {
         return Failure::InitializeInBatch.respond(None);
     }
-    let session = match &cx.session {
-        SessionRef::Local(id) => match cx.gw.sessions.get(cx.mount.index, *id) {
-            Some(s) => s,
-            None => return Failure::SessionNotFound.respond(None),
-        },
-        SessionRef::None => match cx.gw.shared_session(cx.mount).await {
-            Ok(s) => s,
-            Err(e) => return e.respond(None),
-        },
-        SessionRef::Http { .. } => return Failure::SessionNotFound.respond(None),
-    };
+    let _ = cx;
     let slot = OutcomeSlot::new();
     // Each message goes upstream on its own; stdio servers need not know batches.
     let mut streams = Vec::new();
@@ -287,7 +333,7 @@ async fn post_batch(cx: &Ctx<'_>, items: Vec<(Message<'_>, &RawValue)>) -> Respo
                 id: id.to_owned(),
                 slot: slot.clone(),
             };
-            match session.request(bytes, id, progress).await {
+            match session.request_as(bytes, id, progress, peer.as_ref()).await {
                 Ok((rx, guard)) => streams.push(
                     ReceiverStream::new(rx)
                         .map(move |d| {
@@ -303,6 +349,10 @@ async fn post_batch(cx: &Ctx<'_>, items: Vec<(Message<'_>, &RawValue)>) -> Respo
                     let err = Delivery::Final(events.failed(&f));
                     streams.push(futures_util::stream::iter([err]).boxed());
                 }
+            }
+        } else if let (Some(mux), Kind::Response, Some(id)) = (mux, m.kind, m.id) {
+            if let Err(f) = mux.answer(bytes, id) {
+                return f.respond(None);
             }
         } else if session
             .notify(
@@ -360,17 +410,12 @@ async fn post_batch(cx: &Ctx<'_>, items: Vec<(Message<'_>, &RawValue)>) -> Respo
     r
 }
 
-/// The client's GET stream of a session this process owns.
-pub fn get(cx: &Ctx<'_>) -> Response<Body> {
-    let SessionRef::Local(id) = cx.session else {
-        return Failure::MethodNotAllowed {
-            allow: "POST",
-            why: Some("GET needs a session (sessionless clients have no server stream)"),
-        }
-        .respond(None);
-    };
-    let Some(session) = cx.gw.sessions.get(cx.mount.index, id) else {
-        return Failure::SessionNotFound.respond(None);
+/// The client's GET stream of a session this process owns (opened again
+/// when its connection is gone).
+pub async fn get(cx: &Ctx<'_>) -> Response<Body> {
+    let session = match local_session(cx).await {
+        Ok(s) => s,
+        Err(f) => return f.respond(None),
     };
     let Some(mut rx) = session.attach_stream() else {
         return Failure::StreamConflict.respond(None);
@@ -404,14 +449,19 @@ pub fn get(cx: &Ctx<'_>) -> Response<Body> {
 
 /// End a session this process owns (its child is stopped).
 pub fn delete(cx: &Ctx<'_>) -> Response<Body> {
-    let SessionRef::Local(id) = cx.session else {
+    let SessionRef::Local { instance, id } = cx.session else {
         return Failure::MethodNotAllowed {
             allow: "POST",
             why: Some("DELETE needs a session"),
         }
         .respond(None);
     };
-    match cx.gw.sessions.remove(id) {
+    let sessions = &cx.gw.sessions;
+    let number = match instance == cx.gw.instance {
+        true => Some(id),
+        false => sessions.revived_number(cx.mount.index, instance, id),
+    };
+    match number.and_then(|n| sessions.remove(n)) {
         Some(s) => {
             s.end(EndedBy::Client, "ended by the client");
             reply::status(StatusCode::OK)

@@ -444,6 +444,7 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()
                     },
                     host: Some(cx.host),
                     started: Some(crate::session::id::now_millis()),
+                    hello: cx.hello.clone(),
                 };
                 HeaderValue::from_str(&cx.gw.key.seal(&token))
                     .expect("base64url is a valid header value")

@@ -131,6 +131,7 @@ mod tests {
             },
             host: None,
             started: None,
+            hello: None,
         };
         assert_eq!(AppSession::open(&key, &key.seal(&token), 3), None);
         assert_eq!(key.open(&id), None);

@@ -10,7 +10,14 @@
 //! since a widget's domain differs by host; ids sealed before it did still
 //! open, with no host. And it carries when the session started (Unix
 //! milliseconds), so that whichever replica sees it end can time it; ids
-//! sealed before it did open with no start.
+//! sealed before it did open with no start. Last comes what the client said
+//! of itself at `initialize` ([`Hello`]): its revision, capabilities and
+//! name, with which a session whose upstream side is gone is opened again.
+//!
+//! A session whose upstream connection the gateway shares between clients
+//! (`sessions = "shared"` or `"conversation"`) names no connection at all,
+//! only the client session ([`Route::Pooled`]): any process holding the key
+//! serves it on a connection of its own.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -18,6 +25,7 @@ use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use rand::RngCore;
 
+use super::hello::Hello;
 use crate::host::HostKind;
 
 const VERSION: u8 = 1;
@@ -31,11 +39,15 @@ const TAG_LEN: usize = 16;
 pub const MAX_UPSTREAM_SESSION_ID: usize = 4096;
 /// Longest mount name an id carries (the configuration refuses longer ones).
 pub const MAX_MOUNT_NAME: usize = 255;
+/// Most bytes a sealed [`Hello`] takes: capabilities and three strings of
+/// at most 255 bytes, each with its length.
+const MAX_HELLO: usize = 2 + 3 * 256;
 /// The longest id [`SessionKey::seal`] makes, so the longest [`SessionKey::open`]
 /// looks at: version, kind, mount length, mount, flag, id length, id, host,
-/// start.
-pub const MAX_SEALED_ID: usize =
-    base64_len(NONCE_LEN + 3 + MAX_MOUNT_NAME + 3 + MAX_UPSTREAM_SESSION_ID + 1 + 8 + TAG_LEN);
+/// start, hello.
+pub const MAX_SEALED_ID: usize = base64_len(
+    NONCE_LEN + 3 + MAX_MOUNT_NAME + 3 + MAX_UPSTREAM_SESSION_ID + 1 + 8 + MAX_HELLO + TAG_LEN,
+);
 
 /// Length of `n` bytes in unpadded base64.
 const fn base64_len(n: usize) -> usize {
@@ -54,6 +66,10 @@ pub enum Route {
     Http { upstream_session: Option<String> },
     /// A session owned by one gateway process (`instance`), numbered `id` there.
     Local { instance: [u8; 16], id: u64 },
+    /// A client session on connections the gateway shares (`sessions =
+    /// "shared"` or `"conversation"`); `client` tells it apart from the
+    /// others, so that what the upstream says reaches this client only.
+    Pooled { client: u64 },
 }
 
 /// The sealed content of a downstream session id.
@@ -67,6 +83,9 @@ pub struct Token {
     /// When the session started, in Unix milliseconds; `None` in an id
     /// sealed before ids carried it.
     pub started: Option<u64>,
+    /// What the client said at `initialize`; `None` in an id sealed before
+    /// ids carried it (or by a session with no `initialize`).
+    pub hello: Option<Hello>,
 }
 
 /// Unix milliseconds now: a new session's [`Token::started`].
@@ -214,15 +233,18 @@ impl OpenedIds {
 
 // Layout: version, kind, mount (u8 length + bytes), then per kind:
 // Http: flag, u16 length + upstream session id; Local: 16-byte instance, u64 id;
+// Pooled: u64 client;
 // then the host's byte (absent from ids sealed before hosts were recorded),
 // then the start, u64 Unix milliseconds (absent from ids sealed before starts
-// were; only after a host's byte).
+// were; only after a host's byte), then the hello (absent from ids sealed
+// before hellos were; only after a start).
 fn encode(token: &Token) -> Vec<u8> {
     let mount = &token.mount.as_bytes()[..token.mount.len().min(255)];
     let mut out = vec![VERSION];
     match &token.route {
         Route::Http { .. } => out.push(1),
         Route::Local { .. } => out.push(2),
+        Route::Pooled { .. } => out.push(3),
     }
     out.push(mount.len() as u8);
     out.extend_from_slice(mount);
@@ -240,12 +262,19 @@ fn encode(token: &Token) -> Vec<u8> {
             out.extend_from_slice(instance);
             out.extend_from_slice(&id.to_be_bytes());
         }
+        Route::Pooled { client } => out.extend_from_slice(&client.to_be_bytes()),
     }
-    if let Some(host) = token.host {
+    // Each later part only after every earlier one: the tail is read by length.
+    let host = token.host.unwrap_or_default();
+    let started = token.started.or(token.hello.as_ref().map(|_| 0));
+    if token.host.is_some() || started.is_some() {
         out.push(host.code());
-        if let Some(started) = token.started {
-            out.extend_from_slice(&started.to_be_bytes());
-        }
+    }
+    if let Some(started) = started {
+        out.extend_from_slice(&started.to_be_bytes());
+    }
+    if let Some(hello) = &token.hello {
+        hello.encode(&mut out);
     }
     out
 }
@@ -274,15 +303,29 @@ fn decode(bytes: &[u8]) -> Option<Token> {
             instance: r.take(16)?.try_into().ok()?,
             id: u64::from_be_bytes(r.take(8)?.try_into().ok()?),
         },
+        3 => Route::Pooled {
+            client: u64::from_be_bytes(r.take(8)?.try_into().ok()?),
+        },
         _ => return None,
     };
-    let (host, started) = match r.0 {
-        [] => (None, None),
-        [code] => (Some(HostKind::from_code(*code)), None),
-        [code, started @ ..] if started.len() == 8 => (
-            Some(HostKind::from_code(*code)),
-            Some(u64::from_be_bytes(started.try_into().ok()?)),
-        ),
+    let (host, started, hello) = match r.0 {
+        [] => (None, None, None),
+        [code] => (Some(HostKind::from_code(*code)), None, None),
+        [code, rest @ ..] if rest.len() >= 8 => {
+            let (started, tail) = rest.split_at(8);
+            let hello = match tail {
+                [] => None,
+                tail => match Hello::decode(tail)? {
+                    (hello, []) => Some(hello),
+                    _ => return None,
+                },
+            };
+            (
+                Some(HostKind::from_code(*code)),
+                Some(u64::from_be_bytes(started.try_into().ok()?)),
+                hello,
+            )
+        }
         _ => return None,
     };
     Some(Token {
@@ -290,6 +333,7 @@ fn decode(bytes: &[u8]) -> Option<Token> {
         route,
         host,
         started,
+        hello,
     })
 }
 
@@ -322,6 +366,7 @@ mod tests {
             },
             host: Some(HostKind::Claude),
             started: Some(1_790_000_000_123),
+            hello: None,
         }
     }
 
@@ -339,6 +384,22 @@ mod tests {
                 },
                 host: Some(HostKind::ChatGpt),
                 started: None,
+                hello: None,
+            },
+            Token {
+                mount: "tasks".into(),
+                route: Route::Pooled { client: 42 },
+                host: Some(HostKind::Claude),
+                started: Some(7),
+                hello: Some(Hello::of_initialize(Some(&serde_json::json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"sampling": {}, "roots": {"listChanged": true}},
+                    "clientInfo": {"name": "claude-ai", "version": "0.1.0"},
+                })))),
+            },
+            Token {
+                hello: Some(Hello::default()),
+                ..http(Some("with-hello"))
             },
             Token {
                 host: Some(HostKind::Other),
@@ -369,13 +430,19 @@ mod tests {
                 },
                 host: Some(HostKind::Other),
                 started: Some(u64::MAX),
+                hello: Some(Hello {
+                    version: "v".repeat(255),
+                    caps: Default::default(),
+                    client_name: "n".repeat(255),
+                    client_version: "c".repeat(255),
+                }),
             };
             assert!(carries_upstream_id(&"s".repeat(len)));
             let id = key.seal(&token);
             assert!(id.len() <= MAX_SEALED_ID, "{} > {MAX_SEALED_ID}", id.len());
             assert_eq!(key.open(&id), Some(token), "{len}");
         }
-        assert_eq!(MAX_SEALED_ID, 5875);
+        assert_eq!(MAX_SEALED_ID, 6902);
         assert!(!carries_upstream_id(
             &"s".repeat(MAX_UPSTREAM_SESSION_ID + 1)
         ));
@@ -398,7 +465,14 @@ mod tests {
             URL_SAFE_NO_PAD.encode([&nonce[..], &sealed.unwrap()].concat())
         };
         let token = http(Some("up-1"));
-        let mut plain = encode(&token);
+        let with_hello = Token {
+            hello: Some(Hello::gateway("2025-11-25")),
+            ..token.clone()
+        };
+        let mut plain = encode(&with_hello);
+        assert_eq!(key.open(&seal_plain(&plain)), Some(with_hello));
+        // An id sealed before ids carried the hello.
+        plain.truncate(encode(&token).len());
         assert_eq!(key.open(&seal_plain(&plain)), Some(token.clone()));
         plain.truncate(plain.len() - 8);
         let no_start = Token {

@@ -3,20 +3,25 @@
 //! of idle ones.
 //!
 //! - [`app`]: the sealed id of a session with an app, one session per member;
+//! - [`hello`]: what a client said of itself at `initialize`, carried in its id;
 //! - [`id`]: sealed ids that carry their own routing, so any replica holding
 //!   the key serves an HTTP-upstream session with no shared store;
 //! - [`owned`]: the sessions this process holds open with stdio and legacy
-//!   SSE upstreams, by number, and the one per mount shared by sessionless
-//!   clients;
+//!   SSE upstreams for clients that own their connection, by number;
+//! - [`pool`]: per mount, the connections clients share (a pool, one per
+//!   conversation) and the client sessions they serve;
 //! - [`in_flight`]: requests waiting for an upstream, per client session;
-//! - [`reaper`]: ends owned sessions idle beyond their time.
+//! - [`reaper`]: ends sessions and connections idle beyond their time.
 
 pub mod app;
+pub mod hello;
 pub mod id;
 pub mod in_flight;
 pub mod owned;
+pub mod pool;
 pub mod reaper;
 
+pub use hello::{Caps, Hello};
 pub use id::{KeyError, OpenedIds, Route, SessionKey, Token};
 pub use in_flight::{InFlight, InFlightGuard};
 pub use owned::Owned;

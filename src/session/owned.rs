@@ -1,10 +1,11 @@
 //! The sessions this process owns with message-oriented upstreams (stdio
-//! children, legacy SSE connections): each client session by number, and
-//! per mount the one session shared by sessionless (2026-07-28) clients.
-//! HTTP-upstream sessions are not here: they live only in their sealed ids.
+//! children, legacy SSE connections) for clients that own their connection
+//! (`sessions = "client"`): each client session by number, and those opened
+//! again in place of a session whose id outlived its connection (by the id's
+//! process and number). Connections clients share are in
+//! [`super::pool`]; HTTP-upstream sessions live only in their sealed ids.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,14 +15,19 @@ use bytes::Bytes;
 use crate::outcome::Failure;
 use crate::upstream::messages::{EndedBy, MessageSession};
 
-type Shared = tokio::sync::Mutex<Option<Arc<MessageSession>>>;
+/// A session id's process and number.
+type Origin = ([u8; 16], u64);
+
+/// Most sessions opened again that are remembered by their old id.
+const MAX_REVIVED: usize = 4096;
 
 /// Owned sessions, against `limits.max_sessions`.
 pub struct Owned {
     next: AtomicU64,
     map: Mutex<HashMap<u64, (usize, Arc<MessageSession>)>>,
-    /// By mount index.
-    shared: Vec<Shared>,
+    /// Sessions opened again, by the id they stand in for: mount, number.
+    revived: Mutex<HashMap<Origin, (usize, u64)>>,
+    mounts: usize,
     max: usize,
 }
 
@@ -31,9 +37,49 @@ impl Owned {
         Owned {
             next: AtomicU64::new(0),
             map: Mutex::default(),
-            shared: (0..mounts).map(|_| Shared::default()).collect(),
+            revived: Mutex::default(),
+            mounts,
             max,
         }
+    }
+
+    /// Register `session`, opened again in place of session `id` of process
+    /// `instance`; its number.
+    pub fn insert_revived(
+        &self,
+        mount: usize,
+        instance: [u8; 16],
+        id: u64,
+        session: Arc<MessageSession>,
+    ) -> u64 {
+        let number = self.insert(mount, session);
+        let mut revived = self.revived.lock().unwrap_or_else(|e| e.into_inner());
+        if revived.len() >= MAX_REVIVED {
+            let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+            revived.retain(|_, (_, n)| map.contains_key(n));
+        }
+        revived.insert((instance, id), (mount, number));
+        number
+    }
+
+    /// The number of the session opened in place of session `id` of
+    /// process `instance`, if one was.
+    pub fn revived_number(&self, mount: usize, instance: [u8; 16], id: u64) -> Option<u64> {
+        let revived = self.revived.lock().unwrap_or_else(|e| e.into_inner());
+        revived
+            .get(&(instance, id))
+            .filter(|(m, _)| *m == mount)
+            .map(|(_, n)| *n)
+    }
+
+    /// The open session opened in place of session `id` of process `instance`.
+    pub fn revived(
+        &self,
+        mount: usize,
+        instance: [u8; 16],
+        id: u64,
+    ) -> Option<Arc<MessageSession>> {
+        self.get(mount, self.revived_number(mount, instance, id)?)
     }
 
     /// Whether one more client session may open.
@@ -70,20 +116,6 @@ impl Owned {
         self.map.lock().unwrap().remove(&id).map(|(_, s)| s)
     }
 
-    /// The shared session of `mount`, started by `open` when absent or ended.
-    pub async fn shared<F>(&self, mount: usize, open: F) -> Result<Arc<MessageSession>, Failure>
-    where
-        F: Future<Output = Result<Arc<MessageSession>, Failure>>,
-    {
-        let mut slot = self.shared[mount].lock().await;
-        if let Some(s) = slot.as_ref().filter(|s| !s.is_closed()) {
-            return Ok(s.clone());
-        }
-        let s = open.await?;
-        *slot = Some(s.clone());
-        Ok(s)
-    }
-
     /// Open client sessions; ended ones are dropped from the table on the way.
     pub fn len(&self) -> usize {
         let mut map = self.map.lock().unwrap();
@@ -95,21 +127,14 @@ impl Owned {
         self.len() == 0
     }
 
-    /// Open sessions by mount index, shared ones included.
-    pub async fn open_by_mount(&self) -> Vec<usize> {
-        let mut open = vec![0; self.shared.len()];
-        {
-            let mut map = self.map.lock().unwrap();
-            map.retain(|_, (_, s)| !s.is_closed());
-            for (m, _) in map.values() {
-                if let Some(n) = open.get_mut(*m) {
-                    *n += 1;
-                }
-            }
-        }
-        for (m, slot) in self.shared.iter().enumerate() {
-            if slot.lock().await.as_ref().is_some_and(|s| !s.is_closed()) {
-                open[m] += 1;
+    /// Open sessions by mount index.
+    pub fn open_by_mount(&self) -> Vec<usize> {
+        let mut open = vec![0; self.mounts];
+        let mut map = self.map.lock().unwrap();
+        map.retain(|_, (_, s)| !s.is_closed());
+        for (m, _) in map.values() {
+            if let Some(n) = open.get_mut(*m) {
+                *n += 1;
             }
         }
         open
@@ -132,7 +157,7 @@ impl Owned {
     /// End the sessions idle for longer than `ttl`, and those of a mount
     /// with a `quiet[mount]` limit that have nothing open (see
     /// [`MessageSession::is_quiet`]) and were idle for longer than it.
-    pub async fn reap(&self, ttl: Duration, quiet: &[Option<Duration>]) {
+    pub fn reap(&self, ttl: Duration, quiet: &[Option<Duration>]) {
         let why = |s: &MessageSession, mount: usize| -> Option<String> {
             if s.idle() > ttl {
                 return Some(format!("session idle for more than {} s", ttl.as_secs()));
@@ -155,29 +180,16 @@ impl Owned {
         for (s, reason) in idle {
             s.end(EndedBy::Gateway, reason);
         }
-        for (mount, slot) in self.shared.iter().enumerate() {
-            let mut slot = slot.lock().await;
-            if let Some(reason) = slot.as_deref().and_then(|s| why(s, mount))
-                && let Some(s) = slot.take()
-            {
-                s.end(EndedBy::Gateway, reason);
-            }
-        }
     }
 
     /// End every session (children are stopped).
-    pub async fn close_all(&self, reason: &str) {
+    pub fn close_all(&self, reason: &str) {
         let all: Vec<Arc<MessageSession>> = {
             let mut map = self.map.lock().unwrap();
             map.drain().map(|(_, (_, s))| s).collect()
         };
         for s in all {
             s.end(EndedBy::Gateway, reason);
-        }
-        for slot in &self.shared {
-            if let Some(s) = slot.lock().await.take() {
-                s.end(EndedBy::Gateway, reason);
-            }
         }
     }
 }

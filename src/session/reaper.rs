@@ -1,6 +1,8 @@
 //! Ends owned sessions idle beyond `limits.session_idle_secs`, and stdio
-//! sessions with nothing open idle beyond `limits.stdio_quiet_session_secs`,
-//! checking every `limits.session_reap_interval_secs`.
+//! sessions with nothing open idle beyond `limits.stdio_quiet_session_secs`;
+//! ends the pools' connections unused beyond their lane's limit
+//! (`limits.conversation_idle_secs` for a conversation's) and forgets their
+//! idle client sessions; checking every `limits.session_reap_interval_secs`.
 
 use std::sync::Weak;
 use std::time::Duration;
@@ -8,18 +10,31 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::owned::Owned;
+use super::pool::Pool;
 
-/// Reap `sessions` every `interval` until `stop` fires or the table is gone;
-/// `quiet` is the shorter limit of each mount's sessions with nothing open
-/// (`None`: only `ttl`), by mount index.
+/// How long what is reaped may stay idle.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Any session, and a pool's connections and client sessions.
+    pub ttl: Duration,
+    /// By mount index: the shorter limit of an owned session with nothing
+    /// open (`None`: only `ttl`).
+    pub quiet: Vec<Option<Duration>>,
+    /// A conversation's connection, and the other connections of one client
+    /// or one request.
+    pub conversation: Duration,
+}
+
+/// Reap `sessions` and `pools` every `interval` until `stop` fires or they
+/// are gone.
 pub fn spawn(
     sessions: Weak<Owned>,
+    pools: Weak<Vec<Pool>>,
     interval: Duration,
-    ttl: Duration,
-    quiet: Vec<Option<Duration>>,
+    limits: Limits,
     stop: CancellationToken,
 ) {
-    // Detached on purpose: it holds only a weak reference and ends with `stop`.
+    // Detached on purpose: it holds only weak references and ends with `stop`.
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -28,10 +43,13 @@ pub fn spawn(
                 _ = tick.tick() => {}
                 _ = stop.cancelled() => return,
             }
-            let Some(sessions) = sessions.upgrade() else {
+            let (Some(sessions), Some(pools)) = (sessions.upgrade(), pools.upgrade()) else {
                 return;
             };
-            sessions.reap(ttl, &quiet).await;
+            sessions.reap(limits.ttl, &limits.quiet);
+            for pool in pools.iter() {
+                pool.reap(limits.ttl, limits.conversation);
+            }
         }
     });
 }
@@ -47,17 +65,23 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn idle_sessions_are_ended_on_the_next_round() {
         let owned = Arc::new(Owned::new(1, 8));
-        let idle = MessageSession::new("a".into(), false);
-        let busy = MessageSession::new("a".into(), false);
+        let pools = Arc::new(vec![Pool::new(1)]);
+        let idle = MessageSession::new("a".into(), None);
+        let busy = MessageSession::new("a".into(), None);
         owned.insert(0, idle.clone());
         owned.insert(0, busy.clone());
         let stop = CancellationToken::new();
         let (interval, ttl) = (Duration::from_secs(10), Duration::from_secs(60));
+        let limits = Limits {
+            ttl,
+            quiet: vec![None],
+            conversation: ttl,
+        };
         spawn(
             Arc::downgrade(&owned),
+            Arc::downgrade(&pools),
             interval,
-            ttl,
-            vec![None],
+            limits,
             stop.clone(),
         );
 
@@ -85,9 +109,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn stdio_sessions_with_nothing_open_end_after_the_quiet_limit() {
         let owned = Arc::new(Owned::new(2, 8));
-        let quiet = MessageSession::new("stdio".into(), false);
-        let streaming = MessageSession::new("stdio".into(), false);
-        let other_mount = MessageSession::new("sse".into(), false);
+        let pools = Arc::new(vec![Pool::new(1), Pool::new(1)]);
+        let quiet = MessageSession::new("stdio".into(), None);
+        let streaming = MessageSession::new("stdio".into(), None);
+        let other_mount = MessageSession::new("sse".into(), None);
         owned.insert(0, quiet.clone());
         owned.insert(0, streaming.clone());
         owned.insert(1, other_mount.clone());
@@ -96,11 +121,16 @@ mod tests {
         let stop = CancellationToken::new();
         let interval = Duration::from_secs(15);
         let (ttl, quiet_ttl) = (Duration::from_secs(3600), Duration::from_secs(600));
+        let limits = Limits {
+            ttl,
+            quiet: vec![Some(quiet_ttl), None],
+            conversation: ttl,
+        };
         spawn(
             Arc::downgrade(&owned),
+            Arc::downgrade(&pools),
             interval,
-            ttl,
-            vec![Some(quiet_ttl), None],
+            limits,
             stop.clone(),
         );
 

@@ -10,7 +10,7 @@ use http_body_util::{BodyExt, Full};
 
 use super::client::{Client, UpstreamBody, send};
 use super::error::UpstreamError;
-use super::messages::MessageSession;
+use super::messages::{MessageSession, Mux};
 use crate::config::Limits;
 use crate::jsonrpc::{self, Kind};
 use crate::outcome::Failure;
@@ -22,7 +22,7 @@ pub async fn connect(
     url: &http::Uri,
     limits: &Limits,
     client: &Client,
-    shared: bool,
+    mux: Option<Arc<Mux>>,
     connect_timeout: Duration,
 ) -> Result<Arc<MessageSession>, UpstreamError> {
     let err = |detail: String| UpstreamError::Protocol {
@@ -71,7 +71,7 @@ pub async fn connect(
     })?;
     tracing::info!(upstream = name, endpoint = %post_url, "connected to legacy SSE upstream");
 
-    let session = MessageSession::new(name.into(), shared);
+    let session = MessageSession::new(name.into(), mux);
     tokio::spawn(read_events(body, parser, session.clone()));
     tokio::spawn(post_messages(
         client.clone(),

@@ -5,23 +5,31 @@
 //! says on its own (logging, sampling, elicitation, list changes) to an open
 //! request stream or the client's GET stream, queued until one exists.
 //!
-//! One client per session is the default, so ids pass unchanged. A session
-//! shared by several sessionless (2026-07-28) clients rewrites request ids to
-//! its own and restores them on the way back.
+//! One client per session passes ids unchanged. A connection shared by
+//! several clients ([`Mux`]) rewrites request ids and progress tokens to its
+//! own and restores them on the way back, and routes what the server says
+//! on its own to the client it concerns ([`mux`]): a server's request to the
+//! client whose request caused it (under an id of the gateway's, so that
+//! the answer finds its way back), a list change to every client, a
+//! resource update to its subscribers.
 //!
 //! What goes to the upstream waits in a bounded [`Outbox`]; a request whose
 //! requester stops waiting (its time ran out, the client went away) is taken
 //! back if it was not written yet, and otherwise the upstream is sent
 //! `notifications/cancelled` for it, so that it can stop the work.
 
+pub mod mux;
 mod outbox;
+pub mod peer;
 mod state;
 
+pub use mux::Mux;
 pub use outbox::{Full, MAX_QUEUED, MAX_QUEUED_BYTES, Outbox};
+pub use peer::{Peer, Peers};
 pub use state::Delivery;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
@@ -32,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 use crate::jsonrpc::{self, Kind};
 use crate::outcome::Failure;
 use crate::upstream::error::UpstreamError;
-use state::{BACKLOG, Pending, State, Target, route_unrelated};
+use state::{BACKLOG, Pending, State, Target, progress_of, route_unrelated};
 
 /// Messages buffered per request or GET stream before the upstream waits.
 const STREAM_BUFFER: usize = 64;
@@ -46,7 +54,13 @@ pub struct MessageSession {
     reason: OnceLock<String>,
     /// Who ended it, first one wins; unset while open.
     ended_by: OnceLock<EndedBy>,
-    rewrite_ids: bool,
+    /// Set on a connection shared by several clients: ids are rewritten and
+    /// what the server says on its own is routed by client.
+    mux: Option<Arc<Mux>>,
+    /// This session, for the server requests it hands to clients.
+    me: Weak<MessageSession>,
+    /// Whether `notifications/initialized` was sent.
+    initialized: AtomicBool,
     created: Instant,
     last_active_ms: AtomicU64,
 }
@@ -94,24 +108,40 @@ impl Drop for PendingGuard {
 
 impl MessageSession {
     /// The transport's writer takes what to send from [`Self::outgoing`];
-    /// `rewrite_ids` is for sessions shared by several clients.
-    pub fn new(upstream: Arc<str>, rewrite_ids: bool) -> Arc<Self> {
-        Self::with_outbox(upstream, rewrite_ids, Outbox::default())
+    /// `mux` is set for a connection shared by several clients.
+    pub fn new(upstream: Arc<str>, mux: Option<Arc<Mux>>) -> Arc<Self> {
+        Self::with_outbox(upstream, mux, Outbox::default())
     }
 
     /// [`Self::new`] with an outbox of other bounds.
-    pub fn with_outbox(upstream: Arc<str>, rewrite_ids: bool, outbox: Outbox) -> Arc<Self> {
-        Arc::new(MessageSession {
+    pub fn with_outbox(upstream: Arc<str>, mux: Option<Arc<Mux>>, outbox: Outbox) -> Arc<Self> {
+        Arc::new_cyclic(|me| MessageSession {
             upstream,
             outbox,
             state: Mutex::new(State::default()),
             closed: CancellationToken::new(),
             reason: OnceLock::new(),
             ended_by: OnceLock::new(),
-            rewrite_ids,
+            mux,
+            me: me.clone(),
+            initialized: AtomicBool::new(false),
             created: Instant::now(),
             last_active_ms: AtomicU64::new(0),
         })
+    }
+
+    /// Whether several clients share this connection.
+    pub fn is_shared(&self) -> bool {
+        self.mux.is_some()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Requests waiting for their answer (the gateway's own included).
+    pub fn waiting(&self) -> usize {
+        self.lock().pending.len()
     }
 
     pub fn upstream(&self) -> &str {
@@ -144,7 +174,7 @@ impl MessageSession {
     /// Whether the client has nothing open here: no request waiting for its
     /// answer and no GET stream.
     pub fn is_quiet(&self) -> bool {
-        let st = self.state.lock().unwrap();
+        let st = self.lock();
         st.pending.values().all(|p| p.tx.is_closed())
             && st.get_stream.as_ref().is_none_or(|tx| tx.is_closed())
     }
@@ -170,36 +200,87 @@ impl MessageSession {
         id: &RawValue,
         progress_token: Option<&RawValue>,
     ) -> Result<(mpsc::Receiver<Delivery>, PendingGuard), Failure> {
+        self.request_as(message, id, progress_token, None).await
+    }
+
+    /// [`Self::request`] for one client session of a shared connection
+    /// (`None`: a client with no session, or the only client). On a shared
+    /// connection `id` and `progress_token` must be the ones found in
+    /// `message`: they are spliced.
+    pub async fn request_as(
+        self: &Arc<Self>,
+        message: &[u8],
+        id: &RawValue,
+        progress_token: Option<&RawValue>,
+        peer: Option<&Arc<Peer>>,
+    ) -> Result<(mpsc::Receiver<Delivery>, PendingGuard), Failure> {
+        self.send_request(message, id, progress_token, peer, false)
+    }
+
+    /// A request of the gateway's own (its `initialize` of a connection it
+    /// opens): never taken for a client's when routing what the server says.
+    /// `id` is the one found in `message` (a shared connection splices it).
+    pub fn request_own(
+        self: &Arc<Self>,
+        message: &[u8],
+        id: &RawValue,
+    ) -> Result<(mpsc::Receiver<Delivery>, PendingGuard), Failure> {
+        self.send_request(message, id, None, None, true)
+    }
+
+    fn send_request(
+        self: &Arc<Self>,
+        message: &[u8],
+        id: &RawValue,
+        progress_token: Option<&RawValue>,
+        peer: Option<&Arc<Peer>>,
+        own: bool,
+    ) -> Result<(mpsc::Receiver<Delivery>, PendingGuard), Failure> {
         self.touch();
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        let shared = self.is_shared();
         let (key, seq) = {
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.lock();
             if self.is_closed() {
                 return Err(self.closed_error());
             }
             // Ids are unique among a session's waiting requests: a second
             // request with the id of one still waiting could take its answer.
-            if !self.rewrite_ids && st.pending.contains_key(&jsonrpc::id_key(id)) {
+            if !shared && st.pending.contains_key(&jsonrpc::id_key(id)) {
                 return Err(Failure::IdInUse {
                     id: id.get().to_owned(),
                 });
             }
             st.seq += 1;
             let seq = st.seq;
-            let (key, wire, rewritten) = if self.rewrite_ids {
+            let (key, wire, progress, client_token) = if shared {
                 st.next_id += 1;
                 let ours = st.next_id.to_string();
-                let wire = jsonrpc::splice(message, id, &ours)
+                // A client's progress token could be another's: the upstream
+                // sees one of the connection's own.
+                let token = progress_token.map(|t| (t, format!("\"p{}\"", st.next_id)));
+                let mut parts = vec![(id, ours.clone())];
+                if let Some((t, mine)) = &token {
+                    parts.push((*t, mine.clone()));
+                }
+                let wire = jsonrpc::splice_all(message, &parts)
                     .map(Bytes::from)
                     .unwrap_or_else(|| Bytes::copy_from_slice(message));
-                (ours, wire, true)
+                let progress = token.as_ref().map(|(_, mine)| mine.clone());
+                let client_token = token.map(|(t, _)| Box::<str>::from(t.get()));
+                (ours, wire, progress, client_token)
             } else {
-                (jsonrpc::id_key(id), Bytes::copy_from_slice(message), false)
+                let progress = progress_token.map(jsonrpc::id_key);
+                (
+                    jsonrpc::id_key(id),
+                    Bytes::copy_from_slice(message),
+                    progress,
+                    None,
+                )
             };
             // Queued under the lock: the upstream sees requests in the order
             // they were registered.
             let out = self.outbox.push(wire).map_err(|full| self.backlog(full))?;
-            let progress = progress_token.map(jsonrpc::id_key);
             if let Some(p) = &progress {
                 st.by_progress.insert(p.clone(), key.clone());
             }
@@ -211,10 +292,13 @@ impl MessageSession {
                     tx,
                     seq,
                     client_id: id.get().into(),
-                    rewritten,
+                    rewritten: shared,
                     progress,
+                    client_token,
                     out,
                     cancellable,
+                    peer: peer.cloned(),
+                    own,
                 },
             );
             (key, seq)
@@ -240,11 +324,18 @@ impl MessageSession {
         if self.is_closed() {
             return Err(self.closed_error());
         }
+        if method == Some("notifications/initialized")
+            && self.initialized.swap(true, Ordering::AcqRel)
+        {
+            // Said already (by the gateway, on the client's behalf).
+            return Ok(());
+        }
         let cancel = method == Some("notifications/cancelled");
-        // A shared session cannot tell whose request `requestId` names, and
-        // server-to-client requests do not exist in the sessionless protocol.
-        if self.rewrite_ids && (kind == Kind::Response || cancel) {
-            tracing::debug!(upstream = %self.upstream, "dropped a message a shared session cannot route");
+        // On a shared connection, whose request `requestId` names is known
+        // only with the client ([`Self::cancel_for`]), and a client's answer
+        // goes back through the [`Mux`] that gave its request an id.
+        if self.is_shared() && (kind == Kind::Response || cancel) {
+            tracing::debug!(upstream = %self.upstream, "dropped a message a shared connection cannot route");
             return Ok(());
         }
         if cancel {
@@ -260,11 +351,24 @@ impl MessageSession {
             .map_err(|full| self.backlog(full))
     }
 
+    /// Say `notifications/initialized` unless it was said: a client that
+    /// sends it elsewhere (without its session id, from another address)
+    /// still gets a session the upstream counts as initialized.
+    pub fn ensure_initialized(&self) {
+        if !self.initialized.swap(true, Ordering::AcqRel) {
+            let m =
+                Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+            if self.outbox.push(m).is_err() {
+                tracing::debug!(upstream = %self.upstream, "no room to say notifications/initialized");
+            }
+        }
+    }
+
     /// End the wait of the request the upstream knows as `key` (its id as
     /// the upstream saw it) with `failure` instead of a response.
     pub fn fail(&self, key: &str, failure: Failure) {
         let p = {
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.lock();
             let p = st.pending.remove(key);
             if let Some(t) = p.as_ref().and_then(|p| p.progress.as_ref()) {
                 st.by_progress.remove(t);
@@ -280,7 +384,7 @@ impl MessageSession {
     /// its own, starting with anything queued. At most one at a time.
     pub fn attach_stream(&self) -> Option<mpsc::Receiver<Bytes>> {
         self.touch();
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.lock();
         if st.get_stream.as_ref().is_some_and(|tx| !tx.is_closed()) {
             return None;
         }
@@ -294,6 +398,13 @@ impl MessageSession {
 
     /// Route one message from the upstream.
     pub async fn deliver(&self, message: Bytes) {
+        self.deliver_for(message, None).await;
+    }
+
+    /// Route one message from the upstream that it sent in answer to the
+    /// request the upstream knows as `related` (a streamable HTTP upstream
+    /// says so by the stream it sends it on), if that is known.
+    pub async fn deliver_for(&self, message: Bytes, related: Option<&str>) {
         let parsed = match jsonrpc::classify_one(&message) {
             Ok(m) => m,
             Err(e) => {
@@ -305,7 +416,7 @@ impl MessageSession {
             }
         };
         let target = {
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.lock();
             match parsed.kind {
                 Kind::Response => {
                     let key = jsonrpc::id_key(parsed.id.expect("responses have ids"));
@@ -324,29 +435,36 @@ impl MessageSession {
                     };
                     Target::Request(p.tx, Delivery::Final(bytes))
                 }
-                _ => {
-                    let progress_for = (parsed.method.as_deref() == Some("notifications/progress"))
-                        .then(|| {
-                            jsonrpc::params_view(parsed.params)
-                                .progress_token
-                                .map(jsonrpc::id_key)
-                        })
-                        .flatten()
-                        .and_then(|t| st.by_progress.get(&t).cloned())
-                        .and_then(|k| st.pending.get(&k).map(|p| p.tx.clone()));
-                    match progress_for {
-                        Some(tx) => Target::Request(tx, Delivery::Related(message.clone())),
-                        None => route_unrelated(&mut st, message.clone()),
+                _ => match progress_of(&st, &parsed, &message) {
+                    Some(target) => target,
+                    None if self.is_shared() => {
+                        self.route_shared(&mut st, &parsed, &message, related)
                     }
-                }
+                    None => route_unrelated(&mut st, message.clone()),
+                },
             }
         };
+        self.hand_over(target).await;
+    }
+
+    async fn hand_over(&self, target: Target) {
         match target {
             Target::Request(tx, d) => {
                 let _ = tx.send(d).await;
             }
             Target::Stream(tx, m) => {
                 let _ = tx.send(m).await;
+            }
+            Target::Peer(peer, m) => peer.send(m),
+            Target::Peers(peers, m) => {
+                for p in peers {
+                    p.send(m.clone());
+                }
+            }
+            Target::Upstream(m) => {
+                if self.outbox.push(m).is_err() {
+                    tracing::debug!(upstream = %self.upstream, "no room to answer the upstream's request");
+                }
             }
             Target::Queued => {}
         }
@@ -357,7 +475,7 @@ impl MessageSession {
     /// stream, which belongs to that request's exchange.
     pub async fn announce(&self, message: Bytes) {
         let tx = {
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.lock();
             match st.get_stream.as_ref().filter(|tx| !tx.is_closed()) {
                 Some(tx) => tx.clone(),
                 None => {
@@ -396,7 +514,7 @@ impl MessageSession {
         let reason = reason.into();
         let first = self.reason.set(reason.clone()).is_ok();
         let pending: Vec<Pending> = {
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.lock();
             st.by_progress.clear();
             st.get_stream = None;
             st.backlog.clear();
@@ -430,7 +548,7 @@ impl MessageSession {
     /// (when that fits in the outbox: this never waits).
     fn forget(&self, key: &str, seq: u64, reason: &str) {
         let p = {
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.lock();
             if st.pending.get(key).is_none_or(|p| p.seq != seq) {
                 return;
             }

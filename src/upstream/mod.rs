@@ -7,6 +7,7 @@
 pub mod budget;
 pub mod client;
 pub mod error;
+pub mod handshake;
 pub mod legacy_sse;
 pub mod messages;
 pub mod stdio;
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{Limits, Mount, Transport};
-use messages::MessageSession;
+use messages::{MessageSession, Mux};
 
 /// Open a new session on a message-oriented upstream. `shared` sessions
 /// serve several sessionless clients and rewrite ids.
@@ -25,9 +26,9 @@ pub async fn open_session(
     mount: &Mount,
     limits: &Limits,
     client: &client::Client,
-    shared: bool,
+    mux: Option<Arc<Mux>>,
 ) -> Result<Arc<MessageSession>, UpstreamError> {
-    open_supervised(mount, limits, client, shared, None).await
+    open_supervised(mount, limits, client, mux, None).await
 }
 
 /// [`open_session`], with a stdio child counted against `sup` (the
@@ -36,13 +37,13 @@ pub async fn open_supervised(
     mount: &Mount,
     limits: &Limits,
     client: &client::Client,
-    shared: bool,
+    mux: Option<Arc<Mux>>,
     sup: Option<&stdio::Supervisor>,
 ) -> Result<Arc<MessageSession>, UpstreamError> {
     match &mount.transport {
         Transport::Stdio(cmd) => match sup {
-            Some(sup) => stdio::spawn_supervised(&mount.name, cmd, limits, shared, sup),
-            None => stdio::spawn(&mount.name, cmd, limits, shared),
+            Some(sup) => stdio::spawn_supervised(&mount.name, cmd, limits, mux, sup),
+            None => stdio::spawn(&mount.name, cmd, limits, mux),
         },
         Transport::Sse { url } => {
             legacy_sse::connect(
@@ -50,7 +51,7 @@ pub async fn open_supervised(
                 url,
                 limits,
                 client,
-                shared,
+                mux,
                 Duration::from_secs(limits.connect_timeout_secs),
             )
             .await

@@ -34,7 +34,7 @@ use std::time::Instant;
 use tokio::process::Command;
 
 use super::error::UpstreamError;
-use super::messages::MessageSession;
+use super::messages::{MessageSession, Mux};
 use crate::config::{Limits, StdioCommand};
 use group::Group;
 
@@ -43,9 +43,9 @@ pub fn spawn(
     name: &str,
     cmd: &StdioCommand,
     limits: &Limits,
-    shared: bool,
+    mux: Option<Arc<Mux>>,
 ) -> Result<Arc<MessageSession>, UpstreamError> {
-    spawn_supervised(name, cmd, limits, shared, &Supervisor::standalone(limits))
+    spawn_supervised(name, cmd, limits, mux, &Supervisor::standalone(limits))
 }
 
 /// [`spawn`], counted against `sup`'s child limit and restart backoff.
@@ -53,7 +53,7 @@ pub fn spawn_supervised(
     name: &str,
     cmd: &StdioCommand,
     limits: &Limits,
-    shared: bool,
+    mux: Option<Arc<Mux>>,
     sup: &Supervisor,
 ) -> Result<Arc<MessageSession>, UpstreamError> {
     sup.restarts.check(name)?;
@@ -96,7 +96,7 @@ pub fn spawn_supervised(
     let stdin = child.stdin.take().expect("piped");
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
-    let session = MessageSession::new(name.into(), shared);
+    let session = MessageSession::new(name.into(), mux);
     // Set when the session ends because of the child (a broken pipe, an
     // oversized line) rather than the gateway.
     let child_fault = Arc::new(AtomicBool::new(false));

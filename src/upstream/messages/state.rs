@@ -3,10 +3,13 @@
 //! stream was open.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+use super::peer::Peer;
+use crate::jsonrpc::{self, Message};
 use crate::outcome::Failure;
 
 /// Most server messages kept for a client that has no stream open yet.
@@ -31,11 +34,20 @@ pub(super) struct Pending {
     pub(super) client_id: Box<str>,
     /// Whether the upstream saw another id (shared sessions).
     pub(super) rewritten: bool,
+    /// The progress token as the upstream knows it.
     pub(super) progress: Option<String>,
+    /// The client's own progress token, as it wrote it, when the upstream
+    /// saw another (shared sessions).
+    pub(super) client_token: Option<Box<str>>,
     /// Its number in the outbox.
     pub(super) out: u64,
     /// Whether the upstream may be told it was cancelled (not `initialize`).
     pub(super) cancellable: bool,
+    /// The client session it came from, on a shared connection (`None`: a
+    /// client with no session, or the only client).
+    pub(super) peer: Option<Arc<Peer>>,
+    /// The gateway's own request (it opened the connection).
+    pub(super) own: bool,
 }
 
 #[derive(Default)]
@@ -46,12 +58,40 @@ pub(super) struct State {
     pub(super) backlog: VecDeque<Bytes>,
     pub(super) next_id: u64,
     pub(super) seq: u64,
+    /// Shared connections: the client sessions subscribed to each resource.
+    pub(super) subscribers: HashMap<String, Vec<u64>>,
+    /// Shared connections: the log level asked of the upstream, if any.
+    pub(super) level: Option<u8>,
 }
 
 pub(super) enum Target {
     Request(mpsc::Sender<Delivery>, Delivery),
     Stream(mpsc::Sender<Bytes>, Bytes),
+    /// A client session's GET stream (shared connections).
+    Peer(Arc<Peer>, Bytes),
+    /// Several client sessions' GET streams (shared connections).
+    Peers(Vec<Arc<Peer>>, Bytes),
+    /// An answer the gateway gives the upstream itself.
+    Upstream(Bytes),
     Queued,
+}
+
+/// Progress for a waiting request goes to it, with the client's own token
+/// when the upstream saw another.
+pub(super) fn progress_of(st: &State, m: &Message<'_>, message: &Bytes) -> Option<Target> {
+    if m.method.as_deref() != Some("notifications/progress") {
+        return None;
+    }
+    let token = jsonrpc::params_view(m.params).progress_token?;
+    let key = st.by_progress.get(&jsonrpc::id_key(token))?;
+    let p = st.pending.get(key)?;
+    let bytes = match &p.client_token {
+        Some(theirs) => jsonrpc::splice(message, token, theirs)
+            .map(Bytes::from)
+            .unwrap_or_else(|| message.clone()),
+        None => message.clone(),
+    };
+    Some(Target::Request(p.tx.clone(), Delivery::Related(bytes)))
 }
 
 /// A server message unrelated to any request goes to the most recent open

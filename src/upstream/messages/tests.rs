@@ -14,7 +14,7 @@ async fn next(rx: &mut mpsc::Receiver<Delivery>) -> Delivery {
 
 #[tokio::test]
 async fn routes_response_progress_and_server_requests() {
-    let s = MessageSession::new("t".into(), false);
+    let s = MessageSession::new("t".into(), None);
     let req = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"progressToken":"p"}}}"#;
     let (mut rx, _g) = s.request(req, raw("5"), Some(raw("\"p\""))).await.unwrap();
     assert_eq!(&s.outgoing().await[..], &req[..]);
@@ -43,7 +43,7 @@ async fn routes_response_progress_and_server_requests() {
 
 #[tokio::test]
 async fn unrelated_messages_wait_for_a_stream() {
-    let s = MessageSession::new("t".into(), false);
+    let s = MessageSession::new("t".into(), None);
     s.deliver(Bytes::from_static(
         br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
     ))
@@ -55,7 +55,7 @@ async fn unrelated_messages_wait_for_a_stream() {
 
 #[tokio::test]
 async fn shared_sessions_rewrite_ids_both_ways() {
-    let s = MessageSession::new("t".into(), true);
+    let s = MessageSession::new("t".into(), Some(Mux::new(Default::default())));
     let a = br#"{"jsonrpc":"2.0","id":"x","method":"ping"}"#;
     let id = jsonrpc::classify_one(a).unwrap().id.unwrap();
     let (mut ra, _ga) = s.request(a, id, None).await.unwrap();
@@ -86,7 +86,7 @@ async fn shared_sessions_rewrite_ids_both_ways() {
 
 #[tokio::test]
 async fn close_fails_requests_in_flight() {
-    let s = MessageSession::new("stdio-x".into(), false);
+    let s = MessageSession::new("stdio-x".into(), None);
     let (mut rx, _g) = s
         .request(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, raw("1"), None)
         .await
@@ -107,7 +107,7 @@ async fn close_fails_requests_in_flight() {
 /// id is free again.
 #[tokio::test]
 async fn an_id_still_waiting_is_not_taken_twice() {
-    let s = MessageSession::new("t".into(), false);
+    let s = MessageSession::new("t".into(), None);
     let req = br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
     let (mut rx, guard) = s.request(req, raw("5"), None).await.unwrap();
     let again = s.request(req, raw("5"), None).await;
@@ -133,7 +133,7 @@ async fn an_id_still_waiting_is_not_taken_twice() {
 
 #[tokio::test]
 async fn a_request_given_up_before_it_is_written_is_taken_back() {
-    let s = MessageSession::new("t".into(), false);
+    let s = MessageSession::new("t".into(), None);
     let (_rx, g) = s
         .request(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, raw("1"), None)
         .await
@@ -152,7 +152,7 @@ async fn a_request_given_up_before_it_is_written_is_taken_back() {
 
 #[tokio::test]
 async fn a_written_request_that_times_out_is_cancelled_upstream() {
-    let s = MessageSession::new("t".into(), true);
+    let s = MessageSession::new("t".into(), Some(Mux::new(Default::default())));
     let req = br#"{"jsonrpc":"2.0","id":"c","method":"tools/call"}"#;
     // The id as found in the message: a shared session splices it.
     let id = jsonrpc::classify_one(req).unwrap().id.unwrap();
@@ -188,7 +188,7 @@ async fn a_written_request_that_times_out_is_cancelled_upstream() {
 
 #[tokio::test]
 async fn a_full_outbox_refuses_with_an_error_naming_the_upstream() {
-    let s = MessageSession::with_outbox("slow".into(), false, Outbox::new(1, 1024));
+    let s = MessageSession::with_outbox("slow".into(), None, Outbox::new(1, 1024));
     let (_rx, _g) = s
         .request(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, raw("1"), None)
         .await
@@ -221,7 +221,7 @@ async fn a_full_outbox_refuses_with_an_error_naming_the_upstream() {
 
 #[tokio::test]
 async fn a_response_that_is_not_utf8_fails_its_request_only() {
-    let s = MessageSession::new("bad".into(), false);
+    let s = MessageSession::new("bad".into(), None);
     let (mut rx1, _g1) = s
         .request(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, raw("1"), None)
         .await

@@ -1,0 +1,257 @@
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::super::{Delivery, MessageSession, Mux, Peer, Peers};
+use crate::jsonrpc;
+use crate::session::Caps;
+
+fn shared() -> (Arc<MessageSession>, Arc<Mux>) {
+    let mux = Mux::new(Arc::new(Peers::default()));
+    (MessageSession::new("shared".into(), Some(mux.clone())), mux)
+}
+
+fn peer(mux: &Mux, key: u64, caps: Value) -> Arc<Peer> {
+    mux.peers.get_or_insert(key, Caps::of(Some(&caps)))
+}
+
+async fn next(rx: &mut mpsc::Receiver<Delivery>) -> Delivery {
+    tokio::time::timeout(std::time::Duration::from_secs(2), rx.recv())
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+async fn written(s: &MessageSession) -> Value {
+    let b = tokio::time::timeout(std::time::Duration::from_secs(2), s.outgoing())
+        .await
+        .expect("something written to the upstream");
+    serde_json::from_slice(&b).unwrap()
+}
+
+fn related(d: Delivery) -> Value {
+    match d {
+        Delivery::Related(b) => serde_json::from_slice(&b).unwrap(),
+        other => panic!("not related: {other:?}"),
+    }
+}
+
+/// Send `message` as `peer`'s request; the id and token as found in it.
+async fn ask(
+    s: &Arc<MessageSession>,
+    message: &'static [u8],
+    peer: Option<&Arc<Peer>>,
+) -> (
+    mpsc::Receiver<Delivery>,
+    crate::upstream::messages::PendingGuard,
+) {
+    let m = jsonrpc::classify_one(message).unwrap();
+    let token = jsonrpc::params_view(m.params).request_progress_token;
+    s.request_as(message, m.id.unwrap(), token, peer)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn ids_and_progress_tokens_of_two_clients_do_not_meet() {
+    let (s, mux) = shared();
+    let (a, b) = (peer(&mux, 1, json!({})), peer(&mux, 2, json!({})));
+    let call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"t"}}}"#;
+    let (mut ra, _ga) = ask(&s, call, Some(&a)).await;
+    let (mut rb, _gb) = ask(&s, call, Some(&b)).await;
+    let wa = written(&s).await;
+    let wb = written(&s).await;
+    assert_ne!(wa["id"], wb["id"]);
+    assert_ne!(
+        wa["params"]["_meta"]["progressToken"],
+        wb["params"]["_meta"]["progressToken"]
+    );
+    // Progress for b's call reaches b under b's own token.
+    let progress = json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken": wb["params"]["_meta"]["progressToken"], "progress": 1}});
+    s.deliver(Bytes::from(progress.to_string())).await;
+    assert_eq!(related(next(&mut rb).await)["params"]["progressToken"], "t");
+    let answer = json!({"jsonrpc":"2.0","id": wa["id"], "result": {"for": "a"}});
+    s.deliver(Bytes::from(answer.to_string())).await;
+    let Delivery::Final(b) = next(&mut ra).await else {
+        panic!()
+    };
+    let v: Value = serde_json::from_slice(&b).unwrap();
+    assert_eq!(
+        (v["id"].clone(), v["result"]["for"].clone()),
+        (json!(7), json!("a"))
+    );
+    assert!(rb.try_recv().is_err(), "b got nothing of a's");
+}
+
+#[tokio::test]
+async fn a_server_request_reaches_the_client_whose_call_caused_it_and_its_answer_comes_back() {
+    let (s, mux) = shared();
+    let a = peer(&mux, 1, json!({"sampling": {}}));
+    let (mut ra, _g) = ask(
+        &s,
+        br#"{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"sample"}}"#,
+        Some(&a),
+    )
+    .await;
+    written(&s).await;
+    s.deliver(Bytes::from_static(
+        br#"{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{}}"#,
+    ))
+    .await;
+    let asked = related(next(&mut ra).await);
+    let ours = asked["id"].as_str().unwrap().to_owned();
+    assert!(ours.starts_with("mcp-ui-gateway/"), "{ours}");
+    // The client answers under the id it got; the upstream gets its own.
+    let reply = format!(r#"{{"jsonrpc":"2.0","id":"{ours}","result":{{"role":"assistant"}}}}"#);
+    let m = jsonrpc::classify_one(reply.as_bytes()).unwrap();
+    assert!(mux.answer(reply.as_bytes(), m.id.unwrap()).unwrap());
+    assert_eq!(written(&s).await["id"], 0);
+    // Answered once: the id is spent.
+    assert!(!mux.answer(reply.as_bytes(), m.id.unwrap()).unwrap());
+}
+
+#[tokio::test]
+async fn a_server_request_no_one_client_can_answer_is_refused_at_once() {
+    let (s, mux) = shared();
+    let (a, b) = (
+        peer(&mux, 1, json!({"sampling": {}})),
+        peer(&mux, 2, json!({"sampling": {}})),
+    );
+    // Nobody waiting: a roots/list after the handshake.
+    s.deliver(Bytes::from_static(
+        br#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#,
+    ))
+    .await;
+    let v = written(&s).await;
+    assert_eq!(
+        (v["id"].clone(), v["error"]["code"].clone()),
+        (json!(1), json!(-32601))
+    );
+    // Two clients waiting: which one asked cannot be told.
+    let (_ra, _ga) = ask(
+        &s,
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+        Some(&a),
+    )
+    .await;
+    let (_rb, _gb) = ask(
+        &s,
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+        Some(&b),
+    )
+    .await;
+    written(&s).await;
+    written(&s).await;
+    s.deliver(Bytes::from_static(
+        br#"{"jsonrpc":"2.0","id":2,"method":"sampling/createMessage"}"#,
+    ))
+    .await;
+    let v = written(&s).await;
+    assert_eq!(v["id"], 2);
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("shared"),
+        "{v}"
+    );
+    // ping the gateway answers itself.
+    s.deliver(Bytes::from_static(
+        br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+    ))
+    .await;
+    assert_eq!(
+        written(&s).await,
+        json!({"jsonrpc":"2.0","id":3,"result":{}})
+    );
+}
+
+#[tokio::test]
+async fn a_client_is_asked_only_what_it_declared() {
+    let (s, mux) = shared();
+    let a = peer(&mux, 1, json!({"roots": {}}));
+    let (_ra, _g) = ask(
+        &s,
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+        Some(&a),
+    )
+    .await;
+    written(&s).await;
+    s.deliver(Bytes::from_static(
+        br#"{"jsonrpc":"2.0","id":9,"method":"elicitation/create","params":{}}"#,
+    ))
+    .await;
+    let v = written(&s).await;
+    assert_eq!(v["id"], 9);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("capability"),
+        "{v}"
+    );
+}
+
+#[tokio::test]
+async fn list_changes_reach_every_client_and_updates_their_subscribers() {
+    let (s, mux) = shared();
+    let a = peer(&mux, 1, json!({}));
+    let b = peer(&mux, 2, json!({}));
+    let mut sa = a.attach_stream().unwrap();
+    let mut sb = b.attach_stream().unwrap();
+    s.deliver(Bytes::from_static(
+        br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+    ))
+    .await;
+    assert!(sa.recv().await.unwrap().ends_with(b"list_changed\"}"));
+    assert!(sb.recv().await.unwrap().ends_with(b"list_changed\"}"));
+    s.subscribe(2, "file:///x");
+    s.deliver(Bytes::from_static(
+        br#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///x"}}"#,
+    ))
+    .await;
+    assert!(sb.recv().await.unwrap().ends_with(b"file:///x\"}}"));
+    assert!(sa.try_recv().is_err(), "a is not subscribed");
+    assert!(!s.unsubscribe(9, "file:///x"), "b still is");
+    assert!(s.unsubscribe(2, "file:///x"), "the last one left");
+}
+
+#[tokio::test]
+async fn log_messages_follow_each_clients_level() {
+    let (s, mux) = shared();
+    let quiet = peer(&mux, 1, json!({}));
+    let chatty = peer(&mux, 2, json!({}));
+    quiet.set_level(crate::upstream::messages::peer::level_rank("error").unwrap());
+    chatty.set_level(0);
+    assert!(s.lower_level(0), "the upstream is asked for debug");
+    assert!(!s.lower_level(4), "already sends more");
+    let mut sq = quiet.attach_stream().unwrap();
+    let mut sc = chatty.attach_stream().unwrap();
+    s.deliver(Bytes::from_static(
+        br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#,
+    ))
+    .await;
+    assert!(sc.recv().await.is_some());
+    assert!(sq.try_recv().is_err());
+}
+
+#[tokio::test]
+async fn a_clients_cancellation_reaches_the_upstream_under_its_id() {
+    let (s, mux) = shared();
+    let a = peer(&mux, 1, json!({}));
+    let b = peer(&mux, 2, json!({}));
+    let call = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call"}"#;
+    let (mut ra, _ga) = ask(&s, call, Some(&a)).await;
+    let (_rb, _gb) = ask(&s, call, Some(&b)).await;
+    let wa = written(&s).await;
+    written(&s).await;
+    let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"stop"}}"#;
+    let m = jsonrpc::classify_one(cancel).unwrap();
+    let id = jsonrpc::params_view(m.params).request_id.unwrap();
+    assert!(s.cancel_for(Some(1), cancel, id));
+    let v = written(&s).await;
+    assert_eq!(v["method"], "notifications/cancelled");
+    assert_eq!(v["params"]["requestId"], wa["id"]);
+    assert_eq!(v["params"]["reason"], "stop");
+    assert!(matches!(next(&mut ra).await, Delivery::Failed(_)));
+    assert!(!s.cancel_for(Some(3), cancel, id), "no such client");
+}
