@@ -29,6 +29,9 @@ use crate::upstream::messages::{EndedBy, MessageSession, Mux};
 use crate::upstream::stdio::{Children, Fault, Restarts, Supervisor};
 use crate::upstream::{self, client::Client};
 
+/// The longest a request waits for a crashed stdio command's next start.
+const MAX_BACKOFF_WAIT: Duration = Duration::from_secs(5);
+
 /// Everything a request handler needs, shared by all connections.
 pub struct Gateway {
     pub mounts: Vec<MountState>,
@@ -48,6 +51,8 @@ pub struct Gateway {
     pub sessions: Arc<Owned>,
     /// By mount index: the connections clients share, and their sessions.
     pub pools: Arc<Vec<Pool>>,
+    /// Streamable HTTP sessions opened again in place of forgotten ones.
+    pub reopened: crate::session::reopened::Reopened,
     /// Requests waiting for an upstream, per client session.
     pub in_flight: Arc<InFlight>,
     /// The overlays in force.
@@ -91,6 +96,20 @@ impl MountState {
     pub fn is_message(&self) -> bool {
         !matches!(self.config.transport, Transport::Http { .. })
     }
+}
+
+/// The request headers a held HTTP session carries: `Authorization` and the
+/// mount's forwarded headers, as the request that opened it sent them.
+fn credentials(mount: &Mount, headers: &http::HeaderMap) -> http::HeaderMap {
+    let mut out = http::HeaderMap::new();
+    for name in std::iter::once(&http::header::AUTHORIZATION).chain(&mount.forward_headers) {
+        for v in headers.get_all(name) {
+            let mut v = v.clone();
+            v.set_sensitive(true);
+            out.append(name.clone(), v);
+        }
+    }
+    out
 }
 
 /// Claude's widget domain for the mount at `path` behind `public_url`: the
@@ -210,6 +229,7 @@ impl Gateway {
             telemetry,
             sessions: Arc::new(Owned::new(mounts.len(), limits.max_sessions)),
             pools: Arc::new(mounts.iter().map(|m| Pool::new(m.sessions.pool)).collect()),
+            reopened: Default::default(),
             readiness: Readiness::new(mounts.len()),
             mounts: mounts
                 .into_iter()
@@ -325,13 +345,41 @@ impl Gateway {
         headers: &http::HeaderMap,
     ) -> Result<Conn, Failure> {
         let pool = &self.pools[mount.index];
-        let _ = headers;
         pool.connect(key, |again| async move {
-            let session = Box::pin(self.start(mount, Some(pool.mux.clone()))).await?;
+            let session = match &mount.config.transport {
+                Transport::Http { url } => {
+                    let pools = Arc::downgrade(&self.pools);
+                    let index = mount.index;
+                    let on_reopen: upstream::held::OnReopen = Arc::new(move || {
+                        if let Some(p) = pools.upgrade() {
+                            p[index].count_revived();
+                        }
+                    });
+                    upstream::held::open(
+                        &mount.config.name,
+                        url,
+                        &self.limits,
+                        &self.client,
+                        Some(pool.mux.clone()),
+                        credentials(&mount.config, headers),
+                        Some(on_reopen),
+                    )
+                }
+                _ => Box::pin(self.start(mount, Some(pool.mux.clone()))).await?,
+            };
             let handshake = match key.era {
                 Era::Handshake => {
-                    let params = Hello::gateway(protocol::LATEST_HANDSHAKE)
-                        .initialize_params(protocol::LATEST_HANDSHAKE);
+                    // A conversation's connection serves whoever takes part,
+                    // each asked only what it declared.
+                    let caps = match key.lane {
+                        crate::session::pool::Lane::Conversation(_) => crate::session::Caps::ALL,
+                        _ => key.caps,
+                    };
+                    let hello = Hello {
+                        caps,
+                        ..Hello::gateway(protocol::LATEST_HANDSHAKE)
+                    };
+                    let params = hello.initialize_params(protocol::LATEST_HANDSHAKE);
                     match handshake::initialize(&session, &params, self.handshake_timeout()).await {
                         Ok(h) => Some(Arc::new(h)),
                         Err(e) => {
@@ -364,10 +412,27 @@ impl Gateway {
             children: self.children.clone(),
             restarts: mount.restarts.clone(),
         };
-        let session =
-            upstream::open_supervised(&mount.config, &self.limits, &self.client, mux, Some(&sup))
-                .await?;
-        Ok(session)
+        let open = || {
+            upstream::open_supervised(
+                &mount.config,
+                &self.limits,
+                &self.client,
+                mux.clone(),
+                Some(&sup),
+            )
+        };
+        match open().await {
+            // A command that crashed a moment ago may start again shortly:
+            // a request waits that out (within its own time) rather than fail.
+            Err(crate::upstream::UpstreamError::Backoff { retry_in_ms, .. })
+                if retry_in_ms <= MAX_BACKOFF_WAIT.as_millis() as u64
+                    && Duration::from_millis(retry_in_ms) < self.request_timeout() =>
+            {
+                tokio::time::sleep(Duration::from_millis(retry_in_ms)).await;
+                Ok(open().await?)
+            }
+            other => Ok(other?),
+        }
     }
 
     /// The mounts whose stdio command has been crashing, by name, with the

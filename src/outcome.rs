@@ -200,6 +200,15 @@ pub enum Failure {
     /// `notifications/cancelled` ended the wait for a request.
     #[error("request cancelled by the client")]
     Cancelled,
+    /// An upstream reached through a session the gateway holds refused the
+    /// client's credentials (HTTP 401 or 403): the client must sign in, so
+    /// it gets the status and the challenge, as it would directly.
+    #[error("upstream '{upstream}' refused the request: HTTP {status}")]
+    Refused {
+        upstream: String,
+        status: StatusCode,
+        challenges: Vec<HeaderValue>,
+    },
 
     // === the gateway's ===
     #[error("this gateway already serves {max} sessions (limits.max_sessions)")]
@@ -283,6 +292,7 @@ impl Failure {
             Failure::UnreadableBody(_) => code::PARSE_ERROR,
             Failure::NotJsonRpc(e) => e.code(),
             Failure::SessionNotFound | Failure::SessionElsewhere => code::SESSION_NOT_FOUND,
+            Failure::Refused { .. } => code::SERVER_ERROR,
             Failure::HeaderMismatch(_) => code::HEADER_MISMATCH,
             Failure::Cancelled => code::REQUEST_CANCELLED,
             // What the official SDKs answer for a refused Host or Origin,
@@ -320,6 +330,7 @@ impl Failure {
             | Failure::IdInUse { .. }
             | Failure::DuplicateHost => StatusCode::BAD_REQUEST,
             Failure::Cancelled => StatusCode::OK,
+            Failure::Refused { status, .. } => *status,
             _ => match self.side() {
                 Side::Gateway => StatusCode::SERVICE_UNAVAILABLE,
                 _ => StatusCode::BAD_GATEWAY,
@@ -372,6 +383,11 @@ impl Failure {
             }
             Failure::TooManyInFlight { .. } | Failure::BufferFull { .. } => {
                 h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            Failure::Refused { challenges, .. } => {
+                for c in challenges {
+                    h.append(header::WWW_AUTHENTICATE, c.clone());
+                }
             }
             // The rest of the body may still come: the connection is done.
             Failure::BodyTimeout { .. } | Failure::BodyTooLarge { .. } => {

@@ -10,6 +10,8 @@
 //!   own their connection (`sessions = "client"`);
 //! - [`pooled`]: through connections clients share (`sessions = "shared"`
 //!   or `"conversation"`, and requests without a session);
+//! - [`revive`]: a streamable HTTP session opened again after its upstream
+//!   forgot it;
 //! - [`stream`]: event-by-event transforms of an upstream's SSE stream;
 //! - [`finish`]: the planned rewrite of a response;
 //! - [`answer`]: the answers the relay writes itself;
@@ -23,6 +25,7 @@ pub mod finish;
 pub mod owned;
 pub mod plan;
 pub mod pooled;
+pub mod revive;
 pub mod stream;
 pub mod streamable;
 pub mod watch;
@@ -65,6 +68,10 @@ pub async fn post(
         Ok(mut cx) => {
             if let jsonrpc::Body::Single(m) = &parsed {
                 cx.judge_host(m);
+                let http = matches!(mount.config.transport, Transport::Http { .. });
+                if http && matches!(cx.session, context::SessionRef::None) {
+                    cx.envelope = context::EnvelopeHeaders::of(&parts.headers, m);
+                }
                 if m.kind == Kind::Request && m.method.as_deref() == Some("initialize") {
                     let params = m
                         .params
@@ -167,16 +174,22 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         .and_then(|t| t.client(network_transport(cx)));
     let method = MethodId::of_body(&parsed);
     let sent = std::time::Instant::now();
-    let response = if pooled::pooled(cx) {
+    // A request under the 2026-07-28 envelope needs no session: an HTTP
+    // upstream that speaks it answers it as it is, whatever the mode.
+    let envelope = matches!((&parsed, &cx.session), (jsonrpc::Body::Single(m), context::SessionRef::None)
+        if crate::protocol::era(
+            cx.headers.get(context::PROTOCOL_HEADER).and_then(|v| v.to_str().ok()),
+            m.params,
+        ) == crate::protocol::Era::Envelope);
+    let http = !cx.mount.is_message();
+    let response = if http && envelope {
+        http_post(cx, body, parsed, request_id, finisher).await
+    } else if pooled::pooled(cx) {
         pooled::post(cx, body, parsed, finisher).await
     } else if cx.mount.is_message() {
         owned::post(cx, body, parsed, finisher).await
     } else {
-        let call = streamable::Call {
-            request_id: request_id.map(RawValue::to_owned),
-            tool_call: is_tool_call(&parsed),
-        };
-        streamable::post(cx, body.clone(), call, finisher).await
+        http_post(cx, body, parsed, request_id, finisher).await
     };
     let said = response.extensions().get::<Outcome>().copied();
     let outcome = said.unwrap_or_else(|| Outcome::of_answer(response.status(), false));
@@ -194,6 +207,48 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         }),
         None => response,
     }
+}
+
+/// A POST to an HTTP upstream whose clients own their sessions: relayed
+/// as it is. One that comes without a session and is refused for it (400:
+/// a stateful upstream) goes through a session the gateway holds instead,
+/// and so do the next ones, without asking first.
+async fn http_post(
+    cx: &Ctx<'_>,
+    body: &Bytes,
+    parsed: jsonrpc::Body<'_>,
+    request_id: Option<&RawValue>,
+    finisher: Option<Finisher>,
+) -> Response<Body> {
+    let held = match &parsed {
+        jsonrpc::Body::Single(m) => {
+            matches!(cx.session, context::SessionRef::None)
+                && !(m.kind == Kind::Request && m.method.as_deref() == Some("initialize"))
+        }
+        jsonrpc::Body::Batch(_) => false,
+    };
+    let pool = &cx.gw.pools[cx.mount.index];
+    let envelope = matches!(&parsed, jsonrpc::Body::Single(m) if crate::protocol::era(
+        cx.headers.get(context::PROTOCOL_HEADER).and_then(|v| v.to_str().ok()),
+        m.params,
+    ) == crate::protocol::Era::Envelope);
+    if held && !envelope && pool.stateful() {
+        return pooled::post(cx, body, parsed, finisher).await;
+    }
+    let call = streamable::Call {
+        request_id: request_id.map(RawValue::to_owned),
+        tool_call: is_tool_call(&parsed),
+    };
+    let resp = streamable::post(cx, body.clone(), call, finisher.clone()).await;
+    if !held || resp.status() != StatusCode::BAD_REQUEST {
+        return resp;
+    }
+    tracing::debug!(upstream = %cx.upstream(), "a request without a session was refused: it goes through a session the gateway holds");
+    let resp = pooled::post(cx, body, parsed, finisher).await;
+    if resp.status().is_success() {
+        pool.set_stateful();
+    }
+    resp
 }
 
 fn is_tool_call(parsed: &jsonrpc::Body<'_>) -> bool {
@@ -304,6 +359,15 @@ pub async fn bodyless_parts(
     };
     let http = matches!(mount.config.transport, Transport::Http { .. });
     let resp = match (&cx.session, method) {
+        (context::SessionRef::None, &Method::GET) if http && !pooled::pooled(&cx) => {
+            // A host's GET without a session (ChatGPT's, after a long idle)
+            // that the upstream refuses gets the gateway's own stream.
+            let resp = streamable::forward_bodyless(&cx, method.clone()).await;
+            match resp.status().is_client_error() {
+                true => pooled::get(&cx),
+                false => resp,
+            }
+        }
         (_, method) if http && !pooled::pooled(&cx) => {
             streamable::forward_bodyless(&cx, method.clone()).await
         }

@@ -206,46 +206,72 @@ async fn upstream_down_is_a_json_rpc_error_naming_it() {
     );
 }
 
+/// A child that dies under a call fails that call, naming the upstream, at
+/// once; the client's session goes on, its next request on a new child
+/// (hosts never start over by themselves: claude-code#46533).
 #[tokio::test]
-async fn stdio_child_exiting_mid_call_fails_the_call() {
-    // Answers initialize, takes the next two messages, then dies.
-    let script = r#"read l; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fragile","version":"0"}}}'; read l; read l; exit 3"#;
-    let g = TestGateway::start(vec![gw::stdio("fragile", "sh", &["-c", script])]).await;
-    let url = g.url();
-    let (status, headers, _) = post_json(&url, &[], INIT).await;
-    assert_eq!(status, StatusCode::OK);
-    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
-    let (status, _, _) = post_json(
-        &url,
-        &[("mcp-session-id", &sid)],
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .await;
-    assert_eq!(status, StatusCode::ACCEPTED);
-    let started = Instant::now();
-    let (status, _, body) = post_json(
-        &url,
-        &[("mcp-session-id", &sid)],
-        r#"{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"x"}}"#,
-    )
-    .await;
-    assert!(started.elapsed() < Duration::from_secs(5), "no hang");
-    assert_eq!(status, StatusCode::OK);
-    let v = body_json(&body);
-    assert_eq!(v["id"], "call-1");
-    let message = v["error"]["message"].as_str().unwrap();
-    assert!(
-        message.contains("upstream 'fragile'") && message.contains("exit"),
-        "{message}"
+async fn stdio_child_exiting_mid_call_fails_the_call_and_the_session_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("crashed");
+    let id = gw::SH_ID;
+    // The first child answers initialize, takes the next two messages, then
+    // dies; the next answers every request.
+    let script = format!(
+        r#"if [ -e '{mark}' ]; then
+             while read l; do case "$l" in *'"id":'*) {id}; case "$l" in *'"initialize"'*) echo '{{"jsonrpc":"2.0","id":'"$id"',"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"fragile","version":"1"}}}}}}';; *) echo '{{"jsonrpc":"2.0","id":'"$id"',"result":{{}}}}';; esac;; esac; done
+           else
+             touch '{mark}'; read l; {id}; echo '{{"jsonrpc":"2.0","id":'"$id"',"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"fragile","version":"0"}}}}}}'; read l; read l; exit 3
+           fi"#,
+        mark = mark.display()
     );
-    // The session is over: the client is told to start again.
-    let (status, _, _) = post_json(
-        &url,
-        &[("mcp-session-id", &sid)],
-        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
-    )
-    .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    for up in [
+        gw::stdio("fragile", "sh", &["-c", &script]),
+        gw::per_client(gw::stdio("fragile", "sh", &["-c", &script])),
+    ] {
+        let _ = std::fs::remove_file(&mark);
+        let mode = format!("{:?}", up.sessions);
+        let g = TestGateway::start(vec![up]).await;
+        let url = g.url();
+        let (status, headers, _) = post_json(&url, &[], INIT).await;
+        assert_eq!(status, StatusCode::OK, "{mode}");
+        let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+        let (status, _, _) = post_json(
+            &url,
+            &[("mcp-session-id", &sid)],
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        )
+        .await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        let started = Instant::now();
+        let (status, _, body) = post_json(
+            &url,
+            &[("mcp-session-id", &sid)],
+            r#"{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"x"}}"#,
+        )
+        .await;
+        assert!(started.elapsed() < Duration::from_secs(5), "no hang");
+        assert_eq!(status, StatusCode::OK);
+        let v = body_json(&body);
+        assert_eq!(v["id"], "call-1");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("upstream 'fragile'") && message.contains("exit"),
+            "{mode}: {message}"
+        );
+        // The session goes on: its next request reaches a new child.
+        let (status, _, body) = post_json(
+            &url,
+            &[("mcp-session-id", &sid)],
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{mode}");
+        assert_eq!(
+            body_json(&body),
+            serde_json::json!({"jsonrpc":"2.0","id":3,"result":{}}),
+            "{mode}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -257,9 +283,16 @@ async fn protocol_headers_are_checked_for_stdio_mounts() {
     let (status, _, body) = post_json(&url, &[("mcp-method", "tools/list")], INIT).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(error_code(&body), -32020);
-    // Sessionless GET and DELETE do not exist for a stdio mount.
-    let (status, _, _) =
-        request_raw(Method::GET, &url, &[("accept", "text/event-stream")], "").await;
+    // A GET without a session (ChatGPT's after a long idle: forum thread
+    // 1367543) gets a stream of what is said to every client, not a 405
+    // the host loops on; a DELETE without one does not exist.
+    let (status, headers, _events) =
+        support::clients::open_sse(Method::GET, &url, &[("accept", "text/event-stream")], "")
+            .await
+            .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-type"], "text/event-stream");
+    let (status, _, _) = request_raw(Method::DELETE, &url, &[], "").await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
 }
 

@@ -68,7 +68,8 @@ async fn gone(pids: Vec<u32>, what: &str) -> Duration {
 async fn deleting_a_session_ends_its_whole_process_group() {
     let dir = tempfile::tempdir().unwrap();
     let pids = dir.path().join("pids");
-    let g = TestGateway::start(vec![wrapper(&pids)]).await;
+    // A session that owns its child (`sessions = "client"`).
+    let g = TestGateway::start(vec![gw::per_client(wrapper(&pids))]).await;
     let sid = open_session(&g.url()).await;
     let kids = read_pids(&pids).await;
     let started = Instant::now();
@@ -86,25 +87,47 @@ async fn deleting_a_session_ends_its_whole_process_group() {
     assert!(freed.is_some(), "the child's place was not given back");
 }
 
+/// A connection idle beyond its time ends with its whole process group,
+/// whether a session owns it or the sessions share it; the session goes on
+/// on a new child at its next request (claude-code#46533: hosts never start
+/// over by themselves).
 #[tokio::test]
 async fn an_idle_session_is_reaped_with_its_whole_process_group() {
-    let dir = tempfile::tempdir().unwrap();
-    let pids = dir.path().join("pids");
-    let mut config = gw::test_config();
-    config.upstreams = vec![wrapper(&pids)];
-    config.limits.session_idle_secs = 1;
-    config.limits.session_reap_interval_secs = 1;
-    let g = TestGateway::start_with(config).await;
-    let sid = open_session(&g.url()).await;
-    let kids = read_pids(&pids).await;
-    gone(kids, "after idle reaping").await;
-    let (status, _, _) = post_json(
-        &g.url(),
-        &[("mcp-session-id", &sid)],
-        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
-    )
-    .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    for per_client in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let pids = dir.path().join("pids");
+        let mut config = gw::test_config();
+        config.upstreams = vec![match per_client {
+            true => gw::per_client(wrapper(&pids)),
+            false => wrapper(&pids),
+        }];
+        config.limits.session_idle_secs = 1;
+        config.limits.session_reap_interval_secs = 1;
+        let g = TestGateway::start_with(config).await;
+        let sid = open_session(&g.url()).await;
+        if !per_client {
+            // A shared connection starts at the first need of one.
+            let (status, _, _) = post_json(
+                &g.url(),
+                &[("mcp-session-id", &sid)],
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            )
+            .await;
+            assert_eq!(status, StatusCode::OK);
+        }
+        let kids = read_pids(&pids).await;
+        std::fs::remove_file(&pids).unwrap();
+        gone(kids, "after idle reaping").await;
+        let (status, _, body) = post_json(
+            &g.url(),
+            &[("mcp-session-id", &sid)],
+            r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        let again = read_pids(&pids).await;
+        assert_eq!(again.len(), 2, "a new child, per_client = {per_client}");
+    }
 }
 
 #[tokio::test]

@@ -682,7 +682,7 @@ async fn bad_ping(g: &TestGateway, sid: &str, id: &str) -> (StatusCode, Vec<u8>,
 }
 
 #[tokio::test]
-async fn stdio_child_closing_its_stdout_ends_its_session_at_once() {
+async fn stdio_child_closing_its_stdout_ends_its_connection_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let pids = dir.path().join("pids");
     // Answers initialize, reads the next message, closes stdout, runs on.
@@ -690,7 +690,9 @@ async fn stdio_child_closing_its_stdout_ends_its_session_at_once() {
         "echo $$ > {}; read l; echo '{INIT_RESULT}'; read l; exec sleep 300 >&-",
         pids.display()
     );
-    let g = gateway_tuned(gw::stdio("bad", "sh", &["-c", &script]), |c| {
+    // A session that owns its child.
+    let bad = gw::per_client(gw::stdio("bad", "sh", &["-c", &script]));
+    let g = gateway_tuned(bad, |c| {
         c.limits.request_timeout_secs = 20;
     })
     .await;
@@ -707,9 +709,8 @@ async fn stdio_child_closing_its_stdout_ends_its_session_at_once() {
         took < Duration::from_secs(5),
         "took {took:?} (the timeout is 20 s)"
     );
-    // The session is gone, and the child with it.
-    let (status, _, _) = bad_ping(&g, &sid, "q").await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    // The child is gone; the session is not: its next request starts
+    // another child (which does the same, and says so).
     let pid: u32 = std::fs::read_to_string(&pids)
         .unwrap()
         .trim()
@@ -717,6 +718,16 @@ async fn stdio_child_closing_its_stdout_ends_its_session_at_once() {
         .unwrap();
     let left = support::process::wait_gone(vec![pid], BOUND);
     assert!(left.is_empty(), "the child is still running");
+    let (status, body, _) = bad_ping(&g, &sid, "q").await;
+    assert_eq!(status, StatusCode::OK);
+    let message = error_message(&body);
+    assert!(message.contains("upstream 'bad'"), "{message}");
+    let again: u32 = std::fs::read_to_string(&pids)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_ne!(again, pid, "a new child");
     assert_good_serves(&g).await;
 }
 
@@ -771,7 +782,7 @@ async fn stdio_child_is_told_of_a_request_that_timed_out() {
         "read l; echo '{INIT_RESULT}'; read l; read l; printf '%s\\n' \"$l\" > {}; exec sleep 300",
         seen.display()
     );
-    let g = gateway_with(gw::stdio("bad", "sh", &["-c", &script])).await;
+    let g = gateway_with(gw::per_client(gw::stdio("bad", "sh", &["-c", &script]))).await;
     let sid = bad_session(&g).await;
     let (_, body, _) = bad_ping(&g, &sid, "slow").await;
     assert!(error_message(&body).contains("did not answer within 2 s"));
@@ -800,7 +811,8 @@ async fn stdio_child_answering_invalid_utf8_fails_that_request_only() {
     let script = format!(
         r#"read l; echo '{INIT_RESULT}'; read l; printf '{{"jsonrpc":"2.0","id":"a","result":{{"t":"\377"}}}}\n'; read l; echo '{{"jsonrpc":"2.0","id":"b","result":{{}}}}'; cat >/dev/null"#
     );
-    let g = gateway_tuned(gw::stdio("bad", "sh", &["-c", &script]), |c| {
+    let bad = gw::per_client(gw::stdio("bad", "sh", &["-c", &script]));
+    let g = gateway_tuned(bad, |c| {
         c.limits.request_timeout_secs = 20;
     })
     .await;
@@ -828,9 +840,10 @@ async fn stdio_child_answering_invalid_utf8_fails_that_request_only() {
 
 #[tokio::test]
 async fn stdio_children_are_capped() {
+    // Sessions that each own their child.
     let mut config = gw::test_config();
     config.limits.max_stdio_children = 1;
-    config.upstreams = vec![gw::demo_stdio("demo")];
+    config.upstreams = vec![gw::per_client(gw::demo_stdio("demo"))];
     let g = TestGateway::start_with(config).await;
     let url = g.url();
     let (status, headers, _) = post_json(&url, &[], INIT).await;

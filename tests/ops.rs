@@ -302,7 +302,9 @@ fn body_json(body: &[u8]) -> Value {
 
 #[tokio::test]
 async fn metrics_count_a_known_sequence_exactly() {
-    let gateway = TestGateway::start(vec![gw::stdio("fx", STDIO_COMMAND, &[])]).await;
+    // A session that owns its child: its DELETE ends the child.
+    let gateway =
+        TestGateway::start(vec![gw::per_client(gw::stdio("fx", STDIO_COMMAND, &[]))]).await;
     let url = gateway.url();
 
     // initialize (the client's request id is echoed)

@@ -165,6 +165,21 @@ async fn widget_html_is_served_only_as_an_mcp_resource() {
         "/%2e%2e/overlays/widgets/task-board/index.html",
     ] {
         for accept in ["text/html", "*/*", "text/event-stream"] {
+            if path == "/mcp" && accept != "text/html" {
+                // The endpoint's stream for a client with no session: events
+                // of MCP messages only (it never ends, so only its head is read).
+                let (status, headers, _stream) = support::clients::open_sse(
+                    Method::GET,
+                    &g.url_for(path),
+                    &[("accept", accept)],
+                    "",
+                )
+                .await
+                .unwrap();
+                assert_eq!(status, StatusCode::OK);
+                assert_eq!(headers["content-type"], "text/event-stream");
+                continue;
+            }
             let (status, _, body) =
                 request_raw(Method::GET, &g.url_for(path), &[("accept", accept)], "").await;
             let text = String::from_utf8_lossy(&body);

@@ -99,17 +99,28 @@ async fn two_replicas_with_one_key_serve_one_session_alternately() {
         }
     }
 
-    // Ending the session through one replica ends it for the other too: the
-    // upstream's 404 reaches the client, which must initialize again.
+    // Ending the session through one replica: that replica answers its id
+    // 404 from then on, as the protocol says of an ended session. The other
+    // replica was not told: to it the upstream's 404 is an upstream that
+    // forgot the session, and it opens another in its place (hosts keep
+    // stale ids and never start over: claude-code#46533).
     let (status, _, _) = request_raw(Method::DELETE, &b.url(), &session, "").await;
     assert!(status.is_success(), "{status}");
     let (status, _, _) = post_json(
+        &b.url(),
+        &session,
+        r#"{"jsonrpc":"2.0","id":98,"method":"tools/list"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, headers, body) = post_json(
         &a.url(),
         &session,
         r#"{"jsonrpc":"2.0","id":99,"method":"tools/list"}"#,
     )
     .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    assert!(message(&headers, &body)["result"]["tools"].is_array());
 
     // A replica with another key cannot open the id.
     let stranger = TestGateway::start(vec![gw::http("tasks", &upstream)]).await;
@@ -122,25 +133,44 @@ async fn two_replicas_with_one_key_serve_one_session_alternately() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
+/// A stdio session's id is served by any process holding the key: a
+/// shared one on that process's own connection, one that owns its child by
+/// a child opened there as the client opened the first (after a restart, or
+/// behind a load balancer without stickiness).
 #[tokio::test]
-async fn stdio_sessions_belong_to_their_process() {
-    let config = || Config {
-        session_key: Some(KEY.into()),
-        upstreams: vec![gw::demo_stdio("tasks")],
-        ..gw::test_config()
-    };
-    let a = TestGateway::start_with(config()).await;
-    let b = TestGateway::start_with(config()).await;
-    let (_, headers, _) = post_json(&a.url(), &[], INIT).await;
-    let sid = headers["mcp-session-id"].to_str().unwrap();
-    let (status, _, body) = post_json(
-        &b.url(),
-        &[("mcp-session-id", sid)],
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
-    )
-    .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    assert!(String::from_utf8_lossy(&body).contains("another gateway process"));
+async fn stdio_sessions_are_served_by_any_process_with_the_key() {
+    for up in [
+        gw::demo_stdio("tasks"),
+        gw::per_client(gw::demo_stdio("tasks")),
+    ] {
+        let mode = format!("{:?}", up.sessions);
+        let config = || Config {
+            session_key: Some(KEY.into()),
+            upstreams: vec![up.clone()],
+            ..gw::test_config()
+        };
+        let a = TestGateway::start_with(config()).await;
+        let b = TestGateway::start_with(config()).await;
+        let (_, headers, _) = post_json(&a.url(), &[], INIT).await;
+        let sid = headers["mcp-session-id"].to_str().unwrap();
+        let (status, headers, body) = post_json(
+            &b.url(),
+            &[("mcp-session-id", sid)],
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "{mode}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        let tools = message(&headers, &body)["result"]["tools"].clone();
+        assert!(
+            tools.as_array().is_some_and(|t| !t.is_empty()),
+            "{mode}: {tools}"
+        );
+    }
 }
 
 #[tokio::test]

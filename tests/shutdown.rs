@@ -268,8 +268,9 @@ async fn several_workers_serve_sessions_from_any_connection_and_drain_together()
         names = thread_names(pid);
     }
     // Sessions opened at once, each then called from many connections at
-    // once: a session's stdio child answers whichever thread the request
-    // arrived on.
+    // once: the stdio child they share (`sessions = "shared"`, the default)
+    // answers whichever thread the request arrived on, each call's answer
+    // reaching its own client although their ids are the same.
     let sessions = futures_util::future::join_all((0..6).map(|_| open_session(&g.url))).await;
     let url = g.url.clone();
     let calls = sessions.iter().flat_map(|sid| {
@@ -291,7 +292,11 @@ async fn several_workers_serve_sessions_from_any_connection_and_drain_together()
         assert!(text.contains("\"result\""), "{text}");
     }
     let kids = stdio_children(pid);
-    assert_eq!(kids.len(), 6, "one stdio child per session: {kids:?}");
+    assert_eq!(
+        kids.len(),
+        1,
+        "one stdio child for the six sessions: {kids:?}"
+    );
     // Calls in flight on several connections when the signal comes all
     // finish, then the process exits 0 with its children gone.
     let slow: Vec<_> = sessions

@@ -37,6 +37,72 @@ pub struct Ctx<'a> {
     /// The request's trace, when tracing is on and it is a single message
     /// (boxed: an exchange's future carries only a pointer when it is off).
     pub trace: Option<Box<Traced>>,
+    /// The headers a request under the 2026-07-28 envelope goes upstream
+    /// with, when the client's do not say what its body does.
+    pub envelope: Option<EnvelopeHeaders>,
+}
+
+/// The headers of a 2026-07-28 request, as its body says them: hosts send
+/// the envelope in `_meta` under a header of the 2025 revisions, which an
+/// upstream of that revision refuses as a mismatch (-32020).
+#[derive(Debug, Clone)]
+pub struct EnvelopeHeaders {
+    method: HeaderValue,
+    name: Option<HeaderValue>,
+}
+
+impl EnvelopeHeaders {
+    /// For `m`, when its `_meta` names the envelope and the client's headers
+    /// say otherwise (or nothing); `None` when they agree already.
+    pub fn of(headers: &HeaderMap, m: &Message<'_>) -> Option<EnvelopeHeaders> {
+        let header = headers.get(PROTOCOL_HEADER).and_then(|v| v.to_str().ok());
+        let body = crate::protocol::meta_version(m.params)?;
+        if !crate::protocol::is_envelope(&body) {
+            return None;
+        }
+        let method = HeaderValue::from_str(m.method.as_deref()?).ok()?;
+        let view = crate::jsonrpc::params_view(m.params);
+        let name = match m.method.as_deref() {
+            Some("tools/call" | "prompts/get") => view.name.as_deref().map(name_header),
+            Some("resources/read") => view.uri.as_deref().map(name_header),
+            _ => None,
+        };
+        let agree = header == Some(body.as_str())
+            && headers.get(METHOD_HEADER) == Some(&method)
+            && (name.is_none() || headers.get(NAME_HEADER) == name.as_ref());
+        (!agree).then_some(EnvelopeHeaders { method, name })
+    }
+
+    /// Set them on an upstream request.
+    pub fn apply(&self, out: &mut HeaderMap) {
+        out.insert(
+            PROTOCOL_HEADER,
+            HeaderValue::from_static(crate::protocol::ENVELOPE),
+        );
+        out.insert(METHOD_HEADER, self.method.clone());
+        match &self.name {
+            Some(n) => {
+                out.insert(NAME_HEADER, n.clone());
+            }
+            None => {
+                out.remove(NAME_HEADER);
+            }
+        }
+    }
+}
+
+/// `Mcp-Name` for `name`: as it is when it is visible ASCII, else in the
+/// base64 form 2026-07-28 gives names a header cannot carry.
+fn name_header(name: &str) -> HeaderValue {
+    use base64::Engine;
+    let plain = name.bytes().all(|b| (0x20..0x7f).contains(&b)) && !name.starts_with("=?");
+    match plain.then(|| HeaderValue::from_str(name).ok()).flatten() {
+        Some(v) => v,
+        None => {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(name.as_bytes());
+            HeaderValue::from_str(&format!("=?base64?{b64}?=")).expect("base64 is visible ASCII")
+        }
+    }
 }
 
 impl<'a> Ctx<'a> {
@@ -57,6 +123,7 @@ impl<'a> Ctx<'a> {
             hello,
             host: session_host.unwrap_or_default(),
             trace: None,
+            envelope: None,
         })
     }
 

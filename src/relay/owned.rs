@@ -88,12 +88,6 @@ pub async fn post(
             Err(e) => e.respond(None),
         };
     };
-    if new_id.is_none() && m.method.as_deref() != Some("ping") {
-        // A client that sent `notifications/initialized` elsewhere (another
-        // connection, without the session id) still gets a session the
-        // upstream counts as initialized.
-        session.ensure_initialized();
-    }
     let progress = jsonrpc::params_view(m.params).request_progress_token;
     let resp = match session.request(body, id, progress).await {
         Ok((rx, guard)) => {
@@ -126,6 +120,9 @@ async fn local_session(cx: &Ctx<'_>) -> Result<Arc<MessageSession>, Failure> {
     let own = instance == cx.gw.instance;
     if own && let Some(s) = sessions.get(cx.mount.index, id) {
         return Ok(s);
+    }
+    if sessions.ended.contains(&(instance, id)) {
+        return Err(Failure::SessionNotFound);
     }
     if let Some(s) = sessions.revived(cx.mount.index, instance, id) {
         return Ok(s);
@@ -461,6 +458,7 @@ pub fn delete(cx: &Ctx<'_>) -> Response<Body> {
         true => Some(id),
         false => sessions.revived_number(cx.mount.index, instance, id),
     };
+    sessions.ended.insert((instance, id));
     match number.and_then(|n| sessions.remove(n)) {
         Some(s) => {
             s.end(EndedBy::Client, "ended by the client");

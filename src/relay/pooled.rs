@@ -52,8 +52,32 @@ fn peer(cx: &Ctx<'_>) -> Option<Arc<Peer>> {
     Some(pool(cx).peers().get_or_insert(client, caps))
 }
 
-/// Relay one POST through the pool.
+/// Relay one POST through the pool. A held HTTP session's refusal of the
+/// client's credentials reaches it pointing at the gateway's metadata.
 pub async fn post(
+    cx: &Ctx<'_>,
+    body: &Bytes,
+    parsed: jsonrpc::Body<'_>,
+    finisher: Option<Finisher>,
+) -> Response<Body> {
+    let mut resp = post_pooled(cx, body, parsed, finisher).await;
+    if matches!(
+        resp.status(),
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+    ) {
+        let (gw, mount) = (cx.gw, cx.mount);
+        crate::auth::rewrite_challenges(
+            &gw.auth,
+            mount.index,
+            &mount.config,
+            cx.headers,
+            resp.headers_mut(),
+        );
+    }
+    resp
+}
+
+async fn post_pooled(
     cx: &Ctx<'_>,
     body: &Bytes,
     parsed: jsonrpc::Body<'_>,
@@ -63,6 +87,11 @@ pub async fn post(
         && !v.to_str().is_ok_and(|v| KNOWN_VERSIONS.contains(&v.trim()))
     {
         return Failure::UnsupportedVersion.respond(None);
+    }
+    if let SessionRef::Pooled { client } = cx.session
+        && pool(cx).ended.contains(&client)
+    {
+        return Failure::SessionNotFound.respond(None);
     }
     let m = match parsed {
         jsonrpc::Body::Single(m) => m,
@@ -242,17 +271,24 @@ async fn initialize(cx: &Ctx<'_>, m: &Message<'_>, finisher: Option<Finisher>) -
             break n;
         }
     };
-    let handshake = match pool(cx).handshake() {
+    // Answered from the upstream's own answer while a connection is open;
+    // otherwise one is opened first, so that an upstream that is not there
+    // is said so now, not at the first call.
+    let creds = creds(cx);
+    let cached = pool(cx)
+        .handshake(creds)
+        .filter(|_| pool(cx).has_live(Era::Handshake, creds));
+    let handshake = match cached {
         Some(h) => h,
         None => {
-            let lane = match cx.mount.config.sessions.mode {
-                SessionMode::Conversation => Lane::Client(client),
-                _ => pool(cx).pick(Era::Handshake, creds(cx)).lane,
-            };
-            let key = SlotKey {
-                era: Era::Handshake,
-                creds: creds(cx),
-                lane,
+            let key = match cx.mount.config.sessions.mode {
+                SessionMode::Conversation => SlotKey {
+                    era: Era::Handshake,
+                    creds,
+                    caps: hello.caps,
+                    lane: Lane::Client(client),
+                },
+                _ => pool(cx).pick(Era::Handshake, creds, hello.caps),
             };
             match connect(cx, key).await.map(|c| c.handshake) {
                 Ok(Some(h)) => h,
@@ -317,16 +353,37 @@ fn conversation(cx: &Ctx<'_>, m: &Message<'_>) -> Option<u64> {
     }
 }
 
-/// The lane of a request in era `era` with conversation `talk`.
+/// The connection of a request in era `era` with conversation `talk`: a
+/// client session's shares a connection with those that declared the same
+/// capabilities; a request without one goes to any (it declared nothing);
+/// a request of the envelope era declares its own in each request.
 fn default_key(cx: &Ctx<'_>, era: Era, talk: Option<u64>) -> SlotKey {
     let creds = creds(cx);
-    let lane = match (cx.mount.config.sessions.mode, talk, &cx.session) {
-        (SessionMode::Conversation, Some(t), _) => Lane::Conversation(t),
-        (SessionMode::Conversation, None, SessionRef::Pooled { client }) => Lane::Client(*client),
-        (SessionMode::Conversation, None, _) => Lane::Single(rand::random()),
-        _ => pool(cx).pick(era, creds).lane,
+    let caps = match (era, &cx.session) {
+        (Era::Handshake, SessionRef::Pooled { .. }) => {
+            cx.hello.as_ref().map(|h| h.caps).unwrap_or_default()
+        }
+        _ => Default::default(),
     };
-    SlotKey { era, creds, lane }
+    let key = |lane| SlotKey {
+        era,
+        creds,
+        caps: Default::default(),
+        lane,
+    };
+    match (cx.mount.config.sessions.mode, talk, &cx.session) {
+        (SessionMode::Conversation, Some(t), _) => key(Lane::Conversation(t)),
+        (SessionMode::Conversation, None, SessionRef::Pooled { client }) => SlotKey {
+            caps,
+            ..key(Lane::Client(*client))
+        },
+        (SessionMode::Conversation, None, _) => key(Lane::Single(rand::random())),
+        (_, _, SessionRef::Pooled { .. }) if era == Era::Handshake => {
+            pool(cx).pick(era, creds, caps)
+        }
+        _ if era == Era::Handshake => pool(cx).pick_any(era, creds),
+        _ => pool(cx).pick(era, creds, Default::default()),
+    }
 }
 
 /// The connection a message goes to: its era (the envelope only where the
@@ -337,7 +394,10 @@ async fn slot_key(cx: &Ctx<'_>, m: &Message<'_>) -> Result<SlotKey, Failure> {
         .get(PROTOCOL_HEADER)
         .and_then(|v| v.to_str().ok());
     let mut era = protocol::era(header, m.params);
-    if era == Era::Envelope && !speaks_envelope(cx).await? {
+    // An HTTP upstream gets envelope requests as they are (they need no
+    // session): those that come here are for a session the gateway holds.
+    let http = matches!(cx.mount.config.transport, Transport::Http { .. });
+    if era == Era::Envelope && (http || !speaks_envelope(cx).await?) {
         era = Era::Handshake;
     }
     Ok(default_key(cx, era, conversation(cx, m)))
@@ -353,6 +413,7 @@ async fn speaks_envelope(cx: &Ctx<'_>) -> Result<bool, Failure> {
     let key = SlotKey {
         era: Era::Envelope,
         creds: creds(cx),
+        caps: Default::default(),
         lane: Lane::Pool(0),
     };
     let conn = connect(cx, key).await?;
@@ -376,6 +437,11 @@ async fn connect(cx: &Ctx<'_>, key: SlotKey) -> Result<Conn, Failure> {
 /// client with no session gets a stream of what is said to every client.
 pub fn get(cx: &Ctx<'_>) -> Response<Body> {
     let pool = pool(cx);
+    if let SessionRef::Pooled { client } = cx.session
+        && pool.ended.contains(&client)
+    {
+        return Failure::SessionNotFound.respond(None);
+    }
     let (peer, own) = match peer(cx) {
         Some(p) => (p, false),
         None => {
@@ -428,7 +494,10 @@ pub fn delete(cx: &Ctx<'_>) -> Response<Body> {
         .respond(None);
     };
     let pool = pool(cx);
-    pool.peers().remove(client);
+    pool.ended.insert(client);
+    if let Some(peer) = pool.peers().remove(client) {
+        peer.close();
+    }
     for s in pool.live() {
         for uri in s.forget_peer(client) {
             unsubscribe(&s, &uri);

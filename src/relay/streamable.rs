@@ -70,10 +70,9 @@ pub async fn post(
     } = call;
     let id = request_id.as_deref();
     let gw = cx.gw;
-    let req = upstream_request(cx, http::Method::POST, body);
-    let resp = match send(&gw.client, cx.upstream(), req, gw.request_timeout()).await {
+    let resp = match send_reviving(cx, http::Method::POST, body).await {
         Ok(resp) => resp,
-        Err(e) => return Failure::Upstream(e).respond(id),
+        Err(f) => return f.respond(id),
     };
     let (parts, body) = resp.into_parts();
     super::ended::expired(cx, parts.status);
@@ -345,7 +344,72 @@ async fn read_whole(
     Ok((first.unwrap_or_else(|| whole.freeze()), permit))
 }
 
+/// Send a request for the client's session; when the upstream answers 404
+/// for it (it forgot the session, which the client did not end), open
+/// another in its place and send the request again: it never reached the
+/// upstream.
+async fn send_reviving(
+    cx: &Ctx<'_>,
+    method: http::Method,
+    body: Bytes,
+) -> Result<http::Response<UpstreamBody>, Failure> {
+    let gw = cx.gw;
+    let req = upstream_request(cx, method.clone(), body.clone());
+    let resp = send(&gw.client, cx.upstream(), req, gw.request_timeout())
+        .await
+        .map_err(Failure::Upstream)?;
+    let SessionRef::Http {
+        upstream: Some(stale),
+        ..
+    } = &cx.session
+    else {
+        return Ok(resp);
+    };
+    let index = cx.mount.index;
+    if resp.status() != StatusCode::NOT_FOUND
+        || method == http::Method::DELETE
+        || gw.reopened.is_ended(index, stale)
+    {
+        return Ok(resp);
+    }
+    drop(resp);
+    super::revive::reopen(cx, stale).await?;
+    let req = upstream_request(cx, method, body);
+    send(&gw.client, cx.upstream(), req, gw.request_timeout())
+        .await
+        .map_err(Failure::Upstream)
+}
+
+/// The upstream session standing in for the client's now: the one its id
+/// carries, or the one opened again in its place.
+fn current_session(cx: &Ctx<'_>) -> Option<String> {
+    let SessionRef::Http {
+        upstream: Some(s), ..
+    } = &cx.session
+    else {
+        return None;
+    };
+    Some(
+        cx.gw
+            .reopened
+            .current(cx.mount.index, s)
+            .unwrap_or_else(|| s.clone()),
+    )
+}
+
 fn upstream_request(cx: &Ctx<'_>, method: http::Method, body: Bytes) -> Request<Full<Bytes>> {
+    let sid = current_session(cx).and_then(|s| HeaderValue::from_str(&s).ok());
+    request_for(cx, method, body, sid.as_ref())
+}
+
+/// A request to the mount's upstream with the client's forwarded headers
+/// and the upstream session `sid`.
+pub(super) fn request_for(
+    cx: &Ctx<'_>,
+    method: http::Method,
+    body: Bytes,
+    sid: Option<&HeaderValue>,
+) -> Request<Full<Bytes>> {
     let Transport::Http { url } = &cx.mount.config.transport else {
         unreachable!("only HTTP mounts are relayed request by request")
     };
@@ -367,12 +431,11 @@ fn upstream_request(cx: &Ctx<'_>, method: http::Method, body: Bytes) -> Request<
         }
         out.append(name.clone(), v);
     }
-    if let SessionRef::Http {
-        upstream: Some(s), ..
-    } = &cx.session
-        && let Ok(v) = HeaderValue::from_str(s)
-    {
-        out.insert(SESSION_HEADER, v);
+    if let Some(sid) = sid {
+        out.insert(SESSION_HEADER, sid.clone());
+    }
+    if let Some(e) = &cx.envelope {
+        e.apply(out);
     }
     if let Some(trace) = cx.trace.as_ref().and_then(|t| t.outgoing()) {
         trace_headers(out, trace);
@@ -422,9 +485,9 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()
     {
         let id = match &cx.session {
             SessionRef::Http {
-                upstream: Some(prev),
+                upstream: Some(_),
                 received,
-            } if prev == up => received.clone(),
+            } if current_session(cx).as_deref() == Some(up) => received.clone(),
             _ if !crate::session::id::carries_upstream_id(up) => {
                 end_upstream_session(cx, up);
                 return Err(protocol_failure(
@@ -490,8 +553,19 @@ fn is_event_stream(h: &HeaderMap) -> bool {
 pub async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Response<Body> {
     let gw = cx.gw;
     let get = method == http::Method::GET;
-    let req = upstream_request(cx, method, Bytes::new());
-    match send(&gw.client, cx.upstream(), req, gw.request_timeout()).await {
+    if method == http::Method::DELETE
+        && let Some(s) = current_session(cx)
+    {
+        gw.reopened.end(cx.mount.index, &s);
+        if let SessionRef::Http {
+            upstream: Some(old),
+            ..
+        } = &cx.session
+        {
+            gw.reopened.end(cx.mount.index, old);
+        }
+    }
+    match send_reviving(cx, method, Bytes::new()).await {
         Ok(resp) => {
             let (parts, body) = resp.into_parts();
             super::ended::expired(cx, parts.status);
@@ -512,6 +586,6 @@ pub async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Response<Bo
             }
             head.map(|()| body.map_err(Into::into).boxed_unsync())
         }
-        Err(e) => Failure::Upstream(e).respond(None),
+        Err(f) => f.respond(None),
     }
 }

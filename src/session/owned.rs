@@ -27,6 +27,8 @@ pub struct Owned {
     map: Mutex<HashMap<u64, (usize, Arc<MessageSession>)>>,
     /// Sessions opened again, by the id they stand in for: mount, number.
     revived: Mutex<HashMap<Origin, (usize, u64)>>,
+    /// The ids of sessions their client ended.
+    pub ended: super::Ended<Origin>,
     mounts: usize,
     max: usize,
 }
@@ -38,6 +40,7 @@ impl Owned {
             next: AtomicU64::new(0),
             map: Mutex::default(),
             revived: Mutex::default(),
+            ended: Default::default(),
             mounts,
             max,
         }

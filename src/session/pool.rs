@@ -23,6 +23,7 @@ use tokio::time::Instant;
 
 use crate::outcome::Failure;
 use crate::protocol::Era;
+use crate::session::Caps;
 use crate::upstream::handshake::Handshake;
 use crate::upstream::messages::{EndedBy, MessageSession, Mux, Peers};
 
@@ -32,6 +33,11 @@ pub struct SlotKey {
     pub era: Era,
     /// A digest of the credentials the connection carries (0: none).
     pub creds: u64,
+    /// The client capabilities the gateway declared opening it: what a
+    /// server offers can depend on them (a tool that asks the client for its
+    /// roots is listed only to a client that has roots), so clients share a
+    /// connection only with clients that declared the same.
+    pub caps: Caps,
     pub lane: Lane,
 }
 
@@ -113,12 +119,17 @@ pub struct Pool {
     pub mux: Arc<Mux>,
     size: usize,
     slots: Mutex<HashMap<SlotKey, Arc<Slot>>>,
-    /// The last handshake the upstream answered, for local `initialize`s.
-    init: Mutex<Option<Arc<Handshake>>>,
+    /// The last handshake the upstream answered with each credentials, for
+    /// local `initialize`s.
+    init: Mutex<HashMap<u64, Arc<Handshake>>>,
     envelope: AtomicU8,
+    /// An HTTP upstream that refused a request without a session.
+    stateful: std::sync::atomic::AtomicBool,
     /// Connections started, and connections started again after theirs ended.
     started: AtomicU64,
     revived: AtomicU64,
+    /// The client sessions their client ended.
+    pub ended: super::Ended<u64>,
 }
 
 impl Pool {
@@ -130,8 +141,10 @@ impl Pool {
             slots: Mutex::default(),
             init: Mutex::default(),
             envelope: AtomicU8::new(UNKNOWN),
+            stateful: Default::default(),
             started: AtomicU64::new(0),
             revived: AtomicU64::new(0),
+            ended: Default::default(),
         }
     }
 
@@ -157,18 +170,34 @@ impl Pool {
             .store(if yes { YES } else { NO }, Ordering::Relaxed);
     }
 
-    /// The last handshake of this mount's upstream, if any connection made one.
-    pub fn handshake(&self) -> Option<Arc<Handshake>> {
-        self.init.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    /// Whether the (HTTP) upstream refuses requests without a session.
+    pub fn stateful(&self) -> bool {
+        self.stateful.load(Ordering::Relaxed)
     }
 
-    /// The pool place for a new request of `era` with `creds`: the started
-    /// connection with the fewest requests waiting, or a new place while
-    /// every started one is busy and the pool has room.
-    pub fn pick(&self, era: Era, creds: u64) -> SlotKey {
+    pub fn set_stateful(&self) {
+        self.stateful.store(true, Ordering::Relaxed);
+    }
+
+    /// The last handshake of this mount's upstream with `creds`, if any
+    /// connection made one.
+    pub fn handshake(&self, creds: u64) -> Option<Arc<Handshake>> {
+        self.init
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&creds)
+            .cloned()
+    }
+
+    /// The pool place for a request of `era` with `creds` from a client
+    /// that declared `caps`: the started connection with the fewest
+    /// requests waiting, or a new place while every started one is busy and
+    /// the pool has room.
+    pub fn pick(&self, era: Era, creds: u64, caps: Caps) -> SlotKey {
         let key = |i| SlotKey {
             era,
             creds,
+            caps,
             lane: Lane::Pool(i),
         };
         if self.size == 1 {
@@ -188,6 +217,23 @@ impl Pool {
             }
         }
         key(best.map_or(0, |(i, _)| i))
+    }
+
+    /// The pool place for a request of a client that declared nothing (it
+    /// has no session): any started connection of `era` with `creds`, the
+    /// least busy, else a place of a connection that declares nothing.
+    pub fn pick_any(&self, era: Era, creds: u64) -> SlotKey {
+        let best = self
+            .lock()
+            .iter()
+            .filter(|(k, _)| k.era == era && k.creds == creds && matches!(k.lane, Lane::Pool(_)))
+            .filter_map(|(k, s)| Some((*k, s.live()?.waiting())))
+            .min_by_key(|(_, waiting)| *waiting);
+        match best {
+            Some((key, 0)) => key,
+            Some((key, _)) if self.size == 1 => key,
+            _ => self.pick(era, creds, Caps::default()),
+        }
     }
 
     /// The connection of `key`, started by `start` when there is none or it
@@ -210,11 +256,20 @@ impl Pool {
             self.revived.fetch_add(1, Ordering::Relaxed);
         }
         if let Some(h) = &c.handshake {
-            *self.init.lock().unwrap_or_else(|e| e.into_inner()) = Some(h.clone());
+            let mut init = self.init.lock().unwrap_or_else(|e| e.into_inner());
+            init.insert(key.creds, h.clone());
         }
         *slot.live.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.session.clone());
         *conn = Some(c.clone());
         Ok(c)
+    }
+
+    /// Whether a connection of `era` with `creds` is open (the upstream is
+    /// there: a client's `initialize` can be answered without asking it).
+    pub fn has_live(&self, era: Era, creds: u64) -> bool {
+        self.lock()
+            .iter()
+            .any(|(k, s)| k.era == era && k.creds == creds && s.live().is_some())
     }
 
     /// The open connections of this mount, for a message that may concern
@@ -325,7 +380,7 @@ mod tests {
     #[tokio::test]
     async fn a_slot_starts_once_and_again_when_its_connection_ended() {
         let pool = Pool::new(1);
-        let key = pool.pick(Era::Handshake, 0);
+        let key = pool.pick(Era::Handshake, 0, Caps::default());
         let a = pool.connect(key, |again| async move {
             assert!(!again);
             Ok(conn("a"))
@@ -351,13 +406,15 @@ mod tests {
     #[tokio::test]
     async fn a_pool_spreads_requests_over_its_places() {
         let pool = Pool::new(2);
-        let first = pool.pick(Era::Handshake, 0);
+        let none = Caps::default();
+        let first = pool.pick(Era::Handshake, 0, none);
         let c = pool
             .connect(first, |_| async { Ok(conn("a")) })
             .await
             .unwrap();
         // Idle: the started place is taken.
-        assert_eq!(pool.pick(Era::Handshake, 0), first);
+        assert_eq!(pool.pick(Era::Handshake, 0, none), first);
+        assert_eq!(pool.pick_any(Era::Handshake, 0), first);
         let _waiting = c
             .session
             .request(
@@ -368,15 +425,16 @@ mod tests {
             .await
             .unwrap();
         // Busy: the second place.
-        assert_eq!(pool.pick(Era::Handshake, 0).lane, Lane::Pool(1));
-        // Other credentials, other places.
-        assert_ne!(pool.pick(Era::Handshake, 9), first);
+        assert_eq!(pool.pick(Era::Handshake, 0, none).lane, Lane::Pool(1));
+        // Other credentials, other places; other capabilities too.
+        assert_ne!(pool.pick(Era::Handshake, 9, none), first);
+        assert_ne!(pool.pick(Era::Handshake, 0, Caps::ALL), first);
     }
 
     #[tokio::test(start_paused = true)]
     async fn idle_connections_end_by_their_lane() {
         let pool = Pool::new(1);
-        let shared = pool.pick(Era::Handshake, 0);
+        let shared = pool.pick(Era::Handshake, 0, Caps::default());
         let talk = SlotKey {
             lane: Lane::Conversation(5),
             ..shared

@@ -110,7 +110,8 @@ async fn ask(
     params: &Value,
     timeout: Duration,
 ) -> Result<Bytes, Failure> {
-    let id = format!("\"mcp-ui-gateway/{}\"", method.replace('/', "-"));
+    // The first message of a new connection: the id clients use for theirs.
+    let id = 1;
     let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
     // The id as found in the message: a shared connection splices it.
     let parsed =

@@ -28,7 +28,7 @@ pub use outbox::{Full, MAX_QUEUED, MAX_QUEUED_BYTES, Outbox};
 pub use peer::{Peer, Peers};
 pub use state::Delivery;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use bytes::Bytes;
@@ -59,8 +59,6 @@ pub struct MessageSession {
     mux: Option<Arc<Mux>>,
     /// This session, for the server requests it hands to clients.
     me: Weak<MessageSession>,
-    /// Whether `notifications/initialized` was sent.
-    initialized: AtomicBool,
     created: Instant,
     last_active_ms: AtomicU64,
 }
@@ -124,7 +122,6 @@ impl MessageSession {
             ended_by: OnceLock::new(),
             mux,
             me: me.clone(),
-            initialized: AtomicBool::new(false),
             created: Instant::now(),
             last_active_ms: AtomicU64::new(0),
         })
@@ -253,22 +250,34 @@ impl MessageSession {
             }
             st.seq += 1;
             let seq = st.seq;
-            let (key, wire, progress, client_token) = if shared {
-                st.next_id += 1;
-                let ours = st.next_id.to_string();
-                // A client's progress token could be another's: the upstream
-                // sees one of the connection's own.
-                let token = progress_token.map(|t| (t, format!("\"p{}\"", st.next_id)));
-                let mut parts = vec![(id, ours.clone())];
-                if let Some((t, mine)) = &token {
-                    parts.push((*t, mine.clone()));
+            let (key, wire, progress, client_token, rewritten) = if shared {
+                // Clients' ids and progress tokens pass as they are unless
+                // another client's request waiting here has the same: only
+                // then does the upstream see one of the connection's own.
+                let mut parts = Vec::new();
+                let mut key = jsonrpc::id_key(id);
+                if st.pending.contains_key(&key) {
+                    key = st.fresh_key("mcp-ui-gateway/");
+                    parts.push((id, key.clone()));
                 }
-                let wire = jsonrpc::splice_all(message, &parts)
-                    .map(Bytes::from)
-                    .unwrap_or_else(|| Bytes::copy_from_slice(message));
-                let progress = token.as_ref().map(|(_, mine)| mine.clone());
-                let client_token = token.map(|(t, _)| Box::<str>::from(t.get()));
-                (ours, wire, progress, client_token)
+                let mut progress = progress_token.map(jsonrpc::id_key);
+                let mut client_token = None;
+                if let (Some(t), Some(p)) = (progress_token, &progress)
+                    && st.by_progress.contains_key(p)
+                {
+                    let mine = st.fresh_key("mcp-ui-gateway/p");
+                    parts.push((t, mine.clone()));
+                    progress = Some(mine);
+                    client_token = Some(Box::<str>::from(t.get()));
+                }
+                let wire = match parts.is_empty() {
+                    true => Bytes::copy_from_slice(message),
+                    false => jsonrpc::splice_all(message, &parts)
+                        .map(Bytes::from)
+                        .unwrap_or_else(|| Bytes::copy_from_slice(message)),
+                };
+                let rewritten = parts.iter().any(|(p, _)| std::ptr::eq(*p, id));
+                (key, wire, progress, client_token, rewritten)
             } else {
                 let progress = progress_token.map(jsonrpc::id_key);
                 (
@@ -276,6 +285,7 @@ impl MessageSession {
                     Bytes::copy_from_slice(message),
                     progress,
                     None,
+                    false,
                 )
             };
             // Queued under the lock: the upstream sees requests in the order
@@ -292,7 +302,7 @@ impl MessageSession {
                     tx,
                     seq,
                     client_id: id.get().into(),
-                    rewritten: shared,
+                    rewritten,
                     progress,
                     client_token,
                     out,
@@ -324,12 +334,6 @@ impl MessageSession {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        if method == Some("notifications/initialized")
-            && self.initialized.swap(true, Ordering::AcqRel)
-        {
-            // Said already (by the gateway, on the client's behalf).
-            return Ok(());
-        }
         let cancel = method == Some("notifications/cancelled");
         // On a shared connection, whose request `requestId` names is known
         // only with the client ([`Self::cancel_for`]), and a client's answer
@@ -349,19 +353,6 @@ impl MessageSession {
             .push(message)
             .map(|_| ())
             .map_err(|full| self.backlog(full))
-    }
-
-    /// Say `notifications/initialized` unless it was said: a client that
-    /// sends it elsewhere (without its session id, from another address)
-    /// still gets a session the upstream counts as initialized.
-    pub fn ensure_initialized(&self) {
-        if !self.initialized.swap(true, Ordering::AcqRel) {
-            let m =
-                Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-            if self.outbox.push(m).is_err() {
-                tracing::debug!(upstream = %self.upstream, "no room to say notifications/initialized");
-            }
-        }
     }
 
     /// End the wait of the request the upstream knows as `key` (its id as

@@ -1,13 +1,16 @@
 //! Upstream MCP servers: how the gateway reaches each kind. Streamable HTTP is
-//! relayed request by request over the pooled [`client`]; a stdio child
-//! ([`stdio`]) and a legacy HTTP+SSE connection ([`legacy_sse`]) are message
-//! pipes joined to a [`messages::MessageSession`] that routes what they say.
+//! relayed request by request over the pooled [`client`], or through a
+//! session the gateway holds itself ([`held`]); a stdio child ([`stdio`])
+//! and a legacy HTTP+SSE connection ([`legacy_sse`]) are message pipes
+//! too, each joined to a [`messages::MessageSession`] that routes what they
+//! say. [`handshake`]: the gateway's own opening of a connection.
 //! Answers read whole draw from one memory [`budget`].
 
 pub mod budget;
 pub mod client;
 pub mod error;
 pub mod handshake;
+pub mod held;
 pub mod legacy_sse;
 pub mod messages;
 pub mod stdio;
@@ -56,6 +59,14 @@ pub async fn open_supervised(
             )
             .await
         }
-        Transport::Http { .. } => unreachable!("HTTP upstreams are relayed per request"),
+        Transport::Http { url } => Ok(held::open(
+            &mount.name,
+            url,
+            limits,
+            client,
+            mux,
+            http::HeaderMap::new(),
+            None,
+        )),
     }
 }

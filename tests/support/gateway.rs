@@ -120,3 +120,15 @@ pub fn stdio(name: &str, program: &str, args: &[&str]) -> UpstreamConfig {
 pub fn demo_stdio(name: &str) -> UpstreamConfig {
     stdio(name, env!("CARGO_BIN_EXE_mcp-ui-gateway"), &["demo-server"])
 }
+
+/// `up` with one upstream connection per client session (`sessions =
+/// "client"`): what tests of a session's own child or connection use.
+pub fn per_client(mut up: UpstreamConfig) -> UpstreamConfig {
+    up.sessions = Some(mcp_ui_gateway::config::SessionMode::Client);
+    up
+}
+
+/// A shell snippet that sets `$id` to the id of the JSON-RPC message in
+/// `$l` (as written), for `sh -c` upstreams that answer whatever id they
+/// are sent.
+pub const SH_ID: &str = r#"id=$(printf '%s' "$l" | sed 's/.*"id":\([^,}]*\).*/\1/')"#;

@@ -130,6 +130,15 @@ impl Peer {
         Some(rx)
     }
 
+    /// The client ended its session: its GET stream ends, and nothing more
+    /// is kept for it.
+    pub fn close(&self) {
+        let mut mb = self.lock();
+        mb.stream = None;
+        mb.backlog.clear();
+        mb.bytes = 0;
+    }
+
     /// Whether the client has its GET stream open.
     pub fn has_stream(&self) -> bool {
         self.lock()

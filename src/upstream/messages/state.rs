@@ -64,6 +64,19 @@ pub(super) struct State {
     pub(super) level: Option<u8>,
 }
 
+impl State {
+    /// A JSON string id no waiting request or progress token has.
+    pub(super) fn fresh_key(&mut self, prefix: &str) -> String {
+        loop {
+            self.next_id += 1;
+            let key = format!("\"{prefix}{}\"", self.next_id);
+            if !self.pending.contains_key(&key) && !self.by_progress.contains_key(&key) {
+                return key;
+            }
+        }
+    }
+}
+
 pub(super) enum Target {
     Request(mpsc::Sender<Delivery>, Delivery),
     Stream(mpsc::Sender<Bytes>, Bytes),

@@ -60,20 +60,19 @@ async fn shared_sessions_rewrite_ids_both_ways() {
     let id = jsonrpc::classify_one(a).unwrap().id.unwrap();
     let (mut ra, _ga) = s.request(a, id, None).await.unwrap();
     let (mut rb, _gb) = s.request(a, id, None).await.unwrap();
+    // The first passes as it is; the second, whose id the first still
+    // holds, gets one of the connection's own.
+    assert_eq!(&s.outgoing().await[..], &a[..]);
     assert_eq!(
         &s.outgoing().await[..],
-        br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
-    );
-    assert_eq!(
-        &s.outgoing().await[..],
-        br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#
+        br#"{"jsonrpc":"2.0","id":"mcp-ui-gateway/1","method":"ping"}"#
     );
     s.deliver(Bytes::from_static(
-        br#"{"jsonrpc":"2.0","id":2,"result":{"b":1}}"#,
+        br#"{"jsonrpc":"2.0","id":"mcp-ui-gateway/1","result":{"b":1}}"#,
     ))
     .await;
     s.deliver(Bytes::from_static(
-        br#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#,
+        br#"{"jsonrpc":"2.0","id":"x","result":{"a":1}}"#,
     ))
     .await;
     assert!(
@@ -156,17 +155,24 @@ async fn a_written_request_that_times_out_is_cancelled_upstream() {
     let req = br#"{"jsonrpc":"2.0","id":"c","method":"tools/call"}"#;
     // The id as found in the message: a shared session splices it.
     let id = jsonrpc::classify_one(req).unwrap().id.unwrap();
+    let (_first, _fg) = s.request(req, id, None).await.unwrap();
+    // Another client's request with the same id: this one's id is the
+    // connection's own.
     let (_rx, g) = s.request(req, id, None).await.unwrap();
+    assert_eq!(&s.outgoing().await[..], &req[..]);
     let written = s.outgoing().await;
     assert_eq!(
         &written[..],
-        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#
+        br#"{"jsonrpc":"2.0","id":"mcp-ui-gateway/1","method":"tools/call"}"#
     );
     g.timed_out(7);
     let cancel = s.outgoing().await;
     let v: serde_json::Value = serde_json::from_slice(&cancel).unwrap();
     assert_eq!(v["method"], "notifications/cancelled");
-    assert_eq!(v["params"]["requestId"], 1, "the id the upstream saw");
+    assert_eq!(
+        v["params"]["requestId"], "mcp-ui-gateway/1",
+        "the id the upstream saw"
+    );
     assert_eq!(
         v["params"]["reason"],
         "no answer within 7 s (the gateway's request timeout)"
@@ -176,7 +182,7 @@ async fn a_written_request_that_times_out_is_cancelled_upstream() {
     s.outgoing().await;
     drop(g);
     let v: serde_json::Value = serde_json::from_slice(&s.outgoing().await).unwrap();
-    assert_eq!(v["params"]["requestId"], 2);
+    assert_eq!(v["params"]["requestId"], "mcp-ui-gateway/2");
     let init = br#"{"jsonrpc":"2.0","id":9,"method":"initialize"}"#;
     let id = jsonrpc::classify_one(init).unwrap().id.unwrap();
     let (_rx, g) = s.request(init, id, None).await.unwrap();
