@@ -9,7 +9,9 @@
 //! with scripts/install-peers.sh) and writes target/bench/load.md and
 //! target/bench/latency.svg. `-- --quick` runs shorter points; `-- --only
 //! NAME[,NAME]` selects scenarios (sweep, sse, tls, stdio, everything, big, list, idle,
-//! reload, app; app: an app endpoint against a single mount; tls: HTTPS upstreams and an HTTPS listener against plain, with
+//! reload, app, hosts; app: an app endpoint against a single mount; hosts: the
+//! patterns of ChatGPT and Claude against a stdio server, before and after
+//! client sessions stopped owning a process (benches/load/hosts.rs); tls: HTTPS upstreams and an HTTPS listener against plain, with
 //! the gateway's TLS handshakes per point); `-- --no-peers` skips the peers; `-- --secs S` sets the time of
 //! each point and `-- --conc 1,32` the concurrencies of the sweeps (for
 //! profiling one case). `-- --target NAME=URL` (repeated) drives endpoints
@@ -29,6 +31,8 @@ mod client;
 mod everything;
 #[path = "load/given.rs"]
 mod given;
+#[path = "load/hosts.rs"]
+mod hosts;
 #[path = "load/opts.rs"]
 mod opts;
 #[path = "../tests/support/process.rs"]
@@ -722,6 +726,23 @@ async fn full(opts: &Opts) -> bool {
         }
         extra.push_str(&app::summary(&points));
         gw_app.stop().await;
+    }
+    if opts.wants("hosts") {
+        let (calls, secs) = if opts.quick {
+            (1_000, 5.0)
+        } else {
+            (10_000, 20.0)
+        };
+        let concs = opts.conc.clone().unwrap_or_else(|| vec![1, 8]);
+        match hosts::run(root, Path::new(GATEWAY), &logs, &concs, calls, secs).await {
+            Ok(host_points) => {
+                extra.push_str(&format!(
+                    "\n## The hosts' patterns against a stdio server (Python SDK)\n\nEach point: a fresh gateway, at most {calls} host calls or {secs} s. A Claude call is its three requests (initialize, initialized, the call).\n\n"
+                ));
+                extra.push_str(&hosts::table(&host_points));
+            }
+            Err(e) => notes.push(format!("hosts scenario skipped: {e}")),
+        }
     }
     if opts.wants("idle") {
         let n = if opts.quick { 200 } else { 1000 };

@@ -457,11 +457,20 @@ impl Gateway {
     /// reloads and readiness as they are now.
     pub async fn metrics_text(&self) -> String {
         let (reloads_ok, reloads_failed) = self.live.reload_counts();
-        let mut sessions_open = self.sessions.open_by_mount();
-        for (n, pool) in sessions_open.iter_mut().zip(self.pools.iter()) {
-            *n += pool.counts().0;
+        let owned = self.sessions.open_by_mount();
+        let mut sessions_open = owned.clone();
+        let (mut client_sessions, mut revived) = (Vec::new(), Vec::new());
+        for (i, pool) in self.pools.iter().enumerate() {
+            let (live, _, again) = pool.counts();
+            sessions_open[i] += live;
+            client_sessions.push((owned[i] + pool.peers().len()) as u64);
+            revived.push(again);
         }
         let snapshot = crate::metrics::Snapshot {
+            upstream_connections: sessions_open.iter().map(|n| *n as u64).collect(),
+            client_sessions,
+            processes_started: self.mounts.iter().map(|m| m.restarts.started()).collect(),
+            sessions_revived: revived,
             sessions_open,
             stdio_children: self.children.running(),
             reloads_ok,

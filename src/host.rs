@@ -148,8 +148,56 @@ pub const CLAUDE_SANDBOX_DOMAIN: &str = "claudemcpcontent.com";
 /// [`CLAUDE_SANDBOX_DOMAIN`]. A trailing slash, another path or another
 /// scheme give another domain.
 pub fn claude_domain(endpoint_url: &str) -> String {
+    format!("{}.{CLAUDE_SANDBOX_DOMAIN}", endpoint_hash(endpoint_url))
+}
+
+/// The suffix ChatGPT serves widget sandboxes under.
+pub const CHATGPT_SANDBOX_DOMAIN: &str = "web-sandbox.oaiusercontent.com";
+
+/// The first 32 hex digits of the SHA-256 of `endpoint_url`, as both hosts
+/// derive a widget's sandbox from the exact URL they connect to.
+fn endpoint_hash(endpoint_url: &str) -> String {
     let digest = hex::encode(Sha256::digest(endpoint_url.as_bytes()));
-    format!("{}.{CLAUDE_SANDBOX_DOMAIN}", &digest[..32])
+    digest[..32].to_owned()
+}
+
+/// The origins the hosts render an endpoint's widgets at, from the exact
+/// URL the host connects to: ChatGPT's (its "widget origin migration",
+/// from 2026-12-15; the declared `domain` stays for "open in app" and
+/// links) and Claude's. An API a widget calls must allow both in its CORS
+/// and `frame-ancestors`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WidgetOrigins {
+    /// The endpoint URL they are derived from.
+    pub endpoint: String,
+    pub chatgpt: String,
+    pub claude: String,
+}
+
+impl WidgetOrigins {
+    pub fn of(endpoint_url: &str) -> WidgetOrigins {
+        let hash = endpoint_hash(endpoint_url);
+        WidgetOrigins {
+            endpoint: endpoint_url.to_owned(),
+            chatgpt: format!("https://mcp-endpoint-{hash}.{CHATGPT_SANDBOX_DOMAIN}"),
+            claude: format!("https://{hash}.{CLAUDE_SANDBOX_DOMAIN}"),
+        }
+    }
+
+    /// For the endpoint at `path` behind `public_url` (`None` without one:
+    /// the URL hosts connect to is not known).
+    pub fn behind(public_url: Option<&str>, path: &str) -> Option<WidgetOrigins> {
+        let base = public_url?.trim_end_matches('/');
+        Some(Self::of(&format!("{base}{path}")))
+    }
+
+    /// One line saying them, for logs and `check`.
+    pub fn line(&self) -> String {
+        format!(
+            "Widget origins of {}: ChatGPT {}, Claude {} (allow both in the CORS and frame-ancestors of the APIs the widgets call)",
+            self.endpoint, self.chatgpt, self.claude
+        )
+    }
 }
 
 /// Whom an answer is written for: the host kind, and the domain derived for
@@ -197,6 +245,33 @@ mod tests {
         assert_eq!(
             claude_domain("https://gw.example.com/mcp/"),
             "bf0b755bea3613fd53a599acafa6eee4.claudemcpcontent.com"
+        );
+    }
+
+    /// The example of OpenAI's "widget origin migration" guide and of
+    /// Claude's MCP Apps documentation: the same hash of the exact URL.
+    #[test]
+    fn widget_origins_hash_the_exact_endpoint_url() {
+        let o = WidgetOrigins::of("https://example.com/mcp");
+        assert_eq!(
+            o.chatgpt,
+            "https://mcp-endpoint-c3d80a4ed901ee05b21755a88273b4a4.web-sandbox.oaiusercontent.com"
+        );
+        assert_eq!(
+            o.claude,
+            "https://c3d80a4ed901ee05b21755a88273b4a4.claudemcpcontent.com"
+        );
+        assert_eq!(
+            claude_domain("https://example.com/mcp"),
+            "c3d80a4ed901ee05b21755a88273b4a4.claudemcpcontent.com"
+        );
+        let behind = WidgetOrigins::behind(Some("https://example.com/"), "/mcp").unwrap();
+        assert_eq!(behind, o);
+        assert!(WidgetOrigins::behind(None, "/mcp").is_none());
+        // A trailing slash is another URL.
+        assert_ne!(
+            WidgetOrigins::of("https://example.com/mcp/").chatgpt,
+            o.chatgpt
         );
     }
 

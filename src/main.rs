@@ -12,6 +12,7 @@ use mcp_ui_gateway::cli;
 use mcp_ui_gateway::cli::args::{CheckArgs, Cli, Command, InitArgs, LogFormat, ServeArgs};
 use mcp_ui_gateway::config::{self, Config, Mount, Overrides, UpstreamConfig};
 use mcp_ui_gateway::gateway::Gateway;
+use mcp_ui_gateway::host::WidgetOrigins;
 use mcp_ui_gateway::live::Live;
 use mcp_ui_gateway::server::Server;
 use mcp_ui_gateway::tls::ListenerTls;
@@ -214,6 +215,13 @@ async fn serve(args: ServeArgs) -> ExitCode {
             mcp_ui_gateway::preview::PATH
         );
     }
+    let paths = gateway.mounts.iter().map(|m| m.config.path.as_str());
+    let paths = paths.chain(gateway.apps.iter().map(|a| a.config.path.as_str()));
+    for path in paths {
+        if let Some(o) = WidgetOrigins::behind(config.public_url.as_deref(), path) {
+            say!("{}", o.line());
+        }
+    }
     tracing::info!(
         %addr,
         tls = tls.is_some(),
@@ -307,6 +315,14 @@ async fn check(args: CheckArgs) -> ExitCode {
     }
     for warning in &report.warnings {
         say!("warning: {warning}");
+    }
+    let public_url = loaded.config.public_url.as_deref();
+    let apps = loaded.config.apps(&loaded.mounts).unwrap_or_default();
+    let paths = loaded.mounts.iter().map(|m| m.path.as_str());
+    for path in paths.chain(apps.iter().map(|a| a.path.as_str())) {
+        if let Some(o) = WidgetOrigins::behind(public_url, path) {
+            say!("{}", o.line());
+        }
     }
     say!("{}", report.summary());
     if report.is_clean() && app_problems.is_empty() {

@@ -45,6 +45,7 @@ pub fn claims(path: &str) -> bool {
 pub fn serve<'a>(
     enabled: bool,
     mounts: impl Iterator<Item = &'a Mount>,
+    public_url: Option<&str>,
     method: &Method,
     uri: &Uri,
 ) -> Response<Body> {
@@ -76,7 +77,11 @@ pub fn serve<'a>(
             "text/css; charset=utf-8",
             PAGE_CSP.to_owned(),
         ),
-        "/preview/mounts.json" => (mounts_json(mounts), "application/json", PAGE_CSP.to_owned()),
+        "/preview/mounts.json" => (
+            mounts_json(mounts, public_url),
+            "application/json",
+            PAGE_CSP.to_owned(),
+        ),
         "/preview/sandbox" => (
             SANDBOX_HTML.to_owned(),
             "text/html; charset=utf-8",
@@ -111,9 +116,17 @@ pub fn serve<'a>(
     r
 }
 
-fn mounts_json<'a>(mounts: impl Iterator<Item = &'a Mount>) -> String {
+/// Each mount's name and path, and the origins the hosts render its
+/// widgets at when the gateway's public URL is known.
+fn mounts_json<'a>(mounts: impl Iterator<Item = &'a Mount>, public_url: Option<&str>) -> String {
     let mounts: Vec<serde_json::Value> = mounts
-        .map(|m| serde_json::json!({ "name": m.name, "path": m.path }))
+        .map(|m| {
+            let mut v = serde_json::json!({ "name": m.name, "path": m.path });
+            if let Some(o) = crate::host::WidgetOrigins::behind(public_url, &m.path) {
+                v["origins"] = serde_json::json!(o);
+            }
+            v
+        })
         .collect();
     serde_json::json!({ "mounts": mounts }).to_string()
 }
@@ -219,6 +232,7 @@ mod tests {
         serve(
             enabled,
             std::iter::empty(),
+            None,
             &Method::GET,
             &path.parse().unwrap(),
         )
@@ -268,6 +282,7 @@ mod tests {
         let post = serve(
             true,
             std::iter::empty(),
+            None,
             &Method::POST,
             &"/preview".parse().unwrap(),
         );

@@ -89,7 +89,14 @@ impl Service<Request<Incoming>> for Router {
         }
         if preview::claims(path) {
             let mounts = gw.mounts.iter().map(|m| &m.config);
-            return ready(preview::serve(gw.preview, mounts, req.method(), req.uri()));
+            let public_url = gw.auth.public_url();
+            return ready(preview::serve(
+                gw.preview,
+                mounts,
+                public_url,
+                req.method(),
+                req.uri(),
+            ));
         }
         ready(text(
             StatusCode::NOT_FOUND,

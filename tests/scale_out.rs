@@ -1,17 +1,20 @@
 //! Replicas behind a real load balancer: three gateway processes (the binary)
 //! sharing one session key (`MCP_UI_GATEWAY_SESSION_KEY`) behind HAProxy
 //! (Debian's package, installed by `scripts/install-peers.sh`), all on
-//! 127.0.0.1. Each gateway has two mounts: `/http/mcp`, the fixture over
-//! streamable HTTP (in this process, shared by every replica), and
-//! `/stdio/mcp`, the fixture as a stdio child per session.
+//! 127.0.0.1. Each gateway has three mounts: `/http/mcp`, the fixture over
+//! streamable HTTP (in this process, shared by every replica),
+//! `/stdio/mcp`, the fixture as a stdio child per session (`sessions =
+//! "client"`), and `/shared/mcp`, the fixture as one stdio child per replica
+//! that every session shares (the default).
 //!
 //! HAProxy runs the settings the README's "Scaling" section gives: health
 //! checks on `/healthz` (with a Host header the gateway accepts), retries
 //! redispatched to another server on a refused connection or an empty
 //! response, round robin for the HTTP mount, and for the stdio mount a stick
 //! table that learns each session id from the response that issued it
-//! (`deploy/examples/ingress` carries the same lines). Every response
-//! names the replica that served it (`X-Served-By`).
+//! (`deploy/examples/ingress` carries the same lines); the shared mount
+//! needs no affinity and goes round robin. Every response names the replica
+//! that served it (`X-Served-By`).
 //!
 //! - (a) 20 sessions on the HTTP mount loop mixed calls (`tools/list`,
 //!   `echo`, `add`, a 150 ms `slow`) while one replica is drained with
@@ -21,11 +24,15 @@
 //! - (b) 12 sessions on the stdio mount stay on the replica that started
 //!   their child; one replica is killed with SIGKILL while every session has
 //!   a call in flight: the other sessions lose nothing and stay where they
-//!   are, the killed replica's sessions get 404 and initialize again on a
-//!   survivor.
+//!   are, the killed replica's sessions go on on a survivor, which opens
+//!   their session again (same id) and names it in its answer, so that the
+//!   balancer's stick table follows.
 //! - (c) a rolling restart (each replica drained, restarted on its port and
 //!   seen up by HAProxy before the next) under the load of (a): no call of
 //!   an HTTP-upstream session fails.
+//! - (d) the hosts as they really call (Claude: an initialize per call;
+//!   ChatGPT: no session id at all) on the shared stdio mount, round robin,
+//!   one replica killed mid-run: only calls in flight on it may fail.
 //!
 //! The three run one at a time (their figures are in RELIABILITY.md, printed
 //! with `--nocapture`). Every loop is bounded in count and time; processes
@@ -56,6 +63,7 @@ const KEY: &str = "5d2e8c1f0a9b7d6e4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2
 const PROTOCOL: &str = "2025-11-25";
 const HTTP_PATH: &str = "/http/mcp";
 const STDIO_PATH: &str = "/stdio/mcp";
+const SHARED_PATH: &str = "/shared/mcp";
 /// Bound on every wait for a process, a port or a state.
 const BOUND: Duration = Duration::from_secs(30);
 /// Bound on one call.
@@ -100,6 +108,12 @@ url = "{upstream}"
 [[upstream]]
 name = "stdio"
 path = "{STDIO_PATH}"
+command = "{STDIO_COMMAND}"
+sessions = "client"
+
+[[upstream]]
+name = "shared"
+path = "{SHARED_PATH}"
 command = "{STDIO_COMMAND}"
 "#
     );
@@ -768,7 +782,7 @@ async fn round_robin_drain_loses_nothing_and_a_kill_only_the_calls_in_flight() {
 // (b) stdio sessions with affinity
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stdio_sessions_stay_on_their_replica_and_only_the_killed_ones_start_over() {
+async fn stdio_sessions_stay_on_their_replica_and_the_killed_ones_go_on_elsewhere() {
     let _serial = SERIAL.lock().await;
     let mut c = cluster().await;
     let url = format!("{}{STDIO_PATH}", c.balancer.url);
@@ -874,8 +888,9 @@ async fn stdio_sessions_stay_on_their_replica_and_only_the_killed_ones_start_ove
         "children of the killed replica survive: {orphans:?}"
     );
 
-    // After the kill: the killed replica's sessions get 404, the others go on
-    // where they were.
+    // After the kill: the killed replica's sessions go on on a survivor,
+    // which opens each again (same id) and says so, so that the stick table
+    // keeps them there; the others go on where they were.
     let mut restarted = 0;
     for (n, s) in sessions.iter_mut().enumerate() {
         let (status, headers, body) = post(&client, &url, Some(&s.sid), &echo(n, 10))
@@ -884,21 +899,30 @@ async fn stdio_sessions_stay_on_their_replica_and_only_the_killed_ones_start_ove
         if victims.contains(&n) {
             assert_eq!(
                 status,
-                StatusCode::NOT_FOUND,
+                StatusCode::OK,
                 "session {n} of the killed replica: {}",
                 String::from_utf8_lossy(&body)
             );
-            let fresh = open_session(&client, &url)
-                .await
-                .expect("a new session opens");
-            assert_ne!(fresh.server, victim);
-            *s = fresh;
+            let answer = answer_to(&headers, &body, &json!(10)).expect("the answer");
+            assert_eq!(
+                answer["result"]["content"][0]["text"],
+                format!("session {n}")
+            );
+            let now = served_by(&headers);
+            assert_ne!(now, victim);
+            s.server = now;
             restarted += 1;
-            let (status, headers, body) = post(&client, &url, Some(&s.sid), &echo(n, 11))
-                .await
-                .expect("an answer");
-            assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
-            assert_eq!(served_by(&headers), s.server);
+            for round in 11..14 {
+                let (status, headers, body) = post(&client, &url, Some(&s.sid), &echo(n, round))
+                    .await
+                    .expect("an answer");
+                assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+                assert_eq!(
+                    served_by(&headers),
+                    s.server,
+                    "session {n} stays where it went on"
+                );
+            }
         } else {
             assert_eq!(
                 status,
@@ -911,8 +935,8 @@ async fn stdio_sessions_stay_on_their_replica_and_only_the_killed_ones_start_ove
     }
     println!(
         "(b) {STDIO_SESSIONS} stdio sessions placed {placed:?}; {victim} killed with a 1.5 s call in flight on each: \
-         {lost_in_flight} of its {} calls lost, 0 of the {} others; its {} sessions answered 404 and \
-         initialized again on the survivors ({:.1} s after the kill, children reaped by the guardian)",
+         {lost_in_flight} of its {} calls lost, 0 of the {} others; its {} sessions went on on the \
+         survivors, opened again there under the same id ({:.1} s after the kill, children reaped by the guardian)",
         victims.len(),
         STDIO_SESSIONS - victims.len(),
         restarted,
@@ -984,5 +1008,111 @@ async fn a_rolling_restart_under_load_loses_no_call_of_http_upstream_sessions() 
             log.iter().any(|r| r.start > *at && &r.server == name),
             "the restarted {name} served nothing"
         );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// (d) the hosts' patterns on the shared stdio mount, no affinity
+
+/// One host call: Claude's (claude-ai-mcp#583: initialize, then
+/// `notifications/initialized` without the id (#99), then the call with it)
+/// or ChatGPT's tool plane (ext-apps#647: the call without any session id).
+/// Whether it was answered with a result, and by which replica.
+async fn host_call(client: &Http, url: &str, claude: bool, n: usize) -> (bool, String) {
+    let echo = json!({"jsonrpc":"2.0","id":n,"method":"tools/call","params":{"name":"echo","arguments":{"text":format!("call {n}")}}});
+    let sid = if claude {
+        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":PROTOCOL,"capabilities":{},"clientInfo":{"name":"claude-ai","version":"0.1.0"}}});
+        let Ok((StatusCode::OK, h, _)) = post(client, url, None, &init).await else {
+            return (false, String::new());
+        };
+        let Some(sid) = h
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+        else {
+            return (false, String::new());
+        };
+        let _ = post(
+            client,
+            url,
+            None,
+            &json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        )
+        .await;
+        Some(sid)
+    } else {
+        None
+    };
+    match post(client, url, sid.as_deref(), &echo).await {
+        Ok((status, headers, body)) => {
+            let ok = status == StatusCode::OK
+                && answer_to(&headers, &body, &json!(n))
+                    .is_some_and(|a| a["result"]["content"][0]["text"] == format!("call {n}"));
+            (ok, served_by(&headers))
+        }
+        Err(_) => (false, String::new()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_patterns_on_a_shared_stdio_mount_need_no_affinity() {
+    let _serial = SERIAL.lock().await;
+    let mut c = cluster().await;
+    let url = format!("{}{SHARED_PATH}", c.balancer.url);
+    let stop = Arc::new(AtomicBool::new(false));
+    let results = Arc::new(Mutex::new(Vec::<(Instant, bool, String)>::new()));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..6)
+        .map(|w| {
+            let (url, stop, results) = (url.clone(), stop.clone(), results.clone());
+            tokio::spawn(async move {
+                let client = client();
+                for i in 0..MAX_ITERATIONS {
+                    if stop.load(Ordering::Relaxed) || started.elapsed() > SCENARIO_LIMIT {
+                        break;
+                    }
+                    let (ok, server) = host_call(&client, &url, w % 2 == 0, i).await;
+                    results.lock().unwrap().push((Instant::now(), ok, server));
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let killed_at = Instant::now();
+    kill(&mut c.replicas[1]).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.await.unwrap();
+    }
+    let results = results.lock().unwrap();
+    let before: Vec<&(Instant, bool, String)> =
+        results.iter().filter(|r| r.0 < killed_at).collect();
+    let failed = results.iter().filter(|r| !r.1).count();
+    let after_failed = results
+        .iter()
+        .filter(|r| r.0 > killed_at + Duration::from_millis(500) && !r.1)
+        .count();
+    let servers = count(before.iter().map(|r| r.2.as_str()));
+    println!(
+        "(d) {} host calls (Claude: an initialize per call; ChatGPT: no session id) by 6 hosts on the shared stdio mount, \
+         round robin without affinity; before the kill served by {servers:?}; {failed} failed in all, {after_failed} \
+         more than 0.5 s after g2 was killed",
+        results.len()
+    );
+    assert_eq!(servers.len(), 3, "round robin used every replica");
+    assert!(
+        failed <= 6,
+        "more failures than calls in flight at the kill: {failed}"
+    );
+    assert_eq!(after_failed, 0, "calls after the kill all answered");
+    for r in &c.replicas {
+        if r.name != "g2" {
+            assert!(
+                support::process::stdio_children(r.proc.pid).len() <= 2,
+                "{}: one child per mount (the shared and at most one of stdio)",
+                r.name
+            );
+        }
     }
 }

@@ -15,7 +15,8 @@ With --target it drives endpoints that are already running: yours.
 OPTIONS (the built-in scenarios):
     --quick                1 s points instead of 3 s
     --only LIST            scenarios, comma-separated: sweep sse tls stdio everything big list
-                           idle reload app (sweep: direct, the bare relay, nginx, HAProxy, the
+                           idle reload app hosts (hosts: ChatGPT's and Claude's patterns
+                           against a stdio server, before and after; sweep: direct, the bare relay, nginx, HAProxy, the
                            gateway and the Rust mcp-proxy; everything: server-everything over
                            stdio through the gateway against its own streamable HTTP; app: an
                            app endpoint against a single mount)

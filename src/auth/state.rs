@@ -60,6 +60,11 @@ impl AuthState {
         })
     }
 
+    /// The configured `public_url`, without a trailing slash.
+    pub fn public_url(&self) -> Option<&str> {
+        self.public_url.as_deref()
+    }
+
     /// Whether the answers that name the gateway's base URL depend on the
     /// request's `Host` (no `public_url` is configured).
     pub fn base_follows_host(&self) -> bool {

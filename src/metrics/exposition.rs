@@ -98,7 +98,7 @@ impl Metrics {
             &mut out,
             "mcp_gateway_sessions_open",
             "gauge",
-            "Sessions this process holds open with an upstream (stdio and legacy SSE, the shared sessionless one included); streamable HTTP sessions live in their sealed ids and are not counted.",
+            "Connections this process holds open with an upstream (stdio and legacy SSE, shared or a session's own, and held streamable HTTP sessions); the sessions of streamable HTTP clients that own theirs live in their sealed ids and are not counted.",
         );
         for (m, name) in self.mounts.iter().enumerate() {
             let n = snapshot.sessions_open.get(m).copied().unwrap_or(0);
@@ -108,6 +108,57 @@ impl Metrics {
                 escape(name)
             );
         }
+
+        let per_mount = |out: &mut String, name: &str, values: &[u64]| {
+            for (m, mount) in self.mounts.iter().enumerate() {
+                let n = values.get(m).copied().unwrap_or(0);
+                let _ = writeln!(out, "{name}{{upstream=\"{}\"}} {n}", escape(mount));
+            }
+        };
+        family(
+            &mut out,
+            "mcp_gateway_client_sessions",
+            "gauge",
+            "Client sessions this process knows: those on connections clients share, and those that own a connection of their own.",
+        );
+        per_mount(
+            &mut out,
+            "mcp_gateway_client_sessions",
+            &snapshot.client_sessions,
+        );
+        family(
+            &mut out,
+            "mcp_gateway_upstream_connections",
+            "gauge",
+            "Upstream connections open: stdio children, legacy SSE streams and held streamable HTTP sessions, shared or a session's own.",
+        );
+        per_mount(
+            &mut out,
+            "mcp_gateway_upstream_connections",
+            &snapshot.upstream_connections,
+        );
+        family(
+            &mut out,
+            "mcp_gateway_processes_started_total",
+            "counter",
+            "Stdio upstream processes started.",
+        );
+        per_mount(
+            &mut out,
+            "mcp_gateway_processes_started_total",
+            &snapshot.processes_started,
+        );
+        family(
+            &mut out,
+            "mcp_gateway_sessions_revived_total",
+            "counter",
+            "Connections opened again in place of ones that ended under their clients (a crashed or reaped child, an upstream that forgot its session, a session id that outlived its process).",
+        );
+        per_mount(
+            &mut out,
+            "mcp_gateway_sessions_revived_total",
+            &snapshot.sessions_revived,
+        );
 
         family(
             &mut out,
@@ -295,6 +346,12 @@ fn write_buckets(
 pub struct Snapshot {
     /// Open sessions by mount index.
     pub sessions_open: Vec<usize>,
+    /// By mount index: client sessions known, upstream connections open,
+    /// processes started, connections revived.
+    pub client_sessions: Vec<u64>,
+    pub upstream_connections: Vec<u64>,
+    pub processes_started: Vec<u64>,
+    pub sessions_revived: Vec<u64>,
     /// Stdio children running.
     pub stdio_children: usize,
     pub reloads_ok: u64,

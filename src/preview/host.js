@@ -20,7 +20,7 @@
 
   var $ = function (id) { return document.getElementById(id); };
   var ui = {
-    mount: $('mount'), server: $('server'), theme: $('theme'), displayMode: $('display-mode'),
+    mount: $('mount'), server: $('server'), origins: $('origins'), theme: $('theme'), displayMode: $('display-mode'),
     locale: $('locale'), connection: $('connection'), toolList: $('tool-list'),
     toolsEmpty: $('tools-empty'), toolName: $('tool-name'), toolDescription: $('tool-description'),
     form: $('tool-form'), fields: $('fields'), formError: $('form-error'), callButton: $('call-button'),
@@ -933,6 +933,13 @@
       await mcp.connect();
       var info = mcp.serverInfo || {};
       ui.server.textContent = mount.path + ' → ' + (info.name || '?') + (info.version ? ' ' + info.version : '');
+      // Where the hosts render this endpoint's widgets (from public_url).
+      ui.origins.textContent = mount.origins
+        ? 'widgets at ChatGPT ' + mount.origins.chatgpt + ' · Claude ' + mount.origins.claude
+        : '';
+      ui.origins.title = mount.origins
+        ? 'Derived from ' + mount.origins.endpoint + ': allow both origins in the CORS and frame-ancestors of the APIs the widgets call'
+        : '';
       await listTools();
       if (!mcp.streaming) setConnection('connected', 'connected');
     } catch (e) {

@@ -56,7 +56,10 @@ pub async fn post(
         jsonrpc::Body::Single(m) => m,
         jsonrpc::Body::Batch(items) => {
             return match local_session(cx).await {
-                Ok(s) => post_batch(cx, items, s, None, None).await,
+                Ok((s, revived)) => {
+                    let resp = post_batch(cx, items, s, None, None).await;
+                    say_session(cx, revived, resp)
+                }
                 Err(f) => f.respond(None),
             };
         }
@@ -65,21 +68,21 @@ pub async fn post(
         return failure.respond(None);
     }
     let request_id = m.id.filter(|_| m.kind == Kind::Request);
-    let (session, new_id) = match (&cx.session, initialize) {
+    let (session, new_id, revived) = match (&cx.session, initialize) {
         (SessionRef::None, true) => match cx.gw.open_session(cx.mount).await {
             Ok((id, s)) => {
                 super::ended::watch(cx.gw.metrics.clone(), s.clone());
-                (s, Some(id))
+                (s, Some(id), false)
             }
             Err(e) => return e.respond(m.id),
         },
         _ => match local_session(cx).await {
-            Ok(s) => (s, None),
+            Ok((s, revived)) => (s, None, revived),
             Err(e) => return e.respond(request_id),
         },
     };
     let Some(id) = request_id else {
-        return match session
+        let resp = match session
             .notify(body.clone(), m.kind, m.method.as_deref(), m.params)
             .await
         {
@@ -87,6 +90,7 @@ pub async fn post(
             Err(_) if session.is_closed() => Failure::SessionNotFound.respond(None),
             Err(e) => e.respond(None),
         };
+        return say_session(cx, revived, resp);
     };
     let progress = jsonrpc::params_view(m.params).request_progress_token;
     let resp = match session.request(body, id, progress).await {
@@ -103,8 +107,19 @@ pub async fn post(
                 .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok());
             finish_initialize(cx, local, Hello::of_initialize(params.as_ref()), resp)
         }
-        None => resp,
+        None => say_session(cx, revived, resp),
     }
+}
+
+/// The answer of a request whose session was opened again in this process
+/// names the session, as an `initialize` answer does: a load balancer that
+/// learns where a session lives from the answers (HAProxy's
+/// `stick store-response`) sends its next requests here.
+fn say_session(cx: &Ctx<'_>, revived: bool, mut resp: Response<Body>) -> Response<Body> {
+    if revived && let Some(sid) = cx.headers.get(SESSION_HEADER) {
+        resp.headers_mut().insert(SESSION_HEADER, sid.clone());
+    }
+    resp
 }
 
 /// The session this process owns that the client's id names: the one it
@@ -112,25 +127,26 @@ pub async fn post(
 /// client's id says the client opened it) when there is none, so that a
 /// client whose connection is gone (a crashed child, a restarted gateway)
 /// carries on instead of being told to start over, which hosts do not do.
-async fn local_session(cx: &Ctx<'_>) -> Result<Arc<MessageSession>, Failure> {
+/// Whether it was opened now.
+async fn local_session(cx: &Ctx<'_>) -> Result<(Arc<MessageSession>, bool), Failure> {
     let SessionRef::Local { instance, id } = cx.session else {
         return Err(Failure::SessionNotFound);
     };
     let sessions = &cx.gw.sessions;
     let own = instance == cx.gw.instance;
     if own && let Some(s) = sessions.get(cx.mount.index, id) {
-        return Ok(s);
+        return Ok((s, false));
     }
     if sessions.ended.contains(&(instance, id)) {
         return Err(Failure::SessionNotFound);
     }
     if let Some(s) = sessions.revived(cx.mount.index, instance, id) {
-        return Ok(s);
+        return Ok((s, false));
     }
     let hello = cx.hello.clone().unwrap_or_default();
     let s = cx.gw.revive_session(cx.mount, instance, id, &hello).await?;
     super::ended::watch(cx.gw.metrics.clone(), s.clone());
-    Ok(s)
+    Ok((s, true))
 }
 
 /// 2026-07-28: `Mcp-Method` and `Mcp-Name`, when sent, must match the body.
@@ -411,7 +427,7 @@ pub(super) async fn post_batch(
 /// when its connection is gone).
 pub async fn get(cx: &Ctx<'_>) -> Response<Body> {
     let session = match local_session(cx).await {
-        Ok(s) => s,
+        Ok((s, _)) => s,
         Err(f) => return f.respond(None),
     };
     let Some(mut rx) = session.attach_stream() else {

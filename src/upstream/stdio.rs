@@ -88,6 +88,7 @@ pub fn spawn_supervised(
             });
         }
     };
+    sup.restarts.count_start();
     let pid = child.id();
     let mut group = Group::led_by(pid);
     let started = Instant::now();

@@ -3,11 +3,13 @@ former FastMCP), over stdio. Every tool returns a string, so the SDK lists the o
 `{"result": string}` and wraps each result as `structuredContent: {"result": "<the text>"}`:
 what `tests/peers.rs` shapes through the gateway.
 
-    tests/peers/.venv/bin/python tests/peers/py_server.py          # stdio
-    tests/peers/.venv/bin/python tests/peers/py_server.py --sse    # legacy HTTP+SSE
+    tests/peers/.venv/bin/python tests/peers/py_server.py                     # stdio
+    tests/peers/.venv/bin/python tests/peers/py_server.py --sse               # legacy HTTP+SSE
+    tests/peers/.venv/bin/python tests/peers/py_server.py --http              # streamable HTTP, sessions
+    tests/peers/.venv/bin/python tests/peers/py_server.py --http --stateless  # streamable HTTP, none
 
-With `--sse` it serves the SDK's legacy HTTP+SSE transport on 127.0.0.1, on a port the
-system picks, and prints `READY http://127.0.0.1:PORT/sse` once listening.
+With `--sse` or `--http` it serves on 127.0.0.1, on a port the system picks, and prints
+`READY http://127.0.0.1:PORT/sse` (or `/mcp`) once listening.
 
 - `list_tasks`: JSON text of an object with a `tasks` array.
 - `count_tasks`: JSON text `{"count": N}`.
@@ -49,7 +51,7 @@ def greet(name: str) -> str:
     return f"Hello, {name}!"
 
 
-def run_sse():
+def serve_http(asgi, path):
     import socket
 
     import anyio
@@ -59,13 +61,17 @@ def run_sse():
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app.sse_app(host="127.0.0.1"), log_level="warning"))
-    print(f"READY http://127.0.0.1:{port}/sse", flush=True)
+    server = uvicorn.Server(uvicorn.Config(asgi, log_level="warning"))
+    print(f"READY http://127.0.0.1:{port}{path}", flush=True)
     anyio.run(lambda: server.serve(sockets=[sock]))
 
 
 if __name__ == "__main__":
-    if "--sse" in sys.argv[1:]:
-        run_sse()
+    args = sys.argv[1:]
+    if "--sse" in args:
+        serve_http(app.sse_app(host="127.0.0.1"), "/sse")
+    elif "--http" in args:
+        stateless = "--stateless" in args
+        serve_http(app.streamable_http_app(stateless_http=stateless, host="127.0.0.1"), "/mcp")
     else:
         app.run()

@@ -58,6 +58,8 @@ impl Drop for ChildSlot {
 #[derive(Debug, Default)]
 pub struct Restarts {
     state: Mutex<RestartState>,
+    /// Children started for the mount since the gateway started.
+    started: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -122,6 +124,16 @@ impl Restarts {
     }
 
     /// The crash record, when there is one.
+    /// Count a child started for the mount.
+    pub fn count_start(&self) {
+        self.started.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Children started for the mount since the gateway started.
+    pub fn started(&self) -> u64 {
+        self.started.load(Ordering::Relaxed)
+    }
+
     pub fn fault(&self) -> Option<Fault> {
         let st = self.state.lock().unwrap();
         (st.crashes > 0).then(|| Fault {

@@ -1,0 +1,281 @@
+//! Client sessions on one upstream connection (`sessions = "shared"`, the
+//! default for stdio and legacy SSE upstreams): each client gets what is
+//! its own and nothing of another's. The upstream is the fixture server
+//! (rmcp, stdio), whose tools ask the client for sampling, report progress
+//! to the caller's token, log, and sleep; two clients use the same request
+//! ids and progress tokens throughout.
+
+mod support;
+
+use std::time::Duration;
+
+use hyper::{Method, StatusCode};
+use mcp_ui_gateway::config::Config;
+use serde_json::{Value, json};
+use support::clients::{SseReader, open_sse, parse_sse, post_json};
+use support::gateway::{self as gw, TestGateway};
+use support::upstreams::STDIO_COMMAND;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A client session: its headers.
+struct Client {
+    url: String,
+    headers: Vec<(String, String)>,
+}
+
+impl Client {
+    /// Opens a session declaring `capabilities`.
+    async fn open(url: &str, capabilities: Value) -> Client {
+        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":capabilities,
+            "clientInfo":{"name":"shared-test","version":"1"}}});
+        let (status, headers, body) = post_json(url, &[], init.to_string()).await;
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+        let c = Client {
+            url: url.to_owned(),
+            headers: vec![
+                ("mcp-session-id".into(), sid),
+                ("mcp-protocol-version".into(), "2025-11-25".into()),
+            ],
+        };
+        let (status, _, _) = c
+            .post(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        c
+    }
+
+    fn refs(&self) -> Vec<(&str, &str)> {
+        self.headers
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect()
+    }
+
+    async fn post(&self, m: Value) -> (StatusCode, hyper::HeaderMap, Vec<u8>) {
+        let (s, h, b) = post_json(&self.url, &self.refs(), m.to_string()).await;
+        (s, h, b.to_vec())
+    }
+
+    /// A request's answer read as it comes.
+    async fn stream(&self, m: Value) -> SseReader {
+        let mut h = self.refs();
+        h.push(("content-type", "application/json"));
+        h.push(("accept", "application/json, text/event-stream"));
+        let (status, headers, reader) = open_sse(Method::POST, &self.url, &h, m.to_string())
+            .await
+            .unwrap();
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers["content-type"], "text/event-stream");
+        reader
+    }
+
+    /// The JSON-RPC response of a request (JSON, or the last event of SSE).
+    async fn call(&self, m: Value) -> Value {
+        let (status, headers, body) = self.post(m).await;
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        response(&headers, &body)
+    }
+}
+
+fn response(headers: &hyper::HeaderMap, body: &[u8]) -> Value {
+    if headers["content-type"] == "application/json" {
+        return serde_json::from_slice(body).unwrap();
+    }
+    parse_sse(body)
+        .iter()
+        .rev()
+        .find_map(|e| {
+            e.json()
+                .ok()
+                .filter(|m: &Value| m.get("id").is_some() && m.get("method").is_none())
+        })
+        .unwrap_or_else(|| panic!("no response in {}", String::from_utf8_lossy(body)))
+}
+
+async fn next_json(reader: &mut SseReader) -> Value {
+    loop {
+        let e = reader.next_event(WAIT).await.unwrap().expect("an event");
+        if !e.data.is_empty() {
+            return e.json().unwrap();
+        }
+    }
+}
+
+async fn shared_fixture() -> TestGateway {
+    TestGateway::start_with(Config {
+        upstreams: vec![gw::stdio("fixture", STDIO_COMMAND, &["--protocol", "2025"])],
+        ..gw::test_config()
+    })
+    .await
+}
+
+/// A server's request reaches the client whose call caused it, under an id
+/// of the gateway's; the client's answer reaches the server; a client that
+/// did not declare the capability is never asked (the server is answered
+/// an error at once: nothing hangs).
+#[tokio::test]
+async fn a_sampling_request_reaches_the_client_that_caused_it() {
+    let g = shared_fixture().await;
+    let sampler = Client::open(&g.url(), json!({"sampling": {}})).await;
+    let plain = Client::open(&g.url(), json!({})).await;
+    let mut call = sampler
+        .stream(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"hi"}}}))
+        .await;
+    let ask = next_json(&mut call).await;
+    assert_eq!(ask["method"], "sampling/createMessage", "{ask}");
+    let id = ask["id"].clone();
+    assert!(
+        id.as_str()
+            .is_some_and(|s| s.starts_with("mcp-ui-gateway/")),
+        "{id}"
+    );
+    let (status, _, _) = sampler
+        .post(json!({"jsonrpc":"2.0","id":id,"result":{"role":"assistant","content":{"type":"text","text":"sampled for you"},"model":"m"}}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let done = next_json(&mut call).await;
+    assert_eq!(done["id"], 1);
+    assert_eq!(
+        done["result"]["content"][0]["text"], "sampled for you",
+        "{done}"
+    );
+
+    let started = std::time::Instant::now();
+    let refused = plain
+        .call(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"hi"}}}))
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(5), "no hang");
+    let text = refused.to_string();
+    assert!(
+        refused["error"].is_object() || refused["result"]["isError"] == true,
+        "{refused}"
+    );
+    assert!(
+        text.contains("capability") || text.contains("client request failed"),
+        "{text}"
+    );
+}
+
+/// Two clients, the same request id and progress token at once: each gets
+/// its own progress and its own answer.
+#[tokio::test]
+async fn progress_and_answers_of_two_clients_with_the_same_ids_stay_apart() {
+    let g = shared_fixture().await;
+    let a = Client::open(&g.url(), json!({})).await;
+    let b = Client::open(&g.url(), json!({})).await;
+    let call = |steps: u32| json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"progress","arguments":{"steps":steps},"_meta":{"progressToken":"tok"}}});
+    let (ra, rb) = tokio::join!(a.post(call(2)), b.post(call(3)));
+    for ((status, headers, body), steps) in [(ra, 2), (rb, 3)] {
+        assert_eq!(status, StatusCode::OK);
+        let events: Vec<Value> = parse_sse(&body)
+            .iter()
+            .filter_map(|e| e.json().ok())
+            .collect();
+        let progress: Vec<&Value> = events
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .collect();
+        assert_eq!(progress.len(), steps, "{events:?}");
+        assert!(
+            progress
+                .iter()
+                .all(|p| p["params"]["progressToken"] == "tok"
+                    && p["params"]["total"] == steps as f64)
+        );
+        let last = response(&headers, &body);
+        assert_eq!(last["id"], 7);
+        assert_eq!(
+            last["result"]["content"][0]["text"],
+            format!("completed {steps} steps")
+        );
+    }
+}
+
+/// One client's cancellation stops its call only, though another's waits
+/// under the same id.
+#[tokio::test]
+async fn a_cancellation_reaches_only_the_cancelled_call() {
+    let g = shared_fixture().await;
+    let a = Client::open(&g.url(), json!({})).await;
+    let b = Client::open(&g.url(), json!({})).await;
+    let slow = json!({"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"slow","arguments":{"ms":1500}}});
+    let (a2, slow_a) = (
+        Client {
+            url: a.url.clone(),
+            headers: a.headers.clone(),
+        },
+        slow.clone(),
+    );
+    let first = tokio::spawn(async move { a2.post(slow_a).await });
+    let second = {
+        let b2 = Client {
+            url: b.url.clone(),
+            headers: b.headers.clone(),
+        };
+        let slow = slow.clone();
+        tokio::spawn(async move { b2.post(slow).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, _, _) = a
+        .post(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s","reason":"changed my mind"}}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let (_, ha, ba) = first.await.unwrap();
+    let va = response(&ha, &ba);
+    assert_eq!(va["error"]["code"], -32800, "a's call was cancelled: {va}");
+    let (_, hb, bb) = second.await.unwrap();
+    let vb = response(&hb, &bb);
+    assert!(vb["result"].is_object(), "b's call went on: {vb}");
+}
+
+/// Each client's log level decides what reaches it of the log messages
+/// that accompany its own calls.
+#[tokio::test]
+async fn log_messages_follow_each_clients_level() {
+    let g = shared_fixture().await;
+    let quiet = Client::open(&g.url(), json!({})).await;
+    let chatty = Client::open(&g.url(), json!({})).await;
+    for (c, level) in [(&quiet, "error"), (&chatty, "debug")] {
+        let v = c.call(json!({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":level}})).await;
+        assert_eq!(v["result"], json!({}), "{v}");
+    }
+    let log = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"log","arguments":{"message":"told"}}});
+    let (_, _, body) = chatty.post(log.clone()).await;
+    assert!(String::from_utf8_lossy(&body).contains("notifications/message"));
+    let (_, _, body) = quiet.post(log).await;
+    assert!(
+        !String::from_utf8_lossy(&body).contains("notifications/message"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+}
+
+/// A request without a session (ChatGPT's tool plane) is answered on the
+/// shared connection, whatever it declares; its id may be another's.
+#[tokio::test]
+async fn sessionless_requests_share_the_connection_with_sessions() {
+    let g = shared_fixture().await;
+    let a = Client::open(&g.url(), json!({})).await;
+    let echo = |text: &str| json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":text}}});
+    let url = g.url();
+    let (with, without) = tokio::join!(
+        a.call(echo("with a session")),
+        post_json(
+            &url,
+            &[("mcp-protocol-version", "2025-11-25")],
+            echo("without").to_string()
+        )
+    );
+    assert_eq!(with["result"]["content"][0]["text"], "with a session");
+    let (status, headers, body) = without;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        response(&headers, &body)["result"]["content"][0]["text"],
+        "without"
+    );
+    let children = mcp_ui_gateway::upstream::stdio::Children::running(&g.gateway.children);
+    assert_eq!(children, 1, "one child for both");
+}
