@@ -10,6 +10,10 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+pub mod caps;
+
+pub use caps::Caps;
+
 /// Every revision the gateway relays, oldest first.
 pub const KNOWN_VERSIONS: &[&str] = &[
     "2024-11-05",

@@ -8,20 +8,24 @@
 //! - [`streamable`]: to streamable HTTP upstreams, request by request;
 //! - [`owned`]: to stdio and legacy SSE upstreams, through sessions that
 //!   own their connection (`sessions = "client"`);
+//! - [`deliver`]: the answers made of what a message session delivers;
 //! - [`pooled`]: through connections clients share (`sessions = "shared"`
 //!   or `"conversation"`, and requests without a session);
 //! - [`revive`]: a streamable HTTP session opened again after its upstream
 //!   forgot it;
 //! - [`stream`]: event-by-event transforms of an upstream's SSE stream;
 //! - [`finish`]: the planned rewrite of a response;
+//! - [`forward`]: the request an HTTP upstream gets for a client's;
 //! - [`answer`]: the answers the relay writes itself;
 //! - [`ended`]: the ends of client sessions, timed;
 //! - [`watch`]: the spans of requests relayed to the client.
 
 pub mod answer;
 pub mod context;
+pub mod deliver;
 pub mod ended;
 pub mod finish;
+pub mod forward;
 pub mod owned;
 pub mod plan;
 pub mod pooled;
@@ -187,7 +191,13 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
     } else if pooled::pooled(cx) {
         pooled::post(cx, body, parsed, finisher).await
     } else if cx.mount.is_message() {
-        owned::post(cx, body, parsed, finisher).await
+        let initialize = matches!(&parsed, jsonrpc::Body::Single(m)
+            if m.kind == Kind::Request && m.method.as_deref() == Some("initialize"));
+        match (&cx.session, initialize) {
+            // A request without a session goes to the mount's pool.
+            (context::SessionRef::None, false) => pooled::post(cx, body, parsed, finisher).await,
+            _ => owned::post(cx, body, parsed, finisher).await,
+        }
     } else {
         http_post(cx, body, parsed, request_id, finisher).await
     };

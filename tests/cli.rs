@@ -1192,3 +1192,81 @@ async fn init_widget_scaffolds_a_widget_that_check_accepts() {
     let out = run(root, &["init", "--overlays", "ov", "--widget", "../x"]).await;
     assert_eq!(out.status.code(), Some(2), "{}", streams(&out).1);
 }
+
+/// The origins the hosts render a mount's and an app's widgets at, from
+/// `public_url`, as OpenAI's "widget origin migration" guide and Claude's
+/// MCP Apps documentation derive them (their example: `https://example.com/mcp`
+/// gives `c3d80a4ed901ee05b21755a88273b4a4`): said by `serve` at start and by
+/// `check`, and listed by `/preview/mounts.json`.
+#[tokio::test]
+async fn serve_check_and_the_preview_say_the_widget_origins() {
+    use support::process::Stream;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root.join("overlays/.keep"), "");
+    write(
+        root.join("gw.toml"),
+        &format!(
+            "public_url = \"https://example.com\"\npreview = true\noverlays = \"overlays\"\n{LIMITS}{}{}[[app]]\nname = \"suite\"\nupstreams = [\"demo\", \"other\"]\n",
+            demo_upstream("demo").replace(
+                "[[upstream]]\nname = \"demo\"\n",
+                "[[upstream]]\nname = \"demo\"\npath = \"/mcp\"\n"
+            ),
+            demo_upstream("other")
+        ),
+    );
+    let expect = [
+        "Widget origins of https://example.com/mcp: ChatGPT https://mcp-endpoint-c3d80a4ed901ee05b21755a88273b4a4.web-sandbox.oaiusercontent.com, Claude https://c3d80a4ed901ee05b21755a88273b4a4.claudemcpcontent.com",
+        "Widget origins of https://example.com/other/mcp: ChatGPT https://mcp-endpoint-",
+        "Widget origins of https://example.com/suite/mcp: ChatGPT https://mcp-endpoint-",
+    ];
+    let out = run(root, &["check", "--config", "gw.toml", "--offline"]).await;
+    let (stdout, both) = streams(&out);
+    for e in expect {
+        assert!(stdout.contains(e), "check: {e}\n{both}");
+    }
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["serve", "--config", "gw.toml", "--listen", "127.0.0.1:0"])
+        .current_dir(root);
+    let mut gateway = support::process::Proc::spawn("gateway", &mut cmd);
+    let mut said = Vec::new();
+    let mut endpoint = None;
+    gateway.wait_for(
+        "the widget origins at start",
+        RUN_TIMEOUT,
+        |s: Stream, line| {
+            if s == Stream::Stdout && line.starts_with("Widget origins of ") {
+                said.push(line.to_owned());
+            }
+            if endpoint.is_none() {
+                endpoint = support::process::endpoint_url(line);
+            }
+            (said.len() == 3).then_some(())
+        },
+    );
+    for e in expect {
+        assert!(
+            said.iter().any(|l| l.starts_with(e)),
+            "serve: {e}\n{said:?}"
+        );
+    }
+    let base = endpoint.unwrap().trim_end_matches("/mcp").to_owned();
+    let (status, _, body) = support::clients::request_raw(
+        hyper::Method::GET,
+        &format!("{base}/preview/mounts.json"),
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(status, hyper::StatusCode::OK);
+    let mounts: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        mounts["mounts"][0]["origins"],
+        serde_json::json!({
+            "endpoint": "https://example.com/mcp",
+            "chatgpt": "https://mcp-endpoint-c3d80a4ed901ee05b21755a88273b4a4.web-sandbox.oaiusercontent.com",
+            "claude": "https://c3d80a4ed901ee05b21755a88273b4a4.claudemcpcontent.com",
+        })
+    );
+    let _ = gateway.terminate(Duration::from_secs(20));
+}

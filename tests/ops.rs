@@ -912,3 +912,89 @@ fn the_parser_rejects_malformed_exposition() {
     assert_eq!(ok[0].labels["x"], "q\"\\\n");
     assert_eq!(ok[1].value, 2.0);
 }
+
+/// What `/metrics` says of sessions on a shared stdio mount: client
+/// sessions and upstream connections now, processes started and sessions
+/// revived since the start: three sessions and a sessionless call on one
+/// child; the child killed, the next call revives it on a second.
+#[tokio::test]
+async fn metrics_count_client_sessions_connections_processes_and_revivals() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pid");
+    let script = format!("echo $$ > {}; exec {STDIO_COMMAND}", pids.display());
+    let gateway = TestGateway::start(vec![gw::stdio("fx", "sh", &["-c", &script])]).await;
+    let url = gateway.url();
+    let init = request(
+        1,
+        "initialize",
+        json!({"protocolVersion": PROTOCOL, "capabilities": {},
+               "clientInfo": {"name": "ops-test", "version": "1"}}),
+    );
+    let mut sids = Vec::new();
+    for _ in 0..3 {
+        let (status, headers, _) = post_json(&url, &[], init.clone()).await;
+        assert_eq!(status, StatusCode::OK);
+        sids.push(headers["mcp-session-id"].to_str().unwrap().to_owned());
+    }
+    let echo = request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}}),
+    );
+    let (status, _, _) = post_json(&url, &[], echo.clone()).await;
+    assert_eq!(status, StatusCode::OK);
+    let fx = [("upstream", "fx")];
+    let (text, samples) = scrape(&gateway).await;
+    assert_eq!(
+        value(&samples, "mcp_gateway_client_sessions", &fx),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(&samples, "mcp_gateway_upstream_connections", &fx),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(&samples, "mcp_gateway_processes_started_total", &fx),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(&samples, "mcp_gateway_sessions_revived_total", &fx),
+        Some(0.0),
+        "{text}"
+    );
+    // The child dies; the next call (of a session) starts another.
+    let pid: u32 = std::fs::read_to_string(&pids)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(support::process::signal("KILL", &[pid]));
+    assert!(support::process::wait_gone(vec![pid], Duration::from_secs(10)).is_empty());
+    let gone = support::clients::wait_until(Duration::from_secs(10), || {
+        (gateway.gateway.children.running() == 0).then_some(())
+    })
+    .await;
+    assert!(gone.is_some());
+    let (status, _, body) = post_json(&url, &[("mcp-session-id", sids[0].as_str())], echo).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body_json(&body)["result"]["content"][0]["text"], "hi");
+    let (text, samples) = scrape(&gateway).await;
+    assert_eq!(
+        value(&samples, "mcp_gateway_processes_started_total", &fx),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(&samples, "mcp_gateway_sessions_revived_total", &fx),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(&samples, "mcp_gateway_upstream_connections", &fx),
+        Some(1.0),
+        "{text}"
+    );
+}

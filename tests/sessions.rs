@@ -339,3 +339,139 @@ async fn overlong_upstream_session_ids_are_refused_at_initialize() {
     assert!(ended.is_some(), "the upstream session was not ended");
     eprintln!("upstream session ended after {:?}", started.elapsed());
 }
+
+/// An HTTP upstream that forgot a client's session (it restarted: its 404)
+/// gets another, opened as the client opened the first, and the call goes
+/// through on it (hosts keep stale ids and never start over:
+/// claude-code#46533, #48557); the client's id goes on working. A session
+/// the client ended itself stays ended.
+#[tokio::test]
+async fn an_http_upstream_that_forgot_the_session_gets_another_in_its_place() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}/mcp");
+    let stop = CancellationToken::new();
+    let first = tokio::spawn(mcp_ui_gateway::demo::serve_http(listener, stop.clone()));
+    let g = TestGateway::start(vec![gw::http("tasks", &url)]).await;
+    let (_, headers, _) = post_json(&g.url(), &[], INIT).await;
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let session = [
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    post_json(
+        &g.url(),
+        &session,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    let call = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"list_tasks","arguments":{{}}}}}}"#
+        )
+    };
+    let (status, headers, body) = post_json(&g.url(), &session, call(1)).await;
+    assert_eq!(status, StatusCode::OK);
+    let before = message(&headers, &body)["result"].clone();
+    // The upstream restarts: it knows no session any more.
+    stop.cancel();
+    let _ = first.await;
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let stop = CancellationToken::new();
+    let _second = tokio::spawn(mcp_ui_gateway::demo::serve_http(listener, stop.clone()));
+    let _guard = stop.drop_guard();
+    for id in 2..5 {
+        let (status, headers, body) = post_json(&g.url(), &session, call(id)).await;
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(message(&headers, &body)["result"], before, "call {id}");
+    }
+    let metrics = g.gateway.metrics_text().await;
+    assert!(
+        metrics.contains("mcp_gateway_sessions_revived_total{upstream=\"tasks\"} 1"),
+        "{metrics}"
+    );
+    let (status, _, _) = request_raw(Method::DELETE, &g.url(), &session, "").await;
+    assert!(status.is_success());
+    let (status, _, _) = post_json(&g.url(), &session, call(9)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "ended by its client");
+}
+
+/// What the upstream saw of one request: its `Authorization` and session id.
+type Seen = (Option<String>, Option<String>);
+
+/// In front of a stateful HTTP upstream, requests without a session (the
+/// hosts' tool calls) are answered on a session the gateway holds, where
+/// directly they would get 400; a held session carries one client's
+/// credentials only: two tokens, two upstream sessions, never crossed.
+#[tokio::test]
+async fn held_sessions_answer_sessionless_requests_and_never_cross_credentials() {
+    use http_body_util::{BodyExt as _, Full};
+    let (demo, _stop) = demo_http().await;
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<Seen>>> = Default::default();
+    let log = seen.clone();
+    let front = support::upstreams::spawn_server(
+        CancellationToken::new(),
+        "/mcp",
+        move |req: hyper::Request<hyper::body::Incoming>| {
+            let (demo, log) = (demo.clone(), log.clone());
+            async move {
+                let (parts, body) = req.into_parts();
+                let header = |n: &str| parts.headers.get(n).map(|v| v.to_str().unwrap().to_owned());
+                log.lock()
+                    .unwrap()
+                    .push((header("authorization"), header("mcp-session-id")));
+                let mut headers: Vec<(&str, String)> = Vec::new();
+                for name in [
+                    "content-type",
+                    "accept",
+                    "mcp-protocol-version",
+                    "mcp-session-id",
+                ] {
+                    if let Some(v) = header(name) {
+                        headers.push((name, v));
+                    }
+                }
+                let headers: Vec<(&str, &str)> =
+                    headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+                let body = body.collect().await.unwrap().to_bytes();
+                let (status, h, bytes) = request_raw(parts.method, &demo, &headers, body).await;
+                let mut r = hyper::Response::new(Full::new(bytes).boxed());
+                *r.status_mut() = status;
+                for name in ["content-type", "mcp-session-id"] {
+                    if let Some(v) = h.get(name) {
+                        r.headers_mut().insert(name, v.clone());
+                    }
+                }
+                r
+            }
+        },
+    )
+    .await
+    .unwrap();
+    let g = TestGateway::start(vec![gw::http("tasks", &front.url)]).await;
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_tasks","arguments":{}}}"#;
+    for token in ["Bearer alice", "Bearer bob", "Bearer alice", "Bearer bob"] {
+        let (status, headers, body) = post_json(
+            &g.url(),
+            &[
+                ("authorization", token),
+                ("mcp-protocol-version", "2025-11-25"),
+            ],
+            call,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        assert!(message(&headers, &body)["result"]["content"].is_array());
+    }
+    let seen = seen.lock().unwrap();
+    let sessions_of = |token: &str| -> std::collections::BTreeSet<String> {
+        seen.iter()
+            .filter(|(a, _)| a.as_deref() == Some(token))
+            .filter_map(|(_, s)| s.clone())
+            .collect()
+    };
+    let (alice, bob) = (sessions_of("Bearer alice"), sessions_of("Bearer bob"));
+    assert_eq!(alice.len(), 1, "one held session for alice: {seen:?}");
+    assert_eq!(bob.len(), 1, "one held session for bob: {seen:?}");
+    assert!(alice.is_disjoint(&bob), "{seen:?}");
+}

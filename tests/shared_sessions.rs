@@ -279,3 +279,92 @@ async fn sessionless_requests_share_the_connection_with_sessions() {
     let children = mcp_ui_gateway::upstream::stdio::Children::running(&g.gateway.children);
     assert_eq!(children, 1, "one child for both");
 }
+
+/// `sessions = "conversation"`: one connection per conversation (ChatGPT's
+/// `_meta["openai/session"]` by default, FlowFuse#8561), whichever session or
+/// none its requests come with; a request that names none gets a
+/// connection of its own, never another conversation's; a conversation's
+/// connection ends once it has been quiet for `limits.conversation_idle_secs`.
+#[tokio::test]
+async fn conversations_each_get_a_connection_that_ends_when_they_go_quiet() {
+    let mut up = gw::stdio("fixture", STDIO_COMMAND, &["--protocol", "2025"]);
+    up.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    let mut config = Config {
+        upstreams: vec![up],
+        ..gw::test_config()
+    };
+    config.limits.conversation_idle_secs = 1;
+    config.limits.session_reap_interval_secs = 1;
+    let g = TestGateway::start_with(config).await;
+    let url = g.url();
+    let running = || g.gateway.children.running();
+    let echo = |talk: Option<&str>, text: &str| {
+        let mut m = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":text}}});
+        if let Some(t) = talk {
+            m["params"]["_meta"] = json!({"openai/session": t});
+        }
+        m.to_string()
+    };
+    for (talk, text) in [("v1/a", "one"), ("v1/a", "two"), ("v1/b", "three")] {
+        let (status, headers, body) = post_json(&url, &[], echo(Some(talk), text)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            response(&headers, &body)["result"]["content"][0]["text"],
+            text
+        );
+    }
+    assert_eq!(running(), 2, "one child per conversation");
+    // A session whose requests name the conversation uses its connection.
+    let s = Client::open(&url, json!({})).await;
+    let v = s
+        .call(serde_json::from_str(&echo(Some("v1/a"), "from a session")).unwrap())
+        .await;
+    assert_eq!(v["result"]["content"][0]["text"], "from a session");
+    assert_eq!(
+        running(),
+        2,
+        "its initialize was answered from a connection already open"
+    );
+    // A request naming no conversation and no session: its own, ended after.
+    let (status, headers, body) = post_json(&url, &[], echo(None, "alone")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        response(&headers, &body)["result"]["content"][0]["text"],
+        "alone"
+    );
+    let back = support::clients::wait_until(WAIT, || (running() == 2).then_some(())).await;
+    assert!(
+        back.is_some(),
+        "the lone request's child ended: {}",
+        running()
+    );
+    // Quiet conversations end.
+    let ended = support::clients::wait_until(WAIT, || (running() == 0).then_some(())).await;
+    assert!(ended.is_some(), "{} children still running", running());
+    // And start again when spoken to.
+    let (status, headers, body) = post_json(&url, &[], echo(Some("v1/a"), "again")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        response(&headers, &body)["result"]["content"][0]["text"],
+        "again"
+    );
+}
+
+/// The key can be a header too.
+#[tokio::test]
+async fn a_conversation_can_be_named_by_a_header() {
+    let mut up = gw::stdio("fixture", STDIO_COMMAND, &["--protocol", "2025"]);
+    up.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    up.conversation_key = Some("header:x-conversation".into());
+    let g = TestGateway::start_with(Config {
+        upstreams: vec![up],
+        ..gw::test_config()
+    })
+    .await;
+    let echo = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}"#;
+    for talk in ["a", "a", "b", "b", "a"] {
+        let (status, _, _) = post_json(&g.url(), &[("x-conversation", talk)], echo).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    assert_eq!(g.gateway.children.running(), 2);
+}

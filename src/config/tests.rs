@@ -176,3 +176,83 @@ fn https_upstreams_take_tls_settings_and_plain_ones_refuse_them() {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
 }
+
+#[test]
+fn session_modes_default_by_kind_and_are_checked() {
+    let mut c = Config::default();
+    c.upstreams.push(UpstreamConfig {
+        url: Some("http://127.0.0.1:9/mcp".into()),
+        ..up("http")
+    });
+    c.upstreams.push(UpstreamConfig {
+        command: Some("server".into()),
+        ..up("stdio")
+    });
+    c.upstreams.push(UpstreamConfig {
+        sse_url: Some("http://127.0.0.1:9/sse".into()),
+        sessions: Some(SessionMode::Conversation),
+        conversation_key: Some("header:X-Conversation".into()),
+        ..up("sse")
+    });
+    let m = c.mounts().unwrap();
+    assert_eq!(
+        m[0].sessions.mode,
+        SessionMode::Client,
+        "HTTP owns its sessions"
+    );
+    assert_eq!(m[1].sessions.mode, SessionMode::Shared, "stdio is shared");
+    assert_eq!(m[1].sessions.pool, 1);
+    assert_eq!(
+        m[2].sessions.key,
+        ConversationKey::Header(http::HeaderName::from_static("x-conversation"))
+    );
+    assert_eq!(
+        ConversationKey::default().to_string(),
+        "meta:openai/session"
+    );
+
+    let mut bad = Config::default();
+    bad.upstreams.push(UpstreamConfig {
+        command: Some("server".into()),
+        pool: Some(0),
+        ..up("a")
+    });
+    bad.upstreams.push(UpstreamConfig {
+        command: Some("server".into()),
+        sessions: Some(SessionMode::Client),
+        pool: Some(2),
+        conversation_key: Some("meta:x".into()),
+        ..up("b")
+    });
+    bad.upstreams.push(UpstreamConfig {
+        command: Some("server".into()),
+        sessions: Some(SessionMode::Conversation),
+        conversation_key: Some("openai/session".into()),
+        ..up("c")
+    });
+    let ConfigError::Invalid { problems } = bad.mounts().unwrap_err() else {
+        panic!()
+    };
+    let text = problems.join("\n");
+    assert!(
+        text.contains("upstream[0].pool: 0, must be 1 to 64"),
+        "{text}"
+    );
+    assert!(
+        text.contains("upstream[1].pool: only meaningful with sessions = \"shared\""),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "upstream[1].conversation_key: only meaningful with sessions = \"conversation\""
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("upstream[2].conversation_key: \"openai/session\" must be \"meta:<key of params._meta>\" or \"header:<name>\""),
+        "{text}"
+    );
+    let toml = "[[upstream]]\nname = \"a\"\ncommand = \"x\"\nsessions = \"sharde\"\n";
+    let parsed: Result<Config, _> = toml::from_str(toml);
+    assert!(parsed.is_err(), "an unknown mode is refused");
+}

@@ -20,8 +20,8 @@ use tokio::sync::mpsc;
 
 use super::answer::{accepted, message_event, sse_response};
 use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER, SessionRef};
+use super::deliver::{self, KEEPALIVE, Pending};
 use super::finish::Finisher;
-use super::owned::{self, KEEPALIVE, Pending};
 use crate::config::{ConversationKey, SessionMode, Transport};
 use crate::jsonrpc::{self, Kind, Message};
 use crate::outcome::{Failure, KNOWN_VERSIONS};
@@ -111,7 +111,7 @@ async fn post_pooled(
             return match conn {
                 Ok((c, key)) => {
                     let resp =
-                        owned::post_batch(cx, items, c.session, peer(cx), Some(&pool(cx).mux))
+                        deliver::post_batch(cx, items, c.session, peer(cx), Some(&pool(cx).mux))
                             .await;
                     single_end(cx, key, resp)
                 }
@@ -119,7 +119,7 @@ async fn post_pooled(
             };
         }
     };
-    if let Err(failure) = owned::check_method_headers(cx, &m) {
+    if let Err(failure) = deliver::check_method_headers(cx, &m) {
         return failure.respond(None);
     }
     let peer = peer(cx);
@@ -188,7 +188,7 @@ async fn request(
     let resp = match session.request_as(body, id, progress, peer.as_ref()).await {
         Ok((rx, guard)) => {
             let pending = Pending { rx, guard, id };
-            owned::answer(cx, &session, pending, finisher, false).await
+            deliver::answer(cx, &session, pending, finisher, false).await
         }
         Err(e) => e.respond(Some(id)),
     };

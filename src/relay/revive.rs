@@ -24,7 +24,7 @@ pub async fn reopen(cx: &Ctx<'_>, stale: &str) -> Result<(), Failure> {
     let init = format!(
         r#"{{"jsonrpc":"2.0","id":"mcp-ui-gateway/initialize","method":"initialize","params":{params}}}"#
     );
-    let req = super::streamable::request_for(cx, http::Method::POST, Bytes::from(init), None);
+    let req = super::forward::request_for(cx, http::Method::POST, Bytes::from(init), None);
     let resp = send(&gw.client, cx.upstream(), req, gw.handshake_timeout())
         .await
         .map_err(Failure::Upstream)?;
@@ -50,7 +50,7 @@ pub async fn reopen(cx: &Ctx<'_>, stale: &str) -> Result<(), Failure> {
     let version = answer_version(&body).unwrap_or_else(|| protocol::LATEST_HANDSHAKE.to_owned());
     let initialized =
         Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    let mut req = super::streamable::request_for(cx, http::Method::POST, initialized, Some(&sid));
+    let mut req = super::forward::request_for(cx, http::Method::POST, initialized, Some(&sid));
     if let Ok(v) = HeaderValue::from_str(&version) {
         req.headers_mut().insert(PROTOCOL_HEADER, v);
     }

@@ -28,7 +28,7 @@ pub struct Owned {
     /// Sessions opened again, by the id they stand in for: mount, number.
     revived: Mutex<HashMap<Origin, (usize, u64)>>,
     /// The ids of sessions their client ended.
-    pub ended: super::Ended<Origin>,
+    pub ended: super::ended::Ended<Origin>,
     mounts: usize,
     max: usize,
 }

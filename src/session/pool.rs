@@ -129,7 +129,7 @@ pub struct Pool {
     started: AtomicU64,
     revived: AtomicU64,
     /// The client sessions their client ended.
-    pub ended: super::Ended<u64>,
+    pub ended: super::ended::Ended<u64>,
 }
 
 impl Pool {

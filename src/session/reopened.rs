@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::Ended;
+use super::ended::Ended;
 
 /// Most reopened sessions remembered per process.
 const MAX: usize = 4096;

@@ -27,11 +27,18 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::MessageSession;
 use super::peer::{Peer, Peers, level_rank};
 use super::state::{Delivery, State, Target};
 use crate::jsonrpc::{self, Kind, Message, code};
 use crate::outcome::Failure;
+
+/// The connection a server request came from, as the [`Mux`] reaches it
+/// again with the client's answer.
+pub trait Sink: Send + Sync {
+    /// Send a message as it is.
+    fn send_raw(&self, message: Bytes) -> Result<(), Failure>;
+    fn is_closed(&self) -> bool;
+}
 
 /// Most server requests waiting for a client's answer across a mount.
 const MAX_ASKED: usize = 4096;
@@ -48,7 +55,7 @@ pub struct Mux {
 
 /// A server request handed to a client, by the id the client got.
 struct Asked {
-    session: Weak<MessageSession>,
+    session: Weak<dyn Sink>,
     /// The id the upstream gave it, as written.
     upstream_id: Box<str>,
     peer: Option<u64>,
@@ -70,7 +77,7 @@ impl Mux {
     /// A new id for a server request of `session`, remembered.
     fn remember(
         &self,
-        session: Weak<MessageSession>,
+        session: Weak<dyn Sink>,
         upstream_id: &RawValue,
         peer: Option<u64>,
     ) -> String {
@@ -118,14 +125,12 @@ impl Mux {
     /// The id a client was handed a server request of `session` under.
     fn ours_for(
         &self,
-        session: &MessageSession,
+        session: &Weak<dyn Sink>,
         upstream_id: &str,
     ) -> Option<(String, Option<u64>)> {
         self.lock()
             .iter()
-            .find(|(_, a)| {
-                std::ptr::eq(a.session.as_ptr(), session) && *a.upstream_id == *upstream_id
-            })
+            .find(|(_, a)| Weak::ptr_eq(&a.session, session) && *a.upstream_id == *upstream_id)
             .map(|(k, a)| (k.clone(), a.peer))
     }
 
@@ -183,221 +188,122 @@ fn refusal(id: &RawValue, message: &str) -> Target {
     ))
 }
 
-impl MessageSession {
-    /// Where a message of the upstream that is neither a response nor
-    /// progress goes, on a shared connection.
-    pub(super) fn route_shared(
-        &self,
-        st: &mut State,
-        m: &Message<'_>,
-        message: &Bytes,
-        related: Option<&str>,
-    ) -> Target {
-        let method = m.method.as_deref().unwrap_or_default();
-        let Some(mux) = self.mux.as_ref() else {
-            return Target::Queued;
-        };
-        if m.kind == Kind::Request {
-            let id = m.id.expect("requests have ids");
-            if method == "ping" {
-                let pong = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.get());
-                return Target::Upstream(Bytes::from(pong));
-            }
-            let Some((peer, tx)) = candidate(st, related) else {
-                return refusal(
-                    id,
-                    &format!(
-                        "{method}: no client of the gateway can be told for this request: the connection is shared between clients (sessions = \"shared\" or \"conversation\") and none, or several, have requests waiting on it; a server that asks its clients wants sessions = \"client\""
-                    ),
-                );
-            };
-            let caps = peer.as_ref().map(|p| p.caps()).unwrap_or_default();
-            if !caps.answers(method) {
-                return refusal(
-                    id,
-                    &format!(
-                        "{method}: the client did not declare the capability this request needs"
-                    ),
-                );
-            }
-            let ours = mux.remember(self.me.clone(), id, peer.as_ref().map(|p| p.key()));
-            let bytes = jsonrpc::splice(message, id, &ours)
-                .map(Bytes::from)
-                .unwrap_or_else(|| message.clone());
-            return Target::Request(tx, Delivery::Related(bytes));
+/// Where a message of the upstream that is neither a response nor progress
+/// goes, on a shared connection (`me`, the upstream `upstream`).
+pub(super) fn route(
+    st: &mut State,
+    mux: &Mux,
+    me: &Weak<dyn Sink>,
+    upstream: &str,
+    m: &Message<'_>,
+    message: &Bytes,
+    related: Option<&str>,
+) -> Target {
+    let method = m.method.as_deref().unwrap_or_default();
+    if m.kind == Kind::Request {
+        let id = m.id.expect("requests have ids");
+        if method == "ping" {
+            let pong = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.get());
+            return Target::Upstream(Bytes::from(pong));
         }
-        match method {
-            "notifications/cancelled" => self.server_cancelled(st, mux, m, message),
-            "notifications/message" => {
-                let rank = m
-                    .params
-                    .and_then(|p| serde_json::from_str::<LogParams<'_>>(p.get()).ok())
-                    .and_then(|p| level_rank(&p.level))
-                    .unwrap_or(u8::MAX);
-                match candidate(st, related) {
-                    Some((peer, tx)) if peer.as_ref().is_none_or(|p| p.wants_log(rank)) => {
-                        Target::Request(tx, Delivery::Related(message.clone()))
-                    }
-                    Some(_) => Target::Queued,
-                    None => {
-                        let to = mux
-                            .peers
-                            .all()
-                            .into_iter()
-                            .filter(|p| p.has_stream() && p.wants_log(rank))
-                            .collect();
-                        Target::Peers(to, message.clone())
-                    }
-                }
-            }
-            m if m.starts_with("notifications/") && m.ends_with("/list_changed") => {
-                Target::Peers(mux.peers.all(), message.clone())
-            }
-            "notifications/resources/updated" => {
-                let uri = jsonrpc::params_view(m.params).uri;
-                let keys = uri
-                    .and_then(|u| st.subscribers.get(u.as_ref()))
-                    .cloned()
-                    .unwrap_or_default();
-                let to = keys.iter().filter_map(|k| mux.peers.get(*k)).collect();
-                Target::Peers(to, message.clone())
-            }
-            _ => match candidate(st, related) {
-                Some((_, tx)) => Target::Request(tx, Delivery::Related(message.clone())),
-                None => {
-                    tracing::debug!(upstream = %self.upstream, method, "a shared connection's notification concerns no client it can tell; dropped");
-                    Target::Queued
-                }
-            },
+        let Some((peer, tx)) = candidate(st, related) else {
+            return refusal(
+                id,
+                &format!(
+                    "{method}: no client of the gateway can be told for this request: the connection is shared between clients (sessions = \"shared\" or \"conversation\") and none, or several, have requests waiting on it; a server that asks its clients wants sessions = \"client\""
+                ),
+            );
+        };
+        let caps = peer.as_ref().map(|p| p.caps()).unwrap_or_default();
+        if !caps.answers(method) {
+            return refusal(
+                id,
+                &format!("{method}: the client did not declare the capability this request needs"),
+            );
         }
-    }
-
-    /// The upstream cancels a request it handed a client: the client is
-    /// told under the id it got.
-    fn server_cancelled(&self, st: &State, mux: &Mux, m: &Message<'_>, message: &Bytes) -> Target {
-        let Some(id) = jsonrpc::params_view(m.params).request_id else {
-            return Target::Queued;
-        };
-        let Some((ours, peer)) = mux.ours_for(self, id.get()) else {
-            return Target::Queued;
-        };
+        let ours = mux.remember(me.clone(), id, peer.as_ref().map(|p| p.key()));
         let bytes = jsonrpc::splice(message, id, &ours)
             .map(Bytes::from)
             .unwrap_or_else(|| message.clone());
-        let waiting = st
-            .pending
-            .values()
-            .filter(|p| !p.tx.is_closed() && p.peer.as_ref().map(|p| p.key()) == peer)
-            .max_by_key(|p| p.seq);
-        match (waiting, peer.and_then(|k| mux.peers.get(k))) {
-            (Some(p), _) => Target::Request(p.tx.clone(), Delivery::Related(bytes)),
-            (None, Some(peer)) => Target::Peer(peer, bytes),
-            (None, None) => Target::Queued,
-        }
+        return Target::Request(tx, Delivery::Related(bytes));
     }
-
-    /// A client's `notifications/cancelled` (`message`) for its request
-    /// `request_id`, on a shared connection: that request's wait ends and the
-    /// upstream is told under the id it saw. `peer` is the client session
-    /// (`None`: a client with no session, whose id must be unambiguous).
-    /// Whether a request was found.
-    pub fn cancel_for(&self, peer: Option<u64>, message: &[u8], request_id: &RawValue) -> bool {
-        let wanted = jsonrpc::id_key(request_id);
-        let found = {
-            let mut st = self.lock();
-            let mut keys = st.pending.iter().filter(|(_, p)| {
-                !p.own
-                    && p.peer.as_ref().map(|p| p.key()) == peer
-                    && jsonrpc::id_key_str(&p.client_id) == wanted
-            });
-            let key = match (keys.next(), keys.next()) {
-                (Some((k, _)), None) => k.clone(),
-                _ => return false,
-            };
-            let p = st.pending.remove(&key);
-            if let Some(t) = p.as_ref().and_then(|p| p.progress.as_ref()) {
-                st.by_progress.remove(t);
-            }
-            p.map(|p| (key, p))
-        };
-        let Some((key, p)) = found else {
-            return false;
-        };
-        let _ = p.tx.try_send(Delivery::Failed(Failure::Cancelled));
-        if self.outbox.withdraw(p.out) {
-            return true;
-        }
-        let wire = jsonrpc::splice(message, request_id, &key)
-            .map(Bytes::from)
-            .unwrap_or_else(|| Bytes::copy_from_slice(message));
-        let _ = self.send_raw(wire);
-        true
-    }
-
-    /// Send a message as it is (a client's answer, already under the
-    /// upstream's id).
-    pub fn send_raw(&self, message: Bytes) -> Result<(), Failure> {
-        self.touch();
-        if self.is_closed() {
-            return Err(self.closed_error());
-        }
-        self.outbox
-            .push(message)
-            .map(|_| ())
-            .map_err(|full| self.backlog(full))
-    }
-
-    /// Client session `peer` subscribed to `uri` here.
-    pub fn subscribe(&self, peer: u64, uri: &str) {
-        let mut st = self.lock();
-        let subs = st.subscribers.entry(uri.to_owned()).or_default();
-        if !subs.contains(&peer) {
-            subs.push(peer);
-        }
-    }
-
-    /// Client session `peer` unsubscribed from `uri`; whether no client is
-    /// subscribed to it any more (the upstream may be told).
-    pub fn unsubscribe(&self, peer: u64, uri: &str) -> bool {
-        let mut st = self.lock();
-        let Some(subs) = st.subscribers.get_mut(uri) else {
-            return true;
-        };
-        subs.retain(|k| *k != peer);
-        let last = subs.is_empty();
-        if last {
-            st.subscribers.remove(uri);
-        }
-        last
-    }
-
-    /// Client session `peer` is gone: the resources no client is subscribed
-    /// to any more.
-    pub fn forget_peer(&self, peer: u64) -> Vec<String> {
-        let mut st = self.lock();
-        let mut orphans = Vec::new();
-        st.subscribers.retain(|uri, subs| {
-            subs.retain(|k| *k != peer);
-            if subs.is_empty() {
-                orphans.push(uri.clone());
-            }
-            !subs.is_empty()
-        });
-        orphans
-    }
-
-    /// A client asked for log messages from `rank` up: whether the upstream
-    /// must be asked for more than it sends now (each client's own level
-    /// filters what reaches it).
-    pub fn lower_level(&self, rank: u8) -> bool {
-        let mut st = self.lock();
-        match st.level {
-            Some(now) if now <= rank => false,
-            _ => {
-                st.level = Some(rank);
-                true
+    match method {
+        "notifications/cancelled" => server_cancelled(st, mux, me, m, message),
+        "notifications/message" => {
+            let rank = m
+                .params
+                .and_then(|p| serde_json::from_str::<LogParams<'_>>(p.get()).ok())
+                .and_then(|p| level_rank(&p.level))
+                .unwrap_or(u8::MAX);
+            match candidate(st, related) {
+                Some((peer, tx)) if peer.as_ref().is_none_or(|p| p.wants_log(rank)) => {
+                    Target::Request(tx, Delivery::Related(message.clone()))
+                }
+                Some(_) => Target::Queued,
+                None => {
+                    let to = mux
+                        .peers
+                        .all()
+                        .into_iter()
+                        .filter(|p| p.has_stream() && p.wants_log(rank))
+                        .collect();
+                    Target::Peers(to, message.clone())
+                }
             }
         }
+        m if m.starts_with("notifications/") && m.ends_with("/list_changed") => {
+            Target::Peers(mux.peers.all(), message.clone())
+        }
+        "notifications/resources/updated" => {
+            let uri = jsonrpc::params_view(m.params).uri;
+            let keys = uri
+                .and_then(|u| st.subscribers.get(u.as_ref()))
+                .cloned()
+                .unwrap_or_default();
+            let to = keys.iter().filter_map(|k| mux.peers.get(*k)).collect();
+            Target::Peers(to, message.clone())
+        }
+        _ => match candidate(st, related) {
+            Some((_, tx)) => Target::Request(tx, Delivery::Related(message.clone())),
+            None => {
+                tracing::debug!(
+                    upstream,
+                    method,
+                    "a shared connection's notification concerns no client it can tell; dropped"
+                );
+                Target::Queued
+            }
+        },
+    }
+}
+
+/// The upstream cancels a request it handed a client: the client is told
+/// under the id it got.
+fn server_cancelled(
+    st: &State,
+    mux: &Mux,
+    me: &Weak<dyn Sink>,
+    m: &Message<'_>,
+    message: &Bytes,
+) -> Target {
+    let Some(id) = jsonrpc::params_view(m.params).request_id else {
+        return Target::Queued;
+    };
+    let Some((ours, peer)) = mux.ours_for(me, id.get()) else {
+        return Target::Queued;
+    };
+    let bytes = jsonrpc::splice(message, id, &ours)
+        .map(Bytes::from)
+        .unwrap_or_else(|| message.clone());
+    let waiting = st
+        .pending
+        .values()
+        .filter(|p| !p.tx.is_closed() && p.peer.as_ref().map(|p| p.key()) == peer)
+        .max_by_key(|p| p.seq);
+    match (waiting, peer.and_then(|k| mux.peers.get(k))) {
+        (Some(p), _) => Target::Request(p.tx.clone(), Delivery::Related(bytes)),
+        (None, Some(peer)) => Target::Peer(peer, bytes),
+        (None, None) => Target::Queued,
     }
 }
 

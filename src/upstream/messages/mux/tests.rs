@@ -6,7 +6,7 @@ use tokio::sync::mpsc;
 
 use super::super::{Delivery, MessageSession, Mux, Peer, Peers};
 use crate::jsonrpc;
-use crate::session::Caps;
+use crate::protocol::Caps;
 
 fn shared() -> (Arc<MessageSession>, Arc<Mux>) {
     let mux = Mux::new(Arc::new(Peers::default()));
