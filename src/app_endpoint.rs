@@ -1,12 +1,16 @@
 //! An app's MCP endpoint (`[[app]]`): one endpoint over several mounts. Each
-//! message goes to its members through their own mounts ([`member`]), so
-//! their overlays, sessions and limits apply exactly as on their own paths;
-//! the pure rules that unite their answers are in [`crate::combine`].
+//! message goes to its members through their mounts' typed session
+//! interface ([`crate::relay::member`], the one the mounts' own sessions
+//! that own no connection go through), so their overlays, connections,
+//! limits and metrics apply exactly as on their own paths, with no HTTP
+//! between the app and its members; the pure rules that unite their answers
+//! are in [`crate::combine`].
 //!
-//! - `initialize` opens a session with every member at once and seals them
-//!   into the one id the client gets ([`crate::session::app`]); a member
-//!   that fails is left out of the session, its tools answering an error
-//!   that names it;
+//! - `initialize` opens a session with every member at once, answered as
+//!   each mount answers its own clients' (from its connection's handshake),
+//!   and seals the client's number and what it said into the one id the
+//!   client gets ([`crate::session::app`]); a member that fails is left out
+//!   of the session, its tools answering an error that names it;
 //! - listings are the members' pages one after the other, the cursor
 //!   carrying which member and its own cursor;
 //! - `tools/call` and `prompts/get` go to the member owning the name
@@ -35,9 +39,7 @@ use crate::endpoint::{accepts, post_body};
 use crate::gateway::Gateway;
 use crate::middleware::cors;
 use crate::outcome::Failure;
-use crate::relay::context::SESSION_HEADER;
 use crate::reply::Body;
-use crate::session::app::MemberSession;
 use member::session_of;
 
 /// One request to `app`'s endpoint.
@@ -65,10 +67,11 @@ pub async fn serve(
     }
 }
 
-/// The end of a session: each member's ends.
+/// The end of a session: each member's ends (its own connections with it),
+/// and the app's id is refused from then on.
 async fn delete(gw: &Arc<Gateway>, app: &AppState, headers: &HeaderMap) -> Response<Body> {
     let session = match session_of(gw, app, headers) {
-        Ok(s) if headers.contains_key(SESSION_HEADER) => s,
+        Ok(s) if s.client.is_some() => s,
         Ok(_) => {
             return Failure::MethodNotAllowed {
                 allow: "GET, POST, OPTIONS",
@@ -78,11 +81,19 @@ async fn delete(gw: &Arc<Gateway>, app: &AppState, headers: &HeaderMap) -> Respo
         }
         Err(f) => return f.respond(None),
     };
-    for (m, s) in app.config.members.iter().zip(&session.members) {
-        if let (MemberSession::Id(_), Some(mount)) = (s, gw.mounts.get(m.mount)) {
-            let h = member::headers_for(headers, s, None);
-            let _ = crate::relay::bodyless_parts(gw, mount, &Method::DELETE, &h).await;
+    for i in 0..app.config.members.len() {
+        if let Some(m) = member::of(gw, app, headers, &session, i)
+            && let Err(f) = m.end()
+        {
+            tracing::debug!(app = %app.config.name, member = %app.member_name(i), error = %f, "a member's session did not end");
         }
+    }
+    if let Some(lasted) = session.age() {
+        let version = headers
+            .get(crate::relay::context::PROTOCOL_HEADER)
+            .and_then(|v| v.to_str().ok());
+        gw.metrics
+            .record_session(version, crate::metrics::SessionEnd::Deleted, lasted);
     }
     crate::reply::status(http::StatusCode::OK)
 }

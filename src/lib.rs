@@ -15,9 +15,11 @@
 //!   [`app_endpoint`]: an app's endpoint, one over several mounts, and
 //!   [`combine`], the pure rules by which it unites their answers.
 //! - [`relay`]: joins one client exchange to its session, the overlay
-//!   snapshot, a plan and its upstream.
+//!   snapshot, a plan and its upstream; [`relay::member`] is the same typed
+//!   session without HTTP, for an app's members.
 //! - [`gateway`]: the shared state, composed from what each part owns.
-//! - [`session`]: sealed ids, owned sessions, in-flight places, reaping.
+//! - [`session`]: sealed ids, owned sessions, the pools of connections
+//!   sessions share, in-flight places, reaping.
 //! - [`upstream`]: how each kind of upstream is reached: streamable HTTP over
 //!   a pooled client, legacy HTTP+SSE, or a stdio child, and the routing of
 //!   what they say.
@@ -38,9 +40,11 @@
 //! - [`overlay`]: the operator's overlay files, loaded, checked and compiled
 //!   into one immutable set (tool metadata and widget resources).
 //! - [`jsonrpc`] and [`sse`]: pure, allocation-light message and event parsing;
-//!   [`protocol`]: the revisions the gateway knows and their two eras.
+//!   [`protocol`]: the revisions the gateway knows, their two eras and the
+//!   client capabilities that decide what a server offers.
 //! - [`host`]: which MCP host a client is (ChatGPT, Claude, another), for
-//!   the widget domain, whose form differs by host.
+//!   the widget domain, whose form differs by host, and the origins hosts
+//!   render widgets at.
 //! - [`config`]: layered configuration and its validation.
 //! - [`probe`]: a one-off MCP client that lists an upstream's live tools;
 //!   [`cli`]: the `check` and `init` commands built on it.

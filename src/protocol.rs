@@ -89,6 +89,26 @@ pub fn negotiate<'a>(client: &'a str, upstream: &'a str) -> &'a str {
     }
 }
 
+/// Whether an HTTP upstream's answer to a request carrying a session id
+/// says it does not know the session (it restarted, or let it expire): the
+/// specification's 404, or the 400 whose error names the session that
+/// servers on the TypeScript SDK answer ("Bad Request: No valid session ID
+/// provided"). Either way the request never reached a session.
+pub fn forgot_session(status: http::StatusCode, body: Option<&[u8]>) -> bool {
+    match status {
+        http::StatusCode::NOT_FOUND => true,
+        http::StatusCode::BAD_REQUEST => body.is_some_and(|b| {
+            let v: Option<serde_json::Value> = serde_json::from_slice(b).ok();
+            let message = v
+                .as_ref()
+                .and_then(|v| v.get("error")?.get("message")?.as_str())
+                .unwrap_or_default();
+            message.to_ascii_lowercase().contains("session")
+        }),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +149,18 @@ mod tests {
         assert_eq!(negotiate("1999-01-01", "2025-11-25"), "2025-11-25");
         assert_eq!(negotiate("2026-07-28", "2025-11-25"), "2025-11-25");
         assert_eq!(negotiate("", "2025-11-25"), "2025-11-25");
+    }
+
+    #[test]
+    fn a_forgotten_session_is_a_404_or_a_400_that_names_it() {
+        use http::StatusCode;
+        let ts = br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;
+        assert!(forgot_session(StatusCode::NOT_FOUND, None));
+        assert!(forgot_session(StatusCode::BAD_REQUEST, Some(ts)));
+        let other = br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: invalid params"},"id":1}"#;
+        assert!(!forgot_session(StatusCode::BAD_REQUEST, Some(other)));
+        assert!(!forgot_session(StatusCode::BAD_REQUEST, Some(b"not json")));
+        assert!(!forgot_session(StatusCode::BAD_REQUEST, None));
+        assert!(!forgot_session(StatusCode::UNAUTHORIZED, Some(ts)));
     }
 }

@@ -26,6 +26,7 @@ pub mod deliver;
 pub mod ended;
 pub mod finish;
 pub mod forward;
+pub mod member;
 pub mod owned;
 pub mod plan;
 pub mod pooled;
@@ -126,14 +127,11 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
     }
     // One snapshot for the whole exchange, however long it takes.
     let overlays = gw.live.load();
-    let name = cx.upstream();
     let target = cx.target();
     let planned_at = cx.trace.as_ref().map(|_| telemetry::exchange::now());
     let (plan, request_id) = match &parsed {
         jsonrpc::Body::Single(m) => (
-            plan::plan(&overlays, name, m, &target, &|tool| {
-                gw.upstream_tools.has(name, tool)
-            }),
+            plan_one(cx, &overlays, m, &target),
             m.id.filter(|_| m.kind == Kind::Request),
         ),
         jsonrpc::Body::Batch(_) => (Plan::Forward, None),
@@ -160,7 +158,7 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         }
         _ => None,
     };
-    let finisher = finisher(cx, &parsed, overlays, plan, target);
+    let finisher = finisher(cx, is_tool_call(&parsed), overlays, plan, target);
     // A traced request carries its context upstream in `params._meta`.
     let injected = match (&cx.trace, &parsed) {
         (Some(trace), jsonrpc::Body::Single(m)) => trace.inject(body, m),
@@ -266,22 +264,50 @@ fn is_tool_call(parsed: &jsonrpc::Body<'_>) -> bool {
         if m.kind == Kind::Request && m.method.as_deref() == Some("tools/call"))
 }
 
+/// What the overlay snapshot `overlays` plans for one message.
+fn plan_one(
+    cx: &Ctx<'_>,
+    overlays: &crate::overlay::OverlaySet,
+    m: &jsonrpc::Message<'_>,
+    target: &crate::host::Target,
+) -> Plan {
+    let name = cx.upstream();
+    plan::plan(overlays, name, m, target, &|tool| {
+        cx.gw.upstream_tools.has(name, tool)
+    })
+}
+
+/// One message planned as the mount's own path plans it: the answer the
+/// gateway writes itself (`Err`), or what finishes the upstream's.
+pub(crate) fn prepare(cx: &Ctx<'_>, m: &jsonrpc::Message<'_>) -> Result<Option<Finisher>, Bytes> {
+    let overlays = cx.gw.live.load();
+    let target = cx.target();
+    match plan_one(cx, &overlays, m, &target) {
+        Plan::Answer(answer) => Err(answer),
+        plan => {
+            let call = m.kind == Kind::Request && m.method.as_deref() == Some("tools/call");
+            Ok(finisher(cx, call, overlays, plan, target))
+        }
+    }
+}
+
 /// What finishes the response, when the plan rewrites it or it may carry an
 /// in-band challenge (a tool result from a non-stdio upstream).
 fn finisher(
     cx: &Ctx<'_>,
-    parsed: &jsonrpc::Body<'_>,
+    tool_call: bool,
     overlays: Arc<crate::overlay::OverlaySet>,
     plan: Plan,
     target: crate::host::Target,
 ) -> Option<Finisher> {
-    let challenges = (is_tool_call(parsed)
-        && !matches!(cx.mount.config.transport, Transport::Stdio(_)))
-    .then(|| ResultChallenges {
-        gateway: cx.gw.clone(),
-        mount: cx.mount.index,
-        host: cx.headers.get(http::header::HOST).cloned(),
-    });
+    let challenges =
+        (tool_call && !matches!(cx.mount.config.transport, Transport::Stdio(_))).then(|| {
+            ResultChallenges {
+                gateway: cx.gw.clone(),
+                mount: cx.mount.index,
+                host: cx.headers.get(http::header::HOST).cloned(),
+            }
+        });
     let rewrite = match plan {
         Plan::Rewrite(rewrite) => Some(rewrite),
         _ => None,

@@ -607,15 +607,16 @@ async fn sampling_from_a_member_goes_through_the_app_and_back() {
     gw.shutdown().await;
 }
 
-/// The GET stream merges the members'; DELETE ends every member's session,
-/// after which a member's tool answers an error naming it (the app's id
-/// still opens, the member has forgotten its session).
+/// The GET stream merges the members'; a member whose upstream forgot the
+/// session (it restarted) goes on in another session, as hosts that never
+/// start over need (claude-code#46533); DELETE ends the session, and the
+/// app's id is refused from then on, as a mount's is.
 #[tokio::test]
 async fn get_stream_delete_and_a_member_that_forgot_its_session() {
     let Some((peers, _turn)) = setup().await else {
         return;
     };
-    let (_everything, url) = start_everything(&peers, "streamableHttp").await;
+    let (everything, url) = start_everything(&peers, "streamableHttp").await;
     let gw = gateway(
         vec![time_upstream(&peers), http("everything", &url)],
         vec![app("suite", vec![named("time"), named("everything")])],
@@ -665,11 +666,25 @@ async fn get_stream_delete_and_a_member_that_forgot_its_session() {
     eprintln!("tools/call echo: {alone:?} on the mount, {through_app:?} through the app");
     assert!(through_app < alone * 20 + Duration::from_millis(200));
 
+    // server-everything restarts on its port: it knows no session now.
+    let port: u16 = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    drop(everything);
+    let (_everything, again) =
+        support::peers::start_everything_on(&peers, "streamableHttp", port).await;
+    assert_eq!(again, url);
+    let r = c.result("tools/call", echo("echo")).await;
+    assert!(text_of(&r).contains('t'), "{r}");
+
     let (status, _, _) =
         support::clients::request_raw(http::Method::DELETE, &c.url, &c.headers(), "").await;
     assert!(status.is_success(), "{status}");
-    let (message, m) = c.error("tools/call", echo("echo")).await;
-    assert!(message.contains("`everything`"), "{m}");
+    let body = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": echo("echo")});
+    let (status, _, _) = post_json(&c.url, &c.headers(), body.to_string()).await;
+    assert_eq!(status, 404, "ended by its client");
     gw.shutdown().await;
 }
 

@@ -762,7 +762,8 @@ async fn ten_thousand_host_calls_start_one_process_and_keep_memory_flat() {
 /// A stale session id after the gateway restarts (claude-code#46533: hosts
 /// keep it forever; #48557): a gateway with the same key serves it, whether
 /// sessions share the stdio server or own one (opened again as the id says
-/// the client opened it), and in front of a stateful HTTP server.
+/// the client opened it), in front of a stateful HTTP server, and through an
+/// app endpoint.
 #[tokio::test]
 async fn a_stale_session_id_after_a_gateway_restart_carries_on() {
     let Some((peers, _turn)) = setup().await else {
@@ -771,24 +772,44 @@ async fn a_stale_session_id_after_a_gateway_restart_carries_on() {
     let dir = tempfile::tempdir().unwrap();
     let (_everything, http_url) = start_everything(&peers, "streamableHttp").await;
     let stdio = py_server(&peers);
-    let cases: Vec<(&str, String, Value)> = vec![
+    let two_members = format!(
+        "{}[[upstream]]\nname = \"http\"\nurl = \"{http_url}\"\n\
+         [[app]]\nname = \"suite\"\npath = \"/suite/mcp\"\nupstreams = [\"up\", \"http\"]\n",
+        upstream_toml("command", &stdio, Some("client")),
+    );
+    let cases: Vec<(&str, String, Value, Option<&str>)> = vec![
         (
             "stdio, shared",
             upstream_toml("command", &stdio, None),
             json!({"name":"count_tasks","arguments":{}}),
+            None,
         ),
         (
             "stdio, client",
             upstream_toml("command", &stdio, Some("client")),
             json!({"name":"count_tasks","arguments":{}}),
+            None,
         ),
         (
             "stateful HTTP",
             format!("[[upstream]]\nname = \"up\"\nurl = \"{http_url}\"\n"),
             json!({"name":"echo","arguments":{"message":"still here"}}),
+            None,
+        ),
+        (
+            "an app, its stdio member",
+            two_members.clone(),
+            json!({"name":"count_tasks","arguments":{}}),
+            Some("/suite/mcp"),
+        ),
+        (
+            "an app, its stateful HTTP member",
+            two_members,
+            json!({"name":"echo","arguments":{"message":"still here"}}),
+            Some("/suite/mcp"),
         ),
     ];
-    for (label, upstream, call) in cases {
+    for (label, upstream, call, path) in cases {
         let file = dir.path().join("gateway.toml");
         std::fs::write(
             &file,
@@ -807,8 +828,13 @@ async fn a_stale_session_id_after_a_gateway_restart_carries_on() {
             &[],
         )
         .await;
+        let at = |g: &support::peers::Gateway| match path {
+            Some(p) => format!("{}{p}", &g.url[..g.url[8..].find('/').unwrap() + 8]),
+            None => g.url.clone(),
+        };
+        let url = at(&g);
         let init = send(
-            &g.url,
+            &url,
             &[],
             &initialize(0, "claude-code", json!({"roots": {}})),
         )
@@ -818,9 +844,9 @@ async fn a_stale_session_id_after_a_gateway_restart_carries_on() {
             ("mcp-session-id", sid.as_str()),
             ("mcp-protocol-version", "2025-11-25"),
         ];
-        send(&g.url, &h, &initialized()).await;
+        send(&url, &h, &initialized()).await;
         let before = result_of(
-            &send(&g.url, &h, &tool_call(1, &call, json!({}))).await,
+            &send(&url, &h, &tool_call(1, &call, json!({}))).await,
             label,
         );
         g.stop().await;
@@ -832,7 +858,7 @@ async fn a_stale_session_id_after_a_gateway_restart_carries_on() {
             &[],
         )
         .await;
-        let r = send(&g.url, &h, &tool_call(2, &call, json!({}))).await;
+        let r = send(&at(&g), &h, &tool_call(2, &call, json!({}))).await;
         assert_eq!(result_of(&r, label), before, "{label}: after the restart");
         g.stop().await;
     }
@@ -853,7 +879,8 @@ fn upstream_toml(key: &str, command: &[String], sessions: Option<&str>) -> Strin
 
 /// A widget's own calls through an app endpoint (ext-apps#458: the widget
 /// calls on the session the host opened last; ChatGPT's widgets call
-/// without any): answered as its member answers.
+/// without any): answered as its member answers, app sessions sharing the
+/// stdio member's process.
 #[tokio::test]
 async fn a_widgets_own_calls_through_an_app_endpoint() {
     let Some((peers, _turn)) = setup().await else {
@@ -899,4 +926,10 @@ async fn a_widgets_own_calls_through_an_app_endpoint() {
         expected,
         "an initialize per call"
     );
+    // App sessions reach the stdio member on its shared process (one per
+    // set of capabilities clients declared): more of them start none.
+    let started = processes_started(&g).await;
+    assert!((1..=3).contains(&started), "{started} processes started");
+    claude_per_call(&url, &calls).await;
+    assert_eq!(processes_started(&g).await, started, "processes started");
 }

@@ -8,7 +8,7 @@ use http::header::HeaderMap;
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::member::{self, Answer, session_of};
+use super::member::{self, result_of, session_of};
 use super::{oauth, stream};
 use crate::combine::names::collision_message;
 use crate::combine::{AppState, Kind, Owner, cursor, ids, init, list};
@@ -16,8 +16,11 @@ use crate::gateway::Gateway;
 use crate::jsonrpc::{self, Kind as MessageKind, code};
 use crate::outcome::Failure;
 use crate::relay::context::SESSION_HEADER;
+use crate::relay::deliver::{self, Next, Reply, Shape};
+use crate::relay::member::Member;
 use crate::reply::{self, Body};
-use crate::session::app::{AppSession, MemberSession};
+use crate::session::Hello;
+use crate::session::app::AppSession;
 
 /// Most pages of one member read to learn its names.
 const MAX_LEARN_PAGES: usize = 100;
@@ -63,8 +66,24 @@ pub async fn post(
         .unwrap_or(Value::Null);
     let kind = message.kind;
     if kind == MessageKind::Request && method == "initialize" {
-        return initialize(gw, app, headers, body, id).await;
+        let hello = Hello::of_initialize(Some(&params));
+        let agent = headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok());
+        let host = crate::host::detect(None, Some("initialize"), message.params, agent);
+        return initialize(gw, app, headers, body, id, hello, host).await;
     }
+    // A session's requests waiting upstream are bounded, as on a mount.
+    let _in_flight = match headers.get(SESSION_HEADER) {
+        Some(sid) if kind == MessageKind::Request => {
+            let max = gw.limits.max_in_flight_per_session;
+            match gw.in_flight.try_enter(sid.as_bytes(), max) {
+                Some(guard) => Some(guard),
+                None => return Failure::TooManyInFlight { max }.respond(message.id),
+            }
+        }
+        _ => None,
+    };
     let session = match session_of(gw, app, headers) {
         Ok(s) => s,
         Err(f) => return f.respond(None),
@@ -81,64 +100,72 @@ pub async fn post(
             x.broadcast(&body).await;
             reply::status(StatusCode::ACCEPTED)
         }
-        MessageKind::Response => x.answer_member(&body).await,
+        MessageKind::Response => x.answer_member(&body),
         MessageKind::Request => x.request(&method, &params, body).await,
     }
 }
 
 /// `initialize`: every member's session opened at once, their results
-/// united, the sessions sealed into the app's id.
+/// united, the session sealed into the app's id.
 async fn initialize(
     gw: &Arc<Gateway>,
     app: &AppState,
     headers: &HeaderMap,
     body: Bytes,
     id: Value,
+    hello: Hello,
+    host: crate::host::HostKind,
 ) -> Response<Body> {
-    let asks = app.config.members.iter().map(|m| {
-        let h = member::headers_for(headers, &MemberSession::Sessionless, None);
-        let body = body.clone();
+    let mut session = AppSession {
+        app: app.config.name.clone(),
+        client: Some(crate::relay::pooled::new_client()),
+        host: Some(host),
+        started: crate::session::id::now_millis(),
+        hello: Some(hello),
+        failed: vec![false; app.config.members.len()],
+    };
+    let asks = (0..app.config.members.len()).map(|i| {
+        let member = member::of(gw, app, headers, &session, i);
+        let body = &body;
         async move {
-            match gw.mounts.get(m.mount) {
-                Some(mount) => Some(member::ask(gw, mount, h, body).await),
+            match member {
+                Some(mut m) => Some(m.initialize(body).await),
                 None => None,
             }
         }
     });
     let answers = futures_util::future::join_all(asks).await;
-    // A member that wants the client to sign in: the client signs in to the
-    // app (one token for every member) and initializes again.
-    if let Some(a) = answers
-        .iter()
-        .flatten()
-        .find(|a| oauth::is_refusal(a.status))
-    {
-        return oauth::answer_refusal(oauth::prm_url(gw, app, headers).as_deref(), a);
-    }
-    let mut sessions = Vec::new();
     let mut results = Vec::new();
     let mut problems = Vec::new();
-    for (m, answer) in app.config.members.iter().zip(&answers) {
-        match answer.as_ref().filter(|a| a.result().is_some()) {
-            Some(a) => {
-                let sid = a
-                    .headers
-                    .get(SESSION_HEADER)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
-                sessions.push(sid.map_or(MemberSession::Sessionless, MemberSession::Id));
-                results.push((m.upstream.as_str(), a.result().cloned().unwrap_or_default()));
+    let mut refused = None;
+    for (i, answer) in answers.into_iter().enumerate() {
+        let m = &app.config.members[i];
+        let why = match answer {
+            None => "no such mount".to_owned(),
+            Some(Ok(bytes)) => match result_of(&bytes) {
+                Ok(result) => {
+                    results.push((m.upstream.as_str(), result));
+                    continue;
+                }
+                Err(why) => why,
+            },
+            // A member that wants the client to sign in: the client signs
+            // in to the app (one token for every member), then initializes
+            // again.
+            Some(Err(f)) if oauth::is_refusal(&f) => {
+                refused.get_or_insert(f);
+                continue;
             }
-            None => {
-                let why = answer
-                    .as_ref()
-                    .map_or("no such mount".into(), |a| a.problem());
-                tracing::warn!(app = %app.config.name, member = %m.upstream, error = %why,
-                    "app member not initialized: its tools are unavailable in this session");
-                problems.push(format!("{}: {why}", m.upstream));
-                sessions.push(MemberSession::Failed);
-            }
-        }
+            Some(Err(f)) => f.to_string(),
+        };
+        tracing::warn!(app = %app.config.name, member = %m.upstream, error = %why,
+            "app member not initialized: its tools are unavailable in this session");
+        problems.push(format!("{}: {why}", m.upstream));
+        session.failed[i] = true;
+    }
+    if let Some(f) = refused {
+        let prm = oauth::prm_url(gw, app, headers);
+        return oauth::refusal(prm.as_deref(), f, raw(&id).as_deref());
     }
     let borrowed: Vec<(&str, &Value)> = results.iter().map(|(n, r)| (*n, r)).collect();
     let Some(result) = init::initialize(&app.config.name, &borrowed) else {
@@ -152,11 +179,7 @@ async fn initialize(
             jsonrpc::error_response(raw(&id).as_deref(), code::SERVER_ERROR, &message),
         );
     };
-    let sid = AppSession {
-        app: app.config.name.clone(),
-        members: sessions,
-    }
-    .seal(&gw.key);
+    let sid = session.seal(&gw.key);
     let mut r = answer(&id, &result);
     if let Ok(v) = http::HeaderValue::from_str(&sid) {
         r.headers_mut().insert(SESSION_HEADER, v);
@@ -164,7 +187,7 @@ async fn initialize(
     r
 }
 
-impl Exchange<'_> {
+impl<'a> Exchange<'a> {
     async fn request(&self, method: &str, params: &Value, body: Bytes) -> Response<Body> {
         if let Some(kind) = Kind::of_list(method) {
             return self.list(kind, method, params).await;
@@ -215,7 +238,7 @@ impl Exchange<'_> {
                 }
             }
             "logging/setLevel" => {
-                self.broadcast(&body).await;
+                self.ask_all(&body).await;
                 answer(&self.id, &json!({}))
             }
             _ => self.error(
@@ -272,9 +295,9 @@ impl Exchange<'_> {
                         break;
                     }
                 }
-                Err(Miss::Refused(a)) => {
+                Err(Miss::Refused(f)) => {
                     let prm = oauth::prm_url(self.gw, self.app, self.headers);
-                    return oauth::answer_refusal(prm.as_deref(), &a);
+                    return oauth::refusal(prm.as_deref(), f, raw(&self.id).as_deref());
                 }
                 Err(Miss::Problem(why)) => {
                     tracing::debug!(app = %self.app.config.name, member = %members[i].upstream, error = %why, "{method}: member left out");
@@ -302,12 +325,7 @@ impl Exchange<'_> {
         at: Option<&str>,
     ) -> Result<list::Page, Miss> {
         let m = &self.app.config.members[i];
-        let session = self.member_session(i).map_err(Miss::Problem)?;
-        let mount = self
-            .gw
-            .mounts
-            .get(m.mount)
-            .ok_or_else(|| Miss::Problem("no such mount".into()))?;
+        let mut member = self.member(i).map_err(Miss::Problem)?;
         let mut p = match params {
             Value::Object(_) => params.clone(),
             _ => json!({}),
@@ -321,13 +339,17 @@ impl Exchange<'_> {
             }
         }
         let body = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": p});
-        let h = member::headers_for(self.headers, session, None);
-        let a = member::ask(self.gw, mount, h, Bytes::from(body.to_string())).await;
-        if oauth::is_refusal(a.status) {
-            return Err(Miss::Refused(a));
-        }
-        let result = a.result().ok_or_else(|| Miss::Problem(a.problem()))?;
-        list::page(result, kind, &m.prefix).ok_or_else(|| Miss::Problem("not a listing".into()))
+        let answer = match member.request(&Bytes::from(body.to_string())).await {
+            Ok(reply) => reply.response().await,
+            Err(f) => Err(f),
+        };
+        let answer = match answer {
+            Ok(a) => a,
+            Err(f) if oauth::is_refusal(&f) => return Err(Miss::Refused(f)),
+            Err(f) => return Err(Miss::Problem(f.to_string())),
+        };
+        let result = result_of(&answer).map_err(Miss::Problem)?;
+        list::page(&result, kind, &m.prefix).ok_or_else(|| Miss::Problem("not a listing".into()))
     }
 
     /// The member owning `name`, listing the members' names first when it is
@@ -342,16 +364,16 @@ impl Exchange<'_> {
         // A member that could not be asked for its names without signing
         // in: the client signs in, then calls again.
         if owner == Owner::Unknown
-            && let Some(a) = refused
+            && let Some(f) = refused
         {
             let prm = oauth::prm_url(self.gw, self.app, self.headers);
             if kind == Kind::Tools
                 && self.app.config.auth_challenge == "in-band"
                 && let (Some(id), Some(prm)) = (raw(&self.id), prm.as_deref())
             {
-                return Err(oauth::in_band_refusal(&id, prm, &a));
+                return Err(oauth::in_band_refusal(&id, prm, &f));
             }
-            return Err(oauth::answer_refusal(prm.as_deref(), &a));
+            return Err(oauth::refusal(prm.as_deref(), f, raw(&self.id).as_deref()));
         }
         match owner {
             Owner::Member(m, own) => Ok((m, own)),
@@ -383,7 +405,7 @@ impl Exchange<'_> {
 
     /// Read every member's whole listing of `kind`, to learn its names; the
     /// first member's refusal for authorization, if any.
-    async fn learn(&self, kind: Kind) -> Option<Answer> {
+    async fn learn(&self, kind: Kind) -> Option<Failure> {
         let method = kind.list_method();
         let mut refused = None;
         for i in 0..self.app.config.members.len() {
@@ -394,8 +416,8 @@ impl Exchange<'_> {
                     .await
                 {
                     Ok(page) => page,
-                    Err(Miss::Refused(a)) => {
-                        refused.get_or_insert(a);
+                    Err(Miss::Refused(f)) => {
+                        refused.get_or_insert(f);
                         break;
                     }
                     Err(Miss::Problem(_)) => break,
@@ -423,20 +445,37 @@ impl Exchange<'_> {
         refused
     }
 
-    /// The member's session, or why it has none.
-    fn member_session(&self, i: usize) -> Result<&MemberSession, String> {
-        match self.session.members.get(i) {
-            Some(MemberSession::Failed) | None => Err(format!(
+    /// The session with member `i`, or why there is none.
+    fn member(&self, i: usize) -> Result<Member<'a>, String> {
+        member::of(self.gw, self.app, self.headers, &self.session, i).ok_or_else(|| {
+            format!(
                 "app `{}`: member `{}` is not available in this session (it could not be initialized when the session began; initialize again to retry)",
                 self.app.config.name,
                 self.app.member_name(i)
-            )),
-            Some(s) => Ok(s),
+            )
+        })
+    }
+
+    /// A member's failure, as the app answers it: a refusal for
+    /// authorization relayed (pointed at the app's metadata), anything else
+    /// an error naming the member.
+    fn member_failed(&self, i: usize, f: Failure) -> Response<Body> {
+        if oauth::is_refusal(&f) {
+            let prm = oauth::prm_url(self.gw, self.app, self.headers);
+            return oauth::refusal(prm.as_deref(), f, raw(&self.id).as_deref());
         }
+        let message = format!(
+            "app `{}`: member `{}` failed: {f}",
+            self.app.config.name,
+            self.app.member_name(i),
+        );
+        self.error(code::SERVER_ERROR, &message)
     }
 
     /// The request relayed to member `i` (its name as the member knows it
-    /// when `rename` says (listed, own)), its answer passed on.
+    /// when `rename` says (listed, own)), its answer passed on: JSON, or the
+    /// member's messages about it as they come, its requests' ids tagged
+    /// and in-band challenges pointed at the app's metadata.
     async fn routed(
         &self,
         i: usize,
@@ -444,77 +483,65 @@ impl Exchange<'_> {
         params: &Value,
         body: Bytes,
     ) -> Response<Body> {
-        let session = match self.member_session(i) {
-            Ok(s) => s,
+        let mut member = match self.member(i) {
+            Ok(m) => m,
             Err(why) => return self.error(code::SERVER_ERROR, &why),
         };
-        let Some(mount) = self.gw.mounts.get(self.app.config.members[i].mount) else {
-            return self.error(code::SERVER_ERROR, "no such mount");
-        };
-        let (body, name) = match rename {
+        let body = match rename {
             Some((listed, own)) if listed != own => {
                 let mut p = params.clone();
                 p["name"] = Value::String(own.to_owned());
-                (with_params(&body, &p), Some(own))
+                with_params(&body, &p)
             }
-            _ => (body, None),
+            _ => body,
         };
-        let h = member::headers_for(self.headers, session, name);
-        let mut resp = member::post(self.gw, mount, h, body).await;
-        if oauth::is_refusal(resp.status()) {
-            let prm = oauth::prm_url(self.gw, self.app, self.headers);
-            return oauth::relay_refusal(prm.as_deref(), resp);
+        let challenges = oauth::in_band_target(self.gw, self.app, self.headers);
+        let shape: Shape = Arc::new(move |message: Bytes, _last: bool| {
+            let message = stream::tagged(i, message);
+            match &challenges {
+                Some((prm, base)) => oauth::in_band(&message, prm, base).unwrap_or(message),
+                None => message,
+            }
+        });
+        let mut waiting = match member.request(&body).await {
+            Ok(Reply::Now(b)) => return reply::json(StatusCode::OK, shape(b, true)),
+            Ok(Reply::Waiting(w)) => *w,
+            Err(f) => return self.member_failed(i, f),
+        };
+        match waiting.next().await {
+            Next::Failed(f) => self.member_failed(i, f),
+            first => deliver::respond(member.context(), first, waiting, Some(shape), false),
         }
-        if !resp.status().is_success() {
-            let a = member::read(self.gw, resp).await;
-            let message = format!(
-                "app `{}`: member `{}` failed: {}",
-                self.app.config.name,
-                self.app.member_name(i),
-                a.problem()
-            );
-            return self.error(code::SERVER_ERROR, &message);
-        }
-        resp.headers_mut().remove(SESSION_HEADER);
-        let challenges = self
-            .gw
-            .auth
-            .base(self.headers)
-            .zip(oauth::prm_url(self.gw, self.app, self.headers))
-            .map(|(base, prm)| (prm, base));
-        if stream::is_event_stream(&resp) {
-            return stream::tagged(self.gw, i, challenges, resp);
-        }
-        if rename.is_some() {
-            // A tool result may carry an in-band challenge.
-            return oauth::in_band(self.gw, self.app, self.headers, resp).await;
-        }
-        resp
     }
 
     /// A request no listing names an owner for: each member in turn, the
     /// first result answering.
     async fn in_turn(&self, body: Bytes, what: &str) -> Response<Body> {
         let mut last = None;
-        let mut refused: Option<Answer> = None;
-        for (i, m) in self.app.config.members.iter().enumerate() {
-            let (Ok(session), Some(mount)) = (self.member_session(i), self.gw.mounts.get(m.mount))
-            else {
+        let mut refused: Option<Failure> = None;
+        for i in 0..self.app.config.members.len() {
+            let Ok(mut member) = self.member(i) else {
                 continue;
             };
-            let h = member::headers_for(self.headers, session, None);
-            let a = member::ask(self.gw, mount, h, body.clone()).await;
-            if let Some(result) = a.result() {
-                return answer(&self.id, result);
-            }
-            last = Some(format!("{}: {}", m.upstream, a.problem()));
-            if oauth::is_refusal(a.status) && refused.is_none() {
-                refused = Some(a);
+            let said = match member.request(&body).await {
+                Ok(reply) => reply.response().await,
+                Err(f) => Err(f),
+            };
+            let why = match said.as_deref().map(result_of) {
+                Ok(Ok(result)) => return answer(&self.id, &result),
+                Ok(Err(why)) => why,
+                Err(f) => f.to_string(),
+            };
+            last = Some(format!("{}: {why}", self.app.member_name(i)));
+            if let Err(f) = said
+                && oauth::is_refusal(&f)
+            {
+                refused.get_or_insert(f);
             }
         }
-        if let Some(a) = refused {
+        if let Some(f) = refused {
             let prm = oauth::prm_url(self.gw, self.app, self.headers);
-            return oauth::answer_refusal(prm.as_deref(), &a);
+            return oauth::refusal(prm.as_deref(), f, raw(&self.id).as_deref());
         }
         self.error(
             code::RESOURCE_NOT_FOUND,
@@ -526,25 +553,39 @@ impl Exchange<'_> {
         )
     }
 
-    /// A notification, to every member with a session.
+    /// A notification, to every member in the session.
     async fn broadcast(&self, body: &Bytes) {
-        let sends = self
-            .app
-            .config
-            .members
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| {
-                let session = self.member_session(i).ok()?;
-                let mount = self.gw.mounts.get(m.mount)?;
-                let h = member::headers_for(self.headers, session, None);
-                Some(member::ask(self.gw, mount, h, body.clone()))
-            });
+        let sends = (0..self.app.config.members.len()).filter_map(|i| {
+            let member = self.member(i).ok()?;
+            Some(async move {
+                if let Err(f) = member.notify(body).await {
+                    tracing::debug!(app = %self.app.config.name, member = %self.app.member_name(i), error = %f, "a notification did not reach a member");
+                }
+            })
+        });
         futures_util::future::join_all(sends).await;
     }
 
+    /// A request every member in the session is asked (`logging/setLevel`),
+    /// their answers awaited.
+    async fn ask_all(&self, body: &Bytes) {
+        let asks = (0..self.app.config.members.len()).filter_map(|i| {
+            let mut member = self.member(i).ok()?;
+            Some(async move {
+                let answer = match member.request(body).await {
+                    Ok(reply) => reply.response().await,
+                    Err(f) => Err(f),
+                };
+                if let Err(f) = answer {
+                    tracing::debug!(app = %self.app.config.name, member = %self.app.member_name(i), error = %f, "a member did not answer");
+                }
+            })
+        });
+        futures_util::future::join_all(asks).await;
+    }
+
     /// The client's answer to a member's request, back to that member.
-    async fn answer_member(&self, body: &Bytes) -> Response<Body> {
+    fn answer_member(&self, body: &Bytes) -> Response<Body> {
         let Some((i, own)) = ids::untag_response(body) else {
             return reply::json(
                 StatusCode::BAD_REQUEST,
@@ -555,18 +596,13 @@ impl Exchange<'_> {
                 ),
             );
         };
-        let (Ok(session), Some(mount)) = (
-            self.member_session(i),
-            self.app
-                .config
-                .members
-                .get(i)
-                .and_then(|m| self.gw.mounts.get(m.mount)),
-        ) else {
+        let Ok(member) = self.member(i) else {
             return reply::status(StatusCode::ACCEPTED);
         };
-        let h = member::headers_for(self.headers, session, None);
-        member::post(self.gw, mount, h, Bytes::from(own)).await
+        match member.answer(&Bytes::from(own)) {
+            Ok(()) => reply::status(StatusCode::ACCEPTED),
+            Err(f) => f.respond(None),
+        }
     }
 
     fn error(&self, code: i64, message: &str) -> Response<Body> {
@@ -581,7 +617,7 @@ impl Exchange<'_> {
 /// its refusal for authorization (relayed: the client must sign in).
 enum Miss {
     Problem(String),
-    Refused(Answer),
+    Refused(Failure),
 }
 
 /// A JSON-RPC result for `id`.

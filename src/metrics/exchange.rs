@@ -69,6 +69,14 @@ impl Exchange {
         self.batch = spans;
     }
 
+    /// Count the exchange now, as ended with `outcome` (an exchange with
+    /// no HTTP response of its own: an app endpoint's with a member).
+    pub fn finish(mut self, outcome: Outcome) {
+        self.done = true;
+        self.metrics
+            .record(self.mount, self.method, outcome, self.started.elapsed());
+    }
+
     /// Count the exchange now, from the response head alone (GET, DELETE).
     pub fn finish_head(mut self, resp: &Response<Body>) {
         self.done = true;

@@ -48,24 +48,199 @@ pub(super) fn check_method_headers(cx: &Ctx<'_>, m: &Message<'_>) -> Result<(), 
     Ok(())
 }
 
+/// A request sent upstream, waiting for what the upstream says about it:
+/// the typed reply a mount's session gives, rendered as HTTP by
+/// [`respond`] for the mount's own clients, read message by message by an
+/// app endpoint.
+pub struct Waiting {
+    pub(crate) session: Arc<MessageSession>,
+    rx: mpsc::Receiver<Delivery>,
+    guard: Option<PendingGuard>,
+    id: Box<RawValue>,
+    finisher: Option<Finisher>,
+    deadline: Instant,
+    secs: u64,
+    /// Run when the wait is over (a connection of one request only ends).
+    _end: Option<EndOnDrop>,
+    /// Counted when the wait is over, for an exchange with no HTTP
+    /// response of its own.
+    exchange: Option<crate::metrics::Exchange>,
+}
+
+/// Runs its function once, when dropped.
+pub struct EndOnDrop(Option<Box<dyn FnOnce() + Send + Sync>>);
+
+impl EndOnDrop {
+    pub fn new(f: impl FnOnce() + Send + Sync + 'static) -> EndOnDrop {
+        EndOnDrop(Some(Box::new(f)))
+    }
+}
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+/// What a session answers a request with.
+pub enum Reply {
+    /// The answer, written without the upstream (by the overlays' plan, or
+    /// for what concerns the client alone).
+    Now(Bytes),
+    /// The request, sent upstream.
+    Waiting(Box<Waiting>),
+}
+
+impl Reply {
+    /// The response, the related messages passed over.
+    pub async fn response(self) -> Result<Bytes, Failure> {
+        match self {
+            Reply::Now(b) => Ok(b),
+            Reply::Waiting(w) => w.response().await,
+        }
+    }
+}
+
+/// What the upstream said next about a waiting request.
+pub enum Next {
+    /// A message related to the request (progress, a server request, a log).
+    Related(Bytes),
+    /// Its response, finished (the overlays' rewrite applied): the last.
+    Response(Bytes),
+    /// Why it has no response (the session ended, the time ran out, the
+    /// upstream refused it): the last.
+    Failed(Failure),
+}
+
+impl Waiting {
+    pub(super) fn new(
+        cx: &Ctx<'_>,
+        session: Arc<MessageSession>,
+        (rx, guard): (mpsc::Receiver<Delivery>, PendingGuard),
+        id: &RawValue,
+        finisher: Option<Finisher>,
+    ) -> Waiting {
+        Waiting {
+            session,
+            rx,
+            guard: Some(guard),
+            id: id.to_owned(),
+            finisher,
+            deadline: Instant::now() + cx.gw.request_timeout(),
+            secs: cx.gw.limits.request_timeout_secs,
+            _end: None,
+            exchange: None,
+        }
+    }
+
+    /// Count `exchange` when the wait is over.
+    pub(super) fn counted(mut self, exchange: crate::metrics::Exchange) -> Waiting {
+        self.exchange = Some(exchange);
+        self
+    }
+
+    fn count(&mut self, outcome: Outcome) {
+        if let Some(e) = self.exchange.take() {
+            e.finish(outcome);
+        }
+    }
+
+    /// End `end` with the wait.
+    pub(super) fn ending(mut self, end: Option<EndOnDrop>) -> Waiting {
+        self._end = end;
+        self
+    }
+
+    /// The request's id, as the client sent it.
+    pub fn id(&self) -> &RawValue {
+        &self.id
+    }
+
+    /// The next thing the upstream says about the request, within the
+    /// request's time. Cancel-safe.
+    pub async fn next(&mut self) -> Next {
+        let next = self.receive().await;
+        if self.exchange.is_none() {
+            return next;
+        }
+        match &next {
+            Next::Related(_) => {}
+            Next::Response(b) => {
+                let error = jsonrpc::classify_one(b).is_ok_and(|m| m.error.is_some());
+                self.count(Outcome::of_answer(StatusCode::OK, error));
+            }
+            Next::Failed(f) => self.count(f.outcome()),
+        }
+        next
+    }
+
+    async fn receive(&mut self) -> Next {
+        match tokio::time::timeout_at(self.deadline, self.rx.recv()).await {
+            Ok(Some(Delivery::Related(b))) => Next::Related(b),
+            Ok(Some(Delivery::Final(b))) => {
+                Next::Response(Finisher::apply(self.finisher.as_ref(), b))
+            }
+            Ok(Some(Delivery::Failed(f))) => Next::Failed(f),
+            Ok(None) => Next::Failed(Failure::Ended {
+                upstream: self.session.upstream().to_owned(),
+                what: "ended the session".into(),
+            }),
+            Err(_) => {
+                if let Some(g) = self.guard.take() {
+                    g.timed_out(self.secs);
+                }
+                Next::Failed(Failure::timeout(self.session.upstream(), self.secs))
+            }
+        }
+    }
+
+    /// The response, the related messages passed over.
+    pub async fn response(mut self) -> Result<Bytes, Failure> {
+        loop {
+            match self.next().await {
+                Next::Related(_) => continue,
+                Next::Response(b) => return Ok(b),
+                Next::Failed(f) => return Err(f),
+            }
+        }
+    }
+}
+
+/// What a message becomes on its way to the client (an app endpoint tags
+/// its members' requests); `true` for the response.
+pub type Shape = Arc<dyn Fn(Bytes, bool) -> Bytes + Send + Sync>;
+
 /// Answer one request: as JSON when its response is the first thing the
 /// upstream says about it, otherwise as an SSE stream that carries the
 /// related messages and ends with the response.
 pub(super) async fn answer(
     cx: &Ctx<'_>,
-    session: &Arc<MessageSession>,
-    pending: Pending<'_>,
-    finisher: Option<Finisher>,
+    mut waiting: Waiting,
     // Only a new session's initialize needs to know (see `finish_initialize`).
     mark_errors: bool,
 ) -> Response<Body> {
-    let Pending { mut rx, guard, id } = pending;
-    let secs = cx.gw.limits.request_timeout_secs;
-    let deadline = Instant::now() + cx.gw.request_timeout();
-    let timeout = || Failure::timeout(session.upstream(), secs);
-    match tokio::time::timeout_at(deadline, rx.recv()).await {
-        Ok(Some(Delivery::Final(b))) => {
-            let b = Finisher::apply(finisher.as_ref(), b);
+    let first = waiting.next().await;
+    respond(cx, first, waiting, None, mark_errors)
+}
+
+/// The answer that starts with `first`, the rest of it from `waiting`,
+/// each message shaped by `shape`.
+pub fn respond(
+    cx: &Ctx<'_>,
+    first: Next,
+    mut waiting: Waiting,
+    shape: Option<Shape>,
+    mark_errors: bool,
+) -> Response<Body> {
+    let shaped = move |b: Bytes, last: bool| match &shape {
+        Some(f) => f(b, last),
+        None => b,
+    };
+    match first {
+        Next::Response(b) => {
+            let b = shaped(b, true);
             let error = mark_errors && jsonrpc::classify_one(&b).is_ok_and(|m| m.error.is_some());
             let mut r = reply::json(StatusCode::OK, b);
             if error {
@@ -73,52 +248,41 @@ pub(super) async fn answer(
             }
             r
         }
-        Ok(Some(Delivery::Failed(failure))) => failure.respond(Some(id)),
-        Ok(Some(Delivery::Related(first))) => {
+        Next::Failed(failure) => failure.respond(Some(waiting.id())),
+        Next::Related(first) => {
             let slot = OutcomeSlot::new();
             let events = Events {
-                id: id.to_owned(),
+                id: waiting.id.clone(),
                 slot: slot.clone(),
             };
-            let timeout = timeout();
             let (tx, out) = mpsc::channel::<Bytes>(16);
             let mut watch = super::watch::watch(cx);
             // A call in flight outlives a shutdown's start: it ends with its
             // response, its deadline, or its session (closed after the grace).
             tokio::spawn(async move {
-                let mut guard = Some(guard);
                 if let Some(w) = &mut watch {
                     w(&first);
                 }
-                if tx.send(message_event(&first)).await.is_err() {
+                if tx.send(message_event(&shaped(first, false))).await.is_err() {
                     return;
                 }
                 loop {
                     let next = tokio::select! {
-                        d = tokio::time::timeout_at(deadline, rx.recv()) => d,
+                        n = waiting.next() => n,
                         _ = tokio::time::sleep(KEEPALIVE) => {
                             if tx.send(Bytes::from_static(sse::KEEPALIVE)).await.is_err() { return }
                             continue;
                         }
                     };
                     let (bytes, last) = match next {
-                        Ok(Some(Delivery::Related(b))) => {
+                        Next::Related(b) => {
                             if let Some(w) = &mut watch {
                                 w(&b);
                             }
-                            (b, false)
+                            (shaped(b, false), false)
                         }
-                        Ok(Some(Delivery::Final(b))) => {
-                            (Finisher::apply(finisher.as_ref(), b), true)
-                        }
-                        Ok(Some(Delivery::Failed(f))) => (events.failed(&f), true),
-                        Ok(None) => return,
-                        Err(_) => {
-                            if let Some(g) = guard.take() {
-                                g.timed_out(secs);
-                            }
-                            (events.failed(&timeout), true)
-                        }
+                        Next::Response(b) => (shaped(b, true), true),
+                        Next::Failed(f) => (events.failed(&f), true),
                     };
                     if tx.send(message_event(&bytes)).await.is_err() || last {
                         return;
@@ -129,23 +293,43 @@ pub(super) async fn answer(
             r.extensions_mut().insert(slot);
             r
         }
-        Ok(None) => Failure::Ended {
-            upstream: session.upstream().to_owned(),
-            what: "ended the session".into(),
-        }
-        .respond(Some(id)),
-        Err(_) => {
-            guard.timed_out(secs);
-            timeout().respond(Some(id))
-        }
     }
 }
 
-/// A request sent, waiting for what the upstream says about it.
-pub(super) struct Pending<'a> {
-    pub(super) rx: mpsc::Receiver<Delivery>,
-    pub(super) guard: PendingGuard,
-    pub(super) id: &'a RawValue,
+/// A GET stream: `messages` as SSE events as they come (each seen by
+/// `watch`), a comment when idle, until they end, the client goes or the
+/// gateway shuts down.
+pub fn event_stream<S>(
+    gw: &crate::gateway::Gateway,
+    mut watch: Option<super::stream::Watch>,
+    mut messages: S,
+) -> Response<Body>
+where
+    S: futures_util::Stream<Item = Bytes> + Send + Unpin + 'static,
+{
+    let (tx, out) = mpsc::channel::<Bytes>(16);
+    let stop = gw.shutdown.clone();
+    tokio::spawn(async move {
+        loop {
+            let bytes = tokio::select! {
+                m = messages.next() => match m {
+                    Some(m) => {
+                        if let Some(w) = &mut watch {
+                            w(&m);
+                        }
+                        message_event(&m)
+                    }
+                    None => return,
+                },
+                _ = tokio::time::sleep(KEEPALIVE) => Bytes::from_static(sse::KEEPALIVE),
+                _ = stop.cancelled() => return,
+            };
+            if tx.send(bytes).await.is_err() {
+                return;
+            }
+        }
+    });
+    sse_response(out)
 }
 
 /// How an SSE answer to request `id` ends when the gateway ends it.

@@ -8,17 +8,15 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::HeaderValue;
 use http::{Response, StatusCode};
-use tokio::sync::mpsc;
 
-use super::answer::{accepted, message_event, sse_response};
+use super::answer::accepted;
 use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER, SessionRef};
-use super::deliver::{KEEPALIVE, Pending, answer, check_method_headers, post_batch};
+use super::deliver::{Waiting, answer, check_method_headers, post_batch};
 use super::finish::Finisher;
 use crate::jsonrpc::{self, Kind};
 use crate::outcome::{Failure, KNOWN_VERSIONS, Outcome};
 use crate::reply::{self, Body};
 use crate::session::{Hello, Route, Token};
-use crate::sse;
 use crate::upstream::messages::{EndedBy, MessageSession};
 
 /// Relay one POST of a client session that owns its connection (`sessions
@@ -80,9 +78,9 @@ pub async fn post(
     };
     let progress = jsonrpc::params_view(m.params).request_progress_token;
     let resp = match session.request(body, id, progress).await {
-        Ok((rx, guard)) => {
-            let pending = Pending { rx, guard, id };
-            answer(cx, &session, pending, finisher, new_id.is_some()).await
+        Ok(sent) => {
+            let waiting = Waiting::new(cx, session.clone(), sent, id, finisher);
+            answer(cx, waiting, new_id.is_some()).await
         }
         Err(e) => e.respond(Some(id)),
     };
@@ -177,34 +175,12 @@ pub async fn get(cx: &Ctx<'_>) -> Response<Body> {
         Ok((s, _)) => s,
         Err(f) => return f.respond(None),
     };
-    let Some(mut rx) = session.attach_stream() else {
+    let Some(rx) = session.attach_stream() else {
         return Failure::StreamConflict.respond(None);
     };
-    let (tx, out) = mpsc::channel::<Bytes>(16);
-    let stop = cx.gw.shutdown.clone();
-    let mut watch = super::watch::watch(cx);
     // Ends with the session, the client, or the gateway's shutdown.
-    tokio::spawn(async move {
-        loop {
-            let bytes = tokio::select! {
-                m = rx.recv() => match m {
-                    Some(m) => {
-                        if let Some(w) = &mut watch {
-                            w(&m);
-                        }
-                        message_event(&m)
-                    }
-                    None => return,
-                },
-                _ = tokio::time::sleep(KEEPALIVE) => Bytes::from_static(sse::KEEPALIVE),
-                _ = stop.cancelled() => return,
-            };
-            if tx.send(bytes).await.is_err() {
-                return;
-            }
-        }
-    });
-    sse_response(out)
+    let messages = tokio_stream::wrappers::ReceiverStream::new(rx);
+    super::deliver::event_stream(cx.gw, super::watch::watch(cx), messages)
 }
 
 /// End a session this process owns (its child is stopped).

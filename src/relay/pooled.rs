@@ -18,9 +18,9 @@ use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 use tokio::sync::mpsc;
 
-use super::answer::{accepted, message_event, sse_response};
+use super::answer::accepted;
 use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER, SessionRef};
-use super::deliver::{self, KEEPALIVE, Pending};
+use super::deliver::{self, EndOnDrop, Reply, Waiting};
 use super::finish::Finisher;
 use crate::config::{ConversationKey, SessionMode, Transport};
 use crate::jsonrpc::{self, Kind, Message};
@@ -29,7 +29,6 @@ use crate::protocol::{self, Era};
 use crate::reply::{self, Body};
 use crate::session::pool::{Conn, Lane, Pool, SlotKey, digest};
 use crate::session::{Hello, Route, Token};
-use crate::sse;
 use crate::upstream::handshake;
 use crate::upstream::messages::peer::level_rank;
 use crate::upstream::messages::{MessageSession, Peer};
@@ -88,10 +87,8 @@ async fn post_pooled(
     {
         return Failure::UnsupportedVersion.respond(None);
     }
-    if let SessionRef::Pooled { client } = cx.session
-        && pool(cx).ended.contains(&client)
-    {
-        return Failure::SessionNotFound.respond(None);
+    if let Err(f) = not_ended(cx) {
+        return f.respond(None);
     }
     let m = match parsed {
         jsonrpc::Body::Single(m) => m,
@@ -110,10 +107,11 @@ async fn post_pooled(
             };
             return match conn {
                 Ok((c, key)) => {
+                    let end = single_end(cx, key);
                     let resp =
                         deliver::post_batch(cx, items, c.session, peer(cx), Some(&pool(cx).mux))
                             .await;
-                    single_end(cx, key, resp)
+                    end_with(end, resp)
                 }
                 Err(f) => f.respond(None),
             };
@@ -122,77 +120,104 @@ async fn post_pooled(
     if let Err(failure) = deliver::check_method_headers(cx, &m) {
         return failure.respond(None);
     }
-    let peer = peer(cx);
     let method = m.method.as_deref().unwrap_or_default();
+    let done = |r: Result<(), Failure>| match r {
+        Ok(()) => accepted(),
+        Err(e) => e.respond(None),
+    };
     match m.kind {
         Kind::Request if method == "initialize" && pooled(cx) => initialize(cx, &m, finisher).await,
-        Kind::Request => request(cx, body, &m, peer, finisher).await,
-        Kind::Response => match pool(cx).mux.answer(body, m.id.expect("responses have ids")) {
-            Ok(_) => accepted(),
-            Err(e) => e.respond(None),
-        },
+        Kind::Request => request(cx, body, &m, finisher).await,
+        Kind::Response => done(answer_server(cx, body, &m)),
+        Kind::Notification => done(notify(cx, body, &m).await),
+    }
+}
+
+/// The client's answer to a request the upstream sent it.
+pub(super) fn answer_server(cx: &Ctx<'_>, body: &Bytes, m: &Message<'_>) -> Result<(), Failure> {
+    pool(cx)
+        .mux
+        .answer(body, m.id.expect("responses have ids"))
+        .map(|_| ())
+}
+
+/// A client's notification: a cancellation reaches the connection its
+/// request waits on, the others the connection picked for them.
+pub(super) async fn notify(cx: &Ctx<'_>, body: &Bytes, m: &Message<'_>) -> Result<(), Failure> {
+    match m.method.as_deref().unwrap_or_default() {
         // The gateway said it when it opened the connection.
-        Kind::Notification if method == "notifications/initialized" => accepted(),
-        Kind::Notification if method == "notifications/cancelled" => {
+        "notifications/initialized" => Ok(()),
+        "notifications/cancelled" => {
             if let Some(id) = jsonrpc::params_view(m.params).request_id {
-                let key = peer.as_ref().map(|p| p.key());
+                let key = peer(cx).map(|p| p.key());
                 let found = pool(cx).live().iter().any(|s| s.cancel_for(key, body, id));
                 if !found {
                     tracing::debug!(upstream = %cx.upstream(), "cancellation of no request waiting on a shared connection");
                 }
             }
-            accepted()
+            Ok(())
         }
-        Kind::Notification => {
-            let conn = match slot_key(cx, &m).await {
-                Ok(key) => connect(cx, key).await,
-                Err(f) => Err(f),
-            };
-            match conn {
-                Ok(c) => match c
-                    .session
-                    .notify(body.clone(), m.kind, m.method.as_deref(), m.params)
-                    .await
-                {
-                    Ok(()) => accepted(),
-                    Err(e) => e.respond(None),
-                },
-                Err(e) => e.respond(None),
-            }
+        _ => {
+            let conn = connect(cx, slot_key(cx, m).await?).await?;
+            conn.session
+                .notify(body.clone(), m.kind, m.method.as_deref(), m.params)
+                .await
         }
     }
 }
 
-/// A request, on the connection picked for it.
+/// A request, on the connection picked for it, answered over HTTP.
 async fn request(
     cx: &Ctx<'_>,
     body: &Bytes,
     m: &Message<'_>,
-    peer: Option<Arc<Peer>>,
     finisher: Option<Finisher>,
 ) -> Response<Body> {
     let id = m.id.expect("requests have ids");
-    let key = match slot_key(cx, m).await {
-        Ok(k) => k,
-        Err(f) => return f.respond(Some(id)),
-    };
-    let conn = match connect(cx, key).await {
-        Ok(c) => c,
-        Err(f) => return f.respond(Some(id)),
-    };
+    match exchange(cx, body, m, finisher).await {
+        Ok(Reply::Now(b)) => reply::json(StatusCode::OK, b),
+        Ok(Reply::Waiting(w)) => deliver::answer(cx, *w, false).await,
+        Err(f) => f.respond(Some(id)),
+    }
+}
+
+/// A client session that its client ended stays ended.
+pub(super) fn not_ended(cx: &Ctx<'_>) -> Result<(), Failure> {
+    match cx.session {
+        SessionRef::Pooled { client } if pool(cx).ended.contains(&client) => {
+            Err(Failure::SessionNotFound)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A request, on the connection picked for it: answered here when it
+/// concerns its client alone, else sent and waiting for the upstream's
+/// answer. The typed exchange of every session that owns no connection,
+/// the mount's own clients' and an app endpoint's alike.
+pub(super) async fn exchange(
+    cx: &Ctx<'_>,
+    body: &Bytes,
+    m: &Message<'_>,
+    finisher: Option<Finisher>,
+) -> Result<Reply, Failure> {
+    not_ended(cx)?;
+    let id = m.id.expect("requests have ids");
+    let key = slot_key(cx, m).await?;
+    let conn = connect(cx, key).await?;
+    let end = single_end(cx, key);
     let session = conn.session;
+    let peer = peer(cx);
     if let Some(local) = by_client(&session, m, peer.as_deref()) {
-        return reply::json(StatusCode::OK, local);
+        return Ok(Reply::Now(local));
     }
     let progress = jsonrpc::params_view(m.params).request_progress_token;
-    let resp = match session.request_as(body, id, progress, peer.as_ref()).await {
-        Ok((rx, guard)) => {
-            let pending = Pending { rx, guard, id };
-            deliver::answer(cx, &session, pending, finisher, false).await
-        }
-        Err(e) => e.respond(Some(id)),
-    };
-    single_end(cx, key, resp)
+    let sent = session
+        .request_as(body, id, progress, peer.as_ref())
+        .await?;
+    Ok(Reply::Waiting(Box::new(
+        Waiting::new(cx, session, sent, id, finisher).ending(end),
+    )))
 }
 
 /// What a client of a shared connection asks that concerns it alone: its
@@ -228,16 +253,24 @@ fn by_client(session: &MessageSession, m: &Message<'_>, peer: Option<&Peer>) -> 
     }
 }
 
-/// A connection of one request only ends with its answer.
-fn single_end(cx: &Ctx<'_>, key: SlotKey, resp: Response<Body>) -> Response<Body> {
+/// A connection of one request only ends with its answer: what ends it
+/// when dropped.
+fn single_end(cx: &Ctx<'_>, key: SlotKey) -> Option<EndOnDrop> {
     if !matches!(key.lane, Lane::Single(_)) {
-        return resp;
+        return None;
     }
     let gw = cx.gw.clone();
     let index = cx.mount.index;
-    let end = EndOnDrop(Some(Box::new(move || {
+    Some(EndOnDrop::new(move || {
         gw.pools[index].end(&key, "its one request was answered");
-    })));
+    }))
+}
+
+/// `resp`, ending the request's own connection with its body.
+fn end_with(end: Option<EndOnDrop>, resp: Response<Body>) -> Response<Body> {
+    let Some(end) = end else {
+        return resp;
+    };
     resp.map(|b| {
         b.map_frame(move |f| {
             let _held = &end;
@@ -245,16 +278,6 @@ fn single_end(cx: &Ctx<'_>, key: SlotKey, resp: Response<Body>) -> Response<Body
         })
         .boxed_unsync()
     })
-}
-
-struct EndOnDrop(Option<Box<dyn FnOnce() + Send>>);
-
-impl Drop for EndOnDrop {
-    fn drop(&mut self) {
-        if let Some(f) = self.0.take() {
-            f();
-        }
-    }
 }
 
 /// A client's `initialize`, answered from the upstream's answer to the
@@ -265,40 +288,11 @@ async fn initialize(cx: &Ctx<'_>, m: &Message<'_>, finisher: Option<Finisher>) -
         .params
         .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok());
     let hello = Hello::of_initialize(params.as_ref());
-    let client = loop {
-        let n: u64 = rand::random();
-        if n != 0 {
-            break n;
-        }
+    let client = new_client();
+    let bytes = match open(cx, client, &hello, id, finisher).await {
+        Ok(b) => b,
+        Err(f) => return f.respond(Some(id)),
     };
-    // Answered from the upstream's own answer while a connection is open;
-    // otherwise one is opened first, so that an upstream that is not there
-    // is said so now, not at the first call.
-    let creds = creds(cx);
-    let cached = pool(cx)
-        .handshake(creds)
-        .filter(|_| pool(cx).has_live(Era::Handshake, creds));
-    let handshake = match cached {
-        Some(h) => h,
-        None => {
-            let key = match cx.mount.config.sessions.mode {
-                SessionMode::Conversation => SlotKey {
-                    era: Era::Handshake,
-                    creds,
-                    caps: hello.caps,
-                    lane: Lane::Client(client),
-                },
-                _ => pool(cx).pick(Era::Handshake, creds, hello.caps),
-            };
-            match connect(cx, key).await.map(|c| c.handshake) {
-                Ok(Some(h)) => h,
-                Ok(None) => unreachable!("a handshake-era connection has its handshake"),
-                Err(f) => return f.respond(Some(id)),
-            }
-        }
-    };
-    pool(cx).peers().get_or_insert(client, hello.caps);
-    let bytes = Finisher::apply(finisher.as_ref(), handshake.answer(id, &hello.version));
     let token = Token {
         mount: cx.upstream().to_owned(),
         route: Route::Pooled { client },
@@ -313,6 +307,56 @@ async fn initialize(cx: &Ctx<'_>, m: &Message<'_>, finisher: Option<Finisher>) -
         http::HeaderValue::from_str(&sid).expect("base64url is a valid header value"),
     );
     r
+}
+
+/// A new client session's number (never 0).
+pub fn new_client() -> u64 {
+    loop {
+        let n: u64 = rand::random();
+        if n != 0 {
+            break n;
+        }
+    }
+}
+
+/// Client session `client` opened: the answer to its `initialize` (`id`),
+/// made from the upstream's answer to the gateway's own while a connection
+/// is open; otherwise one is opened first, so that an upstream that is not
+/// there is said so now, not at the first call.
+pub(super) async fn open(
+    cx: &Ctx<'_>,
+    client: u64,
+    hello: &Hello,
+    id: &serde_json::value::RawValue,
+    finisher: Option<Finisher>,
+) -> Result<Bytes, Failure> {
+    let creds = creds(cx);
+    let cached = pool(cx)
+        .handshake(creds)
+        .filter(|_| pool(cx).has_live(Era::Handshake, creds));
+    let handshake = match cached {
+        Some(h) => h,
+        None => {
+            let key = match cx.mount.config.sessions.mode {
+                SessionMode::Shared => pool(cx).pick(Era::Handshake, creds, hello.caps),
+                _ => SlotKey {
+                    era: Era::Handshake,
+                    creds,
+                    caps: hello.caps,
+                    lane: Lane::Client(client),
+                },
+            };
+            connect(cx, key)
+                .await?
+                .handshake
+                .expect("a handshake-era connection has its handshake")
+        }
+    };
+    pool(cx).peers().get_or_insert(client, hello.caps);
+    Ok(Finisher::apply(
+        finisher.as_ref(),
+        handshake.answer(id, &hello.version),
+    ))
 }
 
 /// The credentials a connection for this request carries: an HTTP
@@ -378,6 +422,12 @@ fn default_key(cx: &Ctx<'_>, era: Era, talk: Option<u64>) -> SlotKey {
             ..key(Lane::Client(*client))
         },
         (SessionMode::Conversation, None, _) => key(Lane::Single(rand::random())),
+        // An app endpoint's session with a member whose clients own their
+        // connections.
+        (SessionMode::Client, _, SessionRef::Pooled { client }) => SlotKey {
+            caps,
+            ..key(Lane::Client(*client))
+        },
         (_, _, SessionRef::Pooled { .. }) if era == Era::Handshake => {
             pool(cx).pick(era, creds, caps)
         }
@@ -436,74 +486,82 @@ async fn connect(cx: &Ctx<'_>, key: SlotKey) -> Result<Conn, Failure> {
 /// to every client) on its own, and the gateway's own announcements. A
 /// client with no session gets a stream of what is said to every client.
 pub fn get(cx: &Ctx<'_>) -> Response<Body> {
-    let pool = pool(cx);
-    if let SessionRef::Pooled { client } = cx.session
-        && pool.ended.contains(&client)
-    {
-        return Failure::SessionNotFound.respond(None);
-    }
-    let (peer, own) = match peer(cx) {
-        Some(p) => (p, false),
-        None => {
-            let key = rand::random::<u64>() | 1;
-            (pool.peers().get_or_insert(key, Default::default()), true)
-        }
+    let mailbox = match mailbox(cx) {
+        Ok(m) => m,
+        Err(f) => return f.respond(None),
     };
-    let Some(mut rx) = peer.attach_stream() else {
-        return Failure::StreamConflict.respond(None);
-    };
-    let (tx, out) = mpsc::channel::<Bytes>(16);
-    let stop = cx.gw.shutdown.clone();
-    let peers = pool.peers().clone();
-    let mut watch = super::watch::watch(cx);
     // Ends with the client, the gateway's shutdown, or the peer's removal.
-    tokio::spawn(async move {
-        loop {
-            let bytes = tokio::select! {
-                m = rx.recv() => match m {
-                    Some(m) => {
-                        if let Some(w) = &mut watch {
-                            w(&m);
-                        }
-                        message_event(&m)
-                    }
-                    None => break,
-                },
-                _ = tokio::time::sleep(KEEPALIVE) => Bytes::from_static(sse::KEEPALIVE),
-                _ = stop.cancelled() => break,
-            };
-            if tx.send(bytes).await.is_err() {
-                break;
-            }
-        }
-        if own {
-            peers.remove(peer.key());
-        }
+    let messages = futures_util::stream::unfold(mailbox, |mut mb| async move {
+        mb.rx.recv().await.map(|m| (m, mb))
     });
-    sse_response(out)
+    deliver::event_stream(cx.gw, super::watch::watch(cx), Box::pin(messages))
 }
 
-/// The end of a pooled client session: it is forgotten, and the upstream
-/// is told of subscriptions no client holds any more.
+/// What the upstream says to a client session on its own (and to every
+/// client), as it comes: a GET stream's content. A client with no session
+/// gets what is said to every client, for as long as it holds this.
+pub struct Mailbox {
+    pub rx: mpsc::Receiver<Bytes>,
+    /// The peer made for a client with no session, forgotten with this.
+    own: Option<(Arc<crate::upstream::messages::Peers>, u64)>,
+}
+
+impl Drop for Mailbox {
+    fn drop(&mut self) {
+        if let Some((peers, key)) = self.own.take() {
+            peers.remove(key);
+        }
+    }
+}
+
+/// The session's mailbox; one reader at a time.
+pub(super) fn mailbox(cx: &Ctx<'_>) -> Result<Mailbox, Failure> {
+    not_ended(cx)?;
+    let pool = pool(cx);
+    let (peer, own) = match peer(cx) {
+        Some(p) => (p, None),
+        None => {
+            let key = rand::random::<u64>() | 1;
+            let peer = pool.peers().get_or_insert(key, Default::default());
+            (peer, Some((pool.peers().clone(), key)))
+        }
+    };
+    let mailbox = |rx| Mailbox { rx, own };
+    peer.attach_stream()
+        .map(mailbox)
+        .ok_or(Failure::StreamConflict)
+}
+
+/// The end of a pooled client session: it is forgotten, its own
+/// connections end, and the upstream is told of subscriptions no client
+/// holds any more.
 pub fn delete(cx: &Ctx<'_>) -> Response<Body> {
+    match end(cx) {
+        Ok(()) => reply::status(StatusCode::OK),
+        Err(f) => f.respond(None),
+    }
+}
+
+/// [`delete`], typed.
+pub(super) fn end(cx: &Ctx<'_>) -> Result<(), Failure> {
     let SessionRef::Pooled { client } = cx.session else {
-        return Failure::MethodNotAllowed {
+        return Err(Failure::MethodNotAllowed {
             allow: "POST",
             why: Some("DELETE needs a session"),
-        }
-        .respond(None);
+        });
     };
     let pool = pool(cx);
     pool.ended.insert(client);
     if let Some(peer) = pool.peers().remove(client) {
         peer.close();
     }
+    pool.end_client(client, "its client ended the session");
     for s in pool.live() {
         for uri in s.forget_peer(client) {
             unsubscribe(&s, &uri);
         }
     }
-    reply::status(StatusCode::OK)
+    Ok(())
 }
 
 /// Tell the upstream no client is subscribed to `uri` any more. Its answer

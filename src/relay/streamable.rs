@@ -328,8 +328,9 @@ async fn read_whole(
     Ok((first.unwrap_or_else(|| whole.freeze()), permit))
 }
 
-/// Send a request for the client's session; when the upstream answers 404
-/// for it (it forgot the session, which the client did not end), open
+/// Send a request for the client's session; when the upstream says it does
+/// not know it ([`crate::protocol::forgot_session`]: it forgot the session,
+/// which the client did not end), open
 /// another in its place and send the request again: it never reached the
 /// upstream.
 async fn send_reviving(
@@ -350,13 +351,23 @@ async fn send_reviving(
         return Ok(resp);
     };
     let index = cx.mount.index;
-    if resp.status() != StatusCode::NOT_FOUND
+    let status = resp.status();
+    if !matches!(status, StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST)
         || method == http::Method::DELETE
         || gw.reopened.is_ended(index, stale)
     {
         return Ok(resp);
     }
-    drop(resp);
+    // A 400 is read to tell a forgotten session from a refusal.
+    let (parts, answer) = resp.into_parts();
+    let (read, answer) = match status {
+        StatusCode::BAD_REQUEST => answer.read_whole(4096).await,
+        _ => (None, answer),
+    };
+    if !crate::protocol::forgot_session(status, read.as_deref()) {
+        return Ok(http::Response::from_parts(parts, answer));
+    }
+    drop(answer);
     super::revive::reopen(cx, stale).await?;
     let req = upstream_request(cx, method, body);
     send(&gw.client, cx.upstream(), req, gw.request_timeout())

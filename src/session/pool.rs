@@ -287,6 +287,23 @@ impl Pool {
         }
     }
 
+    /// End the connections of client session `client`'s own (its client
+    /// ended it).
+    pub fn end_client(&self, client: u64, reason: &str) {
+        let own: Vec<Arc<Slot>> = {
+            let mut slots = self.lock();
+            let keys: Vec<SlotKey> = slots
+                .keys()
+                .filter(|k| k.lane == Lane::Client(client))
+                .copied()
+                .collect();
+            keys.iter().filter_map(|k| slots.remove(k)).collect()
+        };
+        for s in own.iter().filter_map(|s| s.live()) {
+            s.end(EndedBy::Gateway, reason);
+        }
+    }
+
     /// Count a client's session opened again on a connection of its own.
     pub fn count_revived(&self) {
         self.revived.fetch_add(1, Ordering::Relaxed);

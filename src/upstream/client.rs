@@ -180,6 +180,8 @@ pub struct UpstreamBody {
     inner: Incoming,
     checkin: Option<Checkin>,
     deadline: Option<Deadline>,
+    /// The whole body, read before it was passed on ([`UpstreamBody::read_whole`]).
+    read: Option<Bytes>,
 }
 
 /// When a body must have ended, and the bound it enforces (for messages).
@@ -470,6 +472,7 @@ impl Client {
                         inner,
                         checkin,
                         deadline: None,
+                        read: None,
                     }));
                 }
                 Err(mut e) => match e.take_message() {
@@ -584,6 +587,31 @@ impl UpstreamBody {
         self.deadline.as_ref().map(|d| d.timer.deadline())
     }
 
+    /// The whole body (at most `limit` bytes, else `None`), and a body
+    /// that gives it again: an answer looked at before it is passed on.
+    pub async fn read_whole(mut self, limit: usize) -> (Option<Bytes>, UpstreamBody) {
+        use http_body_util::BodyExt;
+        let mut out = Vec::new();
+        let whole = loop {
+            match self.frame().await {
+                None => break true,
+                Some(Ok(f)) => {
+                    if let Ok(d) = f.into_data() {
+                        out.extend_from_slice(&d);
+                    }
+                    // Too long: what was read goes on first, then the rest.
+                    if out.len() > limit {
+                        break false;
+                    }
+                }
+                Some(Err(_)) => break false,
+            }
+        };
+        let bytes = Bytes::from(out);
+        self.read = Some(bytes.clone());
+        (whole.then_some(bytes), self)
+    }
+
     fn give_back(&mut self) {
         if let Some(c) = self.checkin.take()
             && let Some(pool) = c.pool.upgrade()
@@ -601,6 +629,9 @@ impl HttpBody for UpstreamBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        if let Some(read) = self.read.take() {
+            return Poll::Ready(Some(Ok(Frame::data(read))));
+        }
         // The deadline first: a body that trickles is always ready with a
         // few more bytes, and must still end on time.
         if let Some(d) = self.deadline.as_mut() {
@@ -626,11 +657,19 @@ impl HttpBody for UpstreamBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.read.is_none() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        match &self.read {
+            Some(b) if self.inner.is_end_stream() => SizeHint::with_exact(b.len() as u64),
+            Some(b) => {
+                let mut hint = SizeHint::new();
+                hint.set_lower(b.len() as u64);
+                hint
+            }
+            None => self.inner.size_hint(),
+        }
     }
 }
 

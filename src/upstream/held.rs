@@ -175,7 +175,17 @@ impl Pipe {
                 Err(e) => return fail(Failure::Upstream(e)),
             };
             let status = resp.status();
-            if status == StatusCode::NOT_FOUND && sid.is_some() && attempt == 0 && !initialize {
+            let may_reopen = sid.is_some() && attempt == 0 && !initialize;
+            // A 400 is read to tell a forgotten session from a refusal.
+            let (resp, body) = match status {
+                StatusCode::BAD_REQUEST if may_reopen => {
+                    let (parts, body) = resp.into_parts();
+                    let (read, body) = body.read_whole(4096).await;
+                    (http::Response::from_parts(parts, body), read)
+                }
+                _ => (resp, None),
+            };
+            if may_reopen && crate::protocol::forgot_session(status, body.as_deref()) {
                 // The upstream forgot the session: it never saw this message.
                 if let Err(f) = self.reopen(session, sid.as_ref()).await {
                     session.close(format!(

@@ -102,13 +102,19 @@ pub async fn setup() -> Option<(Peers, MutexGuard<'static, ()>)> {
 /// on port 0 and ready: its `[loopback] listening on 127.0.0.1:PORT` line (printed once
 /// bound) gives the port. Returns its URL.
 pub async fn start_everything(peers: &Peers, mode: &str) -> (Proc, String) {
+    start_everything_on(peers, mode, 0).await
+}
+
+/// [`start_everything`] on `port` (0: any free one): a restart on the port
+/// it had.
+pub async fn start_everything_on(peers: &Peers, mode: &str, port: u16) -> (Proc, String) {
     let path = match mode {
         "streamableHttp" => "/mcp",
         "sse" => "/sse",
         _ => unreachable!("mode {mode}"),
     };
     let mut cmd = Command::new(peers.script("everything.sh"));
-    cmd.args([mode, "0"]).current_dir(&peers.root);
+    cmd.args([mode, &port.to_string()]).current_dir(&peers.root);
     let mut server = Proc::spawn(format!("server-everything {mode}"), &mut cmd);
     let port = server
         .wait_for_async(

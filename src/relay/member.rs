@@ -1,0 +1,158 @@
+//! A mount's client session reached in process, without HTTP: how an app
+//! endpoint ([`crate::app_endpoint`]) reaches its members. It is the typed
+//! exchange the mount's own sessions that own no connection go through
+//! ([`super::pooled`]): each message is planned from the overlay snapshot as
+//! on the mount's path (a widget answered by the gateway, a listing
+//! rewritten), goes to the connection its session, conversation and
+//! credentials pick, and comes back as the messages the upstream says about
+//! it, ids and progress routed to this session alone.
+//!
+//! A member whose own clients each own a connection (`sessions =
+//! "client"`) gives each app session one of its own, opened on its first
+//! request and ended with the app session.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::HeaderMap;
+
+use super::context::{Ctx, SessionRef};
+use super::deliver::Reply;
+use super::pooled::{self, Mailbox};
+use crate::gateway::{Gateway, MountState};
+use crate::host::HostKind;
+use crate::jsonrpc::{self, Kind, Message};
+use crate::metrics::MethodId;
+use crate::outcome::Failure;
+use crate::session::Hello;
+
+/// One client session of a mount, as an app endpoint holds it.
+pub struct Member<'a> {
+    cx: Ctx<'a>,
+}
+
+impl<'a> Member<'a> {
+    /// Session `client` of `mount` (`None`: a client without a session),
+    /// for a client that said `hello` at `initialize` (`host` the host it
+    /// is), its request carrying `headers` (its credentials and revision).
+    pub fn new(
+        gw: &'a Arc<Gateway>,
+        mount: &'a MountState,
+        headers: &'a HeaderMap,
+        client: Option<u64>,
+        hello: Option<Hello>,
+        host: Option<HostKind>,
+    ) -> Member<'a> {
+        let session = client.map_or(SessionRef::None, |client| SessionRef::Pooled { client });
+        Member {
+            cx: Ctx {
+                gw,
+                mount,
+                headers,
+                session,
+                session_host: host,
+                hello,
+                host: host.unwrap_or_default(),
+                trace: None,
+                envelope: None,
+            },
+        }
+    }
+
+    /// The session opened: the answer to the client's `initialize` (`body`),
+    /// as the mount answers its own clients'.
+    pub async fn initialize(&mut self, body: &Bytes) -> Result<Bytes, Failure> {
+        let m = request_in(body)?;
+        let (SessionRef::Pooled { client }, Some(hello)) =
+            (&self.cx.session, self.cx.hello.clone())
+        else {
+            return Err(Failure::SessionNotFound);
+        };
+        let client = *client;
+        self.cx.judge_host(&m);
+        let id = m.id.expect("requests have ids");
+        match super::prepare(&self.cx, &m) {
+            Err(answer) => Ok(answer),
+            Ok(finisher) => pooled::open(&self.cx, client, &hello, id, finisher).await,
+        }
+    }
+
+    /// A request (`body`): answered at once, or waiting for the upstream.
+    pub async fn request(&mut self, body: &Bytes) -> Result<Reply, Failure> {
+        let m = request_in(body)?;
+        self.cx.judge_host(&m);
+        let method = MethodId::of(m.method.as_deref().unwrap_or_default());
+        let exchange = self.cx.gw.metrics.exchange(self.cx.mount.index, method);
+        let finisher = match super::prepare(&self.cx, &m) {
+            Err(answer) => {
+                exchange.finish(crate::outcome::Outcome::Ok);
+                return Ok(Reply::Now(answer));
+            }
+            Ok(f) => f,
+        };
+        match pooled::exchange(&self.cx, body, &m, finisher).await {
+            Ok(Reply::Waiting(w)) => Ok(Reply::Waiting(Box::new(w.counted(exchange)))),
+            Ok(now) => {
+                exchange.finish(crate::outcome::Outcome::Ok);
+                Ok(now)
+            }
+            Err(f) => {
+                exchange.finish(f.outcome());
+                Err(f)
+            }
+        }
+    }
+
+    /// A notification (`body`).
+    pub async fn notify(&self, body: &Bytes) -> Result<(), Failure> {
+        let m = jsonrpc::classify_one(body).map_err(Failure::from)?;
+        if m.kind != Kind::Notification {
+            return Err(not("expected a notification"));
+        }
+        pooled::not_ended(&self.cx)?;
+        pooled::notify(&self.cx, body, &m).await
+    }
+
+    /// The client's answer (`body`) to a request the upstream sent it.
+    pub fn answer(&self, body: &Bytes) -> Result<(), Failure> {
+        let m = jsonrpc::classify_one(body).map_err(Failure::from)?;
+        if m.kind != Kind::Response {
+            return Err(not("expected a response"));
+        }
+        pooled::answer_server(&self.cx, body, &m)
+    }
+
+    /// What the upstream says to this session on its own, as it comes.
+    pub fn mailbox(&self) -> Result<Mailbox, Failure> {
+        pooled::mailbox(&self.cx)
+    }
+
+    /// The session ended by its client: forgotten, its own connection ended.
+    pub fn end(&self) -> Result<(), Failure> {
+        pooled::end(&self.cx)
+    }
+
+    /// Whether its client ended it.
+    pub fn ended(&self) -> bool {
+        pooled::not_ended(&self.cx).is_err()
+    }
+
+    /// The exchange's context (for what an answer is written for).
+    pub fn context(&self) -> &Ctx<'a> {
+        &self.cx
+    }
+}
+
+/// The request `body` holds.
+fn request_in(body: &Bytes) -> Result<Message<'_>, Failure> {
+    let m = jsonrpc::classify_one(body).map_err(Failure::from)?;
+    match (m.kind, m.id) {
+        (Kind::Request, Some(_)) => Ok(m),
+        _ => Err(not("expected a request")),
+    }
+}
+
+/// A message that is not what the call takes.
+fn not(expected: &'static str) -> Failure {
+    Failure::from(jsonrpc::ClassifyError::Invalid(expected))
+}
