@@ -496,6 +496,39 @@ async fn conformance_through_the_gateway_passes_everything_direct_passes_plus_dn
         }
         gateway.stop().await;
     }
+    // The same through a streamable HTTP mount whose clients share the
+    // gateway's sessions (`sessions = "shared"`): stdio and legacy SSE
+    // mounts above are shared by default.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gateway.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "overlays = \"/nonexistent\"\n[[upstream]]\nname = \"up\"\nurl = \"{http_url}\"\nsessions = \"shared\"\n"
+        ),
+    )
+    .unwrap();
+    let label = "the gateway (streamable HTTP upstream, sessions = \"shared\")";
+    let gateway = Gateway::start_with(
+        &peers,
+        "streamable HTTP, shared",
+        Upstream::Configured,
+        &["--config", file.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    let passed = match conformance(&peers, &gateway.url, label).await {
+        Ok(p) => p,
+        Err(e) => panic!("{e}\n{}", gateway.proc.tail(40)),
+    };
+    let lost: Vec<_> = baseline.difference(&passed).collect();
+    println!("[conformance] {label} ({}): lost {lost:?}", passed.len());
+    if !lost.is_empty() {
+        failures.push(format!(
+            "{label}: scenarios passing direct fail through the gateway: {lost:?}"
+        ));
+    }
+    gateway.stop().await;
     assert!(
         failures.is_empty(),
         "conformance through the gateway is worse than direct:\n{}\nbaseline: {baseline:?}",
