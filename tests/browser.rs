@@ -997,3 +997,174 @@ fn a_widget_in_an_app_calls_its_own_servers_tool_by_its_own_name() {
     );
     stop_gateway(gateway);
 }
+
+// ---------------------------------------------------------------------------------------
+// Built-in widgets against content chosen to break them
+
+/// The fixture's `echo` (its text back, unchanged) shown by built-in widgets, one mount
+/// per kind: Markdown with markup and script links in it, 300 KB of unclosed inline
+/// delimiters, and a chart of the largest finite numbers. Each must render, create no
+/// element from the content's markup, link only http(s), and finish: before, the
+/// Markdown's inline pattern backtracked over the paragraph from every `[` (100 KB took
+/// 21 s), and the chart's axis overflowed to Infinity and its tick loop never ended.
+#[test]
+fn builtin_widgets_render_hostile_and_huge_content_and_run_none_of_it() {
+    if !peers_ready() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let root = root();
+    let dir = tempfile::tempdir().unwrap();
+    let overlays = dir.path().join("overlays");
+    std::fs::create_dir(&overlays).unwrap();
+    let fixture = env!("CARGO_BIN_EXE_mcp-fixture-server");
+    let mut config = String::new();
+    for (name, overlay) in [
+        ("md", "[tools.echo]\nwidget = \"builtin:markdown\"\n"),
+        (
+            "chart",
+            "[tools.echo]\nwidget = \"builtin:chart\"\nresult = { structured_from_text = true }\n",
+        ),
+    ] {
+        config.push_str(&format!(
+            "[[upstream]]\nname = \"{name}\"\ncommand = {fixture:?}\n"
+        ));
+        std::fs::write(overlays.join(format!("{name}.toml")), overlay).unwrap();
+    }
+    let file = dir.path().join("gw.toml");
+    std::fs::write(&file, config).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(&file)
+        .args(["--listen", "127.0.0.1:0", "--overlays"])
+        .arg(&overlays)
+        .current_dir(&root);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("MCP_UI_GATEWAY_") {
+            cmd.env_remove(key);
+        }
+    }
+    let mut gateway = Proc::spawn("gateway", &mut cmd);
+    let url = gateway.wait_for("`MCP endpoint: ` line on stdout", READY_LIMIT, |s, line| {
+        endpoint_url(line).filter(|_| s == Stream::Stdout)
+    });
+    let base = url.split("/md/mcp").next().unwrap_or_default().to_owned();
+    let (md, chart) = (format!("{base}/md/mcp"), format!("{base}/chart/mcp"));
+    let args_file = |name: &str, text: &str| {
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, serde_json::json!({ "text": text }).to_string()).unwrap();
+        format!("@{}", path.display())
+    };
+
+    // Markup and script links are text; only the http(s) link is a link.
+    let hostile = "# Hostile\n\n<script>window.parent.postMessage('pwned', '*')</script> \
+        <img src=x onerror=\"window.pwned = 1\"> <b onclick=\"alert(1)\">bold?</b>\n\n\
+        [script](javascript:alert(1)) [data](data:text/html,<script>alert(1)</script>) \
+        [fine](https://example.com/a) **strong** `code`";
+    let hostile_args = args_file("hostile", hostile);
+    for (selector, want) in [
+        (
+            ".md script, .md img, .md b, .md iframe, .md [onerror], .md [onclick], \
+             .md a:not([href='https://example.com/a'])",
+            0,
+        ),
+        (
+            ".md a[href='https://example.com/a'], .md strong, .md code",
+            3,
+        ),
+    ] {
+        let (summary, _, _) = run_driver(
+            &mut gateway,
+            &md,
+            "browser-builtin-markdown-hostile",
+            &[
+                "--tool",
+                "echo",
+                "--args",
+                &hostile_args,
+                "--count",
+                selector,
+            ],
+        );
+        let context = || serde_json::to_string_pretty(&summary).unwrap_or_default();
+        assert_eq!(summary["count"], want, "{selector}\n{}", context());
+        let view_text = texts(&summary["view_text"]);
+        assert!(
+            view_text.contains("<script>") && view_text.contains("onerror="),
+            "the markup shows as text: {view_text:?}"
+        );
+        let bad_console = console_errors(&summary);
+        assert!(bad_console.is_empty(), "browser errors: {bad_console:?}");
+    }
+
+    // 1.6 MB of inline delimiters that never close: rendered, as one paragraph
+    // (before, the `[` alone kept the widget's thread busy for minutes).
+    let huge = format!(
+        "{} {} {} {} {}",
+        "[".repeat(1_500_000),
+        "*".repeat(40_000),
+        "_".repeat(40_000),
+        "`".repeat(40_000),
+        "[a](".repeat(8_000)
+    );
+    let huge_args = args_file("huge", &huge);
+    let started = Instant::now();
+    let (summary, _, took) = run_driver(
+        &mut gateway,
+        &md,
+        "browser-builtin-markdown-huge",
+        &["--tool", "echo", "--args", &huge_args, "--count", ".md p"],
+    );
+    assert_eq!(
+        summary["count"],
+        1,
+        "{}",
+        serde_json::to_string_pretty(&summary).unwrap_or_default()
+    );
+    eprintln!(
+        "browser builtin:markdown, {} KB of unclosed delimiters: driver {:.1} s",
+        huge.len() / 1000,
+        took.as_secs_f64()
+    );
+
+    // The largest finite numbers, above and on both sides of zero: a bar each,
+    // every axis label a number (before: the axis of the first overflowed to
+    // Infinity and its tick loop never ended; the second drew NaN).
+    for (name, rows) in [
+        (
+            "above",
+            r#"[{"n":"big","v":1.7e308},{"n":"one","v":1},{"n":"max","v":1.7976931348623157e308}]"#,
+        ),
+        (
+            "both",
+            r#"[{"n":"big","v":1.7e308},{"n":"small","v":-1.7e308},{"n":"one","v":1}]"#,
+        ),
+    ] {
+        let rows_args = args_file(name, rows);
+        let (summary, _, _) = run_driver(
+            &mut gateway,
+            &chart,
+            &format!("browser-builtin-chart-{name}"),
+            &[
+                "--tool", "echo", "--args", &rows_args, "--count", "svg rect",
+            ],
+        );
+        let context = || serde_json::to_string_pretty(&summary).unwrap_or_default();
+        assert_eq!(summary["count"], 3, "a bar per row\n{}", context());
+        let view_text = texts(&summary["view_text"]);
+        assert!(
+            !view_text.contains("Infinity")
+                && !view_text.contains("NaN")
+                && !view_text.contains('∞'),
+            "every label is a number: {view_text:?}"
+        );
+        let bad_console = console_errors(&summary);
+        assert!(bad_console.is_empty(), "browser errors: {bad_console:?}");
+    }
+    stop_gateway(gateway);
+    eprintln!(
+        "browser builtin widgets against hostile content: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}

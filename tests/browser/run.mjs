@@ -3,11 +3,12 @@
 // (tests/browser/host, the official AppBridge) inside headless Chromium, optionally
 // clicks inside the View, takes a screenshot and prints a JSON summary.
 //
-//   node tests/browser/run.mjs --mcp URL --tool NAME [--data-tool NAME] [--args JSON]
+//   node tests/browser/run.mjs --mcp URL --tool NAME [--data-tool NAME] [--args JSON|@FILE]
 //        [--click SELECTOR] [--expect TEXT] [--expect-call[-text]] --screenshot FILE
 //   node tests/browser/run.mjs --html FILE --tool-result JSON|@FILE [--mcp URL] [--tool NAME]
-//        [--args JSON] [--fill SELECTOR --value TEXT] [--click SELECTOR] [--expect TEXT] --screenshot FILE
+//        [--args JSON|@FILE] [--fill SELECTOR --value TEXT] [--click SELECTOR] [--expect TEXT] --screenshot FILE
 //
+// --args JSON|@FILE: the tool's arguments (from FILE, of any size, with @).
 // --data-tool NAME calls NAME first (with --args) and passes its structuredContent to
 // --tool as arguments: the decoupled data/render pattern.
 // --fill SELECTOR --value TEXT types TEXT into a field of the View before the click.
@@ -45,7 +46,7 @@ const started = Date.now();
 // ---------------------------------------------------------------- arguments
 
 const USAGE = `usage: node tests/browser/run.mjs (--mcp URL --tool NAME [--data-tool NAME] | --html FILE --tool-result JSON|@FILE [--mcp URL] [--tool NAME])
-       [--args JSON] [--fill SELECTOR --value TEXT] [--click SELECTOR [--then-click SELECTOR]] [--expect TEXT] [--expect-call | --expect-call-text]
+       [--args JSON|@FILE] [--fill SELECTOR --value TEXT] [--click SELECTOR [--then-click SELECTOR]] [--expect TEXT] [--expect-call | --expect-call-text]
        [--count SELECTOR] --screenshot FILE [--theme light|dark] [--switch-theme light|dark] [--timeout SECONDS] [--direct] [--keep] [--quiet]`;
 
 function usage(message) {
@@ -82,6 +83,10 @@ function parseArgs(argv) {
     if (u.protocol !== 'http:' || !['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname)) {
       usage(`--mcp must be an http URL on the loopback interface, got ${opts.mcp}`);
     }
+  }
+  if (opts.args.startsWith('@')) {
+    opts.argsFile = opts.args.slice(1);
+    try { opts.args = readFileSync(opts.argsFile, 'utf8'); } catch (e) { usage(`--args ${opts.args}: ${e.message}`); }
   }
   try { JSON.parse(opts.args); } catch (e) { usage(`--args is not JSON: ${e.message}`); }
   if (opts.theme !== 'light' && opts.theme !== 'dark') usage('--theme is light or dark');
@@ -136,7 +141,7 @@ const summary = {
   mode: opts.html ? 'html' : 'server',
   mcp: opts.mcp ?? null,
   tool: opts.tool ?? null,
-  args: JSON.parse(opts.args),
+  args: opts.argsFile ? { file: opts.argsFile, bytes: opts.args.length } : JSON.parse(opts.args),
   chromium: chromiumPath,
   host: null,
   click: null,
@@ -164,10 +169,13 @@ async function finish(ok, reason) {
   summary.reason = reason ?? null;
   summary.timings_ms.total = Date.now() - started;
   await Promise.race([cleanup(), new Promise((r) => setTimeout(r, 10000))]);
-  process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+  // Long strings (a tool result of megabytes) are cut: the summary is a report.
+  const cut = (k, v) => (typeof v === 'string' && v.length > 20000 ? `${v.slice(0, 20000)}… (${v.length} characters)` : v);
   if (!ok) process.stderr.write(`run.mjs: FAILED: ${reason}\n`);
+  // Written whole before the exit: a pipe takes it in 64 KiB pieces.
   // Playwright kills the browser it launched on exit if anything is left.
-  process.exit(ok ? 0 : 1);
+  process.stdout.write(JSON.stringify(summary, cut, 2) + '\n', () => process.exit(ok ? 0 : 1));
+  await new Promise(() => {});
 }
 
 const hardStop = setTimeout(() => {
@@ -380,7 +388,11 @@ async function main() {
   if (opts.mcp) query.set('mcp', opts.direct ? opts.mcp : '/mcp');
   if (opts.tool) query.set('tool', opts.tool);
   if (opts.dataTool) query.set('dataTool', opts.dataTool);
-  query.set('args', opts.args);
+  // Arguments from a file may be too long for a URL: the page fetches them.
+  if (opts.argsFile) {
+    routes['/fixture/args.json'] = { type: 'application/json', body: opts.args };
+    query.set('argsUrl', '/fixture/args.json');
+  } else query.set('args', opts.args);
   query.set('theme', opts.theme);
   query.set('sandbox', `${sandboxOrigin}/sandbox.html`);
   const pageUrl = `${hostOrigin}/?${query}`;

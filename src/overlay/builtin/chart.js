@@ -22,18 +22,35 @@ function kitRender(rows, K, root) {
   var lo = 0, hi = 0;
   rows.forEach(function (r) { ys.forEach(function (f) { var n = num(K.get(r, f.key)); if (n !== null) { lo = Math.min(lo, n); hi = Math.max(hi, n); } }); });
   if (hi === lo) hi = lo + 1;
+  // Halves, so that no difference of two finite numbers overflows
+  // (1.7e308 - -1.7e308 is Infinity; half of each is not).
+  var span = hi / 2 - lo / 2;
+  if (!(span > 0)) { lo = 0; hi = 1; span = 0.5; }
   // A round step, so the axis reads 0, 25, 50 and not 0, 23.7, 47.4.
-  var raw = (hi - lo) / 4, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  var raw = span / 2, mag = Math.pow(10, Math.floor(Math.log10(raw)));
   var step = [1, 2, 2.5, 5, 10].map(function (m) { return m * mag; }).filter(function (v) { return v >= raw; })[0];
-  lo = Math.floor(lo / step) * step; hi = Math.ceil(hi / step) * step;
+  var roundHi = Math.ceil(hi / step) * step, roundLo = Math.floor(lo / step) * step;
+  var ticks = [];
+  if (step > 0 && isFinite(step) && isFinite(roundHi) && isFinite(roundLo)) {
+    lo = roundLo; hi = roundHi; span = hi / 2 - lo / 2;
+    for (var k = 0; k <= 16; k++) {
+      var t = (Math.round(lo / step) + k) * step;
+      if (!isFinite(t) || t > hi + step / 2) break;
+      ticks.push(t);
+    }
+  } else {
+    // Rounded, the axis would pass the largest number there is: five ticks
+    // between the values themselves, each a mean that cannot overflow.
+    for (var q = 0; q <= 4; q++) ticks.push(lo * (1 - q / 4) + hi * (q / 4));
+  }
   var W = 640, H = 280, L = 56, R = 8, T = 10, B = 34, pw = W - L - R, ph = H - T - B;
-  function Y(v) { return T + ph - (v - lo) / (hi - lo) * ph; }
+  function Y(v) { return T + ph - (v / 2 - lo / 2) / span * ph; }
   var band = pw / rows.length;
   var g = s('g', {});
-  for (var t = lo; t <= hi + step / 2; t += step) {
+  ticks.forEach(function (t) {
     g.appendChild(s('line', { x1: L, x2: W - R, y1: Y(t), y2: Y(t), 'class': 'axis' }));
     g.appendChild(s('text', { x: L - 6, y: Y(t) + 4, 'text-anchor': 'end' }, [String(K.show(t, ys[0].format === 'currency' ? ys[0] : { format: 'number' }))]));
-  }
+  });
   var every = Math.ceil(rows.length / 12), fit = Math.max(3, Math.floor(band * every / 6.5));
   rows.forEach(function (r, i) {
     var t = label(r, i);

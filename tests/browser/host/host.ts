@@ -7,6 +7,7 @@
 //               proxies /mcp to the real endpoint so the browser needs no CORS)
 //   tool        tool to call; its _meta.ui.resourceUri names the View
 //   args        tool arguments, JSON (default {})
+//   argsUrl     instead of args: a URL to fetch them from (arguments of any size)
 //   html        instead of reading the tool's ui:// resource, mount the HTML at this URL
 //   toolResult  with html: the CallToolResult (JSON) to send to the View
 //   toolResultUrl  with html: a URL to fetch that JSON from
@@ -174,6 +175,8 @@ async function main(): Promise<void> {
   const mcpParam = params.get("mcp");
   const toolName = params.get("tool");
   let args = parseJsonParam("args", {}) as Record<string, unknown>;
+  const argsUrl = params.get("argsUrl");
+  if (argsUrl) args = (await (await fetch(argsUrl)).json()) as Record<string, unknown>;
   // The decoupled pattern: call this data tool first and pass its
   // structuredContent to the (render) tool as its arguments.
   const dataToolName = params.get("dataTool");
