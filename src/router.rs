@@ -85,7 +85,12 @@ impl Service<Request<Incoming>> for Router {
             return Box::pin(async move { Ok(endpoint::serve(&gw, &gw.mounts[i], req).await) });
         }
         if assets::claims(path) {
-            return ready(assets::serve(&gw.live.load(), req.method(), path));
+            return ready(assets::serve(
+                &gw.live.load(),
+                req.method(),
+                path,
+                req.headers().get(header::RANGE),
+            ));
         }
         if preview::claims(path) {
             let mounts = gw.mounts.iter().map(|m| &m.config);

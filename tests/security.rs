@@ -218,6 +218,133 @@ async fn widget_html_is_served_only_as_an_mcp_resource() {
     assert!(String::from_utf8_lossy(&body).contains("Task board"));
 }
 
+/// A widget's served files (`/assets/…`): an HTML page of the folder, which
+/// the widget's code can reach, is sandboxed (opened, it would otherwise run
+/// at the gateway's origin, where `POST /mcp` is same-origin); a file name
+/// with a space is written `%20` in the document and found when the browser
+/// asks for it so; a `Range` of one span is answered 206, one past the end
+/// 416.
+#[tokio::test]
+async fn widget_files_are_sandboxed_found_by_their_encoded_names_and_ranged() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let write = |path: &str, body: &[u8]| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    };
+    write("demo.toml", b"[tools.list_tasks]\nwidget = \"app\"\n");
+    write("widgets/app/widget.toml", b"entry = \"dist/index.html\"\n");
+    write(
+        "widgets/app/dist/index.html",
+        b"<!doctype html>\n<script type=\"module\" src=\"./assets/index.js\"></script>\n<img src=\"./assets/my%20photo.png\">\n",
+    );
+    write(
+        "widgets/app/dist/assets/index.js",
+        b"const help = new URL('./help.html', import.meta.url).href;\nexport { help };\n",
+    );
+    write(
+        "widgets/app/dist/assets/help.html",
+        b"<!doctype html><script>fetch('/mcp', { method: 'POST' })</script>",
+    );
+    let photo: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+    write("widgets/app/dist/assets/my photo.png", &photo);
+
+    let mut config = gw::test_config();
+    config.overlays = root.to_path_buf();
+    config.public_url = Some("https://gw.example.com".into());
+    config.upstreams = vec![gw::demo_stdio("demo")];
+    let g = TestGateway::start_with(config).await;
+    let url = g.url();
+    let (_, headers, _) = post_json(&url, &[], INIT).await;
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let (_, _, body) = post_json(
+        &url,
+        &[("mcp-session-id", &sid)],
+        r#"{"jsonrpc":"2.0","id":2,"method":"resources/list"}"#,
+    )
+    .await;
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let uri = v["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|r| r["uri"].as_str().filter(|u| u.starts_with("ui://app/")))
+        .expect("the widget is listed")
+        .to_owned();
+    let read = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{{"uri":"{uri}"}}}}"#
+    );
+    let (_, _, body) = post_json(&url, &[("mcp-session-id", &sid)], read).await;
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let html = v["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The served files' paths, as the document names them.
+    let path_of = |file: &str| {
+        let end = html
+            .find(file)
+            .unwrap_or_else(|| panic!("the document names {file}: {html}"))
+            + file.len();
+        let start = html[..end].rfind("https://gw.example.com").unwrap();
+        html[start + "https://gw.example.com".len()..end].to_owned()
+    };
+    assert!(
+        !html.contains("my photo.png"),
+        "a space is not written raw in a URL: {html}"
+    );
+    let photo_path = path_of("my%20photo.png");
+    // The page is named by the module, relative to itself.
+    let help_path = path_of("dist/assets/index.js").replace("index.js", "help.html");
+
+    let (status, headers, body) = request_raw(Method::GET, &g.url_for(&photo_path), &[], "").await;
+    assert_eq!(status, StatusCode::OK, "GET {photo_path}");
+    assert_eq!(body.as_ref(), &photo[..]);
+    assert_eq!(headers["content-type"], "image/png");
+    assert_eq!(headers["accept-ranges"], "bytes");
+    assert_eq!(headers["content-security-policy"], "sandbox");
+
+    let (status, headers, body) = request_raw(
+        Method::GET,
+        &g.url_for(&photo_path),
+        &[("range", "bytes=100-199")],
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(headers["content-range"], "bytes 100-199/20000");
+    assert_eq!(body.as_ref(), &photo[100..200]);
+    let (status, _, body) = request_raw(
+        Method::GET,
+        &g.url_for(&photo_path),
+        &[("range", "bytes=-10")],
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(body.as_ref(), &photo[19_990..]);
+    let (status, headers, _) = request_raw(
+        Method::GET,
+        &g.url_for(&photo_path),
+        &[("range", "bytes=20000-")],
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::RANGE_NOT_SATISFIABLE);
+    assert_eq!(headers["content-range"], "bytes */20000");
+
+    let (status, headers, body) = request_raw(Method::GET, &g.url_for(&help_path), &[], "").await;
+    assert_eq!(status, StatusCode::OK, "GET {help_path}");
+    assert!(String::from_utf8_lossy(&body).contains("fetch('/mcp'"));
+    assert_eq!(headers["content-type"], "text/html");
+    assert_eq!(
+        headers["content-security-policy"], "sandbox",
+        "an HTML page of the widget's folder, opened, runs in an opaque origin"
+    );
+    g.shutdown().await;
+}
+
 #[tokio::test]
 async fn upstream_headers_cannot_inject_headers_downstream() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -33,11 +33,11 @@ impl TestGateway {
         let mounts = config.mounts().expect("valid test config");
         let options = mcp_ui_gateway::overlay::LoadOptions {
             max_bytes: config.limits.max_widget_bytes,
+            public_url: config.public_url.clone(),
             apps: config
                 .apps(&mounts)
                 .map(|apps| apps.iter().map(|a| a.overlay_scope()).collect())
                 .unwrap_or_default(),
-            ..Default::default()
         };
         let live = Live::open_with(&config.overlays, options).expect("valid overlays");
         let gateway = Gateway::new(&config, mounts, live).expect("gateway");

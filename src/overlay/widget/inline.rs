@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use base64::Engine as _;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use sha2::{Digest, Sha256};
 
 use super::refs::{Ref, RefKind, css_refs, js_refs};
@@ -166,7 +167,7 @@ pub fn bundle<'r>(
     }
     let prefix = prefix_of(&assets);
     let base = options.asset_base.unwrap_or_default().trim_end_matches('/');
-    let url = |path: &str| format!("{base}/{prefix}/{path}");
+    let url = |path: &str| format!("{base}/{prefix}/{}", encode_path(path));
 
     // The document: the entry's text with the edits applied, deferred
     // scripts before the last `</body`.
@@ -726,11 +727,15 @@ fn classify(reference: &str, dir: &str, base: &str) -> Reference {
     if reference.contains('\\') {
         return Reference::Invalid("use `/` as the path separator".into());
     }
-    // `app.js?v=2` and `app.css#x` name the file before the `?`/`#`.
+    // `app.js?v=2` and `app.css#x` name the file before the `?`/`#`; a
+    // `%20` in it is a space of the file's name.
     let path = reference.split(['?', '#']).next().unwrap_or_default();
-    let (dir, path) = match path.strip_prefix('/') {
+    let Ok(decoded) = percent_decode_str(path).decode_utf8() else {
+        return Reference::Invalid("is not UTF-8 once its %-escapes are decoded".into());
+    };
+    let (dir, path) = match decoded.strip_prefix('/') {
         Some(rooted) => (base, rooted),
-        None => (dir, path),
+        None => (dir, &*decoded),
     };
     match normalize(dir, path) {
         Ok(path) => Reference::Local(path),
@@ -745,6 +750,22 @@ fn has_scheme(reference: &str) -> bool {
     let mut chars = scheme.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+}
+
+/// What a served file's path keeps of itself in a URL: letters, digits,
+/// `/` and `-_.~`; the rest is escaped, so the URL reads the same in an HTML
+/// attribute, a CSS `url()` and a JavaScript string.
+const PATH_KEEPS: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'/')
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// A served file's path as it goes in its URL: a space is `%20`, a `%` is
+/// `%25`, so the path the browser asks for decodes to the file's name.
+pub fn encode_path(path: &str) -> String {
+    utf8_percent_encode(path, PATH_KEEPS).to_string()
 }
 
 /// Joins `path` to `base` and folds `.` and `..`, refusing to climb above the
