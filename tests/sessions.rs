@@ -475,3 +475,84 @@ async fn held_sessions_answer_sessionless_requests_and_never_cross_credentials()
     assert_eq!(bob.len(), 1, "one held session for bob: {seen:?}");
     assert!(alice.is_disjoint(&bob), "{seen:?}");
 }
+
+/// Two streamable HTTP mounts in front of one upstream, and a third in front
+/// of a recorder: a session opened at `/a/mcp` is not one of `b`'s or `c`'s.
+/// Presented there it gets 404, and no request reaches `c`'s upstream (on
+/// `b`, the upstream would have taken `a`'s upstream session for its own).
+#[tokio::test]
+async fn a_session_of_one_http_mount_is_unknown_at_another() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use support::upstreams::{BoxResponse, HttpFlavor, plain, spawn_server, start_http};
+
+    let up = start_http(HttpFlavor::StatefulSse).await.unwrap();
+    let reached = Arc::new(AtomicUsize::new(0));
+    let seen = reached.clone();
+    let recorder = spawn_server(
+        CancellationToken::new(),
+        "/mcp",
+        move |_req: hyper::Request<hyper::body::Incoming>| {
+            let seen = seen.clone();
+            async move {
+                seen.fetch_add(1, Ordering::SeqCst);
+                let r: BoxResponse = plain(StatusCode::INTERNAL_SERVER_ERROR, "recorded\n");
+                r
+            }
+        },
+    )
+    .await
+    .unwrap();
+    let g = TestGateway::start(vec![
+        gw::http("a", &up.url),
+        gw::http("b", &up.url),
+        gw::http("c", &recorder.url),
+    ])
+    .await;
+    let (status, headers, _) = post_json(&g.url_for("/a/mcp"), &[], INIT).await;
+    assert_eq!(status, StatusCode::OK);
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let (status, _, _) = post_json(&g.url_for("/a/mcp"), &[("mcp-session-id", &sid)], list).await;
+    assert_eq!(status, StatusCode::OK, "served on its own mount");
+    for other in ["/b/mcp", "/c/mcp"] {
+        for body in [
+            list,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ] {
+            let (status, _, answer) =
+                post_json(&g.url_for(other), &[("mcp-session-id", &sid)], body).await;
+            assert_eq!(
+                status,
+                StatusCode::NOT_FOUND,
+                "{other}: {body}: {}",
+                String::from_utf8_lossy(&answer)
+            );
+        }
+        for method in [Method::GET, Method::DELETE] {
+            let (status, _, _) = request_raw(
+                method.clone(),
+                &g.url_for(other),
+                &[
+                    ("mcp-session-id", &sid),
+                    ("accept", "text/event-stream, application/json"),
+                ],
+                "",
+            )
+            .await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{method} {other}");
+        }
+    }
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        0,
+        "c's upstream was reached with a's session"
+    );
+    // Still a's.
+    let (status, _, _) = post_json(&g.url_for("/a/mcp"), &[("mcp-session-id", &sid)], list).await;
+    assert_eq!(status, StatusCode::OK);
+    g.shutdown().await;
+    up.shutdown().await;
+    recorder.shutdown().await;
+}
