@@ -865,6 +865,109 @@ upstreams = ["a"]
     assert_eq!(doc["resource"], linked.as_str());
 }
 
+/// An app whose members name different authorization servers, one of them in
+/// a 250 KB document: every anonymous `GET` of the app's metadata is refused
+/// (502, a reason of a few hundred bytes), and the reason is logged once, not
+/// once per request (before: the whole document's servers at ERROR each
+/// time, 50 MB of log for 200 requests).
+#[tokio::test]
+async fn an_app_whose_members_disagree_says_so_once_and_briefly() {
+    use support::upstreams::{BoxResponse, spawn_server};
+    use tokio_util::sync::CancellationToken;
+
+    let stop = CancellationToken::new();
+    let mut ups = Vec::new();
+    for servers in [
+        json!(["https://as.example.com"]),
+        json!(
+            (0..2_000)
+                .map(|i| format!("https://as-{i}.example.com/{}", "x".repeat(100)))
+                .collect::<Vec<_>>()
+        ),
+    ] {
+        let doc = Bytes::from(
+            json!({ "resource": "http://up/mcp", "authorization_servers": servers }).to_string(),
+        );
+        let up = spawn_server(
+            stop.clone(),
+            "/mcp",
+            move |req: http::Request<hyper::body::Incoming>| {
+                let doc = doc.clone();
+                async move {
+                    let mut r: BoxResponse;
+                    if req
+                        .uri()
+                        .path()
+                        .starts_with("/.well-known/oauth-protected-resource")
+                    {
+                        r = http::Response::new(Full::new(doc).boxed());
+                        r.headers_mut()
+                            .insert("content-type", "application/json".parse().unwrap());
+                    } else {
+                        r = http::Response::new(Full::new(Bytes::from_static(b"{}")).boxed());
+                        *r.status_mut() = http::StatusCode::UNAUTHORIZED;
+                    }
+                    r
+                }
+            },
+        )
+        .await
+        .unwrap();
+        ups.push(up);
+    }
+    assert!(ups[1].url.starts_with("http://127.0.0.1:"));
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("gateway.toml");
+    let log_path = tmp.path().join("gateway.log");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\n[[upstream]]\nname = \"a\"\nurl = \"{}\"\n\
+             [[upstream]]\nname = \"b\"\nurl = \"{}\"\n\
+             [[app]]\nname = \"suite\"\nupstreams = [\"a\", {{ upstream = \"b\", prefix = \"b_\" }}]\n",
+            ups[0].url, ups[1].url
+        ),
+    )
+    .unwrap();
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    let mut gateway = Proc::start("gateway", &mut cmd).expect("the gateway runs");
+    let url = line_in_file(&log_path, &mut gateway, READY_LIMIT, endpoint_url)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let base = url.split("/a/mcp").next().unwrap().to_owned();
+    let prm = format!("{base}/.well-known/oauth-protected-resource/suite/mcp");
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let before = std::fs::metadata(&log_path).unwrap().len();
+    for _ in 0..200 {
+        let (s, _, body) = send(&client, "GET", &prm, &[], "").await;
+        assert_eq!(s, 502, "{body}");
+        assert!(body.len() < 1_500, "a brief reason: {} bytes", body.len());
+        assert!(
+            body.contains("member `b` names authorization servers") && body.contains("more"),
+            "{body}"
+        );
+    }
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let grown = text.len() as u64 - before;
+    let errors = text
+        .lines()
+        .filter(|l| l.contains("names authorization servers"))
+        .count();
+    assert_eq!(errors, 1, "logged once:\n{}", &text[..text.len().min(4000)]);
+    assert!(grown < 16 * 1024, "200 requests wrote {grown} bytes of log");
+    eprintln!("200 refused metadata requests: {grown} bytes of log, 1 error line");
+    let _ = gateway.terminate_async(Duration::from_secs(10)).await;
+    stop.cancel();
+}
+
 /// The gateway binary serving `config` at `level`, its output in `log_path`,
 /// once it has printed its endpoint (a gateway that cannot bind exits instead).
 async fn serve(config: &Path, log_path: &Path, level: &str) -> Result<Proc, String> {

@@ -47,10 +47,12 @@ pub fn united(
         let got = servers(d);
         if got != want {
             return Err(format!(
-                "app `{app}`: member `{name}` names authorization servers {got:?} but member \
-                 `{first_name}` names {want:?} (`authorization_servers` of their protected-resource \
+                "app `{app}`: member `{name}` names authorization servers {} but member \
+                 `{first_name}` names {} (`authorization_servers` of their protected-resource \
                  metadata); a client signs in to the app once, and one token for the app's URL \
-                 cannot be good at both"
+                 cannot be good at both",
+                brief(&got),
+                brief(&want)
             ));
         }
     }
@@ -73,6 +75,30 @@ pub fn united(
         out.insert("scopes_supported".into(), Value::Array(scopes));
     }
     Ok(Some(out))
+}
+
+/// At most this many authorization servers of a member are named in a
+/// reason, each cut to [`BRIEF_CHARS`]: a member's document is the
+/// upstream's, of any size, and the reason goes to the log and to an
+/// anonymous client.
+const BRIEF_SERVERS: usize = 4;
+const BRIEF_CHARS: usize = 120;
+
+/// `servers` as a reason names them: `["https://a", "https://b"]`, the
+/// first few, each cut short, and how many more.
+fn brief(servers: &[String]) -> String {
+    let mut out: Vec<String> = servers
+        .iter()
+        .take(BRIEF_SERVERS)
+        .map(|s| match s.char_indices().nth(BRIEF_CHARS) {
+            Some((at, _)) => format!("{:?}", format!("{}…", &s[..at])),
+            None => format!("{s:?}"),
+        })
+        .collect();
+    if servers.len() > BRIEF_SERVERS {
+        out.push(format!("and {} more", servers.len() - BRIEF_SERVERS));
+    }
+    format!("[{}]", out.join(", "))
 }
 
 /// Serve an app's protected-resource metadata (`members`: each member's
@@ -98,6 +124,10 @@ pub async fn serve_app_prm(
     }
     match united(app, &docs) {
         Ok(Some(mut doc)) => {
+            auth.app_conflicts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(app);
             let resource = resource_url(&base, app_path);
             doc.insert("resource".into(), Value::String(resource));
             let bytes = serde_json::to_vec(&doc).expect("a JSON object serialises");
@@ -108,7 +138,19 @@ pub async fn serve_app_prm(
             "not found: no member of this app publishes protected-resource metadata\n",
         ),
         Err(why) => {
-            tracing::error!("{why}");
+            // Once per change: an anonymous GET must not be a way to fill
+            // the log.
+            let mut logged = auth.app_conflicts.lock().unwrap_or_else(|p| p.into_inner());
+            if logged.get(app) != Some(&why) {
+                tracing::error!("{why}");
+                logged.insert(app.to_owned(), why.clone());
+            } else {
+                tracing::debug!(
+                    app,
+                    "the app's members still name different authorization servers"
+                );
+            }
+            drop(logged);
             let mut r = Response::new(reply::full(format!("{why}\n")));
             *r.status_mut() = StatusCode::BAD_GATEWAY;
             r.headers_mut().insert(
@@ -166,6 +208,20 @@ mod tests {
         ] {
             assert!(why.contains(want), "{want} in {why}");
         }
+    }
+
+    #[test]
+    fn a_reason_names_a_few_servers_each_cut_short() {
+        let long = format!("https://as.example.com/{}", "x".repeat(250_000));
+        let many: Vec<String> = (0..1000).map(|i| format!("https://as-{i}")).collect();
+        let a = doc(json!({ "authorization_servers": [long] }));
+        let b = doc(json!({ "authorization_servers": many }));
+        let why = united("suite", &[("a", a), ("b", b)]).unwrap_err();
+        assert!(why.len() < 1200, "{} bytes: {why}", why.len());
+        assert!(why.contains("\"https://as-0\", \"https://as-1\""), "{why}");
+        assert!(why.contains("and 996 more"), "{why}");
+        assert!(why.contains("https://as.example.com/xxx"), "{why}");
+        assert!(why.contains('…'), "{why}");
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub struct AuthState {
     pub(super) challenge_urls: Mutex<HashMap<usize, String>>,
     /// One upstream document per mount, whatever the request's `Host`.
     pub prm_cache: PrmCache,
+    /// Per app, the last reason its members could not be one protected
+    /// resource that was logged: logged again only when it changes.
+    pub(super) app_conflicts: Mutex<HashMap<String, String>>,
 }
 
 impl AuthState {
