@@ -327,6 +327,87 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
     upstream.shutdown().await;
 }
 
+/// A collector that answers 200 and then never ends its body (1 MiB chunks,
+/// for as long as it is read): the exporter reads no more than an answer can
+/// be, counts the batch failed at once, not at the export's time limit, and
+/// says why in its own terms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_answering_without_end_is_not_read_without_end() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let served = Arc::new(AtomicUsize::new(0));
+    let counter = served.clone();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let collector = spawn_server(stop.clone(), "/", move |_req: Request<Incoming>| {
+        let counter = counter.clone();
+        async move {
+            let chunk = Bytes::from(vec![0u8; 1 << 20]);
+            let endless = futures_util::stream::repeat_with(move || {
+                counter.fetch_add(1, Ordering::Relaxed);
+                Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(chunk.clone()))
+            });
+            let r: BoxResponse =
+                hyper::Response::new(http_body_util::StreamBody::new(endless).boxed());
+            r
+        }
+    })
+    .await
+    .unwrap();
+    let upstream = recording_upstream(Arc::default()).await;
+    let gw = TestGateway::start_with(Config {
+        upstreams: vec![http("web", &upstream.url)],
+        telemetry: Telemetry {
+            endpoint: Some(collector.base_url()),
+            schedule_delay_ms: Some(20),
+            timeout_ms: Some(60_000),
+            ..Telemetry::default()
+        },
+        ..test_config()
+    })
+    .await;
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}}});
+    let (status, _, _) = post_json(
+        &gw.url(),
+        &[("mcp-protocol-version", "2025-06-18")],
+        call.to_string(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let started = Instant::now();
+    let failed = loop {
+        let (_, _, text) = request_raw(http::Method::GET, &gw.url_for("/metrics"), &[], "").await;
+        let text = String::from_utf8_lossy(&text).into_owned();
+        if !text.contains("mcp_gateway_otlp_spans_total{result=\"failed\"} 0") {
+            break text;
+        }
+        let mib = served.load(Ordering::Relaxed);
+        assert!(
+            started.elapsed() < Duration::from_secs(20) && mib < 64,
+            "the batch was not given up: {mib} MiB of answer read in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        failed.contains("mcp_gateway_otlp_spans_total{result=\"failed\"}"),
+        "{failed}"
+    );
+    // The collector's stream is read only as far as the cap (what the
+    // kernel's buffers take on top of it is all that is sent).
+    let mib = served.load(Ordering::Relaxed);
+    assert!(
+        mib < 32,
+        "{mib} MiB of the collector's answer were produced"
+    );
+    eprintln!(
+        "endless collector answer: the batch failed after {:.2} s, {mib} MiB produced",
+        started.elapsed().as_secs_f64()
+    );
+    gw.shutdown().await;
+    upstream.shutdown().await;
+    stop.cancel();
+}
+
 /// An HTTP upstream with sessions: `initialize` opens `up-1`, `up-2`, …;
 /// `DELETE` ends one (200); any other request names a session it has
 /// forgotten (404).

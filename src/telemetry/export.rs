@@ -18,13 +18,19 @@ use tokio::time::Instant;
 
 use super::data::SpanData;
 use super::otlp;
-use crate::upstream::client::{client, send};
+use crate::upstream::UpstreamError;
+use crate::upstream::client::{BodyError, client, send};
 
 /// Most spans in one export request.
 pub const MAX_BATCH: usize = 512;
 
 /// The name the collector goes by in the client's error messages.
 const COLLECTOR: &str = "otlp collector";
+
+/// Most bytes of a collector's answer read (an `ExportTraceServiceResponse`
+/// is a few bytes, a partial success a few hundred): past it the answer is
+/// dropped with its connection, never held.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// Where and how spans are sent.
 #[derive(Debug, Clone)]
@@ -152,17 +158,40 @@ async fn export(
         CONTENT_TYPE,
         http::HeaderValue::from_static("application/x-protobuf"),
     );
+    let timed_out = || {
+        format!(
+            "the collector had not answered within {} ms (telemetry timeout_ms, OTEL_EXPORTER_OTLP_TIMEOUT)",
+            target.timeout.as_millis()
+        )
+    };
     let result = match send(client, COLLECTOR, req, target.timeout).await {
         Ok(resp) => {
             let status = resp.status();
-            // Read to the end: the connection goes back to the pool.
-            let read = resp.into_body().collect().await;
-            match (status.is_success(), read) {
-                (true, Ok(_)) => Ok(()),
-                (true, Err(e)) => Err(e.to_string()),
+            // Read to the end, so the connection goes back to the pool, but
+            // no further than a collector's answer can be.
+            let mut body = resp.into_body();
+            let mut read = 0usize;
+            let end = loop {
+                match body.frame().await {
+                    None => break Ok(()),
+                    Some(Ok(frame)) => {
+                        read += frame.data_ref().map_or(0, Bytes::len);
+                        if read > MAX_ANSWER_BYTES {
+                            break Err(format!(
+                                "the collector's answer passed {MAX_ANSWER_BYTES} bytes; the rest was not read"
+                            ));
+                        }
+                    }
+                    Some(Err(BodyError::Timeout { .. })) => break Err(timed_out()),
+                    Some(Err(e)) => break Err(e.to_string()),
+                }
+            };
+            match (status.is_success(), end) {
+                (true, end) => end,
                 (false, _) => Err(format!("the collector answered {status}")),
             }
         }
+        Err(UpstreamError::Timeout { .. }) => Err(timed_out()),
         Err(e) => Err(e.to_string()),
     };
     match result {
