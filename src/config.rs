@@ -144,6 +144,15 @@ pub struct Telemetry {
     /// (`OTEL_BSP_SCHEDULE_DELAY`); default 1000.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule_delay_ms: Option<u64>,
+    /// Longest attribute value, status message and `tracestate` exported,
+    /// in characters; longer ones are cut (`OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`);
+    /// default 1024. Span names are cut at 256.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribute_value_length_limit: Option<usize>,
+    /// Bytes of spans waiting for export at most; beyond, spans are dropped
+    /// and counted, as at `max_queue_size`; default 16 MiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_queue_bytes: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -327,6 +327,66 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
     upstream.shutdown().await;
 }
 
+/// A client's request chooses the tool name (a span's name and
+/// `gen_ai.tool.name`) and the request id (`jsonrpc.request.id`): a 1 MB name
+/// and a 100 KB id are exported cut to the limits (256 characters of a name,
+/// 1024 of a value), never whole (before: 100 such calls took the gateway
+/// from 33 MB to 3.77 GB of RSS with a collector that never answers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_chosen_names_and_ids_are_exported_cut_to_the_limits() {
+    const TRACE: &str = "5bf92f3577b34da6a3ce929d0e0e4731";
+    let tmp = tempfile::tempdir().unwrap();
+    let receiver = start_receiver(tmp.path());
+    let upstream = recording_upstream(Arc::default()).await;
+    let gw = TestGateway::start_with(Config {
+        upstreams: vec![http("web", &upstream.url)],
+        telemetry: Telemetry {
+            endpoint: Some(format!("http://127.0.0.1:{}", receiver.port)),
+            schedule_delay_ms: Some(50),
+            ..Telemetry::default()
+        },
+        ..test_config()
+    })
+    .await;
+    let name = format!("t{}", "x".repeat(1_000_000));
+    let id = "i".repeat(100_000);
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": {}}});
+    let traceparent = format!("00-{TRACE}-{CLIENT_SPAN}-01");
+    let (status, _, body) = post_json(
+        &gw.url(),
+        &[
+            ("traceparent", traceparent.as_str()),
+            ("mcp-protocol-version", "2025-06-18"),
+        ],
+        call.to_string(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(answer["id"], id.as_str(), "the id itself is unchanged");
+    let spans = receiver.wait_for(TRACE, 2).await;
+    let mut longest = 0;
+    for span in &spans {
+        let n = span["name"].as_str().unwrap().chars().count();
+        assert!(n <= 256, "a span name of {n} characters");
+        for (key, value) in span["attributes"].as_object().unwrap() {
+            let n = value.as_str().map_or(0, |v| v.chars().count());
+            assert!(n <= 1024, "{key}: {n} characters");
+            longest = longest.max(n);
+        }
+    }
+    let server = spans.iter().find(|s| s["kind"] == "SERVER").unwrap();
+    let tool = server["attributes"]["gen_ai.tool.name"].as_str().unwrap();
+    assert!(
+        tool.starts_with("txxx") && tool.ends_with('…'),
+        "{tool:.40}"
+    );
+    assert_eq!(longest, 1024, "{spans:#?}");
+    gw.shutdown().await;
+    upstream.shutdown().await;
+}
+
 /// A collector that answers 200 and then never ends its body (1 MiB chunks,
 /// for as long as it is read): the exporter reads no more than an answer can
 /// be, counts the batch failed at once, not at the export's time limit, and

@@ -52,3 +52,71 @@ pub struct SpanData {
     /// Set for a failed operation: the status message.
     pub error: Option<String>,
 }
+
+impl SpanData {
+    /// About how many bytes the span holds: what the export queue counts
+    /// against its byte bound.
+    pub fn weight(&self) -> usize {
+        let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        std::mem::size_of::<SpanData>()
+            + self.name.len()
+            + text(&self.tracestate)
+            + text(&self.error)
+            + self
+                .attributes
+                .iter()
+                .map(|(k, v)| {
+                    std::mem::size_of::<(&str, Value)>()
+                        + k.len()
+                        + match v {
+                            Value::Str(s) => s.len(),
+                            Value::Int(_) => 0,
+                        }
+                })
+                .sum::<usize>()
+    }
+}
+
+/// `s` cut to at most `max` characters (a `…` in place of the rest), at a
+/// character boundary.
+pub fn cut(s: &mut String, max: usize) {
+    if let Some((at, _)) = s.char_indices().nth(max) {
+        let at = s[..at].char_indices().next_back().map_or(0, |(i, _)| i);
+        s.truncate(at);
+        s.push('…');
+        // What was cut is given back: the span may wait in the queue.
+        s.shrink_to_fit();
+    }
+}
+
+/// `v` cut as [`cut`] cuts a string.
+pub fn cut_value(v: &mut Value, max: usize) {
+    if let Value::Str(text) = v
+        && text.len() > max
+    {
+        cut(text.to_mut(), max);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_cut_at_a_character_boundary() {
+        let mut s = "é".repeat(10);
+        cut(&mut s, 4);
+        assert_eq!(s, "ééé…");
+        assert_eq!(s.chars().count(), 4);
+        let mut short = "abc".to_owned();
+        cut(&mut short, 3);
+        assert_eq!(short, "abc");
+        let mut v = Value::from("x".repeat(5000));
+        cut_value(&mut v, 1024);
+        let Value::Str(v) = v else { unreachable!() };
+        assert_eq!(v.chars().count(), 1024);
+        let mut n = Value::Int(7);
+        cut_value(&mut n, 1);
+        assert_eq!(n, Value::Int(7));
+    }
+}

@@ -6,7 +6,7 @@
 //! schedule delay, on a flush, and when the last tracer handle is dropped.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -65,6 +65,7 @@ pub fn start(
     target: Target,
     capacity: usize,
     counts: Arc<Counts>,
+    queued: Arc<AtomicUsize>,
 ) -> std::io::Result<mpsc::Sender<Msg>> {
     let (tx, rx) = mpsc::channel(capacity.max(1));
     std::thread::Builder::new()
@@ -80,12 +81,21 @@ pub fn start(
                     return;
                 }
             };
-            runtime.block_on(run(rx, target, counts));
+            runtime.block_on(run(rx, target, counts, queued));
         })?;
     Ok(tx)
 }
 
-async fn run(mut rx: mpsc::Receiver<Msg>, target: Target, counts: Arc<Counts>) {
+async fn run(
+    mut rx: mpsc::Receiver<Msg>,
+    target: Target,
+    counts: Arc<Counts>,
+    queued: Arc<AtomicUsize>,
+) {
+    // A span taken from the queue no longer counts against its bound.
+    let taken = |s: &SpanData| {
+        queued.fetch_sub(s.weight(), Ordering::Relaxed);
+    };
     let client = client(target.timeout);
     let mut batch: Vec<SpanData> = Vec::with_capacity(MAX_BATCH);
     let mut due: Option<Instant> = None;
@@ -100,6 +110,7 @@ async fn run(mut rx: mpsc::Receiver<Msg>, target: Target, counts: Arc<Counts>) {
         };
         match msg {
             Some(Msg::Span(s)) => {
+                taken(&s);
                 batch.push(*s);
                 due.get_or_insert_with(|| Instant::now() + target.delay);
                 if batch.len() >= MAX_BATCH {
@@ -109,6 +120,7 @@ async fn run(mut rx: mpsc::Receiver<Msg>, target: Target, counts: Arc<Counts>) {
             }
             Some(Msg::Flush(done)) => {
                 while let Ok(Msg::Span(s)) = rx.try_recv() {
+                    taken(&s);
                     batch.push(*s);
                     if batch.len() >= MAX_BATCH {
                         export(&client, &target, &counts, &mut batch).await;

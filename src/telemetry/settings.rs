@@ -20,6 +20,28 @@ pub struct Settings {
     pub target: Target,
     pub sampler: Sampler,
     pub max_queue: usize,
+    pub limits: SpanLimits,
+}
+
+/// What one span may hold, and all queued spans together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanLimits {
+    /// Characters of an attribute value, a status message, a `tracestate`.
+    pub value_chars: usize,
+    /// Characters of a span name.
+    pub name_chars: usize,
+    /// Bytes of spans waiting for export (their [`super::data::SpanData::weight`]).
+    pub queue_bytes: usize,
+}
+
+impl Default for SpanLimits {
+    fn default() -> Self {
+        SpanLimits {
+            value_chars: 1024,
+            name_chars: 256,
+            queue_bytes: 16 * 1024 * 1024,
+        }
+    }
 }
 
 /// The settings `file` and the environment (`env` looks a variable up)
@@ -106,7 +128,24 @@ pub fn resolve(
         file.max_queue_size.map(|n| n as u64),
         2048,
     )?;
+    let defaults = SpanLimits::default();
+    let value_chars = number(
+        "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+        file.attribute_value_length_limit.map(|n| n as u64),
+        defaults.value_chars as u64,
+    )?;
+    // No standard variable bounds the queue in bytes: the file's key only.
+    let queue_bytes = match file.max_queue_bytes {
+        Some(0) => return Err("telemetry: max_queue_bytes must be above 0".into()),
+        Some(n) => n as u64,
+        None => defaults.queue_bytes as u64,
+    };
     Ok(Some(Settings {
+        limits: SpanLimits {
+            value_chars: usize::try_from(value_chars).unwrap_or(usize::MAX),
+            name_chars: defaults.name_chars,
+            queue_bytes: usize::try_from(queue_bytes).unwrap_or(usize::MAX),
+        },
         target: Target {
             url,
             headers,

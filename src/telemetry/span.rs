@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::context::{SpanId, TraceId, new_span_id};
 pub use super::data::{Kind, SpanData, Value};
+use super::data::{cut, cut_value};
 use super::tracer::Tracer;
 
 /// Nanoseconds since the Unix epoch.
@@ -59,9 +60,12 @@ impl Span {
         trace_id: TraceId,
         span_id: SpanId,
         parent: Option<SpanId>,
-        name: String,
+        mut name: String,
         kind: Kind,
     ) -> Span {
+        // A name is the method and its target (a tool name, a URI): the
+        // client's to choose, so bounded like every value it gives.
+        cut(&mut name, tracer.limits.name_chars);
         Span {
             tracer,
             data: Some(SpanData {
@@ -90,7 +94,9 @@ impl Span {
 
     pub fn set(&mut self, key: &'static str, value: impl Into<Value>) {
         if let Some(d) = &mut self.data {
-            d.attributes.push((key, value.into()));
+            let mut value = value.into();
+            cut_value(&mut value, self.tracer.limits.value_chars);
+            d.attributes.push((key, value));
         }
     }
 
@@ -101,16 +107,20 @@ impl Span {
         }
     }
 
-    pub fn set_tracestate(&mut self, tracestate: Option<String>) {
+    pub fn set_tracestate(&mut self, mut tracestate: Option<String>) {
         if let Some(d) = &mut self.data {
+            if let Some(t) = &mut tracestate {
+                cut(t, self.tracer.limits.value_chars);
+            }
             d.tracestate = tracestate;
         }
     }
 
     /// Mark the span failed: `error.type`, and the status message.
-    pub fn fail(&mut self, error_type: impl Into<Value>, message: String) {
+    pub fn fail(&mut self, error_type: impl Into<Value>, mut message: String) {
         self.set("error.type", error_type);
         if let Some(d) = &mut self.data {
+            cut(&mut message, self.tracer.limits.value_chars);
             d.error = Some(message);
         }
     }

@@ -1,7 +1,7 @@
 //! The tracer: the sampler, and the bounded queue finished spans go to.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::data::SpanData;
 use super::export::{self, Counts, Msg};
 use super::sampler::Sampler;
-use super::settings;
+use super::settings::{self, SpanLimits};
 use crate::config::Telemetry;
 
 /// Starts spans and queues them for export. One per gateway, when tracing
@@ -18,6 +18,11 @@ pub struct Tracer {
     sampler: Sampler,
     tx: mpsc::Sender<Msg>,
     counts: Arc<Counts>,
+    /// What a span may hold, and the queue's bound in bytes.
+    pub(super) limits: SpanLimits,
+    /// Bytes of the spans in the queue (their weights), given back as the
+    /// export thread takes them.
+    queued: Arc<AtomicUsize>,
     /// Spans of requests to clients, waiting for their answers.
     pub(super) outbound: super::pending::Pending,
 }
@@ -36,12 +41,15 @@ impl Tracer {
             "exporting traces over OTLP/HTTP"
         );
         let counts = Arc::new(Counts::default());
-        let tx = export::start(s.target, s.max_queue, counts.clone())
+        let queued = Arc::new(AtomicUsize::new(0));
+        let tx = export::start(s.target, s.max_queue, counts.clone(), queued.clone())
             .map_err(|e| format!("cannot start the trace exporter: {e}"))?;
         Ok(Some(Arc::new(Tracer {
             sampler: s.sampler,
             tx,
             counts,
+            limits: s.limits,
+            queued,
             outbound: Default::default(),
         })))
     }
@@ -51,9 +59,16 @@ impl Tracer {
         self.sampler.sample(trace_id, parent)
     }
 
-    /// Queue a finished span; a full queue drops it (counted).
+    /// Queue a finished span; a queue full in spans or in bytes drops it
+    /// (counted), never grows.
     pub(super) fn queue(&self, span: SpanData) {
+        let weight = span.weight();
+        if !take(&self.queued, weight, self.limits.queue_bytes) {
+            self.counts.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         if self.tx.try_send(Msg::Span(Box::new(span))).is_err() {
+            self.queued.fetch_sub(weight, Ordering::Relaxed);
             self.counts.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -77,5 +92,31 @@ impl Tracer {
             c.dropped.load(Ordering::Relaxed),
             c.failed.load(Ordering::Relaxed),
         )
+    }
+}
+
+/// Counts `n` more bytes in `used` if that keeps it within `max`; whether
+/// it did.
+fn take(used: &AtomicUsize, n: usize, max: usize) -> bool {
+    used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+        u.checked_add(n).filter(|t| *t <= max)
+    })
+    .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_queue_is_bounded_in_bytes() {
+        let used = AtomicUsize::new(0);
+        assert!(take(&used, 600, 1000));
+        assert!(!take(&used, 600, 1000), "over the bound: dropped");
+        assert!(take(&used, 400, 1000), "exactly to the bound");
+        assert!(!take(&used, 1, 1000));
+        used.fetch_sub(600, Ordering::Relaxed);
+        assert!(take(&used, 600, 1000), "room again once exported");
+        assert!(!take(&used, usize::MAX, usize::MAX));
     }
 }
