@@ -234,9 +234,16 @@ async fn an_app_unites_its_members_listings_calls_and_pages() {
     assert_eq!(resources.len(), ev_resources.len() + 7, "{resources:?}");
     assert_eq!(pages, 3);
 
-    // A cursor the app did not give is refused.
+    // A cursor the app did not give is refused: garbage, and one made the
+    // way unsealed cursors were (base64 of `[member, its cursor]`), which a
+    // member would have taken for its own.
     let bad = c.request("tools/list", json!({"cursor": "nope"})).await;
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    use base64::Engine as _;
+    let made_up = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r#"[1,"evil-cursor"]"#);
+    let bad = c.request("tools/list", json!({ "cursor": made_up })).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert!(bad.get("result").is_none(), "{bad}");
 
     // Calls reach each member: by the listed name, and by a member's own
     // name (what its widgets call) when only that member uses it.
@@ -383,6 +390,19 @@ async fn a_tool_offered_by_two_members_is_refused_until_a_prefix_parts_them() {
     assert!(
         message.starts_with("app `clash`: tool `")
             && message.contains("is offered by both `one` and `two`"),
+        "{m}"
+    );
+    // Called by that name, it is refused the same way, not sent to the
+    // first member.
+    let (call_message, m) = c
+        .error(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "which one?"}}),
+        )
+        .await;
+    assert_eq!(m["error"]["code"], -32000, "{m}");
+    assert!(
+        call_message.contains("is offered by both `one` and `two`"),
         "{m}"
     );
 

@@ -256,7 +256,8 @@ impl<'a> Exchange<'a> {
     async fn list(&self, kind: Kind, method: &str, params: &Value) -> Response<Body> {
         let members = &self.app.config.members;
         let given = params.get("cursor").and_then(Value::as_str);
-        let mut at = match cursor::decode(given, members.len()) {
+        let app = &self.app.config.name;
+        let mut at = match cursor::decode(&self.gw.key, app, given, members.len()) {
             Ok(p) => p,
             Err(e) => return self.error(code::INVALID_PARAMS, &e),
         };
@@ -288,16 +289,31 @@ impl<'a> Exchange<'a> {
                     }
                     items.extend(page.items);
                     if let Some(n) = page.next {
-                        next = Some(cursor::encode(&cursor::Position {
-                            member: i,
-                            upstream: Some(n),
-                        }));
+                        next = Some(cursor::encode(
+                            &self.gw.key,
+                            app,
+                            &cursor::Position {
+                                member: i,
+                                upstream: Some(n),
+                            },
+                        ));
                         break;
                     }
                 }
                 Err(Miss::Refused(f)) => {
                     let prm = oauth::prm_url(self.gw, self.app, self.headers);
                     return oauth::refusal(prm.as_deref(), f, raw(&self.id).as_deref());
+                }
+                // The page a client's cursor names could not be read: an
+                // error, never an empty page that would end its listing.
+                Err(Miss::Problem(why)) if at.upstream.is_some() => {
+                    return self.error(
+                        code::SERVER_ERROR,
+                        &format!(
+                            "app `{app}`: member `{}` could not give the page this cursor names: {why}",
+                            members[i].upstream
+                        ),
+                    );
                 }
                 Err(Miss::Problem(why)) => {
                     tracing::debug!(app = %self.app.config.name, member = %members[i].upstream, error = %why, "{method}: member left out");
@@ -391,6 +407,16 @@ impl<'a> Exchange<'a> {
                         names.join(" and ")
                     ),
                 ))
+            }
+            Owner::Collided(c) => {
+                let message = collision_message(
+                    &self.app.config.name,
+                    kind.noun(),
+                    &c.name,
+                    self.app.member_name(c.first),
+                    self.app.member_name(c.second),
+                );
+                Err(self.error(code::SERVER_ERROR, &message))
             }
             Owner::Unknown => Err(self.error(
                 code::INVALID_PARAMS,

@@ -9,7 +9,8 @@
 //! 3. anything else is unknown (or ambiguous, naming the members).
 //!
 //! Two members listing the same name (after their prefixes) is a
-//! collision: the app refuses the listing, naming the name and both.
+//! collision: the app refuses the listing, naming the name and both, and
+//! a call of that name, until a first page of either no longer lists it.
 
 use std::collections::HashMap;
 
@@ -20,6 +21,8 @@ pub enum Owner {
     Member(usize, String),
     /// More than one member uses this name as its own.
     Ambiguous(Vec<usize>),
+    /// Two members list this very name.
+    Collided(Collision),
     Unknown,
 }
 
@@ -38,6 +41,8 @@ pub struct Names {
     listed: HashMap<String, (usize, String)>,
     /// Own name → the members using it.
     own: HashMap<String, Vec<usize>>,
+    /// Listed names two members list.
+    collided: HashMap<String, Collision>,
 }
 
 impl Names {
@@ -50,19 +55,35 @@ impl Names {
         first_page: bool,
         names: &[(String, String)],
     ) -> Result<(), Collision> {
-        if let Some((name, &(other, _))) = names.iter().find_map(|(listed, _)| {
-            self.listed
-                .get_key_value(listed)
-                .filter(|(_, (m, _))| *m != member)
-        }) {
-            return Err(Collision {
-                name: name.clone(),
-                first: other,
-                second: member,
-            });
+        // Every name of the page another member holds: each is refused on
+        // call, the first is what the listing's error names.
+        let clashes: Vec<Collision> = names
+            .iter()
+            .filter_map(|(listed, _)| {
+                self.listed
+                    .get(listed)
+                    .filter(|(m, _)| *m != member)
+                    .map(|(other, _)| Collision {
+                        name: listed.clone(),
+                        first: *other,
+                        second: member,
+                    })
+            })
+            .collect();
+        if let Some(first) = clashes.first().cloned() {
+            for c in clashes {
+                self.collided.insert(c.name.clone(), c);
+            }
+            return Err(first);
         }
         if first_page {
             self.forget(member);
+            // A collision of this member's that its new listing does not
+            // repeat is over (one it repeats is found again on its page).
+            self.collided.retain(|name, c| {
+                (c.first != member && c.second != member)
+                    || names.iter().any(|(listed, _)| listed == name)
+            });
         }
         for (listed, own) in names {
             self.listed.insert(listed.clone(), (member, own.clone()));
@@ -86,6 +107,9 @@ impl Names {
 
     /// Where `name` leads (see the module's rules).
     pub fn owner(&self, name: &str) -> Owner {
+        if let Some(c) = self.collided.get(name) {
+            return Owner::Collided(c.clone());
+        }
         if let Some((m, own)) = self.listed.get(name) {
             return Owner::Member(*m, own.clone());
         }
@@ -148,6 +172,14 @@ mod tests {
         m.record(0, true, &pairs(&[("a_x", "x")])).unwrap();
         m.record(1, true, &pairs(&[("b_x", "x")])).unwrap();
         assert_eq!(m.owner("x"), Owner::Ambiguous(vec![0, 1]));
+        // Two members listing one name: the listing fails, and so does a
+        // call of the name, until a first page no longer lists it.
+        let mut c = Names::default();
+        c.record(0, true, &pairs(&[("x", "x")])).unwrap();
+        let collision = c.record(1, true, &pairs(&[("x", "x")])).unwrap_err();
+        assert_eq!(c.owner("x"), Owner::Collided(collision));
+        c.record(1, true, &pairs(&[("y", "y")])).unwrap();
+        assert_eq!(c.owner("x"), Owner::Member(0, "x".into()));
     }
 
     #[test]
