@@ -220,7 +220,10 @@ impl Gateway {
         let apps = config
             .apps(&mounts)?
             .into_iter()
-            .map(|app| Arc::new(crate::combine::AppState::new(app)))
+            .map(|app| {
+                let domain = claude_domain(config.public_url.as_deref(), &app.path);
+                Arc::new(crate::combine::AppState::new(app).with_claude_domain(domain))
+            })
             .collect();
         let mounts_for_client = mounts.clone();
         let telemetry = Tracer::from_config(&config.telemetry)

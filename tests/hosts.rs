@@ -12,7 +12,7 @@ use std::path::Path;
 
 use hyper::StatusCode;
 use hyper::header::HeaderMap;
-use mcp_ui_gateway::config::Config;
+use mcp_ui_gateway::config::{AppConfig, Config, MemberConfig};
 use serde_json::{Value, json};
 use support::clients::{parse_sse, post_json};
 use support::gateway::{self as gw, TestGateway};
@@ -27,6 +27,7 @@ const OTHER: &str = "board.example.org";
 /// `python3 -c 'import hashlib; print(hashlib.sha256(b"<URL>").hexdigest()[:32])'`.
 const CLAUDE_DEMO: &str = "d09f65ea923dca2e741f25e808b9685b.claudemcpcontent.com"; // https://gw.example.com/demo/mcp
 const CLAUDE_FIXTURE: &str = "7f6f5115050caa55099736b1a5536223.claudemcpcontent.com"; // https://gw.example.com/fixture/mcp
+const CLAUDE_APP: &str = "d955f199333d6c37bc6c4837a80f2113.claudemcpcontent.com"; // https://gw.example.com/wapp/mcp
 
 fn recorded(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -178,6 +179,19 @@ async fn each_host_sees_the_widget_domain_in_its_form() {
         upstreams: vec![gw::demo_stdio("demo"), gw::http("fixture", &fixture.url)],
         overlays: dir.path().to_owned(),
         public_url: Some(PUBLIC_URL.into()),
+        // An app over both: Claude connects to the app's URL, and its
+        // widget domain is hashed from that URL, not a member's.
+        apps: vec![AppConfig {
+            name: "wapp".into(),
+            path: None,
+            upstreams: vec![
+                MemberConfig::Name("demo".into()),
+                MemberConfig::Table {
+                    upstream: "fixture".into(),
+                    prefix: Some("fx_".into()),
+                },
+            ],
+        }],
         ..gw::test_config()
     })
     .await;
@@ -189,6 +203,8 @@ async fn each_host_sees_the_widget_domain_in_its_form() {
     for (mount, tool, claude) in [
         ("/demo/mcp", "list_tasks", CLAUDE_DEMO),
         ("/fixture/mcp", "echo", CLAUDE_FIXTURE),
+        ("/wapp/mcp", "list_tasks", CLAUDE_APP),
+        ("/wapp/mcp", "fx_echo", CLAUDE_APP),
     ] {
         let url = gateway.url_for(mount);
         let chatgpt = Session::open(&url, &chatgpt_init, None).await;

@@ -36,6 +36,7 @@ pub fn of<'a>(
         session.client,
         session.hello.clone(),
         session.host,
+        app.claude_domain.clone(),
     ))
 }
 

@@ -4,7 +4,7 @@
 //! for render tools; a process that has not seen one lists again).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::config::App;
@@ -16,6 +16,10 @@ use super::names::{Collision, Names, Owner};
 #[derive(Debug)]
 pub struct AppState {
     pub config: App,
+    /// The widget domain Claude expects for the app, derived from the app's
+    /// own public endpoint URL (the one Claude connects to, not a
+    /// member's); `None` without a `public_url`.
+    pub claude_domain: Option<Arc<str>>,
     tools: Mutex<Names>,
     prompts: Mutex<Names>,
     /// Resource URIs (listed resources and tools' widgets) → member.
@@ -32,11 +36,18 @@ impl AppState {
     pub fn new(config: App) -> Self {
         AppState {
             config,
+            claude_domain: None,
             tools: Mutex::default(),
             prompts: Mutex::default(),
             resources: Mutex::default(),
             learnt: Mutex::default(),
         }
+    }
+
+    /// This app, with Claude's widget domain for its endpoint.
+    pub fn with_claude_domain(mut self, domain: Option<Arc<str>>) -> Self {
+        self.claude_domain = domain;
+        self
     }
 
     /// Whether to list the members' names of `kind` now, to find one not

@@ -40,6 +40,9 @@ pub struct Ctx<'a> {
     /// The headers a request under the 2026-07-28 envelope goes upstream
     /// with, when the client's do not say what its body does.
     pub envelope: Option<EnvelopeHeaders>,
+    /// Claude's widget domain for the endpoint the client connected to:
+    /// the mount's own, or an app's when the mount is its member.
+    pub claude_domain: Option<Arc<str>>,
 }
 
 /// The headers of a 2026-07-28 request, as its body says them: hosts send
@@ -124,6 +127,7 @@ impl<'a> Ctx<'a> {
             host: session_host.unwrap_or_default(),
             trace: None,
             envelope: None,
+            claude_domain: mount.claude_domain.clone(),
         })
     }
 
@@ -138,7 +142,7 @@ impl<'a> Ctx<'a> {
 
     /// Whom the exchange's answers are written for.
     pub fn target(&self) -> Target {
-        Target::new(self.host, self.mount.claude_domain.clone())
+        Target::new(self.host, self.claude_domain.clone())
     }
 
     /// The mount's upstream name.

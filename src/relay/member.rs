@@ -34,7 +34,9 @@ pub struct Member<'a> {
 impl<'a> Member<'a> {
     /// Session `client` of `mount` (`None`: a client without a session),
     /// for a client that said `hello` at `initialize` (`host` the host it
-    /// is), its request carrying `headers` (its credentials and revision).
+    /// is), its request carrying `headers` (its credentials and revision),
+    /// connected to an endpoint whose Claude widget domain is
+    /// `claude_domain` (an app's, not the mount's own).
     pub fn new(
         gw: &'a Arc<Gateway>,
         mount: &'a MountState,
@@ -42,6 +44,7 @@ impl<'a> Member<'a> {
         client: Option<u64>,
         hello: Option<Hello>,
         host: Option<HostKind>,
+        claude_domain: Option<Arc<str>>,
     ) -> Member<'a> {
         let session = client.map_or(SessionRef::None, |client| SessionRef::Pooled { client });
         Member {
@@ -55,6 +58,7 @@ impl<'a> Member<'a> {
                 host: host.unwrap_or_default(),
                 trace: None,
                 envelope: None,
+                claude_domain,
             },
         }
     }
