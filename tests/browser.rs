@@ -1002,11 +1002,13 @@ fn a_widget_in_an_app_calls_its_own_servers_tool_by_its_own_name() {
 // Built-in widgets against content chosen to break them
 
 /// The fixture's `echo` (its text back, unchanged) shown by built-in widgets, one mount
-/// per kind: Markdown with markup and script links in it, 300 KB of unclosed inline
-/// delimiters, and a chart of the largest finite numbers. Each must render, create no
-/// element from the content's markup, link only http(s), and finish: before, the
-/// Markdown's inline pattern backtracked over the paragraph from every `[` (100 KB took
-/// 21 s), and the chart's axis overflowed to Infinity and its tick loop never ended.
+/// per kind: Markdown with markup and script links in it, 1.6 MB of unclosed inline
+/// delimiters, a chart of the largest finite numbers, every kind with hostile records
+/// (markup in text, `javascript:` and `data:` URLs where links and images go), a
+/// descending sort, and each kind's empty state. Each must render, create no element
+/// from the content's markup, link only http(s), and finish: before, the Markdown's
+/// inline pattern backtracked over the paragraph from every `[`, and the chart's axis
+/// overflowed to Infinity and its tick loop never ended.
 #[test]
 fn builtin_widgets_render_hostile_and_huge_content_and_run_none_of_it() {
     if !peers_ready() {
@@ -1019,11 +1021,41 @@ fn builtin_widgets_render_hostile_and_huge_content_and_run_none_of_it() {
     std::fs::create_dir(&overlays).unwrap();
     let fixture = env!("CARGO_BIN_EXE_mcp-fixture-server");
     let mut config = String::new();
+    let json_kind = |kind: &str, view: &str| {
+        format!(
+            "[tools.echo]\nwidget = \"builtin:{kind}\"\nresult = {{ structured_from_text = true }}\nview = {view}\n"
+        )
+    };
     for (name, overlay) in [
-        ("md", "[tools.echo]\nwidget = \"builtin:markdown\"\n"),
         (
-            "chart",
-            "[tools.echo]\nwidget = \"builtin:chart\"\nresult = { structured_from_text = true }\n",
+            "md",
+            "[tools.echo]\nwidget = \"builtin:markdown\"\n".to_owned(),
+        ),
+        ("chart", json_kind("chart", "{ x = \"name\" }")),
+        (
+            "table",
+            json_kind(
+                "table",
+                "{ columns = [\"name\", { key = \"site\", format = \"link\" }, { key = \"n\", format = \"number\" }], sort = \"n\" }",
+            ),
+        ),
+        (
+            "list",
+            json_kind("list", "{ primary = \"name\", secondary = \"site\" }"),
+        ),
+        (
+            "card",
+            json_kind(
+                "card",
+                "{ title = \"name\", image = \"img\", fields = [{ key = \"site\", format = \"link\" }] }",
+            ),
+        ),
+        (
+            "kv",
+            json_kind(
+                "kv",
+                "{ fields = [{ key = \"name\" }, { key = \"site\", format = \"link\" }] }",
+            ),
         ),
     ] {
         config.push_str(&format!(
@@ -1050,6 +1082,7 @@ fn builtin_widgets_render_hostile_and_huge_content_and_run_none_of_it() {
         endpoint_url(line).filter(|_| s == Stream::Stdout)
     });
     let base = url.split("/md/mcp").next().unwrap_or_default().to_owned();
+    assert!(!base.is_empty() && !base.contains("/mcp"), "{url}");
     let (md, chart) = (format!("{base}/md/mcp"), format!("{base}/chart/mcp"));
     let args_file = |name: &str, text: &str| {
         let path = dir.path().join(format!("{name}.json"));
@@ -1162,6 +1195,122 @@ fn builtin_widgets_render_hostile_and_huge_content_and_run_none_of_it() {
         let bad_console = console_errors(&summary);
         assert!(bad_console.is_empty(), "browser errors: {bad_console:?}");
     }
+    // Every kind, hostile records: markup in text, script and data URLs
+    // where links and images go. Nothing is made of the markup, no link or
+    // image but http(s) (and the image kinds' data:image/png) exists.
+    let mount = |kind: &str| format!("{base}/{kind}/mcp");
+    let hostile_rows = serde_json::json!([
+        {
+            "name": "<img src=x onerror=\"parent.postMessage('pwned', '*')\"><script>alert(1)</script>",
+            "site": "javascript:alert(1)",
+            "img": "javascript:alert(1)",
+            "n": 2
+        },
+        {
+            "name": "<a href=\"javascript:alert(1)\" onclick=\"alert(1)\">click</a>",
+            "site": "https://example.com/x",
+            "img": "data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9ImFsZXJ0KDEpIi8+",
+            "n": 1
+        }
+    ]);
+    let nothing_made = "#root script, #root iframe, #root object, #root [onerror], \
+        #root [onclick], #root [onload], #root img:not([src^='https:']):not([src^='data:image/png']), \
+        #root a:not([href^='https:']):not([href^='http:'])";
+    for kind in ["table", "list", "card", "kv", "chart"] {
+        let data = if kind == "kv" {
+            hostile_rows[0].clone()
+        } else {
+            hostile_rows.clone()
+        };
+        let args = args_file(&format!("{kind}-hostile"), &data.to_string());
+        let (summary, _, _) = run_driver(
+            &mut gateway,
+            &mount(kind),
+            &format!("browser-builtin-{kind}-hostile"),
+            &["--tool", "echo", "--args", &args, "--count", nothing_made],
+        );
+        let context = || serde_json::to_string_pretty(&summary).unwrap_or_default();
+        assert_eq!(summary["count"], 0, "{kind}\n{}", context());
+        let view_text = texts(&summary["view_text"]);
+        assert!(
+            view_text.contains("<img src=x onerror="),
+            "{kind}: the markup shows as text: {view_text:?}"
+        );
+        let bad_console = console_errors(&summary);
+        assert!(
+            bad_console.is_empty(),
+            "{kind}: browser errors: {bad_console:?}"
+        );
+    }
+    // The table's links that are links, and a descending sort.
+    let rows = serde_json::json!([
+        { "name": "alpha", "site": "https://example.com/a", "n": 1 },
+        { "name": "gamma", "site": "https://example.com/g", "n": 3 },
+        { "name": "beta", "site": "https://example.com/b", "n": 2 }
+    ]);
+    let args = args_file("table-sort", &rows.to_string());
+    let (summary, _, _) = run_driver(
+        &mut gateway,
+        &mount("table"),
+        "browser-builtin-table-descending",
+        &[
+            "--tool",
+            "echo",
+            "--args",
+            &args,
+            "--click",
+            "th:nth-child(3) button",
+            "--expect",
+            "Sorted by N, descending.",
+            "--count",
+            "#root a[href^='https://example.com/']",
+        ],
+    );
+    assert_eq!(
+        summary["count"],
+        3,
+        "{}",
+        serde_json::to_string_pretty(&summary).unwrap_or_default()
+    );
+    let view_text = texts(&summary["view_text"]);
+    let at = |name: &str| {
+        view_text
+            .find(name)
+            .unwrap_or_else(|| panic!("{name} in {view_text:?}"))
+    };
+    assert!(
+        at("gamma") < at("beta") && at("beta") < at("alpha"),
+        "sorted by n, descending: {view_text:?}"
+    );
+    // Each kind's empty state.
+    for (kind, data) in [
+        ("table", "[]"),
+        ("list", "[]"),
+        ("card", "[]"),
+        ("chart", "[]"),
+        ("kv", "{}"),
+    ] {
+        let args = args_file(&format!("{kind}-empty"), data);
+        let (summary, _, _) = run_driver(
+            &mut gateway,
+            &mount(kind),
+            &format!("browser-builtin-{kind}-empty"),
+            &[
+                "--tool",
+                "echo",
+                "--args",
+                &args,
+                "--expect",
+                "Nothing to show.",
+            ],
+        );
+        let bad_console = console_errors(&summary);
+        assert!(
+            bad_console.is_empty(),
+            "{kind}: browser errors: {bad_console:?}"
+        );
+    }
+
     stop_gateway(gateway);
     eprintln!(
         "browser builtin widgets against hostile content: {:.1} s",

@@ -3,7 +3,8 @@ function kitRender(obj, K, root) {
   'use strict';
   if (!obj || typeof obj !== 'object' || Array.isArray(obj)) { root.appendChild(K.note('The data is not one record.', 'error')); return; }
   var fields = K.opts.fields || K.keysOf([obj], false);
-  if (!fields.length) { root.appendChild(K.note('Nothing to show.')); return; }
+  var blank = function (f) { var v = K.get(obj, f.key); return v == null || v === ''; };
+  if (!fields.length || fields.every(blank)) { root.appendChild(K.note(K.opts.empty || 'Nothing to show.')); return; }
   var dl = K.h('dl');
   fields.forEach(function (f) {
     dl.appendChild(K.h('dt', { text: K.title(f) }));
