@@ -165,6 +165,10 @@ pub struct Limits {
     pub max_message_bytes: usize,
     /// How long a request may wait for its upstream's response.
     pub request_timeout_secs: u64,
+    /// How long an app waits for one member's answer to `initialize` and to
+    /// a listing page; a member silent past it is left out of that session
+    /// (or that page fails), the others answer.
+    pub app_member_timeout_secs: u64,
     /// How long connecting to an upstream may take.
     pub connect_timeout_secs: u64,
     /// Most sessions this process owns at once (stdio children and legacy SSE
@@ -223,6 +227,7 @@ impl Default for Limits {
             max_body_bytes: 4 * 1024 * 1024,
             max_message_bytes: 64 * 1024 * 1024,
             request_timeout_secs: 300,
+            app_member_timeout_secs: 15,
             connect_timeout_secs: 10,
             max_sessions: 1024,
             session_idle_secs: 3600,
@@ -561,6 +566,9 @@ impl Config {
         }
         if self.limits.request_timeout_secs == 0 {
             problems.push("limits.request_timeout_secs: must be greater than 0".into());
+        }
+        if self.limits.app_member_timeout_secs == 0 {
+            problems.push("limits.app_member_timeout_secs: must be greater than 0".into());
         }
         if self.limits.session_reap_interval_secs == 0 {
             problems.push("limits.session_reap_interval_secs: must be greater than 0".into());

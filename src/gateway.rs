@@ -272,6 +272,11 @@ impl Gateway {
         Duration::from_secs(self.limits.request_timeout_secs)
     }
 
+    /// How long an app waits for one member's `initialize` or listing page.
+    pub fn app_member_timeout(&self) -> Duration {
+        Duration::from_secs(self.limits.app_member_timeout_secs)
+    }
+
     /// The mount served at `path` (a trailing `/` does not matter).
     pub fn mount_at(&self, path: &str) -> Option<&MountState> {
         let i = self

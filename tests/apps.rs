@@ -967,3 +967,92 @@ async fn serve_names_a_collision_at_start() {
         "{line}"
     );
 }
+
+/// A member that never answers (an HTTP upstream that takes requests and
+/// says nothing) beside the fixture: the app's `initialize` waits for it
+/// `limits.app_member_timeout_secs`, not `request_timeout_secs`, and leaves it
+/// out of the session; a name under its prefix answers -32000 naming it; an
+/// app of that member alone says no member could be initialized. Before, an
+/// app `initialize` waited the whole request timeout (300 s by default).
+#[tokio::test]
+async fn a_silent_member_is_left_out_after_its_own_bound() {
+    use support::upstreams::{BoxResponse, HttpFlavor, spawn_server, start_http};
+    let fixture = start_http(HttpFlavor::StatefulSse).await.unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let silent = spawn_server(
+        stop.clone(),
+        "/mcp",
+        |_req: hyper::Request<hyper::body::Incoming>| std::future::pending::<BoxResponse>(),
+    )
+    .await
+    .unwrap();
+    let mut config = Config {
+        upstreams: vec![http("fixture", &fixture.url), http("silent", &silent.url)],
+        apps: vec![
+            app(
+                "suite",
+                vec![named("fixture"), prefixed("silent", "quiet_")],
+            ),
+            app("alone", vec![prefixed("silent", "quiet_")]),
+        ],
+        ..test_config()
+    };
+    config.limits.app_member_timeout_secs = 1;
+    config.limits.request_timeout_secs = 30;
+    let gw = TestGateway::start_with(config).await;
+
+    let started = std::time::Instant::now();
+    let (mut c, init) = AppClient::initialize(gw.url_for("/suite/mcp")).await;
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(10),
+        "initialize took {took:?}: {init}"
+    );
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    let tools = c.result("tools/list", json!({})).await;
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"echo"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("quiet_")), "{names:?}");
+    let (message, m) = c
+        .error(
+            "tools/call",
+            json!({"name": "quiet_anything", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(m["error"]["code"], -32000, "{m}");
+    assert!(
+        message.contains("member `silent`") && message.contains("not available in this session"),
+        "{m}"
+    );
+    let echo = c
+        .result(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "still here"}}),
+        )
+        .await;
+    assert_eq!(echo["content"][0]["text"], "still here", "{echo}");
+
+    // An app of the silent member alone: refused within the bound, saying why.
+    let started = std::time::Instant::now();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "apps-test", "version": "1"}}});
+    let (status, _, bytes) = post_json(&gw.url_for("/alone/mcp"), &[], body.to_string()).await;
+    assert_eq!(status, 200);
+    let m: Value = serde_json::from_slice(&bytes).unwrap();
+    let message = m["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("no member could be initialized")
+            && message.contains("limits.app_member_timeout_secs"),
+        "{m}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    gw.shutdown().await;
+    fixture.shutdown().await;
+    stop.cancel();
+}

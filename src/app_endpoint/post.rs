@@ -124,12 +124,17 @@ async fn initialize(
         hello: Some(hello),
         failed: vec![false; app.config.members.len()],
     };
+    let bound = gw.app_member_timeout();
     let asks = (0..app.config.members.len()).map(|i| {
         let member = member::of(gw, app, headers, &session, i);
         let body = &body;
         async move {
             match member {
-                Some(mut m) => Some(m.initialize(body).await),
+                Some(mut m) => Some(
+                    tokio::time::timeout(bound, m.initialize(body))
+                        .await
+                        .map_err(|_| silent(bound, "initialize")),
+                ),
                 None => None,
             }
         }
@@ -142,7 +147,8 @@ async fn initialize(
         let m = &app.config.members[i];
         let why = match answer {
             None => "no such mount".to_owned(),
-            Some(Ok(bytes)) => match result_of(&bytes) {
+            Some(Err(why)) => why,
+            Some(Ok(Ok(bytes))) => match result_of(&bytes) {
                 Ok(result) => {
                     results.push((m.upstream.as_str(), result));
                     continue;
@@ -152,11 +158,11 @@ async fn initialize(
             // A member that wants the client to sign in: the client signs
             // in to the app (one token for every member), then initializes
             // again.
-            Some(Err(f)) if oauth::is_refusal(&f) => {
+            Some(Ok(Err(f))) if oauth::is_refusal(&f) => {
                 refused.get_or_insert(f);
                 continue;
             }
-            Some(Err(f)) => f.to_string(),
+            Some(Ok(Err(f))) => f.to_string(),
         };
         tracing::warn!(app = %app.config.name, member = %m.upstream, error = %why,
             "app member not initialized: its tools are unavailable in this session");
@@ -263,7 +269,9 @@ impl<'a> Exchange<'a> {
         };
         let mut items = Vec::new();
         let mut next = None;
+        let (mut asked, mut left_out) = (0, Vec::new());
         while at.member < members.len() {
+            asked += 1;
             let i = at.member;
             match self
                 .member_page(i, kind, method, params, at.upstream.as_deref())
@@ -317,12 +325,24 @@ impl<'a> Exchange<'a> {
                 }
                 Err(Miss::Problem(why)) => {
                     tracing::debug!(app = %self.app.config.name, member = %members[i].upstream, error = %why, "{method}: member left out");
+                    left_out.push(format!("`{}`: {why}", members[i].upstream));
                 }
             }
             at = cursor::Position {
                 member: i + 1,
                 upstream: None,
             };
+        }
+        // Nothing but failures is no listing: an empty page would say the
+        // members have nothing.
+        if items.is_empty() && next.is_none() && !left_out.is_empty() && left_out.len() == asked {
+            return self.error(
+                code::SERVER_ERROR,
+                &format!(
+                    "app `{app}`: no member could give its {method} page ({})",
+                    left_out.join("; ")
+                ),
+            );
         }
         let mut result = json!({ kind.key(): items });
         if let Some(n) = next {
@@ -355,10 +375,16 @@ impl<'a> Exchange<'a> {
             }
         }
         let body = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": p});
-        let answer = match member.request(&Bytes::from(body.to_string())).await {
-            Ok(reply) => reply.response().await,
-            Err(f) => Err(f),
+        let bound = self.gw.app_member_timeout();
+        let asked = async {
+            match member.request(&Bytes::from(body.to_string())).await {
+                Ok(reply) => reply.response().await,
+                Err(f) => Err(f),
+            }
         };
+        let answer = tokio::time::timeout(bound, asked)
+            .await
+            .map_err(|_| Miss::Problem(silent(bound, method)))?;
         let answer = match answer {
             Ok(a) => a,
             Err(f) if oauth::is_refusal(&f) => return Err(Miss::Refused(f)),
@@ -417,6 +443,23 @@ impl<'a> Exchange<'a> {
                     self.app.member_name(c.second),
                 );
                 Err(self.error(code::SERVER_ERROR, &message))
+            }
+            // A name under the prefix of a member this session left out:
+            // that member is named, not an unknown tool.
+            Owner::Unknown
+                if let Some(i) = self.app.config.members.iter().position(|m| {
+                    !m.prefix.is_empty() && name.starts_with(m.prefix.as_str())
+                }) && self.session.failed.get(i).copied().unwrap_or(false) =>
+            {
+                Err(self.error(
+                    code::SERVER_ERROR,
+                    &format!(
+                        "app `{}`: {} `{name}` belongs to member `{}`, which is not available in this session (it could not be initialized when the session began; initialize again to retry)",
+                        self.app.config.name,
+                        kind.noun(),
+                        self.app.member_name(i)
+                    ),
+                ))
             }
             Owner::Unknown => Err(self.error(
                 code::INVALID_PARAMS,
@@ -644,6 +687,14 @@ impl<'a> Exchange<'a> {
 enum Miss {
     Problem(String),
     Refused(Failure),
+}
+
+/// Why a member silent for `bound` on `what` was left out.
+fn silent(bound: std::time::Duration, what: &str) -> String {
+    format!(
+        "it did not answer {what} within {} s (limits.app_member_timeout_secs)",
+        bound.as_secs()
+    )
 }
 
 /// A JSON-RPC result for `id`.
