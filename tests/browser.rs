@@ -1282,6 +1282,33 @@ fn builtin_widgets_render_hostile_and_huge_content_and_run_none_of_it() {
         at("gamma") < at("beta") && at("beta") < at("alpha"),
         "sorted by n, descending: {view_text:?}"
     );
+    // 40,000 rows: the first 500 drawn, the count said, the rest on request.
+    let many: Vec<serde_json::Value> = (0..40_000)
+        .map(|i| serde_json::json!({ "name": format!("row {i}"), "site": "https://example.com/r", "n": i }))
+        .collect();
+    let args = args_file("table-many", &serde_json::Value::Array(many).to_string());
+    let (summary, _, took) = run_driver(
+        &mut gateway,
+        &mount("table"),
+        "browser-builtin-table-many",
+        &[
+            "--tool",
+            "echo",
+            "--args",
+            &args,
+            "--expect",
+            "Showing 500 of 40",
+            "--count",
+            "#root tbody tr",
+        ],
+    );
+    let view_text = texts(&summary["view_text"]);
+    assert_eq!(summary["count"], 500, "{view_text:.300}");
+    assert!(view_text.contains("40000 rows"), "{view_text:.300}");
+    eprintln!(
+        "browser builtin:table, 40,000 rows: driver {:.1} s",
+        took.as_secs_f64()
+    );
     // Each kind's empty state.
     for (kind, data) in [
         ("table", "[]"),

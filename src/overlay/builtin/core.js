@@ -154,9 +154,17 @@
     if (flash) root.appendChild(note(flash.text, flash.error ? 'error' : 'done'));
     if (r.isError) root.appendChild(note(firstText(r) || 'The tool reported an error.', 'error'));
     else {
-      var v = pick(r);
-      if (v === undefined) root.appendChild(note('The result holds no data to show here.'));
-      else kitRender(v, K, root);
+      try {
+        var v = pick(r);
+        if (v === undefined) root.appendChild(note('The result holds no data to show here.'));
+        else kitRender(v, K, root);
+      } catch (e) {
+        // Nested too deep to walk, or another shape no kind can draw: say
+        // so rather than keep waiting.
+        root.textContent = '';
+        if (O.heading) root.appendChild(h('h2', { text: O.heading }));
+        root.appendChild(note('This result cannot be shown here (' + String(e && e.message || e) + ').', 'error'));
+      }
     }
     size();
   }

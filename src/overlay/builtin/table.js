@@ -34,6 +34,10 @@ function kitRender(rows, K, root) {
     if (typeof a === 'boolean' && typeof b === 'boolean') return a === b ? 0 : a ? -1 : 1;
     return String(a).localeCompare(String(b), undefined, { numeric: true, sensitivity: 'base' });
   }
+  // Rows are drawn a batch at a time: 40,000 at once keep the frame busy
+  // for seconds; the rest come on request, in the order in force.
+  var BATCH = 500, limit = BATCH;
+  var more = K.h('p', { className: 'note more' });
   function fill() {
     var order = rows.slice();
     if (kitSort.key) {
@@ -52,6 +56,15 @@ function kitRender(rows, K, root) {
       hd.button.setAttribute('aria-label', 'Sort by ' + K.title(hd.col) + (on && !kitSort.desc ? ', descending' : ''));
     });
     body.textContent = '';
+    more.textContent = '';
+    if (order.length > limit) {
+      var rest = Math.min(BATCH, order.length - limit);
+      var next = K.h('button', { type: 'button' }, ['Show ' + K.show(rest, { format: 'number' }) + ' more']);
+      next.addEventListener('click', function () { limit += BATCH; fill(); });
+      more.appendChild(document.createTextNode('Showing ' + K.show(limit, { format: 'number' }) + ' of ' + K.show(order.length, { format: 'number' }) + ' rows. '));
+      more.appendChild(next);
+      order = order.slice(0, limit);
+    }
     order.forEach(function (row) {
       var cells = cols.map(function (c) {
         var v = K.show(K.get(row, c.key), c);
@@ -64,4 +77,5 @@ function kitRender(rows, K, root) {
   }
   fill();
   root.appendChild(K.h('div', { className: 'scroll' }, [table]));
+  root.appendChild(more);
 }
