@@ -556,3 +556,210 @@ async fn a_session_of_one_http_mount_is_unknown_at_another() {
     up.shutdown().await;
     recorder.shutdown().await;
 }
+
+/// What the byte-exact upstream answers for `method` and the request's raw
+/// `id`: keys out of order, spacing, escapes, a number past `u64` and
+/// `f64` precision, the method named back.
+fn odd_answer(method: &str, id: &str) -> String {
+    format!(
+        "{{\"result\" : {{\"zeta\":1,\"alpha\":[1, 2.50, \"\\u00e9\\ud83d\\ude00\"],\"big\":123456789012345678901234567890,\"nested\":{{ \"b\":null,\"a\":true }},\"content\":[{{\"type\":\"text\",\"text\":\"{method}\"}}]}},\"id\":{id} , \"jsonrpc\":\"2.0\"}}"
+    )
+}
+
+/// The answer's whole body for `id`: JSON as [`odd_answer`], or (ids that
+/// end in `sse"`) an SSE stream: a comment, an event with an id, an event
+/// name and the message's `data` split over two lines.
+fn odd_body(method: &str, id: &str) -> (&'static str, String) {
+    let answer = odd_answer(method, id);
+    if id.ends_with("sse\"") {
+        let (head, tail) = answer.split_at(answer.find("\"alpha\"").unwrap());
+        (
+            "text/event-stream",
+            format!(": keep\n\nid: up-ev-7\nevent: message\ndata: {head}\ndata: {tail}\n\n"),
+        )
+    } else {
+        ("application/json", answer)
+    }
+}
+
+/// Every answer form of an HTTP upstream, byte for byte: whatever the
+/// gateway does not rewrite reaches the client as the upstream wrote it
+/// (JSON with its spacing, key order, escapes and long numbers; SSE with its
+/// event ids and names, its comments and its data lines), for every method
+/// it does not own, on a mount without overlays.
+#[tokio::test]
+async fn http_answers_pass_byte_for_byte() {
+    use http_body_util::{BodyExt, Full};
+    use support::upstreams::{BoxResponse, spawn_server};
+
+    let stop = CancellationToken::new();
+    let up = spawn_server(
+        stop.clone(),
+        "/mcp",
+        |req: hyper::Request<hyper::body::Incoming>| async move {
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let method = v["method"].as_str().unwrap_or_default().to_owned();
+            let mut r: BoxResponse;
+            if v.get("id").is_none() {
+                r = hyper::Response::new(Full::new(bytes::Bytes::new()).boxed());
+                *r.status_mut() = StatusCode::ACCEPTED;
+                return r;
+            }
+            // The id as the request wrote it.
+            let raw: std::collections::HashMap<String, Box<serde_json::value::RawValue>> =
+                serde_json::from_slice(&body).unwrap();
+            let id = raw["id"].get().to_owned();
+            let (content_type, text) = if method == "initialize" {
+                (
+                    "application/json",
+                    format!(
+                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{{\"tools\":{{}},\"x-odd\":{{\"k\":[3,2,1]}}}},\"serverInfo\":{{\"name\":\"odd\",\"version\":\"1\"}}}}}}"
+                    ),
+                )
+            } else {
+                odd_body(&method, &id)
+            };
+            r = hyper::Response::new(Full::new(bytes::Bytes::from(text)).boxed());
+            r.headers_mut()
+                .insert("content-type", content_type.parse().unwrap());
+            r.headers_mut()
+                .insert("mcp-session-id", "up-1".parse().unwrap());
+            r
+        },
+    )
+    .await
+    .unwrap();
+    // Per client session (the default for a streamable HTTP upstream), and
+    // with the clients sharing the gateway's sessions: there an SSE answer
+    // is read whole and sent as JSON, the message itself unchanged (its
+    // `data` lines joined), its event id and name not kept.
+    for shared in [false, true] {
+        let mut odd = gw::http("odd", &up.url);
+        if shared {
+            odd.sessions = Some(mcp_ui_gateway::config::SessionMode::Shared);
+        }
+        let g = TestGateway::start(vec![odd]).await;
+        let (status, headers, body) = post_json(&g.url(), &[], INIT).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            String::from_utf8_lossy(&body).contains("\"x-odd\":{\"k\":[3,2,1]}"),
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
+        let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+        let session = [
+            ("mcp-session-id", sid.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+        ];
+        let (status, _, _) = post_json(
+            &g.url(),
+            &session,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        )
+        .await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        let mut n = 0;
+        for method in [
+            "ping",
+            "tools/call",
+            "resources/read",
+            "prompts/get",
+            "completion/complete",
+            "logging/setLevel",
+            "resources/templates/list",
+            "x-vendor/odd",
+        ] {
+            for form in ["json", "sse"] {
+                n += 1;
+                let id = format!("\"r{n}-{form}\"");
+                let params = match method {
+                    "tools/call" => r#"{"name":"echo","arguments":{"text":"é"}}"#,
+                    "resources/read" => r#"{"uri":"file:///odd.txt"}"#,
+                    "prompts/get" => r#"{"name":"odd"}"#,
+                    _ => "{}",
+                };
+                let request = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
+                );
+                let (status, h, body) = post_json(&g.url(), &session, request).await;
+                assert_eq!(status, StatusCode::OK, "{method} {form}");
+                let (mut content_type, mut want) = odd_body(method, &id);
+                if shared && form == "sse" {
+                    content_type = "application/json";
+                    want = odd_answer(method, &id).replacen("\"alpha\"", "\n\"alpha\"", 1);
+                }
+                assert_eq!(
+                    h["content-type"].to_str().unwrap(),
+                    content_type,
+                    "{method} {form}"
+                );
+                assert_eq!(
+                    String::from_utf8_lossy(&body),
+                    want,
+                    "{method} {form} (shared: {shared}): the upstream's bytes"
+                );
+            }
+        }
+        g.shutdown().await;
+    }
+    stop.cancel();
+}
+
+/// The same odd answers from a stdio upstream (one JSON-RPC message a line,
+/// as a server writes it): each reaches the client as the line was written,
+/// its id put back where it was.
+#[tokio::test]
+async fn stdio_answers_pass_byte_for_byte() {
+    let script = r#"
+import json, os, sys
+template = os.environ["ODD_TEMPLATE"]
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m or "method" not in m:
+        continue
+    if m["method"] == "initialize":
+        out = json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {
+            "protocolVersion": m["params"]["protocolVersion"],
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "odd", "version": "1"}}})
+    else:
+        out = template.replace("{M}", m["method"]).replace("{I}", json.dumps(m["id"]))
+    sys.stdout.write(out + "\n")
+    sys.stdout.flush()
+"#;
+    let mut odd = gw::stdio("odd", "python3", &["-c", script]);
+    odd.env
+        .insert("ODD_TEMPLATE".into(), odd_answer("{M}", "{I}"));
+    let g = TestGateway::start(vec![odd]).await;
+    let (status, headers, _) = post_json(&g.url(), &[], INIT).await;
+    assert_eq!(status, StatusCode::OK);
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let session = [
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    for (n, method) in [
+        "ping",
+        "tools/call",
+        "resources/read",
+        "prompts/get",
+        "x-vendor/odd",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for id in [format!("\"s{n}\""), format!("{}", 7_000 + n)] {
+            let request =
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{}}}}"#);
+            let (status, h, body) = post_json(&g.url(), &session, request).await;
+            assert_eq!(status, StatusCode::OK, "{method}");
+            assert_eq!(h["content-type"].to_str().unwrap(), "application/json");
+            assert_eq!(
+                String::from_utf8_lossy(&body),
+                odd_answer(method, &id),
+                "{method} id {id}: the line as the upstream wrote it"
+            );
+        }
+    }
+    g.shutdown().await;
+}
