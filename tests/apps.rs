@@ -1056,3 +1056,106 @@ async fn a_silent_member_is_left_out_after_its_own_bound() {
     fixture.shutdown().await;
     stop.cancel();
 }
+
+/// A member whose `tools/list` is 12 MB: through the app the page counts
+/// against `limits.max_buffered_bytes` as answers read whole do on a mount
+/// (503 with `Retry-After` when over), while the member's own path, which
+/// rewrites nothing, streams it; with room, the app lists every tool, each
+/// item kept as the member wrote it but for its prefixed name.
+#[tokio::test]
+async fn a_large_member_listing_counts_against_the_memory_budget() {
+    use support::upstreams::{BoxResponse, spawn_server};
+    const TOOLS: usize = 20_000;
+    let list = {
+        let tools: Vec<String> = (0..TOOLS)
+            .map(|i| {
+                format!(
+                    r#"{{"name":"t{i}","description":"{}","inputSchema":{{"type":"object"}}}}"#,
+                    "d".repeat(560)
+                )
+            })
+            .collect();
+        format!(r#"{{"tools":[{}]}}"#, tools.join(","))
+    };
+    assert!(list.len() > 12_000_000);
+    let list = std::sync::Arc::new(list);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let up = spawn_server(stop.clone(), "/mcp", move |req: hyper::Request<hyper::body::Incoming>| {
+        let list = list.clone();
+        async move {
+            use http_body_util::{BodyExt, Full};
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let id = v["id"].to_string();
+            let text = match v["method"].as_str() {
+                Some("initialize") => format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-06-18","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"big","version":"1"}}}}}}"#
+                ),
+                Some("tools/list") => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{list}}}"#),
+                Some(_) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#),
+                None => String::new(),
+            };
+            let mut r: BoxResponse = hyper::Response::new(Full::new(bytes::Bytes::from(text)).boxed());
+            if v.get("id").is_none() {
+                *r.status_mut() = http::StatusCode::ACCEPTED;
+            } else {
+                r.headers_mut()
+                    .insert("content-type", "application/json".parse().unwrap());
+            }
+            r
+        }
+    })
+    .await
+    .unwrap();
+    for budget in [8 << 20, 256 << 20] {
+        let mut config = Config {
+            upstreams: vec![http("big", &up.url)],
+            apps: vec![app("suite", vec![prefixed("big", "b_")])],
+            ..test_config()
+        };
+        config.limits.max_buffered_bytes = budget;
+        let gw = TestGateway::start_with(config).await;
+        // The member's own path streams it, whatever the budget.
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+        let (status, _, bytes) = post_json(
+            &gw.url(),
+            &[("mcp-protocol-version", "2025-06-18")],
+            body.to_string(),
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert!(bytes.len() > 12_000_000);
+        let (status, headers, bytes) = post_json(
+            &gw.url_for("/suite/mcp"),
+            &[("mcp-protocol-version", "2025-06-18")],
+            body.to_string(),
+        )
+        .await;
+        if budget == 8 << 20 {
+            assert_eq!(
+                status,
+                503,
+                "{}",
+                String::from_utf8_lossy(&bytes[..bytes.len().min(400)])
+            );
+            assert_eq!(headers["retry-after"], "1");
+            let m: Value = serde_json::from_slice(&bytes).unwrap();
+            assert!(
+                m["error"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("limits.max_buffered_bytes"),
+                "{m}"
+            );
+        } else {
+            assert_eq!(status, 200);
+            let m: Value = serde_json::from_slice(&bytes).unwrap();
+            let tools = m["result"]["tools"].as_array().unwrap();
+            assert_eq!(tools.len(), TOOLS);
+            assert_eq!(tools[7]["name"], "b_t7");
+            assert_eq!(tools[7]["inputSchema"], json!({"type": "object"}));
+        }
+        gw.shutdown().await;
+    }
+    stop.cancel();
+}

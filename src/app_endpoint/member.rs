@@ -85,3 +85,23 @@ pub fn result_of(answer: &[u8]) -> Result<Value, String> {
         None => "no JSON-RPC response".to_owned(),
     })
 }
+
+/// A member's answer's `result`, kept as text (a listing page is read item
+/// by item, never as a whole tree), or why there is none.
+pub fn raw_result_of(answer: &[u8]) -> Result<&serde_json::value::RawValue, String> {
+    #[derive(serde::Deserialize)]
+    struct Answer<'a> {
+        #[serde(borrow, default)]
+        result: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow, default)]
+        error: Option<&'a serde_json::value::RawValue>,
+    }
+    let a: Answer<'_> = serde_json::from_slice(answer).map_err(|e| format!("not JSON: {e}"))?;
+    match (a.result, a.error) {
+        (Some(r), _) => Ok(r),
+        (None, Some(e)) => Err(result_of(format!(r#"{{"error":{}}}"#, e.get()).as_bytes())
+            .err()
+            .unwrap_or_default()),
+        (None, None) => Err("no JSON-RPC response".to_owned()),
+    }
+}

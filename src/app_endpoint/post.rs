@@ -8,7 +8,7 @@ use http::header::HeaderMap;
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::member::{self, result_of, session_of};
+use super::member::{self, raw_result_of, result_of, session_of};
 use super::{oauth, stream};
 use crate::combine::names::collision_message;
 use crate::combine::{AppState, Kind, Owner, cursor, ids, init, list};
@@ -21,6 +21,7 @@ use crate::relay::member::Member;
 use crate::reply::{self, Body};
 use crate::session::Hello;
 use crate::session::app::AppSession;
+use crate::upstream::budget::Permit;
 
 /// Most pages of one member read to learn its names.
 const MAX_LEARN_PAGES: usize = 100;
@@ -268,6 +269,9 @@ impl<'a> Exchange<'a> {
             Err(e) => return self.error(code::INVALID_PARAMS, &e),
         };
         let mut items = Vec::new();
+        // The members' pages' bytes, held against the memory budget until
+        // the answer is written.
+        let mut held = Vec::new();
         let mut next = None;
         let (mut asked, mut left_out) = (0, Vec::new());
         while at.member < members.len() {
@@ -277,14 +281,13 @@ impl<'a> Exchange<'a> {
                 .member_page(i, kind, method, params, at.upstream.as_deref())
                 .await
             {
-                Ok(page) => {
-                    let uris = if kind == Kind::Tools {
-                        list::widget_uris(&page.items)
-                    } else {
-                        Vec::new()
-                    };
+                Ok((page, permit)) => {
+                    held.push(permit);
                     let first = at.upstream.is_none();
-                    if let Err(c) = self.app.record(kind, i, first, &page.names, &uris) {
+                    if let Err(c) = self
+                        .app
+                        .record(kind, i, first, &page.names, &page.widget_uris)
+                    {
                         let message = collision_message(
                             &self.app.config.name,
                             kind.noun(),
@@ -312,6 +315,7 @@ impl<'a> Exchange<'a> {
                     let prm = oauth::prm_url(self.gw, self.app, self.headers);
                     return oauth::refusal(prm.as_deref(), f, raw(&self.id).as_deref());
                 }
+                Err(Miss::Full(f)) => return f.respond(raw(&self.id).as_deref()),
                 // The page a client's cursor names could not be read: an
                 // error, never an empty page that would end its listing.
                 Err(Miss::Problem(why)) if at.upstream.is_some() => {
@@ -344,11 +348,11 @@ impl<'a> Exchange<'a> {
                 ),
             );
         }
-        let mut result = json!({ kind.key(): items });
-        if let Some(n) = next {
-            result["nextCursor"] = Value::String(n);
-        }
-        answer(&self.id, &result)
+        let body = list::response_text(&self.id.to_string(), kind, &items, next.as_deref());
+        drop(items);
+        let r = reply::json(StatusCode::OK, Bytes::from(body));
+        drop(held);
+        r
     }
 
     /// One member's page of a listing, prefixed.
@@ -359,7 +363,7 @@ impl<'a> Exchange<'a> {
         method: &str,
         params: &Value,
         at: Option<&str>,
-    ) -> Result<list::Page, Miss> {
+    ) -> Result<(list::Page, Permit), Miss> {
         let m = &self.app.config.members[i];
         let mut member = self.member(i).map_err(Miss::Problem)?;
         let mut p = match params {
@@ -390,8 +394,23 @@ impl<'a> Exchange<'a> {
             Err(f) if oauth::is_refusal(&f) => return Err(Miss::Refused(f)),
             Err(f) => return Err(Miss::Problem(f.to_string())),
         };
-        let result = result_of(&answer).map_err(Miss::Problem)?;
-        list::page(&result, kind, &m.prefix).ok_or_else(|| Miss::Problem("not a listing".into()))
+        // The answer and the page made of it count against the memory
+        // budget of answers read whole, as on the member's own path.
+        let permit = self
+            .gw
+            .buffers
+            .try_take(answer.len().saturating_mul(2))
+            .ok_or_else(|| {
+                Miss::Full(Failure::BufferFull {
+                    upstream: m.upstream.clone(),
+                    at_least: answer.len(),
+                    limit: self.gw.buffers.max(),
+                })
+            })?;
+        let result = raw_result_of(&answer).map_err(Miss::Problem)?;
+        let page = list::page(result, kind, &m.prefix)
+            .ok_or_else(|| Miss::Problem("not a listing".into()))?;
+        Ok((page, permit))
     }
 
     /// The member owning `name`, listing the members' names first when it is
@@ -484,15 +503,17 @@ impl<'a> Exchange<'a> {
                     .member_page(i, kind, method, &json!({}), at.as_deref())
                     .await
                 {
-                    Ok(page) => page,
+                    Ok((page, _permit)) => page,
                     Err(Miss::Refused(f)) => {
                         refused.get_or_insert(f);
                         break;
                     }
-                    Err(Miss::Problem(_)) => break,
+                    Err(Miss::Problem(_) | Miss::Full(_)) => break,
                 };
-                let uris = list::widget_uris(&page.items);
-                if let Err(c) = self.app.record(kind, i, at.is_none(), &page.names, &uris) {
+                if let Err(c) =
+                    self.app
+                        .record(kind, i, at.is_none(), &page.names, &page.widget_uris)
+                {
                     tracing::error!(
                         "{}",
                         collision_message(
@@ -687,6 +708,8 @@ impl<'a> Exchange<'a> {
 enum Miss {
     Problem(String),
     Refused(Failure),
+    /// The page does not fit in the memory budget: 503, as on a mount.
+    Full(Failure),
 }
 
 /// Why a member silent for `bound` on `what` was left out.

@@ -49,7 +49,11 @@ pub async fn collisions(
                     continue;
                 }
             };
-            let page = serde_json::json!({ "tools": listing.tools });
+            let Ok(page) =
+                serde_json::value::to_raw_value(&serde_json::json!({ "tools": listing.tools }))
+            else {
+                continue;
+            };
             let Some(page) = list::page(&page, list::Kind::Tools, &member.prefix) else {
                 continue;
             };
