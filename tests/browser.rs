@@ -139,11 +139,22 @@ fn start_gateway_with(overlays: &Path) -> (Proc, String) {
 
 /// [`start_gateway_with`], listening on `listen`, with configuration from `env`.
 fn start_gateway_env(overlays: &Path, listen: &str, env: &[(&str, &str)]) -> (Proc, String) {
+    start_gateway_config(&root().join("config/gateway.toml"), overlays, listen, env)
+}
+
+/// The gateway serving `config` with `overlays` on `listen`, with `env` and
+/// none of the test's own `MCP_UI_GATEWAY_*` variables; its first endpoint.
+fn start_gateway_config(
+    config: &Path,
+    overlays: &Path,
+    listen: &str,
+    env: &[(&str, &str)],
+) -> (Proc, String) {
     let root = root();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
     cmd.arg("serve")
         .arg("--config")
-        .arg(root.join("config/gateway.toml"))
+        .arg(config)
         .args(["--listen", listen, "--overlays"])
         .arg(overlays)
         .current_dir(&root);
@@ -952,22 +963,8 @@ fn a_widget_in_an_app_calls_its_own_servers_tool_by_its_own_name() {
     );
     let file = dir.path().join("gw.toml");
     std::fs::write(&file, config).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
-    cmd.arg("serve")
-        .arg("--config")
-        .arg(&file)
-        .args(["--listen", "127.0.0.1:0", "--overlays"])
-        .arg(root.join("overlays"))
-        .current_dir(&root);
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("MCP_UI_GATEWAY_") {
-            cmd.env_remove(key);
-        }
-    }
-    let mut gateway = Proc::spawn("gateway", &mut cmd);
-    let url = gateway.wait_for("`MCP endpoint: ` line on stdout", READY_LIMIT, |s, line| {
-        endpoint_url(line).filter(|_| s == Stream::Stdout)
-    });
+    let (mut gateway, url) =
+        start_gateway_config(&file, &root.join("overlays"), "127.0.0.1:0", &[]);
     let base = url.split("/demo/mcp").next().unwrap_or_default().to_owned();
     let app_url = format!("{base}/suite/mcp");
     let (summary, _, _) = run_driver(
@@ -1015,7 +1012,6 @@ fn builtin_widgets_render_hostile_and_huge_content_and_run_none_of_it() {
         return;
     }
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    let root = root();
     let dir = tempfile::tempdir().unwrap();
     let overlays = dir.path().join("overlays");
     std::fs::create_dir(&overlays).unwrap();
@@ -1065,22 +1061,7 @@ fn builtin_widgets_render_hostile_and_huge_content_and_run_none_of_it() {
     }
     let file = dir.path().join("gw.toml");
     std::fs::write(&file, config).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
-    cmd.arg("serve")
-        .arg("--config")
-        .arg(&file)
-        .args(["--listen", "127.0.0.1:0", "--overlays"])
-        .arg(&overlays)
-        .current_dir(&root);
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("MCP_UI_GATEWAY_") {
-            cmd.env_remove(key);
-        }
-    }
-    let mut gateway = Proc::spawn("gateway", &mut cmd);
-    let url = gateway.wait_for("`MCP endpoint: ` line on stdout", READY_LIMIT, |s, line| {
-        endpoint_url(line).filter(|_| s == Stream::Stdout)
-    });
+    let (mut gateway, url) = start_gateway_config(&file, &overlays, "127.0.0.1:0", &[]);
     let base = url.split("/md/mcp").next().unwrap_or_default().to_owned();
     assert!(!base.is_empty() && !base.contains("/mcp"), "{url}");
     let (md, chart) = (format!("{base}/md/mcp"), format!("{base}/chart/mcp"));

@@ -190,11 +190,20 @@ async fn widget_html_is_served_only_as_an_mcp_resource() {
         }
     }
     // Through MCP it is there: resources/read of the listed URI.
-    let url = g.url();
-    let (_, headers, _) = post_json(&url, &[], INIT).await;
+    assert!(
+        read_widget(&g.url(), "ui://task-board/")
+            .await
+            .contains("Task board")
+    );
+}
+
+/// The first `text` of the resource `resources/list` lists under `prefix`,
+/// read through a new session at `url`.
+async fn read_widget(url: &str, prefix: &str) -> String {
+    let (_, headers, _) = post_json(url, &[], INIT).await;
     let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
     let (_, _, body) = post_json(
-        &url,
+        url,
         &[("mcp-session-id", &sid)],
         r#"{"jsonrpc":"2.0","id":2,"method":"resources/list"}"#,
     )
@@ -204,18 +213,18 @@ async fn widget_html_is_served_only_as_an_mcp_resource() {
         .as_array()
         .unwrap()
         .iter()
-        .find_map(|r| {
-            r["uri"]
-                .as_str()
-                .filter(|u| u.starts_with("ui://task-board/"))
-        })
+        .find_map(|r| r["uri"].as_str().filter(|u| u.starts_with(prefix)))
         .expect("the widget is listed")
         .to_owned();
     let read = format!(
         r#"{{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{{"uri":"{uri}"}}}}"#
     );
-    let (_, _, body) = post_json(&url, &[("mcp-session-id", &sid)], read).await;
-    assert!(String::from_utf8_lossy(&body).contains("Task board"));
+    let (_, _, body) = post_json(url, &[("mcp-session-id", &sid)], read).await;
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    v["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {v}"))
+        .to_owned()
 }
 
 /// A widget's served files (`/assets/…`): an HTML page of the folder, which
@@ -255,32 +264,7 @@ async fn widget_files_are_sandboxed_found_by_their_encoded_names_and_ranged() {
     config.public_url = Some("https://gw.example.com".into());
     config.upstreams = vec![gw::demo_stdio("demo")];
     let g = TestGateway::start_with(config).await;
-    let url = g.url();
-    let (_, headers, _) = post_json(&url, &[], INIT).await;
-    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
-    let (_, _, body) = post_json(
-        &url,
-        &[("mcp-session-id", &sid)],
-        r#"{"jsonrpc":"2.0","id":2,"method":"resources/list"}"#,
-    )
-    .await;
-    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    let uri = v["result"]["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find_map(|r| r["uri"].as_str().filter(|u| u.starts_with("ui://app/")))
-        .expect("the widget is listed")
-        .to_owned();
-    let read = format!(
-        r#"{{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{{"uri":"{uri}"}}}}"#
-    );
-    let (_, _, body) = post_json(&url, &[("mcp-session-id", &sid)], read).await;
-    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    let html = v["result"]["contents"][0]["text"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let html = read_widget(&g.url(), "ui://app/").await;
     // The served files' paths, as the document names them.
     let path_of = |file: &str| {
         let end = html

@@ -557,6 +557,25 @@ async fn a_session_of_one_http_mount_is_unknown_at_another() {
     recorder.shutdown().await;
 }
 
+/// A session opened at `url` (`initialize`, then `notifications/initialized`):
+/// its id, and the body of the answer to `initialize`.
+async fn opened(url: &str) -> (String, bytes::Bytes) {
+    let (status, headers, body) = post_json(url, &[], INIT).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let (status, _, _) = post_json(
+        url,
+        &[
+            ("mcp-session-id", sid.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    (sid, body)
+}
+
 /// What the byte-exact upstream answers for `method` and the request's raw
 /// `id`: keys out of order, spacing, escapes, a number past `u64` and
 /// `f64` precision, the method named back.
@@ -640,25 +659,16 @@ async fn http_answers_pass_byte_for_byte() {
             odd.sessions = Some(mcp_ui_gateway::config::SessionMode::Shared);
         }
         let g = TestGateway::start(vec![odd]).await;
-        let (status, headers, body) = post_json(&g.url(), &[], INIT).await;
-        assert_eq!(status, StatusCode::OK);
+        let (sid, body) = opened(&g.url()).await;
         assert!(
             String::from_utf8_lossy(&body).contains("\"x-odd\":{\"k\":[3,2,1]}"),
             "{}",
             String::from_utf8_lossy(&body)
         );
-        let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
         let session = [
             ("mcp-session-id", sid.as_str()),
             ("mcp-protocol-version", "2025-11-25"),
         ];
-        let (status, _, _) = post_json(
-            &g.url(),
-            &session,
-            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        )
-        .await;
-        assert_eq!(status, StatusCode::ACCEPTED);
         let mut n = 0;
         for method in [
             "ping",
@@ -731,9 +741,7 @@ for line in sys.stdin:
     odd.env
         .insert("ODD_TEMPLATE".into(), odd_answer("{M}", "{I}"));
     let g = TestGateway::start(vec![odd]).await;
-    let (status, headers, _) = post_json(&g.url(), &[], INIT).await;
-    assert_eq!(status, StatusCode::OK);
-    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let (sid, _) = opened(&g.url()).await;
     let session = [
         ("mcp-session-id", sid.as_str()),
         ("mcp-protocol-version", "2025-11-25"),

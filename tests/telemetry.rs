@@ -66,6 +66,15 @@ fn start_receiver(dir: &std::path::Path) -> Receiver {
 }
 
 impl Receiver {
+    /// Tracing to this receiver, batches sent after 50 ms.
+    fn telemetry(&self) -> Telemetry {
+        Telemetry {
+            endpoint: Some(format!("http://127.0.0.1:{}", self.port)),
+            schedule_delay_ms: Some(50),
+            ..Telemetry::default()
+        }
+    }
+
     fn read(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.spans)
             .unwrap_or_default()
@@ -162,10 +171,8 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
         upstreams: web_and_pipe(&upstream.url),
         overlays,
         telemetry: Telemetry {
-            endpoint: Some(format!("http://127.0.0.1:{}", receiver.port)),
             service_name: Some("gateway-under-test".into()),
-            schedule_delay_ms: Some(50),
-            ..Telemetry::default()
+            ..receiver.telemetry()
         },
         ..test_config()
     })
@@ -340,11 +347,7 @@ async fn client_chosen_names_and_ids_are_exported_cut_to_the_limits() {
     let upstream = recording_upstream(Arc::default()).await;
     let gw = TestGateway::start_with(Config {
         upstreams: vec![http("web", &upstream.url)],
-        telemetry: Telemetry {
-            endpoint: Some(format!("http://127.0.0.1:{}", receiver.port)),
-            schedule_delay_ms: Some(50),
-            ..Telemetry::default()
-        },
+        telemetry: receiver.telemetry(),
         ..test_config()
     })
     .await;
@@ -612,11 +615,7 @@ async fn a_sampling_request_to_the_client_is_traced_until_its_answer() {
     fixture.path = Some("/f".into());
     let gw = TestGateway::start_with(Config {
         upstreams: vec![fixture],
-        telemetry: Telemetry {
-            endpoint: Some(format!("http://127.0.0.1:{}", receiver.port)),
-            schedule_delay_ms: Some(50),
-            ..Telemetry::default()
-        },
+        telemetry: receiver.telemetry(),
         ..test_config()
     })
     .await;

@@ -78,12 +78,16 @@ pub fn result_of(answer: &[u8]) -> Result<Value, String> {
         return Ok(r.clone());
     }
     Err(match v.get("error") {
-        Some(e) => e
-            .get("message")
-            .and_then(Value::as_str)
-            .map_or_else(|| e.to_string(), str::to_owned),
+        Some(e) => error_text(e),
         None => "no JSON-RPC response".to_owned(),
     })
+}
+
+/// A JSON-RPC error as a reason: its message, or the whole error.
+fn error_text(e: &Value) -> String {
+    e.get("message")
+        .and_then(Value::as_str)
+        .map_or_else(|| e.to_string(), str::to_owned)
 }
 
 /// A member's answer's `result`, kept as text (a listing page is read item
@@ -93,15 +97,13 @@ pub fn raw_result_of(answer: &[u8]) -> Result<&serde_json::value::RawValue, Stri
     struct Answer<'a> {
         #[serde(borrow, default)]
         result: Option<&'a serde_json::value::RawValue>,
-        #[serde(borrow, default)]
-        error: Option<&'a serde_json::value::RawValue>,
+        #[serde(default)]
+        error: Option<Value>,
     }
     let a: Answer<'_> = serde_json::from_slice(answer).map_err(|e| format!("not JSON: {e}"))?;
     match (a.result, a.error) {
         (Some(r), _) => Ok(r),
-        (None, Some(e)) => Err(result_of(format!(r#"{{"error":{}}}"#, e.get()).as_bytes())
-            .err()
-            .unwrap_or_default()),
+        (None, Some(e)) => Err(error_text(&e)),
         (None, None) => Err("no JSON-RPC response".to_owned()),
     }
 }

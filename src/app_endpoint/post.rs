@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::member::{self, raw_result_of, result_of, session_of};
 use super::{oauth, stream};
-use crate::combine::names::collision_message;
+use crate::combine::names::{Collision, collision_message};
 use crate::combine::{AppState, Kind, Owner, cursor, ids, init, list};
 use crate::gateway::Gateway;
 use crate::jsonrpc::{self, Kind as MessageKind, code};
@@ -288,13 +288,7 @@ impl<'a> Exchange<'a> {
                         .app
                         .record(kind, i, first, &page.names, &page.widget_uris)
                     {
-                        let message = collision_message(
-                            &self.app.config.name,
-                            kind.noun(),
-                            &c.name,
-                            self.app.member_name(c.first),
-                            self.app.member_name(c.second),
-                        );
+                        let message = self.collision(kind, &c);
                         tracing::error!("{message}");
                         return self.error(code::SERVER_ERROR, &message);
                     }
@@ -454,13 +448,7 @@ impl<'a> Exchange<'a> {
                 ))
             }
             Owner::Collided(c) => {
-                let message = collision_message(
-                    &self.app.config.name,
-                    kind.noun(),
-                    &c.name,
-                    self.app.member_name(c.first),
-                    self.app.member_name(c.second),
-                );
+                let message = self.collision(kind, &c);
                 Err(self.error(code::SERVER_ERROR, &message))
             }
             // A name under the prefix of a member this session left out:
@@ -514,16 +502,7 @@ impl<'a> Exchange<'a> {
                     self.app
                         .record(kind, i, at.is_none(), &page.names, &page.widget_uris)
                 {
-                    tracing::error!(
-                        "{}",
-                        collision_message(
-                            &self.app.config.name,
-                            kind.noun(),
-                            &c.name,
-                            self.app.member_name(c.first),
-                            self.app.member_name(c.second),
-                        )
-                    );
+                    tracing::error!("{}", self.collision(kind, &c));
                     break;
                 }
                 match page.next {
@@ -533,6 +512,17 @@ impl<'a> Exchange<'a> {
             }
         }
         refused
+    }
+
+    /// What the app says of two members listing one name.
+    fn collision(&self, kind: Kind, c: &Collision) -> String {
+        collision_message(
+            &self.app.config.name,
+            kind.noun(),
+            &c.name,
+            self.app.member_name(c.first),
+            self.app.member_name(c.second),
+        )
     }
 
     /// The session with member `i`, or why there is none.

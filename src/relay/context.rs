@@ -40,9 +40,10 @@ pub struct Ctx<'a> {
     /// The headers a request under the 2026-07-28 envelope goes upstream
     /// with, when the client's do not say what its body does.
     pub envelope: Option<EnvelopeHeaders>,
-    /// Claude's widget domain for the endpoint the client connected to:
-    /// the mount's own, or an app's when the mount is its member.
-    pub claude_domain: Option<Arc<str>>,
+    /// Claude's widget domain of the app the client connected to, when the
+    /// exchange is an app's with this mount as its member: it is used in
+    /// place of the mount's own.
+    pub app_claude_domain: Option<Arc<str>>,
 }
 
 /// The headers of a 2026-07-28 request, as its body says them: hosts send
@@ -127,7 +128,7 @@ impl<'a> Ctx<'a> {
             host: session_host.unwrap_or_default(),
             trace: None,
             envelope: None,
-            claude_domain: mount.claude_domain.clone(),
+            app_claude_domain: None,
         })
     }
 
@@ -142,7 +143,11 @@ impl<'a> Ctx<'a> {
 
     /// Whom the exchange's answers are written for.
     pub fn target(&self) -> Target {
-        Target::new(self.host, self.claude_domain.clone())
+        let domain = self
+            .app_claude_domain
+            .as_ref()
+            .or(self.mount.claude_domain.as_ref());
+        Target::new(self.host, domain.cloned())
     }
 
     /// The mount's upstream name.

@@ -58,7 +58,7 @@ impl<'a> Member<'a> {
                 host: host.unwrap_or_default(),
                 trace: None,
                 envelope: None,
-                claude_domain,
+                app_claude_domain: claude_domain,
             },
         }
     }
