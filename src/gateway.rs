@@ -429,17 +429,18 @@ impl Gateway {
                 Some(&sup),
             )
         };
-        match open().await {
-            // A command that crashed a moment ago may start again shortly:
-            // a request waits that out (within its own time) rather than fail.
-            Err(crate::upstream::UpstreamError::Backoff { retry_in_ms, .. })
-                if retry_in_ms <= MAX_BACKOFF_WAIT.as_millis() as u64
-                    && Duration::from_millis(retry_in_ms) < self.request_timeout() =>
-            {
-                tokio::time::sleep(Duration::from_millis(retry_in_ms)).await;
-                Ok(open().await?)
+        // A command that crashed a moment ago may start again shortly: a
+        // request waits that out (within its own time) rather than fail.
+        let bound = tokio::time::Instant::now() + MAX_BACKOFF_WAIT.min(self.request_timeout());
+        loop {
+            match open().await {
+                Err(crate::upstream::UpstreamError::Backoff { retry_in_ms, .. })
+                    if tokio::time::Instant::now() + Duration::from_millis(retry_in_ms) < bound =>
+                {
+                    tokio::time::sleep(Duration::from_millis(retry_in_ms.max(1))).await;
+                }
+                other => return Ok(other?),
             }
-            other => Ok(other?),
         }
     }
 

@@ -980,7 +980,12 @@ async fn metrics_count_client_sessions_connections_processes_and_revivals() {
     assert!(gone.is_some());
     let (status, _, body) = post_json(&url, &[("mcp-session-id", sids[0].as_str())], echo).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(body_json(&body)["result"]["content"][0]["text"], "hi");
+    assert_eq!(
+        body_json(&body)["result"]["content"][0]["text"],
+        "hi",
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
     let (text, samples) = scrape(&gateway).await;
     assert_eq!(
         value(&samples, "mcp_gateway_processes_started_total", &fx),

@@ -95,7 +95,11 @@ impl Restarts {
                 upstream: upstream.to_owned(),
                 crashes: st.crashes,
                 last: st.last.clone().unwrap_or_default(),
-                retry_in_ms: at.saturating_duration_since(Instant::now()).as_millis() as u64,
+                // Rounded up: waiting this long is enough.
+                retry_in_ms: at
+                    .saturating_duration_since(Instant::now())
+                    .as_micros()
+                    .div_ceil(1000) as u64,
             }),
             _ => Ok(()),
         }
@@ -187,6 +191,20 @@ mod tests {
         );
         r.stable("x");
         assert!(r.fault().is_none() && r.check("x").is_ok());
+    }
+
+    /// The wait an error names is enough: after it, the start is allowed
+    /// (a wait rounded down left a request refused "in 0.0 s").
+    #[test]
+    fn the_named_wait_is_enough() {
+        let r = Restarts::default();
+        r.crashed("x", "killed");
+        let Err(UpstreamError::Backoff { retry_in_ms, .. }) = r.check("x") else {
+            panic!("held off")
+        };
+        assert!(retry_in_ms > 0 && retry_in_ms <= 500, "{retry_in_ms}");
+        std::thread::sleep(Duration::from_millis(retry_in_ms));
+        assert!(r.check("x").is_ok());
     }
 
     #[test]
