@@ -17,6 +17,7 @@
 
 mod support;
 
+use std::ffi::OsStr;
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -108,13 +109,19 @@ fn lines_until(proc: &mut Proc, prefix: &str) -> Vec<String> {
 /// The gateway binary on 127.0.0.1:0 in front of the bundled demo with `overlays`;
 /// returns it with the lines it printed up to its first endpoint line.
 fn start_gateway(overlays: &Path, extra: &[&str]) -> (Proc, Vec<String>) {
+    let config = root().join("config/gateway.toml");
+    let mut args = vec![OsStr::new("--config"), config.as_os_str()];
+    args.extend(extra.iter().map(OsStr::new));
+    start_gateway_with(overlays, &args)
+}
+
+/// The gateway binary on 127.0.0.1:0 with `overlays` and `args` after `serve`.
+fn start_gateway_with(overlays: &Path, args: &[&OsStr]) -> (Proc, Vec<String>) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
     cmd.arg("serve")
-        .arg("--config")
-        .arg(root().join("config/gateway.toml"))
         .args(["--listen", "127.0.0.1:0", "--overlays"])
         .arg(overlays)
-        .args(extra)
+        .args(args)
         .current_dir(root());
     // Every MCP_UI_GATEWAY_* variable is configuration: keep the run hermetic.
     for (key, _) in std::env::vars_os() {
@@ -161,6 +168,164 @@ fn http_get(base: &str, path: &str) -> (u16, String, String) {
     (status, head.to_ascii_lowercase(), body.to_owned())
 }
 
+/// Runs `tests/preview/run.mjs` with `args` (and a screenshot and summary kept
+/// as `<name>.png` and `<name>.json` in the artifacts); the summary of a run
+/// that succeeded, with the context a failed assertion shows.
+fn drive(gateway: &mut Proc, name: &str, args: &[&OsStr]) -> (Value, String) {
+    let artifacts = artifacts_dir();
+    let screenshot = artifacts.join(format!("{name}.png"));
+    let _ = std::fs::remove_file(&screenshot);
+    let mut cmd = Command::new(node());
+    cmd.arg(root().join("tests/preview/run.mjs"))
+        .args(args)
+        .args(["--timeout", DRIVER_OWN_TIMEOUT_S, "--screenshot"])
+        .arg(&screenshot)
+        .current_dir(root());
+    let mut driver = Proc::spawn("run.mjs", &mut cmd);
+    let finished = driver.finish(DRIVER_LIMIT);
+    let _ = std::fs::write(artifacts.join(format!("{name}.json")), driver.stdout());
+    let (status, stdout, _) =
+        finished.unwrap_or_else(|e| panic!("{e}\n{}\n{}", driver.tail(40), gateway.tail(40)));
+    let summary: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "run.mjs exited with {status} without a JSON summary ({e})\n{}\n{}",
+            driver.tail(40),
+            gateway.tail(40)
+        )
+    });
+    let context = format!(
+        "{}\n{}\n{}",
+        serde_json::to_string_pretty(&summary).unwrap_or_default(),
+        driver.tail(20),
+        gateway.tail(30)
+    );
+    assert!(
+        status.success() && summary["ok"] == true,
+        "run.mjs failed ({status}): {}\n{context}",
+        summary["reason"],
+    );
+    (summary, context)
+}
+
+/// Whether the browser peers are here; without them the test fails, unless
+/// skipping was asked for.
+fn browser_ready(test: &str) -> bool {
+    if std::env::var(SKIP_ENV).as_deref() == Ok("1") {
+        eprintln!("SKIPPED: {test} ({SKIP_ENV}=1)");
+        return false;
+    }
+    let missing = missing_peers();
+    assert!(
+        missing.is_empty(),
+        "browser peers missing: {}.\nRun `bash scripts/install-peers.sh`, or set {SKIP_ENV}=1 \
+         to skip this test.",
+        missing.join(", ")
+    );
+    true
+}
+
+/// Results too large or too deep to show whole: 100,000 rows (7.3 MB) and a
+/// record nested 100,000 levels, from an upstream that writes them by hand,
+/// called from the page's form with a built-in table on each. The table
+/// draws its first rows and says how many there are; the raw panel holds the
+/// first 200 KB as received and says so; the bridge log holds a line per
+/// message, not the message; the deep result, which the browser cannot pass
+/// to a frame, is answered to the widget with `tool-cancelled` and the
+/// reason, which the widget shows. (Before: 12 MB of indented text in the
+/// panel and 11 MB in the log's titles held the page 3.2 s (24.7 s before
+/// the table drew in steps); the deep result left the widget waiting, with
+/// two RangeErrors in the console.)
+#[test]
+fn preview_page_shows_a_huge_or_deep_result_in_part_and_says_so() {
+    if !browser_ready("the /preview large-result test") {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let overlays = temp.path().join("overlays");
+    std::fs::create_dir(&overlays).unwrap();
+    std::fs::write(
+        overlays.join("big.toml"),
+        "[tools.rows]\nwidget = \"builtin:table\"\n\
+         view = { data = \"/rows\", columns = [\"name\", { key = \"site\", format = \"link\" }, { key = \"n\", format = \"number\" }] }\n\n\
+         [tools.nested]\nwidget = \"builtin:table\"\nview = { data = \"/rows\" }\n",
+    )
+    .unwrap();
+    let server = root().join("tests/preview/big_results.py");
+    let (mut gateway, lines) = start_gateway_with(
+        &overlays,
+        &[
+            OsStr::new("--name"),
+            OsStr::new("big"),
+            OsStr::new("--"),
+            OsStr::new("python3"),
+            server.as_os_str(),
+        ],
+    );
+    let url = format!("{}/preview", base_url(lines.last().unwrap()));
+    let call = |gateway: &mut Proc, name: &str, tool: &str, args: &str, expect: &str| {
+        drive(
+            gateway,
+            name,
+            &[
+                OsStr::new("--url"),
+                OsStr::new(&url),
+                OsStr::new("--call"),
+                OsStr::new(tool),
+                OsStr::new("--args"),
+                OsStr::new(args),
+                OsStr::new("--expect"),
+                OsStr::new(expect),
+                OsStr::new("--count"),
+                OsStr::new("tbody tr"),
+            ],
+        )
+    };
+    let (summary, context) = call(
+        &mut gateway,
+        "preview-rows",
+        "rows",
+        r#"{"count":100000}"#,
+        "Showing 500 of 100,000",
+    );
+    let checks = &summary["checks"];
+    assert_eq!(checks["count"], 500, "{context}");
+    assert_eq!(checks["result_panel_chars"], 200_001, "{context}");
+    assert_eq!(
+        checks["result_panel_note"], "The first 200 KB of 7.3 MB, as received. show all",
+        "{context}"
+    );
+    assert!(
+        checks["bridge_log_chars"]
+            .as_u64()
+            .is_some_and(|n| n < 50_000),
+        "{context}"
+    );
+    eprintln!(
+        "preview, 100,000 rows (7.3 MB): page held at most {} ms, widget shown {} ms after the call",
+        checks["page_stall_ms"], summary["timings_ms"]["widget_shown"]
+    );
+
+    let (summary, context) = call(
+        &mut gateway,
+        "preview-nested",
+        "nested",
+        r#"{"depth":100000}"#,
+        "The tool call was cancelled: the page cannot pass this result to the widget",
+    );
+    let checks = &summary["checks"];
+    assert_eq!(checks["count"], 0, "{context}");
+    assert!(
+        checks["result_panel_head"]
+            .as_str()
+            .is_some_and(|h| h.contains(r#""structuredContent":{"rows":[{"name":{"a":{"a":"#)),
+        "{context}"
+    );
+    eprintln!(
+        "preview, a result nested 100,000 deep: page held at most {} ms",
+        checks["page_stall_ms"]
+    );
+}
+
 #[test]
 fn preview_flag_serves_or_hides_the_page() {
     let overlays = root().join("overlays");
@@ -204,18 +369,9 @@ fn preview_flag_serves_or_hides_the_page() {
 
 #[test]
 fn preview_page_renders_calls_and_reloads_the_demo_widget() {
-    if std::env::var(SKIP_ENV).as_deref() == Ok("1") {
-        eprintln!("SKIPPED: the /preview browser test ({SKIP_ENV}=1)");
+    if !browser_ready("the /preview browser test") {
         return;
     }
-    let missing = missing_peers();
-    assert!(
-        missing.is_empty(),
-        "browser peers missing: {}.\nRun `bash scripts/install-peers.sh`, or set {SKIP_ENV}=1 \
-         to skip this test.",
-        missing.join(", ")
-    );
-
     let temp = tempfile::tempdir().unwrap();
     let overlays = temp.path().join("overlays");
     copy_dir(&root().join("overlays"), &overlays);
@@ -244,45 +400,21 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
     let base = base_url(lines.last().unwrap());
     lines_until(&mut gateway, "Preview: ");
 
-    let artifacts = artifacts_dir();
-    let screenshot = artifacts.join("preview.png");
-    let _ = std::fs::remove_file(&screenshot);
-    let mut cmd = Command::new(node());
-    cmd.arg(root().join("tests/preview/run.mjs"))
-        .args(["--url", &format!("{base}/preview")])
-        .arg("--overlays")
-        .arg(&overlays)
-        .arg("--openai-widget")
-        .arg("--builtin-table")
-        .args(["--timeout", DRIVER_OWN_TIMEOUT_S, "--screenshot"])
-        .arg(&screenshot)
-        .current_dir(root());
-    let mut driver = Proc::spawn("run.mjs", &mut cmd);
-    let finished = driver.finish(DRIVER_LIMIT);
-    let _ = std::fs::write(artifacts.join("preview.json"), driver.stdout());
-    let (status, stdout, _) =
-        finished.unwrap_or_else(|e| panic!("{e}\n{}\n{}", driver.tail(40), gateway.tail(40)));
-    let summary: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!(
-            "run.mjs exited with {status} without a JSON summary ({e})\n{}\n{}",
-            driver.tail(40),
-            gateway.tail(40)
-        )
-    });
-    let context = || {
-        format!(
-            "{}\n{}\n{}",
-            serde_json::to_string_pretty(&summary).unwrap_or_default(),
-            driver.tail(20),
-            gateway.tail(30)
-        )
-    };
-    assert!(
-        status.success() && summary["ok"] == true,
-        "run.mjs failed ({status}): {}\n{}",
-        summary["reason"],
-        context()
+    let screenshot = artifacts_dir().join("preview.png");
+    let overlays_arg = overlays.as_os_str();
+    let (summary, context) = drive(
+        &mut gateway,
+        "preview",
+        &[
+            OsStr::new("--url"),
+            OsStr::new(&format!("{base}/preview")),
+            OsStr::new("--overlays"),
+            overlays_arg,
+            OsStr::new("--openai-widget"),
+            OsStr::new("--builtin-table"),
+        ],
     );
+    let context = || context.clone();
 
     let checks = &summary["checks"];
     // The page spoke MCP to the mount and listed the demo's tools.

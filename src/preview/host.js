@@ -25,7 +25,7 @@
     toolsEmpty: $('tools-empty'), toolName: $('tool-name'), toolDescription: $('tool-description'),
     form: $('tool-form'), fields: $('fields'), formError: $('form-error'), callButton: $('call-button'),
     rawRequest: $('raw-request'), requestOrigin: $('request-origin'), rawResult: $('raw-result'),
-    resultState: $('result-state'), widgetHost: $('widget-host'), widgetUri: $('widget-uri'),
+    resultState: $('result-state'), requestNote: $('request-note'), resultNote: $('result-note'), widgetHost: $('widget-host'), widgetUri: $('widget-uri'),
     widgetEmpty: $('widget-empty'), exitMode: $('exit-mode'), sidePanel: $('side-panel'),
     bridgeLog: $('bridge-log'), clearLog: $('clear-log'),
   };
@@ -47,24 +47,45 @@
 
   // ------------------------------------------------------------------ MCP over streamable HTTP
 
-  // Splits an SSE byte stream into JSON-RPC messages (data of each event).
+  // Splits an SSE byte stream into JSON-RPC messages (data of each event),
+  // each given with its text. Each chunk is looked at once: line ends are
+  // normalised as they arrive (a \r ending one chunk may pair with the \n
+  // starting the next) and an event's end is searched for from where the
+  // last search stopped, so a large event costs its length, not its square.
   function SseParser(onMessage) {
     var buffer = '';
-    return function (chunk, done) {
-      buffer += chunk;
-      buffer = buffer.replace(/\r\n?/g, '\n');
-      var parts = buffer.split('\n\n');
-      buffer = done ? '' : parts.pop();
-      parts.forEach(function (block) {
-        var data = [];
-        block.split('\n').forEach(function (line) {
-          if (line.indexOf('data:') === 0) data.push(line.slice(5).replace(/^ /, ''));
-        });
-        if (!data.length) return;
-        var text = data.join('\n');
-        if (!text.trim()) return;
-        try { onMessage(JSON.parse(text)); } catch (e) { log('error', 'in', 'unparsable SSE event', text); }
+    var scanned = 0;
+    var cr = false;
+    function dispatch(block) {
+      var data = [];
+      block.split('\n').forEach(function (line) {
+        if (line.indexOf('data:') === 0) data.push(line.slice(5).replace(/^ /, ''));
       });
+      if (!data.length) return;
+      var text = data.join('\n');
+      if (!text.trim()) return;
+      var msg;
+      try { msg = JSON.parse(text); } catch (e) { log('error', 'in', 'unparsable SSE event', text.slice(0, 300)); return; }
+      onMessage(msg, text);
+    }
+    return function (chunk, done) {
+      if (cr && chunk.charAt(0) === '\n') chunk = chunk.slice(1);
+      cr = chunk.charAt(chunk.length - 1) === '\r';
+      buffer += chunk.replace(/\r\n?/g, '\n');
+      var start = 0;
+      for (;;) {
+        var end = buffer.indexOf('\n\n', Math.max(scanned, start));
+        if (end < 0) break;
+        dispatch(buffer.slice(start, end));
+        start = end + 2;
+      }
+      buffer = buffer.slice(start);
+      scanned = Math.max(0, buffer.length - 1);
+      if (done) {
+        if (buffer) dispatch(buffer);
+        buffer = '';
+        scanned = 0;
+      }
     };
   }
 
@@ -83,6 +104,9 @@
       try { reader.releaseLock(); } catch (e) { /* already released */ }
     }
   }
+
+  // The text each answer arrived as, for the result panel.
+  var received = new WeakMap();
 
   function Mcp(mount) {
     this.mount = mount;
@@ -108,13 +132,15 @@
     var self = this;
     var id = this.nextId++;
     var message = { jsonrpc: '2.0', id: id, method: method, params: params || {} };
+    var body = JSON.stringify(message);
     this.lastRequest = message;
+    received.set(message, body);
     var abort = new AbortController();
     var timer = setTimeout(function () { abort.abort(); }, REQUEST_TIMEOUT_MS);
     try {
       var response = await fetch(this.path, {
         method: 'POST', headers: this.headers('application/json, text/event-stream'),
-        body: JSON.stringify(message), signal: abort.signal,
+        body: body, signal: abort.signal,
       });
       if (method === 'initialize') {
         var sid = response.headers.get('mcp-session-id');
@@ -127,19 +153,21 @@
       }
       var type = (response.headers.get('content-type') || '').toLowerCase();
       var answer = null;
+      var answerText = '';
       if (type.indexOf('text/event-stream') === 0) {
-        await readSse(response, function (msg) {
-          if (msg && msg.id === id && msg.method === undefined) answer = msg;
+        await readSse(response, function (msg, text) {
+          if (msg && msg.id === id && msg.method === undefined) { answer = msg; answerText = text; }
           else if (msg && msg.method) self.onNotification(msg);
         }, abort.signal);
       } else {
-        var text = await response.text();
-        try { answer = text ? JSON.parse(text) : null; } catch (e) { answer = null; }
+        answerText = await response.text();
+        try { answer = answerText ? JSON.parse(answerText) : null; } catch (e) { answer = null; }
         if (!answer || typeof answer !== 'object') {
-          throw new Error(method + ': HTTP ' + response.status + ' ' + text.slice(0, 300));
+          throw new Error(method + ': HTTP ' + response.status + ' ' + answerText.slice(0, 300));
         }
       }
       if (!answer) throw new Error(method + ': HTTP ' + response.status + ', no response in the stream');
+      received.set(answer, answerText);
       return answer;
     } finally {
       clearTimeout(timer);
@@ -247,14 +275,97 @@
 
   // ------------------------------------------------------------------ page helpers
 
+  // What the page shows of one message at most: a larger one is cut there.
+  var SHOWN_CHARS = 200000;
+
   function pretty(value) {
     try { return JSON.stringify(value, null, 2); } catch (e) { return String(value); }
   }
 
+  // The JSON text of value cut after max characters (… marks the cut). It
+  // walks no more of the value than it writes and no deeper than 64 levels,
+  // so any result, however large or deep, costs at most max.
+  function clip(value, max) {
+    var out = [];
+    var left = max;
+    function put(s) {
+      if (left <= 0) return;
+      if (s.length > left) s = s.slice(0, left);
+      out.push(s);
+      left -= s.length;
+    }
+    function walk(v, depth) {
+      if (left <= 0) return;
+      if (typeof v === 'string') { put(JSON.stringify(v.length > left ? v.slice(0, left) : v)); return; }
+      if (v === null || typeof v !== 'object') { put(String(JSON.stringify(v) || 'null')); return; }
+      if (depth >= 64) { put(Array.isArray(v) ? '[…]' : '{…}'); return; }
+      if (Array.isArray(v)) {
+        put('[');
+        for (var i = 0; i < v.length && left > 0; i++) { if (i) put(','); walk(v[i], depth + 1); }
+        put(']');
+        return;
+      }
+      put('{');
+      var first = true;
+      for (var k in v) {
+        if (left <= 0) break;
+        if (!Object.prototype.hasOwnProperty.call(v, k)) continue;
+        if (!first) put(',');
+        first = false;
+        put(JSON.stringify(k) + ':');
+        walk(v[k], depth + 1);
+      }
+      put('}');
+    }
+    walk(value, 0);
+    return left > 0 ? out.join('') : out.join('') + '…';
+  }
+
   function short(value) {
-    var text;
-    try { text = JSON.stringify(value); } catch (e) { text = String(value); }
-    return text === undefined ? '' : text.length > 160 ? text.slice(0, 157) + '…' : text;
+    return value === undefined ? '' : clip(value, 160);
+  }
+
+  // Indented when it is small enough to show whole, else its first max
+  // characters as one line.
+  function shown(value, max) {
+    var cut = clip(value, max);
+    if (cut.length > max) return cut;
+    try { return JSON.stringify(value, null, 2); } catch (e) { return cut; }
+  }
+
+  function megabytes(chars) {
+    return chars >= 1e6 ? (chars / 1e6).toFixed(1) + ' MB' : Math.ceil(chars / 1e3) + ' KB';
+  }
+
+  // A raw panel (request or result): the message indented; one too large
+  // or too deep to indent is shown as it arrived, its first SHOWN_CHARS,
+  // with a note saying so and a button showing the rest.
+  function showMessage(pre, note, message) {
+    var text = received.get(message);
+    var whole = null;
+    var why = null;
+    if (text !== undefined && text.length > SHOWN_CHARS) {
+      why = 'The first ' + megabytes(SHOWN_CHARS) + ' of ' + megabytes(text.length) + ', as received.';
+      whole = text;
+      text = text.slice(0, SHOWN_CHARS) + '…';
+    } else {
+      try {
+        text = JSON.stringify(message, null, 2);
+      } catch (e) {
+        why = 'Too deeply nested to indent (' + e.message + '): as received.';
+        if (text === undefined) text = clip(message, SHOWN_CHARS);
+      }
+    }
+    pre.textContent = text;
+    note.textContent = '';
+    note.hidden = !why;
+    if (!why) return;
+    note.appendChild(document.createTextNode(why + ' '));
+    if (whole !== null) {
+      var all = el('button', { type: 'button', className: 'small', text: 'show all' });
+      all.addEventListener('click', function () { pre.textContent = whole; note.hidden = true; });
+      note.appendChild(all);
+    }
   }
 
   function el(tag, attrs, children) {
@@ -274,7 +385,7 @@
       el('span', { className: 'method', text: method }),
       document.createTextNode(detail === undefined ? '' : ' ' + (typeof detail === 'string' ? detail : short(detail))),
     ]);
-    item.title = typeof detail === 'string' ? detail : pretty(detail);
+    item.title = typeof detail === 'string' ? detail.slice(0, 4000) : shown(detail, 4000);
     ui.bridgeLog.appendChild(item);
     while (ui.bridgeLog.childNodes.length > 300) ui.bridgeLog.removeChild(ui.bridgeLog.firstChild);
     ui.bridgeLog.scrollTop = ui.bridgeLog.scrollHeight;
@@ -450,12 +561,13 @@
     ui.requestOrigin.textContent = origin;
     ui.resultState.textContent = '(waiting…)';
     ui.rawResult.textContent = '…';
+    ui.resultNote.hidden = true;
     try {
       // The body as sent (request() builds it before its first await).
       var pending = state.mcp.request('tools/call', params);
-      ui.rawRequest.textContent = pretty(state.mcp.lastRequest);
+      showMessage(ui.rawRequest, ui.requestNote, state.mcp.lastRequest);
       var response = await pending;
-      ui.rawResult.textContent = pretty(response);
+      showMessage(ui.rawResult, ui.resultNote, response);
       ui.resultState.textContent = response.error ? '(JSON-RPC error)' : response.result && response.result.isError ? '(isError)' : '(ok)';
       return response;
     } catch (e) {
@@ -619,8 +731,19 @@
   }
 
   // The widget document: the resource's HTML with the window.openai object first in <head>.
+  // Its data goes in as JSON text the widget parses (a script literal as deep as a
+  // result can be would overflow the script parser); a result too deep to write is
+  // left for the tool-result notification.
   function prepareHtml(html, init) {
-    var script = '<script>(' + openaiCompat.toString() + ')(' + safeJson(init) + ');</script>';
+    var json;
+    try {
+      json = JSON.stringify(init);
+    } catch (e) {
+      init.toolOutput = null;
+      init.toolResponseMetadata = null;
+      json = JSON.stringify(init);
+    }
+    var script = '<script>(' + openaiCompat.toString() + ')(JSON.parse(' + safeJson(json) + '));</script>';
     var head = /<head\b[^>]*>/i.exec(html);
     if (head) return html.slice(0, head.index + head[0].length) + script + html.slice(head.index + head[0].length);
     var htmlTag = /<html\b[^>]*>/i.exec(html);
@@ -650,13 +773,26 @@
     throw new Error('the resource has neither text nor blob');
   }
 
+  // Posts to the widget; a message the browser cannot pass (a result nested
+  // deeper than structured cloning goes) throws, and the caller says so.
   function postToView(view, message) {
     if (view.iframe.contentWindow) view.iframe.contentWindow.postMessage(message, '*');
   }
 
+  function unpassable(e) {
+    return 'the page cannot pass this result to the widget (' + (e && e.message || e) + ')';
+  }
+
   function notifyView(view, method, params) {
     log('info', 'out', method, params);
-    postToView(view, { jsonrpc: '2.0', method: method, params: params });
+    try {
+      postToView(view, { jsonrpc: '2.0', method: method, params: params });
+    } catch (e) {
+      if (method !== 'ui/notifications/tool-result') throw e;
+      // The widget learns the call ended, and why it has nothing to show.
+      log('error', 'out', method, unpassable(e));
+      notifyView(view, 'ui/notifications/tool-cancelled', { reason: unpassable(e) });
+    }
   }
 
   function requestView(view, method, params, timeoutMs) {
@@ -734,7 +870,11 @@
 
   function respond(view, id, result) {
     log('info', 'out', '(result)', result);
-    postToView(view, { jsonrpc: '2.0', id: id, result: result });
+    try {
+      postToView(view, { jsonrpc: '2.0', id: id, result: result });
+    } catch (e) {
+      respondError(view, id, -32603, unpassable(e));
+    }
   }
 
   function respondError(view, id, code, message) {
@@ -831,14 +971,14 @@
       }
       case 'ui/message': {
         var text = (Array.isArray(params.content) ? params.content : [params.content]).map(function (c) {
-          return c && c.type === 'text' ? c.text : pretty(c);
+          return c && c.type === 'text' ? String(c.text).slice(0, SHOWN_CHARS) : shown(c, SHOWN_CHARS);
         }).join('\n');
         side('message', 'Message to the model (' + (params.role || 'user') + ')', el('pre', { text: text }));
         return {};
       }
       case 'ui/update-model-context':
         state.modelContext = params;
-        side('context', 'Model context (latest)', el('pre', { text: pretty(params) }), 'model-context');
+        side('context', 'Model context (latest)', el('pre', { text: shown(params, SHOWN_CHARS) }), 'model-context');
         return {};
       case 'ui/request-display-mode': {
         var mode = DISPLAY_MODES.indexOf(params.mode) >= 0 ? params.mode : state.displayMode;

@@ -7,6 +7,14 @@
 //
 //   node tests/preview/run.mjs --url http://127.0.0.1:PORT/preview --screenshot FILE
 //        [--overlays DIR] [--openai-widget] [--builtin-table] [--timeout SECONDS]
+//   node tests/preview/run.mjs --url URL --screenshot FILE --call TOOL [--args JSON]
+//        --expect TEXT [--count SELECTOR] [--timeout SECONDS]
+//
+// --call TOOL: only call TOOL of the first mount from the form (the fields filled from
+// --args, an object) and wait until its widget shows TEXT; --count SELECTOR reports how
+// many elements of the widget match. The summary says how long the page's own thread
+// was held at most from the click on (checks.page_stall_ms, a 20 ms heartbeat), how
+// many characters the result panel and the bridge log hold, and the widget's text.
 //
 // --builtin-table: list_tasks renders the built-in table (widget = "builtin:table")
 // --openai-widget: complete_task renders a widget that only knows window.openai
@@ -37,12 +45,18 @@ const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i += 2) {
   if (argv[i] === '--openai-widget') { opts.openaiWidget = true; i -= 1; continue; }
   if (argv[i] === '--builtin-table') { opts.builtinTable = true; i -= 1; continue; }
-  const key = { '--url': 'url', '--screenshot': 'screenshot', '--overlays': 'overlays', '--timeout': 'timeout' }[argv[i]];
+  const key = {
+    '--url': 'url', '--screenshot': 'screenshot', '--overlays': 'overlays', '--timeout': 'timeout',
+    '--call': 'call', '--args': 'args', '--expect': 'expect', '--count': 'count',
+  }[argv[i]];
   if (!key) usage(`unknown argument ${argv[i]}`);
   if (i + 1 >= argv.length) usage(`${argv[i]} needs a value`);
   opts[key] = argv[i + 1];
 }
 if (!opts.url || !opts.screenshot) usage('--url and --screenshot are required');
+if (opts.call && !opts.expect) usage('--call needs --expect TEXT');
+let callArgs = {};
+try { callArgs = JSON.parse(opts.args ?? '{}'); } catch (e) { usage(`--args: ${e.message}`); }
 const pageUrl = new URL(opts.url);
 if (pageUrl.protocol !== 'http:' || pageUrl.hostname !== '127.0.0.1') usage('--url must be http://127.0.0.1:…');
 opts.timeout = Number(opts.timeout);
@@ -127,11 +141,12 @@ async function main() {
     const response = await page.goto(opts.url, { timeout: left(20000), waitUntil: 'load' });
     summary.checks.page_status = response.status();
     summary.checks.page_csp = response.headers()['content-security-policy'] ?? null;
-    await page.locator('#tool-list button[data-tool="add_task"]').waitFor({ timeout: left(30000) });
+    await page.locator(`#tool-list button[data-tool="${opts.call ?? 'add_task'}"]`).waitFor({ timeout: left(30000) });
     summary.checks.tools = await page.$$eval('#tool-list button[data-tool]', (bs) => bs.map((b) => b.dataset.tool));
     summary.checks.server = await page.textContent('#server');
   });
 
+  if (opts.call) return callOne(page);
   const title = 'Try the preview page';
   await step('call add_task from the form', async () => {
     // Take both panels the moment the result shows: the widget this call
@@ -306,6 +321,60 @@ async function main() {
   if (offsite.length) throw new Error(`requests left the machine: ${offsite.join(', ')}`);
   const errors = summary.console.filter((m) => m.type === 'pageerror'
     || (m.type === 'error' && !/blocked-by-csp|127\.0\.0\.1:9\//.test(m.text)));
+  if (errors.length) throw new Error(`the browser reported errors: ${JSON.stringify(errors)}`);
+}
+
+// --call: one call from the form, its widget, and what it cost the page.
+async function callOne(page) {
+  const widget = page.frameLocator('#widget-host iframe');
+  await step(`call ${opts.call} from the form`, async () => {
+    await page.click(`#tool-list button[data-tool="${opts.call}"]`);
+    for (const [name, value] of Object.entries(callArgs)) {
+      await page.fill(`#arg-${name}`, typeof value === 'string' ? value : JSON.stringify(value));
+    }
+    await page.evaluate(() => {
+      const beat = { last: performance.now(), max: 0 };
+      window.__heartbeat = beat;
+      setInterval(() => {
+        const now = performance.now();
+        beat.max = Math.max(beat.max, now - beat.last);
+        beat.last = now;
+      }, 20);
+    });
+    await page.click('#call-button');
+  });
+  await step(`the widget shows ${JSON.stringify(opts.expect)}`, async () => {
+    const t = Date.now();
+    try {
+      await widget.getByText(opts.expect).first().waitFor({ timeout: left(120000) });
+    } catch (e) {
+      const shown = await widget.locator('body').innerText({ timeout: 2000 }).catch(() => '(no widget)');
+      const panel = await page.textContent('#raw-result', { timeout: 2000 }).catch(() => '');
+      throw new Error(`${e.message.split('\n')[0]}; the widget shows ${JSON.stringify(shown.slice(0, 300))}; `
+        + `the result panel ${JSON.stringify(panel.slice(0, 300))}`);
+    }
+    summary.timings_ms.widget_shown = Date.now() - t;
+    if (opts.count) summary.checks.count = await widget.locator(opts.count).count();
+    summary.checks.widget_text = (await widget.locator('body').innerText()).slice(0, 2000);
+    // One more beat after the widget showed, then what the page held.
+    await page.waitForTimeout(200);
+    summary.checks.page_stall_ms = Math.round(await page.evaluate(() => Math.max(
+      window.__heartbeat.max, performance.now() - window.__heartbeat.last)));
+    summary.checks.result_panel_chars = await page.evaluate(() => document.getElementById('raw-result').textContent.length);
+    summary.checks.result_panel_head = (await page.textContent('#raw-result')).slice(0, 300);
+    summary.checks.result_panel_note = await page.evaluate(() => {
+      const note = document.getElementById('result-note');
+      return note && !note.hidden ? note.textContent : null;
+    });
+    summary.checks.bridge_log_chars = await page.$$eval('#bridge-log li',
+      (lis) => lis.reduce((n, li) => n + li.textContent.length + (li.title || '').length, 0));
+  });
+  await step('screenshot', async () => {
+    mkdirSync(dirname(resolve(opts.screenshot)), { recursive: true });
+    await page.screenshot({ path: opts.screenshot, fullPage: false });
+    summary.screenshot = opts.screenshot;
+  });
+  const errors = summary.console.filter((m) => m.type === 'pageerror' || m.type === 'error');
   if (errors.length) throw new Error(`the browser reported errors: ${JSON.stringify(errors)}`);
 }
 

@@ -161,11 +161,16 @@
       } catch (e) {
         // Nested too deep to walk, or another shape no kind can draw: say
         // so rather than keep waiting.
-        root.textContent = '';
-        if (O.heading) root.appendChild(h('h2', { text: O.heading }));
-        root.appendChild(note('This result cannot be shown here (' + String(e && e.message || e) + ').', 'error'));
+        say('This result cannot be shown here (' + e + ').', 'error');
       }
     }
+    size();
+  }
+  // The widget's only content: why there is nothing else.
+  function say(text, kind) {
+    root.textContent = '';
+    if (O.heading) root.appendChild(h('h2', { text: O.heading }));
+    root.appendChild(note(text, kind));
     size();
   }
 
@@ -202,7 +207,7 @@
     if (m.method === 'ui/notifications/tool-result') draw(p);
     else if (m.method === 'ui/notifications/tool-input') input = p.arguments || {};
     else if (m.method === 'ui/notifications/host-context-changed') context(p);
-    else if (m.method === 'ui/notifications/tool-cancelled') { root.textContent = ''; root.appendChild(note('The tool call was cancelled.')); size(); }
+    else if (m.method === 'ui/notifications/tool-cancelled') say('The tool call was cancelled' + (p.reason ? ': ' + p.reason : '.'));
     else if (m.id !== undefined) {
       send(m.method === 'ping' || m.method === 'ui/resource-teardown' ? { jsonrpc: '2.0', id: m.id, result: {} }
         : { jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'Method not found' } });

@@ -57,11 +57,11 @@ function kitRender(rows, K, root) {
     });
     body.textContent = '';
     more.textContent = '';
+    var num = function (n) { return K.show(n, { format: 'number' }); };
     if (order.length > limit) {
-      var rest = Math.min(BATCH, order.length - limit);
-      var next = K.h('button', { type: 'button' }, ['Show ' + K.show(rest, { format: 'number' }) + ' more']);
+      var next = K.h('button', { type: 'button' }, ['Show ' + num(Math.min(BATCH, order.length - limit)) + ' more']);
       next.addEventListener('click', function () { limit += BATCH; fill(); });
-      more.appendChild(document.createTextNode('Showing ' + K.show(limit, { format: 'number' }) + ' of ' + K.show(order.length, { format: 'number' }) + ' rows. '));
+      more.appendChild(document.createTextNode('Showing ' + num(limit) + ' of ' + num(order.length) + ' rows. '));
       more.appendChild(next);
       order = order.slice(0, limit);
     }
