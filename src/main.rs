@@ -316,6 +316,10 @@ async fn check(args: CheckArgs) -> ExitCode {
     for warning in &report.warnings {
         say!("warning: {warning}");
     }
+    // What each widget got, beside the progress: stdout stays the verdict.
+    for line in &report.bridges {
+        eprintln!("{line}");
+    }
     let public_url = loaded.config.public_url.as_deref();
     let apps = loaded.config.apps(&loaded.mounts).unwrap_or_default();
     let paths = loaded.mounts.iter().map(|m| m.path.as_str());

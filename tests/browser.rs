@@ -31,7 +31,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::process::{Proc, Stream, descendants, endpoint_url, signal, wait_gone};
+use support::process::{Proc, Stream, copy_dir, descendants, endpoint_url, signal, wait_gone};
 
 /// Set to `1` to skip (instead of fail) when the peers are not installed.
 const SKIP_ENV: &str = "MCP_UI_SKIP_PEERS";
@@ -660,6 +660,95 @@ fn refresh_in_the_rendered_board_calls_the_app_only_helper_without_remounting() 
         started.elapsed().as_secs_f64(),
         screenshot.display()
     );
+}
+
+/// A widget written against ChatGPT's `window.openai` only (it never sends
+/// `ui/initialize`), attached to the demo's `complete_task` by an overlay,
+/// in an MCP Apps host: the gateway serves it with the script implementing
+/// `window.openai` on `ui/*`, so the AppBridge host initialises it, its
+/// `toolInput` and `toolOutput` show, a host theme change reaches
+/// `window.openai.theme`, its button's `callTool` goes through the host and
+/// the gateway and its result shows, its size is reported, and the console
+/// is clean. (Before: no handshake, the host gave up after 20 s.)
+#[test]
+fn a_window_openai_widget_runs_in_an_mcp_apps_host_through_the_bridge() {
+    if !peers_ready() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let overlays = dir.path().join("overlays");
+    copy_dir(&root().join("overlays"), &overlays);
+    copy_dir(
+        &root().join("tests/preview/openai-only"),
+        &overlays.join("widgets/openai-only"),
+    );
+    let demo = std::fs::read_to_string(overlays.join("demo.toml")).unwrap();
+    let remapped = demo.replace(
+        "[tools.complete_task]\nwidget = \"task-board\"",
+        "[tools.complete_task]\nwidget = \"openai-only\"",
+    );
+    assert_ne!(
+        demo, remapped,
+        "overlays/demo.toml maps complete_task to task-board"
+    );
+    std::fs::write(overlays.join("demo.toml"), remapped).unwrap();
+    let (mut gateway, url) = start_gateway_with(&overlays);
+    let (summary, _, _) = run_driver(
+        &mut gateway,
+        &url,
+        "browser-openai-widget",
+        &[
+            "--tool",
+            "complete_task",
+            "--args",
+            r#"{"id":3}"#,
+            "--switch-theme",
+            "dark",
+            "--click",
+            "#refresh",
+            "--expect",
+            "3 tasks",
+            "--expect-call",
+        ],
+    );
+    let context = || serde_json::to_string_pretty(&summary).unwrap_or_default();
+    let host = &summary["host"];
+    assert_eq!(host["app_info"]["name"], "window.openai", "{}", context());
+    assert_eq!(host["initialized"], true, "{}", context());
+    let view_text = texts(&summary["view_text"]);
+    for shown in [
+        "Book the team dinner done=true",
+        "theme=dark",
+        r#"input={"id":3}"#,
+        "3 tasks",
+    ] {
+        assert!(
+            view_text.contains(shown),
+            "{shown} in {view_text:?}\n{}",
+            context()
+        );
+    }
+    assert_eq!(summary["click"]["view_call"]["name"], "refresh_tasks");
+    let height = host["sizes"]
+        .as_array()
+        .and_then(|s| s.last())
+        .and_then(|s| s["height"].as_f64())
+        .unwrap_or(0.0);
+    assert!(
+        height > 50.0 && height < 400.0,
+        "the View reported its content's height, got {height}\n{}",
+        context()
+    );
+    let bad_console = console_errors(&summary);
+    assert!(bad_console.is_empty(), "browser errors: {bad_console:?}");
+    assert_eq!(
+        host["errors"].as_array().map_or(0, Vec::len),
+        0,
+        "{}",
+        context()
+    );
+    stop_gateway(gateway);
 }
 
 /// A built-in widget, no HTML written: the demo's `list_tasks` (JSON text, shaped into

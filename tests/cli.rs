@@ -639,6 +639,45 @@ async fn warnings_do_not_fail_the_check() {
     );
 }
 
+/// `check` says which bridge each widget got: a widget that only reads
+/// `window.openai` is served with the script implementing it on `ui/*`
+/// (detected), one that sends `ui/initialize` as written, and the manifest's
+/// `bridge` overrides the detection.
+#[tokio::test]
+async fn check_says_which_bridge_each_widget_got() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("overlays/demo.toml"),
+        "[tools.add_task]\nwidget = \"chatgpt\"\n\n[tools.list_tasks]\nwidget = \"apps\"\n\n[tools.complete_task]\nwidget = \"forced\"\n",
+    );
+    let openai_only = "<script>addEventListener('openai:set_globals', () => show(window.openai.toolOutput));</script>\n";
+    write(
+        root.join("overlays/widgets/chatgpt/index.html"),
+        openai_only,
+    );
+    write(
+        root.join("overlays/widgets/apps/index.html"),
+        "<script>parent.postMessage({jsonrpc: '2.0', id: 1, method: 'ui/initialize'}, '*');</script>\n",
+    );
+    write(root.join("overlays/widgets/forced/index.html"), openai_only);
+    write(
+        root.join("overlays/widgets/forced/widget.toml"),
+        "bridge = \"mcp-apps\"\n",
+    );
+    let out = run(root, &["check", "--offline", "--overlays", "overlays"]).await;
+    let (_, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for line in [
+        "widget chatgpt: window.openai, served with the script that implements it on the MCP Apps ui/* messages (detected; bridge = \"mcp-apps\" serves it as written)",
+        "widget apps: MCP Apps ui/*, served as written (detected)",
+        "widget forced: MCP Apps ui/*, served as written (set by bridge in the manifest)",
+    ] {
+        assert!(stderr.lines().any(|l| l == line), "{line}\n{both}");
+    }
+}
+
 /// Without a configuration file, `check` and `init` take one upstream from
 /// the same flags as `serve`: `--name NAME -- COMMAND`.
 #[tokio::test]

@@ -30,7 +30,8 @@ use crate::overlay::builtin::{View, is_builtin_name};
 use crate::overlay::load::WIDGETS_DIR;
 use crate::overlay::validate::builtin;
 use crate::overlay::{
-    Inspection, LoadError, LoadOptions, RenderSite, ToolOverlay, ToolSite, inspect_dir_with,
+    BridgeKind, Inspection, LoadError, LoadOptions, RenderSite, ToolOverlay, ToolSite,
+    inspect_dir_with,
 };
 use crate::probe::{self, Listing};
 use crate::rewrite::call::is_text_wrapper_schema;
@@ -66,6 +67,9 @@ pub struct Report {
     offline: bool,
     /// Upstreams checked live, with their number of tools.
     checked: Vec<(String, usize)>,
+    /// A line per widget folder: the bridge its code speaks, and how the
+    /// gateway serves it.
+    pub bridges: Vec<String>,
 }
 
 impl Report {
@@ -148,6 +152,7 @@ pub async fn run(
     report.problems.extend(inspection.errors.iter().cloned());
     unknown_upstreams(&inspection, mounts, &mut report);
     unused_widgets(dir, &inspection, &mut report);
+    report.bridges = bridges(&inspection);
     let mut listings: Vec<(&str, Listing)> = Vec::new();
     if !options.offline {
         for mount in mounts {
@@ -257,6 +262,32 @@ fn directory_rules(
 fn unknown_upstreams(inspection: &Inspection, mounts: &[Mount], report: &mut Report) {
     let configured: Vec<&str> = mounts.iter().map(|m| m.name.as_str()).collect();
     report.problems.extend(inspection.unconfigured(&configured));
+}
+
+/// What each widget folder's code speaks, and whether the manifest said so.
+fn bridges(inspection: &Inspection) -> Vec<String> {
+    inspection
+        .widgets
+        .iter()
+        .filter_map(|site| {
+            let widget = inspection.set.widgets().get(&site.name)?;
+            let how = if site.manifest.bridge.is_some() {
+                "set by bridge in the manifest"
+            } else {
+                "detected"
+            };
+            Some(match widget.bridge {
+                BridgeKind::OpenAi => format!(
+                    "widget {}: window.openai, served with the script that implements it on the MCP Apps ui/* messages ({how}; bridge = \"mcp-apps\" serves it as written)",
+                    site.name
+                ),
+                BridgeKind::McpApps => format!(
+                    "widget {}: MCP Apps ui/*, served as written ({how})",
+                    site.name
+                ),
+            })
+        })
+        .collect()
 }
 
 /// A widget no tool names is never listed nor served: most likely a tool's

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::format::{Csp, WidgetManifest};
-use super::widget::Widget;
+use super::widget::{Widget, compact};
 
 mod schema;
 #[cfg(test)]
@@ -297,22 +297,6 @@ pub fn document(kind: Kind, options: &Value) -> String {
         },
         core = compact(include_str!("builtin/core.js")),
     )
-}
-
-/// The kit's sources without indentation, blank lines and whole-line `//`
-/// comments: the same code, about a tenth smaller. (No source has a string or
-/// regular expression spanning lines, so no text inside one changes.)
-fn compact(source: &str) -> String {
-    let mut out = String::with_capacity(source.len());
-    for line in source.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with("//") {
-            continue;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
 }
 
 /// JSON that is safe inside `<script type="application/json">`: no `<`, `>`

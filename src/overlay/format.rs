@@ -258,6 +258,22 @@ pub struct WidgetManifest {
     /// given, last; overriding a key the gateway writes is allowed, with a
     /// warning.
     pub meta: Option<Map<String, Value>>,
+    /// The bridge the widget's code speaks; absent, detected from the code
+    /// (see [`BridgeKind`]).
+    pub bridge: Option<BridgeKind>,
+}
+
+/// The bridge a widget's code speaks to its host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum BridgeKind {
+    /// The MCP Apps `ui/*` messages: served as written.
+    #[default]
+    #[serde(rename = "mcp-apps")]
+    McpApps,
+    /// ChatGPT's `window.openai`: served with a script implementing it on
+    /// the `ui/*` messages, so MCP Apps hosts render the widget too.
+    #[serde(rename = "openai")]
+    OpenAi,
 }
 
 /// The default `inline_limit` of a widget: 8 KiB.

@@ -26,9 +26,9 @@ pub mod validate;
 pub mod widget;
 
 pub use format::{
-    Annotations, Audience, Csp, DisplayMode, HostDomains, Permissions, RENDER_TOOL_META,
-    RenderTool, ResultShaping, SecurityScheme, ToolOverlay, WidgetDomain, WidgetManifest,
-    merge_meta,
+    Annotations, Audience, BridgeKind, Csp, DisplayMode, HostDomains, Permissions,
+    RENDER_TOOL_META, RenderTool, ResultShaping, SecurityScheme, ToolOverlay, WidgetDomain,
+    WidgetManifest, merge_meta,
 };
 pub use load::{
     AppScope, Inspection, LoadError, LoadErrors, LoadOptions, MountFileSite, RenderSite, ToolSite,

@@ -142,6 +142,15 @@ fn shipped_schemas_are_json_and_match_the_overlay_types() {
     let mode = |m: DisplayMode| match m {
         DisplayMode::Inline | DisplayMode::Fullscreen | DisplayMode::Pip => m.as_str().to_owned(),
     };
+    let bridges = enum_values(&schema, "/properties/bridge/enum");
+    for (value, kind) in bridges
+        .iter()
+        .zip([BridgeKind::OpenAi, BridgeKind::McpApps])
+    {
+        let parsed: WidgetManifest = toml::from_str(&format!("bridge = \"{value}\"")).unwrap();
+        assert_eq!(parsed.bridge, Some(kind), "{value}");
+    }
+    assert_eq!(bridges.len(), 2);
     let values = enum_values(&schema, "/properties/display_modes/items/enum");
     assert_eq!(
         values,

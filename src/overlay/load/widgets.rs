@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::inspection::WidgetSite;
 use super::loader::Loader;
 use super::parse::{Located, key_line, line_of};
-use crate::overlay::format::{INLINE_LIMIT, WidgetManifest};
+use crate::overlay::format::{BridgeKind, INLINE_LIMIT, WidgetManifest};
 use crate::overlay::validate;
 use crate::overlay::widget::{self, Widget};
 
@@ -163,7 +163,15 @@ impl Loader {
                 domains.push(origin);
             }
         }
-        let widget = Widget::compile(name, &manifest, bundled.html);
+        let bridge = manifest
+            .bridge
+            .unwrap_or_else(|| widget::bridge::detect(&bundled.html, &bundled.assets));
+        let html = match bridge {
+            BridgeKind::OpenAi => widget::bridge::inject(&bundled.html),
+            BridgeKind::McpApps => bundled.html,
+        };
+        let mut widget = Widget::compile(name, &manifest, html);
+        widget.bridge = bridge;
         Some(widget.with_assets(bundled.prefix, bundled.assets))
     }
 
