@@ -20,6 +20,7 @@
 // wants the first text content of that result to show in the View.
 // --switch-theme light|dark sends ui/notifications/host-context-changed {theme} once the
 // View has rendered (before any click).
+// --frame-height PX: the View's frame is this tall until the View reports its height.
 // Other options: --theme light|dark, --timeout SECONDS (whole run, default 90),
 // --direct (the page talks to --mcp itself, which then needs CORS; by default the
 // driver's own server proxies /mcp to it), --keep (keep the temp dir), --quiet.
@@ -47,7 +48,7 @@ const started = Date.now();
 
 const USAGE = `usage: node tests/browser/run.mjs (--mcp URL --tool NAME [--data-tool NAME] | --html FILE --tool-result JSON|@FILE [--mcp URL] [--tool NAME])
        [--args JSON|@FILE] [--fill SELECTOR --value TEXT] [--click SELECTOR [--then-click SELECTOR]] [--expect TEXT] [--expect-call | --expect-call-text]
-       [--count SELECTOR] --screenshot FILE [--theme light|dark] [--switch-theme light|dark] [--timeout SECONDS] [--direct] [--keep] [--quiet]`;
+       [--count SELECTOR] [--frame-height PX] --screenshot FILE [--theme light|dark] [--switch-theme light|dark] [--timeout SECONDS] [--direct] [--keep] [--quiet]`;
 
 function usage(message) {
   process.stderr.write(`run.mjs: ${message}\n${USAGE}\n`);
@@ -57,7 +58,7 @@ function usage(message) {
 function parseArgs(argv) {
   const opts = { args: '{}', theme: 'light', timeout: 90, direct: false, keep: false, quiet: false, expectCall: false, expectCallText: false };
   const valued = new Set(['--mcp', '--tool', '--data-tool', '--args', '--click', '--expect', '--screenshot', '--html',
-    '--tool-result', '--theme', '--timeout', '--fill', '--value', '--switch-theme', '--then-click', '--count']);
+    '--tool-result', '--theme', '--timeout', '--fill', '--value', '--switch-theme', '--then-click', '--count', '--frame-height']);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--help' || a === '-h') { process.stdout.write(USAGE + '\n'); process.exit(0); }
@@ -394,6 +395,7 @@ async function main() {
     query.set('argsUrl', '/fixture/args.json');
   } else query.set('args', opts.args);
   query.set('theme', opts.theme);
+  if (opts.frameHeight) query.set('frameHeight', opts.frameHeight);
   query.set('sandbox', `${sandboxOrigin}/sandbox.html`);
   const pageUrl = `${hostOrigin}/?${query}`;
 

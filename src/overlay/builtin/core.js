@@ -188,7 +188,9 @@
 
   var sent = 0;
   function size() {
-    var height = Math.ceil(document.documentElement.scrollHeight);
+    // The content's own height: the document's scroll height never falls
+    // below the frame's, so a widget reporting it could grow but not shrink.
+    var height = document.body.offsetHeight;
     if (height === sent) return;
     sent = height;
     if (bridged) send({ jsonrpc: '2.0', method: 'ui/notifications/size-changed', params: { height: height } });
@@ -237,5 +239,5 @@
     sent = 0;
     size();
   }, function () {});
-  if (window.ResizeObserver) new ResizeObserver(size).observe(document.documentElement);
+  if (window.ResizeObserver) new ResizeObserver(size).observe(document.body);
 })();

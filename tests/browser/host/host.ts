@@ -14,6 +14,7 @@
 //   sandbox     URL of the sandbox proxy page (default ./sandbox.html); the test
 //               server serves it on a second origin
 //   theme       light (default) | dark
+//   frameHeight the View's frame height (px) until it reports its own (default 120)
 //
 // Mounting follows the MCP Apps web-host architecture: an outer iframe on another
 // origin (the sandbox proxy, `allow-scripts allow-same-origin allow-forms`, CSP sent
@@ -294,6 +295,8 @@ async function main(): Promise<void> {
   iframe.id = "view-sandbox";
   iframe.title = "MCP App";
   iframe.setAttribute("sandbox", "allow-scripts allow-same-origin allow-forms");
+  const frameHeight = Number(params.get("frameHeight"));
+  if (frameHeight > 0) iframe.style.height = `${frameHeight}px`;
   const allow = buildAllowAttribute(uiMeta.permissions);
   if (allow) iframe.setAttribute("allow", allow);
   container.appendChild(iframe);

@@ -54,8 +54,11 @@
     if (m.method === 'ui/notifications/tool-result') render(m.params);
     else if (m.method === 'ui/notifications/host-context-changed' && m.params && m.params.theme) {
       document.documentElement.setAttribute('data-theme', m.params.theme);
-    } else if (m.id !== undefined && (m.method === 'ping' || m.method === 'ui/resource-teardown')) {
-      send({ jsonrpc: '2.0', id: m.id, result: {} });
+    } else if (m.id !== undefined && m.method) {
+      // Every request of the host is answered.
+      send(m.method === 'ping' || m.method === 'ui/resource-teardown'
+        ? { jsonrpc: '2.0', id: m.id, result: {} }
+        : { jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'Method not found: ' + m.method } });
     }
   });
 
@@ -70,9 +73,11 @@
     var theme = init && init.hostContext && init.hostContext.theme;
     if (theme) document.documentElement.setAttribute('data-theme', theme);
     send({ jsonrpc: '2.0', method: 'ui/notifications/initialized' });
+    // The content's own height, on every change (the document's scroll
+    // height never falls below the frame's: it would grow but not shrink).
     new ResizeObserver(function () {
       send({ jsonrpc: '2.0', method: 'ui/notifications/size-changed',
-             params: { height: document.documentElement.scrollHeight } });
+             params: { height: Math.ceil(document.documentElement.getBoundingClientRect().height) } });
     }).observe(document.body);
   }, function (e) { $('status').textContent = 'No host bridge: ' + e.message; });
 })();
