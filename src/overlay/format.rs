@@ -235,6 +235,10 @@ pub struct WidgetManifest {
     /// leading `/` (a bundler's absolute `base`) resolves in. Default: the
     /// entry document's folder.
     pub base: Option<String>,
+    /// What the build writes where its own server would put the asset base
+    /// URL at run time: a reference starting with it resolves in `base`,
+    /// like one starting with `/`. Default [`BASE_PLACEHOLDER`].
+    pub base_placeholder: Option<String>,
     /// Images, fonts and other media up to this many bytes become `data:`
     /// URIs in the document; larger ones are served by the gateway.
     /// Default [`INLINE_LIMIT`].
@@ -276,6 +280,10 @@ pub enum BridgeKind {
     OpenAi,
 }
 
+/// The default `base_placeholder`: what OpenAI's Apps SDK example builds
+/// write before their assets' paths.
+pub const BASE_PLACEHOLDER: &str = "__ASSET_BASE_URL__";
+
 /// The default `inline_limit` of a widget: 8 KiB.
 pub const INLINE_LIMIT: usize = 8 * 1024;
 
@@ -286,6 +294,11 @@ impl WidgetManifest {
             Some(base) => base.trim_matches('/'),
             None => self.entry().rsplit_once('/').map_or("", |(dir, _)| dir),
         }
+    }
+
+    /// The placeholder read as the base (`""`: none).
+    pub fn base_placeholder(&self) -> &str {
+        self.base_placeholder.as_deref().unwrap_or(BASE_PLACEHOLDER)
     }
 
     /// The entry document's path inside the folder.

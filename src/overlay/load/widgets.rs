@@ -126,6 +126,7 @@ impl Loader {
             base: manifest.base(),
             inline_max: manifest.inline_limit.unwrap_or(INLINE_LIMIT),
             asset_base: self.asset_base.as_deref(),
+            placeholder: manifest.base_placeholder(),
         };
         let bundled = widget::bundle(&html, &options, &mut read);
         let bundled = match bundled {

@@ -15,7 +15,7 @@ use base64::Engine as _;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use sha2::{Digest, Sha256};
 
-use super::refs::{Ref, RefKind, css_refs, js_refs};
+use super::refs::{Ref, RefKind, css_refs, is_rooted, js_refs};
 use super::scan::{AssetError, Element, Kind, MEDIA_ATTRS, escape_closing, find_ci, last_ci, scan};
 
 /// How many hex digits of the hash of the served files name their folder.
@@ -36,6 +36,10 @@ pub struct BundleOptions<'a> {
     /// gateway has no public URL (a widget that needs served files is then
     /// an error).
     pub asset_base: Option<&'a str>,
+    /// What a build writes where its server would put the asset base URL
+    /// at run time (`__ASSET_BASE_URL__/x.js`): read as a leading `/`.
+    /// `""` for none.
+    pub placeholder: &'a str,
 }
 
 /// A file the gateway serves for a widget.
@@ -92,6 +96,7 @@ pub fn inline_assets(
         base: "",
         inline_max: usize::MAX,
         asset_base: None,
+        placeholder: "",
     };
     let mut read_bytes = |path: &str| read(path).map(String::into_bytes);
     bundle(html, &options, &mut read_bytes).map_err(|errors| {
@@ -272,7 +277,18 @@ impl Builder<'_, '_> {
 
     /// The path a reference of a file in `dir` names.
     fn resolve(&self, reference: &str, dir: &str) -> Reference {
-        classify(reference, dir, self.options.base)
+        let placeholder = self.options.placeholder;
+        match reference
+            .strip_prefix(placeholder)
+            .filter(|_| !placeholder.is_empty())
+        {
+            Some(rest) => classify(
+                &format!("/{}", rest.trim_start_matches('/')),
+                dir,
+                self.options.base,
+            ),
+            None => classify(reference, dir, self.options.base),
+        }
     }
 
     /// One element of the entry document.
@@ -321,7 +337,7 @@ impl Builder<'_, '_> {
                 };
                 let dir = parent(&path);
                 if element.kind == Kind::Script {
-                    let (refs, problems) = js_refs(&text);
+                    let (refs, problems) = js_refs(&text, self.options.placeholder);
                     let loads_modules = element.is_module_script()
                         && (!problems.is_empty()
                             || refs.iter().any(|r| {
@@ -571,7 +587,7 @@ impl Builder<'_, '_> {
             let media = media_type(&path);
             let mut refs = match (media, std::str::from_utf8(&bytes)) {
                 ("text/javascript", Ok(text)) => {
-                    let (refs, problems) = js_refs(text);
+                    let (refs, problems) = js_refs(text, self.options.placeholder);
                     for p in problems {
                         self.errors.push(BundleError {
                             file: Some(path.clone()),
@@ -607,7 +623,7 @@ impl Builder<'_, '_> {
                     if !done.contains_key(&target) {
                         todo.push(target.clone());
                     }
-                    if r.value.starts_with('/') && !r.value.starts_with("//") {
+                    if is_rooted(&r.value, self.options.placeholder) {
                         kept.push((r.range.clone(), target, suffix(&r.value).to_owned()));
                     }
                 }

@@ -52,8 +52,10 @@ enum Tok<'a> {
 
 /// The references of a JavaScript file (classic script or module).
 /// A dynamic `import()` whose specifier is not one string literal is a
-/// problem: what it loads cannot be known before it runs.
-pub fn js_refs(src: &str) -> (Vec<Ref>, Vec<ScanProblem>) {
+/// problem: what it loads cannot be known before it runs. A string starting
+/// with `placeholder` (a bundler's stand-in for the asset base URL; `""`
+/// for none) is root-relative, like one starting with `/`.
+pub fn js_refs(src: &str, placeholder: &str) -> (Vec<Ref>, Vec<ScanProblem>) {
     let b = src.as_bytes();
     let mut refs = Vec::new();
     let mut problems = Vec::new();
@@ -93,7 +95,7 @@ pub fn js_refs(src: &str) -> (Vec<Ref>, Vec<ScanProblem>) {
             strings.push(i + 1..content_end);
             toks.push(Tok::Str(strings.len() - 1));
             i = end;
-            check_string(src, &toks, &strings, &mut refs);
+            check_string(src, &toks, &strings, &mut refs, placeholder);
             continue;
         }
         if c == b'`' || (c == b'}' && templates.last() == Some(&depth)) {
@@ -127,7 +129,7 @@ pub fn js_refs(src: &str) -> (Vec<Ref>, Vec<ScanProblem>) {
                 // some bundlers write every string).
                 strings.push(open + 1..i - 1);
                 toks.push(Tok::Str(strings.len() - 1));
-                check_string(src, &toks, &strings, &mut refs);
+                check_string(src, &toks, &strings, &mut refs, placeholder);
             } else {
                 if c == b'`'
                     && matches!(toks.as_slice(), [.., Tok::Word("import"), Tok::Punct(b'(')])
@@ -173,7 +175,13 @@ pub fn js_refs(src: &str) -> (Vec<Ref>, Vec<ScanProblem>) {
 }
 
 /// Classifies the string literal just pushed by the tokens before it.
-fn check_string(src: &str, toks: &[Tok<'_>], strings: &[Range<usize>], refs: &mut Vec<Ref>) {
+fn check_string(
+    src: &str,
+    toks: &[Tok<'_>],
+    strings: &[Range<usize>],
+    refs: &mut Vec<Ref>,
+    placeholder: &str,
+) {
     let Some(&Tok::Str(index)) = toks.last() else {
         return;
     };
@@ -195,9 +203,7 @@ fn check_string(src: &str, toks: &[Tok<'_>], strings: &[Range<usize>], refs: &mu
         {
             Some(RefKind::ModuleUrl)
         }
-        _ if value.starts_with('/') && !value.starts_with("//") && value.len() > 1 => {
-            Some(RefKind::RootString)
-        }
+        _ if is_rooted(value, placeholder) => Some(RefKind::RootString),
         _ => None,
     };
     if let Some(kind) = kind {
@@ -206,6 +212,18 @@ fn check_string(src: &str, toks: &[Tok<'_>], strings: &[Range<usize>], refs: &mu
             range,
             value: value.to_owned(),
         });
+    }
+}
+
+/// Whether a reference names a path from the widget's base: `/x` (not
+/// `//host`), or `<placeholder>/x`.
+pub fn is_rooted(value: &str, placeholder: &str) -> bool {
+    match value
+        .strip_prefix(placeholder)
+        .filter(|_| !placeholder.is_empty())
+    {
+        Some(rest) => !rest.is_empty(),
+        None => value.starts_with('/') && !value.starts_with("//") && value.len() > 1,
     }
 }
 
