@@ -326,6 +326,66 @@ fn preview_page_shows_a_huge_or_deep_result_in_part_and_says_so() {
     );
 }
 
+/// Two mounts, the first slow to initialize (3 s): the mount chosen while
+/// the first is still connecting is the one the page shows, 5 s later too:
+/// its path, its tools, no error. (Before: when the first session came up
+/// its name replaced the second's and its listing, sent on the second's
+/// uninitialized session, failed: "tools/list: Invalid request parameters".)
+#[test]
+fn preview_shows_the_mount_chosen_while_another_connects() {
+    if !browser_ready("the /preview mount switch test") {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let overlays = temp.path().join("overlays");
+    std::fs::create_dir(&overlays).unwrap();
+    let server = root().join("tests/preview/big_results.py");
+    let config = temp.path().join("gw.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nname = \"slow\"\ncommand = \"python3\"\nargs = [{server:?}, \"--initialize-delay\", \"3\"]\n\n\
+             [[upstream]]\nname = \"quick\"\ncommand = \"python3\"\nargs = [{server:?}]\n",
+            server = server.display().to_string()
+        ),
+    )
+    .unwrap();
+    let (mut gateway, lines) =
+        start_gateway_with(&overlays, &[OsStr::new("--config"), config.as_os_str()]);
+    let url = format!("{}/preview", base_url(lines.last().unwrap()));
+    let (summary, context) = drive(
+        &mut gateway,
+        "preview-switch",
+        &[
+            OsStr::new("--url"),
+            OsStr::new(&url),
+            OsStr::new("--switch-mount"),
+            OsStr::new("/quick/mcp"),
+            OsStr::new("--expect-tool"),
+            OsStr::new("rows"),
+        ],
+    );
+    let checks = &summary["checks"];
+    assert_eq!(checks["connection_at_switch"], "connecting…", "{context}");
+    assert_eq!(checks["server"], "/quick/mcp → big-results 1", "{context}");
+    assert!(
+        checks["connection"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("connected")),
+        "{context}"
+    );
+    assert_eq!(
+        checks["tools"],
+        serde_json::json!(["rows", "nested"]),
+        "{context}"
+    );
+    assert_eq!(
+        checks["bridge_log_errors"],
+        serde_json::json!([]),
+        "{context}"
+    );
+}
+
 #[test]
 fn preview_flag_serves_or_hides_the_page() {
     let overlays = root().join("overlays");
@@ -520,6 +580,15 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
         context()
     );
     assert_eq!(openai["called"], "4 tasks", "{}", context());
+    // It reports no height of its own: the page measures its content (before,
+    // the frame stayed 320 px tall and scrolled).
+    assert!(
+        openai["frame_height"]
+            .as_f64()
+            .is_some_and(|h| (60.0..300.0).contains(&h)),
+        "{}",
+        context()
+    );
     assert_eq!(
         checks["offsite_requests"],
         serde_json::json!([]),

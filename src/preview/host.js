@@ -712,7 +712,21 @@
         if (Object.keys(g).length) setGlobals(g);
       }
     });
-    // A widget that only knows window.openai never starts the bridge: start it for it.
+    // A widget that only knows window.openai never starts the bridge, nor
+    // says how tall it is (ChatGPT measures it): do both for it, the height
+    // being the content's own on every change.
+    var sent = 0;
+    function size() {
+      var html = document.documentElement;
+      var was = html.style.height;
+      html.style.height = 'max-content';
+      var height = Math.ceil(html.getBoundingClientRect().height);
+      html.style.height = was;
+      if (height && height !== sent) {
+        sent = height;
+        post({ jsonrpc: '2.0', method: 'ui/notifications/size-changed', params: { height: height } });
+      }
+    }
     window.addEventListener('load', function () {
       setTimeout(function () {
         if (bridgeSeen) return;
@@ -720,6 +734,8 @@
           appInfo: { name: 'window.openai', version: '1.0.0' }, appCapabilities: {}, protocolVersion: init.protocolVersion,
         }).then(function () {
           post({ jsonrpc: '2.0', method: 'ui/notifications/initialized', params: {} });
+          if (window.ResizeObserver) new ResizeObserver(size).observe(document.body);
+          size();
         }, function () {});
       }, 800);
     });
@@ -1034,11 +1050,15 @@
     await renderWidget(tool, view.arguments, view.result, true);
   }
 
-  async function listTools() {
+  // The tools of `mcp` (default: the current session), shown unless
+  // another mount was chosen meanwhile.
+  async function listTools(mcp) {
+    mcp = mcp || state.mcp;
     var tools = [];
     var cursor;
     for (var page = 0; page < 50; page++) {
-      var result = await state.mcp.call('tools/list', cursor ? { cursor: cursor } : {});
+      var result = await mcp.call('tools/list', cursor ? { cursor: cursor } : {});
+      if (state.mcp !== mcp) return;
       tools = tools.concat(result.tools || []);
       cursor = result.nextCursor;
       if (!cursor) break;
@@ -1071,6 +1091,9 @@
     state.mcp = mcp;
     try {
       await mcp.connect();
+      // Another mount was chosen meanwhile: this session is not wanted
+      // (closed again now that it has an id to end).
+      if (state.mcp !== mcp) { mcp.close(); return; }
       var info = mcp.serverInfo || {};
       ui.server.textContent = mount.path + ' → ' + (info.name || '?') + (info.version ? ' ' + info.version : '');
       // Where the hosts render this endpoint's widgets (from public_url).
@@ -1080,10 +1103,10 @@
       ui.origins.title = mount.origins
         ? 'Derived from ' + mount.origins.endpoint + ': allow both origins in the CORS and frame-ancestors of the APIs the widgets call'
         : '';
-      await listTools();
-      if (!mcp.streaming) setConnection('connected', 'connected');
+      await listTools(mcp);
+      if (state.mcp === mcp && !mcp.streaming) setConnection('connected', 'connected');
     } catch (e) {
-      setConnection('error', 'error: ' + e.message);
+      if (state.mcp === mcp) setConnection('error', 'error: ' + e.message);
     }
   }
 

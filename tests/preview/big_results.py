@@ -2,16 +2,21 @@
 show whole: for the tests of the built-in widgets and `/preview` against them
 (`tests/preview.rs`).
 
-    python3 tests/preview/big_results.py
+    python3 tests/preview/big_results.py [--initialize-delay SECONDS]
 
 `rows {count}` answers `structuredContent.rows`, `count` records of a name, a
 link and a number (100,000 make about 8 MB); `nested {depth}` answers
 `structuredContent.rows` holding one record whose `name` is an object nested
 `depth` levels deep. The JSON is written by hand, so any depth goes out.
+With `--initialize-delay`, `initialize` is answered that many seconds late (a
+server slow to start).
 """
 
 import json
 import sys
+import time
+
+INITIALIZE_DELAY = 0.0
 
 TOOLS = [
     {
@@ -61,6 +66,7 @@ def call(params):
 
 def answer(method, params):
     if method == "initialize":
+        time.sleep(INITIALIZE_DELAY)
         return json.dumps({
             "protocolVersion": params.get("protocolVersion", "2025-06-18"),
             "capabilities": {"tools": {}},
@@ -76,6 +82,9 @@ def answer(method, params):
 
 
 def main():
+    global INITIALIZE_DELAY
+    if sys.argv[1:2] == ["--initialize-delay"]:
+        INITIALIZE_DELAY = float(sys.argv[2])
     for line in sys.stdin:
         try:
             message = json.loads(line)

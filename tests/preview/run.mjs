@@ -9,7 +9,12 @@
 //        [--overlays DIR] [--openai-widget] [--builtin-table] [--timeout SECONDS]
 //   node tests/preview/run.mjs --url URL --screenshot FILE --call TOOL [--args JSON]
 //        --expect TEXT [--count SELECTOR] [--timeout SECONDS]
+//   node tests/preview/run.mjs --url URL --screenshot FILE --switch-mount PATH --expect-tool NAME
 //
+// --switch-mount PATH: as soon as the page lists the mounts (the first still connecting),
+// choose the one whose label holds PATH, wait until its tool NAME is listed, then 5 s
+// more; the summary says what the page shows then (checks.server, checks.connection,
+// checks.tools).
 // --call TOOL: only call TOOL of the first mount from the form (the fields filled from
 // --args, an object) and wait until its widget shows TEXT; --count SELECTOR reports how
 // many elements of the widget match. The summary says how long the page's own thread
@@ -48,6 +53,7 @@ for (let i = 0; i < argv.length; i += 2) {
   const key = {
     '--url': 'url', '--screenshot': 'screenshot', '--overlays': 'overlays', '--timeout': 'timeout',
     '--call': 'call', '--args': 'args', '--expect': 'expect', '--count': 'count',
+    '--switch-mount': 'switchMount', '--expect-tool': 'expectTool',
   }[argv[i]];
   if (!key) usage(`unknown argument ${argv[i]}`);
   if (i + 1 >= argv.length) usage(`${argv[i]} needs a value`);
@@ -55,6 +61,7 @@ for (let i = 0; i < argv.length; i += 2) {
 }
 if (!opts.url || !opts.screenshot) usage('--url and --screenshot are required');
 if (opts.call && !opts.expect) usage('--call needs --expect TEXT');
+if (opts.switchMount && !opts.expectTool) usage('--switch-mount needs --expect-tool NAME');
 let callArgs = {};
 try { callArgs = JSON.parse(opts.args ?? '{}'); } catch (e) { usage(`--args: ${e.message}`); }
 const pageUrl = new URL(opts.url);
@@ -137,6 +144,7 @@ async function main() {
   });
   page.on('pageerror', (e) => summary.console.push({ type: 'pageerror', text: String(e.message).slice(0, 400) }));
 
+  if (opts.switchMount) return switchMount(page);
   await step('open /preview', async () => {
     const response = await page.goto(opts.url, { timeout: left(20000), waitUntil: 'load' });
     summary.checks.page_status = response.status();
@@ -305,7 +313,12 @@ async function main() {
       await widget.locator('#globals', { hasText: 'theme=dark' }).waitFor({ timeout: left(5000) });
       await widget.locator('#refresh').click({ timeout: left(5000) });
       await widget.locator('#called', { hasText: 'tasks' }).waitFor({ timeout: left(15000) });
+      // It says nothing of its height: the page measures it, and the frame
+      // leaves its 320 px default for the content's height.
+      await page.waitForFunction(() => document.querySelector('#widget-host iframe').style.height !== '',
+        null, { timeout: left(10000), polling: 100 });
       summary.checks.openai_widget = {
+        frame_height: await page.$eval('#widget-host iframe', (f) => f.getBoundingClientRect().height),
         output: await widget.locator('#output').textContent(),
         globals: await widget.locator('#globals').textContent(),
         called: await widget.locator('#called').textContent(),
@@ -321,6 +334,40 @@ async function main() {
   if (offsite.length) throw new Error(`requests left the machine: ${offsite.join(', ')}`);
   const errors = summary.console.filter((m) => m.type === 'pageerror'
     || (m.type === 'error' && !/blocked-by-csp|127\.0\.0\.1:9\//.test(m.text)));
+  if (errors.length) throw new Error(`the browser reported errors: ${JSON.stringify(errors)}`);
+}
+
+// --switch-mount: another mount chosen while the first is still connecting.
+async function switchMount(page) {
+  await step('open /preview', async () => {
+    const response = await page.goto(opts.url, { timeout: left(20000), waitUntil: 'load' });
+    summary.checks.page_status = response.status();
+    await page.waitForFunction(() => document.querySelectorAll('#mount option').length >= 2, null,
+      { timeout: left(20000), polling: 50 });
+  });
+  await step(`choose the mount at ${opts.switchMount} at once`, async () => {
+    summary.checks.connection_at_switch = await page.textContent('#connection');
+    const value = await page.$$eval('#mount option', (os, path) => {
+      const o = os.find((x) => x.textContent.includes(path));
+      return o ? o.value : null;
+    }, opts.switchMount);
+    if (value === null) throw new Error(`no mount labelled with ${opts.switchMount}`);
+    await page.selectOption('#mount', value);
+    await page.locator(`#tool-list button[data-tool="${opts.expectTool}"]`).waitFor({ timeout: left(30000) });
+  });
+  await step('5 s later: what the page shows', async () => {
+    await page.waitForTimeout(5000);
+    summary.checks.server = await page.textContent('#server');
+    summary.checks.connection = await page.textContent('#connection');
+    summary.checks.tools = await page.$$eval('#tool-list button[data-tool]', (bs) => bs.map((b) => b.dataset.tool));
+    summary.checks.bridge_log_errors = await page.$$eval('#bridge-log li[data-kind="error"]', (lis) => lis.map((li) => li.textContent));
+  });
+  await step('screenshot', async () => {
+    mkdirSync(dirname(resolve(opts.screenshot)), { recursive: true });
+    await page.screenshot({ path: opts.screenshot, fullPage: false });
+    summary.screenshot = opts.screenshot;
+  });
+  const errors = summary.console.filter((m) => m.type === 'pageerror' || m.type === 'error');
   if (errors.length) throw new Error(`the browser reported errors: ${JSON.stringify(errors)}`);
 }
 
