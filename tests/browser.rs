@@ -21,6 +21,8 @@
 //! included; every wait is bounded; only 127.0.0.1 is used. The tests take turns
 //! (one Chromium at a time).
 
+#[path = "browser/openai_app.rs"]
+mod openai_app;
 mod support;
 #[path = "browser/vite.rs"]
 mod vite;

@@ -21,6 +21,8 @@
 // --switch-theme light|dark sends ui/notifications/host-context-changed {theme} once the
 // View has rendered (before any click).
 // --frame-height PX: the View's frame is this tall until the View reports its height.
+// --remount TEXT: at the end, the host page is loaded again with the same tool call id
+// (hostContext.toolInfo.id): the same call's View mounted anew, which must show TEXT.
 // Other options: --theme light|dark, --timeout SECONDS (whole run, default 90),
 // --direct (the page talks to --mcp itself, which then needs CORS; by default the
 // driver's own server proxies /mcp to it), --keep (keep the temp dir), --quiet.
@@ -48,7 +50,7 @@ const started = Date.now();
 
 const USAGE = `usage: node tests/browser/run.mjs (--mcp URL --tool NAME [--data-tool NAME] | --html FILE --tool-result JSON|@FILE [--mcp URL] [--tool NAME])
        [--args JSON|@FILE] [--fill SELECTOR --value TEXT] [--click SELECTOR [--then-click SELECTOR]] [--expect TEXT] [--expect-call | --expect-call-text]
-       [--count SELECTOR] [--frame-height PX] --screenshot FILE [--theme light|dark] [--switch-theme light|dark] [--timeout SECONDS] [--direct] [--keep] [--quiet]`;
+       [--count SELECTOR] [--frame-height PX] [--remount TEXT] --screenshot FILE [--theme light|dark] [--switch-theme light|dark] [--timeout SECONDS] [--direct] [--keep] [--quiet]`;
 
 function usage(message) {
   process.stderr.write(`run.mjs: ${message}\n${USAGE}\n`);
@@ -58,7 +60,8 @@ function usage(message) {
 function parseArgs(argv) {
   const opts = { args: '{}', theme: 'light', timeout: 90, direct: false, keep: false, quiet: false, expectCall: false, expectCallText: false };
   const valued = new Set(['--mcp', '--tool', '--data-tool', '--args', '--click', '--expect', '--screenshot', '--html',
-    '--tool-result', '--theme', '--timeout', '--fill', '--value', '--switch-theme', '--then-click', '--count', '--frame-height']);
+    '--tool-result', '--theme', '--timeout', '--fill', '--value', '--switch-theme', '--then-click', '--count', '--frame-height',
+    '--remount']);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--help' || a === '-h') { process.stdout.write(USAGE + '\n'); process.exit(0); }
@@ -396,6 +399,7 @@ async function main() {
   } else query.set('args', opts.args);
   query.set('theme', opts.theme);
   if (opts.frameHeight) query.set('frameHeight', opts.frameHeight);
+  query.set('toolCallId', `call-${process.pid}-${started}`);
   query.set('sandbox', `${sandboxOrigin}/sandbox.html`);
   const pageUrl = `${hostOrigin}/?${query}`;
 
@@ -505,6 +509,23 @@ async function main() {
   // Tear the View down the way a host must (ui/resource-teardown, answered).
   await page.evaluate(() => window.__host.teardownView()).catch(() => {});
   summary.host = await hostSnapshot(page);
+
+  if (opts.remount) {
+    t = Date.now();
+    await page.goto(pageUrl, { timeout: remaining(20000), waitUntil: 'load' });
+    await page.waitForFunction(() => window.__host && (window.__host.done || window.__host.error),
+      null, { timeout: remaining(45000), polling: 100 }).catch(() => {});
+    const until = Date.now() + remaining(15000);
+    let text = '';
+    while (Date.now() < until) {
+      text = await view.locator('body').innerText({ timeout: remaining(5000) }).catch(() => '');
+      if (text.includes(opts.remount)) break;
+      await page.waitForTimeout(100);
+    }
+    summary.remount = { expect: opts.remount, found: text.includes(opts.remount), view_text: text.slice(0, 2000),
+      host: await hostSnapshot(page), ms: Date.now() - t };
+    if (!summary.remount.found) return finish(false, `after a remount, expected ${JSON.stringify(opts.remount)} in the View, not found`);
+  }
 
   if (summary.click && !summary.click.found) {
     const what = [

