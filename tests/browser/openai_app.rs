@@ -100,6 +100,8 @@ fn an_apps_sdk_react_widget_runs_in_an_mcp_apps_host_and_in_preview() {
         "the View reported its content's height, got {height}\n{}",
         context()
     );
+    // The host's teardown request is answered (the bridge answers for it).
+    assert_eq!(host["teardown"], "answered", "{}", context());
     // Mounted anew for the same call: the widget state came back.
     assert_eq!(summary["remount"]["found"], true, "{}", context());
     let bad_console = console_errors(&summary);
