@@ -408,6 +408,40 @@ fn view_calls(summary: &Value) -> Vec<(String, Value)> {
         .unwrap_or_default()
 }
 
+/// `overlays/` copied into `dir/overlays`, with `from` replaced by `to` in its
+/// `demo.toml` (which must hold `from`).
+fn demo_overlays_with(dir: &Path, from: &str, to: &str) -> PathBuf {
+    let overlays = dir.join("overlays");
+    copy_dir(&root().join("overlays"), &overlays);
+    let demo = std::fs::read_to_string(overlays.join("demo.toml")).unwrap();
+    assert!(demo.contains(from), "overlays/demo.toml holds {from:?}");
+    std::fs::write(overlays.join("demo.toml"), demo.replace(from, to)).unwrap();
+    overlays
+}
+
+/// The height the View last reported to the host (0 when none).
+fn reported_height(summary: &Value) -> f64 {
+    summary["host"]["sizes"]
+        .as_array()
+        .and_then(|s| s.last())
+        .and_then(|s| s["height"].as_f64())
+        .unwrap_or(0.0)
+}
+
+/// No page error, console error or CSP violation, and no error the host logged.
+fn assert_no_errors(summary: &Value, what: &str) {
+    let bad_console = console_errors(summary);
+    assert!(
+        bad_console.is_empty(),
+        "{what}: browser errors: {bad_console:?}"
+    );
+    let logged = &summary["host"]["errors"];
+    assert!(
+        logged.as_array().is_none_or(Vec::is_empty),
+        "{what}: the host logged errors: {logged}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Tests
 
@@ -679,22 +713,15 @@ fn a_window_openai_widget_runs_in_an_mcp_apps_host_through_the_bridge() {
     }
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let overlays = dir.path().join("overlays");
-    copy_dir(&root().join("overlays"), &overlays);
+    let overlays = demo_overlays_with(
+        dir.path(),
+        "[tools.complete_task]\nwidget = \"task-board\"",
+        "[tools.complete_task]\nwidget = \"openai-only\"",
+    );
     copy_dir(
         &root().join("tests/preview/openai-only"),
         &overlays.join("widgets/openai-only"),
     );
-    let demo = std::fs::read_to_string(overlays.join("demo.toml")).unwrap();
-    let remapped = demo.replace(
-        "[tools.complete_task]\nwidget = \"task-board\"",
-        "[tools.complete_task]\nwidget = \"openai-only\"",
-    );
-    assert_ne!(
-        demo, remapped,
-        "overlays/demo.toml maps complete_task to task-board"
-    );
-    std::fs::write(overlays.join("demo.toml"), remapped).unwrap();
     let (mut gateway, url) = start_gateway_with(&overlays);
     let (summary, _, _) = run_driver(
         &mut gateway,
@@ -732,24 +759,13 @@ fn a_window_openai_widget_runs_in_an_mcp_apps_host_through_the_bridge() {
         );
     }
     assert_eq!(summary["click"]["view_call"]["name"], "refresh_tasks");
-    let height = host["sizes"]
-        .as_array()
-        .and_then(|s| s.last())
-        .and_then(|s| s["height"].as_f64())
-        .unwrap_or(0.0);
+    let height = reported_height(&summary);
     assert!(
         height > 50.0 && height < 400.0,
         "the View reported its content's height, got {height}\n{}",
         context()
     );
-    let bad_console = console_errors(&summary);
-    assert!(bad_console.is_empty(), "browser errors: {bad_console:?}");
-    assert_eq!(
-        host["errors"].as_array().map_or(0, Vec::len),
-        0,
-        "{}",
-        context()
-    );
+    assert_no_errors(&summary, "complete_task");
     stop_gateway(gateway);
 }
 
@@ -765,16 +781,12 @@ fn widgets_in_a_tall_frame_report_their_contents_height() {
     }
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let overlays = dir.path().join("overlays");
-    copy_dir(&root().join("overlays"), &overlays);
-    copy_dir(&root().join("examples/time/overlays"), &overlays);
-    let demo = std::fs::read_to_string(overlays.join("demo.toml")).unwrap();
-    let table = demo.replace(
+    let overlays = demo_overlays_with(
+        dir.path(),
         "[tools.list_tasks]\n",
         "[tools.list_tasks]\nwidget = \"builtin:table\"\n",
     );
-    assert_ne!(demo, table, "overlays/demo.toml has [tools.list_tasks]");
-    std::fs::write(overlays.join("demo.toml"), table).unwrap();
+    copy_dir(&root().join("examples/time/overlays"), &overlays);
     let python = root().join("tests/peers/.venv/bin/python");
     let config = dir.path().join("gw.toml");
     std::fs::write(
@@ -809,21 +821,13 @@ fn widgets_in_a_tall_frame_report_their_contents_height() {
             ],
         );
         let context = || serde_json::to_string_pretty(&summary).unwrap_or_default();
-        let height = summary["host"]["sizes"]
-            .as_array()
-            .and_then(|s| s.last())
-            .and_then(|s| s["height"].as_f64())
-            .unwrap_or(0.0);
+        let height = reported_height(&summary);
         assert!(
             height > 40.0 && height < 400.0,
             "{tool}: the View reported its content's height in a 900 px frame, got {height}\n{}",
             context()
         );
-        let bad_console = console_errors(&summary);
-        assert!(
-            bad_console.is_empty(),
-            "{tool}: browser errors: {bad_console:?}"
-        );
+        assert_no_errors(&summary, tool);
         eprintln!("browser {tool} in a 900 px frame: reported {height} px");
     }
     stop_gateway(gateway);

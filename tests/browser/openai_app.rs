@@ -22,8 +22,11 @@ fn an_apps_sdk_react_widget_runs_in_an_mcp_apps_host_and_in_preview() {
     }
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let overlays = dir.path().join("overlays");
-    copy_dir(&root().join("overlays"), &overlays);
+    let overlays = demo_overlays_with(
+        dir.path(),
+        "[tools.list_tasks]\n",
+        "[tools.list_tasks]\nwidget = \"openai-app\"\n",
+    );
     let widget = overlays.join("widgets/openai-app");
     vite_build(&project(), &widget.join("dist"), None);
     // Apps SDK UI's stylesheet declares KaTeX fonts on cdn.openai.com: a host
@@ -34,13 +37,6 @@ fn an_apps_sdk_react_widget_runs_in_an_mcp_apps_host_and_in_preview() {
         "entry = \"dist/index.html\"\n\n[csp]\nresource_domains = [\"https://cdn.openai.com\"]\n",
     )
     .unwrap();
-    let demo = std::fs::read_to_string(overlays.join("demo.toml")).unwrap();
-    let remapped = demo.replace(
-        "[tools.list_tasks]\n",
-        "[tools.list_tasks]\nwidget = \"openai-app\"\n",
-    );
-    assert_ne!(demo, remapped, "overlays/demo.toml has [tools.list_tasks]");
-    std::fs::write(overlays.join("demo.toml"), remapped).unwrap();
 
     let port = free_port();
     let public_url = format!("http://127.0.0.1:{port}");
@@ -90,11 +86,7 @@ fn an_apps_sdk_react_widget_runs_in_an_mcp_apps_host_and_in_preview() {
     }
     assert_eq!(summary["view_style"]["theme"], "dark", "{}", context());
     assert_eq!(summary["click"]["view_call"]["name"], "refresh_tasks");
-    let height = host["sizes"]
-        .as_array()
-        .and_then(|s| s.last())
-        .and_then(|s| s["height"].as_f64())
-        .unwrap_or(0.0);
+    let height = reported_height(&summary);
     assert!(
         height > 100.0 && height < 700.0,
         "the View reported its content's height, got {height}\n{}",
@@ -104,14 +96,7 @@ fn an_apps_sdk_react_widget_runs_in_an_mcp_apps_host_and_in_preview() {
     assert_eq!(host["teardown"], "answered", "{}", context());
     // Mounted anew for the same call: the widget state came back.
     assert_eq!(summary["remount"]["found"], true, "{}", context());
-    let bad_console = console_errors(&summary);
-    assert!(bad_console.is_empty(), "browser errors: {bad_console:?}");
-    assert_eq!(
-        host["errors"].as_array().map_or(0, Vec::len),
-        0,
-        "{}",
-        context()
-    );
+    assert_no_errors(&summary, "list_tasks");
 
     // The same widget under /preview, on the page's own window.openai.
     let base = url.trim_end_matches("/mcp");

@@ -337,6 +337,17 @@ async function main() {
   if (errors.length) throw new Error(`the browser reported errors: ${JSON.stringify(errors)}`);
 }
 
+// The last steps of the one-purpose modes: a screenshot, and no console error.
+async function endClean(page) {
+  await step('screenshot', async () => {
+    mkdirSync(dirname(resolve(opts.screenshot)), { recursive: true });
+    await page.screenshot({ path: opts.screenshot, fullPage: false });
+    summary.screenshot = opts.screenshot;
+  });
+  const errors = summary.console.filter((m) => m.type === 'pageerror' || m.type === 'error');
+  if (errors.length) throw new Error(`the browser reported errors: ${JSON.stringify(errors)}`);
+}
+
 // --switch-mount: another mount chosen while the first is still connecting.
 async function switchMount(page) {
   await step('open /preview', async () => {
@@ -362,13 +373,7 @@ async function switchMount(page) {
     summary.checks.tools = await page.$$eval('#tool-list button[data-tool]', (bs) => bs.map((b) => b.dataset.tool));
     summary.checks.bridge_log_errors = await page.$$eval('#bridge-log li[data-kind="error"]', (lis) => lis.map((li) => li.textContent));
   });
-  await step('screenshot', async () => {
-    mkdirSync(dirname(resolve(opts.screenshot)), { recursive: true });
-    await page.screenshot({ path: opts.screenshot, fullPage: false });
-    summary.screenshot = opts.screenshot;
-  });
-  const errors = summary.console.filter((m) => m.type === 'pageerror' || m.type === 'error');
-  if (errors.length) throw new Error(`the browser reported errors: ${JSON.stringify(errors)}`);
+  await endClean(page);
 }
 
 // --call: one call from the form, its widget, and what it cost the page.
@@ -416,13 +421,7 @@ async function callOne(page) {
     summary.checks.bridge_log_chars = await page.$$eval('#bridge-log li',
       (lis) => lis.reduce((n, li) => n + li.textContent.length + (li.title || '').length, 0));
   });
-  await step('screenshot', async () => {
-    mkdirSync(dirname(resolve(opts.screenshot)), { recursive: true });
-    await page.screenshot({ path: opts.screenshot, fullPage: false });
-    summary.screenshot = opts.screenshot;
-  });
-  const errors = summary.console.filter((m) => m.type === 'pageerror' || m.type === 'error');
-  if (errors.length) throw new Error(`the browser reported errors: ${JSON.stringify(errors)}`);
+  await endClean(page);
 }
 
 main().then(() => finish(true), (e) => finish(false, e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : String(e)));
