@@ -186,7 +186,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
     };
     let server = match Server::bind(gateway.clone(), config.listen).await {
         Ok(s) => s,
-        Err(e) => return fail(&format!("cannot listen on {}: {e}", config.listen)),
+        Err(e) => return fail(&cli::listen_error(config.listen, &e)),
     };
     let server = match &tls {
         Some(tls) => server.with_tls(tls.clone()),

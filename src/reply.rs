@@ -32,7 +32,7 @@ pub fn status(status: StatusCode) -> Response<Body> {
     r
 }
 
-pub fn text(status: StatusCode, body: &'static str) -> Response<Body> {
+pub fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
     let mut r = Response::new(full(body));
     *r.status_mut() = status;
     r.headers_mut().insert(

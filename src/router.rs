@@ -103,11 +103,38 @@ impl Service<Request<Incoming>> for Router {
                 req.uri(),
             ));
         }
-        ready(text(
-            StatusCode::NOT_FOUND,
-            "not found: this gateway serves MCP at its mount paths\n",
-        ))
+        ready(text(StatusCode::NOT_FOUND, not_found(&gw)))
     }
+}
+
+/// What a request to a path nothing serves is told: the paths that are
+/// served, MCP endpoints first.
+fn not_found(gw: &Gateway) -> String {
+    let mut lines =
+        vec!["not found: nothing is served at this path. This gateway serves:".to_owned()];
+    for mount in &gw.mounts {
+        let c = &mount.config;
+        lines.push(format!("  {}  MCP, upstream '{}'", c.path, c.name));
+    }
+    for app in &gw.apps {
+        let members: Vec<&str> = app
+            .config
+            .members
+            .iter()
+            .map(|m| m.upstream.as_str())
+            .collect();
+        lines.push(format!(
+            "  {}  MCP, app '{}' of {}",
+            app.config.path,
+            app.config.name,
+            members.join(", ")
+        ));
+    }
+    if gw.preview {
+        lines.push("  /preview  the preview page".into());
+    }
+    lines.push("  /healthz, /readyz, /metrics  health, readiness and metrics".into());
+    lines.join("\n") + "\n"
 }
 
 /// An answer the router has at once.

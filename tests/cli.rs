@@ -1309,3 +1309,24 @@ async fn serve_check_and_the_preview_say_the_widget_origins() {
     );
     let _ = gateway.terminate(Duration::from_secs(20));
 }
+
+/// A port already taken: `serve` says so in words, and names the flag (and
+/// the setting) that chooses another address, instead of only the OS error.
+#[tokio::test]
+async fn a_port_in_use_is_said_with_the_flag_that_moves_it() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["serve", "--listen", &addr, "--", "true"]).await;
+    let (_, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "mcp-ui-gateway: cannot listen on {addr}: the port is already in use"
+        )) && stderr.contains(
+            "choose another with --listen (or `listen` in the configuration, MCP_UI_GATEWAY_LISTEN)"
+        ),
+        "{both}"
+    );
+}

@@ -600,6 +600,29 @@ async fn stdio_child_exiting_at_start_backs_off_and_reports_it() {
     assert_good_serves(&g).await;
 }
 
+/// A child that exits at start says why on its stderr (a Python module
+/// misspelt): the client's error and `/readyz` carry its last lines, not
+/// only the exit status.
+#[tokio::test]
+async fn stdio_child_exiting_at_start_is_reported_with_its_last_stderr_lines() {
+    let script = "echo 'Traceback (most recent call last):' >&2; \
+        echo \"ModuleNotFoundError: No module named 'mcp_server_tim'\" >&2; exit 1";
+    let g = gateway_with(gw::stdio("bad", "sh", &["-c", script])).await;
+    let said = "its stderr ended with: Traceback (most recent call last): | ModuleNotFoundError: No module named 'mcp_server_tim'";
+    let (status, message) = bad_init(&g).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        message.contains("exit status: 1") && message.contains(said),
+        "{message}"
+    );
+    let (_, _, body) = request_raw(Method::GET, &g.url_for("/readyz"), &[], "").await;
+    let readyz = String::from_utf8_lossy(&body);
+    assert!(
+        readyz.contains("No module named 'mcp_server_tim'"),
+        "{readyz}"
+    );
+}
+
 #[test]
 fn backoff_doubles_from_half_a_second_to_thirty() {
     use mcp_ui_gateway::upstream::stdio::backoff;

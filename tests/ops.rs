@@ -1003,3 +1003,44 @@ async fn metrics_count_client_sessions_connections_processes_and_revivals() {
         "{text}"
     );
 }
+
+/// A request to a path nothing serves is answered 404 with the paths that
+/// are served: each mount's and each app's MCP endpoint (with its members),
+/// and the operational ones. (Before: "this gateway serves MCP at its mount
+/// paths", naming none.)
+#[tokio::test]
+async fn a_path_nothing_serves_is_answered_with_the_paths_served() {
+    use mcp_ui_gateway::config::{AppConfig, Config, MemberConfig};
+    let gateway = TestGateway::start_with(Config {
+        upstreams: vec![
+            gw::stdio("time", STDIO_COMMAND, &[]),
+            gw::stdio("memory", STDIO_COMMAND, &[]),
+        ],
+        apps: vec![AppConfig {
+            name: "suite".into(),
+            path: None,
+            upstreams: vec![
+                MemberConfig::Name("time".into()),
+                MemberConfig::Table {
+                    upstream: "memory".into(),
+                    prefix: Some("m_".into()),
+                },
+            ],
+        }],
+        ..gw::test_config()
+    })
+    .await;
+    let (status, headers, body) = request_raw(Method::GET, &gateway.url_for("/mpc"), &[], "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(headers["content-type"], "text/plain; charset=utf-8");
+    let text = String::from_utf8_lossy(&body);
+    for line in [
+        "not found: nothing is served at this path. This gateway serves:",
+        "  /time/mcp  MCP, upstream 'time'",
+        "  /memory/mcp  MCP, upstream 'memory'",
+        "  /suite/mcp  MCP, app 'suite' of time, memory",
+        "  /healthz, /readyz, /metrics  health, readiness and metrics",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+    }
+}

@@ -36,6 +36,32 @@ pub fn describe_transport(mount: &Mount) -> String {
     }
 }
 
+/// Why `serve` cannot listen on `addr`, in words, with what to do: the
+/// address is set by `--listen`, `listen` in the configuration or
+/// `MCP_UI_GATEWAY_LISTEN`.
+pub fn listen_error(addr: std::net::SocketAddr, e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    const CHOOSE: &str =
+        "choose another with --listen (or `listen` in the configuration, MCP_UI_GATEWAY_LISTEN)";
+    let why = match e.kind() {
+        ErrorKind::AddrInUse => format!(
+            "the port is already in use (another gateway, or another program, listens there: `ss -ltnp 'sport = :{}'` names it); stop it, or {CHOOSE}",
+            addr.port()
+        ),
+        ErrorKind::AddrNotAvailable => {
+            format!(
+                "no network interface of this machine has the address {}; {CHOOSE}",
+                addr.ip()
+            )
+        }
+        ErrorKind::PermissionDenied if addr.port() < 1024 => format!(
+            "a port below 1024 needs privileges this process does not have; {CHOOSE}, such as 127.0.0.1:8787"
+        ),
+        _ => format!("{e}; {CHOOSE}"),
+    };
+    format!("cannot listen on {addr}: {why}")
+}
+
 /// `a, b, c`, or `(none)`: configured names in messages.
 fn list(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
     let names: Vec<String> = names

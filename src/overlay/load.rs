@@ -119,6 +119,7 @@ pub fn inspect_dir_with(dir: &Path, options: &LoadOptions) -> Inspection {
         tools: Vec::new(),
         renders: Vec::new(),
         widget_sites: Vec::new(),
+        widget_names: Vec::new(),
         builtin_widgets: Vec::new(),
         max_bytes,
         asset_base,
@@ -140,6 +141,7 @@ pub fn inspect_dir_with(dir: &Path, options: &LoadOptions) -> Inspection {
         }
     }
     let (mut widgets, widget_names) = loader.widgets();
+    loader.widget_names.clone_from(&widget_names);
     let mounts = loader.mounts(&|name| widget_names.iter().any(|n| n == name));
     widgets.append(&mut loader.builtin_widgets);
     let mut errors = loader.errors;

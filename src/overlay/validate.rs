@@ -20,7 +20,7 @@ mod problem;
 mod tests;
 
 pub use csp::{chatgpt_domain, claude_domain, domain, origin, origin_allowed, url_origin};
-pub use names::unknown_tool;
+pub use names::{nearest, unknown_tool};
 pub use problem::Problem;
 
 /// ChatGPT's limit on `openai/toolInvocation/invoking` and `invoked`.

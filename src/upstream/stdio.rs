@@ -107,7 +107,13 @@ pub fn spawn_supervised(
         session.clone(),
         child_fault.clone(),
     ));
-    tokio::spawn(pipes::log_stderr(name.to_owned(), pid, stderr));
+    let tail = Arc::new(pipes::StderrTail::default());
+    let stderr_read = tokio::spawn(pipes::log_stderr(
+        name.to_owned(),
+        pid,
+        stderr,
+        tail.clone(),
+    ));
     tokio::spawn(pipes::read_lines(
         stdout,
         session.clone(),
@@ -133,13 +139,18 @@ pub fn spawn_supervised(
                 }
             }
         };
+        let mut said = String::new();
         if on_its_own {
+            // What it wrote last says why; its final lines may still be in
+            // the pipe, so their reader is given a moment to finish.
+            let _ = tokio::time::timeout(STDERR_AFTER_EXIT, stderr_read).await;
+            said = tail.text();
             // Its requests learn of the exit now, not after its group ends.
-            s.close(describe(&status));
+            s.close(describe(&status, &said));
         }
         let ending_started = Instant::now();
         let (status, ending) = group.end(&mut child).await;
-        let reason = describe(&status);
+        let reason = describe(&status, &said);
         let crashed = on_its_own || child_fault.load(Ordering::Acquire);
         if crashed && started.elapsed() < STABLE_AFTER {
             restarts.crashed(s.upstream(), &reason);
@@ -158,9 +169,18 @@ pub fn spawn_supervised(
     Ok(session)
 }
 
-fn describe(status: &std::io::Result<std::process::ExitStatus>) -> String {
-    match status {
+/// How long the end of a child's stderr is awaited after it exits.
+const STDERR_AFTER_EXIT: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// How a child ended, with its last stderr lines when it exited by itself.
+fn describe(status: &std::io::Result<std::process::ExitStatus>, said: &str) -> String {
+    let how = match status {
         Ok(st) => format!("exited ({st})"),
         Err(e) => format!("could not be waited for: {e}"),
+    };
+    if said.is_empty() {
+        how
+    } else {
+        format!("{how}; its stderr ended with: {said}")
     }
 }

@@ -18,6 +18,8 @@ pub(super) struct Loader {
     pub(super) tools: Vec<ToolSite>,
     pub(super) renders: Vec<RenderSite>,
     pub(super) widget_sites: Vec<WidgetSite>,
+    /// The widget folders' names, for "did you mean".
+    pub(super) widget_names: Vec<String>,
     /// The built-in widgets compiled for the tools that name one.
     pub(super) builtin_widgets: Vec<crate::overlay::widget::Widget>,
     /// Largest file read, and largest widget with its assets inlined

@@ -271,6 +271,29 @@ fn a_widget_folder_one_level_down_is_pointed_at() {
     );
 }
 
+/// A widget name one or two letters off a folder's is a typo: said with the
+/// name meant, for a tool and a render tool alike.
+#[test]
+fn a_misspelt_widget_name_gets_the_folder_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "widgets/task-board/index.html", "<p>board</p>");
+    write(root, "widgets/clock/index.html", "<p>clock</p>");
+    write(
+        root,
+        "demo.toml",
+        "[tools.t]\nwidget = \"task-bord\"\n\n[render.r]\nwidget = \"clok\"\ndata_tools = [\"t\"]\ninput_schema = { type = \"object\" }\n\n[tools.u]\nwidget = \"calendar\"\n",
+    );
+    assert_eq!(
+        errors(root),
+        [
+            "demo.toml:1: tools.t.widget: no widget folder `widgets/task-bord`; did you mean `task-board`?",
+            "demo.toml:4: render.r.widget: no widget folder `widgets/clok`; did you mean `clock`?",
+            "demo.toml:9: tools.u.widget: no widget folder `widgets/calendar`",
+        ]
+    );
+}
+
 #[test]
 fn per_host_domains_are_located() {
     let dir = tempfile::tempdir().unwrap();

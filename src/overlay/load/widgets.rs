@@ -54,23 +54,28 @@ impl Loader {
 
     /// The reason of a tool's or render tool's `problem`, with, for a
     /// missing widget folder found one level down (a folder copied into
-    /// the overlay directory instead of its content), where it is.
+    /// the overlay directory instead of its content), where it is; or else
+    /// the folder whose name is close (a typo).
     pub(super) fn widget_reason(
         &self,
         problem: &validate::Problem,
         widget: Option<&str>,
     ) -> String {
-        let nested = widget
-            .filter(|_| problem.place == "widget")
-            .and_then(|name| self.nested_widget(name));
-        match nested {
-            Some(found) => format!(
+        let Some(name) = widget.filter(|_| problem.place == "widget") else {
+            return problem.reason.clone();
+        };
+        if let Some(found) = self.nested_widget(name) {
+            return format!(
                 "{}; but {} exists, one level down: was a folder copied into {} instead of its content? Move its files up (`cp -r SRC/. {}/` copies a folder's content)",
                 problem.reason,
                 found.display(),
                 self.root.display(),
                 self.root.display(),
-            ),
+            );
+        }
+        let names: Vec<&str> = self.widget_names.iter().map(String::as_str).collect();
+        match validate::nearest(name, &names) {
+            Some(near) => format!("{}; did you mean `{near}`?", problem.reason),
             None => problem.reason.clone(),
         }
     }

@@ -103,10 +103,47 @@ pub(super) async fn read_lines(
 /// Longest stderr line logged whole; longer ones are cut.
 const STDERR_LINE: usize = 16 * 1024;
 
+/// How many of a child's last stderr lines are kept, each cut to how many
+/// characters, to say why it exited.
+const TAIL_LINES: usize = 3;
+const TAIL_CHARS: usize = 200;
+
+/// A child's last few stderr lines: what a child that exits says of why
+/// (`ModuleNotFoundError: No module named …`).
+#[derive(Debug, Default)]
+pub(super) struct StderrTail(std::sync::Mutex<std::collections::VecDeque<String>>);
+
+impl StderrTail {
+    fn push(&self, line: &str) {
+        let line = line.trim();
+        if line.is_empty() {
+            return;
+        }
+        let mut lines = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if lines.len() == TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line.chars().take(TAIL_CHARS).collect());
+    }
+
+    /// The lines kept, joined with ` | `; empty when there are none.
+    pub(super) fn text(&self) -> String {
+        let lines = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        lines
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+}
+
+/// Logs the child's stderr line by line, keeping the last few in `tail`;
+/// returns at its end.
 pub(super) async fn log_stderr(
     name: String,
     pid: Option<u32>,
     stderr: tokio::process::ChildStderr,
+    tail: Arc<StderrTail>,
 ) {
     let codec = AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), STDERR_LINE);
     let mut lines = FramedRead::new(stderr, codec);
@@ -117,6 +154,7 @@ pub(super) async fn log_stderr(
                 let text = String::from_utf8_lossy(&line);
                 let text = text.trim_end();
                 tracing::info!(target: "mcp_ui_gateway::upstream::stderr", upstream = %name, pid, "{text}");
+                tail.push(text);
             }
             Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
                 tracing::info!(target: "mcp_ui_gateway::upstream::stderr", upstream = %name, pid, "(a stderr line over {STDERR_LINE} bytes was skipped)");
