@@ -1330,3 +1330,36 @@ async fn a_port_in_use_is_said_with_the_flag_that_moves_it() {
         "{both}"
     );
 }
+
+/// Typos in an overlay file are said where they are, with what was meant:
+/// an unknown key at its own line ("did you mean `visibility`?"), and a
+/// file that does not parse is not followed by a warning that its widget is
+/// named by no tool (the broken file may be what names it). (Before: the
+/// key at the tool's line with all 14 keys listed, and the false warning.)
+#[tokio::test]
+async fn check_points_at_a_misspelt_key_and_adds_no_false_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root.join("overlays/widgets/board/index.html"), "<p>b</p>\n");
+    write(
+        root.join("overlays/demo.toml"),
+        "[tools.add_task]\nwidget = \"board\"\nvisiblity = [\"app\"]\n",
+    );
+    let out = run(root, &["check", "--offline", "--overlays", "overlays"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    assert_eq!(
+        stdout,
+        "overlays/demo.toml:3: tools.add_task: unknown key `visiblity`; did you mean `visibility`?\n\
+         1 problem in overlays\n",
+        "{both}"
+    );
+    write(
+        root.join("overlays/demo.toml"),
+        "[tools.add_task]\nwidget = \"board\"\ntitle = \"unclosed\n",
+    );
+    let out = run(root, &["check", "--offline", "--overlays", "overlays"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    assert!(!stdout.contains("no tool names this widget"), "{both}");
+}

@@ -293,10 +293,16 @@ fn bridges(inspection: &Inspection) -> Vec<String> {
 /// A widget no tool names is never listed nor served: most likely a tool's
 /// `widget` key misses it, or it is left over.
 fn unused_widgets(dir: &Path, inspection: &Inspection, report: &mut Report) {
+    // A mount file that could not be read whole may be what names the
+    // widget: better nothing than a warning that misleads.
+    if report.problems.iter().any(|p| p.file.parent() == Some(dir)) {
+        return;
+    }
     let used: BTreeSet<&str> = inspection
         .tools
         .iter()
         .filter_map(|site| site.overlay.as_ref()?.widget.as_deref())
+        .chain(inspection.renders.iter().map(|r| r.render.widget.as_str()))
         .collect();
     for widget in inspection.set.widgets().iter() {
         if !used.contains(widget.name.as_str()) && !is_builtin_name(&widget.name) {

@@ -58,7 +58,7 @@ impl Located {
         Located {
             line: (e.line() > 0).then(|| offset_line + e.line() - 1),
             place: None,
-            reason: strip_json_position(&e.to_string()),
+            reason: with_key_meant(strip_json_position(&e.to_string())),
         }
     }
 
@@ -72,7 +72,7 @@ impl Located {
             reason: if reason.is_empty() {
                 "invalid TOML here (a character TOML does not allow?)".to_owned()
             } else {
-                reason
+                with_key_meant(reason)
             },
         }
     }
@@ -94,6 +94,32 @@ impl Located {
             line: None,
             place,
             reason: lines.join(" "),
+        }
+    }
+}
+
+/// The key a serde "unknown field `k`, expected …" message names.
+fn unknown_key(reason: &str) -> Option<String> {
+    let rest = reason.strip_prefix("unknown field `")?;
+    Some(rest.split_once('`')?.0.to_owned())
+}
+
+/// A serde "unknown field `k`, expected one of `a`, `b`, …" message as the
+/// key meant, when one is close ("unknown key `visiblity`; did you mean
+/// `visibility`?"), else with the keys there are; any other message as it is.
+fn with_key_meant(reason: String) -> String {
+    let Some(key) = unknown_key(&reason) else {
+        return reason;
+    };
+    let rest = &reason["unknown field `".len() + key.len() + 1..];
+    // The expected keys are every other piece between backquotes.
+    let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    match crate::overlay::validate::nearest(&key, &expected) {
+        Some(near) => format!("unknown key `{key}`; did you mean `{near}`?"),
+        None if expected.is_empty() => format!("unknown key `{key}`: this table takes none"),
+        None => {
+            let keys: Vec<String> = expected.iter().map(|k| format!("`{k}`")).collect();
+            format!("unknown key `{key}`; the keys are {}", keys.join(", "))
         }
     }
 }
@@ -131,7 +157,16 @@ pub(super) fn parse_toml(source: &str) -> Result<Parsed, Located> {
         .into_iter()
         .map(|(name, value)| {
             let line = tool_line(source, &name);
-            let tool = ToolOverlay::deserialize(value).map_err(|e| Located::toml_value(&e));
+            let tool = ToolOverlay::deserialize(value).map_err(|e| {
+                let mut e = Located::toml_value(&e);
+                // An unknown key is shown at its own line, below the tool's.
+                if let Some(key) = unknown_key(&e.reason) {
+                    let from = line.unwrap_or(1).saturating_sub(1);
+                    e.line = key_line_from(source, &key, from).or(line);
+                }
+                e.reason = with_key_meant(e.reason);
+                e
+            });
             ParsedTool { name, line, tool }
         })
         .collect();
@@ -205,6 +240,11 @@ pub(super) fn line_of(text: &str, offset: usize) -> usize {
 /// the first line that assigns its last key, else one that assigns a key
 /// before it (a value in an inline table, `domain = { claude = "…" }`).
 pub(super) fn key_line(source: &str, place: &str) -> Option<usize> {
+    key_line_from(source, place, 0)
+}
+
+/// [`key_line`], looking from line index `from` (0-based) on.
+fn key_line_from(source: &str, place: &str, from: usize) -> Option<usize> {
     let assigns = |line: &str, key: &str| {
         let line = line.trim_start().trim_start_matches('"');
         line.strip_prefix(key).is_some_and(|rest| {
@@ -218,7 +258,8 @@ pub(super) fn key_line(source: &str, place: &str) -> Option<usize> {
         let key = segment.split('[').next()?;
         source
             .lines()
+            .skip(from)
             .position(|line| assigns(line, key))
-            .map(|i| i + 1)
+            .map(|i| from + i + 1)
     })
 }

@@ -30,7 +30,7 @@ fn json_position_is_reported_apart() {
     let located = Located::json(&e, 10);
     assert_eq!(located.line, Some(11));
     assert!(
-        located.reason.starts_with("unknown field `widgt`"),
+        located.reason == "unknown key `widgt`; did you mean `widget`?",
         "{}",
         located.reason
     );
@@ -194,13 +194,13 @@ fn every_problem_is_reported_with_file_line_and_place() {
         "broken.toml:1: invalid table header; expected `.`, `]`",
         "nested.json:3: tools.t: unknown variant `everyone`, expected `model` or `app`",
         "time.toml:1: tools.get_current_time.invoking: 74 characters; ChatGPT allows at most 64",
-        "time.toml:5: tools.convert_time: unknown field `widgt`, expected one of `widget`, `title`, `description`, `visibility`, `invoking`, `invoked`, `annotations`, `security_schemes`, `file_params`, `profile`, `output_schema`, `result`, `view`, `meta`",
-        "time.toml:8: tools.third.security_schemes: unknown field `extra`, there are no fields",
-        "top.json:3: unknown field `typo`, expected one of `$schema`, `upstream`, `tools`, `render`",
+        "time.toml:6: tools.convert_time: unknown key `widgt`; did you mean `widget`?",
+        "time.toml:8: tools.third.security_schemes: unknown key `extra`: this table takes none",
+        "top.json:3: unknown key `typo`; the keys are `$schema`, `upstream`, `tools`, `render`",
         "widgets/Bad Name: widget folder `Bad Name`: names are 1 to 63 of a-z, 0-9, `-` and `_`, starting with a letter or digit (the name is the host of its ui:// URI)",
         "widgets/assets/index.html:2: script src \"../escape.js\": leaves the widget folder",
         "widgets/assets/index.html:4: stylesheet href \"missing.css\": cannot open: No such file or directory (os error 2)",
-        "widgets/csp/widget.toml:4: unknown field `extra`, expected one of `connect_domains`, `resource_domains`, `frame_domains`, `base_uri_domains`, `redirect_domains`",
+        "widgets/csp/widget.toml:4: unknown key `extra`; the keys are `connect_domains`, `resource_domains`, `frame_domains`, `base_uri_domains`, `redirect_domains`",
     ];
     assert_eq!(got, expected, "\n{}", got.join("\n"));
 }
@@ -320,7 +320,7 @@ fn per_host_domains_are_located() {
     let expected = [
         "widgets/inline/widget.toml:2: domain.chatgpt: `w.example.com` is a bare host name; ChatGPT's widget domain is an origin (try `https://w.example.com`)",
         "widgets/table/widget.toml:3: domain.claude: `https://w.example.com` is an origin; Claude's widget domain is a bare host name such as `w.example.com`, and the one Claude accepts is hashed from the endpoint URL: leave `claude` out and set public_url to have the gateway derive it",
-        "widgets/typo/widget.json:2: unknown field `claud`, expected one of `chatgpt`, `claude`, `other`",
+        "widgets/typo/widget.json:2: unknown key `claud`; did you mean `claude`?",
     ];
     assert_eq!(got, expected, "\n{}", got.join("\n"));
 }
@@ -457,7 +457,10 @@ fn render_tool_problems_are_located() {
     );
     let unknown = super::tests::errors(root);
     assert_eq!(unknown.len(), 1, "{unknown:?}");
-    assert!(unknown[0].contains("unknown field `widgt`"), "{unknown:?}");
+    assert!(
+        unknown[0].ends_with("unknown key `widgt`; did you mean `widget`?"),
+        "{unknown:?}"
+    );
 }
 
 /// A file of `len` bytes that takes no disk space (a hole, read as zeros).
