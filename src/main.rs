@@ -209,6 +209,19 @@ async fn serve(args: ServeArgs) -> ExitCode {
             m.name
         );
     }
+    for app in &gateway.apps {
+        let members: Vec<&str> = app
+            .config
+            .members
+            .iter()
+            .map(|m| m.upstream.as_str())
+            .collect();
+        say!(
+            "App endpoint: {scheme}://{addr}{} -> {}",
+            app.config.path,
+            members.join(", ")
+        );
+    }
     if gateway.preview {
         say!(
             "Preview: {scheme}://{addr}{}",

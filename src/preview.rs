@@ -42,9 +42,29 @@ pub fn claims(path: &str) -> bool {
 
 /// Answers a request for a preview path; `enabled` is whether the preview
 /// is served at all, `mounts` the gateway's.
+/// An MCP endpoint the page can connect to: a mount's, or an app's with
+/// the upstreams it combines.
+#[derive(Debug, Clone, Copy)]
+pub struct Endpoint<'a> {
+    pub name: &'a str,
+    pub path: &'a str,
+    /// The app's members; `None` for a mount.
+    pub members: Option<&'a [crate::config::Member]>,
+}
+
+impl<'a> From<&'a Mount> for Endpoint<'a> {
+    fn from(m: &'a Mount) -> Self {
+        Endpoint {
+            name: &m.name,
+            path: &m.path,
+            members: None,
+        }
+    }
+}
+
 pub fn serve<'a>(
     enabled: bool,
-    mounts: impl Iterator<Item = &'a Mount>,
+    mounts: impl Iterator<Item = Endpoint<'a>>,
     public_url: Option<&str>,
     method: &Method,
     uri: &Uri,
@@ -118,11 +138,15 @@ pub fn serve<'a>(
 
 /// Each mount's name and path, and the origins the hosts render its
 /// widgets at when the gateway's public URL is known.
-fn mounts_json<'a>(mounts: impl Iterator<Item = &'a Mount>, public_url: Option<&str>) -> String {
+fn mounts_json<'a>(mounts: impl Iterator<Item = Endpoint<'a>>, public_url: Option<&str>) -> String {
     let mounts: Vec<serde_json::Value> = mounts
         .map(|m| {
             let mut v = serde_json::json!({ "name": m.name, "path": m.path });
-            if let Some(o) = crate::host::WidgetOrigins::behind(public_url, &m.path) {
+            if let Some(members) = m.members {
+                let names: Vec<&str> = members.iter().map(|m| m.upstream.as_str()).collect();
+                v["app"] = serde_json::json!(names);
+            }
+            if let Some(o) = crate::host::WidgetOrigins::behind(public_url, m.path) {
                 v["origins"] = serde_json::json!(o);
             }
             v

@@ -93,7 +93,12 @@ impl Service<Request<Incoming>> for Router {
             ));
         }
         if preview::claims(path) {
-            let mounts = gw.mounts.iter().map(|m| &m.config);
+            let apps = gw.apps.iter().map(|a| preview::Endpoint {
+                name: &a.config.name,
+                path: &a.config.path,
+                members: Some(&a.config.members),
+            });
+            let mounts = gw.mounts.iter().map(|m| (&m.config).into()).chain(apps);
             let public_url = gw.auth.public_url();
             return ready(preview::serve(
                 gw.preview,

@@ -1270,12 +1270,16 @@ async fn serve_check_and_the_preview_say_the_widget_origins() {
     let mut gateway = support::process::Proc::spawn("gateway", &mut cmd);
     let mut said = Vec::new();
     let mut endpoint = None;
+    let mut app_line = None;
     gateway.wait_for(
         "the widget origins at start",
         RUN_TIMEOUT,
         |s: Stream, line| {
             if s == Stream::Stdout && line.starts_with("Widget origins of ") {
                 said.push(line.to_owned());
+            }
+            if s == Stream::Stdout && line.starts_with("App endpoint: ") {
+                app_line = Some(line.to_owned());
             }
             if endpoint.is_none() {
                 endpoint = support::process::endpoint_url(line);
@@ -1290,6 +1294,11 @@ async fn serve_check_and_the_preview_say_the_widget_origins() {
         );
     }
     let base = endpoint.unwrap().trim_end_matches("/mcp").to_owned();
+    // The app endpoint is announced like the mounts' (before: not at all).
+    assert_eq!(
+        app_line.as_deref(),
+        Some(format!("App endpoint: {base}/suite/mcp -> demo, other").as_str())
+    );
     let (status, _, body) = support::clients::request_raw(
         hyper::Method::GET,
         &format!("{base}/preview/mounts.json"),
@@ -1299,6 +1308,13 @@ async fn serve_check_and_the_preview_say_the_widget_origins() {
     .await;
     assert_eq!(status, hyper::StatusCode::OK);
     let mounts: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    // The preview lists it beside the mounts, with its members.
+    assert_eq!(mounts["mounts"][2]["path"], "/suite/mcp", "{mounts}");
+    assert_eq!(
+        mounts["mounts"][2]["app"],
+        serde_json::json!(["demo", "other"]),
+        "{mounts}"
+    );
     assert_eq!(
         mounts["mounts"][0]["origins"],
         serde_json::json!({

@@ -1121,7 +1121,8 @@
       return;
     }
     state.mounts.forEach(function (m, i) {
-      ui.mount.appendChild(el('option', { value: String(i), text: m.name + ' (' + m.path + ')' }));
+      var label = m.app ? 'app ' + m.name + ' of ' + m.app.join(', ') : m.name;
+      ui.mount.appendChild(el('option', { value: String(i), text: label + ' (' + m.path + ')' }));
     });
     ui.mount.addEventListener('change', function () { connect(state.mounts[Number(ui.mount.value)]); });
     if (state.mounts.length) await connect(state.mounts[0]);
