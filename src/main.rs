@@ -288,6 +288,7 @@ async fn check(args: CheckArgs) -> ExitCode {
         Ok(one) => one,
         Err(message) => return usage_fail(&message),
     };
+    let dir_named = args.overlays.is_some();
     let overrides = Overrides {
         overlays: args.overlays,
         upstreams: one.map(|u| vec![u]),
@@ -306,6 +307,7 @@ async fn check(args: CheckArgs) -> ExitCode {
         strict: args.strict,
         public_url: loaded.config.public_url.clone(),
         apps: overlay_apps(loaded.config.apps(&loaded.mounts).unwrap_or_default()),
+        dir_named,
     };
     let report = cli::check::run(
         &loaded.config.overlays,

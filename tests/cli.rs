@@ -1379,3 +1379,52 @@ async fn check_points_at_a_misspelt_key_and_adds_no_false_warning() {
     assert_eq!(out.status.code(), Some(1), "{both}");
     assert!(!stdout.contains("no tool names this widget"), "{both}");
 }
+
+/// `check` lists every upstream it is given, overlaid or not: one whose
+/// command exits fails the check, named, even with no overlay file at all;
+/// and with no overlay directory (not named on the command line) the
+/// upstreams and an app over them are checked all the same. (Before: "OK: 0
+/// overlay files … no upstream to check against", exit 0, and exit 2 without
+/// the directory.)
+#[tokio::test]
+async fn check_lists_upstreams_nothing_overlays_and_works_without_overlays() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root.join("overlays/.keep"), "");
+    write(
+        root.join("gw.toml"),
+        &format!(
+            "{}[[upstream]]\nname = \"broken\"\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'No module named mcp_server_tim' >&2; exit 1\"]\n\n{LIMITS}",
+            demo_upstream("demo")
+        ),
+    );
+    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    assert!(
+        stdout.contains("overlays: upstream 'broken': cannot check against the live tools/list")
+            && stdout.contains("No module named mcp_server_tim"),
+        "{both}"
+    );
+    // No overlay directory: a warning, and the upstreams and the app checked.
+    std::fs::remove_dir_all(root.join("overlays")).unwrap();
+    write(
+        root.join("gw.toml"),
+        &format!(
+            "{}{}[[app]]\nname = \"suite\"\nupstreams = [\"demo\", \"again\"]\n\n{LIMITS}",
+            demo_upstream("demo"),
+            demo_upstream("again")
+        ),
+    );
+    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    assert!(
+        stdout.contains("warning: overlays: does not exist: nothing is overlaid"),
+        "{both}"
+    );
+    assert!(
+        stdout.contains("app `suite`: tool `add_task` is offered by both `demo` and `again`"),
+        "{both}"
+    );
+}

@@ -49,6 +49,8 @@ pub struct Options {
     pub public_url: Option<String>,
     /// The `[[app]]` endpoints an overlay file may name.
     pub apps: Vec<crate::overlay::AppScope>,
+    /// The directory was named (`--overlays`): it must exist.
+    pub dir_named: bool,
 }
 
 /// Everything `check` found. A finding reads `file:line: key.path: reason`,
@@ -119,9 +121,12 @@ fn plural(n: usize, what: &str) -> String {
     }
 }
 
-/// Checks the overlay directory `dir` against the configured `mounts`.
+/// Checks the overlay directory `dir` against the configured `mounts`, and
+/// every mount's upstream (overlaid or not) against its live listing.
 /// Progress goes to `progress`. `Err` is for a directory that cannot be
-/// checked at all (a usage error), not for problems in it.
+/// checked at all (a usage error), not for problems in it; a directory that
+/// is not named and does not exist, with upstreams to check, is a warning
+/// (the gateway serves them without overlays).
 pub async fn run(
     dir: &Path,
     mounts: &[Mount],
@@ -129,7 +134,8 @@ pub async fn run(
     options: Options,
     progress: &mut dyn Write,
 ) -> Result<Report, String> {
-    if !dir.is_dir() {
+    let no_dir = !dir.is_dir();
+    if no_dir && (mounts.is_empty() || options.offline || options.dir_named) {
         return Err(format!(
             "the overlay directory {} does not exist (set it with --overlays or `overlays` in the configuration)",
             dir.display()
@@ -140,7 +146,11 @@ pub async fn run(
         public_url: options.public_url.clone(),
         apps: options.apps.clone(),
     };
-    let inspection = inspect_dir_with(dir, &load);
+    let inspection = if no_dir {
+        Inspection::default()
+    } else {
+        inspect_dir_with(dir, &load)
+    };
     let mut report = Report {
         dir: dir.to_path_buf(),
         files: inspection.mount_files.len(),
@@ -150,6 +160,15 @@ pub async fn run(
         ..Report::default()
     };
     report.problems.extend(inspection.errors.iter().cloned());
+    if no_dir {
+        report.warnings.push(LoadError {
+            file: dir.to_path_buf(),
+            line: None,
+            place: None,
+            reason: "does not exist: nothing is overlaid; the upstreams are checked as they are"
+                .into(),
+        });
+    }
     unknown_upstreams(&inspection, mounts, &mut report);
     unused_widgets(dir, &inspection, &mut report);
     report.bridges = bridges(&inspection);
@@ -166,9 +185,8 @@ pub async fn run(
                 .iter()
                 .filter(|site| site.mount == mount.name)
                 .collect();
-            if sites.is_empty() && renders.is_empty() {
-                continue;
-            }
+            // An upstream nothing overlays is still listed: that it answers
+            // at all (its TLS, its command, its URL) is what `serve` needs.
             let _ = writeln!(
                 progress,
                 "checking upstream '{}' ({})",
@@ -194,16 +212,17 @@ pub async fn run(
                     listings.push((&mount.name, listing));
                 }
                 Err(e) => {
-                    let file = match sites.first() {
-                        Some(site) => site.file.clone(),
-                        None => renders[0].file.clone(),
+                    let (file, whose) = match (sites.first(), renders.first()) {
+                        (Some(site), _) => (site.file.clone(), String::new()),
+                        (None, Some(site)) => (site.file.clone(), String::new()),
+                        (None, None) => (dir.to_path_buf(), format!("upstream '{}': ", mount.name)),
                     };
                     report.problems.push(LoadError {
                         file,
                         line: None,
                         place: None,
                         reason: format!(
-                            "cannot check against the live tools/list: {e} (fix the upstream, or run with --offline)"
+                            "{whose}cannot check against the live tools/list: {e} (fix the upstream, or run with --offline)"
                         ),
                     });
                 }
