@@ -347,8 +347,9 @@ fn visibility(tool: &Value) -> String {
     format!("[{}]", quoted.join(", "))
 }
 
-/// A built-in widget for a tool whose output schema describes a list of
-/// records (a table of its only array of objects) or one record (key/value
+/// A built-in widget for a tool whose output schema describes lists of
+/// records (a table of its array of objects, of the first when there are
+/// several, with the `view.data` that picks it) or one record (key/value
 /// pairs), as a commented alternative to a widget folder.
 fn builtin_proposal(tool: &Value) -> Option<String> {
     let schema = tool
@@ -356,13 +357,45 @@ fn builtin_proposal(tool: &Value) -> Option<String> {
         .filter(|s| !is_text_wrapper_schema(s))?;
     let properties = schema.get("properties")?.as_object()?;
     let arrays = builtin::default_array(schema);
-    if let [only] = arrays.as_slice() {
-        let items = builtin::schema_items(schema, properties.get(only)?)?;
-        items.get("properties")?.as_object()?;
-        return Some(format!(
-            "# or, with no HTML to write: widget = \"builtin:table\" (a table of `{}`; options in [tools.<name>.view])\n",
-            one_line(only, DESCRIPTION_CHARS)
-        ));
+    let records: Vec<&String> = arrays
+        .iter()
+        .filter(|name| {
+            properties
+                .get(name.as_str())
+                .and_then(|p| builtin::schema_items(schema, p))
+                .is_some_and(|items| items.get("properties").is_some_and(Value::is_object))
+        })
+        .collect();
+    match records.as_slice() {
+        [] => {}
+        [only] if arrays.len() == 1 => {
+            return Some(format!(
+                "# or, with no HTML to write: widget = \"builtin:table\" (a table of `{}`; options in [tools.<name>.view])\n",
+                one_line(only, DESCRIPTION_CHARS)
+            ));
+        }
+        [first, rest @ ..] => {
+            // Several arrays: the table needs to be told which one.
+            let others: Vec<String> = rest
+                .iter()
+                .map(|n| {
+                    format!(
+                        "`/{}`",
+                        one_line(&builtin::pointer_segment(n), DESCRIPTION_CHARS)
+                    )
+                })
+                .collect();
+            let also = if others.is_empty() {
+                String::new()
+            } else {
+                format!("; or {}", others.join(", "))
+            };
+            return Some(format!(
+                "# or, with no HTML to write: widget = \"builtin:table\" with the view below (a table of `{}`{also}; options in [tools.<name>.view])\n# view = {{ data = {} }}\n",
+                one_line(first, DESCRIPTION_CHARS),
+                toml_string(&format!("/{}", builtin::pointer_segment(first)))
+            ));
+        }
     }
     (!properties.is_empty()).then(|| {
         "# or, with no HTML to write: widget = \"builtin:kv\" (its fields as key/value pairs; options in [tools.<name>.view])\n".to_owned()
@@ -559,9 +592,20 @@ mod tests {
                 json!({"name": "task", "outputSchema": {"type": "object", "properties": {"id": {"type": "integer"}}}}),
             ],
         };
+        let mut listing = listing;
+        // server-memory's read_graph: two arrays of records.
+        let record = |key: &str| json!({"type": "array", "items": {"type": "object", "properties": {key: {"type": "string"}}}});
+        listing.tools.push(
+            json!({"name": "read_graph", "outputSchema": {"type": "object", "properties": {
+            "entities": record("name"), "relations": record("from")}}}),
+        );
         let elsewhere = BTreeMap::from([("taken", Path::new("overlays/other.toml"))]);
         let (text, stubs) = stub("srv", &listing, &elsewhere);
-        assert_eq!(stubs, 5);
+        assert_eq!(stubs, 6);
+        assert!(
+            text.contains("[tools.read_graph]\n# (no description)\n# widget = \"read_graph\"\n# or, with no HTML to write: widget = \"builtin:table\" with the view below (a table of `entities`; or `/relations`; options in [tools.<name>.view])\n# view = { data = \"/entities\" }\n"),
+            "{text}"
+        );
         assert!(
             text.contains("[tools.tasks]\n# (no description)\n# widget = \"tasks\"\n# or, with no HTML to write: widget = \"builtin:table\" (a table of `tasks`;"),
             "{text}"
@@ -572,7 +616,7 @@ mod tests {
         );
         assert_eq!(
             text.matches("builtin:").count(),
-            2,
+            3,
             "only records get one: {text}"
         );
         assert!(text.starts_with("#:schema ./schema/overlay.schema.json\n"));
@@ -585,7 +629,7 @@ mod tests {
         );
         let parsed: toml::Table = toml::from_str(&text).unwrap();
         let tools = parsed["tools"].as_table().unwrap();
-        assert_eq!(tools.len(), 5);
+        assert_eq!(tools.len(), 6);
         for (_, table) in tools {
             let overlay: ToolOverlay = table.clone().try_into().unwrap();
             assert_eq!(overlay, ToolOverlay::default());
@@ -616,6 +660,21 @@ mod tests {
         let tasks: ToolOverlay = taken["tools"]["tasks"].clone().try_into().unwrap();
         assert_eq!(tasks.widget.as_deref(), Some("builtin:table"));
         assert!(validate::tool(&tasks, &|_| false).is_empty(), "{tasks:?}");
+        // With two arrays, the table and its view, taken, are valid against
+        // the tool's own schema (before: `builtin:kv` was proposed).
+        let graph_taken = text
+            .replace(
+                "\n# or, with no HTML to write: widget = \"builtin:table\" with",
+                "\nwidget = \"builtin:table\" # with",
+            )
+            .replace("\n# view = {", "\nview = {");
+        let taken: toml::Table = toml::from_str(&graph_taken).unwrap();
+        let mut graph: ToolOverlay = taken["tools"]["read_graph"].clone().try_into().unwrap();
+        assert_eq!(graph.widget.as_deref(), Some("builtin:table"));
+        graph.output_schema = listing.tools.last().unwrap()["outputSchema"]
+            .as_object()
+            .cloned();
+        assert!(validate::tool(&graph, &|_| false).is_empty(), "{graph:?}");
         for (_, table) in parsed["tools"].as_table().unwrap() {
             let overlay: ToolOverlay = table.clone().try_into().unwrap();
             assert!(

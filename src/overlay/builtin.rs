@@ -24,7 +24,7 @@ pub mod view;
 
 pub use schema::{
     Resolved, default_array, is_array as schema_is_array, is_string as schema_is_string,
-    items as schema_items, resolve_pointer,
+    items as schema_items, pointer_segment, resolve_pointer,
 };
 pub use view::{Field, Format, View};
 

@@ -13,6 +13,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::overlay::builtin::pointer_segment;
+
 /// `$ref` hops allowed along one path: enough for real schemas, and a bound
 /// on recursive ones applied to a cyclic value.
 const MAX_DEPTH: usize = 64;
@@ -142,7 +144,7 @@ impl Validator<'_> {
         let properties = schema.get("properties").and_then(Value::as_object);
         let additional = schema.get("additionalProperties");
         for (key, member) in object {
-            let path = format!("{at}/{}", escape(key));
+            let path = format!("{at}/{}", pointer_segment(key));
             match properties.and_then(|p| p.get(key)) {
                 Some(sub) => self.check(sub, member, &path, depth + 1)?,
                 None => match additional {
@@ -264,11 +266,6 @@ fn numeric(schema: &Map<String, Value>, n: f64) -> Result<(), String> {
 /// The JSON pointer for messages: `/` for the root itself.
 fn place(at: &str) -> &str {
     if at.is_empty() { "/" } else { at }
-}
-
-/// JSON pointer escaping of one key.
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]

@@ -22,6 +22,11 @@ pub enum Resolved<'a> {
 
 /// Resolves `pointer` (`""` is the root) from `schema`, inside `root` (for
 /// local `$ref`s).
+/// A key as one JSON pointer segment (RFC 6901: `~` as `~0`, `/` as `~1`).
+pub fn pointer_segment(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
 pub fn resolve_pointer<'a>(root: &'a Value, schema: &'a Value, pointer: &str) -> Resolved<'a> {
     if pointer.is_empty() {
         return Resolved::Found(schema);
@@ -203,7 +208,7 @@ fn record_properties<'a>(
     let pointer = match (data, list) {
         (Some(pointer), _) => pointer.to_owned(),
         (None, true) => match default_array(root).as_slice() {
-            [only] => format!("/{}", only.replace('~', "~0").replace('/', "~1")),
+            [only] => format!("/{}", pointer_segment(only)),
             _ => return Vec::new(),
         },
         (None, _) => String::new(),

@@ -10,7 +10,7 @@ use super::names::nearest;
 use super::problem::Problem;
 use crate::overlay::builtin::view::Confirm;
 use crate::overlay::builtin::{self, Field, Format, Kind, Resolved, Shape, View};
-use crate::overlay::builtin::{default_array, resolve_pointer};
+use crate::overlay::builtin::{default_array, pointer_segment, resolve_pointer};
 
 /// The built-in kind a tool overlay's `widget` names, if it names one that
 /// exists.
@@ -211,7 +211,7 @@ pub fn against_schema(kind: Kind, view: &View, schema: &Value) -> Vec<Problem> {
     let data = match &view.data {
         Some(pointer) => pointer.clone(),
         None if kind.shape() == Shape::List => match default_array(schema).as_slice() {
-            [only] => format!("/{}", escape(only)),
+            [only] => format!("/{}", pointer_segment(only)),
             [] if schema.get("properties").is_some() => {
                 problems.push(Problem::new(
                     "view.data",
@@ -315,7 +315,7 @@ pub fn against_schema(kind: Kind, view: &View, schema: &Value) -> Vec<Problem> {
         let pointer = if key.starts_with('/') {
             key.to_owned()
         } else {
-            format!("/{}", escape(key))
+            format!("/{}", pointer_segment(key))
         };
         match resolve_pointer(schema, record, &pointer) {
             Resolved::Nowhere { at, known } => {
@@ -361,9 +361,4 @@ fn missing(pointer: &str, at: &str, known: &[String]) -> String {
         }
     }
     reason
-}
-
-/// A key as one JSON pointer segment.
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
