@@ -463,9 +463,17 @@ async fn certificate_problems_are_named_in_the_answer_readyz_and_check() {
     let (named, named_key) = ca
         .server(&["mcp.internal.example"], Validity::Now)
         .write(d, "named");
+    // An authority's own certificate served as the server's, and trusted.
+    let (authority, authority_key) = Ca::authority_as_server(&names).write(d, "authority");
 
     let (_server, direct_url) = start_everything(&peers, "streamableHttp").await;
-    let ports = [free_port(), free_port(), free_port(), free_port()];
+    let ports = [
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+    ];
     let _nginx = start_nginx(
         d,
         backend_port(&direct_url),
@@ -474,6 +482,7 @@ async fn certificate_problems_are_named_in_the_answer_readyz_and_check() {
             (ports[1], &expired, &expired_key, true),
             (ports[2], &stranger, &stranger_key, true),
             (ports[3], &named, &named_key, true),
+            (ports[4], &authority, &authority_key, true),
         ],
     )
     .await;
@@ -490,6 +499,13 @@ async fn certificate_problems_are_named_in_the_answer_readyz_and_check() {
         ),
         // No ca_file: the system's roots, with SSL_CERT_FILE naming the test CA.
         ("by-env", ports[0], String::new()),
+        (
+            "authority",
+            ports[4],
+            format!("ca_file = \"{}\"\n", s(&authority)),
+        ),
+        // https:// to a port that speaks plain HTTP.
+        ("plain", backend_port(&direct_url), String::new()),
     ];
     let mut toml = String::new();
     for (name, port, extra) in &upstreams {
@@ -518,6 +534,11 @@ async fn certificate_problems_are_named_in_the_answer_readyz_and_check() {
         ("expired", "expired"),
         ("stranger", "unknown issuer"),
         ("misnamed", "name mismatch"),
+        (
+            "authority",
+            "is a certificate authority's own certificate (CA:TRUE), not a server's: issue a server (leaf) certificate",
+        ),
+        ("plain", "is not TLS (a plain HTTP server on this port?"),
     ];
     for (name, why) in reasons {
         let (status, _, body) = post_json(&format!("{base}/{name}/mcp"), &[], INIT).await;
@@ -547,7 +568,7 @@ async fn certificate_problems_are_named_in_the_answer_readyz_and_check() {
     .await;
     let readyz = String::from_utf8_lossy(&body).into_owned();
     println!("[tls] /readyz {status}:\n{readyz}");
-    assert_eq!(status, 503, "/readyz with three broken upstreams: {readyz}");
+    assert_eq!(status, 503, "/readyz with five broken upstreams: {readyz}");
     for (name, why) in reasons {
         assert!(
             readyz

@@ -162,11 +162,17 @@ impl Connector {
                         "is not valid yet (check this machine's clock)".to_owned()
                     }
                     CertificateError::Revoked => "has been revoked".to_owned(),
-                    other => format!("was refused ({other:?})"),
+                    other => certificate_words(other),
                 };
                 format!("TLS: the certificate of {at} {why}")
             }
             rustls::Error::AlertReceived(alert) => self.alert(*alert, at),
+            rustls::Error::InvalidMessage(_) => format!(
+                "TLS: what {at} answered is not TLS (a plain HTTP server on this port? then its URL is http://, not https://)"
+            ),
+            rustls::Error::PeerIncompatible(why) => format!(
+                "TLS: {at} and the gateway have no TLS version or cipher suite in common ({why:?}); the gateway speaks TLS 1.3 and 1.2 with current cipher suites"
+            ),
             other => format!("TLS handshake with {at} failed: {other}"),
         }
     }
@@ -178,6 +184,44 @@ impl Connector {
     /// Whether a client certificate is presented.
     pub fn has_client_cert(&self) -> bool {
         self.client_cert
+    }
+}
+
+/// The certificate problems beside the common ones, in words with what to do.
+fn certificate_words(e: &CertificateError) -> String {
+    match e {
+        CertificateError::BadEncoding => "cannot be read (bad encoding)".to_owned(),
+        CertificateError::BadSignature => {
+            "carries a signature that does not verify (not signed by the key of the authority it names)".to_owned()
+        }
+        CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
+            "is not issued for TLS servers (its extended key usage lacks serverAuth); issue a server certificate".to_owned()
+        }
+        CertificateError::UnhandledCriticalExtension => {
+            "carries a critical extension the gateway does not know, so it cannot be trusted".to_owned()
+        }
+        CertificateError::UnsupportedSignatureAlgorithmContext { .. }
+        | CertificateError::UnsupportedSignatureAlgorithmForPublicKeyContext { .. } => {
+            "is signed with an algorithm the gateway does not accept (it accepts ECDSA, Ed25519 and RSA with SHA-256 or stronger)".to_owned()
+        }
+        CertificateError::UnknownRevocationStatus => {
+            "has a revocation status the gateway cannot know".to_owned()
+        }
+        CertificateError::Other(other) => {
+            let what = format!("{other:?}");
+            if what.contains("CaUsedAsEndEntity") {
+                "is a certificate authority's own certificate (CA:TRUE), not a server's: \
+                 issue a server (leaf) certificate for this name, signed by that authority, \
+                 and serve it with its key (mkcert, `openssl x509 -req … -extfile` with \
+                 basicConstraints=CA:FALSE and subjectAltName, or rcgen)"
+                    .to_owned()
+            } else if what.contains("EndEntityUsedAsCa") {
+                "is signed by a certificate that is not an authority (CA:FALSE); sign it with the authority's certificate".to_owned()
+            } else {
+                format!("was refused ({other})")
+            }
+        }
+        other => format!("was refused ({other:?})"),
     }
 }
 

@@ -40,6 +40,23 @@ impl Ca {
         Ca { issuer, pem }
     }
 
+    /// An authority's own certificate for `names`, self-signed (CA:TRUE):
+    /// the mistake of serving a CA as a server certificate.
+    pub fn authority_as_server(names: &[&str]) -> Leaf {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let mut params = CertificateParams::new(names.clone()).expect("CA params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, names[0].clone());
+        let key = KeyPair::generate().expect("CA key");
+        let cert = params.self_signed(&key).expect("self-signed CA");
+        Leaf {
+            cert: cert.pem(),
+            key: key.serialize_pem(),
+        }
+    }
+
     /// A server certificate for `names` (DNS names or IP addresses).
     pub fn server(&self, names: &[&str], validity: Validity) -> Leaf {
         self.leaf(names, validity, ExtendedKeyUsagePurpose::ServerAuth)
