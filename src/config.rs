@@ -12,6 +12,7 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 pub mod app;
+mod problems;
 
 pub use app::{App, AppConfig, Member, MemberConfig};
 
@@ -495,18 +496,68 @@ pub fn load(
         Some(f) => Some(f.to_path_buf()),
         None => Some(PathBuf::from(DEFAULT_FILE)).filter(|p| p.exists()),
     };
-    let mut figment = Figment::from(Serialized::defaults(Config::default()));
-    if let Some(f) = &file {
-        figment = figment.merge(Toml::file_exact(f));
+    let text = match &file {
+        Some(f) => std::fs::read_to_string(f).map_err(|e| ConfigError::Invalid {
+            problems: vec![format!("{}: cannot be read: {e}", f.display())],
+        })?,
+        None => String::new(),
+    };
+    let mut doc: toml::Table = toml::from_str(&text).map_err(|e| {
+        let at = e.span().map(|s| text[..s.start].lines().count().max(1));
+        let file = file
+            .as_deref()
+            .unwrap_or(Path::new("?"))
+            .display()
+            .to_string();
+        let place = at.map_or(file.clone(), |line| format!("{file}:{line}"));
+        ConfigError::Invalid {
+            problems: vec![format!("{place}: {}", e.message().trim_end())],
+        }
+    })?;
+    let figment = |doc: &toml::Table| {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if file.is_some() {
+            let toml = toml::to_string(doc).unwrap_or_default();
+            figment = figment.merge(Toml::string(&toml));
+        }
+        figment
+            .merge(Env::prefixed(ENV_PREFIX).split("__"))
+            .merge(Serialized::defaults(overrides))
+    };
+    // Every problem at once: a key at fault is taken out and the rest read
+    // again, as long as each round takes one out.
+    let mut said = Vec::new();
+    for _ in 0..MAX_PROBLEMS {
+        match figment(&doc).extract::<Config>() {
+            Ok(config) if said.is_empty() => return Ok((config, file)),
+            Ok(_) => break,
+            Err(errors) => {
+                let mut taken = false;
+                for e in errors {
+                    let line = problems::from_file(&e)
+                        .then(|| problems::key_line(&text, &e.path))
+                        .flatten();
+                    said.push((
+                        line,
+                        problems::describe(&e, file.as_deref(), &text, ENV_PREFIX),
+                    ));
+                    taken |= problems::from_file(&e) && problems::without(&mut doc, &e.path);
+                }
+                if !taken {
+                    break;
+                }
+            }
+        }
     }
-    figment = figment
-        .merge(Env::prefixed(ENV_PREFIX).split("__"))
-        .merge(Serialized::defaults(overrides));
-    let config: Config = figment
-        .extract()
-        .map_err(|e| ConfigError::Figment(Box::new(e)))?;
-    Ok((config, file))
+    // In the file's order; the environment's after.
+    said.sort_by_key(|(line, _)| (line.is_none(), *line));
+    Err(ConfigError::Invalid {
+        problems: said.into_iter().map(|(_, p)| p).collect(),
+    })
 }
+
+/// The most problems a configuration is read for.
+const MAX_PROBLEMS: usize = 32;
 
 impl Config {
     /// Whether `/preview` is served: `preview` when set, else whether

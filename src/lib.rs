@@ -77,6 +77,7 @@ pub mod rewrite;
 pub mod router;
 pub mod server;
 pub mod session;
+pub mod spelling;
 pub mod sse;
 pub mod telemetry;
 pub mod tls;

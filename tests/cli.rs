@@ -1428,3 +1428,46 @@ async fn check_lists_upstreams_nothing_overlays_and_works_without_overlays() {
         "{both}"
     );
 }
+
+/// A configuration file's problems are said all at once, each at its file
+/// and line with the key meant; one from the environment names its
+/// variable. (Before: figment's first error only, with no line: "unknown
+/// field: found `listn`, expected `one of `listen`, …` for key
+/// "default.listn" in gw.toml TOML file".)
+#[tokio::test]
+async fn configuration_errors_are_all_said_at_their_lines_with_the_key_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root.join("overlays/.keep"), "");
+    write(
+        root.join("gw.toml"),
+        "listn = \"127.0.0.1:9\"\n\n[limits]\nmax_body = 5\nrequest_timeout_secs = \"x\"\n\n\
+         [[upstream]]\nname = \"a\"\ncommand = \"true\"\n\n[[upstream]]\nname = \"b\"\ncomand = \"c\"\n",
+    );
+    let out = run(root, &["check", "--config", "gw.toml", "--offline"]).await;
+    let (_, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(2), "{both}");
+    assert_eq!(
+        text(&out.stderr),
+        "mcp-ui-gateway: configuration error: gw.toml:1: listn: unknown key; did you mean `listen`?\n\
+         gw.toml:4: limits.max_body: unknown key; did you mean `max_body_bytes`?\n\
+         gw.toml:5: limits.request_timeout_secs: invalid type: found string \"x\", expected u64\n\
+         gw.toml:13: upstream.1.comand: unknown key; did you mean `command`?\n",
+        "{both}"
+    );
+    let mut command = tokio::process::Command::new(BIN);
+    command
+        .args(["check", "--offline"])
+        .current_dir(root)
+        .env("MCP_UI_GATEWAY_LISTN", "127.0.0.1:9")
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(RUN_TIMEOUT, command.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "mcp-ui-gateway: configuration error: environment variable MCP_UI_GATEWAY_LISTN: unknown key; did you mean `listen`?\n"
+    );
+}
