@@ -18,7 +18,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 TOOLS="tests/peers/.venv/deploy/bin"
 K8S_VERSION="1.33.0"
 for tool in hadolint kubectl kubernetes-validate python; do
-    [[ -x "$TOOLS/$tool" ]] || { echo "[check-deploy] $TOOLS/$tool missing: run scripts/install-peers.sh" >&2; exit 1; }
+    [[ -x "$TOOLS/$tool" ]] || { echo "[check-deploy] $TOOLS/$tool missing: run scripts/install-peers.sh --only deploy" >&2; exit 1; }
 done
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT

