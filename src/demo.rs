@@ -4,6 +4,8 @@
 //! `structuredContent`, no `outputSchema`, no `_meta`) so that everything UI-related a
 //! client sees through the gateway provably comes from the gateway's overlays.
 
+pub mod overlays;
+
 use std::{
     convert::Infallible,
     net::SocketAddr,

@@ -86,6 +86,8 @@ struct Loaded {
     mounts: Vec<Mount>,
     /// Where it came from, for messages.
     source: String,
+    /// No upstream was configured: the bundled demo is served.
+    demo: bool,
 }
 
 fn load_config(file: Option<&Path>, overrides: &Overrides) -> Result<Loaded, String> {
@@ -94,7 +96,8 @@ fn load_config(file: Option<&Path>, overrides: &Overrides) -> Result<Loaded, Str
     let source = file
         .map(|f| f.display().to_string())
         .unwrap_or_else(|| "defaults".into());
-    if config.upstreams.is_empty() {
+    let demo = config.upstreams.is_empty();
+    if demo {
         config.upstreams.push(demo_upstream());
     }
     let mounts = config
@@ -104,7 +107,40 @@ fn load_config(file: Option<&Path>, overrides: &Overrides) -> Result<Loaded, Str
         config,
         mounts,
         source,
+        demo,
     })
+}
+
+/// A directory removed when this is dropped.
+struct Removed(std::path::PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The bundled demo served where there is no overlay directory (the binary
+/// run outside a checkout): its overlays, built in, written to a directory
+/// of this process's own, which is used instead and removed at exit.
+fn demo_overlays(config: &mut Config) -> Option<Removed> {
+    let dir = std::env::temp_dir().join(format!("mcp-ui-gateway-demo-{}", std::process::id()));
+    match mcp_ui_gateway::demo::overlays::write(&dir) {
+        Ok(()) => {
+            tracing::info!(
+                missing = %config.overlays.display(),
+                dir = %dir.display(),
+                "no overlay directory: the bundled demo is served with its built-in overlays"
+            );
+            config.overlays = dir.clone();
+            Some(Removed(dir))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, dir = %dir.display(), "cannot write the demo's built-in overlays: the demo is served without its widgets");
+            let _ = std::fs::remove_dir_all(&dir);
+            None
+        }
+    }
 }
 
 async fn serve(args: ServeArgs) -> ExitCode {
@@ -126,13 +162,17 @@ async fn serve(args: ServeArgs) -> ExitCode {
         upstreams: one.map(|u| vec![u]),
     };
     let Loaded {
-        config,
+        mut config,
         mounts,
         source,
+        demo,
     } = match load_config(args.config.as_deref(), &overrides) {
         Ok(loaded) => loaded,
         Err(message) => return fail(&message),
     };
+    let _demo_overlays = (demo && args.overlays.is_none() && !config.overlays.exists())
+        .then(|| demo_overlays(&mut config))
+        .flatten();
     start_guardian();
     let overlay_options = mcp_ui_gateway::overlay::LoadOptions {
         max_bytes: config.limits.max_widget_bytes,
