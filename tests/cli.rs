@@ -1551,3 +1551,35 @@ async fn the_binary_outside_a_checkout_serves_the_demo_with_its_widgets() {
         written.display()
     );
 }
+
+/// The bare binary decides on `/preview` by the rule `serve` follows: on for
+/// a loopback address unless `preview = false` says otherwise (before, it
+/// forced the preview on, on any address and against the setting).
+#[tokio::test]
+async fn the_bare_binary_follows_the_preview_setting_as_serve_does() {
+    use support::process::Stream;
+    let dir = tempfile::tempdir().unwrap();
+    for (setting, shown) in [(None, true), (Some("false"), false)] {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.current_dir(dir.path());
+        for (key, _) in std::env::vars() {
+            if key.starts_with("MCP_UI_GATEWAY_") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("MCP_UI_GATEWAY_LISTEN", "127.0.0.1:0");
+        if let Some(value) = setting {
+            cmd.env("MCP_UI_GATEWAY_PREVIEW", value);
+        }
+        let mut gateway = support::process::Proc::spawn("gateway", &mut cmd);
+        let url = gateway.wait_for("the endpoint", RUN_TIMEOUT, |s: Stream, line| {
+            support::process::endpoint_url(line).filter(|_| s == Stream::Stdout)
+        });
+        let base = url.trim_end_matches("/mcp");
+        let (status, _, _) =
+            support::clients::request_raw(hyper::Method::GET, &format!("{base}/preview"), &[], "")
+                .await;
+        assert_eq!(status == 200, shown, "preview {setting:?}: {status}");
+        let _ = gateway.terminate(Duration::from_secs(20));
+    }
+}

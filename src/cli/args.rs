@@ -174,10 +174,11 @@ pub enum LogFormat {
 }
 
 impl ServeArgs {
+    /// `serve` as the bare binary runs it: with the preview by the same rule
+    /// as `serve` (on for a loopback `listen`, or as `preview` says), never
+    /// forced on an address others reach.
     pub fn default_demo() -> Self {
         ServeArgs {
-            // The demo is for trying things out: show its widget in /preview.
-            preview: true,
             path: "/mcp".into(),
             ..Default::default()
         }
