@@ -250,16 +250,10 @@ async fn serve(args: ServeArgs) -> ExitCode {
         );
     }
     for app in &gateway.apps {
-        let members: Vec<&str> = app
-            .config
-            .members
-            .iter()
-            .map(|m| m.upstream.as_str())
-            .collect();
         say!(
             "App endpoint: {scheme}://{addr}{} -> {}",
             app.config.path,
-            members.join(", ")
+            app.config.upstream_names().join(", ")
         );
     }
     if gateway.preview {

@@ -44,12 +44,12 @@ pub fn claims(path: &str) -> bool {
 /// is served at all, `mounts` the gateway's.
 /// An MCP endpoint the page can connect to: a mount's, or an app's with
 /// the upstreams it combines.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Endpoint<'a> {
     pub name: &'a str,
     pub path: &'a str,
-    /// The app's members; `None` for a mount.
-    pub members: Option<&'a [crate::config::Member]>,
+    /// The app's members' upstream names; `None` for a mount.
+    pub members: Option<Vec<&'a str>>,
 }
 
 impl<'a> From<&'a Mount> for Endpoint<'a> {
@@ -142,9 +142,8 @@ fn mounts_json<'a>(mounts: impl Iterator<Item = Endpoint<'a>>, public_url: Optio
     let mounts: Vec<serde_json::Value> = mounts
         .map(|m| {
             let mut v = serde_json::json!({ "name": m.name, "path": m.path });
-            if let Some(members) = m.members {
-                let names: Vec<&str> = members.iter().map(|m| m.upstream.as_str()).collect();
-                v["app"] = serde_json::json!(names);
+            if let Some(members) = &m.members {
+                v["app"] = serde_json::json!(members);
             }
             if let Some(o) = crate::host::WidgetOrigins::behind(public_url, m.path) {
                 v["origins"] = serde_json::json!(o);

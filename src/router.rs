@@ -96,7 +96,7 @@ impl Service<Request<Incoming>> for Router {
             let apps = gw.apps.iter().map(|a| preview::Endpoint {
                 name: &a.config.name,
                 path: &a.config.path,
-                members: Some(&a.config.members),
+                members: Some(a.config.upstream_names()),
             });
             let mounts = gw.mounts.iter().map(|m| (&m.config).into()).chain(apps);
             let public_url = gw.auth.public_url();
@@ -122,17 +122,11 @@ fn not_found(gw: &Gateway) -> String {
         lines.push(format!("  {}  MCP, upstream '{}'", c.path, c.name));
     }
     for app in &gw.apps {
-        let members: Vec<&str> = app
-            .config
-            .members
-            .iter()
-            .map(|m| m.upstream.as_str())
-            .collect();
         lines.push(format!(
             "  {}  MCP, app '{}' of {}",
             app.config.path,
             app.config.name,
-            members.join(", ")
+            app.config.upstream_names().join(", ")
         ));
     }
     if gw.preview {

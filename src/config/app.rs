@@ -79,6 +79,11 @@ pub struct Member {
 }
 
 impl App {
+    /// Its members' upstream names, in order.
+    pub fn upstream_names(&self) -> Vec<&str> {
+        self.members.iter().map(|m| m.upstream.as_str()).collect()
+    }
+
     /// The app as overlay files see it: a file naming it gives its entries
     /// to the members that own them.
     pub fn overlay_scope(&self) -> crate::overlay::AppScope {
