@@ -208,13 +208,23 @@ pub fn apply(
         Rewrite::Initialize => rewrite::initialize_result(result, list_changed),
         Rewrite::Discover => rewrite::discover_result(result, list_changed),
         Rewrite::ToolsListPage { .. } => {
-            let names: Vec<String> = result
-                .get("tools")
-                .and_then(Value::as_array)
+            let tools = result.get("tools").and_then(Value::as_array);
+            let names: Vec<String> = tools
                 .into_iter()
                 .flatten()
                 .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
                 .collect();
+            if tools.is_some_and(|t| t.iter().any(|t| !t.is_object())) {
+                // An item that is no tool: the listing passes as it was sent
+                // (written again, a number such as `1e-999` would not be the
+                // same), with nothing added.
+                return Applied {
+                    body: None,
+                    warnings,
+                    upstream_tools: Some(names),
+                    last_page,
+                };
+            }
             let none = MountOverlays::default();
             let tools = overlays.mount(mount).unwrap_or(&none);
             warnings = rewrite::tools_list(result, tools, overlays.widgets());

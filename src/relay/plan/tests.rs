@@ -304,3 +304,22 @@ fn unknown_and_expired_ui_resources_are_not_found() {
         Plan::Forward
     );
 }
+
+/// A listing whose `tools` holds an item that is no tool (fuzzing found
+/// `[9999999e-9999999999999999]`): it passes byte for byte, names still
+/// reported; before, it was written again and the number became `0.0`.
+#[test]
+fn a_listing_with_an_item_that_is_no_tool_passes_as_sent() {
+    let o = overlays();
+    let response = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[9999999e-9999999999999999,{"name":"other","x":1.50}]}}"#;
+    let a = apply(
+        &o,
+        "demo",
+        &first_page(),
+        response,
+        &Target::default(),
+        &none,
+    );
+    assert!(a.body.is_none(), "{:?}", a.body);
+    assert_eq!(a.upstream_tools, Some(vec!["other".to_owned()]));
+}
