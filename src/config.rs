@@ -477,8 +477,6 @@ pub struct Overrides {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{0}")]
-    Figment(Box<figment::Error>),
     #[error("config file {0} does not exist")]
     Missing(PathBuf),
     #[error("{}", .problems.join("\n"))]
