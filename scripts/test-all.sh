@@ -6,6 +6,9 @@
 # real-peer tests (the scale-out test behind HAProxy among them).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# A run from scratch gains nothing from incremental compilation, whose cache
+# would take gigabytes beside the build (set CARGO_INCREMENTAL=1 to keep it).
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 echo "[test-all] installing pinned peers"
 scripts/install-peers.sh
