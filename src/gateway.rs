@@ -4,8 +4,8 @@
 //! it. The parts do not know of this type: it depends on them, never the
 //! reverse (only the relay and the router, which join the parts, take it).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::RngCore;
@@ -18,7 +18,6 @@ use crate::live::{LIST_CHANGED, Live};
 use crate::metrics::Metrics;
 use crate::middleware::host::HostPolicy;
 use crate::outcome::Failure;
-use crate::overlay::OverlaySet;
 use crate::protocol::{self, Era};
 use crate::session::pool::{Conn, Pool, SlotKey};
 use crate::session::{Hello, InFlight, OpenedIds, Owned, SessionKey};
@@ -28,6 +27,7 @@ use crate::upstream::handshake;
 use crate::upstream::messages::{EndedBy, MessageSession, Mux};
 use crate::upstream::stdio::{Children, Fault, Restarts, Supervisor};
 use crate::upstream::{self, client::Client};
+use crate::upstream_tools::UpstreamTools;
 
 /// The longest a request waits for a crashed stdio command's next start.
 const MAX_BACKOFF_WAIT: Duration = Duration::from_secs(5);
@@ -119,81 +119,6 @@ fn claude_domain(public_url: Option<&str>, path: &str) -> Option<Arc<str>> {
     let base = public_url?.trim_end_matches('/');
     let url = crate::auth::resource_url(base, path);
     Some(crate::host::claude_domain(&url).into())
-}
-
-/// The tool names each upstream (with overlays) last listed, as seen in the
-/// `tools/list` responses passing through: a render tool whose name the
-/// upstream takes is dropped from listings and its calls go upstream.
-#[derive(Debug, Default)]
-pub struct UpstreamTools {
-    by_mount: Mutex<HashMap<String, HashSet<String, foldhash::fast::RandomState>>>,
-    /// By mount: the overlay snapshot last compared with a whole listing,
-    /// and the overlaid tools it found missing (said once per snapshot).
-    compared: Mutex<HashMap<String, Compared>>,
-}
-
-/// An overlay snapshot compared with a whole listing, and what it lacked.
-type Compared = (Arc<OverlaySet>, Vec<String>);
-
-impl UpstreamTools {
-    /// Whether `mount`'s upstream listed a tool called `name`.
-    pub fn has(&self, mount: &str, name: &str) -> bool {
-        let map = self.by_mount.lock().unwrap();
-        map.get(mount).is_some_and(|names| names.contains(name))
-    }
-
-    /// After a listing's last page: the tools `overlays` overlays for
-    /// `mount` that the upstream did not list, when they were not already
-    /// said for this snapshot (the first listing, and the first after each
-    /// reload, say them; an upstream whose tools change says them again).
-    pub fn unlisted(&self, mount: &str, overlays: &Arc<OverlaySet>) -> Vec<String> {
-        let Some(overlaid) = overlays.mount(mount) else {
-            return Vec::new();
-        };
-        let missing: Vec<String> = {
-            let map = self.by_mount.lock().unwrap();
-            let known = map.get(mount);
-            let mut missing: Vec<String> = overlaid
-                .tools()
-                .map(|(name, _)| name)
-                .filter(|name| !known.is_some_and(|k| k.contains(*name)))
-                .map(str::to_owned)
-                .collect();
-            missing.sort();
-            missing
-        };
-        let mut compared = self.compared.lock().unwrap();
-        let said = compared
-            .get(mount)
-            .is_some_and(|(set, names)| Arc::ptr_eq(set, overlays) && *names == missing);
-        compared.insert(mount.to_owned(), (overlays.clone(), missing.clone()));
-        if said { Vec::new() } else { missing }
-    }
-
-    /// The upstream's tool names for `mount`, as last listed.
-    pub fn names(&self, mount: &str) -> Vec<String> {
-        let map = self.by_mount.lock().unwrap();
-        let mut names: Vec<String> = map
-            .get(mount)
-            .map(|n| n.iter().cloned().collect())
-            .unwrap_or_default();
-        names.sort();
-        names
-    }
-
-    /// Records one `tools/list` page; the first page replaces what was known.
-    pub fn record(&self, mount: &str, first_page: bool, names: Vec<String>) {
-        let mut map = self.by_mount.lock().unwrap();
-        let known = map.entry(mount.to_owned()).or_default();
-        if first_page {
-            // The same listing again (the usual case): nothing to change.
-            if known.len() == names.len() && names.iter().all(|n| known.contains(n)) {
-                return;
-            }
-            known.clear();
-        }
-        known.extend(names);
-    }
 }
 
 impl Gateway {
@@ -535,7 +460,7 @@ impl Gateway {
                     _ = stop.cancelled() => return,
                 }
                 let Some(gw) = gw.upgrade() else { return };
-                gw.log_render_collisions();
+                gw.compare_overlays();
                 gw.sessions.announce(&LIST_CHANGED).await;
                 for pool in gw.pools.iter() {
                     for peer in pool.peers().all() {
@@ -548,17 +473,12 @@ impl Gateway {
         });
     }
 
-    /// After a reload: says which render tools an upstream tool of the same
-    /// name shadows (as far as the listings seen so far tell).
-    fn log_render_collisions(&self) {
+    /// After a reload: the new overlays compared with each upstream's last
+    /// listing (as `check` would compare them), each finding said once.
+    fn compare_overlays(&self) {
         let overlays = self.live.load();
-        for (mount, tools) in overlays.mounts() {
-            for (name, _) in tools.render_tools() {
-                if self.upstream_tools.has(mount, name) {
-                    let warning = crate::rewrite::render::collision(name);
-                    tracing::warn!(upstream = %mount, "{warning}");
-                }
-            }
+        for m in &self.mounts {
+            self.upstream_tools.compare(&m.config.name, &overlays);
         }
     }
 }

@@ -82,3 +82,4 @@ pub mod sse;
 pub mod telemetry;
 pub mod tls;
 pub mod upstream;
+pub mod upstream_tools;

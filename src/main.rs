@@ -285,7 +285,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
     // Beside serving, never delaying its end.
     tokio::select! {
         () = &mut workers => {}
-        () = name_app_collisions(&config, &gateway) => workers.await,
+        () = beside_serving(&config, &gateway) => workers.await,
     }
     if let Some(tracer) = &gateway.telemetry
         && !tracer.flush(Duration::from_secs(5)).await
@@ -294,6 +294,19 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     tracing::info!("stopped");
     ExitCode::SUCCESS
+}
+
+/// What is listed once at start, beside serving: the overlays compared with
+/// their upstreams' live tools, and the app endpoints' members.
+async fn beside_serving(config: &mcp_ui_gateway::config::Config, gateway: &Gateway) {
+    let mounts: Vec<_> = gateway.mounts.iter().map(|m| &m.config).collect();
+    let compare = mcp_ui_gateway::upstream_tools::compare_at_start(
+        &mounts,
+        &config.limits,
+        &gateway.live,
+        &gateway.upstream_tools,
+    );
+    tokio::join!(compare, name_app_collisions(config, gateway));
 }
 
 /// The `[[app]]` endpoints' members are listed once, beside serving, as

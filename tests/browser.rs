@@ -1169,6 +1169,63 @@ fn a_widget_in_an_app_calls_its_own_servers_tool_by_its_own_name() {
 // ---------------------------------------------------------------------------------------
 // Built-in widgets against content chosen to break them
 
+/// A built-in widget with nothing to show says why when the result tells:
+/// a table over a result with two lists and no `view.data` names both
+/// pointers, and a `view.data` that points at nothing is named.
+#[test]
+fn a_builtin_widget_with_nothing_to_show_says_why() {
+    if !peers_ready() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let overlays = dir.path().join("overlays");
+    std::fs::create_dir(&overlays).unwrap();
+    let fixture = env!("CARGO_BIN_EXE_mcp-fixture-server");
+    let mut config = String::new();
+    for (name, view) in [("graph", ""), ("pointer", "view = { data = \"/nodes\" }\n")] {
+        config.push_str(&format!(
+            "[[upstream]]\nname = \"{name}\"\ncommand = {fixture:?}\n"
+        ));
+        std::fs::write(
+            overlays.join(format!("{name}.toml")),
+            format!(
+                "[tools.echo]\nwidget = \"builtin:table\"\nresult = {{ structured_from_text = true }}\n{view}"
+            ),
+        )
+        .unwrap();
+    }
+    let file = dir.path().join("gw.toml");
+    std::fs::write(&file, config).unwrap();
+    let (mut gateway, url) = start_gateway_config(&file, &overlays, "127.0.0.1:0", &[]);
+    let base = url
+        .split("/graph/mcp")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let graph = r#"{"entities":[{"name":"a"}],"relations":[{"from":"a","to":"b"}]}"#;
+    let args = serde_json::json!({ "text": graph }).to_string();
+    for (mount, want) in [
+        (
+            "graph",
+            "The result holds several lists (/entities, /relations): set view.data in the overlay to one.",
+        ),
+        ("pointer", "The result has nothing at /nodes (view.data)."),
+    ] {
+        let (summary, _, _) = run_driver(
+            &mut gateway,
+            &format!("{base}/{mount}/mcp"),
+            &format!("browser-builtin-empty-{mount}"),
+            &["--tool", "echo", "--args", &args, "--expect", want],
+        );
+        let view_text = texts(&summary["view_text"]);
+        assert!(view_text.contains(want), "{mount}: {view_text:?}");
+        let bad_console = console_errors(&summary);
+        assert!(bad_console.is_empty(), "browser errors: {bad_console:?}");
+    }
+    stop_gateway(gateway);
+}
+
 /// The fixture's `echo` (its text back, unchanged) shown by built-in widgets, one mount
 /// per kind: Markdown with markup and script links in it, 1.6 MB of unclosed inline
 /// delimiters, a chart of the largest finite numbers, every kind with hostile records

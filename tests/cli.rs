@@ -857,6 +857,105 @@ async fn serve_warns_of_overlaid_tools_the_upstream_does_not_list() {
     let _ = gateway.terminate(Duration::from_secs(20));
 }
 
+/// A stdio server in sh, just enough MCP for a listing: one tool,
+/// `read_graph`, whose output schema has two arrays (as server-memory's).
+const GRAPH_SERVER: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"memory","version":"1"}}}\n' "$id" ;;
+    *'"method":"tools/list"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"read_graph","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"entities":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"entityType":{"type":"string"}}}},"relations":{"type":"array","items":{"type":"object","properties":{"from":{"type":"string"},"to":{"type":"string"}}}}}}}]}}\n' "$id" ;;
+  esac
+done
+"#;
+
+/// The problems `check` prints for `root`'s configuration and overlays:
+/// its lines naming an overlay file (warnings left out).
+async fn check_problems(root: &Path) -> Vec<String> {
+    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    let (_, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(1), "{both}");
+    let problems: Vec<String> = both
+        .lines()
+        .filter(|l| l.starts_with("overlays/"))
+        .map(str::to_owned)
+        .collect();
+    assert!(!problems.is_empty(), "{both}");
+    problems
+}
+
+/// Waits until `gateway` has logged a warning holding each of `lines`.
+fn wait_for_warnings(gateway: &mut support::process::Proc, lines: &[String]) {
+    use support::process::Stream;
+    let mut seen = vec![false; lines.len()];
+    gateway.wait_for("check's problems", RUN_TIMEOUT, |s: Stream, line| {
+        for (i, want) in lines.iter().enumerate() {
+            if s == Stream::Stderr && line.contains("WARN") && line.contains(want.as_str()) {
+                seen[i] = true;
+            }
+        }
+        seen.iter().all(|s| *s).then_some(())
+    });
+}
+
+/// `serve` says the problems `check` finds against an upstream's live
+/// listing, in the same words, at start and after each reload, before any
+/// client lists the tools: a `builtin:table` over a tool whose output has
+/// two arrays and no `view.data` (server-memory's `read_graph`), then,
+/// once that is fixed, a column the records do not have.
+#[tokio::test]
+async fn serve_says_the_live_problems_check_finds_at_start_and_after_each_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("gw.toml"),
+        &format!(
+            "overlays = \"overlays\"\n[[upstream]]\nname = \"memory\"\ncommand = \"sh\"\nargs = [\"-c\", '''{GRAPH_SERVER}''']\n\n{LIMITS}"
+        ),
+    );
+    let file = root.join("overlays/memory.toml");
+    write(&file, "[tools.read_graph]\nwidget = \"builtin:table\"\n");
+    let first = check_problems(root).await;
+    assert!(
+        first[0].contains("view.data: missing, and the output schema has several array properties: set it to one of `/entities`, `/relations`"),
+        "{first:?}"
+    );
+
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["serve", "--config", "gw.toml", "--listen", "127.0.0.1:0"])
+        .current_dir(root)
+        .env("RUST_LOG", "info");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") {
+            cmd.env_remove(key);
+        }
+    }
+    let mut gateway = support::process::Proc::spawn("gateway", &mut cmd);
+    wait_for_warnings(&mut gateway, &first);
+
+    // Fixed, and another mistake: said after the reload, with no listing asked.
+    write(
+        &file,
+        "[tools.read_graph]\nwidget = \"builtin:table\"\n\n[tools.read_graph.view]\ndata = \"/entities\"\ncolumns = [\"name\", \"entityTyp\"]\n",
+    );
+    let second = check_problems(root).await;
+    assert!(
+        second[0].contains("`entityTyp` is not in the output schema's records at `/entities`")
+            && second[0].contains("did you mean `entityType`?"),
+        "{second:?}"
+    );
+    wait_for_warnings(&mut gateway, &second);
+    let stderr = gateway.stderr();
+    assert_eq!(
+        stderr.matches(first[0].as_str()).count(),
+        1,
+        "said once: {stderr}"
+    );
+    let _ = gateway.terminate(Duration::from_secs(20));
+}
+
 /// `serve` in `dir` in front of the demo server (mounted as `upstream`) with `overlays`,
 /// logging at info, with no `MCP_UI_GATEWAY_*` variable of this process.
 fn serve_demo_with_overlays(dir: &Path, overlays: &Path) -> support::process::Proc {

@@ -22,22 +22,15 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use super::{describe_transport, directory};
 use crate::config::{AuthChallenge, Limits, Mount};
-use crate::overlay::builtin::{View, is_builtin_name};
+use crate::overlay::builtin::is_builtin_name;
 use crate::overlay::load::WIDGETS_DIR;
-use crate::overlay::validate::builtin;
 use crate::overlay::{
-    BridgeKind, Inspection, LoadError, LoadOptions, RenderSite, ToolOverlay, ToolSite,
-    inspect_dir_with,
+    BridgeKind, Inspection, LoadError, LoadOptions, RenderSite, ToolSite, inspect_dir_with,
 };
 use crate::probe::{self, Listing};
-use crate::rewrite::call::is_text_wrapper_schema;
-use crate::rewrite::file_param_problems;
-
-/// How many of an upstream's tool names an "unknown tool" message lists.
+use crate::rewrite::listing::findings;
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -203,12 +196,9 @@ pub async fn run(
                     report
                         .checked
                         .push((mount.name.clone(), listing.tools.len()));
-                    for site in sites {
-                        live_tool(site, &listing, &mut report);
-                    }
-                    for site in renders {
-                        live_render(site, &listing, &mut report);
-                    }
+                    let found = findings(sites, renders, &listing.tools);
+                    report.problems.extend(found.problems);
+                    report.warnings.extend(found.warnings);
                     listings.push((&mount.name, listing));
                 }
                 Err(e) => {
@@ -332,269 +322,5 @@ fn unused_widgets(dir: &Path, inspection: &Inspection, report: &mut Report) {
                 reason: "no tool names this widget, so no host will see it".into(),
             });
         }
-    }
-}
-
-/// The checks of one tool overlay against the live tool.
-fn live_tool(site: &ToolSite, listing: &Listing, report: &mut Report) {
-    let at = |key: &str| match key {
-        "" => format!("tools.{}", site.key),
-        key => format!("tools.{}.{key}", site.key),
-    };
-    let finding = |key: &str, reason: String| LoadError {
-        file: site.file.clone(),
-        line: site.line,
-        place: Some(at(key)),
-        reason,
-    };
-    let Some(tool) = listing.tool(&site.tool) else {
-        let reason = unknown_tool(&site.mount, &site.tool, listing);
-        report.problems.push(finding("", reason));
-        return;
-    };
-    let Some(overlay) = &site.overlay else {
-        return;
-    };
-    let input_schema = tool.get("inputSchema").unwrap_or(&Value::Null);
-    for (i, param) in overlay.file_params.iter().enumerate() {
-        let problems = file_param_problems(input_schema, param);
-        if !problems.is_empty() {
-            let reason = format!(
-                "`{param}`: {}; the gateway leaves it out of openai/fileParams",
-                problems.join("; ")
-            );
-            report
-                .problems
-                .push(finding(&format!("file_params[{i}]"), reason));
-        }
-    }
-    let upstream_schema = tool.get("outputSchema").filter(|s| s.is_object());
-    if overlay.output_schema.is_none() {
-        let required = required_keys(upstream_schema);
-        for key in &overlay.result.widget_only {
-            if required.contains(key.as_str()) {
-                let reason = format!(
-                    "`{key}` is required by the upstream's outputSchema but moved out of structuredContent, so clients would reject the results; set output_schema"
-                );
-                report.problems.push(finding("result.widget_only", reason));
-            }
-        }
-    }
-    shaping_warnings(overlay, upstream_schema, &finding, report);
-    builtin_against_listing(overlay, upstream_schema, &finding, report);
-    if let Some(view) = &overlay.view {
-        builtin_calls(view, &site.mount, listing, &finding, report);
-    }
-}
-
-/// The tools a built-in widget's actions and refresh call must be listed.
-fn builtin_calls(
-    view: &View,
-    mount: &str,
-    listing: &Listing,
-    finding: &dyn Fn(&str, String) -> LoadError,
-    report: &mut Report,
-) {
-    for (key, tool) in view.calls() {
-        if listing.tool(tool).is_none() {
-            let reason = unknown_tool(mount, tool, listing);
-            report.problems.push(finding(&key, reason));
-        }
-    }
-}
-
-/// A built-in widget's keys and pointers against the live output schema,
-/// when the overlay sets none of its own (loading checked that one). The
-/// Python SDK's text wrapper describes no records: nothing to check.
-fn builtin_against_listing(
-    overlay: &ToolOverlay,
-    upstream_schema: Option<&Value>,
-    finding: &dyn Fn(&str, String) -> LoadError,
-    report: &mut Report,
-) {
-    let Some(kind) = builtin::kind_of(overlay.widget.as_deref()) else {
-        return;
-    };
-    let Some(schema) = upstream_schema.filter(|s| !is_text_wrapper_schema(s)) else {
-        return;
-    };
-    if overlay.output_schema.is_some() {
-        return;
-    }
-    let view = overlay.view.clone().unwrap_or_default();
-    for problem in builtin::against_schema(kind, &view, schema) {
-        let reason = format!("{} (the upstream's live outputSchema)", problem.reason);
-        report.problems.push(finding(&problem.place, reason));
-    }
-}
-
-/// A render tool against the live listing: its name must be free (an
-/// upstream tool of the same name wins, and the gateway drops the render
-/// tool), and its data tools must exist.
-fn live_render(site: &RenderSite, listing: &Listing, report: &mut Report) {
-    let finding = |key: &str, reason: String| LoadError {
-        file: site.file.clone(),
-        line: site.line,
-        place: Some(match key {
-            "" => format!("render.{}", site.key),
-            key => format!("render.{}.{key}", site.key),
-        }),
-        reason,
-    };
-    if listing.tool(&site.name).is_some() {
-        let reason = format!(
-            "name collision: upstream '{}' has a tool named `{}`; the upstream's tool wins, so the gateway leaves this render tool out of tools/list and sends its calls upstream; rename the render tool",
-            site.mount, site.name
-        );
-        report.problems.push(finding("", reason));
-    }
-    for (i, tool) in site.render.data_tools.iter().enumerate() {
-        if listing.tool(tool).is_none() {
-            let reason = unknown_tool(&site.mount, tool, listing);
-            report
-                .problems
-                .push(finding(&format!("data_tools[{i}]"), reason));
-        }
-    }
-    if let Some(view) = &site.render.view {
-        builtin_calls(view, &site.mount, listing, &finding, report);
-    }
-}
-
-/// Result shaping that the tool's listing says will not work as meant.
-fn shaping_warnings(
-    overlay: &ToolOverlay,
-    upstream_schema: Option<&Value>,
-    finding: &dyn Fn(&str, String) -> LoadError,
-    report: &mut Report,
-) {
-    // The Python SDK's `{"result": string}` only wraps the text: shaping
-    // parses that text, so it works as for a server without a schema.
-    let wrapper = upstream_schema.is_some_and(is_text_wrapper_schema);
-    let upstream_has_schema = upstream_schema.is_some() && !wrapper;
-    if overlay.result.structured_from_text && upstream_has_schema {
-        report.warnings.push(finding(
-            "result.structured_from_text",
-            "has no effect: the upstream declares an outputSchema, so it sends structuredContent itself".into(),
-        ));
-    }
-    if overlay.output_schema.is_some() && !overlay.result.structured_from_text {
-        let reason = if wrapper {
-            "the upstream's results wrap their text as {\"result\": \"…\"} (the Python SDK's outputSchema for a tool returning a string), which this schema does not describe, so every result becomes a tool error; if the text is JSON, set result.structured_from_text = true"
-        } else if !upstream_has_schema {
-            "the upstream declares no outputSchema, so its results probably carry no structuredContent, and the gateway answers such results as tool errors (validating clients would reject them); if the tool returns JSON text, set result.structured_from_text = true"
-        } else {
-            ""
-        };
-        if !reason.is_empty() {
-            report
-                .warnings
-                .push(finding("output_schema", reason.into()));
-        }
-    }
-}
-
-fn required_keys(schema: Option<&Value>) -> BTreeSet<&str> {
-    schema
-        .and_then(|s| s.get("required"))
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default()
-}
-
-/// "upstream 'x' has no tool `y`", with the likely intended name, or the
-/// names it does have.
-fn unknown_tool(mount: &str, tool: &str, listing: &Listing) -> String {
-    let names: Vec<&str> = listing.names().collect();
-    crate::overlay::validate::unknown_tool(mount, tool, &names)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn builtin_widget_keys_are_checked_against_the_live_output_schema() {
-        let listing = Listing {
-            server_info: None,
-            protocol_version: probe::PROTOCOL_VERSION.into(),
-            tools: vec![json!({"name": "list_tasks", "outputSchema": {
-                "type": "object",
-                "properties": {"tasks": {"type": "array", "items": {
-                    "type": "object", "properties": {"title": {"type": "string"}, "done": {"type": "boolean"}}
-                }}}
-            }})],
-        };
-        let overlay: ToolOverlay =
-            toml::from_str("widget = \"builtin:table\"\n[view]\ncolumns = [\"title\", \"don\"]\n")
-                .unwrap();
-        let site = ToolSite {
-            file: PathBuf::from("overlays/demo.toml"),
-            line: Some(3),
-            mount: "demo".into(),
-            tool: "list_tasks".into(),
-            key: "list_tasks".into(),
-            overlay: Some(overlay),
-        };
-        let mut report = Report::default();
-        live_tool(&site, &listing, &mut report);
-        let found: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
-        assert_eq!(
-            found,
-            [
-                "overlays/demo.toml:3: tools.list_tasks.view.columns[1]: `don` is not in the output schema's records at `/tasks`: `/` has no property `don`; did you mean `done`? (the upstream's live outputSchema)"
-            ]
-        );
-    }
-
-    #[test]
-    fn the_tools_builtin_actions_call_must_be_listed() {
-        let listing = Listing {
-            server_info: None,
-            protocol_version: probe::PROTOCOL_VERSION.into(),
-            tools: vec![
-                json!({"name": "list_tasks"}),
-                json!({"name": "complete_task"}),
-            ],
-        };
-        let overlay: ToolOverlay = toml::from_str(
-            "widget = \"builtin:list\"\n[view]\nactions = [{ label = \"Done\", tool = \"complete_tsk\" }]\nrefresh = \"list_tasks\"\n",
-        )
-        .unwrap();
-        let site = ToolSite {
-            file: PathBuf::from("overlays/demo.toml"),
-            line: Some(3),
-            mount: "demo".into(),
-            tool: "list_tasks".into(),
-            key: "list_tasks".into(),
-            overlay: Some(overlay),
-        };
-        let mut report = Report::default();
-        live_tool(&site, &listing, &mut report);
-        let found: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
-        assert_eq!(
-            found,
-            [
-                "overlays/demo.toml:3: tools.list_tasks.view.actions[0].tool: upstream 'demo' has no tool `complete_tsk`; did you mean `complete_task`?"
-            ]
-        );
-    }
-
-    #[test]
-    fn unknown_tools_suggest_or_list() {
-        let listing = Listing {
-            server_info: None,
-            protocol_version: probe::PROTOCOL_VERSION.into(),
-            tools: vec![json!({"name": "list_tasks"}), json!({"name": "add_task"})],
-        };
-        assert_eq!(
-            unknown_tool("demo", "list_task", &listing),
-            "upstream 'demo' has no tool `list_task`; did you mean `list_tasks`?"
-        );
-        assert_eq!(
-            unknown_tool("demo", "weather", &listing),
-            "upstream 'demo' has no tool `weather` (its tools: `list_tasks`, `add_task`)"
-        );
     }
 }

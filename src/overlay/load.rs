@@ -22,11 +22,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::set::{OverlaySet, Widgets};
+use super::site::Sources;
 use loader::Loader;
 
 pub use apps::AppScope;
 pub use error::{LoadError, LoadErrors};
-pub use inspection::{Inspection, MountFileSite, RenderSite, ToolSite, WidgetSite};
+pub use inspection::{Inspection, MountFileSite, WidgetSite};
 #[cfg(test)]
 pub(super) use parse::MountFile;
 pub use widgets::WIDGETS_DIR;
@@ -146,8 +147,12 @@ pub fn inspect_dir_with(dir: &Path, options: &LoadOptions) -> Inspection {
     widgets.append(&mut loader.builtin_widgets);
     let mut errors = loader.errors;
     errors.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    let sources = Sources {
+        tools: loader.tools.clone(),
+        renders: loader.renders.clone(),
+    };
     Inspection {
-        set: OverlaySet::new(mounts, Widgets::new(widgets)),
+        set: OverlaySet::new(mounts, Widgets::new(widgets)).with_sources(sources),
         errors,
         mount_files: loader.mount_files,
         tools: loader.tools,

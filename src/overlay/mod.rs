@@ -10,6 +10,7 @@
 //!   [`RenderTool`], [`WidgetManifest`], ..): unknown keys are errors, so a
 //!   typo cannot silently disable a setting;
 //! - `set`: the compiled set ([`OverlaySet`], [`MountOverlays`], [`Widgets`]);
+//! - `site`: where each tool overlay is written, as written ([`Sources`]);
 //! - [`load`] reads an overlay directory (the only filesystem code);
 //! - [`validate`] holds the rules every overlay must pass, pure;
 //! - [`widget`] turns a widget folder's content into its resource, pure.
@@ -22,6 +23,7 @@ mod format;
 pub mod load;
 mod memo;
 mod set;
+mod site;
 pub mod validate;
 pub mod widget;
 
@@ -31,10 +33,10 @@ pub use format::{
     WidgetManifest, merge_meta,
 };
 pub use load::{
-    AppScope, Inspection, LoadError, LoadErrors, LoadOptions, MountFileSite, RenderSite, ToolSite,
-    WidgetSite, inspect_dir, inspect_dir_with, inspect_dir_within, load_dir, load_dir_with,
-    load_dir_within,
+    AppScope, Inspection, LoadError, LoadErrors, LoadOptions, MountFileSite, WidgetSite,
+    inspect_dir, inspect_dir_with, inspect_dir_within, load_dir, load_dir_with, load_dir_within,
 };
 pub use memo::Memo;
 pub use set::{MountOverlays, OverlaySet, RETAINED_VERSIONS, Widgets};
+pub use site::{RenderSite, Sources, ToolSite};
 pub use widget::Widget;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::format::{RenderTool, ToolOverlay};
+use super::site::Sources;
 use super::widget::{Asset, Widget};
 
 /// How many superseded versions of each widget stay readable after a reload
@@ -22,8 +23,6 @@ pub struct MountOverlays {
     /// Hashed: a `tools/list` page looks up every tool it lists.
     tools: HashMap<String, ToolOverlay, foldhash::fast::RandomState>,
     render: BTreeMap<String, RenderTool>,
-    /// Where each tool overlay is written (`file:line`), for messages.
-    sites: BTreeMap<String, String>,
 }
 
 impl MountOverlays {
@@ -31,19 +30,7 @@ impl MountOverlays {
         MountOverlays {
             tools: tools.into_iter().collect(),
             render: BTreeMap::new(),
-            sites: BTreeMap::new(),
         }
-    }
-
-    /// Records where each tool overlay is written (`file:line`).
-    pub fn with_sites(mut self, sites: impl IntoIterator<Item = (String, String)>) -> Self {
-        self.sites.extend(sites);
-        self
-    }
-
-    /// Where tool overlay `name` is written, when known.
-    pub fn site(&self, name: &str) -> Option<&str> {
-        self.sites.get(name).map(String::as_str)
     }
 
     /// Adds gateway-owned render tools.
@@ -200,11 +187,29 @@ impl Widgets {
 pub struct OverlaySet {
     mounts: BTreeMap<String, MountOverlays>,
     widgets: Widgets,
+    /// Where each tool overlay and render tool is written, as written.
+    sources: Arc<Sources>,
 }
 
 impl OverlaySet {
     pub fn new(mounts: BTreeMap<String, MountOverlays>, widgets: Widgets) -> Self {
-        OverlaySet { mounts, widgets }
+        OverlaySet {
+            mounts,
+            widgets,
+            sources: Arc::default(),
+        }
+    }
+
+    /// Records where each overlay is written, for messages and for the
+    /// comparison with each upstream's live listing.
+    pub fn with_sources(mut self, sources: Sources) -> Self {
+        self.sources = Arc::new(sources);
+        self
+    }
+
+    /// Where each tool overlay and render tool is written, as written.
+    pub fn sources(&self) -> &Sources {
+        &self.sources
     }
 
     /// The overlays of the upstream mounted as `name`.

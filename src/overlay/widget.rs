@@ -313,19 +313,28 @@ fn permissions(manifest: &WidgetManifest) -> Option<Value> {
     (!map.is_empty()).then_some(Value::Object(map))
 }
 
-/// A script without indentation, blank lines and whole-line `//` comments:
-/// the same code, about a tenth smaller. (The scripts given here have no
-/// string or regular expression spanning lines, so no text inside one
-/// changes.)
+/// A script or style sheet without indentation, blank lines, whole-line
+/// `//` comments and comment blocks that start a line, and with no line
+/// break after `{`, `;`, `,`, `(` or `[` (where none can end a statement):
+/// the same code, about a seventh smaller. (The sources given here have no
+/// string, template or regular expression spanning lines, so no text inside
+/// one changes.)
 pub fn compact(source: &str) -> String {
     let mut out = String::with_capacity(source.len());
+    let mut in_comment = false;
     for line in source.lines() {
         let line = line.trim();
+        if in_comment || line.starts_with("/*") {
+            in_comment = !line.contains("*/");
+            continue;
+        }
         if line.is_empty() || line.starts_with("//") {
             continue;
         }
         out.push_str(line);
-        out.push('\n');
+        if !line.ends_with(['{', ';', ',', '(', '[']) {
+            out.push('\n');
+        }
     }
     out
 }

@@ -11,10 +11,11 @@ use http::header::{self, HeaderMap, HeaderValue};
 use super::plan::{self, Rewrite};
 use crate::auth;
 use crate::config::Transport;
-use crate::gateway::{Gateway, UpstreamTools};
+use crate::gateway::Gateway;
 use crate::host::Target;
 use crate::overlay::OverlaySet;
 use crate::telemetry::{Kind, Parent, Span};
+use crate::upstream_tools::UpstreamTools;
 
 /// Rewrites the response to one planned request.
 #[derive(Clone)]
@@ -59,7 +60,7 @@ impl Finisher {
             {
                 self.upstream_tools.record(&self.mount, *first, names);
                 if applied.last_page {
-                    self.say_unlisted();
+                    self.upstream_tools.compare(&self.mount, &self.overlays);
                 }
             }
             for warning in &applied.warnings {
@@ -74,26 +75,6 @@ impl Finisher {
             }
         }
         body
-    }
-
-    /// Warn of each overlaid tool the upstream's whole listing lacks, with
-    /// where it is written and the name likely meant (as `check` does).
-    fn say_unlisted(&self) {
-        let missing = self.upstream_tools.unlisted(&self.mount, &self.overlays);
-        if missing.is_empty() {
-            return;
-        }
-        let names = self.upstream_tools.names(&self.mount);
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let overlaid = self.overlays.mount(&self.mount);
-        for tool in &missing {
-            let site = overlaid.and_then(|m| m.site(tool)).unwrap_or("overlays");
-            let reason = crate::overlay::validate::unknown_tool(&self.mount, tool, &names);
-            tracing::warn!(
-                upstream = %self.mount,
-                "{site}: tools.{tool}: {reason}; this overlay applies to nothing"
-            );
-        }
     }
 
     /// `response`, finished (the upstream's bytes when nothing applies).

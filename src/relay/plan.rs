@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 use crate::host::Target;
 use crate::jsonrpc::{self, Kind, Message, code};
 use crate::overlay::{MountOverlays, OverlaySet};
+use crate::rewrite::listing::ListedPage;
 use crate::rewrite::{self, ListChanged, Warning};
 
 /// The methods whose responses the gateway may rewrite.
@@ -133,9 +134,10 @@ pub struct Applied {
     /// The new response; `None` leaves the upstream's bytes as they were.
     pub body: Option<Bytes>,
     pub warnings: Vec<Warning>,
-    /// For a `tools/list` page: the upstream's tool names on it, for the
-    /// caller to remember (render tools yield to them).
-    pub upstream_tools: Option<Vec<String>>,
+    /// For a `tools/list` page: the upstream's tools on it, for the caller
+    /// to remember (render tools yield to them; the overlays are compared
+    /// with them).
+    pub upstream_tools: Option<ListedPage>,
     /// For a `tools/list` page: whether it ends the listing (no `nextCursor`).
     pub last_page: bool,
 }
@@ -160,7 +162,10 @@ pub fn apply(
             return Applied {
                 body: page.text.map(Bytes::from),
                 warnings: page.warnings,
-                upstream_tools: Some(page.names),
+                upstream_tools: Some(ListedPage {
+                    names: page.names,
+                    overlaid: page.overlaid,
+                }),
                 last_page: page.last,
             };
         }
@@ -214,6 +219,21 @@ pub fn apply(
                 .flatten()
                 .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
                 .collect();
+            let none = MountOverlays::default();
+            let overlaid = overlays.mount(mount).unwrap_or(&none);
+            let sent: Vec<String> = tools
+                .into_iter()
+                .flatten()
+                .filter(|t| {
+                    let name = t.get("name").and_then(Value::as_str);
+                    name.is_some_and(|n| overlaid.tool(n).is_some())
+                })
+                .map(Value::to_string)
+                .collect();
+            let page = ListedPage {
+                names,
+                overlaid: sent,
+            };
             if tools.is_some_and(|t| t.iter().any(|t| !t.is_object())) {
                 // An item that is no tool: the listing passes as it was sent
                 // (written again, a number such as `1e-999` would not be the
@@ -221,20 +241,18 @@ pub fn apply(
                 return Applied {
                     body: None,
                     warnings,
-                    upstream_tools: Some(names),
+                    upstream_tools: Some(page),
                     last_page,
                 };
             }
-            let none = MountOverlays::default();
-            let tools = overlays.mount(mount).unwrap_or(&none);
-            warnings = rewrite::tools_list(result, tools, overlays.widgets());
+            warnings = rewrite::tools_list(result, overlaid, overlays.widgets());
             warnings.extend(rewrite::render::add_render_tools(
                 result,
-                tools,
+                overlaid,
                 overlays.widgets(),
                 upstream_has,
             ));
-            upstream_tools = Some(names);
+            upstream_tools = Some(page);
         }
         Rewrite::ResourcesList => {
             warnings = rewrite::resources_list(result, &overlays.widgets_for(mount), target);

@@ -11,6 +11,7 @@
 //! - [`tools`]: `tools/list`, and the file-parameter rules it enforces; a
 //!   page is rewritten in its text ([`tools::page`]);
 //! - [`call`]: opt-in shaping of `tools/call` results;
+//! - [`listing`]: the overlays against an upstream's live `tools/list`;
 //! - [`render`]: gateway-owned render tools, listed and answered here;
 //! - [`resources`]: the widget resources in `resources/list` and `read`;
 //! - [`capabilities`]: `initialize` and `server/discover` results;
@@ -19,6 +20,7 @@
 
 pub mod call;
 pub mod capabilities;
+pub mod listing;
 mod object;
 pub mod render;
 pub mod resources;

@@ -127,11 +127,17 @@
     for (var i = 0; i < c.length; i++) if (c[i] && c[i].type === 'text') return String(c[i].text);
     return undefined;
   }
-  // The data the kind shows: at O.data in structuredContent, or the default.
-  function pick(r) {
+  // The structured data of a result: structuredContent, or its text as JSON.
+  function structured(r) {
     var sc = r.structuredContent;
     var text = firstText(r);
     if (sc == null && text !== undefined && O.kind !== 'markdown') { try { sc = JSON.parse(text); } catch (e) { sc = undefined; } }
+    return sc;
+  }
+  // The data the kind shows: at O.data in structuredContent, or the default.
+  function pick(r) {
+    var sc = structured(r);
+    var text = firstText(r);
     if (O.data != null) return ptr(sc, O.data);
     var only = function (test) {
       if (!sc || typeof sc !== 'object' || Array.isArray(sc)) return undefined;
@@ -146,6 +152,13 @@
     }
     return sc;
   }
+  // Why the result gave the kind nothing to show, when it tells.
+  function why(r) {
+    var sc = structured(r), a = sc && typeof sc === 'object' ? Object.keys(sc).filter(function (k) { return Array.isArray(sc[k]); }) : [];
+    return sc != null && O.data != null ? 'The result has nothing at ' + O.data + ' (view.data).'
+      : a.length > 1 ? 'The result holds several lists (/' + a.join(', /') + '): set view.data in the overlay to one.'
+      : 'The result holds no data to show here.';
+  }
 
   function draw(r) {
     last = r;
@@ -156,7 +169,7 @@
     else {
       try {
         var v = pick(r);
-        if (v === undefined) root.appendChild(note('The result holds no data to show here.'));
+        if (v === undefined) root.appendChild(note(why(r)));
         else kitRender(v, K, root);
       } catch (e) {
         // Nested too deep to walk, or another shape no kind can draw: say

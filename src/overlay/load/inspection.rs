@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 
 use super::error::LoadError;
-use crate::overlay::format::{RenderTool, ToolOverlay, WidgetManifest};
+use crate::overlay::format::WidgetManifest;
 use crate::overlay::set::OverlaySet;
+use crate::overlay::site::{RenderSite, ToolSite};
 
 /// Everything reading an overlay directory found, kept even when some of it
 /// is broken: `check` reports the errors and still compares the tools that
@@ -38,20 +39,6 @@ pub struct WidgetSite {
     pub manifest: WidgetManifest,
 }
 
-/// Where one render tool is written.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RenderSite {
-    pub file: PathBuf,
-    /// Line where the render tool's table starts.
-    pub line: Option<usize>,
-    pub mount: String,
-    pub name: String,
-    /// The key of its table as written (`render.<key>`): `name`, or in a
-    /// file naming an app, the name the app lists.
-    pub key: String,
-    pub render: RenderTool,
-}
-
 /// A mount file and the mount (upstream name) it describes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MountFileSite {
@@ -64,22 +51,6 @@ pub struct MountFileSite {
     /// Whether `mount` is an app's name: the file's entries went to the
     /// app's members.
     pub app: bool,
-}
-
-/// Where one tool overlay is written.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSite {
-    pub file: PathBuf,
-    /// Line where the tool's table starts.
-    pub line: Option<usize>,
-    pub mount: String,
-    pub tool: String,
-    /// The key of its table as written (`tools.<key>`): `tool`, or in a
-    /// file naming an app, the name the app lists.
-    pub key: String,
-    /// The overlay as parsed, even if it broke a rule; `None` when it did not
-    /// parse.
-    pub overlay: Option<ToolOverlay>,
 }
 
 impl Inspection {

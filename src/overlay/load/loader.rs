@@ -6,7 +6,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::error::LoadError;
-use super::inspection::{MountFileSite, RenderSite, ToolSite, WidgetSite};
+use super::inspection::{MountFileSite, WidgetSite};
+use crate::overlay::site::{RenderSite, ToolSite};
 
 pub(super) struct Loader {
     /// The directory as given, for messages.

@@ -3,13 +3,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::inspection::{MountFileSite, RenderSite, ToolSite};
+use super::inspection::MountFileSite;
 use super::loader::Loader;
 use super::parse::{
     Format, ParsedTool, key_line, mount_format, parse_json, parse_toml, table_line,
 };
 use crate::overlay::format::{RenderTool, ToolOverlay};
 use crate::overlay::set::MountOverlays;
+use crate::overlay::site::{RenderSite, ToolSite};
 use crate::overlay::validate;
 
 /// A tool overlay that passed every check, and where it was written.
@@ -45,8 +46,6 @@ impl Loader {
         // Where each (mount, tool) was first defined, to name both files of a
         // duplicate.
         let mut defined: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
-        // Where each tool overlay is written, by mount, for messages.
-        let mut sites: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
         // The file and line of each (mount, tool), for built-in widgets'
         // problems found once the whole mount is known.
         let mut origins: Origins = BTreeMap::new();
@@ -81,14 +80,6 @@ impl Loader {
                 }
                 defined.insert(key.clone(), path.clone());
                 origins.insert(key, (path.clone(), line));
-                let site = match line {
-                    Some(line) => format!("{}:{line}", path.display()),
-                    None => path.display().to_string(),
-                };
-                sites
-                    .entry(mount.clone())
-                    .or_default()
-                    .push((name.clone(), site));
                 mounts.entry(mount.clone()).or_default().insert(name, tool);
             }
         }
@@ -100,8 +91,7 @@ impl Loader {
             .map(|(mount, mut tools)| {
                 let pending = renders.remove(&mount).unwrap_or_default();
                 self.wire_builtins(&mount, &mut tools, &pending, &origins);
-                let overlays =
-                    MountOverlays::new(tools).with_sites(sites.remove(&mount).unwrap_or_default());
+                let overlays = MountOverlays::new(tools);
                 let mut good = Vec::new();
                 for (name, mut render, path, line) in pending {
                     let problems = validate::render(&name, &render, &overlays, widget_exists);

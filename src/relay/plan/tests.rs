@@ -232,7 +232,10 @@ fn tools_list_gains_render_tools_and_reports_names() {
         &Target::default(),
         &none,
     );
-    assert_eq!(a.upstream_tools, Some(vec!["list".to_owned()]));
+    assert_eq!(
+        a.upstream_tools.map(|p| p.names),
+        Some(vec!["list".to_owned()])
+    );
     let v: Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
     assert_eq!(v["result"]["tools"][1]["name"], "show");
     let clash =
@@ -321,5 +324,8 @@ fn a_listing_with_an_item_that_is_no_tool_passes_as_sent() {
         &none,
     );
     assert!(a.body.is_none(), "{:?}", a.body);
-    assert_eq!(a.upstream_tools, Some(vec!["other".to_owned()]));
+    assert_eq!(
+        a.upstream_tools.map(|p| p.names),
+        Some(vec!["other".to_owned()])
+    );
 }

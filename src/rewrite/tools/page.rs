@@ -22,6 +22,9 @@ pub struct RewrittenPage {
     /// The upstream's tool names on the page, in order (render tools yield
     /// to them).
     pub names: Vec<String>,
+    /// The overlaid tools on the page, each as the upstream sent it: what
+    /// the overlays are compared with ([`crate::rewrite::listing`]).
+    pub overlaid: Vec<String>,
     /// Whether it is the listing's last page (no `nextCursor`).
     pub last: bool,
 }
@@ -43,6 +46,7 @@ pub fn tools_list_page(
     let page = Page::find(text)?;
     let mut warnings = Vec::new();
     let mut names = Vec::with_capacity(page.tools.len());
+    let mut sent = Vec::new();
     // Replacements of ranges of `text`, in order.
     let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
     for tool in &page.tools {
@@ -51,6 +55,7 @@ pub fn tools_list_page(
         };
         if let Some(overlay) = overlaid.tool(&name) {
             let span = tool.span(text)?;
+            sent.push(text[span.clone()].to_owned());
             let new = match splice_tool(text, span.clone(), tool, &name, overlay, widgets) {
                 Some((new, w)) => {
                     warnings.extend(w);
@@ -93,6 +98,7 @@ pub fn tools_list_page(
             text: None,
             warnings,
             names,
+            overlaid: sent,
             last,
         });
     }
@@ -109,6 +115,7 @@ pub fn tools_list_page(
         text: Some(out),
         warnings,
         names,
+        overlaid: sent,
         last,
     })
 }
