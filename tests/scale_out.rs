@@ -7,7 +7,7 @@
 //! "client"`), and `/shared/mcp`, the fixture as one stdio child per replica
 //! that every session shares (the default).
 //!
-//! HAProxy runs the settings the README's "Scaling" section gives: health
+//! HAProxy runs the settings docs/deploy.md's "Scaling" section gives: health
 //! checks on `/healthz` (with a Host header the gateway accepts), retries
 //! redispatched to another server on a refused connection or an empty
 //! response, round robin for the HTTP mount, and for the stdio mount a stick
@@ -165,7 +165,7 @@ async fn respawn_replica(dir: &Path, name: &str, port: u16) -> Replica {
     }
 }
 
-/// HAProxy's configuration: the settings the README recommends.
+/// HAProxy's configuration: the settings docs/deploy.md recommends.
 fn haproxy_config(port: u16, replicas: &[(String, u16)]) -> String {
     let servers: String = replicas
         .iter()

@@ -213,7 +213,7 @@ pub fn stub(mount: &str, listing: &Listing, elsewhere: &BTreeMap<&str, &Path>) -
         "\
 # Overlays for the tools of upstream '{mount}'{server},
 # written by `mcp-ui-gateway init`. Every key is commented out, so this file
-# changes nothing yet: uncomment what a tool needs (overlays/README.md of
+# changes nothing yet: uncomment what a tool needs (docs/overlays.md of
 # mcp-ui-gateway describes every key), delete the tables of tools you leave
 # alone, then run `mcp-ui-gateway check`.
 #

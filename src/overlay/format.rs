@@ -1,5 +1,5 @@
 //! The overlay file format as typed data: the `Deserialize` types below
-//! *are* `overlays/README.md` and `overlays/schema/*.json`. Unknown keys are
+//! *are* `docs/overlays.md` and `overlays/schema/*.json`. Unknown keys are
 //! errors, so a typo cannot silently disable a setting.
 
 use serde::Deserialize;

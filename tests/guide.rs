@@ -1,0 +1,305 @@
+//! The README's guide, run as written: its two commands print what it shows,
+//! its walkthrough's commands and files (in order, from the checkout's root,
+//! with the binary on the PATH) give `mcp-server-time` the widgets it says,
+//! and the built-in widget lines it quotes are the demo's.
+//!
+//! Two lines stand for what a test cannot do: `cargo install --path .` is the
+//! built binary linked on the PATH, and `pip install mcp-server-time` the
+//! test peers' Python (`scripts/install-peers.sh`) first on the PATH. The
+//! gateway listens on 127.0.0.1 with a port of its choosing instead of 8787.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::clients::{parse_sse, post_json};
+use support::process::{Proc, Stream, endpoint_url};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-ui-gateway");
+const LIMIT: Duration = Duration::from_secs(90);
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(repo().join("README.md")).unwrap()
+}
+
+/// The README's section that starts with the heading `title`, up to the
+/// next section.
+fn section(readme: &str, title: &str) -> String {
+    let start = readme
+        .find(&format!("\n## {title}\n"))
+        .unwrap_or_else(|| panic!("the README has a section {title:?}"));
+    let rest = &readme[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 4);
+    rest[..end].to_owned()
+}
+
+/// A fenced block: its language, the rest of its info line, its text.
+struct Block {
+    lang: String,
+    info: String,
+    text: String,
+}
+
+fn blocks(section: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut lines = section.lines();
+    while let Some(line) = lines.next() {
+        let Some(info) = line.strip_prefix("```") else {
+            continue;
+        };
+        let (lang, info) = info.split_once(' ').unwrap_or((info, ""));
+        let mut text = String::new();
+        for line in lines.by_ref() {
+            if line.starts_with("```") {
+                break;
+            }
+            text.push_str(line);
+            text.push('\n');
+        }
+        out.push(Block {
+            lang: lang.to_owned(),
+            info: info.to_owned(),
+            text,
+        });
+    }
+    out
+}
+
+/// A shell block's commands: comments and blank lines left out.
+fn commands(block: &Block) -> Vec<String> {
+    block
+        .text
+        .lines()
+        .map(|l| l.split(" # ").next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A `PATH` with the binary (as `mcp-ui-gateway`) and the peers' Python
+/// first.
+fn path_with_tools(dir: &Path, python_bin: &Path) -> String {
+    let bin_dir = dir.join(".bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let link = bin_dir.join("mcp-ui-gateway");
+    if !link.exists() {
+        std::os::unix::fs::symlink(BIN, &link).unwrap();
+    }
+    format!(
+        "{}:{}:{}",
+        bin_dir.display(),
+        python_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+fn shell(dir: &Path, path: &str, line: &str) -> Command {
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", line])
+        .current_dir(dir)
+        .env("PATH", path);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") || key == "RUST_LOG" {
+            command.env_remove(key);
+        }
+    }
+    command
+}
+
+/// The body of an answer sent as JSON or as one SSE event.
+fn answer(body: &[u8]) -> Value {
+    serde_json::from_slice(body).unwrap_or_else(|_| {
+        let events = parse_sse(body);
+        let data = events.last().map(|e| e.data.clone()).unwrap_or_default();
+        serde_json::from_str(&data)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(body)))
+    })
+}
+
+/// `method` sent to the endpoint without a session (hosts do).
+async fn rpc(url: &str, method: &str, params: Value) -> Value {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let headers = [("mcp-protocol-version", "2025-06-18")];
+    let (status, _, body) = post_json(url, &headers, body.to_string()).await;
+    assert_eq!(status, 200, "{method}: {}", String::from_utf8_lossy(&body));
+    answer(&body)
+}
+
+/// The widget URI `tools/list` names on `tool`, if any.
+async fn widget_of(url: &str, tool: &str) -> Option<String> {
+    let listed = rpc(url, "tools/list", serde_json::json!({})).await;
+    let tools = listed["result"]["tools"].as_array()?;
+    let tool = tools.iter().find(|t| t["name"] == tool)?;
+    tool.pointer("/_meta/ui/resourceUri")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// The walkthrough, step by step: after each file, the gateway (left
+/// running from step 1) lists the tool with a new widget; at the end it is
+/// the example's clock, served as an MCP Apps resource.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_walkthrough_runs_as_written() {
+    let Some(peers) = support::peers::peers() else {
+        return;
+    };
+    let python_bin = peers.python.parent().unwrap().to_path_buf();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // From the checkout's root: `examples/` is there.
+    std::os::unix::fs::symlink(repo().join("examples"), root.join("examples")).unwrap();
+    let path = path_with_tools(root, &python_bin);
+    let guide = section(&readme(), "Give a server a UI");
+    let mut gateway: Option<(Proc, String)> = None;
+    let mut widget: Option<String> = None;
+    let mut ran = Vec::new();
+    for block in blocks(&guide) {
+        match block.lang.as_str() {
+            "toml" => {
+                let file = block
+                    .info
+                    .strip_prefix("file=")
+                    .unwrap_or_else(|| panic!("a toml block names its file: {}", block.text));
+                std::fs::write(root.join(file), &block.text).unwrap();
+                ran.push(format!("wrote {file}"));
+                let Some((_, url)) = &gateway else {
+                    panic!("the walkthrough serves before it writes overlays")
+                };
+                // The reload: the tool's widget changes.
+                let before = widget.clone();
+                let started = Instant::now();
+                loop {
+                    let now = widget_of(url, "get_current_time").await;
+                    if now.is_some() && now != before {
+                        widget = now;
+                        break;
+                    }
+                    assert!(
+                        started.elapsed() < LIMIT,
+                        "after {file}, get_current_time still lists widget {now:?}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+            "sh" => {
+                for line in commands(&block) {
+                    ran.push(line.clone());
+                    if line == "cargo install --path ." || line == "pip install mcp-server-time" {
+                        continue;
+                    }
+                    if let Some(rest) = line.strip_prefix("mcp-ui-gateway serve ") {
+                        let line = format!("mcp-ui-gateway serve --listen 127.0.0.1:0 {rest}");
+                        let mut proc = Proc::spawn("gateway", &mut shell(root, &path, &line));
+                        let url = proc.wait_for("the endpoint line", LIMIT, |s, l| {
+                            endpoint_url(l).filter(|_| s == Stream::Stdout)
+                        });
+                        proc.wait_for("the preview line", LIMIT, |_, l| {
+                            l.starts_with("Preview: http://127.0.0.1:").then_some(())
+                        });
+                        assert_eq!(widget_of(&url, "get_current_time").await, None);
+                        gateway = Some((proc, url));
+                        continue;
+                    }
+                    let out = shell(root, &path, &line).output().unwrap();
+                    assert!(
+                        out.status.success(),
+                        "`{line}`: {}\n{}",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+            }
+            other => panic!("a {other:?} block in the walkthrough"),
+        }
+    }
+    assert!(
+        ran.iter()
+            .any(|l| l.starts_with("cp -r examples/time/overlays/"))
+            && ran.iter().filter(|l| l.contains(" check ")).count() >= 2
+            && ran.iter().any(|l| l.contains(" init ")),
+        "the walkthrough copies the example, checks and inits: {ran:?}"
+    );
+    let (mut proc, url) = gateway.expect("the walkthrough serves");
+    let uri = widget.expect("a widget");
+    assert!(uri.starts_with("ui://clock/"), "{uri}");
+    let read = rpc(&url, "resources/read", serde_json::json!({ "uri": uri })).await;
+    let content = &read["result"]["contents"][0];
+    assert_eq!(content["mimeType"], "text/html;profile=mcp-app", "{read}");
+    let called = rpc(
+        &url,
+        "tools/call",
+        serde_json::json!({"name": "get_current_time", "arguments": {"timezone": "Europe/Paris"}}),
+    )
+    .await;
+    assert_eq!(
+        called["result"]["structuredContent"]["timezone"], "Europe/Paris",
+        "{called}"
+    );
+    // The step-3 file is the one in force, and the copy left it alone.
+    let file = std::fs::read_to_string(root.join("my-overlays/time.toml")).unwrap();
+    assert!(file.contains("widget = \"clock\""), "{file}");
+    let _ = proc.terminate(Duration::from_secs(20));
+}
+
+/// `cargo run --release` runs the binary with no arguments: outside any
+/// checkout it serves the demo and prints the two lines the README shows.
+#[test]
+fn the_first_command_prints_what_the_readme_shows() {
+    let readme = readme();
+    let block = section(&readme, "Two commands");
+    let shown: Vec<&str> = block
+        .lines()
+        .filter_map(|l| l.strip_prefix("# -> "))
+        .collect();
+    assert_eq!(shown.len(), 2, "{block}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir.path())
+        .env("MCP_UI_GATEWAY_LISTEN", "127.0.0.1:0");
+    let mut gateway = Proc::spawn("gateway", &mut cmd);
+    let mut printed: Vec<String> = Vec::new();
+    gateway.wait_for("the endpoint and preview lines", LIMIT, |s, line| {
+        if s == Stream::Stdout {
+            printed.push(line.to_owned());
+        }
+        (printed.len() >= 2).then_some(())
+    });
+    let url = endpoint_url(&printed[0]).expect("the endpoint line first");
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let bin_dir = PathBuf::from(BIN).parent().unwrap().display().to_string();
+    for (shown, printed) in shown.iter().zip(&printed) {
+        let expected = shown.replace("8787", &port).replace('…', &bin_dir);
+        assert_eq!(printed, &expected);
+    }
+    let _ = gateway.terminate(Duration::from_secs(20));
+}
+
+/// The built-in widget lines the README quotes are the demo's, as shipped.
+#[test]
+fn the_builtin_widget_lines_are_the_demos() {
+    let readme = readme();
+    let section = section(&readme, "Built-in widgets");
+    let quoted = blocks(&section)
+        .into_iter()
+        .find(|b| b.lang == "toml")
+        .expect("a toml block");
+    let demo = std::fs::read_to_string(repo().join("overlays/demo.toml")).unwrap();
+    assert!(
+        demo.contains(&quoted.text),
+        "overlays/demo.toml has no lines\n{}",
+        quoted.text
+    );
+}
