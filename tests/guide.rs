@@ -1,7 +1,9 @@
-//! The README's guide, run as written: its two commands print what it shows,
-//! its walkthrough's commands and files (in order, from the checkout's root,
+//! The README's guide, run as written: its first command prints what it
+//! shows (the second, `scripts/test-all.sh`, is what CI runs), its
+//! walkthrough's commands and files (in order, from the checkout's root,
 //! with the binary on the PATH) give `mcp-server-time` the widgets it says,
-//! and the built-in widget lines it quotes are the demo's.
+//! the built-in widget lines it quotes are the demo's, and each way it gives
+//! to front a server serves one.
 //!
 //! Two lines stand for what a test cannot do: `cargo install --path .` is the
 //! built binary linked on the PATH, and `pip install mcp-server-time` the
@@ -302,4 +304,59 @@ fn the_builtin_widget_lines_are_the_demos() {
         "overlays/demo.toml has no lines\n{}",
         quoted.text
     );
+}
+
+/// The three ways to put the gateway in front of one server, as the guide
+/// writes them, each in front of a server of that kind (the fixture over
+/// streamable HTTP and legacy SSE at the address the guide names, and
+/// mcp-server-time over stdio): each lists the server's tools.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_way_to_front_a_server_serves_it() {
+    let Some(peers) = support::peers::peers() else {
+        return;
+    };
+    let python_bin = peers.python.parent().unwrap().to_path_buf();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let path = path_with_tools(root, &python_bin);
+    let section = section(&readme(), "Put it in front of your server");
+    let lines: Vec<String> = blocks(&section)
+        .iter()
+        .filter(|b| b.lang == "sh")
+        .flat_map(commands)
+        .collect();
+    assert_eq!(lines.len(), 3, "{section}");
+    let shown = "http://127.0.0.1:3001";
+    for line in lines {
+        let upstream = if line.contains("--upstream-sse ") {
+            Some(support::upstreams::start_sse().await.unwrap())
+        } else if line.contains("--upstream ") {
+            let flavor = support::upstreams::HttpFlavor::StatefulSse;
+            Some(support::upstreams::start_http(flavor).await.unwrap())
+        } else {
+            assert!(line.contains(" -- "), "{line}");
+            None
+        };
+        let (line, tool) = match &upstream {
+            Some(u) => (line.replace(shown, &u.base_url()), "echo"),
+            None => (line, "get_current_time"),
+        };
+        let rest = line
+            .strip_prefix("mcp-ui-gateway serve ")
+            .unwrap_or_else(|| panic!("{line}"));
+        let line = format!("mcp-ui-gateway serve --listen 127.0.0.1:0 {rest}");
+        let mut gateway = Proc::spawn("gateway", &mut shell(root, &path, &line));
+        let url = gateway.wait_for("the endpoint line", LIMIT, |s, l| {
+            endpoint_url(l).filter(|_| s == Stream::Stdout)
+        });
+        let listed = rpc(&url, "tools/list", serde_json::json!({})).await;
+        let names: Vec<&str> = listed["result"]["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert!(names.contains(&tool), "`{line}`: {names:?}");
+        let _ = gateway.terminate(Duration::from_secs(20));
+    }
 }
