@@ -359,7 +359,7 @@ impl Gateway {
         let bound = tokio::time::Instant::now() + MAX_BACKOFF_WAIT.min(self.request_timeout());
         loop {
             match open().await {
-                Err(crate::upstream::UpstreamError::Backoff { retry_in_ms, .. })
+                Err(crate::outcome::UpstreamError::Backoff { retry_in_ms, .. })
                     if tokio::time::Instant::now() + Duration::from_millis(retry_in_ms) < bound =>
                 {
                     tokio::time::sleep(Duration::from_millis(retry_in_ms.max(1))).await;

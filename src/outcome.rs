@@ -18,7 +18,10 @@ use serde_json::value::RawValue;
 
 use crate::jsonrpc::{self, ClassifyError, code};
 use crate::reply::{self, Body};
-use crate::upstream::error::UpstreamError;
+
+mod upstream;
+
+pub use upstream::UpstreamError;
 
 /// Who an exchange's failure is down to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,8 @@ use super::exchange::{
 use super::outcome::{Listing, ProbeError, protocol};
 use crate::config::{Limits, Mount, Transport};
 use crate::jsonrpc::Kind;
-use crate::upstream::{self, UpstreamError, client as up_client};
+use crate::outcome::UpstreamError;
+use crate::upstream::{self, client as up_client};
 
 /// Most `tools/list` pages followed: an upstream whose cursors never end must
 /// not keep `check` going for ever (a repeated cursor is caught sooner).

@@ -3,8 +3,7 @@
 
 use serde_json::Value;
 
-use crate::outcome::Failure;
-use crate::upstream::UpstreamError;
+use crate::outcome::{Failure, UpstreamError};
 
 /// What an upstream said about itself and its tools.
 #[derive(Debug, Clone, PartialEq)]

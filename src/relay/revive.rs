@@ -11,9 +11,8 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER};
-use crate::outcome::Failure;
+use crate::outcome::{Failure, UpstreamError};
 use crate::protocol;
-use crate::upstream::UpstreamError;
 use crate::upstream::client::send;
 
 /// Open a session in place of `stale`, whose upstream answered 404.

@@ -15,10 +15,9 @@ use super::finish::Finisher;
 use super::stream;
 use crate::config::AuthChallenge;
 use crate::jsonrpc;
-use crate::outcome::{Failure, OutcomeSlot};
+use crate::outcome::{Failure, OutcomeSlot, UpstreamError};
 use crate::reply::{self, Body, BoxError};
 use crate::session::{Route, Token};
-use crate::upstream::UpstreamError;
 use crate::upstream::budget::{Budget, Permit};
 use crate::upstream::client::{BodyError, UpstreamBody, send};
 

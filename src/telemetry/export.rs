@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use super::data::SpanData;
 use super::otlp;
-use crate::upstream::UpstreamError;
+use crate::outcome::UpstreamError;
 use crate::upstream::client::{BodyError, client, send};
 
 /// Most spans in one export request.

@@ -34,8 +34,8 @@ use hyper::body::Incoming;
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
-use super::error::UpstreamError;
 use crate::config::{Mount, Transport};
+use crate::outcome::UpstreamError;
 use crate::tls::Connector;
 
 /// Idle connections are closed after this long unused.

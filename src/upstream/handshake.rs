@@ -12,10 +12,9 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::error::UpstreamError;
 use super::messages::{Delivery, MessageSession};
 use crate::jsonrpc::{self, Kind};
-use crate::outcome::Failure;
+use crate::outcome::{Failure, UpstreamError};
 use crate::protocol;
 
 /// What the upstream answered the gateway's `initialize`.

@@ -28,11 +28,10 @@ use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 
 use super::client::{Client, UpstreamBody, send};
-use super::error::UpstreamError;
 use super::messages::{MessageSession, Mux};
 use crate::config::Limits;
 use crate::jsonrpc::{self, Kind};
-use crate::outcome::Failure;
+use crate::outcome::{Failure, UpstreamError};
 use crate::sse::Parser;
 
 const SESSION: HeaderName = HeaderName::from_static("mcp-session-id");

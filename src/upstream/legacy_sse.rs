@@ -9,11 +9,10 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 
 use super::client::{Client, UpstreamBody, send};
-use super::error::UpstreamError;
 use super::messages::{MessageSession, Mux};
 use crate::config::Limits;
 use crate::jsonrpc::{self, Kind};
-use crate::outcome::Failure;
+use crate::outcome::{Failure, UpstreamError};
 use crate::sse::Parser;
 
 /// Connect, wait for the `endpoint` event, and start moving messages.

@@ -38,8 +38,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{self, Kind};
-use crate::outcome::Failure;
-use crate::upstream::error::UpstreamError;
+use crate::outcome::{Failure, UpstreamError};
 use state::{BACKLOG, Pending, State, Target, progress_of, route_unrelated};
 
 /// Messages buffered per request or GET stream before the upstream waits.

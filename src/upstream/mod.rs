@@ -8,19 +8,17 @@
 
 pub mod budget;
 pub mod client;
-pub mod error;
 pub mod handshake;
 pub mod held;
 pub mod legacy_sse;
 pub mod messages;
 pub mod stdio;
 
-pub use error::UpstreamError;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{Limits, Mount, Transport};
+use crate::outcome::UpstreamError;
 use messages::{MessageSession, Mux};
 
 /// Open a new session on a message-oriented upstream. `shared` sessions

@@ -33,9 +33,9 @@ use std::time::Instant;
 
 use tokio::process::Command;
 
-use super::error::UpstreamError;
 use super::messages::{MessageSession, Mux};
 use crate::config::{Limits, StdioCommand};
+use crate::outcome::UpstreamError;
 use group::Group;
 
 /// Start the child and the tasks that move its messages.

@@ -1,5 +1,5 @@
 use super::*;
-use crate::upstream::error::UpstreamError;
+use crate::outcome::UpstreamError;
 
 fn raw(s: &str) -> &RawValue {
     serde_json::from_str(s).unwrap()

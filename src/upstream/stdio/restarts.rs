@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::config::Limits;
-use crate::upstream::error::UpstreamError;
+use crate::outcome::UpstreamError;
 
 /// Wait before restarting after the first crash.
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);

@@ -1,4 +1,5 @@
-//! Why an upstream could not be used.
+//! Why an upstream could not be used: the outcome vocabulary's upstream
+//! side, which every upstream kind reports in.
 
 /// Why an upstream could not be used; every message names the upstream.
 #[derive(Debug, thiserror::Error)]
