@@ -11,6 +11,8 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+use crate::tls::UpstreamTls;
+
 pub mod app;
 mod problems;
 
@@ -436,24 +438,6 @@ pub struct Mount {
     pub tls: UpstreamTls,
     /// How client sessions map to upstream connections.
     pub sessions: Sessions,
-}
-
-/// The TLS settings of one upstream, as given (files are read when the
-/// upstream client is built).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UpstreamTls {
-    pub ca_file: Option<PathBuf>,
-    /// Certificate chain and key, for mutual TLS.
-    pub client_auth: Option<(PathBuf, PathBuf)>,
-    pub server_name: Option<String>,
-}
-
-impl UpstreamTls {
-    /// Whether anything differs from the defaults (system roots, no client
-    /// certificate, the URL's host).
-    pub fn is_default(&self) -> bool {
-        *self == UpstreamTls::default()
-    }
 }
 
 /// Overrides from the command line; `None` leaves lower layers in force.

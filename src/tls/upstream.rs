@@ -14,7 +14,24 @@ use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
 use super::pem;
-use crate::config::UpstreamTls;
+
+/// The TLS settings of one upstream, as given (files are read when the
+/// upstream client is built).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpstreamTls {
+    pub ca_file: Option<PathBuf>,
+    /// Certificate chain and key, for mutual TLS.
+    pub client_auth: Option<(PathBuf, PathBuf)>,
+    pub server_name: Option<String>,
+}
+
+impl UpstreamTls {
+    /// Whether anything differs from the defaults (system roots, no client
+    /// certificate, the URL's host).
+    pub fn is_default(&self) -> bool {
+        *self == UpstreamTls::default()
+    }
+}
 
 /// How the gateway connects to one `https://` upstream.
 pub struct Connector {
