@@ -48,7 +48,7 @@ pub struct Gateway {
     pub hosts: Arc<HostPolicy>,
     /// Sessions this process owns for clients that own their connection
     /// (stdio and legacy SSE upstreams, `sessions = "client"`).
-    pub sessions: Arc<Owned>,
+    pub sessions: Arc<Owned<MessageSession>>,
     /// By mount index: the connections clients share, and their sessions.
     pub pools: Arc<Vec<Pool>>,
     /// Streamable HTTP sessions opened again in place of forgotten ones.

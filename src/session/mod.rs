@@ -30,4 +30,4 @@ pub use ended::Ended;
 pub use hello::{Caps, Hello};
 pub use id::{KeyError, OpenedIds, Route, SessionKey, Token};
 pub use in_flight::{InFlight, InFlightGuard};
-pub use owned::Owned;
+pub use owned::{Held, Owned};

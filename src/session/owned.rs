@@ -13,7 +13,21 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::outcome::Failure;
-use crate::upstream::messages::{EndedBy, MessageSession};
+
+/// What the table needs of a session it holds: the upstream side owns the
+/// session type (`upstream::messages::MessageSession`) and says how.
+pub trait Held: Send + Sync {
+    /// Whether it has ended (its child exited, its connection broke, …).
+    fn is_closed(&self) -> bool;
+    /// How long since it last carried a message.
+    fn idle(&self) -> Duration;
+    /// Whether nothing is open on it (no request waiting, no stream).
+    fn is_quiet(&self) -> bool;
+    /// Sends the client a message of the gateway's own.
+    fn announce(&self, message: Bytes) -> impl Future<Output = ()> + Send;
+    /// Ends it, by the gateway, for `reason`.
+    fn end_by_gateway(&self, reason: String);
+}
 
 /// A session id's process and number.
 type Origin = ([u8; 16], u64);
@@ -22,9 +36,9 @@ type Origin = ([u8; 16], u64);
 const MAX_REVIVED: usize = 4096;
 
 /// Owned sessions, against `limits.max_sessions`.
-pub struct Owned {
+pub struct Owned<S> {
     next: AtomicU64,
-    map: Mutex<HashMap<u64, (usize, Arc<MessageSession>)>>,
+    map: Mutex<HashMap<u64, (usize, Arc<S>)>>,
     /// Sessions opened again, by the id they stand in for: mount, number.
     revived: Mutex<HashMap<Origin, (usize, u64)>>,
     /// The ids of sessions their client ended.
@@ -33,7 +47,7 @@ pub struct Owned {
     max: usize,
 }
 
-impl Owned {
+impl<S: Held> Owned<S> {
     /// A table for `mounts` mounts holding at most `max` client sessions.
     pub fn new(mounts: usize, max: usize) -> Self {
         Owned {
@@ -53,7 +67,7 @@ impl Owned {
         mount: usize,
         instance: [u8; 16],
         id: u64,
-        session: Arc<MessageSession>,
+        session: Arc<S>,
     ) -> u64 {
         let number = self.insert(mount, session);
         let mut revived = self.revived.lock().unwrap_or_else(|e| e.into_inner());
@@ -76,12 +90,7 @@ impl Owned {
     }
 
     /// The open session opened in place of session `id` of process `instance`.
-    pub fn revived(
-        &self,
-        mount: usize,
-        instance: [u8; 16],
-        id: u64,
-    ) -> Option<Arc<MessageSession>> {
+    pub fn revived(&self, mount: usize, instance: [u8; 16], id: u64) -> Option<Arc<S>> {
         self.get(mount, self.revived_number(mount, instance, id)?)
     }
 
@@ -94,7 +103,7 @@ impl Owned {
     }
 
     /// Register a new client session of `mount`; its number.
-    pub fn insert(&self, mount: usize, session: Arc<MessageSession>) -> u64 {
+    pub fn insert(&self, mount: usize, session: Arc<S>) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         // Ended sessions are purged lazily (on lookup, count and reaping),
         // so a child that exits on its own needs no callback into this table.
@@ -103,7 +112,7 @@ impl Owned {
     }
 
     /// Session `id` of `mount`, if it is open.
-    pub fn get(&self, mount: usize, id: u64) -> Option<Arc<MessageSession>> {
+    pub fn get(&self, mount: usize, id: u64) -> Option<Arc<S>> {
         let mut map = self.map.lock().unwrap();
         match map.get(&id) {
             Some((m, s)) if *m == mount && !s.is_closed() => Some(s.clone()),
@@ -115,7 +124,7 @@ impl Owned {
         }
     }
 
-    pub fn remove(&self, id: u64) -> Option<Arc<MessageSession>> {
+    pub fn remove(&self, id: u64) -> Option<Arc<S>> {
         self.map.lock().unwrap().remove(&id).map(|(_, s)| s)
     }
 
@@ -145,7 +154,7 @@ impl Owned {
 
     /// Tell every client session something of the gateway's own.
     pub async fn announce(&self, messages: &[&'static [u8]]) {
-        let sessions: Vec<Arc<MessageSession>> = {
+        let sessions: Vec<Arc<S>> = {
             let mut map = self.map.lock().unwrap();
             map.retain(|_, (_, s)| !s.is_closed());
             map.values().map(|(_, s)| s.clone()).collect()
@@ -159,9 +168,9 @@ impl Owned {
 
     /// End the sessions idle for longer than `ttl`, and those of a mount
     /// with a `quiet[mount]` limit that have nothing open (see
-    /// [`MessageSession::is_quiet`]) and were idle for longer than it.
+    /// [`Held::is_quiet`]) and were idle for longer than it.
     pub fn reap(&self, ttl: Duration, quiet: &[Option<Duration>]) {
-        let why = |s: &MessageSession, mount: usize| -> Option<String> {
+        let why = |s: &S, mount: usize| -> Option<String> {
             if s.idle() > ttl {
                 return Some(format!("session idle for more than {} s", ttl.as_secs()));
             }
@@ -173,7 +182,7 @@ impl Owned {
                 )
             })
         };
-        let idle: Vec<(Arc<MessageSession>, String)> = {
+        let idle: Vec<(Arc<S>, String)> = {
             let mut map = self.map.lock().unwrap();
             map.retain(|_, (_, s)| !s.is_closed());
             map.values()
@@ -181,18 +190,18 @@ impl Owned {
                 .collect()
         };
         for (s, reason) in idle {
-            s.end(EndedBy::Gateway, reason);
+            s.end_by_gateway(reason);
         }
     }
 
     /// End every session (children are stopped).
     pub fn close_all(&self, reason: &str) {
-        let all: Vec<Arc<MessageSession>> = {
+        let all: Vec<Arc<S>> = {
             let mut map = self.map.lock().unwrap();
             map.drain().map(|(_, (_, s))| s).collect()
         };
         for s in all {
-            s.end(EndedBy::Gateway, reason);
+            s.end_by_gateway(reason.into());
         }
     }
 }

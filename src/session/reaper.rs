@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::owned::Owned;
+use super::owned::{Held, Owned};
 use super::pool::Pool;
 
 /// How long what is reaped may stay idle.
@@ -27,8 +27,8 @@ pub struct Limits {
 
 /// Reap `sessions` and `pools` every `interval` until `stop` fires or they
 /// are gone.
-pub fn spawn(
-    sessions: Weak<Owned>,
+pub fn spawn<S: Held + 'static>(
+    sessions: Weak<Owned<S>>,
     pools: Weak<Vec<Pool>>,
     interval: Duration,
     limits: Limits,
