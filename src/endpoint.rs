@@ -18,7 +18,8 @@ use tokio::time::Instant;
 use crate::gateway::{Gateway, MountState};
 use crate::metrics::MethodId;
 use crate::middleware::cors;
-use crate::outcome::{BODY_FLOOR_BYTES_PER_SEC, Failure};
+use crate::outcome::Failure;
+use crate::protocol::BODY_FLOOR_BYTES_PER_SEC;
 use crate::relay;
 use crate::reply::Body;
 

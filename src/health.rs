@@ -49,14 +49,15 @@ impl Readiness {
         }
         let verdicts =
             Arc::new(join_all((0..upstreams.mounts.len()).map(|m| probe(upstreams, m))).await);
-        *self.last.lock().unwrap() = verdicts.iter().map(|v| Some(v.is_ok())).collect();
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) =
+            verdicts.iter().map(|v| Some(v.is_ok())).collect();
         *cached = Some((Instant::now(), verdicts.clone()));
         verdicts
     }
 
     /// The last verdicts as up (true) or down, `None` before the first check.
     pub fn last(&self) -> Vec<Option<bool>> {
-        self.last.lock().unwrap().clone()
+        self.last.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 

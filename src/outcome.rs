@@ -17,6 +17,7 @@ use http::{Response, StatusCode};
 use serde_json::value::RawValue;
 
 use crate::jsonrpc::{self, ClassifyError, code};
+use crate::protocol::{BODY_FLOOR_BYTES_PER_SEC, KNOWN_VERSIONS};
 use crate::reply::{self, Body};
 
 mod upstream;
@@ -119,14 +120,6 @@ impl OutcomeSlot {
         Outcome::ALL.get(usize::from(v)).copied()
     }
 }
-
-/// The protocol revisions a message-oriented mount accepts.
-pub use crate::protocol::KNOWN_VERSIONS;
-
-/// The rate a request body must keep up once
-/// `limits.header_read_timeout_secs` is spent: a body trickling slower holds
-/// a connection and a buffer for nothing ([`Failure::BodyTimeout`]).
-pub const BODY_FLOOR_BYTES_PER_SEC: u64 = 4096;
 
 /// Why a stream from an upstream ended before the answer it owed.
 #[derive(Debug, Clone, thiserror::Error)]

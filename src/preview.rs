@@ -222,28 +222,12 @@ pub fn widget_csp(csp: &DeclaredCsp) -> String {
     )
 }
 
+/// A query value: `+` is a space, `%XX` a byte (form encoding, as browsers
+/// write a query); the text must be UTF-8.
 fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = s.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
+    let spaced = s.replace('+', " ");
+    let decoded = percent_encoding::percent_decode_str(&spaced).decode_utf8();
+    decoded.ok().map(std::borrow::Cow::into_owned)
 }
 
 #[cfg(test)]

@@ -23,6 +23,11 @@ pub const KNOWN_VERSIONS: &[&str] = &[
     "2026-07-28",
 ];
 
+/// The rate a request body must keep up once
+/// `limits.header_read_timeout_secs` is spent: a body trickling slower holds
+/// a connection and a buffer for nothing (`Failure::BodyTimeout`).
+pub const BODY_FLOOR_BYTES_PER_SEC: u64 = 4096;
+
 /// The newest revision with an `initialize` handshake: what the gateway
 /// asks for on a connection it opens itself.
 pub const LATEST_HANDSHAKE: &str = "2025-11-25";

@@ -53,13 +53,13 @@ impl std::fmt::Debug for Compared {
 impl UpstreamTools {
     /// Whether `mount`'s upstream listed a tool called `name`.
     pub fn has(&self, mount: &str, name: &str) -> bool {
-        let map = self.by_mount.lock().unwrap();
+        let map = self.by_mount.lock().unwrap_or_else(|e| e.into_inner());
         map.get(mount).is_some_and(|k| k.names.contains(name))
     }
 
     /// Records one `tools/list` page; the first page replaces what was known.
     pub fn record(&self, mount: &str, first_page: bool, page: ListedPage) {
-        let mut map = self.by_mount.lock().unwrap();
+        let mut map = self.by_mount.lock().unwrap_or_else(|e| e.into_inner());
         let known = map.entry(mount.to_owned()).or_default();
         if first_page {
             // The same listing again (the usual case): nothing to change.
@@ -105,9 +105,9 @@ impl UpstreamTools {
             return None;
         }
         let found = {
-            let map = self.by_mount.lock().unwrap();
+            let map = self.by_mount.lock().unwrap_or_else(|e| e.into_inner());
             let known = map.get(mount)?;
-            let mut compared = self.compared.lock().unwrap();
+            let mut compared = self.compared.lock().unwrap_or_else(|e| e.into_inner());
             let same = compared.get(mount).is_some_and(|c| {
                 Arc::ptr_eq(&c.overlays, overlays)
                     && c.order == known.order

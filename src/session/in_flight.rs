@@ -15,7 +15,7 @@ pub struct InFlight {
 impl InFlight {
     /// A place for one more request of `session`, unless it has `max` already.
     pub fn try_enter(self: &Arc<Self>, session: &[u8], max: usize) -> Option<InFlightGuard> {
-        let mut map = self.map.lock().unwrap();
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         match map.get_mut(session) {
             Some(n) if *n >= max => return None,
             Some(n) => *n += 1,
@@ -31,7 +31,12 @@ impl InFlight {
 
     /// Requests `session` has waiting.
     pub fn count(&self, session: &[u8]) -> usize {
-        self.map.lock().unwrap().get(session).copied().unwrap_or(0)
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session)
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -44,7 +49,7 @@ pub struct InFlightGuard {
 
 impl Drop for InFlightGuard {
     fn drop(&mut self) {
-        let mut map = self.table.map.lock().unwrap();
+        let mut map = self.table.map.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(n) = map.get_mut(&self.session) {
             *n -= 1;
             if *n == 0 {

@@ -107,13 +107,16 @@ impl<S: Held> Owned<S> {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         // Ended sessions are purged lazily (on lookup, count and reaping),
         // so a child that exits on its own needs no callback into this table.
-        self.map.lock().unwrap().insert(id, (mount, session));
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, (mount, session));
         id
     }
 
     /// Session `id` of `mount`, if it is open.
     pub fn get(&self, mount: usize, id: u64) -> Option<Arc<S>> {
-        let mut map = self.map.lock().unwrap();
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         match map.get(&id) {
             Some((m, s)) if *m == mount && !s.is_closed() => Some(s.clone()),
             Some((_, s)) if s.is_closed() => {
@@ -125,12 +128,16 @@ impl<S: Held> Owned<S> {
     }
 
     pub fn remove(&self, id: u64) -> Option<Arc<S>> {
-        self.map.lock().unwrap().remove(&id).map(|(_, s)| s)
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
+            .map(|(_, s)| s)
     }
 
     /// Open client sessions; ended ones are dropped from the table on the way.
     pub fn len(&self) -> usize {
-        let mut map = self.map.lock().unwrap();
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         map.retain(|_, (_, s)| !s.is_closed());
         map.len()
     }
@@ -142,7 +149,7 @@ impl<S: Held> Owned<S> {
     /// Open sessions by mount index.
     pub fn open_by_mount(&self) -> Vec<usize> {
         let mut open = vec![0; self.mounts];
-        let mut map = self.map.lock().unwrap();
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         map.retain(|_, (_, s)| !s.is_closed());
         for (m, _) in map.values() {
             if let Some(n) = open.get_mut(*m) {
@@ -155,7 +162,7 @@ impl<S: Held> Owned<S> {
     /// Tell every client session something of the gateway's own.
     pub async fn announce(&self, messages: &[&'static [u8]]) {
         let sessions: Vec<Arc<S>> = {
-            let mut map = self.map.lock().unwrap();
+            let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
             map.retain(|_, (_, s)| !s.is_closed());
             map.values().map(|(_, s)| s.clone()).collect()
         };
@@ -183,7 +190,7 @@ impl<S: Held> Owned<S> {
             })
         };
         let idle: Vec<(Arc<S>, String)> = {
-            let mut map = self.map.lock().unwrap();
+            let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
             map.retain(|_, (_, s)| !s.is_closed());
             map.values()
                 .filter_map(|(mount, s)| Some((s.clone(), why(s, *mount)?)))
@@ -197,7 +204,7 @@ impl<S: Held> Owned<S> {
     /// End every session (children are stopped).
     pub fn close_all(&self, reason: &str) {
         let all: Vec<Arc<S>> = {
-            let mut map = self.map.lock().unwrap();
+            let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
             map.drain().map(|(_, (_, s))| s).collect()
         };
         for s in all {

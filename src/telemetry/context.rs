@@ -1,8 +1,6 @@
 //! W3C trace context: the `traceparent` and `tracestate` a client sends (in
 //! its HTTP headers or in `params._meta`) and the ones the gateway passes on.
 
-use std::fmt::Write as _;
-
 /// A 16-byte trace id and an 8-byte span id; all zeros is invalid.
 pub type TraceId = [u8; 16];
 pub type SpanId = [u8; 8];
@@ -29,19 +27,13 @@ pub fn parse_traceparent(v: &str) -> Option<(TraceId, SpanId, bool)> {
     if b.len() < 55 || b[2] != b'-' || b[35] != b'-' || b[52] != b'-' {
         return None;
     }
-    let version = hex_byte(&b[0..2])?;
+    let [version] = lower_hex::<1>(&b[0..2])?;
     if version == 0xff || (version == 0 && b.len() != 55) || (b.len() > 55 && b[55] != b'-') {
         return None;
     }
-    let mut trace_id = [0u8; 16];
-    for (i, t) in trace_id.iter_mut().enumerate() {
-        *t = hex_byte(&b[3 + 2 * i..5 + 2 * i])?;
-    }
-    let mut span_id = [0u8; 8];
-    for (i, s) in span_id.iter_mut().enumerate() {
-        *s = hex_byte(&b[36 + 2 * i..38 + 2 * i])?;
-    }
-    let flags = hex_byte(&b[53..55])?;
+    let trace_id = lower_hex::<16>(&b[3..35])?;
+    let span_id = lower_hex::<8>(&b[36..52])?;
+    let [flags] = lower_hex::<1>(&b[53..55])?;
     if trace_id == [0; 16] || span_id == [0; 8] {
         return None;
     }
@@ -67,35 +59,23 @@ pub fn remote(traceparent: &str, tracestate: Option<&str>) -> Option<Remote> {
 
 /// The `traceparent` of a span.
 pub fn traceparent(trace_id: &TraceId, span_id: &SpanId, sampled: bool) -> String {
-    let mut s = String::with_capacity(55);
-    s.push_str("00-");
-    push_hex(&mut s, trace_id);
-    s.push('-');
-    push_hex(&mut s, span_id);
-    s.push_str(if sampled { "-01" } else { "-00" });
-    s
+    let flags = if sampled { "01" } else { "00" };
+    format!(
+        "00-{}-{}-{flags}",
+        hex::encode(trace_id),
+        hex::encode(span_id)
+    )
 }
 
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    push_hex(&mut s, bytes);
-    s
-}
-
-fn push_hex(s: &mut String, bytes: &[u8]) {
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
+/// The `N` bytes written as `2 * N` lowercase hex digits in `text`; the
+/// W3C trace context allows no other case.
+fn lower_hex<const N: usize>(text: &[u8]) -> Option<[u8; N]> {
+    if text.iter().any(u8::is_ascii_uppercase) {
+        return None;
     }
-}
-
-fn hex_byte(pair: &[u8]) -> Option<u8> {
-    let d = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    Some(d(pair[0])? << 4 | d(pair[1])?)
+    let mut out = [0u8; N];
+    hex::decode_to_slice(text, &mut out).ok()?;
+    Some(out)
 }
 
 /// A new random trace id.

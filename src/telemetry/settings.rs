@@ -167,27 +167,11 @@ fn pairs(list: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A `%XX` sequence is a byte; anything else, a malformed `%` included, is
+/// itself (the OpenTelemetry SDKs' leniency).
 fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%'
-            && i + 2 < b.len()
-            && let (Some(h), Some(l)) = (hex_digit(b[i + 1]), hex_digit(b[i + 2]))
-        {
-            out.push(h << 4 | l);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn hex_digit(c: u8) -> Option<u8> {
-    (c as char).to_digit(16).map(|d| d as u8)
+    let decoded = percent_encoding::percent_decode_str(s);
+    decoded.decode_utf8_lossy().into_owned()
 }
 
 #[cfg(test)]

@@ -42,8 +42,8 @@ impl Parent {
 impl std::fmt::Debug for Parent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Parent")
-            .field("trace_id", &super::context::hex(&self.trace_id))
-            .field("span_id", &super::context::hex(&self.span_id))
+            .field("trace_id", &hex::encode(self.trace_id))
+            .field("span_id", &hex::encode(self.span_id))
             .finish()
     }
 }

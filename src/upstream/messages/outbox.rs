@@ -60,7 +60,7 @@ impl Outbox {
 
     /// Queue `message`; its number, or what already waits when it would not fit.
     pub fn push(&self, message: Bytes) -> Result<u64, Full> {
-        let mut q = self.queue.lock().unwrap();
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         let full = q.items.len() >= self.max_messages
             || (!q.items.is_empty() && q.bytes + message.len() > self.max_bytes);
         if full {
@@ -80,7 +80,7 @@ impl Outbox {
 
     /// Take message `n` back if it still waits; whether it did.
     pub fn withdraw(&self, n: u64) -> bool {
-        let mut q = self.queue.lock().unwrap();
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         if n <= q.taken {
             return false;
         }
@@ -105,7 +105,7 @@ impl Outbox {
     }
 
     fn pop(&self) -> Option<Bytes> {
-        let mut q = self.queue.lock().unwrap();
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         let (n, message) = q.items.pop_front()?;
         q.bytes -= message.len();
         q.taken = n;

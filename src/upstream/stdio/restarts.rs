@@ -89,7 +89,7 @@ pub fn backoff(crashes: u32) -> Duration {
 impl Restarts {
     /// Whether a child may start now; during backoff, the error says when.
     pub(super) fn check(&self, upstream: &str) -> Result<(), UpstreamError> {
-        let st = self.state.lock().unwrap();
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         match st.retry_at {
             Some(at) if at > Instant::now() => Err(UpstreamError::Backoff {
                 upstream: upstream.to_owned(),
@@ -106,7 +106,7 @@ impl Restarts {
     }
 
     pub(super) fn crashed(&self, upstream: &str, how: &str) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         st.crashes = st.crashes.saturating_add(1);
         let wait = backoff(st.crashes);
         st.retry_at = Some(Instant::now() + wait);
@@ -120,7 +120,7 @@ impl Restarts {
     }
 
     pub(super) fn stable(&self, upstream: &str) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if st.crashes > 0 {
             tracing::info!(upstream, after = st.crashes, "stdio upstream recovered");
         }
@@ -139,7 +139,7 @@ impl Restarts {
     }
 
     pub fn fault(&self) -> Option<Fault> {
-        let st = self.state.lock().unwrap();
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         (st.crashes > 0).then(|| Fault {
             crashes: st.crashes,
             last: st.last.clone().unwrap_or_default(),
