@@ -183,6 +183,30 @@ fn start_gateway_config(
     (gateway, url)
 }
 
+/// A gateway with one fixture server (stdio) per `(name, overlay)`, mounted
+/// as `name` with that overlay file: its directory, the gateway, and the
+/// base URL its mounts are under (`{base}/{name}/mcp`).
+fn fixture_mounts(mounts: &[(&str, String)]) -> (tempfile::TempDir, Proc, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let overlays = dir.path().join("overlays");
+    std::fs::create_dir(&overlays).unwrap();
+    let fixture = env!("CARGO_BIN_EXE_mcp-fixture-server");
+    let mut config = String::new();
+    for (name, overlay) in mounts {
+        config.push_str(&format!(
+            "[[upstream]]\nname = \"{name}\"\ncommand = {fixture:?}\n"
+        ));
+        std::fs::write(overlays.join(format!("{name}.toml")), overlay).unwrap();
+    }
+    let file = dir.path().join("gw.toml");
+    std::fs::write(&file, config).unwrap();
+    let (gateway, url) = start_gateway_config(&file, &overlays, "127.0.0.1:0", &[]);
+    let first = format!("/{}/mcp", mounts[0].0);
+    let base = url.split(&first).next().unwrap_or_default().to_owned();
+    assert!(!base.is_empty() && !base.contains("/mcp"), "{url}");
+    (dir, gateway, base)
+}
+
 /// SIGTERM; the gateway must exit 0 and leave none of its demo children running.
 fn stop_gateway(mut gateway: Proc) {
     let children = descendants(gateway.pid);
@@ -1178,31 +1202,16 @@ fn a_builtin_widget_with_nothing_to_show_says_why() {
         return;
     }
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let overlays = dir.path().join("overlays");
-    std::fs::create_dir(&overlays).unwrap();
-    let fixture = env!("CARGO_BIN_EXE_mcp-fixture-server");
-    let mut config = String::new();
-    for (name, view) in [("graph", ""), ("pointer", "view = { data = \"/nodes\" }\n")] {
-        config.push_str(&format!(
-            "[[upstream]]\nname = \"{name}\"\ncommand = {fixture:?}\n"
-        ));
-        std::fs::write(
-            overlays.join(format!("{name}.toml")),
-            format!(
-                "[tools.echo]\nwidget = \"builtin:table\"\nresult = {{ structured_from_text = true }}\n{view}"
-            ),
+    let table = |view: &str| {
+        format!(
+            "[tools.echo]\nwidget = \"builtin:table\"\nresult = {{ structured_from_text = true }}\n{view}"
         )
-        .unwrap();
-    }
-    let file = dir.path().join("gw.toml");
-    std::fs::write(&file, config).unwrap();
-    let (mut gateway, url) = start_gateway_config(&file, &overlays, "127.0.0.1:0", &[]);
-    let base = url
-        .split("/graph/mcp")
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    };
+    let mounts = [
+        ("graph", table("")),
+        ("pointer", table("view = { data = \"/nodes\" }\n")),
+    ];
+    let (_dir, mut gateway, base) = fixture_mounts(&mounts);
     let graph = r#"{"entities":[{"name":"a"}],"relations":[{"from":"a","to":"b"}]}"#;
     let args = serde_json::json!({ "text": graph }).to_string();
     for (mount, want) in [
@@ -1240,17 +1249,12 @@ fn builtin_widgets_render_hostile_and_huge_content_and_run_none_of_it() {
         return;
     }
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let overlays = dir.path().join("overlays");
-    std::fs::create_dir(&overlays).unwrap();
-    let fixture = env!("CARGO_BIN_EXE_mcp-fixture-server");
-    let mut config = String::new();
     let json_kind = |kind: &str, view: &str| {
         format!(
             "[tools.echo]\nwidget = \"builtin:{kind}\"\nresult = {{ structured_from_text = true }}\nview = {view}\n"
         )
     };
-    for (name, overlay) in [
+    let mounts = [
         (
             "md",
             "[tools.echo]\nwidget = \"builtin:markdown\"\n".to_owned(),
@@ -1281,17 +1285,8 @@ fn builtin_widgets_render_hostile_and_huge_content_and_run_none_of_it() {
                 "{ fields = [{ key = \"name\" }, { key = \"site\", format = \"link\" }] }",
             ),
         ),
-    ] {
-        config.push_str(&format!(
-            "[[upstream]]\nname = \"{name}\"\ncommand = {fixture:?}\n"
-        ));
-        std::fs::write(overlays.join(format!("{name}.toml")), overlay).unwrap();
-    }
-    let file = dir.path().join("gw.toml");
-    std::fs::write(&file, config).unwrap();
-    let (mut gateway, url) = start_gateway_config(&file, &overlays, "127.0.0.1:0", &[]);
-    let base = url.split("/md/mcp").next().unwrap_or_default().to_owned();
-    assert!(!base.is_empty() && !base.contains("/mcp"), "{url}");
+    ];
+    let (dir, mut gateway, base) = fixture_mounts(&mounts);
     let (md, chart) = (format!("{base}/md/mcp"), format!("{base}/chart/mcp"));
     let args_file = |name: &str, text: &str| {
         let path = dir.path().join(format!("{name}.json"));

@@ -116,6 +116,20 @@ fn shell(dir: &Path, path: &str, line: &str) -> Command {
     command
 }
 
+/// Runs a `mcp-ui-gateway serve …` line on a port of its choosing: the
+/// gateway and its endpoint URL, once it printed it.
+fn serve(root: &Path, path: &str, line: &str) -> (Proc, String) {
+    let rest = line
+        .strip_prefix("mcp-ui-gateway serve ")
+        .unwrap_or_else(|| panic!("{line}"));
+    let line = format!("mcp-ui-gateway serve --listen 127.0.0.1:0 {rest}");
+    let mut gateway = Proc::spawn("gateway", &mut shell(root, path, &line));
+    let url = gateway.wait_for("the endpoint line", LIMIT, |s, l| {
+        endpoint_url(l).filter(|_| s == Stream::Stdout)
+    });
+    (gateway, url)
+}
+
 /// The body of an answer sent as JSON or as one SSE event.
 fn answer(body: &[u8]) -> Value {
     serde_json::from_slice(body).unwrap_or_else(|_| {
@@ -197,12 +211,8 @@ async fn the_walkthrough_runs_as_written() {
                     if line == "cargo install --path ." || line == "pip install mcp-server-time" {
                         continue;
                     }
-                    if let Some(rest) = line.strip_prefix("mcp-ui-gateway serve ") {
-                        let line = format!("mcp-ui-gateway serve --listen 127.0.0.1:0 {rest}");
-                        let mut proc = Proc::spawn("gateway", &mut shell(root, &path, &line));
-                        let url = proc.wait_for("the endpoint line", LIMIT, |s, l| {
-                            endpoint_url(l).filter(|_| s == Stream::Stdout)
-                        });
+                    if line.starts_with("mcp-ui-gateway serve ") {
+                        let (mut proc, url) = serve(root, &path, &line);
                         proc.wait_for("the preview line", LIMIT, |_, l| {
                             l.starts_with("Preview: http://127.0.0.1:").then_some(())
                         });
@@ -341,14 +351,7 @@ async fn each_way_to_front_a_server_serves_it() {
             Some(u) => (line.replace(shown, &u.base_url()), "echo"),
             None => (line, "get_current_time"),
         };
-        let rest = line
-            .strip_prefix("mcp-ui-gateway serve ")
-            .unwrap_or_else(|| panic!("{line}"));
-        let line = format!("mcp-ui-gateway serve --listen 127.0.0.1:0 {rest}");
-        let mut gateway = Proc::spawn("gateway", &mut shell(root, &path, &line));
-        let url = gateway.wait_for("the endpoint line", LIMIT, |s, l| {
-            endpoint_url(l).filter(|_| s == Stream::Stdout)
-        });
+        let (mut gateway, url) = serve(root, &path, &line);
         let listed = rpc(&url, "tools/list", serde_json::json!({})).await;
         let names: Vec<&str> = listed["result"]["tools"]
             .as_array()
