@@ -7,15 +7,10 @@ use std::time::{Duration, Instant};
 
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
-use support::clients::{post_json, request_raw};
+use support::clients::{body_json, post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bad-input-test","version":"1"}}}"#;
-
-fn body_json(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
-}
 
 /// A fresh session still works: the gateway survived whatever came before.
 async fn assert_still_serving(url: &str) {

@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use hyper::{Method, StatusCode};
-use support::clients::{post_json, request_raw};
+use support::clients::{open_session, post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
 use support::process::{Proc, Stream, alive, cmdline, descendants, endpoint_url, wait_gone};
 
@@ -45,12 +45,6 @@ async fn read_pids(pids: &Path) -> Vec<u32> {
     found
 }
 
-async fn open_session(url: &str) -> String {
-    let (status, headers, body) = post_json(url, &[], INIT).await;
-    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
-    headers["mcp-session-id"].to_str().unwrap().to_owned()
-}
-
 /// Waits for `pids` to be gone; how long it took.
 async fn gone(pids: Vec<u32>, what: &str) -> Duration {
     let started = Instant::now();
@@ -70,7 +64,7 @@ async fn deleting_a_session_ends_its_whole_process_group() {
     let pids = dir.path().join("pids");
     // A session that owns its child (`sessions = "client"`).
     let g = TestGateway::start(vec![gw::per_client(wrapper(&pids))]).await;
-    let sid = open_session(&g.url()).await;
+    let sid = open_session(&g.url(), "children-test").await;
     let kids = read_pids(&pids).await;
     let started = Instant::now();
     let (status, _, _) =
@@ -104,7 +98,7 @@ async fn an_idle_session_is_reaped_with_its_whole_process_group() {
         config.limits.session_idle_secs = 1;
         config.limits.session_reap_interval_secs = 1;
         let g = TestGateway::start_with(config).await;
-        let sid = open_session(&g.url()).await;
+        let sid = open_session(&g.url(), "children-test").await;
         if !per_client {
             // A shared connection starts at the first need of one.
             let (status, _, _) = post_json(
@@ -158,7 +152,7 @@ async fn shutdown_ends_every_process_group() {
     let dir = tempfile::tempdir().unwrap();
     let pids = dir.path().join("pids");
     let g = TestGateway::start(vec![wrapper(&pids)]).await;
-    open_session(&g.url()).await;
+    open_session(&g.url(), "children-test").await;
     let kids = read_pids(&pids).await;
     g.shutdown().await;
     // Ended by the shutdown itself, not after it.
@@ -187,7 +181,7 @@ async fn a_killed_gateway_leaves_no_children() {
     let url = gateway.wait_for("its endpoint", BOUND, |stream, line| {
         endpoint_url(line).filter(|_| stream == Stream::Stdout)
     });
-    open_session(&url).await;
+    open_session(&url, "children-test").await;
     let kids = read_pids(&pids).await;
     let tree: Vec<u32> = descendants(gateway.pid)
         .into_iter()

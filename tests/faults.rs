@@ -8,8 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use hyper::{Method, StatusCode};
-use serde_json::Value;
-use support::clients::{open_sse, post_json, request_raw};
+use support::clients::{body_json, error_message, open_sse, post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
 use support::process::copy_dir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -19,18 +18,6 @@ const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"p
 const INIT_RESULT: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}"#;
 /// Every affected request must be answered within this.
 const BOUND: Duration = Duration::from_secs(15);
-
-fn body_json(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
-}
-
-fn error_message(bytes: &[u8]) -> String {
-    body_json(bytes)["error"]["message"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no JSON-RPC error: {}", String::from_utf8_lossy(bytes)))
-        .to_owned()
-}
 
 /// A gateway with the faulty upstream at /bad/mcp and the demo (stdio) at
 /// /good/mcp, short timeouts.

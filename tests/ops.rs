@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
-use support::clients::{post_json, request_raw};
+use support::clients::{body_json, post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
 use support::process::{ClosedPort, Proc, Stream, endpoint_url};
 use support::upstreams::{self, HttpFlavor, STDIO_COMMAND};
@@ -290,11 +290,6 @@ async fn scrape(gateway: &TestGateway) -> (String, Vec<Sample>) {
 
 fn request(id: u64, method: &str, params: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
-}
-
-fn body_json(body: &[u8]) -> Value {
-    serde_json::from_slice(body)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(body)))
 }
 
 // ---------------------------------------------------------------------------------------

@@ -9,10 +9,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use hyper::{Method, StatusCode};
-use support::clients::{open_sse, post_json};
+use support::clients::{open_session, open_sse, post_json};
 use support::process::{self, Proc, Stream, alive, endpoint_url, stdio_children};
 
-const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"shutdown-test","version":"1"}}}"#;
 /// Bound on every wait; a failing test fails within it rather than hanging.
 const BOUND: Duration = Duration::from_secs(30);
 
@@ -75,24 +74,10 @@ fn wait_exit(proc: &mut Proc, bound: Duration) -> std::process::ExitStatus {
         .unwrap_or_else(|| panic!("the gateway did not exit within {bound:?}"))
 }
 
-async fn open_session(url: &str) -> String {
-    let (status, headers, body) = post_json(url, &[], INIT).await;
-    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
-    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
-    let (status, _, _) = post_json(
-        url,
-        &[("mcp-session-id", &sid)],
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .await;
-    assert_eq!(status, StatusCode::ACCEPTED);
-    sid
-}
-
 async fn drains_on(sig: &str) {
     let mut g = start(10);
     let pid = g.proc.pid;
-    let sid = open_session(&g.url).await;
+    let sid = open_session(&g.url, "shutdown-test").await;
     let kids = stdio_children(pid);
     assert_eq!(kids.len(), 1, "one stdio child per session: {kids:?}");
 
@@ -172,7 +157,7 @@ async fn sigint_lets_the_call_in_flight_finish_and_exits_0() {
 async fn a_call_longer_than_the_grace_is_cut_at_the_grace() {
     let mut g = start(2);
     let pid = g.proc.pid;
-    let sid = open_session(&g.url).await;
+    let sid = open_session(&g.url, "shutdown-test").await;
     let kids = stdio_children(pid);
     let call = spawn_slow_call(&g.url, &sid, 50_000);
     // Give the call time to reach the upstream (not a measurement: either
@@ -271,7 +256,8 @@ async fn several_workers_serve_sessions_from_any_connection_and_drain_together()
     // once: the stdio child they share (`sessions = "shared"`, the default)
     // answers whichever thread the request arrived on, each call's answer
     // reaching its own client although their ids are the same.
-    let sessions = futures_util::future::join_all((0..6).map(|_| open_session(&g.url))).await;
+    let sessions =
+        futures_util::future::join_all((0..6).map(|_| open_session(&g.url, "shutdown-test"))).await;
     let url = g.url.clone();
     let calls = sessions.iter().flat_map(|sid| {
         let url = url.clone();

@@ -604,3 +604,36 @@ pub fn resolve_url(base: &str, reference: &str) -> anyhow::Result<String> {
     let dir = &path[..path.rfind('/').map_or(0, |index| index + 1)];
     Ok(format!("{scheme}://{authority}{dir}{reference}"))
 }
+
+// ----------------------------------------------------------------------------------
+// Answers read raw
+// ----------------------------------------------------------------------------------
+
+/// A body that must be JSON (the test fails naming it otherwise).
+pub fn body_json(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
+}
+
+/// The message of a JSON-RPC error answer (the test fails otherwise).
+pub fn error_message(bytes: &[u8]) -> String {
+    body_json(bytes)["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no JSON-RPC error: {}", String::from_utf8_lossy(bytes)))
+        .to_owned()
+}
+
+/// Opens a session with `initialize` (as `client`) and
+/// `notifications/initialized`; its id.
+pub async fn open_session(url: &str, client: &str) -> String {
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": client, "version": "1"}}});
+    let (status, headers, body) = post_json(url, &[], init.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let sid = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (status, _, _) = post_json(url, &[("mcp-session-id", &sid)], initialized).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    sid
+}
