@@ -2,15 +2,16 @@
 //! configuration, and serve; check or scaffold the overlays; or run the
 //! bundled demo server.
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use mcp_ui_gateway::cli;
-use mcp_ui_gateway::cli::args::{CheckArgs, Cli, Command, InitArgs, LogFormat, ServeArgs};
-use mcp_ui_gateway::config::{self, Config, Mount, Overrides, UpstreamConfig};
+use mcp_ui_gateway::cli::args::{Cli, Command, LogFormat, ServeArgs};
+use mcp_ui_gateway::cli::loaded::{Loaded, load_config, overlay_apps};
+use mcp_ui_gateway::cli::output::{fail, usage_fail};
+use mcp_ui_gateway::config::{Config, Overrides};
 use mcp_ui_gateway::gateway::Gateway;
 use mcp_ui_gateway::host::WidgetOrigins;
 use mcp_ui_gateway::live::Live;
@@ -29,7 +30,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Print a line on stdout; a closed stdout (`| head`) is not an error worth
 /// dying for, unlike with `println!`.
 macro_rules! say {
-    ($($arg:tt)*) => { say_line(format_args!($($arg)*)) };
+    ($($arg:tt)*) => { cli::output::say_line(format_args!($($arg)*)) };
 }
 
 fn main() -> ExitCode {
@@ -72,43 +73,11 @@ fn main() -> ExitCode {
             mcp_ui_gateway::demo::serve_http(listener, stop).await
         })),
         Some(Command::Serve(args)) => runtime.block_on(serve(args)),
-        Some(Command::Check(args)) => runtime.block_on(check(args)),
-        Some(Command::Init(args)) => runtime.block_on(init(args)),
+        Some(Command::Check(args)) => runtime.block_on(cli::run_check::run(args)),
+        Some(Command::Init(args)) => runtime.block_on(cli::run_init::run(args)),
         Some(Command::GuardChildren) => unreachable!("handled above"),
         None => runtime.block_on(serve(ServeArgs::default_demo())),
     }
-}
-
-/// The configuration as every command sees it: defaults, file, environment
-/// and flags, with the bundled demo as the upstream when none is configured.
-struct Loaded {
-    config: Config,
-    mounts: Vec<Mount>,
-    /// Where it came from, for messages.
-    source: String,
-    /// No upstream was configured: the bundled demo is served.
-    demo: bool,
-}
-
-fn load_config(file: Option<&Path>, overrides: &Overrides) -> Result<Loaded, String> {
-    let (mut config, file) =
-        config::load(file, overrides).map_err(|e| format!("configuration error: {e}"))?;
-    let source = file
-        .map(|f| f.display().to_string())
-        .unwrap_or_else(|| "defaults".into());
-    let demo = config.upstreams.is_empty();
-    if demo {
-        config.upstreams.push(demo_upstream());
-    }
-    let mounts = config
-        .mounts()
-        .map_err(|e| format!("configuration error ({source}, environment and flags):\n{e}"))?;
-    Ok(Loaded {
-        config,
-        mounts,
-        source,
-        demo,
-    })
 }
 
 /// A directory removed when this is dropped.
@@ -325,167 +294,6 @@ async fn name_app_collisions(config: &mcp_ui_gateway::config::Config, gateway: &
     }
 }
 
-/// Exit status of `check` and `init` for a usage or configuration error (as
-/// clap's own usage errors), apart from 1, "problems found"; and of `serve`
-/// for flags that contradict each other.
-const USAGE_ERROR: u8 = 2;
-
-async fn check(args: CheckArgs) -> ExitCode {
-    let one = match args.one.upstream("/mcp") {
-        Ok(one) => one,
-        Err(message) => return usage_fail(&message),
-    };
-    let dir_named = args.overlays.is_some();
-    let overrides = Overrides {
-        overlays: args.overlays,
-        upstreams: one.map(|u| vec![u]),
-        ..Default::default()
-    };
-    let mut loaded = match load_config(args.config.as_deref(), &overrides) {
-        Ok(loaded) => loaded,
-        Err(message) => return usage_fail(&message),
-    };
-    loaded.mounts = match cli::upstreams::for_check(&args.one, loaded.mounts, args.offline) {
-        Ok(mounts) => mounts,
-        Err(message) => return usage_fail(&message),
-    };
-    let options = cli::check::Options {
-        offline: args.offline,
-        strict: args.strict,
-        public_url: loaded.config.public_url.clone(),
-        apps: overlay_apps(loaded.config.apps(&loaded.mounts).unwrap_or_default()),
-        dir_named,
-    };
-    let report = cli::check::run(
-        &loaded.config.overlays,
-        &loaded.mounts,
-        &loaded.config.limits,
-        options,
-        &mut std::io::stderr(),
-    )
-    .await;
-    let report = match report {
-        Ok(report) => report,
-        Err(message) => return usage_fail(&message),
-    };
-    let app_problems = check_apps(&loaded, args.offline).await;
-    for problem in &report.problems {
-        say!("{problem}");
-    }
-    for problem in &app_problems {
-        say!("{problem}");
-    }
-    for warning in &report.warnings {
-        say!("warning: {warning}");
-    }
-    // What each widget got, beside the progress: stdout stays the verdict.
-    for line in &report.bridges {
-        eprintln!("{line}");
-    }
-    let public_url = loaded.config.public_url.as_deref();
-    let apps = loaded.config.apps(&loaded.mounts).unwrap_or_default();
-    let paths = loaded.mounts.iter().map(|m| m.path.as_str());
-    for path in paths.chain(apps.iter().map(|a| a.path.as_str())) {
-        if let Some(o) = WidgetOrigins::behind(public_url, path) {
-            say!("{}", o.line());
-        }
-    }
-    say!("{}", report.summary());
-    if report.is_clean() && app_problems.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
-}
-
-/// The `[[app]]` endpoints as overlay files see them.
-fn overlay_apps(apps: Vec<mcp_ui_gateway::config::App>) -> Vec<mcp_ui_gateway::overlay::AppScope> {
-    apps.iter().map(|app| app.overlay_scope()).collect()
-}
-
-/// `check`'s look at the `[[app]]` endpoints: their members' tool names and
-/// authorization servers, live (nothing offline).
-async fn check_apps(loaded: &Loaded, offline: bool) -> Vec<String> {
-    let apps = match loaded.config.apps(&loaded.mounts) {
-        Ok(apps) if !offline => apps,
-        _ => return Vec::new(),
-    };
-    let mut problems = cli::apps::collisions(
-        &apps,
-        &loaded.mounts,
-        &loaded.config.limits,
-        &mut std::io::stderr(),
-    )
-    .await;
-    problems.extend(cli::apps::auth_servers(&apps, &loaded.mounts, &loaded.config.limits).await);
-    problems
-}
-
-/// `init --widget NAME`.
-fn init_widget(overlays: &std::path::Path, name: &str, force: bool) -> ExitCode {
-    match cli::init_widget::run(overlays, name, force) {
-        Ok(written) => {
-            for path in written {
-                say!("wrote {}", path.display());
-            }
-            ExitCode::SUCCESS
-        }
-        Err(message) => usage_fail(&message),
-    }
-}
-
-async fn init(args: InitArgs) -> ExitCode {
-    let one = match args.one.upstream("/mcp") {
-        Ok(one) => one,
-        Err(message) => return usage_fail(&message),
-    };
-    let overrides = Overrides {
-        overlays: args.overlays.clone(),
-        upstreams: one.map(|u| vec![u]),
-        ..Default::default()
-    };
-    let loaded = match load_config(args.config.as_deref(), &overrides) {
-        Ok(loaded) => loaded,
-        Err(message) => return usage_fail(&message),
-    };
-    if let Some(name) = &args.widget {
-        return init_widget(&loaded.config.overlays, name, args.force);
-    }
-    let options = cli::init::Options {
-        upstream: args.one.name.clone(),
-        force: args.force,
-    };
-    let outcome = cli::init::run(
-        &loaded.config.overlays,
-        &loaded.mounts,
-        &loaded.config.limits,
-        &options,
-        &mut std::io::stderr(),
-    )
-    .await;
-    let outcome = match outcome {
-        Ok(outcome) => outcome,
-        Err(message) => return usage_fail(&message),
-    };
-    for line in &outcome.written {
-        say!("{line}");
-    }
-    for failure in &outcome.failures {
-        eprintln!("mcp-ui-gateway: {failure}");
-    }
-    if outcome.failures.is_empty() {
-        let check = cli::upstreams::check_command(
-            args.config.as_deref(),
-            args.overlays.as_deref(),
-            &args.one,
-        );
-        eprintln!("next: edit the stubs, then run `{check}`");
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
-}
-
 /// Start the process that ends the stdio children if this one is killed
 /// (`upstream::stdio::guardian`); without it the gateway still serves.
 fn start_guardian() {
@@ -509,19 +317,6 @@ fn guard_children() -> ExitCode {
         );
     }
     ExitCode::SUCCESS
-}
-
-/// The bundled demo: this same executable, run as a stdio server.
-fn demo_upstream() -> UpstreamConfig {
-    let program = std::env::current_exe()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "mcp-ui-gateway".into());
-    UpstreamConfig {
-        name: "demo".into(),
-        command: Some(program),
-        args: vec!["demo-server".into()],
-        ..Default::default()
-    }
 }
 
 /// Cancel `stop` on SIGTERM or SIGINT. The handlers are installed before this
@@ -552,15 +347,6 @@ fn stop_on_signal(stop: CancellationToken) {
         let _ = tokio::signal::ctrl_c().await;
         stop.cancel();
     });
-}
-
-fn say_line(line: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = out
-        .write_fmt(line)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush());
 }
 
 fn init_logging(format: LogFormat, default_level: &str) {
@@ -610,14 +396,4 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&format!("{e:#}")),
     }
-}
-
-fn fail(message: &str) -> ExitCode {
-    eprintln!("mcp-ui-gateway: {message}");
-    ExitCode::FAILURE
-}
-
-fn usage_fail(message: &str) -> ExitCode {
-    eprintln!("mcp-ui-gateway: {message}");
-    ExitCode::from(USAGE_ERROR)
 }

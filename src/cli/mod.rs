@@ -5,9 +5,11 @@
 //! [`directory`] holds the app directories' rules `check` applies.
 //!
 //! [`args`] is the binary's command line; [`upstreams`] says which upstreams
-//! its flags give `check` and `init`. The binary parses it and loads
-//! the configuration exactly as `serve` does; these modules do the work and
-//! return what to print, so the wording of every finding lives in one place.
+//! its flags give `check` and `init`; [`loaded`] loads the configuration
+//! exactly as `serve` does. [`run_check`] and [`run_init`] run the two
+//! commands and print what they return, through [`output`] (findings and the
+//! verdict on stdout, progress on stderr), so the wording of every finding
+//! lives in one place.
 
 pub mod apps;
 pub mod args;
@@ -15,6 +17,10 @@ pub mod check;
 pub mod directory;
 pub mod init;
 pub mod init_widget;
+pub mod loaded;
+pub mod output;
+pub mod run_check;
+pub mod run_init;
 pub mod upstreams;
 
 use crate::config::{Mount, Transport};

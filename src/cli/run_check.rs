@@ -1,0 +1,101 @@
+//! The `check` command end to end: the configuration loaded as `serve` loads
+//! it, the overlay directory checked (against the live upstreams unless
+//! `--offline`), the `[[app]]` endpoints' members looked at, and the verdict
+//! printed on stdout, progress on stderr.
+
+use std::process::ExitCode;
+
+use super::args::CheckArgs;
+use super::loaded::{Loaded, load_config, overlay_apps};
+use super::output::{say, usage_fail};
+use crate::config::Overrides;
+use crate::host::WidgetOrigins;
+
+/// Run `check`: exit 0 when clean, 1 when problems were found, and
+/// [`USAGE_ERROR`](super::output::USAGE_ERROR) for a usage or configuration
+/// error.
+pub async fn run(args: CheckArgs) -> ExitCode {
+    let one = match args.one.upstream("/mcp") {
+        Ok(one) => one,
+        Err(message) => return usage_fail(&message),
+    };
+    let dir_named = args.overlays.is_some();
+    let overrides = Overrides {
+        overlays: args.overlays,
+        upstreams: one.map(|u| vec![u]),
+        ..Default::default()
+    };
+    let mut loaded = match load_config(args.config.as_deref(), &overrides) {
+        Ok(loaded) => loaded,
+        Err(message) => return usage_fail(&message),
+    };
+    loaded.mounts = match super::upstreams::for_check(&args.one, loaded.mounts, args.offline) {
+        Ok(mounts) => mounts,
+        Err(message) => return usage_fail(&message),
+    };
+    let options = super::check::Options {
+        offline: args.offline,
+        strict: args.strict,
+        public_url: loaded.config.public_url.clone(),
+        apps: overlay_apps(loaded.config.apps(&loaded.mounts).unwrap_or_default()),
+        dir_named,
+    };
+    let report = super::check::run(
+        &loaded.config.overlays,
+        &loaded.mounts,
+        &loaded.config.limits,
+        options,
+        &mut std::io::stderr(),
+    )
+    .await;
+    let report = match report {
+        Ok(report) => report,
+        Err(message) => return usage_fail(&message),
+    };
+    let app_problems = check_apps(&loaded, args.offline).await;
+    for problem in &report.problems {
+        say!("{problem}");
+    }
+    for problem in &app_problems {
+        say!("{problem}");
+    }
+    for warning in &report.warnings {
+        say!("warning: {warning}");
+    }
+    // What each widget got, beside the progress: stdout stays the verdict.
+    for line in &report.bridges {
+        eprintln!("{line}");
+    }
+    let public_url = loaded.config.public_url.as_deref();
+    let apps = loaded.config.apps(&loaded.mounts).unwrap_or_default();
+    let paths = loaded.mounts.iter().map(|m| m.path.as_str());
+    for path in paths.chain(apps.iter().map(|a| a.path.as_str())) {
+        if let Some(o) = WidgetOrigins::behind(public_url, path) {
+            say!("{}", o.line());
+        }
+    }
+    say!("{}", report.summary());
+    if report.is_clean() && app_problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `check`'s look at the `[[app]]` endpoints: their members' tool names and
+/// authorization servers, live (nothing offline).
+async fn check_apps(loaded: &Loaded, offline: bool) -> Vec<String> {
+    let apps = match loaded.config.apps(&loaded.mounts) {
+        Ok(apps) if !offline => apps,
+        _ => return Vec::new(),
+    };
+    let mut problems = super::apps::collisions(
+        &apps,
+        &loaded.mounts,
+        &loaded.config.limits,
+        &mut std::io::stderr(),
+    )
+    .await;
+    problems.extend(super::apps::auth_servers(&apps, &loaded.mounts, &loaded.config.limits).await);
+    problems
+}
