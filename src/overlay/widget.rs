@@ -13,18 +13,23 @@ use super::format::{BridgeKind, WidgetDomain, WidgetManifest, merge_meta};
 use crate::host::{HostKind, Target};
 
 pub mod bridge;
+mod builder;
 #[cfg(test)]
 mod bundle_tests;
 mod inline;
 pub mod link;
+mod media;
+mod options;
+mod paths;
 mod refs;
 mod scan;
 #[cfg(test)]
 mod tests;
+mod urls;
 
-pub use inline::{
-    Asset, BundleError, BundleOptions, Inlined, bundle, inline_assets, media_type, normalize,
-};
+pub use inline::{Asset, BundleError, BundleOptions, Inlined, bundle, inline_assets};
+pub use media::media_type;
+pub use paths::normalize;
 pub use scan::AssetError;
 
 /// The MIME type of MCP Apps HTML resources, exactly as the spec writes it.
