@@ -10,45 +10,39 @@
 //! conversation's, one of its own) in the protocol era it names: a request
 //! under the 2026-07-28 envelope goes to a connection of that era when the
 //! upstream speaks it, and otherwise to one the gateway initialized.
+//!
+//! - `connection`: the connection a request goes to;
+//! - `client`: a client session's opening, its GET stream and its end.
 
-use std::sync::Arc;
+mod client;
+mod connection;
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;
-use tokio::sync::mpsc;
 
 use super::answer::accepted;
-use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER, SessionRef};
+use super::context::{Ctx, PROTOCOL_HEADER};
 use super::deliver::{self, EndOnDrop, Reply, Waiting};
 use super::finish::Finisher;
-use crate::config::{ConversationKey, SessionMode, Transport};
+use crate::config::SessionMode;
 use crate::jsonrpc::{self, Kind, Message};
 use crate::outcome::Failure;
-use crate::protocol::{self, Era, KNOWN_VERSIONS};
+use crate::protocol::{Era, KNOWN_VERSIONS};
 use crate::reply::{self, Body};
-use crate::session::pool::{Conn, Lane, Pool, SlotKey, digest};
-use crate::session::{Hello, Route, Token};
-use crate::upstream::handshake;
+use crate::session::pool::{Lane, SlotKey};
 use crate::upstream::messages::peer::level_rank;
 use crate::upstream::messages::{MessageSession, Peer};
+use client::{initialize, peer};
+use connection::{connect, default_key, pool, slot_key};
+
+pub use client::{Mailbox, delete, get, new_client};
+pub(super) use client::{end, mailbox, not_ended, open};
+pub use connection::creds;
 
 /// Whether a mount's client sessions are pooled (own no connection).
 pub fn pooled(cx: &Ctx<'_>) -> bool {
     cx.mount.config.sessions.mode != SessionMode::Client
-}
-
-fn pool<'a>(cx: &Ctx<'a>) -> &'a Pool {
-    &cx.gw.pools[cx.mount.index]
-}
-
-/// The client session the request belongs to, as the pool knows it.
-fn peer(cx: &Ctx<'_>) -> Option<Arc<Peer>> {
-    let SessionRef::Pooled { client } = cx.session else {
-        return None;
-    };
-    let caps = cx.hello.as_ref().map(|h| h.caps).unwrap_or_default();
-    Some(pool(cx).peers().get_or_insert(client, caps))
 }
 
 /// Relay one POST through the pool. A held HTTP session's refusal of the
@@ -181,16 +175,6 @@ async fn request(
     }
 }
 
-/// A client session that its client ended stays ended.
-pub(super) fn not_ended(cx: &Ctx<'_>) -> Result<(), Failure> {
-    match cx.session {
-        SessionRef::Pooled { client } if pool(cx).ended.contains(&client) => {
-            Err(Failure::SessionNotFound)
-        }
-        _ => Ok(()),
-    }
-}
-
 /// A request, on the connection picked for it: answered here when it
 /// concerns its client alone, else sent and waiting for the upstream's
 /// answer. The typed exchange of every session that owns no connection,
@@ -278,299 +262,4 @@ fn end_with(end: Option<EndOnDrop>, resp: Response<Body>) -> Response<Body> {
         })
         .boxed_unsync()
     })
-}
-
-/// A client's `initialize`, answered from the upstream's answer to the
-/// gateway's own, with a session id that names no connection.
-async fn initialize(cx: &Ctx<'_>, m: &Message<'_>, finisher: Option<Finisher>) -> Response<Body> {
-    let id = m.id.expect("requests have ids");
-    let params = m
-        .params
-        .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok());
-    let hello = Hello::of_initialize(params.as_ref());
-    let client = new_client();
-    let bytes = match open(cx, client, &hello, id, finisher).await {
-        Ok(b) => b,
-        Err(f) => return f.respond(Some(id)),
-    };
-    let token = Token {
-        mount: cx.upstream().to_owned(),
-        route: Route::Pooled { client },
-        host: Some(cx.host),
-        started: Some(crate::session::id::now_millis()),
-        hello: Some(hello),
-    };
-    let sid = cx.gw.key.seal(&token);
-    let mut r = reply::json(StatusCode::OK, bytes);
-    r.headers_mut().insert(
-        SESSION_HEADER,
-        http::HeaderValue::from_str(&sid).expect("base64url is a valid header value"),
-    );
-    r
-}
-
-/// A new client session's number (never 0).
-pub fn new_client() -> u64 {
-    loop {
-        let n: u64 = rand::random();
-        if n != 0 {
-            break n;
-        }
-    }
-}
-
-/// Client session `client` opened: the answer to its `initialize` (`id`),
-/// made from the upstream's answer to the gateway's own while a connection
-/// is open; otherwise one is opened first, so that an upstream that is not
-/// there is said so now, not at the first call.
-pub(super) async fn open(
-    cx: &Ctx<'_>,
-    client: u64,
-    hello: &Hello,
-    id: &serde_json::value::RawValue,
-    finisher: Option<Finisher>,
-) -> Result<Bytes, Failure> {
-    let creds = creds(cx);
-    let cached = pool(cx)
-        .handshake(creds)
-        .filter(|_| pool(cx).has_live(Era::Handshake, creds));
-    let handshake = match cached {
-        Some(h) => h,
-        None => {
-            let key = match cx.mount.config.sessions.mode {
-                SessionMode::Shared => pool(cx).pick(Era::Handshake, creds, hello.caps),
-                _ => SlotKey {
-                    era: Era::Handshake,
-                    creds,
-                    caps: hello.caps,
-                    lane: Lane::Client(client),
-                },
-            };
-            connect(cx, key)
-                .await?
-                .handshake
-                .expect("a handshake-era connection has its handshake")
-        }
-    };
-    pool(cx).peers().get_or_insert(client, hello.caps);
-    Ok(Finisher::apply(
-        finisher.as_ref(),
-        handshake.answer(id, &hello.version),
-    ))
-}
-
-/// The credentials a connection for this request carries: an HTTP
-/// upstream's held session is the requester's alone.
-pub fn creds(cx: &Ctx<'_>) -> u64 {
-    if !matches!(cx.mount.config.transport, Transport::Http { .. }) {
-        return 0;
-    }
-    let mut parts: Vec<&[u8]> = Vec::new();
-    for name in
-        std::iter::once(&http::header::AUTHORIZATION).chain(&cx.mount.config.forward_headers)
-    {
-        parts.push(name.as_str().as_bytes());
-        for v in cx.headers.get_all(name) {
-            parts.push(v.as_bytes());
-        }
-    }
-    digest(parts)
-}
-
-/// The conversation a request names, by the mount's `conversation_key`.
-fn conversation(cx: &Ctx<'_>, m: &Message<'_>) -> Option<u64> {
-    match &cx.mount.config.sessions.key {
-        ConversationKey::Header(h) => {
-            let v = cx.headers.get(h)?;
-            Some(digest([h.as_str().as_bytes(), v.as_bytes()]))
-        }
-        ConversationKey::Meta(k) => {
-            let params: serde_json::Value = serde_json::from_str(m.params?.get()).ok()?;
-            let v = params.get("_meta")?.get(k)?;
-            let text = match v {
-                serde_json::Value::String(s) if !s.is_empty() => s.clone(),
-                serde_json::Value::String(_) | serde_json::Value::Null => return None,
-                other => other.to_string(),
-            };
-            Some(digest([k.as_bytes(), text.as_bytes()]))
-        }
-    }
-}
-
-/// The connection of a request in era `era` with conversation `talk`: a
-/// client session's shares a connection with those that declared the same
-/// capabilities; a request without one goes to any (it declared nothing);
-/// a request of the envelope era declares its own in each request.
-fn default_key(cx: &Ctx<'_>, era: Era, talk: Option<u64>) -> SlotKey {
-    let creds = creds(cx);
-    let caps = match (era, &cx.session) {
-        (Era::Handshake, SessionRef::Pooled { .. }) => {
-            cx.hello.as_ref().map(|h| h.caps).unwrap_or_default()
-        }
-        _ => Default::default(),
-    };
-    let key = |lane| SlotKey {
-        era,
-        creds,
-        caps: Default::default(),
-        lane,
-    };
-    match (cx.mount.config.sessions.mode, talk, &cx.session) {
-        (SessionMode::Conversation, Some(t), _) => key(Lane::Conversation(t)),
-        (SessionMode::Conversation, None, SessionRef::Pooled { client }) => SlotKey {
-            caps,
-            ..key(Lane::Client(*client))
-        },
-        (SessionMode::Conversation, None, _) => key(Lane::Single(rand::random())),
-        // An app endpoint's session with a member whose clients own their
-        // connections.
-        (SessionMode::Client, _, SessionRef::Pooled { client }) => SlotKey {
-            caps,
-            ..key(Lane::Client(*client))
-        },
-        (_, _, SessionRef::Pooled { .. }) if era == Era::Handshake => {
-            pool(cx).pick(era, creds, caps)
-        }
-        _ if era == Era::Handshake => pool(cx).pick_any(era, creds),
-        _ => pool(cx).pick(era, creds, Default::default()),
-    }
-}
-
-/// The connection a message goes to: its era (the envelope only where the
-/// upstream speaks it, learned once by asking), its credentials, its lane.
-async fn slot_key(cx: &Ctx<'_>, m: &Message<'_>) -> Result<SlotKey, Failure> {
-    let header = cx
-        .headers
-        .get(PROTOCOL_HEADER)
-        .and_then(|v| v.to_str().ok());
-    let mut era = protocol::era(header, m.params);
-    // An HTTP upstream gets envelope requests as they are (they need no
-    // session): those that come here are for a session the gateway holds.
-    let http = matches!(cx.mount.config.transport, Transport::Http { .. });
-    if era == Era::Envelope && (http || !speaks_envelope(cx).await?) {
-        era = Era::Handshake;
-    }
-    Ok(default_key(cx, era, conversation(cx, m)))
-}
-
-/// Whether the upstream speaks the 2026-07-28 envelope: asked once with
-/// `server/discover` on a connection of that era (kept when it does).
-async fn speaks_envelope(cx: &Ctx<'_>) -> Result<bool, Failure> {
-    let pool = pool(cx);
-    if let Some(known) = pool.speaks_envelope() {
-        return Ok(known);
-    }
-    let key = SlotKey {
-        era: Era::Envelope,
-        creds: creds(cx),
-        caps: Default::default(),
-        lane: Lane::Pool(0),
-    };
-    let conn = connect(cx, key).await?;
-    let yes = handshake::discover(&conn.session, cx.gw.handshake_timeout())
-        .await?
-        .is_some();
-    pool.set_speaks_envelope(yes);
-    if !yes {
-        pool.end(&key, "the upstream does not speak the 2026-07-28 envelope");
-        tracing::info!(upstream = %cx.upstream(), "upstream speaks only the handshake era: requests under the 2026-07-28 envelope go to a connection the gateway initialized");
-    }
-    Ok(yes)
-}
-
-async fn connect(cx: &Ctx<'_>, key: SlotKey) -> Result<Conn, Failure> {
-    cx.gw.connect(cx.mount, key, cx.headers).await
-}
-
-/// A pooled client session's GET stream: what the upstream says to it (or
-/// to every client) on its own, and the gateway's own announcements. A
-/// client with no session gets a stream of what is said to every client.
-pub fn get(cx: &Ctx<'_>) -> Response<Body> {
-    let mailbox = match mailbox(cx) {
-        Ok(m) => m,
-        Err(f) => return f.respond(None),
-    };
-    // Ends with the client, the gateway's shutdown, or the peer's removal.
-    let messages = futures_util::stream::unfold(mailbox, |mut mb| async move {
-        mb.rx.recv().await.map(|m| (m, mb))
-    });
-    deliver::event_stream(cx.gw, super::watch::watch(cx), Box::pin(messages))
-}
-
-/// What the upstream says to a client session on its own (and to every
-/// client), as it comes: a GET stream's content. A client with no session
-/// gets what is said to every client, for as long as it holds this.
-pub struct Mailbox {
-    pub rx: mpsc::Receiver<Bytes>,
-    /// The peer made for a client with no session, forgotten with this.
-    own: Option<(Arc<crate::upstream::messages::Peers>, u64)>,
-}
-
-impl Drop for Mailbox {
-    fn drop(&mut self) {
-        if let Some((peers, key)) = self.own.take() {
-            peers.remove(key);
-        }
-    }
-}
-
-/// The session's mailbox; one reader at a time.
-pub(super) fn mailbox(cx: &Ctx<'_>) -> Result<Mailbox, Failure> {
-    not_ended(cx)?;
-    let pool = pool(cx);
-    let (peer, own) = match peer(cx) {
-        Some(p) => (p, None),
-        None => {
-            let key = rand::random::<u64>() | 1;
-            let peer = pool.peers().get_or_insert(key, Default::default());
-            (peer, Some((pool.peers().clone(), key)))
-        }
-    };
-    let mailbox = |rx| Mailbox { rx, own };
-    peer.attach_stream()
-        .map(mailbox)
-        .ok_or(Failure::StreamConflict)
-}
-
-/// The end of a pooled client session: it is forgotten, its own
-/// connections end, and the upstream is told of subscriptions no client
-/// holds any more.
-pub fn delete(cx: &Ctx<'_>) -> Response<Body> {
-    match end(cx) {
-        Ok(()) => reply::status(StatusCode::OK),
-        Err(f) => f.respond(None),
-    }
-}
-
-/// [`delete`], typed.
-pub(super) fn end(cx: &Ctx<'_>) -> Result<(), Failure> {
-    let SessionRef::Pooled { client } = cx.session else {
-        return Err(Failure::MethodNotAllowed {
-            allow: "POST",
-            why: Some("DELETE needs a session"),
-        });
-    };
-    let pool = pool(cx);
-    pool.ended.insert(client);
-    if let Some(peer) = pool.peers().remove(client) {
-        peer.close();
-    }
-    pool.end_client(client, "its client ended the session");
-    for s in pool.live() {
-        for uri in s.forget_peer(client) {
-            unsubscribe(&s, &uri);
-        }
-    }
-    Ok(())
-}
-
-/// Tell the upstream no client is subscribed to `uri` any more. Its answer
-/// is not awaited: it reaches no waiting request and is dropped.
-fn unsubscribe(session: &Arc<MessageSession>, uri: &str) {
-    let uri = serde_json::to_string(uri).expect("strings serialise");
-    let n: u32 = rand::random();
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":"mcp-ui-gateway/unsubscribe-{n}","method":"resources/unsubscribe","params":{{"uri":{uri}}}}}"#
-    );
-    let _ = session.send_raw(Bytes::from(body));
 }

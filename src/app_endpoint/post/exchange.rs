@@ -1,0 +1,95 @@
+//! One exchange with an app: the request's session with the app, its
+//! sessions with the members, and the forms of the app's own answers.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::HeaderMap;
+use http::{Response, StatusCode};
+use serde_json::{Value, json};
+
+use crate::app_endpoint::{member, oauth};
+use crate::combine::AppState;
+use crate::gateway::Gateway;
+use crate::jsonrpc::{self, code};
+use crate::outcome::Failure;
+use crate::relay::member::Member;
+use crate::reply::{self, Body};
+use crate::session::app::AppSession;
+
+/// One exchange with an app.
+pub(super) struct Exchange<'a> {
+    pub(super) gw: &'a Arc<Gateway>,
+    pub(super) app: &'a AppState,
+    pub(super) headers: &'a HeaderMap,
+    pub(super) session: AppSession,
+    /// The request's id, as JSON.
+    pub(super) id: Value,
+}
+
+impl<'a> Exchange<'a> {
+    /// The session with member `i`, or why there is none.
+    pub(super) fn member(&self, i: usize) -> Result<Member<'a>, String> {
+        member::of(self.gw, self.app, self.headers, &self.session, i).ok_or_else(|| {
+            format!(
+                "app `{}`: member `{}` is not available in this session (it could not be initialized when the session began; initialize again to retry)",
+                self.app.config.name,
+                self.app.member_name(i)
+            )
+        })
+    }
+
+    /// A member's failure, as the app answers it: a refusal for
+    /// authorization relayed (pointed at the app's metadata), anything else
+    /// an error naming the member.
+    pub(super) fn member_failed(&self, i: usize, f: Failure) -> Response<Body> {
+        if oauth::is_refusal(&f) {
+            let prm = oauth::prm_url(self.gw, self.app, self.headers);
+            return oauth::refusal(prm.as_deref(), f, raw(&self.id).as_deref());
+        }
+        let message = format!(
+            "app `{}`: member `{}` failed: {f}",
+            self.app.config.name,
+            self.app.member_name(i),
+        );
+        self.error(code::SERVER_ERROR, &message)
+    }
+
+    pub(super) fn error(&self, code: i64, message: &str) -> Response<Body> {
+        reply::json(
+            StatusCode::OK,
+            jsonrpc::error_response(raw(&self.id).as_deref(), code, message),
+        )
+    }
+}
+
+/// Why a member silent for `bound` on `what` was left out.
+pub(super) fn silent(bound: std::time::Duration, what: &str) -> String {
+    format!(
+        "it did not answer {what} within {} s (limits.app_member_timeout_secs)",
+        bound.as_secs()
+    )
+}
+
+/// A JSON-RPC result for `id`.
+pub(super) fn answer(id: &Value, result: &Value) -> Response<Body> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
+    reply::json(StatusCode::OK, Bytes::from(body.to_string()))
+}
+
+pub(super) fn raw(id: &Value) -> Option<Box<serde_json::value::RawValue>> {
+    (!id.is_null())
+        .then(|| serde_json::value::RawValue::from_string(id.to_string()).ok())
+        .flatten()
+}
+
+/// The message `body` with `params` in place of its own.
+pub(super) fn with_params(body: &Bytes, params: &Value) -> Bytes {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(mut v) => {
+            v["params"] = params.clone();
+            Bytes::from(v.to_string())
+        }
+        Err(_) => body.clone(),
+    }
+}

@@ -1,0 +1,140 @@
+//! The connection a pooled request goes to: its mount's pool, the
+//! credentials it carries, its protocol era (the 2026-07-28 envelope only
+//! where the upstream speaks it) and its lane (a pool place, its
+//! conversation's, its client session's, one of its own).
+
+use crate::config::{ConversationKey, SessionMode, Transport};
+use crate::jsonrpc::Message;
+use crate::outcome::Failure;
+use crate::protocol::{self, Era};
+use crate::relay::context::{Ctx, PROTOCOL_HEADER, SessionRef};
+use crate::session::pool::{Conn, Lane, Pool, SlotKey, digest};
+use crate::upstream::handshake;
+
+/// The mount's pool.
+pub(super) fn pool<'a>(cx: &Ctx<'a>) -> &'a Pool {
+    &cx.gw.pools[cx.mount.index]
+}
+
+/// The credentials a connection for this request carries: an HTTP
+/// upstream's held session is the requester's alone.
+pub fn creds(cx: &Ctx<'_>) -> u64 {
+    if !matches!(cx.mount.config.transport, Transport::Http { .. }) {
+        return 0;
+    }
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for name in
+        std::iter::once(&http::header::AUTHORIZATION).chain(&cx.mount.config.forward_headers)
+    {
+        parts.push(name.as_str().as_bytes());
+        for v in cx.headers.get_all(name) {
+            parts.push(v.as_bytes());
+        }
+    }
+    digest(parts)
+}
+
+/// The conversation a request names, by the mount's `conversation_key`.
+fn conversation(cx: &Ctx<'_>, m: &Message<'_>) -> Option<u64> {
+    match &cx.mount.config.sessions.key {
+        ConversationKey::Header(h) => {
+            let v = cx.headers.get(h)?;
+            Some(digest([h.as_str().as_bytes(), v.as_bytes()]))
+        }
+        ConversationKey::Meta(k) => {
+            let params: serde_json::Value = serde_json::from_str(m.params?.get()).ok()?;
+            let v = params.get("_meta")?.get(k)?;
+            let text = match v {
+                serde_json::Value::String(s) if !s.is_empty() => s.clone(),
+                serde_json::Value::String(_) | serde_json::Value::Null => return None,
+                other => other.to_string(),
+            };
+            Some(digest([k.as_bytes(), text.as_bytes()]))
+        }
+    }
+}
+
+/// The connection of a request in era `era` with conversation `talk`: a
+/// client session's shares a connection with those that declared the same
+/// capabilities; a request without one goes to any (it declared nothing);
+/// a request of the envelope era declares its own in each request.
+pub(super) fn default_key(cx: &Ctx<'_>, era: Era, talk: Option<u64>) -> SlotKey {
+    let creds = creds(cx);
+    let caps = match (era, &cx.session) {
+        (Era::Handshake, SessionRef::Pooled { .. }) => {
+            cx.hello.as_ref().map(|h| h.caps).unwrap_or_default()
+        }
+        _ => Default::default(),
+    };
+    let key = |lane| SlotKey {
+        era,
+        creds,
+        caps: Default::default(),
+        lane,
+    };
+    match (cx.mount.config.sessions.mode, talk, &cx.session) {
+        (SessionMode::Conversation, Some(t), _) => key(Lane::Conversation(t)),
+        (SessionMode::Conversation, None, SessionRef::Pooled { client }) => SlotKey {
+            caps,
+            ..key(Lane::Client(*client))
+        },
+        (SessionMode::Conversation, None, _) => key(Lane::Single(rand::random())),
+        // An app endpoint's session with a member whose clients own their
+        // connections.
+        (SessionMode::Client, _, SessionRef::Pooled { client }) => SlotKey {
+            caps,
+            ..key(Lane::Client(*client))
+        },
+        (_, _, SessionRef::Pooled { .. }) if era == Era::Handshake => {
+            pool(cx).pick(era, creds, caps)
+        }
+        _ if era == Era::Handshake => pool(cx).pick_any(era, creds),
+        _ => pool(cx).pick(era, creds, Default::default()),
+    }
+}
+
+/// The connection a message goes to: its era (the envelope only where the
+/// upstream speaks it, learned once by asking), its credentials, its lane.
+pub(super) async fn slot_key(cx: &Ctx<'_>, m: &Message<'_>) -> Result<SlotKey, Failure> {
+    let header = cx
+        .headers
+        .get(PROTOCOL_HEADER)
+        .and_then(|v| v.to_str().ok());
+    let mut era = protocol::era(header, m.params);
+    // An HTTP upstream gets envelope requests as they are (they need no
+    // session): those that come here are for a session the gateway holds.
+    let http = matches!(cx.mount.config.transport, Transport::Http { .. });
+    if era == Era::Envelope && (http || !speaks_envelope(cx).await?) {
+        era = Era::Handshake;
+    }
+    Ok(default_key(cx, era, conversation(cx, m)))
+}
+
+/// Whether the upstream speaks the 2026-07-28 envelope: asked once with
+/// `server/discover` on a connection of that era (kept when it does).
+async fn speaks_envelope(cx: &Ctx<'_>) -> Result<bool, Failure> {
+    let pool = pool(cx);
+    if let Some(known) = pool.speaks_envelope() {
+        return Ok(known);
+    }
+    let key = SlotKey {
+        era: Era::Envelope,
+        creds: creds(cx),
+        caps: Default::default(),
+        lane: Lane::Pool(0),
+    };
+    let conn = connect(cx, key).await?;
+    let yes = handshake::discover(&conn.session, cx.gw.handshake_timeout())
+        .await?
+        .is_some();
+    pool.set_speaks_envelope(yes);
+    if !yes {
+        pool.end(&key, "the upstream does not speak the 2026-07-28 envelope");
+        tracing::info!(upstream = %cx.upstream(), "upstream speaks only the handshake era: requests under the 2026-07-28 envelope go to a connection the gateway initialized");
+    }
+    Ok(yes)
+}
+
+pub(super) async fn connect(cx: &Ctx<'_>, key: SlotKey) -> Result<Conn, Failure> {
+    cx.gw.connect(cx.mount, key, cx.headers).await
+}
