@@ -16,7 +16,7 @@ use crate::config::{Config, ConfigError, Limits, Mount, Transport};
 use crate::health::{Readiness, Upstreams};
 use crate::live::{LIST_CHANGED, Live};
 use crate::metrics::Metrics;
-use crate::middleware::host::HostPolicy;
+use crate::middleware::origin_policy::OriginPolicy;
 use crate::outcome::Failure;
 use crate::protocol::{self, Era};
 use crate::session::pool::{Conn, Pool, SlotKey};
@@ -45,7 +45,7 @@ pub struct Gateway {
     pub instance: [u8; 16],
     pub client: Client,
     pub limits: Limits,
-    pub hosts: Arc<HostPolicy>,
+    pub origin_policy: Arc<OriginPolicy>,
     /// Sessions this process owns for clients that own their connection
     /// (stdio and legacy SSE upstreams, `sessions = "client"`).
     pub sessions: Arc<Owned<MessageSession>>,
@@ -180,7 +180,7 @@ impl Gateway {
             )
             .map_err(|problems| ConfigError::Invalid { problems })?,
             limits: limits.clone(),
-            hosts: Arc::new(HostPolicy::new(config)),
+            origin_policy: Arc::new(OriginPolicy::new(config)),
             in_flight: Arc::default(),
             live,
             upstream_tools: Arc::default(),

@@ -6,7 +6,7 @@
 //! for the path of a request):
 //! - [`server`]: the listener, worker threads, connection deadlines and cap,
 //!   and the graceful drain.
-//! - [`app`]: the layers every request passes, stacked in one place.
+//! - [`stack`]: the layers every request passes, stacked in one place.
 //! - [`middleware`]: one tower layer per cross-cutting concern: request id
 //!   (and the span that carries it), status counts, CORS, Host/Origin
 //!   policy, body limit.
@@ -50,7 +50,6 @@
 //!   [`cli`]: the `check` and `init` commands built on it.
 //! - [`demo`]: the bundled legacy MCP server the default configuration fronts.
 
-pub mod app;
 pub mod app_endpoint;
 pub mod assets;
 pub mod auth;
@@ -79,6 +78,7 @@ pub mod server;
 pub mod session;
 pub mod spelling;
 pub mod sse;
+pub mod stack;
 pub mod telemetry;
 pub mod tls;
 pub mod upstream;

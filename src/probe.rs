@@ -13,11 +13,11 @@
 //! names the upstream.
 
 mod client;
-mod exchange;
 mod outcome;
+mod round_trip;
 #[cfg(test)]
 mod tests;
 
 pub use client::{MAX_PAGES, list_tools};
-pub use exchange::{CLIENT_NAME, PROTOCOL_VERSION};
 pub use outcome::{Listing, ProbeError};
+pub use round_trip::{CLIENT_NAME, PROTOCOL_VERSION};

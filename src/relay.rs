@@ -49,7 +49,7 @@ use crate::jsonrpc::{self, Kind};
 use crate::metrics::MethodId;
 use crate::outcome::{Failure, Outcome};
 use crate::reply::{self, Body};
-use crate::telemetry::{self, Traced, Tracer, exchange::Place};
+use crate::telemetry::{self, Traced, Tracer, request_spans::Place};
 use context::{Ctx, SESSION_HEADER};
 use finish::{Finisher, ResultChallenges};
 use plan::Plan;
@@ -128,7 +128,7 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
     // One snapshot for the whole exchange, however long it takes.
     let overlays = gw.live.load();
     let target = cx.target();
-    let planned_at = cx.trace.as_ref().map(|_| telemetry::exchange::now());
+    let planned_at = cx.trace.as_ref().map(|_| telemetry::request_spans::now());
     let (plan, request_id) = match &parsed {
         jsonrpc::Body::Single(m) => (
             plan_one(cx, &overlays, m, &target),
@@ -203,7 +203,7 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
     let outcome = said.unwrap_or_else(|| Outcome::of_answer(response.status(), false));
     gw.metrics.record_client(method, outcome, sent.elapsed());
     if let Some(span) = client_span {
-        telemetry::exchange::end_client(span, response.status(), said);
+        telemetry::request_spans::end_client(span, response.status(), said);
     }
     match in_flight {
         Some(guard) => response.map(|b| {

@@ -1,6 +1,6 @@
 //! Which part of the gateway answers a request, by its path: liveness,
 //! protected-resource metadata, metrics, readiness, the preview page, a
-//! widget's served files, or a mount's MCP endpoint. The innermost service of [`crate::app`].
+//! widget's served files, or a mount's MCP endpoint. The innermost service of [`crate::stack`].
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -10,23 +10,23 @@
 //! - [`span`]: spans and their handles; [`data`] what they hold; [`otlp`]:
 //!   their protobuf encoding;
 //! - [`export`]: the bounded queue and the export thread;
-//! - [`exchange`]: the spans of one client request through the relay;
+//! - [`request_spans`]: the spans of one client request through the relay;
 //! - [`outbound`]: the spans of requests an upstream sends the client, and
 //!   [`pending`] those waiting for the client's answer.
 
 pub mod context;
 pub mod data;
-pub mod exchange;
 pub mod export;
 pub mod meta;
 pub mod otlp;
 pub mod outbound;
 pub mod pending;
+pub mod request_spans;
 pub mod sampler;
 pub mod settings;
 pub mod span;
 pub mod tracer;
 
-pub use exchange::Traced;
+pub use request_spans::Traced;
 pub use span::{Kind, Parent, Span};
 pub use tracer::Tracer;

@@ -1,13 +1,13 @@
 //! A POST to an app: one message, answered by the app (`initialize`,
 //! `ping`, the listings) or routed to the member it concerns.
 //!
-//! - `exchange`: the exchange, its sessions with the members, the app's
+//! - `context`: the exchange, its sessions with the members, the app's
 //!   own answers;
 //! - `initialize`: a session opened with every member at once;
 //! - `list`: the listings, the members' pages one after the other;
 //! - `route`: a message to the member it concerns, or to every member.
 
-mod exchange;
+mod context;
 mod initialize;
 mod list;
 mod route;
@@ -27,7 +27,7 @@ use crate::outcome::Failure;
 use crate::relay::context::SESSION_HEADER;
 use crate::reply::{self, Body};
 use crate::session::Hello;
-use exchange::{Exchange, answer, with_params};
+use context::{Exchange, answer, with_params};
 use initialize::initialize;
 
 pub async fn post(

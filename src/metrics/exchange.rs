@@ -22,7 +22,7 @@ use crate::jsonrpc;
 use crate::outcome::{Outcome, OutcomeSlot};
 use crate::reply::{Body, BoxError};
 use crate::telemetry::Span;
-use crate::telemetry::exchange::end_server;
+use crate::telemetry::request_spans::end_server;
 
 impl Metrics {
     /// Start timing an exchange; it counts as `cancelled` unless finished.

@@ -9,7 +9,7 @@ use http::header::{self, HeaderValue};
 use http::{Request, Response, StatusCode};
 use tower::{Layer, Service};
 
-use super::host::HostPolicy;
+use super::origin_policy::OriginPolicy;
 use super::{MapResponse, OnResponse};
 use crate::reply::{self, Body};
 
@@ -39,11 +39,11 @@ pub fn preflight() -> Response<Body> {
 
 #[derive(Clone)]
 pub struct CorsLayer {
-    policy: Arc<HostPolicy>,
+    policy: Arc<OriginPolicy>,
 }
 
 impl CorsLayer {
-    pub fn new(policy: Arc<HostPolicy>) -> Self {
+    pub fn new(policy: Arc<OriginPolicy>) -> Self {
         CorsLayer { policy }
     }
 }
@@ -62,7 +62,7 @@ impl<S> Layer<S> for CorsLayer {
 #[derive(Clone)]
 pub struct Cors<S> {
     inner: S,
-    policy: Arc<HostPolicy>,
+    policy: Arc<OriginPolicy>,
 }
 
 impl<S, B> Service<Request<B>> for Cors<S>
@@ -114,7 +114,7 @@ mod tests {
     use crate::config::Config;
 
     async fn respond(origin: Option<&str>) -> Response<Body> {
-        let policy = Arc::new(HostPolicy::new(&Config::default()));
+        let policy = Arc::new(OriginPolicy::new(&Config::default()));
         let inner = tower::service_fn(|_req: Request<()>| {
             std::future::ready(Ok::<_, Infallible>(reply::status(StatusCode::OK)))
         });

@@ -1,6 +1,6 @@
 //! What every request passes through before it reaches a route, one concern
 //! per module, each a tower `Layer` and its `Service` (as tower-http lays
-//! them out). [`crate::app`] stacks them, in one place.
+//! them out). [`crate::stack`] stacks them, in one place.
 //!
 //! Every layer here answers at once or wraps the inner future in a small
 //! future of its own: no allocation per layer. The inner future must be
@@ -8,8 +8,8 @@
 
 pub mod body_limit;
 pub mod cors;
-pub mod host;
 pub mod http_metrics;
+pub mod origin_policy;
 pub mod request_id;
 
 use std::future::Future;

@@ -9,11 +9,11 @@ use http::header::HeaderValue;
 use http_body_util::Full;
 use serde_json::{Value, json};
 
-use super::exchange::{
+use super::outcome::{Listing, ProbeError, protocol};
+use super::round_trip::{
     CLIENT_NAME, Conn, HttpConn, PROTOCOL_HEADER, PROTOCOL_VERSION, SESSION_HEADER, error_text,
     http_exchange, http_post, messages_exchange,
 };
-use super::outcome::{Listing, ProbeError, protocol};
 use crate::config::{Limits, Mount, Transport};
 use crate::jsonrpc::Kind;
 use crate::outcome::UpstreamError;

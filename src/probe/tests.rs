@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::exchange::answer_server_request;
+use super::round_trip::answer_server_request;
 use super::*;
 use crate::config::StdioCommand;
 use crate::config::{Limits, Mount, Transport};

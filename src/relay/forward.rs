@@ -67,8 +67,8 @@ pub(super) fn request_for(
 }
 
 /// The trace context an HTTP upstream receives in its headers too.
-fn trace_headers(out: &mut HeaderMap, trace: &crate::telemetry::exchange::Outgoing) {
-    use crate::telemetry::exchange::{TRACEPARENT, TRACESTATE};
+fn trace_headers(out: &mut HeaderMap, trace: &crate::telemetry::request_spans::Outgoing) {
+    use crate::telemetry::request_spans::{TRACEPARENT, TRACESTATE};
     if let Ok(v) = HeaderValue::from_str(&trace.traceparent) {
         out.insert(TRACEPARENT, v);
     }

@@ -1,6 +1,6 @@
 //! The listener: connections accepted on one or more worker threads, each
 //! served over HTTP/1.1 or HTTP/2 (over TLS when configured, the protocol
-//! chosen by ALPN) by [`crate::app`]'s service and closed when its phase
+//! chosen by ALPN) by [`crate::stack`]'s service and closed when its phase
 //! outlives its limit, and the graceful shutdown that closes idle
 //! connections at once and drains the others.
 
@@ -247,7 +247,7 @@ async fn accept(
     stop: &CancellationToken,
     registry: &Arc<Registry>,
 ) {
-    let app = crate::app::service(gateway);
+    let app = crate::stack::service(gateway);
     let limits = &gateway.limits;
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // What a connection may hold before its request head is complete.
@@ -467,7 +467,7 @@ mod tests {
         };
         let live = crate::live::Live::open(&config.overlays).expect("no overlays");
         let gw = Gateway::new(&config, Vec::new(), live).expect("gateway");
-        let size = size_of_future(&crate::app::service(&gw));
+        let size = size_of_future(&crate::stack::service(&gw));
         assert!(size <= 1024, "the service future is {size} bytes");
     }
 }

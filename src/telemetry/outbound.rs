@@ -92,7 +92,7 @@ impl Tracer {
         };
         if let Some(code) = m
             .error
-            .and_then(|e| super::exchange::error_code_of(e.get()))
+            .and_then(|e| super::request_spans::error_code_of(e.get()))
         {
             let code = code.to_string();
             data.attributes

@@ -9,7 +9,7 @@ use http::header::HeaderMap;
 use http::{Response, StatusCode};
 use serde_json::Value;
 
-use super::exchange::{answer, raw, silent};
+use super::context::{answer, raw, silent};
 use crate::app_endpoint::member::{self, result_of};
 use crate::app_endpoint::oauth;
 use crate::combine::{AppState, init};

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::exchange::{Exchange, raw, silent};
+use super::context::{Exchange, raw, silent};
 use crate::app_endpoint::member::raw_result_of;
 use crate::app_endpoint::oauth;
 use crate::combine::names::{Collision, collision_message};

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde_json::Value;
 
-use super::exchange::{Exchange, answer, raw, with_params};
+use super::context::{Exchange, answer, raw, with_params};
 use crate::app_endpoint::member::result_of;
 use crate::app_endpoint::{oauth, stream};
 use crate::combine::{Kind, Owner, ids};

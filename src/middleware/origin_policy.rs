@@ -19,21 +19,21 @@ use crate::reply::Body;
 /// Refuses (403) a request whose `Host` or `Origin` the policy does not
 /// accept, before anything else looks at it.
 #[derive(Clone)]
-pub struct HostLayer {
-    policy: Arc<HostPolicy>,
+pub struct OriginLayer {
+    policy: Arc<OriginPolicy>,
 }
 
-impl HostLayer {
-    pub fn new(policy: Arc<HostPolicy>) -> Self {
-        HostLayer { policy }
+impl OriginLayer {
+    pub fn new(policy: Arc<OriginPolicy>) -> Self {
+        OriginLayer { policy }
     }
 }
 
-impl<S> Layer<S> for HostLayer {
-    type Service = CheckHost<S>;
+impl<S> Layer<S> for OriginLayer {
+    type Service = CheckOrigin<S>;
 
-    fn layer(&self, inner: S) -> CheckHost<S> {
-        CheckHost {
+    fn layer(&self, inner: S) -> CheckOrigin<S> {
+        CheckOrigin {
             inner,
             policy: self.policy.clone(),
         }
@@ -41,12 +41,12 @@ impl<S> Layer<S> for HostLayer {
 }
 
 #[derive(Clone)]
-pub struct CheckHost<S> {
+pub struct CheckOrigin<S> {
     inner: S,
-    policy: Arc<HostPolicy>,
+    policy: Arc<OriginPolicy>,
 }
 
-impl<S, B> Service<Request<B>> for CheckHost<S>
+impl<S, B> Service<Request<B>> for CheckOrigin<S>
 where
     S: Service<Request<B>, Response = Response<Body>>,
     S::Future: Unpin,
@@ -85,16 +85,16 @@ where
 
 /// Which `Host` and `Origin` values are accepted.
 #[derive(Debug, Clone)]
-pub struct HostPolicy {
+pub struct OriginPolicy {
     loopback_only: bool,
     hosts: Vec<String>,
     origins: Vec<String>,
     any_origin: bool,
 }
 
-impl HostPolicy {
+impl OriginPolicy {
     pub fn new(config: &Config) -> Self {
-        HostPolicy {
+        OriginPolicy {
             loopback_only: config.listen.ip().is_loopback() && config.allowed_hosts.is_empty(),
             hosts: config
                 .allowed_hosts
@@ -174,8 +174,8 @@ fn is_loopback_name(host: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn policy(listen: &str, hosts: &[&str], origins: &[&str]) -> HostPolicy {
-        HostPolicy::new(&Config {
+    fn policy(listen: &str, hosts: &[&str], origins: &[&str]) -> OriginPolicy {
+        OriginPolicy::new(&Config {
             listen: listen.parse().unwrap(),
             allowed_hosts: hosts.iter().map(|s| s.to_string()).collect(),
             allowed_origins: origins.iter().map(|s| s.to_string()).collect(),
@@ -218,7 +218,7 @@ mod tests {
                 http::StatusCode::OK,
             )))
         });
-        let svc = HostLayer::new(policy).layer(inner);
+        let svc = OriginLayer::new(policy).layer(inner);
         let one = Request::get("/mcp")
             .header("host", "localhost")
             .body(())

@@ -12,8 +12,8 @@ use tower::{Service, ServiceBuilder};
 use crate::gateway::Gateway;
 use crate::middleware::body_limit::BodyLimitLayer;
 use crate::middleware::cors::CorsLayer;
-use crate::middleware::host::HostLayer;
 use crate::middleware::http_metrics::HttpMetricsLayer;
+use crate::middleware::origin_policy::OriginLayer;
 use crate::middleware::request_id::RequestIdLayer;
 use crate::reply::Body;
 use crate::router::Router;
@@ -29,7 +29,7 @@ pub fn service(
 > + Clone
 + Send
 + 'static {
-    let hosts = gw.hosts.clone();
+    let hosts = gw.origin_policy.clone();
     ServiceBuilder::new()
         // Outermost: every response, refusals included, carries the
         // request's id, and every log line below names it (its span).
@@ -41,7 +41,7 @@ pub fn service(
         .layer(CorsLayer::new(hosts.clone()))
         // Before anything looks at the request: DNS rebinding and foreign
         // origins are refused whatever the path.
-        .layer(HostLayer::new(hosts))
+        .layer(OriginLayer::new(hosts))
         // A body declared too long is refused before it is read.
         .layer(BodyLimitLayer::new(gw.limits.max_body_bytes))
         .service(Router::new(gw.clone()))
