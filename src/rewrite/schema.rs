@@ -270,7 +270,7 @@ fn place(at: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::validate;
 
@@ -384,5 +384,34 @@ mod tests {
                 .unwrap_err()
                 .contains("too deep")
         );
+    }
+
+    /// The editor schema of the overlay files, read by this validator.
+    #[test]
+    fn the_editor_schema_takes_the_documented_view_and_refuses_typos() {
+        let schema: Value =
+            serde_json::from_str(include_str!("../../overlays/schema/overlay.schema.json"))
+                .unwrap();
+        let good: Value = toml::from_str(
+            r#"
+    [tools.list_tasks]
+    widget = "builtin:table"
+    [tools.list_tasks.view]
+    data = "/tasks"
+    heading = "Tasks"
+    columns = ["title", { key = "due", title = "Due", format = "date" }, { key = "price", format = "currency", currency = "EUR" }]
+    sort = "-due"
+    empty = "No tasks yet."
+    "#,
+        )
+        .unwrap();
+        validate(&schema, &good).unwrap();
+        // (The gateway's validator skips `pattern`; editors check the kind and pointer too.)
+        for bad in [
+            json!({ "tools": { "t": { "widget": "builtin:table", "view": { "colums": ["a"] } } } }),
+            json!({ "tools": { "t": { "view": { "columns": [{ "key": "a", "format": "money" }] } } } }),
+        ] {
+            assert!(validate(&schema, &bad).is_err(), "{bad}");
+        }
     }
 }
