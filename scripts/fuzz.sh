@@ -5,8 +5,8 @@
 #   FUZZ_SECS=300 scripts/fuzz.sh sse_parse
 #   FUZZ_NO_BUILD=1 scripts/fuzz.sh        # reuse the targets built last
 #
-# Targets: jsonrpc_classify (src/jsonrpc.rs), sse_parse (src/sse.rs),
-# overlay_load (src/overlay/load.rs), rewrite_tools_list (src/relay/plan.rs,
+# Targets: jsonrpc_classify (crates/wire/src/jsonrpc.rs), sse_parse (crates/wire/src/sse.rs),
+# overlay_load (crates/overlay/src/overlay/load.rs), rewrite_tools_list (src/relay/plan.rs,
 # src/rewrite/tools.rs). Seed corpora come from the repository (tests/golden,
 # overlays/, fuzz/seeds) and grow in fuzz/corpus/<target> (not committed).
 # Prints execs, execs/s, corpus size and crashes per target; exits 1 when a

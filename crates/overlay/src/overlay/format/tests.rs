@@ -8,8 +8,8 @@ use super::*;
 use crate::overlay::load::MountFile;
 use crate::overlay::validate;
 
-const OVERLAY_SCHEMA: &str = include_str!("../../../overlays/schema/overlay.schema.json");
-const WIDGET_SCHEMA: &str = include_str!("../../../overlays/schema/widget.schema.json");
+const OVERLAY_SCHEMA: &str = include_str!("../../../../../overlays/schema/overlay.schema.json");
+const WIDGET_SCHEMA: &str = include_str!("../../../../../overlays/schema/widget.schema.json");
 
 // === schema sync ===
 
