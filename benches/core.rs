@@ -13,9 +13,9 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use mcp_ui_gateway::host::{HostKind, Target};
 use mcp_ui_gateway::jsonrpc;
 use mcp_ui_gateway::overlay::{MountOverlays, OverlaySet, ToolOverlay, Widget, Widgets};
-use mcp_ui_gateway::relay::plan::{self, Rewrite};
 use mcp_ui_gateway::session::{Route, SessionKey, Token};
 use mcp_ui_gateway::sse;
+use mcp_ui_rewrite::plan::{self, Rewrite};
 use serde_json::{Value, json};
 
 /// The gateway binary's allocator, so the figures are the binary's.

@@ -6,8 +6,8 @@
 #   FUZZ_NO_BUILD=1 scripts/fuzz.sh        # reuse the targets built last
 #
 # Targets: jsonrpc_classify (crates/wire/src/jsonrpc.rs), sse_parse (crates/wire/src/sse.rs),
-# overlay_load (crates/overlay/src/overlay/load.rs), rewrite_tools_list (src/relay/plan.rs,
-# src/rewrite/tools.rs). Seed corpora come from the repository (tests/golden,
+# overlay_load (crates/overlay/src/overlay/load.rs), rewrite_tools_list (crates/rewrite/src/plan.rs,
+# crates/rewrite/src/rewrite/tools.rs). Seed corpora come from the repository (tests/golden,
 # overlays/, fuzz/seeds) and grow in fuzz/corpus/<target> (not committed).
 # Prints execs, execs/s, corpus size and crashes per target; exits 1 when a
 # target crashed, naming the artifact (fuzz/artifacts/<target>/crash-*), which

@@ -68,7 +68,6 @@ pub mod preview;
 pub mod probe;
 pub mod relay;
 pub mod reply;
-pub mod rewrite;
 pub mod router;
 pub mod server;
 pub mod session;
@@ -79,4 +78,5 @@ pub mod upstream;
 pub mod upstream_tools;
 
 pub use mcp_ui_overlay::{host, overlay, spelling};
+pub use mcp_ui_rewrite::rewrite;
 pub use mcp_ui_wire::{jsonrpc, protocol, sse};

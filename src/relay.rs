@@ -28,7 +28,7 @@ pub mod finish;
 pub mod forward;
 pub mod member;
 pub mod owned;
-pub mod plan;
+pub use mcp_ui_rewrite::plan;
 pub mod pooled;
 pub mod revive;
 pub mod stream;

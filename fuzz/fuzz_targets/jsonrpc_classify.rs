@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_ui_gateway::jsonrpc::{
+use mcp_ui_wire::jsonrpc::{
     self, Body, ClassifyError, Kind, Message, classify, classify_one, error_response, id_key,
     params_view, splice, to_single_line,
 };

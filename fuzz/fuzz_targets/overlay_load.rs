@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use mcp_ui_gateway::overlay::load::{inspect_dir, load_dir};
+use mcp_ui_overlay::overlay::load::{inspect_dir, load_dir};
 
 /// Files written from the input's NUL-separated parts, in order.
 const FILES: [&str; 5] = [

@@ -9,10 +9,10 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use mcp_ui_gateway::host::Target;
-use mcp_ui_gateway::overlay::OverlaySet;
-use mcp_ui_gateway::overlay::load::load_dir;
-use mcp_ui_gateway::relay::plan::{Rewrite, apply};
+use mcp_ui_overlay::host::Target;
+use mcp_ui_overlay::overlay::OverlaySet;
+use mcp_ui_overlay::overlay::load::load_dir;
+use mcp_ui_rewrite::plan::{Rewrite, apply};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -83,7 +83,7 @@ fuzz_target!(|data: &[u8]| {
     let Rewrite::ToolsListPage { .. } = rewrite else {
         return;
     };
-    let names = applied
+    let listed = applied
         .upstream_tools
         .expect("a tools/list page reports its names");
     // An unambiguous page (no repeated keys): untouched tools are byte-identical.
@@ -117,5 +117,5 @@ fuzz_target!(|data: &[u8]| {
             "tool {i} has no overlay and must pass unchanged"
         );
     }
-    assert_eq!(names.len(), named, "every named tool is reported");
+    assert_eq!(listed.names.len(), named, "every named tool is reported");
 });

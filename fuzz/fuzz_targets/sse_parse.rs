@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_ui_gateway::sse::{Event, Parser, frame};
+use mcp_ui_wire::sse::{Event, Parser, frame};
 
 /// Far above libFuzzer's input sizes: the size limit never decides here.
 const LIMIT: usize = 1 << 24;

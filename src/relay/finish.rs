@@ -8,7 +8,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 
-use super::plan::{self, Rewrite};
 use crate::auth;
 use crate::config::Transport;
 use crate::gateway::Gateway;
@@ -16,6 +15,7 @@ use crate::host::Target;
 use crate::overlay::OverlaySet;
 use crate::telemetry::{Kind, Parent, Span};
 use crate::upstream_tools::UpstreamTools;
+use mcp_ui_rewrite::plan::{self, Rewrite};
 
 /// Rewrites the response to one planned request.
 #[derive(Clone)]

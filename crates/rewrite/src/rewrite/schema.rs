@@ -389,9 +389,10 @@ mod tests {
     /// The editor schema of the overlay files, read by this validator.
     #[test]
     fn the_editor_schema_takes_the_documented_view_and_refuses_typos() {
-        let schema: Value =
-            serde_json::from_str(include_str!("../../overlays/schema/overlay.schema.json"))
-                .unwrap();
+        let schema: Value = serde_json::from_str(include_str!(
+            "../../../../overlays/schema/overlay.schema.json"
+        ))
+        .unwrap();
         let good: Value = toml::from_str(
             r#"
     [tools.list_tasks]

@@ -1,0 +1,16 @@
+//! The pure core of the gateway: plain functions over values and the
+//! compiled overlays, with no IO, clock, globals or async, so every path
+//! can call them and tests can pin their output byte for byte.
+//!
+//! - [`plan`]: what to do with a request (forward it, rewrite its answer,
+//!   answer it here), decided from its envelope and the overlays, and the
+//!   rewrite of the answer applied;
+//! - [`rewrite`]: the rewrites themselves: `tools/list`, shaped results,
+//!   render tools, widget resources, capabilities, the overlays compared
+//!   with a live listing.
+
+pub mod plan;
+pub mod rewrite;
+
+use mcp_ui_overlay::{host, overlay};
+use mcp_ui_wire::jsonrpc;
