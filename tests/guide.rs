@@ -122,12 +122,23 @@ fn serve(root: &Path, path: &str, line: &str) -> (Proc, String) {
     let rest = line
         .strip_prefix("mcp-ui-gateway serve ")
         .unwrap_or_else(|| panic!("{line}"));
-    let line = format!("mcp-ui-gateway serve --listen 127.0.0.1:0 {rest}");
+    // `exec`: the shell becomes the gateway, so stopping it stops the gateway
+    // (a shell waiting on it would leave it running).
+    let line = format!("exec mcp-ui-gateway serve --listen 127.0.0.1:0 {rest}");
     let mut gateway = Proc::spawn("gateway", &mut shell(root, path, &line));
     let url = gateway.wait_for("the endpoint line", LIMIT, |s, l| {
         endpoint_url(l).filter(|_| s == Stream::Stdout)
     });
     (gateway, url)
+}
+
+/// SIGTERM: the gateway itself must end, with status 0 (a shell left
+/// waiting on it would end instead and leave it running).
+fn stop(mut gateway: Proc) {
+    let status = gateway
+        .terminate(Duration::from_secs(20))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success(), "the gateway ended with {status}");
 }
 
 /// The body of an answer sent as JSON or as one SSE event.
@@ -239,7 +250,7 @@ async fn the_walkthrough_runs_as_written() {
             && ran.iter().any(|l| l.contains(" init ")),
         "the walkthrough copies the example, checks and inits: {ran:?}"
     );
-    let (mut proc, url) = gateway.expect("the walkthrough serves");
+    let (proc, url) = gateway.expect("the walkthrough serves");
     let uri = widget.expect("a widget");
     assert!(uri.starts_with("ui://clock/"), "{uri}");
     let read = rpc(&url, "resources/read", serde_json::json!({ "uri": uri })).await;
@@ -258,7 +269,7 @@ async fn the_walkthrough_runs_as_written() {
     // The step-3 file is the one in force, and the copy left it alone.
     let file = std::fs::read_to_string(root.join("my-overlays/time.toml")).unwrap();
     assert!(file.contains("widget = \"clock\""), "{file}");
-    let _ = proc.terminate(Duration::from_secs(20));
+    stop(proc);
 }
 
 /// `cargo run --release` runs the binary with no arguments: outside any
@@ -296,7 +307,7 @@ fn the_first_command_prints_what_the_readme_shows() {
         let expected = shown.replace("8787", &port).replace('…', &bin_dir);
         assert_eq!(printed, &expected);
     }
-    let _ = gateway.terminate(Duration::from_secs(20));
+    stop(gateway);
 }
 
 /// The built-in widget lines the README quotes are the demo's, as shipped.
@@ -351,7 +362,7 @@ async fn each_way_to_front_a_server_serves_it() {
             Some(u) => (line.replace(shown, &u.base_url()), "echo"),
             None => (line, "get_current_time"),
         };
-        let (mut gateway, url) = serve(root, &path, &line);
+        let (gateway, url) = serve(root, &path, &line);
         let listed = rpc(&url, "tools/list", serde_json::json!({})).await;
         let names: Vec<&str> = listed["result"]["tools"]
             .as_array()
@@ -360,6 +371,6 @@ async fn each_way_to_front_a_server_serves_it() {
             .filter_map(|t| t["name"].as_str())
             .collect();
         assert!(names.contains(&tool), "`{line}`: {names:?}");
-        let _ = gateway.terminate(Duration::from_secs(20));
+        stop(gateway);
     }
 }
