@@ -36,18 +36,11 @@ struct Known {
 }
 
 /// An overlay snapshot compared with a listing (names and overlaid tools).
+#[derive(Debug)]
 struct Compared {
     overlays: Arc<OverlaySet>,
     order: Vec<String>,
     overlaid: Vec<String>,
-}
-
-impl std::fmt::Debug for Compared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Compared")
-            .field("order", &self.order)
-            .finish_non_exhaustive()
-    }
 }
 
 impl UpstreamTools {
@@ -78,21 +71,7 @@ impl UpstreamTools {
     /// Records a whole listing (every tool as sent), as the probe at start
     /// fetched it.
     pub fn record_listing(&self, mount: &str, tools: &[Value], overlays: &OverlaySet) {
-        let overlaid = overlays.mount(mount);
-        let page = ListedPage {
-            names: tools
-                .iter()
-                .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
-                .collect(),
-            overlaid: tools
-                .iter()
-                .filter(|t| {
-                    let name = t.get("name").and_then(Value::as_str);
-                    name.is_some_and(|n| overlaid.is_some_and(|o| o.tool(n).is_some()))
-                })
-                .map(Value::to_string)
-                .collect(),
-        };
+        let page = ListedPage::of(tools, overlays.mount(mount));
         self.record(mount, true, page);
     }
 

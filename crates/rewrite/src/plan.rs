@@ -214,26 +214,9 @@ pub fn apply(
         Rewrite::Discover => rewrite::discover_result(result, list_changed),
         Rewrite::ToolsListPage { .. } => {
             let tools = result.get("tools").and_then(Value::as_array);
-            let names: Vec<String> = tools
-                .into_iter()
-                .flatten()
-                .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
-                .collect();
             let none = MountOverlays::default();
             let overlaid = overlays.mount(mount).unwrap_or(&none);
-            let sent: Vec<String> = tools
-                .into_iter()
-                .flatten()
-                .filter(|t| {
-                    let name = t.get("name").and_then(Value::as_str);
-                    name.is_some_and(|n| overlaid.tool(n).is_some())
-                })
-                .map(Value::to_string)
-                .collect();
-            let page = ListedPage {
-                names,
-                overlaid: sent,
-            };
+            let page = ListedPage::of(tools.map_or(&[][..], Vec::as_slice), Some(overlaid));
             if tools.is_some_and(|t| t.iter().any(|t| !t.is_object())) {
                 // An item that is no tool: the listing passes as it was sent
                 // (written again, a number such as `1e-999` would not be the

@@ -14,7 +14,7 @@ use super::call::is_text_wrapper_schema;
 use super::tools::file_param_problems;
 use crate::overlay::builtin::View;
 use crate::overlay::validate::{self, builtin};
-use crate::overlay::{LoadError, RenderSite, ToolOverlay, ToolSite};
+use crate::overlay::{LoadError, MountOverlays, RenderSite, ToolOverlay, ToolSite};
 
 /// An upstream's listing, as the rules read it.
 pub trait Listed {
@@ -38,21 +38,37 @@ pub struct ListedPage {
     pub overlaid: Vec<String>,
 }
 
+/// A tool's name, when it has one.
+fn name(tool: &Value) -> Option<&str> {
+    tool.get("name").and_then(Value::as_str)
+}
+
+impl ListedPage {
+    /// The page of `tools` (parsed), for a mount with the overlays `overlaid`.
+    pub fn of(tools: &[Value], overlaid: Option<&MountOverlays>) -> Self {
+        ListedPage {
+            names: tools.iter().filter_map(name).map(str::to_owned).collect(),
+            overlaid: tools
+                .iter()
+                .filter(|t| name(t).is_some_and(|n| overlaid.is_some_and(|o| o.tool(n).is_some())))
+                .map(Value::to_string)
+                .collect(),
+        }
+    }
+}
+
 /// A listing's tools as sent: every tool's description is kept.
 impl Listed for Vec<Value> {
     fn names(&self) -> Vec<&str> {
-        self.iter()
-            .filter_map(|t| t.get("name").and_then(Value::as_str))
-            .collect()
+        self.iter().filter_map(name).collect()
     }
 
     fn has(&self, name: &str) -> bool {
         self.tool(name).is_some()
     }
 
-    fn tool(&self, name: &str) -> Option<&Value> {
-        self.iter()
-            .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
+    fn tool(&self, wanted: &str) -> Option<&Value> {
+        self.iter().find(|t| name(t) == Some(wanted))
     }
 }
 
