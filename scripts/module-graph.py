@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""The import graph of the crate's modules, and a check that it has no cycle.
+"""The import graph of each crate's modules, and a check that it has no cycle.
 
-Each file under src/ is a node (its module path: `relay::streamable`). A file
+Cargo keeps the crates' own arrows (a crate cannot import one above it);
+within a crate, modules may name each other freely, and this checks that
+they still point one way. Each crate of the workspace (`src/` and
+`crates/*/src/`) is checked on its own. Each file under a crate's src/ is a node (its module path: `relay::streamable`). A file
 depends on another when its code names an item of that module: a `use`
 (groups included), or a path such as `crate::live::Live` or `super::Finisher`
 anywhere in the code. The deepest module a path reaches is the one depended
@@ -11,14 +14,14 @@ only by naming their items. Test code (`#[cfg(test)] mod tests { .. }` and
 
     scripts/module-graph.py            check: exit 1 and list every cycle
     scripts/module-graph.py --dot      the graph in Graphviz dot
-    scripts/module-graph.py --edges    one `from -> to` line per dependency
+    scripts/module-graph.py --edges    one `crate: from -> to` line per dependency
 """
 
 import os
 import re
 import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 # Files that are crate roots of their own (binaries), not modules of the library.
 BINARIES = {"main.rs"}
 
@@ -143,7 +146,19 @@ def use_paths(tree, prefix=""):
     return out
 
 
-def main():
+def crate_roots():
+    """(crate directory, its src/) for every crate of the workspace."""
+    roots = [("src", os.path.join(TOP, "src"))]
+    crates = os.path.join(TOP, "crates")
+    for name in sorted(os.listdir(crates)):
+        src = os.path.join(crates, name, "src")
+        if os.path.isdir(src):
+            roots.append((os.path.join("crates", name), src))
+    return roots
+
+
+def graph(ROOT):
+    """The modules of the crate whose source is at ROOT, and their edges."""
     files = {}
     for dirpath, _, names in os.walk(ROOT):
         for name in names:
@@ -205,21 +220,39 @@ def main():
             if target == ():
                 continue
             edges[mod].add(target)
+    return modules, edges
 
-    name = lambda m: "::".join(m) or "crate"
+
+def name(m):
+    return "::".join(m) or "crate"
+
+
+def main():
+    graphs = [(crate, *graph(src)) for crate, src in crate_roots()]
     if "--edges" in sys.argv:
-        for m in sorted(edges):
-            for t in sorted(edges[m]):
-                print(f"{name(m)} -> {name(t)}")
+        for crate, _, edges in graphs:
+            for m in sorted(edges):
+                for t in sorted(edges[m]):
+                    print(f"{crate}: {name(m)} -> {name(t)}")
         return 0
     if "--dot" in sys.argv:
         print("digraph modules {\n  rankdir=LR; node [shape=box, fontname=monospace];")
-        for m in sorted(edges):
-            for t in sorted(edges[m]):
-                print(f'  "{name(m)}" -> "{name(t)}";')
+        for k, (crate, _, edges) in enumerate(graphs):
+            print(f'  subgraph cluster_{k} {{ label="{crate}";')
+            for m in sorted(edges):
+                for t in sorted(edges[m]):
+                    print(f'    "{crate}:{name(m)}" -> "{crate}:{name(t)}";')
+            print("  }")
         print("}")
         return 0
+    failed = 0
+    for crate, modules, edges in graphs:
+        failed |= check(crate, modules, edges)
+    return failed
 
+
+def check(crate, modules, edges):
+    """Print the crate's cycles (1) or that it has none (0)."""
     # Tarjan's strongly connected components: a component of more than one
     # module is a cycle.
     index, low, on, stack, comps, counter = {}, {}, set(), [], [], [0]
@@ -252,8 +285,9 @@ def main():
     cycles = [c for c in comps if len(c) > 1]
     n_edges = sum(len(t) for t in edges.values())
     if not cycles:
-        print(f"module graph: {len(modules)} modules, {n_edges} dependencies, no cycle")
+        print(f"module graph of {crate}: {len(modules)} modules, {n_edges} dependencies, no cycle")
         return 0
+    print(f"module graph of {crate}:")
     for c in cycles:
         members = sorted(c)
         print(f"cycle among {len(members)} modules: {', '.join(name(m) for m in members)}")

@@ -1643,3 +1643,41 @@ async fn the_bare_binary_follows_the_preview_setting_as_serve_does() {
         let _ = gateway.terminate(Duration::from_secs(20));
     }
 }
+
+/// The probe `check` is built on, against the bundled demo over streamable
+/// HTTP: it opens a session, lists every page, and names the tools.
+#[tokio::test]
+async fn the_probe_lists_a_streamable_http_server_with_a_session() {
+    use mcp_ui_gateway::config::{Limits, Mount, Transport};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = tokio_util::sync::CancellationToken::new();
+    let server = tokio::spawn(mcp_ui_gateway::demo::serve_http(listener, stop.clone()));
+    let mount = Mount {
+        name: "demo".into(),
+        path: "/mcp".into(),
+        transport: Transport::Http {
+            url: url.parse().unwrap(),
+        },
+        forward_headers: Vec::new(),
+        auth_challenge: Default::default(),
+        tls: Default::default(),
+        sessions: Default::default(),
+    };
+    let limits = Limits {
+        request_timeout_secs: 10,
+        connect_timeout_secs: 5,
+        ..Limits::default()
+    };
+    let listing = mcp_ui_gateway::probe::list_tools(&mount, &limits)
+        .await
+        .unwrap();
+    let mut names: Vec<&str> = listing.names().collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["add_task", "complete_task", "list_tasks", "refresh_tasks"]
+    );
+    stop.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(10), server).await;
+}

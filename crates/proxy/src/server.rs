@@ -1,5 +1,5 @@
 //! The listener: connections accepted on one or more worker threads, each
-//! served over HTTP/1.1 or HTTP/2 by [`crate::app`]'s service under the
+//! served over HTTP/1.1 or HTTP/2 by [`crate::stack`]'s service under the
 //! connection limits (head and idle deadlines, a cap with the longest-idle
 //! connection closed first), and the graceful shutdown that drains them.
 

@@ -1,7 +1,8 @@
-//! Micro-benchmarks of the gateway's hot-path pieces, as bytes per second:
-//! envelope classification, the `tools/list` rewrite (full plan + apply, as
-//! the relay runs it) at 10, 100 and 1,000 tools, SSE parsing and framing,
-//! and sealing and opening a session id.
+//! Micro-benchmarks of the pure core's hot-path pieces, as bytes per
+//! second: envelope classification, the `tools/list` rewrite (full plan +
+//! apply, as the relay runs it) at 10, 100 and 1,000 tools, and SSE parsing
+//! and framing. They link the pure crates only (`session_ids`, in the
+//! upstream crate, measures the sealed session ids).
 //!
 //! `cargo bench --bench core`; inputs are built from the captured
 //! server-everything `tools/list` in tests/golden/input.
@@ -10,16 +11,13 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use mcp_ui_gateway::host::{HostKind, Target};
-use mcp_ui_gateway::jsonrpc;
-use mcp_ui_gateway::overlay::{MountOverlays, OverlaySet, ToolOverlay, Widget, Widgets};
-use mcp_ui_gateway::session::{Route, SessionKey, Token};
-use mcp_ui_gateway::sse;
+use mcp_ui_overlay::host::Target;
+use mcp_ui_overlay::overlay::{MountOverlays, OverlaySet, ToolOverlay, Widget, Widgets};
 use mcp_ui_rewrite::plan::{self, Rewrite};
+use mcp_ui_wire::{jsonrpc, sse};
 use serde_json::{Value, json};
 
 /// The gateway binary's allocator, so the figures are the binary's.
-#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -27,7 +25,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// ones (renamed so each is unique), every other tool overlaid.
 fn tools_list(n: usize) -> (Vec<u8>, OverlaySet) {
     let captured: Value = serde_json::from_str(include_str!(
-        "../tests/golden/input/everything-tools-list.json"
+        "../../../tests/golden/input/everything-tools-list.json"
     ))
     .unwrap();
     let real = captured["tools"].as_array().unwrap();
@@ -138,24 +136,5 @@ fn sse_events(c: &mut Criterion) {
     g.finish();
 }
 
-fn session_ids(c: &mut Criterion) {
-    let key = SessionKey::random();
-    let token = Token {
-        mount: "everything".into(),
-        route: Route::Http {
-            upstream_session: Some("6f1c2b9e-5d0a-4c3e-9a57-0b2f8e1d4c6a".into()),
-        },
-        host: Some(HostKind::ChatGpt),
-        started: Some(1_790_000_000_000),
-        hello: None,
-    };
-    let id = key.seal(&token);
-    let mut g = c.benchmark_group("session id");
-    g.throughput(Throughput::Bytes(id.len() as u64));
-    g.bench_function("seal", |b| b.iter(|| key.seal(black_box(&token))));
-    g.bench_function("open", |b| b.iter(|| key.open(black_box(&id)).unwrap()));
-    g.finish();
-}
-
-criterion_group!(benches, classify, rewrite, sse_events, session_ids);
+criterion_group!(benches, classify, rewrite, sse_events);
 criterion_main!(benches);

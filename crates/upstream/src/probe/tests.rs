@@ -99,34 +99,6 @@ done
 }
 
 #[tokio::test]
-async fn streamable_http_with_a_session() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let stop = tokio_util::sync::CancellationToken::new();
-    let server = tokio::spawn(crate::demo::serve_http(listener, stop.clone()));
-    let mount = Mount {
-        name: "demo".into(),
-        path: "/mcp".into(),
-        transport: Transport::Http {
-            url: url.parse().unwrap(),
-        },
-        forward_headers: Vec::new(),
-        auth_challenge: Default::default(),
-        tls: Default::default(),
-        sessions: Default::default(),
-    };
-    let listing = list_tools(&mount, &limits(10)).await.unwrap();
-    let mut names: Vec<&str> = listing.names().collect();
-    names.sort_unstable();
-    assert_eq!(
-        names,
-        ["add_task", "complete_task", "list_tasks", "refresh_tasks"]
-    );
-    stop.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(10), server).await;
-}
-
-#[tokio::test]
 async fn an_http_refusal_is_named() {
     // A port nothing listens on: bind one, then let it go.
     let addr = std::net::TcpListener::bind("127.0.0.1:0")

@@ -1,0 +1,45 @@
+//! The gateway's HTTP side, from the wire inwards; dependencies point down
+//! this list, and below it to the upstream crate and the pure ones:
+//! - [`server`]: the listener, worker threads, connection deadlines and cap,
+//!   and the graceful drain.
+//! - [`stack`]: the layers every request passes, stacked in one place.
+//! - [`middleware`]: one tower layer per cross-cutting concern: request id
+//!   (and the span that carries it), status counts, CORS, Host/Origin
+//!   policy, body limit.
+//! - [`router`]: which part answers a path; [`endpoint`]: a mount's MCP
+//!   endpoint (streamable HTTP's method and media rules);
+//!   [`app_endpoint`]: an app's endpoint, one over several mounts, and
+//!   [`combine`], the rules by which it unites their answers.
+//! - [`relay`]: joins one client exchange to its session, the overlay
+//!   snapshot, a plan and its upstream; [`relay::member`] is the same typed
+//!   session without HTTP, for an app's members.
+//! - [`gateway`]: the shared state, composed from what each part owns.
+//! - [`auth`]: OAuth through the gateway: challenges rewritten to the
+//!   gateway's protected-resource metadata, which it serves per mount.
+//! - [`metrics`], [`health`], [`preview`]: `/metrics`, `/readyz`, `/preview`;
+//!   [`assets`]: the widget files the gateway serves, `/assets/…`.
+//! - [`live`]: the overlay snapshot in force, swapped whole on reload;
+//!   [`upstream_tools`]: what each upstream last listed, and what `check`
+//!   would say of it.
+
+pub mod app_endpoint;
+pub mod assets;
+pub mod auth;
+pub mod combine;
+pub mod endpoint;
+pub mod gateway;
+pub mod health;
+pub mod live;
+pub mod metrics;
+pub mod middleware;
+pub mod preview;
+pub mod relay;
+pub mod router;
+pub mod server;
+pub mod stack;
+pub mod upstream_tools;
+
+use mcp_ui_overlay::{host, overlay};
+use mcp_ui_rewrite::rewrite;
+use mcp_ui_upstream::{config, outcome, probe, reply, session, telemetry, tls, upstream};
+use mcp_ui_wire::{jsonrpc, protocol, sse};
