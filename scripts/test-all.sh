@@ -20,7 +20,7 @@ echo "[test-all] deploy/: Dockerfile lint, kustomize render, Kubernetes schemas"
 scripts/check-deploy.sh
 
 echo "[test-all] cargo fmt --check"
-cargo fmt --check
+cargo fmt --all --check
 
 echo "[test-all] cargo clippy (lints in Cargo.toml and clippy.toml)"
 cargo clippy --all-targets --locked -- -D warnings

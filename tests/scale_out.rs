@@ -55,7 +55,8 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use support::clients::parse_sse;
 use support::process::{
-    self, Proc, Stream, endpoint_url, stdio_children, wait_gone_async, with_fresh_port,
+    self, Proc, Stream, endpoint_url, start_haproxy, stdio_children, wait_gone_async,
+    with_fresh_port,
 };
 use support::upstreams::{HttpFlavor, STDIO_COMMAND, start_http};
 
@@ -216,38 +217,16 @@ struct Balancer {
 }
 
 /// Starts HAProxy in the foreground on a fresh port in front of `replicas`.
-async fn start_haproxy(dir: &Path, replicas: &[&Replica]) -> Balancer {
+async fn start_balancer(dir: &Path, replicas: &[&Replica]) -> Balancer {
     let servers: Vec<(String, u16)> = replicas.iter().map(|r| (r.name.clone(), r.port)).collect();
     let started = with_fresh_port(5, async |port| {
         let file = dir.join("haproxy.cfg");
         std::fs::write(&file, haproxy_config(port, &servers)).unwrap();
-        let mut cmd = Command::new("haproxy");
-        cmd.arg("-db").arg("-f").arg(&file);
-        let mut proc = Proc::start("haproxy", {
-            cmd.stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
+        let proc = start_haproxy(&file, port, BOUND).await?;
+        Ok(Balancer {
+            url: format!("http://127.0.0.1:{port}"),
+            proc,
         })
-        .map_err(|e| format!("cannot start haproxy (scripts/install-peers.sh installs it): {e}"))?;
-        let deadline = Instant::now() + BOUND;
-        loop {
-            if let Some(status) = proc.try_wait() {
-                return Err(format!("haproxy exited ({status})\n{}", proc.tail(20)));
-            }
-            if tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-            {
-                return Ok(Balancer {
-                    url: format!("http://127.0.0.1:{port}"),
-                    proc,
-                });
-            }
-            if Instant::now() >= deadline {
-                return Err(format!("haproxy not listening\n{}", proc.tail(20)));
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
     })
     .await;
     let balancer = started.unwrap_or_else(|e| panic!("{e}"));
@@ -673,7 +652,7 @@ async fn cluster() -> Cluster {
                 .unwrap_or_else(|e| panic!("{e}")),
         );
     }
-    let balancer = start_haproxy(dir.path(), &replicas.iter().collect::<Vec<_>>()).await;
+    let balancer = start_balancer(dir.path(), &replicas.iter().collect::<Vec<_>>()).await;
     Cluster {
         dir,
         replicas,

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -21,7 +21,10 @@ use serde_json::{Value, json};
 use support::clients::post_json;
 use support::peers::*;
 use support::pki::{Ca, Validity};
-use support::process::Proc;
+use support::process::{Proc, start_haproxy, wait_listening};
+
+/// How long nginx and HAProxy get to listen.
+const LISTEN_LIMIT: Duration = Duration::from_secs(20);
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"tls-test","version":"1"}}}"#;
 
@@ -32,25 +35,6 @@ const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"p
 fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     l.local_addr().unwrap().port()
-}
-
-/// Wait until something accepts connections on 127.0.0.1:`port`.
-async fn wait_listening(port: u16, what: &Proc) {
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(20) {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "{} did not listen on 127.0.0.1:{port} within 20 s\n{}",
-        what.name,
-        what.tail(30)
-    );
 }
 
 fn is_root() -> bool {
@@ -83,16 +67,18 @@ async fn start_nginx(dir: &Path, backend: u16, servers: &[(u16, &Path, &Path, bo
         .arg(dir.join("nginx-error.log"))
         .arg("-c")
         .arg(&path);
-    let nginx = Proc::spawn("nginx", &mut cmd);
+    let mut nginx = Proc::spawn("nginx", &mut cmd);
     for (port, ..) in servers {
-        wait_listening(*port, &nginx).await;
+        wait_listening(&mut nginx, *port, LISTEN_LIMIT)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
     }
     nginx
 }
 
 /// HAProxy terminating TLS on `port` and requiring a client certificate signed by
 /// `client_ca`, passing the bytes to `backend` (HTTP/1.1: no ALPN is offered).
-async fn start_haproxy(
+async fn start_mtls_haproxy(
     dir: &Path,
     port: u16,
     combined: &Path,
@@ -106,11 +92,9 @@ async fn start_haproxy(
     );
     let path = dir.join("haproxy.cfg");
     std::fs::write(&path, conf).unwrap();
-    let mut cmd = Command::new("haproxy");
-    cmd.arg("-db").arg("-f").arg(&path);
-    let haproxy = Proc::spawn("haproxy", &mut cmd);
-    wait_listening(port, &haproxy).await;
-    haproxy
+    start_haproxy(&path, port, LISTEN_LIMIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn backend_port(url: &str) -> u16 {
@@ -642,7 +626,8 @@ async fn mutual_tls_upstream_behind_haproxy_needs_client_cert() {
 
     let (_server, direct_url) = start_everything(&peers, "streamableHttp").await;
     let port = free_port();
-    let _haproxy = start_haproxy(d, port, &combined, &clients_pem, backend_port(&direct_url)).await;
+    let _haproxy =
+        start_mtls_haproxy(d, port, &combined, &clients_pem, backend_port(&direct_url)).await;
     let config = write_config(
         d,
         &format!(

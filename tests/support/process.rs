@@ -420,17 +420,22 @@ impl Proc {
     }
 
     /// SIGKILL to every descendant, then to the process itself, and a bounded wait for
-    /// its exit. The process is stopped first, so it cannot start a replacement for a
-    /// child killed here (an nginx master respawns a worker that dies), which would
-    /// outlive it.
+    /// all of them to be gone. The process is stopped first, so it cannot start a
+    /// replacement for a child killed here (an nginx master respawns a worker that
+    /// dies), which would outlive it. Waiting for the descendants too means their
+    /// listening sockets are closed on return: a server started next on the same
+    /// port is the only one there (an nginx worker still dying would otherwise
+    /// accept the readiness probe of its replacement, then refuse what follows).
     pub fn kill_tree(&mut self) {
         if matches!(self.child.try_wait(), Ok(Some(_))) {
             return;
         }
         signal("STOP", &[self.pid]);
-        signal("KILL", &descendants(self.pid));
+        let tree = descendants(self.pid);
+        signal("KILL", &tree);
         let _ = self.child.kill();
         let _ = self.wait_exit(Duration::from_secs(5));
+        wait_gone(tree, Duration::from_secs(5));
     }
 
     /// Everything captured on stdout so far.
@@ -643,4 +648,50 @@ pub fn copy_dir(from: &Path, to: &Path) {
                 .unwrap_or_else(|e| panic!("copy {}: {e}", entry.path().display()));
         }
     }
+}
+
+/// Waits until something accepts connections on 127.0.0.1:`port`, for at
+/// most `limit`; fails with `proc`'s last output if it exits first or the
+/// time is up.
+pub async fn wait_listening(proc: &mut Proc, port: u16, limit: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = proc.try_wait() {
+            return Err(format!(
+                "{} exited ({status})\n{}",
+                proc.name,
+                proc.tail(30)
+            ));
+        }
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "{} did not listen on 127.0.0.1:{port} within {limit:?}\n{}",
+                proc.name,
+                proc.tail(30)
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// HAProxy in the foreground with the configuration file `config`, once it
+/// listens on `port` (scripts/install-peers.sh installs it).
+pub async fn start_haproxy(config: &Path, port: u16, limit: Duration) -> Result<Proc, String> {
+    let mut cmd = Command::new("haproxy");
+    cmd.arg("-db")
+        .arg("-f")
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut proc = Proc::start("haproxy", &mut cmd)
+        .map_err(|e| format!("cannot start haproxy (scripts/install-peers.sh installs it): {e}"))?;
+    wait_listening(&mut proc, port, limit).await?;
+    Ok(proc)
 }

@@ -2,7 +2,8 @@
 //! the sessions, the upstream client and children, the overlays in force,
 //! OAuth, metrics and readiness. Built once at start; every connection holds
 //! it. The parts do not know of this type: it depends on them, never the
-//! reverse (only the relay and the router, which join the parts, take it).
+//! reverse (only the request path that joins them takes it: the server,
+//! the stack, the router, the endpoints and the relay).
 
 use std::collections::HashMap;
 use std::sync::Arc;

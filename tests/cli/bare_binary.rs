@@ -1,0 +1,88 @@
+//! The binary run bare: outside a checkout it serves the bundled demo with
+//! its widgets, and it decides on `/preview` as `serve` does.
+
+use super::*;
+
+/// The binary run where there is no `overlays/` (outside a checkout) serves
+/// the bundled demo with its widgets, from overlays built into it, and
+/// leaves nothing behind. (Before: a bare demo, and one INFO line.)
+#[tokio::test]
+async fn the_binary_outside_a_checkout_serves_the_demo_with_its_widgets() {
+    use support::process::Stream;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["serve", "--listen", "127.0.0.1:0"])
+        .current_dir(dir.path())
+        .env("RUST_LOG", "info");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") {
+            cmd.env_remove(key);
+        }
+    }
+    let mut gateway = support::process::Proc::spawn("gateway", &mut cmd);
+    let url = gateway.wait_for("the endpoint", RUN_TIMEOUT, |s: Stream, line| {
+        support::process::endpoint_url(line).filter(|_| s == Stream::Stdout)
+    });
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cli-test","version":"1"}}}"#;
+    let (status, headers, _) = support::clients::post_json(&url, &[], init).await;
+    assert_eq!(status, 200);
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let (status, _, body) = support::clients::post_json(
+        &url,
+        &[
+            ("mcp-session-id", session.as_str()),
+            ("mcp-protocol-version", "2025-06-18"),
+        ],
+        list,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let body = String::from_utf8_lossy(&body);
+    assert!(
+        body.contains("\"resourceUri\":\"ui://task-board/"),
+        "the demo's widget is on its tools: {body}\n{}",
+        gateway.tail(20)
+    );
+    let written = std::env::temp_dir().join(format!("mcp-ui-gateway-demo-{}", gateway.pid));
+    assert!(written.join("demo.toml").exists(), "{}", written.display());
+    let status = gateway.terminate(Duration::from_secs(20)).unwrap();
+    assert!(status.success());
+    assert!(
+        !written.exists(),
+        "{} is removed at exit",
+        written.display()
+    );
+}
+
+/// The bare binary decides on `/preview` by the rule `serve` follows: on for
+/// a loopback address unless `preview = false` says otherwise (before, it
+/// forced the preview on, on any address and against the setting).
+#[tokio::test]
+async fn the_bare_binary_follows_the_preview_setting_as_serve_does() {
+    use support::process::Stream;
+    let dir = tempfile::tempdir().unwrap();
+    for (setting, shown) in [(None, true), (Some("false"), false)] {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.current_dir(dir.path());
+        for (key, _) in std::env::vars() {
+            if key.starts_with("MCP_UI_GATEWAY_") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("MCP_UI_GATEWAY_LISTEN", "127.0.0.1:0");
+        if let Some(value) = setting {
+            cmd.env("MCP_UI_GATEWAY_PREVIEW", value);
+        }
+        let mut gateway = support::process::Proc::spawn("gateway", &mut cmd);
+        let url = gateway.wait_for("the endpoint", RUN_TIMEOUT, |s: Stream, line| {
+            support::process::endpoint_url(line).filter(|_| s == Stream::Stdout)
+        });
+        let base = url.trim_end_matches("/mcp");
+        let (status, _, _) =
+            support::clients::request_raw(hyper::Method::GET, &format!("{base}/preview"), &[], "")
+                .await;
+        assert_eq!(status == 200, shown, "preview {setting:?}: {status}");
+        let _ = gateway.terminate(Duration::from_secs(20));
+    }
+}
