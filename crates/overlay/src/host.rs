@@ -35,7 +35,7 @@ impl HostKind {
 
     /// The kind a client name (`clientInfo.name`) and `User-Agent` say: the
     /// name when it is a known host's, else the `User-Agent`.
-    pub fn of_client(name: Option<&str>, user_agent: Option<&str>) -> HostKind {
+    pub(crate) fn of_client(name: Option<&str>, user_agent: Option<&str>) -> HostKind {
         let name = name.map(str::to_ascii_lowercase).unwrap_or_default();
         if name.starts_with("openai") || name.starts_with("chatgpt") {
             return HostKind::ChatGpt;
@@ -141,7 +141,7 @@ fn client_name(params: &RawValue, initialize: bool) -> Option<Cow<'_, str>> {
 }
 
 /// The domain of the suffix Claude serves widget sandboxes under.
-pub const CLAUDE_SANDBOX_DOMAIN: &str = "claudemcpcontent.com";
+pub(crate) const CLAUDE_SANDBOX_DOMAIN: &str = "claudemcpcontent.com";
 
 /// Claude's widget domain for an MCP endpoint: the first 32 hex digits of
 /// the SHA-256 of the exact URL the host connects to, under
@@ -152,7 +152,7 @@ pub fn claude_domain(endpoint_url: &str) -> String {
 }
 
 /// The suffix ChatGPT serves widget sandboxes under.
-pub const CHATGPT_SANDBOX_DOMAIN: &str = "web-sandbox.oaiusercontent.com";
+pub(crate) const CHATGPT_SANDBOX_DOMAIN: &str = "web-sandbox.oaiusercontent.com";
 
 /// The first 32 hex digits of the SHA-256 of `endpoint_url`, as both hosts
 /// derive a widget's sandbox from the exact URL they connect to.
@@ -218,7 +218,7 @@ impl Target {
     }
 
     /// The derived domain, for a Claude target only.
-    pub fn derived_domain(&self) -> Option<&str> {
+    pub(crate) fn derived_domain(&self) -> Option<&str> {
         match self.kind {
             HostKind::Claude => self.claude_domain.as_deref(),
             _ => None,

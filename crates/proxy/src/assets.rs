@@ -27,7 +27,7 @@ use crate::reply::{Body, empty, full, text};
 pub const PREFIX: &str = "/assets/";
 
 /// Whether `path` is one of the served widget files' paths.
-pub fn claims(path: &str) -> bool {
+pub(crate) fn claims(path: &str) -> bool {
     path.starts_with(PREFIX)
 }
 

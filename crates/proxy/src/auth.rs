@@ -20,9 +20,8 @@ pub mod challenge;
 pub mod metadata;
 pub mod state;
 
-pub use challenge::{
-    challenge_param, in_band_result, may_carry_challenge, rewrite_challenge, rewrite_challenges,
-    rewrite_result_challenges,
-};
-pub use metadata::{Fetch, serve_prm};
-pub use state::{AuthState, PRM_PATH, PrmTarget, origin_of, prm_target, prm_url, resource_url};
+pub(crate) use challenge::rewrite_result_challenges;
+pub(crate) use challenge::{in_band_result, may_carry_challenge, rewrite_challenges};
+pub use metadata::Fetch;
+pub(crate) use metadata::serve_prm;
+pub(crate) use state::{AuthState, PrmTarget, origin_of, prm_target, prm_url, resource_url};

@@ -20,5 +20,6 @@ pub mod names;
 pub mod state;
 
 pub use list::Kind;
-pub use names::{Collision, Names, Owner};
-pub use state::AppState;
+pub use names::Names;
+pub(crate) use names::Owner;
+pub(crate) use state::AppState;

@@ -94,7 +94,7 @@ pub struct MountState {
 impl MountState {
     /// Whether its upstream is reached through sessions this process owns
     /// (stdio, legacy SSE) rather than request by request.
-    pub fn is_message(&self) -> bool {
+    pub(crate) fn is_message(&self) -> bool {
         !matches!(self.config.transport, Transport::Http { .. })
     }
 }
@@ -194,17 +194,17 @@ impl Gateway {
         }))
     }
 
-    pub fn request_timeout(&self) -> Duration {
+    pub(crate) fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.limits.request_timeout_secs)
     }
 
     /// How long an app waits for one member's `initialize` or listing page.
-    pub fn app_member_timeout(&self) -> Duration {
+    pub(crate) fn app_member_timeout(&self) -> Duration {
         Duration::from_secs(self.limits.app_member_timeout_secs)
     }
 
     /// The mount served at `path` (a trailing `/` does not matter).
-    pub fn mount_at(&self, path: &str) -> Option<&MountState> {
+    pub(crate) fn mount_at(&self, path: &str) -> Option<&MountState> {
         let i = self
             .by_path
             .get(path)
@@ -213,7 +213,7 @@ impl Gateway {
     }
 
     /// The app served at `path` (a trailing `/` does not matter).
-    pub fn app_at(&self, path: &str) -> Option<&Arc<crate::combine::AppState>> {
+    pub(crate) fn app_at(&self, path: &str) -> Option<&Arc<crate::combine::AppState>> {
         let path = match path.trim_end_matches('/') {
             "" => "/",
             p => p,
@@ -222,7 +222,7 @@ impl Gateway {
     }
 
     /// The mount a protected-resource metadata path names.
-    pub fn prm_mount(&self, target: PrmTarget<'_>) -> Option<&MountState> {
+    pub(crate) fn prm_mount(&self, target: PrmTarget<'_>) -> Option<&MountState> {
         let i = match target {
             PrmTarget::Bare if self.mounts.len() == 1 => Some(0),
             PrmTarget::Bare => self.by_path.get("/").copied(),
@@ -248,7 +248,7 @@ impl Gateway {
     /// Open a client session again in place of session `id` of process
     /// `instance`, whose connection is gone: a new connection, initialized
     /// as the client's id says the client initialized it.
-    pub async fn revive_session(
+    pub(crate) async fn revive_session(
         &self,
         mount: &MountState,
         instance: [u8; 16],
@@ -333,7 +333,7 @@ impl Gateway {
     }
 
     /// How long the gateway's own opening of a connection may take.
-    pub fn handshake_timeout(&self) -> Duration {
+    pub(crate) fn handshake_timeout(&self) -> Duration {
         self.request_timeout()
     }
 
@@ -427,7 +427,7 @@ impl Gateway {
 
     /// Start the background work of a serving gateway: reaping idle
     /// sessions and announcing overlay changes. Both end with `shutdown`.
-    pub fn spawn_background(self: &Arc<Self>) {
+    pub(crate) fn spawn_background(self: &Arc<Self>) {
         let ttl = Duration::from_secs(self.limits.session_idle_secs);
         let sessions = Arc::downgrade(&self.sessions);
         let every = Duration::from_secs(self.limits.session_reap_interval_secs);

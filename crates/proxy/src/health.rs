@@ -16,12 +16,12 @@ use crate::reply::Body;
 use crate::upstream::stdio::Fault;
 
 /// How long one upstream may take to answer the probe.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a result is served before probing again.
-pub const CACHE_FOR: Duration = Duration::from_secs(5);
+pub(crate) const CACHE_FOR: Duration = Duration::from_secs(5);
 
 /// One upstream's readiness: `Ok` or why not.
-pub type Verdict = Result<(), String>;
+pub(crate) type Verdict = Result<(), String>;
 
 /// The last readiness result, by mount.
 pub struct Readiness {

@@ -18,7 +18,7 @@ use crate::overlay::{
 };
 
 /// What the gateway tells live sessions after an overlay reload.
-pub const LIST_CHANGED: [&[u8]; 2] = [
+pub(crate) const LIST_CHANGED: [&[u8]; 2] = [
     br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
     br#"{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}"#,
 ];
@@ -81,18 +81,6 @@ impl Live {
         Self::open_with(dir, LoadOptions::default())
     }
 
-    /// [`Live::open`], with overlay files and widgets over `max_bytes`
-    /// refused, at start and on every reload.
-    pub fn open_within(dir: &Path, max_bytes: usize) -> Result<Arc<Self>, LoadErrors> {
-        Self::open_with(
-            dir,
-            LoadOptions {
-                max_bytes,
-                ..LoadOptions::default()
-            },
-        )
-    }
-
     /// [`Live::open`], reading the directory with `options` at start and on
     /// every reload.
     pub fn open_with(dir: &Path, options: LoadOptions) -> Result<Arc<Self>, LoadErrors> {
@@ -122,7 +110,7 @@ impl Live {
 
     /// Swap in a new snapshot (keeping the widget versions the old one served
     /// readable) and announce it.
-    pub fn publish(&self, mut next: OverlaySet) -> Reloaded {
+    pub(crate) fn publish(&self, mut next: OverlaySet) -> Reloaded {
         let previous = self.current.load_full();
         next.retain_previous_versions(&previous);
         if next == *previous {

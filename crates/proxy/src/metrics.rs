@@ -17,8 +17,9 @@ pub mod method;
 pub mod session;
 pub mod table;
 
-pub use exchange::Exchange;
-pub use exposition::{CONTENT_TYPE, Snapshot, escape, response};
-pub use method::{METHODS, MethodId};
-pub use session::SessionEnd;
-pub use table::{BUCKETS, Metrics};
+pub(crate) use exchange::Exchange;
+pub(crate) use exposition::Snapshot;
+pub use exposition::{CONTENT_TYPE, escape, response};
+pub(crate) use method::MethodId;
+pub(crate) use session::SessionEnd;
+pub(crate) use table::Metrics;

@@ -36,7 +36,7 @@ connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame
 
 /// Whether `path` is one of the preview's (a mount at the same path wins:
 /// the caller looks mounts up first).
-pub fn claims(path: &str) -> bool {
+pub(crate) fn claims(path: &str) -> bool {
     path == PATH || path.starts_with("/preview/")
 }
 
@@ -157,7 +157,7 @@ fn mounts_json<'a>(mounts: impl Iterator<Item = Endpoint<'a>>, public_url: Optio
 /// The domains a widget resource declares (`_meta.ui.csp`).
 #[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct DeclaredCsp {
+pub(crate) struct DeclaredCsp {
     pub connect_domains: Vec<String>,
     pub resource_domains: Vec<String>,
     pub frame_domains: Vec<String>,
@@ -166,7 +166,7 @@ pub struct DeclaredCsp {
 
 /// The `csp` query parameter (percent-encoded JSON of `_meta.ui.csp`); none,
 /// or one that does not parse, declares nothing: the restrictive default.
-pub fn declared_csp(query: Option<&str>) -> DeclaredCsp {
+pub(crate) fn declared_csp(query: Option<&str>) -> DeclaredCsp {
     query
         .into_iter()
         .flat_map(|q| q.split('&'))
@@ -183,7 +183,7 @@ pub fn declared_csp(query: Option<&str>) -> DeclaredCsp {
 /// directive or keyword are dropped. Framed only by the preview page, and
 /// sandboxed (an opaque origin) however it is opened, so what is written
 /// into it can never act as the gateway's origin.
-pub fn widget_csp(csp: &DeclaredCsp) -> String {
+pub(crate) fn widget_csp(csp: &DeclaredCsp) -> String {
     fn list(domains: &[String]) -> String {
         domains
             .iter()

@@ -30,7 +30,7 @@ pub mod member;
 pub mod owned;
 pub use mcp_ui_rewrite::plan;
 pub mod pooled;
-pub mod revive;
+pub(crate) mod revive;
 pub mod stream;
 pub mod streamable;
 pub mod watch;
@@ -373,7 +373,7 @@ fn network_transport(cx: &Ctx<'_>) -> &'static str {
 
 /// A GET (the client's stream of what the server says on its own) or a
 /// DELETE (the end of a session).
-pub async fn bodyless(
+pub(crate) async fn bodyless(
     gw: &Arc<Gateway>,
     mount: &MountState,
     req: Request<Incoming>,
@@ -383,7 +383,7 @@ pub async fn bodyless(
 
 /// [`bodyless`] from a request's method and headers (an app endpoint's
 /// stream from one of its members).
-pub async fn bodyless_parts(
+pub(crate) async fn bodyless_parts(
     gw: &Arc<Gateway>,
     mount: &MountState,
     method: &Method,

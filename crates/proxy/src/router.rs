@@ -21,11 +21,12 @@ use crate::{assets, auth, endpoint, health, metrics, preview};
 /// The router's future, boxed: hyper keeps room for a connection's service
 /// future for as long as the connection is open, idle or not, so an
 /// exchange's state lives on the heap only while it runs.
-pub type RouteFuture = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+pub(crate) type RouteFuture =
+    Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
 /// Routes requests to the parts of one gateway.
 #[derive(Clone)]
-pub struct Router {
+pub(crate) struct Router {
     gw: Arc<Gateway>,
 }
 

@@ -7,5 +7,5 @@ mod conn;
 mod fd;
 mod listen;
 
-pub use fd::{FdLimits, raise_fd_limit};
+pub use fd::raise_fd_limit;
 pub use listen::Server;

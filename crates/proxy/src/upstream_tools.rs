@@ -70,7 +70,7 @@ impl UpstreamTools {
 
     /// Records a whole listing (every tool as sent), as the probe at start
     /// fetched it.
-    pub fn record_listing(&self, mount: &str, tools: &[Value], overlays: &OverlaySet) {
+    pub(crate) fn record_listing(&self, mount: &str, tools: &[Value], overlays: &OverlaySet) {
         let page = ListedPage::of(tools, overlays.mount(mount));
         self.record(mount, true, page);
     }

@@ -15,11 +15,8 @@ mod schema;
 mod validate;
 
 pub use app::{App, AppConfig, Member, MemberConfig};
-pub use load::{ConfigError, DEFAULT_FILE, ENV_PREFIX, Overrides, load};
-pub use schema::{
-    AuthChallenge, Config, Limits, MAX_POOL, MIN_HEADER_BYTES, SessionMode, Telemetry,
-    UpstreamConfig,
-};
+pub use load::{ConfigError, Overrides, load};
+pub use schema::{AuthChallenge, Config, Limits, SessionMode, Telemetry, UpstreamConfig};
 pub use validate::{ConversationKey, Mount, Sessions, StdioCommand, Transport};
 
 // What the tests name besides the public items.

@@ -18,6 +18,6 @@ mod round_trip;
 #[cfg(test)]
 mod tests;
 
-pub use client::{MAX_PAGES, list_tools};
-pub use outcome::{Listing, ProbeError};
-pub use round_trip::{CLIENT_NAME, PROTOCOL_VERSION};
+pub use client::list_tools;
+pub use outcome::Listing;
+pub use round_trip::PROTOCOL_VERSION;

@@ -9,4 +9,4 @@ pub mod pem;
 pub mod upstream;
 
 pub use listener::ListenerTls;
-pub use upstream::{Connector, UpstreamTls};
+pub(crate) use upstream::{Connector, UpstreamTls};

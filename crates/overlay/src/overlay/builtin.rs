@@ -22,9 +22,10 @@ mod schema;
 mod tests;
 pub mod view;
 
+pub(crate) use schema::resolve_pointer;
 pub use schema::{
     Resolved, default_array, is_array as schema_is_array, is_string as schema_is_string,
-    items as schema_items, pointer_segment, resolve_pointer,
+    items as schema_items, pointer_segment,
 };
 pub use view::{Field, Format, View};
 
@@ -33,7 +34,8 @@ pub const PREFIX: &str = "builtin:";
 
 /// The budget of one compiled built-in document, its options included
 /// (uncompressed): hosts fetch it on every new template URI.
-pub const SIZE_BUDGET: usize = 20 * 1024;
+#[cfg(test)]
+pub(crate) const SIZE_BUDGET: usize = 20 * 1024;
 
 /// The kinds of built-in widget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -208,7 +210,7 @@ pub fn compile(mount: &str, name: &str, kind: Kind, view: &View, cx: Context<'_>
 /// The options as the document reads them: the view, the kind, the
 /// defaults the output schema gives, each action's confirmation question
 /// (or `false`), and the call that refreshes the data after an action.
-pub fn options_json(kind: Kind, view: &View, cx: Context<'_>) -> Value {
+pub(crate) fn options_json(kind: Kind, view: &View, cx: Context<'_>) -> Value {
     let mut options = match serde_json::to_value(view) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
@@ -303,7 +305,7 @@ pub fn document(kind: Kind, options: &Value) -> String {
 /// or `&` (so no `</script>` or `<!--`), nor the two line separators some
 /// parsers treat as line ends. Each is only ever inside a JSON string, where
 /// its `\u` escape means the same.
-pub fn script_json(value: &Value) -> String {
+pub(crate) fn script_json(value: &Value) -> String {
     let text = serde_json::to_string(value).unwrap_or_else(|_| "{}".into());
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {

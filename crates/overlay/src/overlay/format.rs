@@ -282,10 +282,10 @@ pub enum BridgeKind {
 
 /// The default `base_placeholder`: what OpenAI's Apps SDK example builds
 /// write before their assets' paths.
-pub const BASE_PLACEHOLDER: &str = "__ASSET_BASE_URL__";
+pub(crate) const BASE_PLACEHOLDER: &str = "__ASSET_BASE_URL__";
 
 /// The default `inline_limit` of a widget: 8 KiB.
-pub const INLINE_LIMIT: usize = 8 * 1024;
+pub(crate) const INLINE_LIMIT: usize = 8 * 1024;
 
 impl WidgetManifest {
     /// The folder a leading `/` resolves in: `base`, else the entry's folder.
@@ -297,7 +297,7 @@ impl WidgetManifest {
     }
 
     /// The placeholder read as the base (`""`: none).
-    pub fn base_placeholder(&self) -> &str {
+    pub(crate) fn base_placeholder(&self) -> &str {
         self.base_placeholder.as_deref().unwrap_or(BASE_PLACEHOLDER)
     }
 

@@ -34,7 +34,7 @@ pub use widgets::WIDGETS_DIR;
 
 /// The default bound on each file read and on each widget with its assets
 /// inlined (`limits.max_widget_bytes`): 16 MiB.
-pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How an overlay directory is read.
 #[derive(Debug, Clone)]
@@ -68,7 +68,7 @@ pub fn load_dir(dir: &Path) -> Result<OverlaySet, LoadErrors> {
 
 /// [`load_dir`], with files and widgets over `max_bytes` refused (their
 /// size is known before they are read).
-pub fn load_dir_within(dir: &Path, max_bytes: usize) -> Result<OverlaySet, LoadErrors> {
+pub(crate) fn load_dir_within(dir: &Path, max_bytes: usize) -> Result<OverlaySet, LoadErrors> {
     load_dir_with(
         dir,
         &LoadOptions {

@@ -34,9 +34,9 @@ pub use format::{
 };
 pub use load::{
     AppScope, Inspection, LoadError, LoadErrors, LoadOptions, MountFileSite, WidgetSite,
-    inspect_dir, inspect_dir_with, inspect_dir_within, load_dir, load_dir_with, load_dir_within,
+    inspect_dir, inspect_dir_with, inspect_dir_within, load_dir, load_dir_with,
 };
 pub use memo::Memo;
-pub use set::{MountOverlays, OverlaySet, RETAINED_VERSIONS, Widgets};
+pub use set::{MountOverlays, OverlaySet, Widgets};
 pub use site::{RenderSite, Sources, ToolSite};
 pub use widget::Widget;

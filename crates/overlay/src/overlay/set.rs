@@ -13,7 +13,7 @@ use super::widget::{Asset, Widget};
 
 /// How many superseded versions of each widget stay readable after a reload
 /// (see [`OverlaySet::retain_previous_versions`]).
-pub const RETAINED_VERSIONS: usize = 8;
+pub(crate) const RETAINED_VERSIONS: usize = 8;
 
 // === impl MountOverlays ===
 
@@ -76,7 +76,7 @@ impl MountOverlays {
     }
 
     /// The widgets this mount's tools and render tools render.
-    pub fn widget_names(&self) -> BTreeSet<&str> {
+    pub(crate) fn widget_names(&self) -> BTreeSet<&str> {
         let render = self.render.values().map(|r| r.widget.as_str());
         self.tools
             .values()
@@ -149,7 +149,7 @@ impl Widgets {
 
     /// Keeps `previous`'s versions readable, at most `per_widget` superseded
     /// versions per name (the newest ones).
-    pub fn retain_previous(&mut self, previous: &Widgets, per_widget: usize) {
+    pub(crate) fn retain_previous(&mut self, previous: &Widgets, per_widget: usize) {
         let names: BTreeSet<&String> = previous
             .current
             .keys()
@@ -202,7 +202,7 @@ impl OverlaySet {
 
     /// Records where each overlay is written, for messages and for the
     /// comparison with each upstream's live listing.
-    pub fn with_sources(mut self, sources: Sources) -> Self {
+    pub(crate) fn with_sources(mut self, sources: Sources) -> Self {
         self.sources = Arc::new(sources);
         self
     }

@@ -19,12 +19,13 @@ mod problem;
 #[cfg(test)]
 mod tests;
 
-pub use csp::{chatgpt_domain, claude_domain, domain, origin, origin_allowed, url_origin};
+pub(crate) use csp::chatgpt_domain;
+pub use csp::{claude_domain, domain, origin, origin_allowed, url_origin};
 pub use names::{nearest, unknown_tool};
 pub use problem::Problem;
 
 /// ChatGPT's limit on `openai/toolInvocation/invoking` and `invoked`.
-pub const STATUS_TEXT_MAX_CHARS: usize = 64;
+pub(crate) const STATUS_TEXT_MAX_CHARS: usize = 64;
 
 /// Checks a tool overlay. `widget_exists` says whether a widget folder of
 /// that name exists.
@@ -316,7 +317,7 @@ fn base_dir(path: &str) -> Result<(), String> {
 }
 
 /// `invoking`/`invoked`: at most [`STATUS_TEXT_MAX_CHARS`] characters.
-pub fn status_text(text: &str) -> Result<(), String> {
+pub(crate) fn status_text(text: &str) -> Result<(), String> {
     let chars = text.chars().count();
     if chars > STATUS_TEXT_MAX_CHARS {
         return Err(format!(

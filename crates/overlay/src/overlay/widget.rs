@@ -27,10 +27,9 @@ mod scan;
 mod tests;
 mod urls;
 
-pub use inline::{Asset, BundleError, BundleOptions, Inlined, bundle, inline_assets};
+pub use inline::{Asset, BundleError, BundleOptions, Inlined, bundle};
 pub use media::media_type;
-pub use paths::normalize;
-pub use scan::AssetError;
+pub(crate) use paths::normalize;
 
 /// The MIME type of MCP Apps HTML resources, exactly as the spec writes it.
 pub const MCP_APP_MIME: &str = "text/html;profile=mcp-app";
@@ -79,7 +78,7 @@ pub struct Widget {
 
 impl Widget {
     /// Builds a widget from its already validated manifest and its final
-    /// HTML (see [`inline_assets`]).
+    /// HTML (see [`bundle`]).
     pub fn compile(name: &str, manifest: &WidgetManifest, html: String) -> Widget {
         let mut meta_overrides: Vec<String> = Vec::new();
         let [chatgpt_meta, claude_meta, meta] = HostKind::ALL.map(|host| {
@@ -125,7 +124,7 @@ impl Widget {
     }
 
     /// This widget with the files the gateway serves for it.
-    pub fn with_assets(mut self, prefix: String, assets: Vec<Asset>) -> Widget {
+    pub(crate) fn with_assets(mut self, prefix: String, assets: Vec<Asset>) -> Widget {
         self.asset_prefix = prefix;
         self.assets = assets;
         self
@@ -176,7 +175,7 @@ fn set_ui_domain(meta: &mut Map<String, Value>, domain: &str) {
 /// `ui://<name>/<hash>.html`. The hash covers the metadata too (a CSP change
 /// alone must also reach hosts that cached the old version), and
 /// `host_domains`, the per-host domains `meta` does not show.
-pub fn versioned_uri(
+pub(crate) fn versioned_uri(
     name: &str,
     html: &str,
     meta: &Map<String, Value>,
@@ -199,7 +198,7 @@ pub fn versioned_uri(
 ///   in `ui.domain` only (Claude reads no `openai/*` key);
 /// - other hosts: `other`, else the string form; `openai/widgetDomain` is
 ///   always its origin form.
-pub fn host_domain(
+pub(crate) fn host_domain(
     domain: Option<&WidgetDomain>,
     host: HostKind,
 ) -> (Option<String>, Option<String>) {
@@ -233,7 +232,7 @@ fn as_origin(value: &str) -> String {
 /// The resource `_meta` for `host`: MCP Apps `ui.*` first, then the ChatGPT
 /// mirrors. Only what the manifest declares is emitted, so host defaults
 /// still apply to the rest.
-pub fn resource_meta(manifest: &WidgetManifest, host: HostKind) -> Map<String, Value> {
+pub(crate) fn resource_meta(manifest: &WidgetManifest, host: HostKind) -> Map<String, Value> {
     let (ui_domain, openai_domain) = host_domain(manifest.domain.as_ref(), host);
     let mut ui = Map::new();
     if let Some(csp) = &manifest.csp {
@@ -324,7 +323,7 @@ fn permissions(manifest: &WidgetManifest) -> Option<Value> {
 /// the same code, about a seventh smaller. (The sources given here have no
 /// string, template or regular expression spanning lines, so no text inside
 /// one changes.)
-pub fn compact(source: &str) -> String {
+pub(crate) fn compact(source: &str) -> String {
     let mut out = String::with_capacity(source.len());
     let mut in_comment = false;
     for line in source.lines() {

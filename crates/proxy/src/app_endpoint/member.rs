@@ -42,7 +42,7 @@ pub fn of<'a>(
 
 /// The app session the headers name; a client with none is sessionless
 /// with every member. A session its client ended stays ended.
-pub fn session_of(
+pub(crate) fn session_of(
     gw: &Gateway,
     app: &AppState,
     headers: &HeaderMap,
@@ -92,7 +92,7 @@ fn error_text(e: &Value) -> String {
 
 /// A member's answer's `result`, kept as text (a listing page is read item
 /// by item, never as a whole tree), or why there is none.
-pub fn raw_result_of(answer: &[u8]) -> Result<&serde_json::value::RawValue, String> {
+pub(crate) fn raw_result_of(answer: &[u8]) -> Result<&serde_json::value::RawValue, String> {
     #[derive(serde::Deserialize)]
     struct Answer<'a> {
         #[serde(borrow, default)]

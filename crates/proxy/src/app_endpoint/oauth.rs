@@ -60,14 +60,14 @@ pub async fn metadata(
 }
 
 /// The app's metadata URL for a request with these headers.
-pub fn prm_url(gw: &Gateway, app: &AppState, headers: &HeaderMap) -> Option<String> {
+pub(crate) fn prm_url(gw: &Gateway, app: &AppState, headers: &HeaderMap) -> Option<String> {
     let base = gw.auth.base(headers)?;
     Some(auth::prm_url(&base, &app.config.path))
 }
 
 /// A member's refusal for authorization (its upstream's 401 or 403), if
 /// `f` is one.
-pub fn is_refusal(f: &Failure) -> bool {
+pub(crate) fn is_refusal(f: &Failure) -> bool {
     matches!(f, Failure::Refused { .. })
 }
 
@@ -85,7 +85,7 @@ pub fn refusal(prm: Option<&str>, f: Failure, id: Option<&RawValue>) -> Response
 /// A member's refusal as the in-band tool result a `tools/call` gets (for
 /// an app whose members answer challenges in-band), pointed at the app's
 /// metadata `prm`.
-pub fn in_band_refusal(id: &RawValue, prm: &str, f: &Failure) -> Response<Body> {
+pub(crate) fn in_band_refusal(id: &RawValue, prm: &str, f: &Failure) -> Response<Body> {
     let Failure::Refused {
         status, challenges, ..
     } = f
@@ -102,7 +102,7 @@ pub fn in_band_refusal(id: &RawValue, prm: &str, f: &Failure) -> Response<Body> 
 
 /// What points a member's in-band challenges at the app's metadata: the
 /// app's metadata URL and the gateway's base, when the request has them.
-pub fn in_band_target(
+pub(crate) fn in_band_target(
     gw: &Gateway,
     app: &AppState,
     headers: &HeaderMap,

@@ -16,7 +16,7 @@ use crate::reply::Body;
 
 /// A member's message on its way to the client: a request's id tagged with
 /// the member, anything else as it is.
-pub fn tagged(member: usize, message: Bytes) -> Bytes {
+pub(crate) fn tagged(member: usize, message: Bytes) -> Bytes {
     match ids::tag_request(member, &message) {
         Some(tagged) => Bytes::from(tagged),
         None => message,

@@ -103,7 +103,7 @@ fn brief(servers: &[String]) -> String {
 
 /// Serve an app's protected-resource metadata (`members`: each member's
 /// mount index and configuration).
-pub async fn serve_app_prm(
+pub(crate) async fn serve_app_prm(
     auth: &AuthState,
     app: &str,
     app_path: &str,
@@ -164,7 +164,7 @@ pub async fn serve_app_prm(
 
 /// Point every `WWW-Authenticate` of a member's answer at the app's
 /// metadata `prm` (the member's mount pointed it at the member's own).
-pub fn point_challenges_at(headers: &mut HeaderMap, prm: &str) {
+pub(crate) fn point_challenges_at(headers: &mut HeaderMap, prm: &str) {
     point_challenges(headers, prm, |_| {});
 }
 

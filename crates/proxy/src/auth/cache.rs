@@ -20,12 +20,12 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 /// How long a fetched document is served from memory.
-pub const DOC_TTL: Duration = Duration::from_secs(300);
+pub(crate) const DOC_TTL: Duration = Duration::from_secs(300);
 /// How long a fetch that found no document is remembered.
-pub const MISS_TTL: Duration = Duration::from_secs(5);
+pub(crate) const MISS_TTL: Duration = Duration::from_secs(5);
 
 /// An upstream's metadata document, ready to be answered.
-pub type Doc = Arc<Template>;
+pub(crate) type Doc = Arc<Template>;
 
 /// A metadata document serialised around its `resource` value: the members
 /// before it (all of them when the upstream gave none, so that it comes
@@ -67,7 +67,7 @@ impl Template {
     }
 
     /// The document with `resource` set (in its place, or last). Pure.
-    pub fn with_resource(&self, resource: &str) -> Bytes {
+    pub(crate) fn with_resource(&self, resource: &str) -> Bytes {
         let value = serde_json::to_vec(resource).expect("a string serialises");
         let mut out = BytesMut::with_capacity(self.before.len() + value.len() + self.after.len());
         out.extend_from_slice(&self.before);
@@ -117,7 +117,7 @@ impl PrmCache {
     /// Mount `mount`'s document: the cached one while fresh, otherwise what
     /// `fetch` finds (remembered, found or not). `source` is the metadata
     /// URL the upstream's challenges named, if any.
-    pub async fn get_or_fetch<F, Fut>(
+    pub(crate) async fn get_or_fetch<F, Fut>(
         &self,
         mount: usize,
         source: Option<String>,

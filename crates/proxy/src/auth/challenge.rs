@@ -54,7 +54,7 @@ fn param_span(challenge: &str, name: &str) -> Option<(usize, usize, bool)> {
 }
 
 /// The value of auth-param `name` in a challenge.
-pub fn challenge_param(challenge: &str, name: &str) -> Option<String> {
+pub(crate) fn challenge_param(challenge: &str, name: &str) -> Option<String> {
     let (s, e, quoted) = param_span(challenge, name)?;
     let v = &challenge[s..e];
     Some(if quoted {
@@ -66,7 +66,7 @@ pub fn challenge_param(challenge: &str, name: &str) -> Option<String> {
 
 /// The challenge with `resource_metadata` pointing at `prm`, added when the
 /// upstream named none.
-pub fn rewrite_challenge(challenge: &str, prm: &str) -> String {
+pub(crate) fn rewrite_challenge(challenge: &str, prm: &str) -> String {
     match param_span(challenge, "resource_metadata") {
         Some((s, e, true)) => format!("{}{prm}{}", &challenge[..s], &challenge[e..]),
         Some((s, e, false)) => format!("{}\"{prm}\"{}", &challenge[..s], &challenge[e..]),
@@ -83,7 +83,7 @@ pub fn rewrite_challenge(challenge: &str, prm: &str) -> String {
 
 /// Rewrite every `WWW-Authenticate` of an upstream's response in place,
 /// remembering the upstream's own metadata URL for [`serve_prm`].
-pub fn rewrite_challenges(
+pub(crate) fn rewrite_challenges(
     auth: &AuthState,
     mount: usize,
     config: &Mount,
@@ -115,7 +115,7 @@ pub fn rewrite_challenges(
 /// place and in their order; `each` sees every challenge that is text before
 /// it is rewritten. A value that is not text, or whose rewrite is not a
 /// valid header value, stays as it was.
-pub fn point_challenges(headers: &mut HeaderMap, prm: &str, mut each: impl FnMut(&str)) {
+pub(crate) fn point_challenges(headers: &mut HeaderMap, prm: &str, mut each: impl FnMut(&str)) {
     let values: Vec<HeaderValue> = headers
         .get_all(header::WWW_AUTHENTICATE)
         .iter()
@@ -169,7 +169,12 @@ fn complete_challenge(challenge: &str, status: StatusCode) -> String {
 
 /// The tool result a `tools/call` gets, in-band, for an upstream's HTTP 401
 /// or 403 with these (already rewritten) challenges.
-pub fn in_band_result(id: &RawValue, status: StatusCode, headers: &HeaderMap, prm: &str) -> Bytes {
+pub(crate) fn in_band_result(
+    id: &RawValue,
+    status: StatusCode,
+    headers: &HeaderMap,
+    prm: &str,
+) -> Bytes {
     let mut challenges: Vec<String> = headers
         .get_all(header::WWW_AUTHENTICATE)
         .iter()
@@ -204,7 +209,7 @@ pub fn in_band_result(id: &RawValue, status: StatusCode, headers: &HeaderMap, pr
 /// (a string or an array of strings) when it is absent or points at the
 /// upstream's origin (another origin's metadata is left alone); `None` when
 /// there is nothing to change.
-pub fn rewrite_result_challenges(
+pub(crate) fn rewrite_result_challenges(
     response: &[u8],
     prm: &str,
     upstream_origin: &str,
@@ -243,7 +248,7 @@ pub fn rewrite_result_challenges(
 
 /// Whether a result may carry an in-band challenge: a cheap scan that
 /// clears most results before any parse.
-pub fn may_carry_challenge(response: &[u8]) -> bool {
+pub(crate) fn may_carry_challenge(response: &[u8]) -> bool {
     CHALLENGE_KEY.find(response).is_some()
 }
 

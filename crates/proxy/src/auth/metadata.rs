@@ -24,7 +24,7 @@ const PRM_MAX_BYTES: usize = 256 * 1024;
 /// `resource` set to the mount's public URL, everything else unchanged.
 /// Without `public_url` that URL follows the request's `Host`, and the
 /// answer says so (`Vary: Host`).
-pub async fn serve_prm(
+pub(crate) async fn serve_prm(
     auth: &AuthState,
     mount: usize,
     config: &Mount,
@@ -67,7 +67,7 @@ pub(super) fn document(auth: &AuthState, doc: Bytes) -> Response<Body> {
 
 /// A streamable HTTP mount's upstream metadata document (cached per
 /// mount), `None` for another kind of upstream or when it publishes none.
-pub async fn upstream_doc(
+pub(crate) async fn upstream_doc(
     auth: &AuthState,
     mount: usize,
     config: &Mount,

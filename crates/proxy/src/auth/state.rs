@@ -10,7 +10,7 @@ use http::header::{self, HeaderMap};
 use super::cache::PrmCache;
 
 /// Where RFC 9728 puts protected-resource metadata.
-pub const PRM_PATH: &str = "/.well-known/oauth-protected-resource";
+pub(crate) const PRM_PATH: &str = "/.well-known/oauth-protected-resource";
 
 /// Per-mount OAuth state: the upstream's metadata URL as its last challenge
 /// named it, and the upstream's metadata, cached briefly.
@@ -70,7 +70,7 @@ impl AuthState {
 
     /// Whether the answers that name the gateway's base URL depend on the
     /// request's `Host` (no `public_url` is configured).
-    pub fn base_follows_host(&self) -> bool {
+    pub(crate) fn base_follows_host(&self) -> bool {
         self.public_url.is_none()
     }
 
@@ -83,18 +83,18 @@ impl AuthState {
 }
 
 /// The public URL of a mount (its protected-resource identifier).
-pub fn resource_url(base: &str, mount_path: &str) -> String {
+pub(crate) fn resource_url(base: &str, mount_path: &str) -> String {
     format!("{base}{mount_path}")
 }
 
 /// The gateway's metadata URL for a mount (the path-inserted form).
-pub fn prm_url(base: &str, mount_path: &str) -> String {
+pub(crate) fn prm_url(base: &str, mount_path: &str) -> String {
     format!("{base}{PRM_PATH}{mount_path}")
 }
 
 /// Which mount a well-known metadata path names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PrmTarget<'a> {
+pub(crate) enum PrmTarget<'a> {
     /// The bare form: the only mount, or the one at `/`.
     Bare,
     /// The path-inserted form: the mount at this path.
@@ -103,7 +103,7 @@ pub enum PrmTarget<'a> {
 
 /// The mount a well-known path names, `None` when it is not one of the
 /// metadata paths.
-pub fn prm_target(path: &str) -> Option<PrmTarget<'_>> {
+pub(crate) fn prm_target(path: &str) -> Option<PrmTarget<'_>> {
     let rest = path.strip_prefix(PRM_PATH)?;
     let rest = rest.trim_end_matches('/');
     if rest.is_empty() {
@@ -113,7 +113,7 @@ pub fn prm_target(path: &str) -> Option<PrmTarget<'_>> {
 }
 
 /// `http://host:port` of an upstream URL.
-pub fn origin_of(url: &http::Uri) -> String {
+pub(crate) fn origin_of(url: &http::Uri) -> String {
     format!(
         "{}://{}",
         url.scheme_str().unwrap_or("http"),

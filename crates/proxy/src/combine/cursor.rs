@@ -15,7 +15,7 @@ fn aad(app: &str) -> Vec<u8> {
 }
 
 /// Longest cursor accepted from a client.
-pub const MAX_CURSOR: usize = 16 * 1024;
+pub(crate) const MAX_CURSOR: usize = 16 * 1024;
 
 /// Where a listing continues: member `member`, at its cursor `upstream`
 /// (`None`: its first page).

@@ -30,7 +30,7 @@ pub struct AppState {
 
 /// An unknown name makes the app list its members' names at most this
 /// often (a client calling made-up names cannot make it list every time).
-pub const LEARN_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const LEARN_EVERY: Duration = Duration::from_secs(5);
 
 impl AppState {
     pub fn new(config: App) -> Self {
@@ -45,14 +45,14 @@ impl AppState {
     }
 
     /// This app, with Claude's widget domain for its endpoint.
-    pub fn with_claude_domain(mut self, domain: Option<Arc<str>>) -> Self {
+    pub(crate) fn with_claude_domain(mut self, domain: Option<Arc<str>>) -> Self {
         self.claude_domain = domain;
         self
     }
 
     /// Whether to list the members' names of `kind` now, to find one not
     /// known (at most once every [`LEARN_EVERY`]); taking the turn if so.
-    pub fn learn_turn(&self, kind: Kind, now: Instant) -> bool {
+    pub(crate) fn learn_turn(&self, kind: Kind, now: Instant) -> bool {
         let mut learnt = self.learnt.lock().unwrap_or_else(|e| e.into_inner());
         match learnt.get(&kind) {
             Some(at) if now.saturating_duration_since(*at) < LEARN_EVERY => false,
@@ -64,7 +64,7 @@ impl AppState {
     }
 
     /// A member's name.
-    pub fn member_name(&self, member: usize) -> &str {
+    pub(crate) fn member_name(&self, member: usize) -> &str {
         self.config
             .members
             .get(member)
@@ -114,7 +114,7 @@ impl AppState {
     }
 
     /// The member a resource URI was listed by, when one was.
-    pub fn resource_owner(&self, uri: &str) -> Option<usize> {
+    pub(crate) fn resource_owner(&self, uri: &str) -> Option<usize> {
         let map = self.resources.lock().unwrap_or_else(|e| e.into_inner());
         map.get(uri).copied()
     }

@@ -54,18 +54,18 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    pub fn set_method(&mut self, method: MethodId) {
+    pub(crate) fn set_method(&mut self, method: MethodId) {
         self.method = method;
     }
 
     /// The server span to end when the exchange is counted.
-    pub fn set_span(&mut self, span: Option<Span>) {
+    pub(crate) fn set_span(&mut self, span: Option<Span>) {
         self.span = span;
     }
 
     /// The server spans of a batch's requests, ended with the exchange
     /// (with its outcome: the answers of a batch are not told apart).
-    pub fn set_batch_spans(&mut self, spans: Vec<Span>) {
+    pub(crate) fn set_batch_spans(&mut self, spans: Vec<Span>) {
         self.batch = spans;
     }
 
@@ -78,7 +78,7 @@ impl Exchange {
     }
 
     /// Count the exchange now, from the response head alone (GET, DELETE).
-    pub fn finish_head(mut self, resp: &Response<Body>) {
+    pub(crate) fn finish_head(mut self, resp: &Response<Body>) {
         self.done = true;
         let outcome = resp
             .extensions()
@@ -94,7 +94,7 @@ impl Exchange {
     /// [`OutcomeSlot`] of an SSE answer whose end it wrote); otherwise the
     /// outcome is the status and whether the JSON-RPC response carried (the
     /// whole JSON body, or the last SSE event) is an error.
-    pub fn finish_body(self, resp: Response<Body>) -> Response<Body> {
+    pub(crate) fn finish_body(self, resp: Response<Body>) -> Response<Body> {
         let kind = body_kind(&resp);
         let status = resp.status();
         let said = resp.extensions().get::<Outcome>().copied();

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Upper bounds of the latency buckets, in seconds (`+Inf` follows).
-pub const BUCKETS: [f64; 15] = [
+pub(crate) const BUCKETS: [f64; 15] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
 
@@ -12,7 +12,7 @@ pub const BUCKETS: [f64; 15] = [
 /// for `+Inf`, and the sum in nanoseconds. `_count` is rendered as the sum of
 /// the buckets, so it always agrees with the `+Inf` bucket.
 #[derive(Default)]
-pub struct Histogram {
+pub(crate) struct Histogram {
     pub(super) buckets: [AtomicU64; BUCKETS.len() + 1],
     pub(super) sum_nanos: AtomicU64,
 }

@@ -5,7 +5,7 @@ use crate::jsonrpc;
 /// The JSON-RPC methods counted under their own name; anything else counts
 /// as `other`. `GET` and `DELETE` are the bodyless HTTP exchanges, `batch` a
 /// JSON-RPC array, `response` a client's answer to a server request.
-pub const METHODS: &[&str] = &[
+pub(crate) const METHODS: &[&str] = &[
     "other",
     "GET",
     "DELETE",
@@ -42,8 +42,8 @@ impl MethodId {
     pub const OTHER: MethodId = MethodId(0);
     pub const GET: MethodId = MethodId(1);
     pub const DELETE: MethodId = MethodId(2);
-    pub const BATCH: MethodId = MethodId(3);
-    pub const RESPONSE: MethodId = MethodId(4);
+    pub(crate) const BATCH: MethodId = MethodId(3);
+    pub(crate) const RESPONSE: MethodId = MethodId(4);
 
     /// The id of a JSON-RPC method name (`other` when not a known one).
     pub fn of(method: &str) -> MethodId {
@@ -55,7 +55,7 @@ impl MethodId {
     }
 
     /// The id for a classified POST body.
-    pub fn of_body(body: &jsonrpc::Body<'_>) -> MethodId {
+    pub(crate) fn of_body(body: &jsonrpc::Body<'_>) -> MethodId {
         match body {
             jsonrpc::Body::Batch(_) => MethodId::BATCH,
             jsonrpc::Body::Single(m) => match m.method.as_deref() {

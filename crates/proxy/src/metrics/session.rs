@@ -24,7 +24,7 @@ use crate::protocol::KNOWN_VERSIONS;
 
 /// Upper bounds of the session buckets, in seconds (`+Inf` follows): a
 /// second to a day.
-pub const SESSION_BUCKETS: [f64; 14] = [
+pub(crate) const SESSION_BUCKETS: [f64; 14] = [
     1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 14400.0, 28800.0,
     86400.0,
 ];

@@ -12,7 +12,7 @@ use super::method::{METHODS, MethodId};
 use super::session::{SessionEnd, Sessions};
 use crate::outcome::Outcome;
 
-pub use super::histogram::{BUCKETS, Histogram};
+pub(crate) use super::histogram::{BUCKETS, Histogram};
 
 /// Lowest and highest HTTP status counted by code.
 pub(super) const STATUS_MIN: u16 = 100;
@@ -59,12 +59,12 @@ impl Metrics {
 
     /// Time a client session that ended (see [`super::session`]);
     /// `version` is the client's `MCP-Protocol-Version`, when the end said.
-    pub fn record_session(&self, version: Option<&str>, end: SessionEnd, lasted: Duration) {
+    pub(crate) fn record_session(&self, version: Option<&str>, end: SessionEnd, lasted: Duration) {
         self.sessions.observe(version, end, lasted);
     }
 
     /// Count a TLS handshake completed at the listener.
-    pub fn tls_accepted(&self) {
+    pub(crate) fn tls_accepted(&self) {
         self.tls_accepted.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -84,12 +84,12 @@ impl Metrics {
     }
 
     /// Time one request sent upstream (`mcp_client_operation_duration_seconds`).
-    pub fn record_client(&self, method: MethodId, outcome: Outcome, elapsed: Duration) {
+    pub(crate) fn record_client(&self, method: MethodId, outcome: Outcome, elapsed: Duration) {
         self.conventional.client(method, outcome, elapsed);
     }
 
     /// Count one HTTP response by status.
-    pub fn record_status(&self, status: StatusCode) {
+    pub(crate) fn record_status(&self, status: StatusCode) {
         let s = status.as_u16();
         match self.http_status.get(s.wrapping_sub(STATUS_MIN) as usize) {
             Some(c) if s >= STATUS_MIN => c.fetch_add(1, Ordering::Relaxed),

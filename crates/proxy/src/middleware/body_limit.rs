@@ -12,7 +12,7 @@ use crate::outcome::Failure;
 use crate::reply::Body;
 
 #[derive(Debug, Clone, Copy)]
-pub struct BodyLimitLayer {
+pub(crate) struct BodyLimitLayer {
     max: usize,
 }
 
@@ -34,7 +34,7 @@ impl<S> Layer<S> for BodyLimitLayer {
 }
 
 #[derive(Debug, Clone)]
-pub struct BodyLimit<S> {
+pub(crate) struct BodyLimit<S> {
     inner: S,
     max: usize,
 }

@@ -19,7 +19,7 @@ const ALLOW_HEADERS: &str = "authorization, content-type, accept, mcp-session-id
 const EXPOSE_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate, x-request-id";
 
 /// The answer to a preflight on a route that takes browser requests.
-pub fn preflight() -> Response<Body> {
+pub(crate) fn preflight() -> Response<Body> {
     let mut r = reply::status(StatusCode::NO_CONTENT);
     let h = r.headers_mut();
     h.insert(
@@ -38,7 +38,7 @@ pub fn preflight() -> Response<Body> {
 }
 
 #[derive(Clone)]
-pub struct CorsLayer {
+pub(crate) struct CorsLayer {
     policy: Arc<OriginPolicy>,
 }
 
@@ -60,7 +60,7 @@ impl<S> Layer<S> for CorsLayer {
 }
 
 #[derive(Clone)]
-pub struct Cors<S> {
+pub(crate) struct Cors<S> {
     inner: S,
     policy: Arc<OriginPolicy>,
 }
@@ -89,7 +89,7 @@ where
 }
 
 /// The allowed origin a response is for, if any.
-pub struct AllowOrigin(Option<HeaderValue>);
+pub(crate) struct AllowOrigin(Option<HeaderValue>);
 
 impl OnResponse for AllowOrigin {
     fn on_response(self, response: &mut Response<Body>) {

@@ -12,7 +12,7 @@ use crate::metrics::Metrics;
 use crate::reply::Body;
 
 #[derive(Clone)]
-pub struct HttpMetricsLayer {
+pub(crate) struct HttpMetricsLayer {
     metrics: Arc<Metrics>,
 }
 
@@ -34,7 +34,7 @@ impl<S> Layer<S> for HttpMetricsLayer {
 }
 
 #[derive(Clone)]
-pub struct HttpMetrics<S> {
+pub(crate) struct HttpMetrics<S> {
     inner: S,
     metrics: Arc<Metrics>,
 }
@@ -57,7 +57,7 @@ where
     }
 }
 
-pub struct CountStatus(Arc<Metrics>);
+pub(crate) struct CountStatus(Arc<Metrics>);
 
 impl OnResponse for CountStatus {
     fn on_response(self, response: &mut Response<Body>) {

@@ -6,10 +6,10 @@
 //! future of its own: no allocation per layer. The inner future must be
 //! `Unpin` (the router's is boxed), so the wrappers need no pin projection.
 
-pub mod body_limit;
-pub mod cors;
-pub mod http_metrics;
-pub mod origin_policy;
+pub(crate) mod body_limit;
+pub(crate) mod cors;
+pub(crate) mod http_metrics;
+pub(crate) mod origin_policy;
 pub mod request_id;
 
 use std::future::Future;
@@ -21,7 +21,7 @@ use http::Response;
 use crate::reply::Body;
 
 /// The future of a layer that may answer a request itself.
-pub enum Refusable<F> {
+pub(crate) enum Refusable<F> {
     /// The layer's own answer, taken once (boxed: refusals are rare, and the
     /// future of every request carries this variant's room).
     Refused(Option<Box<Response<Body>>>),
@@ -49,12 +49,12 @@ where
 }
 
 /// What a layer does to a response on its way out.
-pub trait OnResponse {
+pub(crate) trait OnResponse {
     fn on_response(self, response: &mut Response<Body>);
 }
 
 /// The future of a layer that changes the response on its way out.
-pub struct MapResponse<F, M> {
+pub(crate) struct MapResponse<F, M> {
     inner: F,
     /// What the layer does to the response, taken once.
     map: Option<M>,

@@ -19,7 +19,7 @@ use crate::reply::Body;
 /// Refuses (403) a request whose `Host` or `Origin` the policy does not
 /// accept, before anything else looks at it.
 #[derive(Clone)]
-pub struct OriginLayer {
+pub(crate) struct OriginLayer {
     policy: Arc<OriginPolicy>,
 }
 
@@ -41,7 +41,7 @@ impl<S> Layer<S> for OriginLayer {
 }
 
 #[derive(Clone)]
-pub struct CheckOrigin<S> {
+pub(crate) struct CheckOrigin<S> {
     inner: S,
     policy: Arc<OriginPolicy>,
 }
@@ -110,7 +110,7 @@ impl OriginPolicy {
         }
     }
 
-    pub fn host_allowed<B>(&self, req: &Request<B>) -> bool {
+    pub(crate) fn host_allowed<B>(&self, req: &Request<B>) -> bool {
         let host: std::borrow::Cow<'_, str> = match req.headers().get(header::HOST) {
             Some(h) => match h.to_str() {
                 Ok(h) => h.into(),

@@ -20,11 +20,11 @@ use super::{MapResponse, OnResponse};
 use crate::reply::Body;
 
 /// The request id header.
-pub const HEADER: HeaderName = HeaderName::from_static("x-request-id");
+pub(crate) const HEADER: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Gives every request an id, and runs it inside its span.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct RequestIdLayer;
+pub(crate) struct RequestIdLayer;
 
 impl<S> Layer<S> for RequestIdLayer {
     type Service = SetRequestId<S>;
@@ -35,7 +35,7 @@ impl<S> Layer<S> for RequestIdLayer {
 }
 
 #[derive(Debug, Clone)]
-pub struct SetRequestId<S> {
+pub(crate) struct SetRequestId<S> {
     inner: S,
 }
 
@@ -60,7 +60,7 @@ where
 }
 
 /// The name of every request's span.
-pub const SPAN: &str = "request";
+pub(crate) const SPAN: &str = "request";
 
 /// The span a request is handled in. Its field is a `&str`, which
 /// [`SpanFields`] takes as it is, without formatting.
@@ -156,7 +156,7 @@ impl OnResponse for Echo {
 }
 
 /// Longest `X-Request-Id` taken from a client.
-pub const MAX_REQUEST_ID: usize = 128;
+pub(crate) const MAX_REQUEST_ID: usize = 128;
 
 /// The client's request id when it is a sane token (1 to 128 visible ASCII
 /// characters), else a new one.
@@ -172,7 +172,7 @@ pub fn request_id(given: Option<&HeaderValue>) -> HeaderValue {
 
 /// 16 hex digits: a process-wide counter from a random start, mixed
 /// (a bijection, so ids never repeat within 2^64 requests).
-pub fn new_request_id() -> HeaderValue {
+pub(crate) fn new_request_id() -> HeaderValue {
     use std::sync::OnceLock;
     static BASE: OnceLock<u64> = OnceLock::new();
     static NEXT: AtomicU64 = AtomicU64::new(0);

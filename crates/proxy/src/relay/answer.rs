@@ -19,12 +19,12 @@ pub fn accepted() -> Response<Body> {
 }
 
 /// One SSE `message` event.
-pub fn message_event(data: &[u8]) -> Bytes {
+pub(crate) fn message_event(data: &[u8]) -> Bytes {
     sse::frame(None, Some("message"), data)
 }
 
 /// An SSE answer carrying what `rx` yields, as it comes.
-pub fn sse_response(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
+pub(crate) fn sse_response(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
     let stream = ReceiverStream::new(rx).map(|b| Ok::<_, BoxError>(Frame::data(b)));
     let mut r = Response::new(StreamBody::new(stream).boxed_unsync());
     let h = r.headers_mut();

@@ -16,8 +16,8 @@ use crate::telemetry::Traced;
 
 pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 pub const PROTOCOL_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
-pub const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
-pub const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
+pub(crate) const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+pub(crate) const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
 
 /// One client exchange on its way through the relay.
 pub struct Ctx<'a> {
@@ -133,7 +133,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Sets [`Ctx::host`] from a single request (see [`host::detect`]).
-    pub fn judge_host(&mut self, m: &Message<'_>) {
+    pub(crate) fn judge_host(&mut self, m: &Message<'_>) {
         let agent = self
             .headers
             .get(http::header::USER_AGENT)

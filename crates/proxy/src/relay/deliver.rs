@@ -68,7 +68,7 @@ pub struct Waiting {
 }
 
 /// Runs its function once, when dropped.
-pub struct EndOnDrop(Option<Box<dyn FnOnce() + Send + Sync>>);
+pub(crate) struct EndOnDrop(Option<Box<dyn FnOnce() + Send + Sync>>);
 
 impl EndOnDrop {
     pub fn new(f: impl FnOnce() + Send + Sync + 'static) -> EndOnDrop {
@@ -299,7 +299,7 @@ pub fn respond(
 /// A GET stream: `messages` as SSE events as they come (each seen by
 /// `watch`), a comment when idle, until they end, the client goes or the
 /// gateway shuts down.
-pub fn event_stream<S>(
+pub(crate) fn event_stream<S>(
     gw: &crate::gateway::Gateway,
     mut watch: Option<super::stream::Watch>,
     mut messages: S,

@@ -36,7 +36,8 @@ use crate::upstream::messages::{MessageSession, Peer};
 use client::{initialize, peer};
 use connection::{connect, default_key, pool, slot_key};
 
-pub use client::{Mailbox, delete, get, new_client};
+pub(crate) use client::new_client;
+pub use client::{Mailbox, delete, get};
 pub(super) use client::{end, mailbox, not_ended, open};
 pub use connection::creds;
 

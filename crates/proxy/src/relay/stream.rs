@@ -47,7 +47,7 @@ pub fn watched(body: UpstreamBody, limit: usize, watch: Watch) -> Body {
 }
 
 /// Rewrite the response to request `key` inside a POST's SSE answer.
-pub fn rewrite_response_events(
+pub(crate) fn rewrite_response_events(
     body: UpstreamBody,
     key: String,
     finisher: Finisher,
@@ -78,7 +78,7 @@ pub fn rewrite_response_events(
 /// Pass a GET stream through, adding the gateway's list-changed
 /// notifications between events whenever the overlays change.
 /// The stream ends when `stop` fires (the gateway is shutting down).
-pub fn with_announcements(
+pub(crate) fn with_announcements(
     body: UpstreamBody,
     changes: watch::Receiver<u64>,
     limit: usize,
@@ -94,7 +94,7 @@ pub fn with_announcements(
 
 /// How a POST's SSE answer ends when its upstream stream fails: an error
 /// event for request `id`, its outcome recorded in `slot`.
-pub struct FailureEnd {
+pub(crate) struct FailureEnd {
     pub upstream: String,
     pub id: Box<RawValue>,
     pub slot: crate::outcome::OutcomeSlot,
@@ -118,7 +118,7 @@ impl FailureEnd {
 /// the upstream stream fails (a reset, an event over the size limit) or is
 /// still open at `deadline`. Only on an event boundary: a half-sent event
 /// cannot be taken back, so the stream is then cut as it was.
-pub fn end_on_failure(body: Body, end: FailureEnd, deadline: tokio::time::Instant) -> Body {
+pub(crate) fn end_on_failure(body: Body, end: FailureEnd, deadline: tokio::time::Instant) -> Body {
     struct Failing {
         body: Body,
         boundary: bool,

@@ -233,7 +233,7 @@ fn end_upstream_session(cx: &Ctx<'_>, upstream_id: &str) {
 
 /// Forward a GET or DELETE and relay its answer. A GET stream also carries
 /// the gateway's list-changed announcements after an overlay reload.
-pub async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Response<Body> {
+pub(crate) async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Response<Body> {
     let gw = cx.gw;
     let get = method == http::Method::GET;
     if method == http::Method::DELETE

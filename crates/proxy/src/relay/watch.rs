@@ -6,7 +6,7 @@ use super::context::{Ctx, SESSION_HEADER};
 use super::stream::Watch;
 
 /// The client's session id, `""` for none.
-pub fn session_of(headers: &http::HeaderMap) -> &str {
+pub(crate) fn session_of(headers: &http::HeaderMap) -> &str {
     headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())

@@ -22,7 +22,7 @@ use crate::reply::{self, BoxError};
 /// Where a connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Connected; no complete request head yet.
     Fresh = 0,
     /// Part-way through a request head after an idle spell (HTTP/1.1).
@@ -55,7 +55,7 @@ impl Phase {
 
 /// How long each phase may last.
 #[derive(Debug, Clone, Copy)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     /// `Fresh` and `Head`: `limits.header_read_timeout_secs`.
     pub header: Duration,
     /// `Idle`: `limits.idle_connection_secs`.
@@ -120,14 +120,14 @@ impl Conn {
 
     /// A request starts: the connection is busy until the returned guard
     /// (moved into the answer's body) is dropped.
-    pub fn begin(self: &Arc<Self>) -> Active {
+    pub(crate) fn begin(self: &Arc<Self>) -> Active {
         self.active.fetch_add(1, Ordering::Relaxed);
         self.phase.store(Phase::Busy as u8, Ordering::Relaxed);
         Active(self.clone())
     }
 
     /// Resolves once the registry picked this connection to make room.
-    pub async fn evicted(&self) {
+    pub(crate) async fn evicted(&self) {
         self.evict.notified().await;
     }
 
@@ -152,7 +152,7 @@ impl Conn {
 
 /// A request in progress on a [`Conn`].
 #[derive(Debug)]
-pub struct Active(Arc<Conn>);
+pub(crate) struct Active(Arc<Conn>);
 
 impl Drop for Active {
     fn drop(&mut self) {
@@ -164,7 +164,7 @@ impl Drop for Active {
 
 /// An answer's body that keeps its request counted as in progress until the
 /// body is sent in full or dropped.
-pub struct Tracked {
+pub(crate) struct Tracked {
     body: reply::Body,
     _active: Active,
 }
@@ -199,7 +199,7 @@ impl HttpBody for Tracked {
 }
 
 /// A client socket that tells its [`Conn`] when bytes arrive.
-pub struct Watched<S> {
+pub(crate) struct Watched<S> {
     inner: S,
     conn: Arc<Conn>,
 }
@@ -257,7 +257,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
 
 /// Every open client connection of the process, across worker threads.
 #[derive(Debug)]
-pub struct Registry {
+pub(crate) struct Registry {
     max: usize,
     epoch: Instant,
     open: Mutex<Open>,
@@ -274,7 +274,7 @@ struct Open {
 }
 
 /// What [`Registry::admit`] decided.
-pub enum Admission {
+pub(crate) enum Admission {
     Admitted(Arc<Conn>),
     /// At the cap with every connection busy.
     Refused,
@@ -297,7 +297,7 @@ impl Registry {
 
     /// A new client connected: admit it, closing the longest-idle
     /// connection at the cap.
-    pub fn admit(&self) -> Admission {
+    pub(crate) fn admit(&self) -> Admission {
         let mut open = self.lock();
         if open.conns.len() >= self.max && !evict_one(&mut open.conns) {
             return Admission::Refused;
@@ -319,7 +319,7 @@ impl Registry {
 
     /// Close the longest-idle connection to free a file descriptor (the
     /// process ran out). Whether there was one.
-    pub fn make_room(&self) -> bool {
+    pub(crate) fn make_room(&self) -> bool {
         evict_one(&mut self.lock().conns)
     }
 
@@ -337,7 +337,7 @@ impl Registry {
     }
 
     /// The connections serving requests, and those requests.
-    pub fn census(&self) -> Census {
+    pub(crate) fn census(&self) -> Census {
         let open = self.lock();
         let mut c = Census::default();
         for conn in open.conns.values() {
@@ -362,7 +362,7 @@ impl Registry {
 
     /// Whether a refusal or an accept failure should be logged now: at most
     /// once every ten seconds.
-    pub fn should_warn(&self) -> bool {
+    pub(crate) fn should_warn(&self) -> bool {
         let now = self.epoch.elapsed().as_millis() as u64;
         let last = self.warned.load(Ordering::Relaxed);
         if last != u64::MAX && now.saturating_sub(last) < 10_000 {
@@ -380,7 +380,7 @@ impl Registry {
 
 /// Busy connections at one moment.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Census {
+pub(crate) struct Census {
     /// Connections serving requests.
     pub busy: usize,
     /// The requests they serve.

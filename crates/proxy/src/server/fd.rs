@@ -43,7 +43,7 @@ pub fn raise_fd_limit() -> FdLimits {
 /// The default `limits.max_connections`: half the descriptors the soft limit
 /// leaves after a reserve (the other half is for the upstream connections
 /// and stdio pipes those clients cause), at least 16.
-pub fn default_max_connections() -> usize {
+pub(crate) fn default_max_connections() -> usize {
     let soft = getrlimit(Resource::Nofile).current.unwrap_or(1 << 20);
     derive(soft)
 }

@@ -18,7 +18,7 @@ use crate::overlay::ToolOverlay;
 
 /// The text item a result that breaks the listed `outputSchema` gains (after
 /// the upstream's content), before the reason.
-pub const MISMATCH_NOTE: &str =
+pub(crate) const MISMATCH_NOTE: &str =
     "mcp-ui-gateway: this result does not match the outputSchema listed for this tool";
 
 /// Shapes a `tools/call` result in place as `tool.result` asks, then holds
@@ -97,7 +97,7 @@ fn conforms(result: &Map<String, Value>, output_schema: &Map<String, Value>) -> 
 /// tool error a validating client accepts: `isError: true`, no
 /// `structuredContent` (which the TypeScript SDK validates even on errors),
 /// the upstream's content kept, and one text item more saying why.
-pub fn schema_mismatch(result: &mut Map<String, Value>, reason: &str) {
+pub(crate) fn schema_mismatch(result: &mut Map<String, Value>, reason: &str) {
     result.shift_remove("structuredContent");
     let note = json!({ "type": "text", "text": format!("{MISMATCH_NOTE} ({reason}).") });
     match result.get_mut("content").and_then(Value::as_array_mut) {

@@ -30,7 +30,7 @@ pub mod warning;
 
 pub use call::tools_call_result;
 pub use capabilities::{ListChanged, UI_EXTENSION, discover_result, initialize_result};
-pub use resources::{list_entry, local_resources_list, read_result, resources_list};
-pub use tools::page::{RewrittenPage, tools_list_page};
+pub use resources::{local_resources_list, read_result, resources_list};
+pub(crate) use tools::page::tools_list_page;
 pub use tools::{file_param_problems, tools_list};
 pub use warning::Warning;

@@ -28,7 +28,7 @@ pub fn read_result(widget: &Widget, target: &Target) -> Value {
 }
 
 /// The `resources/list` entry for a widget, as `target` sees it.
-pub fn list_entry(widget: &Widget, target: &Target) -> Value {
+pub(crate) fn list_entry(widget: &Widget, target: &Target) -> Value {
     let mut entry = Map::new();
     entry.insert("uri".into(), json!(widget.uri));
     entry.insert("name".into(), json!(widget.name));

@@ -230,7 +230,7 @@ pub fn resolve(
 /// first member that differs is refused (its index among the members and why).
 /// Whether their live metadata agree (one authorization server for all) is
 /// checked where it can be seen: `check`, and the app's metadata endpoint.
-pub fn auth_rule(
+pub(crate) fn auth_rule(
     app: &str,
     members: &[Member],
     mounts: &[MountRef<'_>],
@@ -260,7 +260,7 @@ pub fn auth_rule(
 }
 
 /// Most members an app has: its session id carries one session per member.
-pub const MAX_MEMBERS: usize = 32;
+pub(crate) const MAX_MEMBERS: usize = 32;
 
 #[cfg(test)]
 mod tests {

@@ -14,9 +14,9 @@ use super::schema::{Config, UpstreamConfig};
 
 /// Prefix of the environment variables that set configuration fields;
 /// nested fields use `__`, e.g. `MCP_UI_GATEWAY_LIMITS__MAX_BODY_BYTES`.
-pub const ENV_PREFIX: &str = "MCP_UI_GATEWAY_";
+pub(crate) const ENV_PREFIX: &str = "MCP_UI_GATEWAY_";
 /// The file read when `--config` is not given, if it exists.
-pub const DEFAULT_FILE: &str = "config/gateway.toml";
+pub(crate) const DEFAULT_FILE: &str = "config/gateway.toml";
 
 /// Overrides from the command line; `None` leaves lower layers in force.
 #[derive(Debug, Default, Serialize)]

@@ -40,7 +40,7 @@ pub fn describe(e: &figment::Error, file: Option<&Path>, text: &str, env_prefix:
 }
 
 /// Whether the value at fault came from the configuration file.
-pub fn from_file(e: &figment::Error) -> bool {
+pub(crate) fn from_file(e: &figment::Error) -> bool {
     e.metadata.as_ref().is_some_and(|m| m.name.contains("TOML"))
 }
 

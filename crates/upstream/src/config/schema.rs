@@ -208,7 +208,7 @@ pub struct Limits {
 }
 
 /// The smallest `limits.max_header_bytes`: one read buffer.
-pub const MIN_HEADER_BYTES: usize = 8192;
+pub(crate) const MIN_HEADER_BYTES: usize = 8192;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -327,7 +327,7 @@ impl SessionMode {
 }
 
 /// Most connections a shared pool may hold.
-pub const MAX_POOL: usize = 64;
+pub(crate) const MAX_POOL: usize = 64;
 
 /// See [`UpstreamConfig::auth_challenge`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

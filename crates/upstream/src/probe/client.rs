@@ -21,7 +21,7 @@ use crate::upstream::{self, client as up_client};
 
 /// Most `tools/list` pages followed: an upstream whose cursors never end must
 /// not keep `check` going for ever (a repeated cursor is caught sooner).
-pub const MAX_PAGES: usize = 1000;
+pub(crate) const MAX_PAGES: usize = 1000;
 
 /// Lists every tool of `mount`'s upstream: one MCP session, opened and ended
 /// here.

@@ -20,7 +20,7 @@ use crate::upstream::messages::{Delivery, MessageSession};
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// `clientInfo.name`, so an upstream's logs say who asked.
-pub const CLIENT_NAME: &str = "mcp-ui-gateway-check";
+pub(crate) const CLIENT_NAME: &str = "mcp-ui-gateway-check";
 
 pub(super) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 

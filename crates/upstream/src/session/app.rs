@@ -38,7 +38,7 @@ pub struct AppSession {
 
 /// The longest app session id opened for an app of `members` members (an
 /// id of the first format, each member's own id inside, is the longest).
-pub fn max_id(members: usize) -> usize {
+pub(crate) fn max_id(members: usize) -> usize {
     (24 + 16 + 2 + MAX_MOUNT_NAME + 1 + members * (3 + MAX_SEALED_ID)).div_ceil(3) * 4
 }
 

@@ -38,14 +38,14 @@ const TAG_LEN: usize = 16;
 /// upstream that issues a longer one is refused at `initialize`.
 pub const MAX_UPSTREAM_SESSION_ID: usize = 4096;
 /// Longest mount name an id carries (the configuration refuses longer ones).
-pub const MAX_MOUNT_NAME: usize = 255;
+pub(crate) const MAX_MOUNT_NAME: usize = 255;
 /// Most bytes a sealed [`Hello`] takes: capabilities and three strings of
 /// at most 255 bytes, each with its length.
 const MAX_HELLO: usize = 2 + 3 * 256;
 /// The longest id [`SessionKey::seal`] makes, so the longest [`SessionKey::open`]
 /// looks at: version, kind, mount length, mount, flag, id length, id, host,
 /// start, hello.
-pub const MAX_SEALED_ID: usize = base64_len(
+pub(crate) const MAX_SEALED_ID: usize = base64_len(
     NONCE_LEN + 3 + MAX_MOUNT_NAME + 3 + MAX_UPSTREAM_SESSION_ID + 1 + 8 + MAX_HELLO + TAG_LEN,
 );
 

@@ -28,6 +28,6 @@ pub mod reopened;
 
 pub use ended::Ended;
 pub use hello::{Caps, Hello};
-pub use id::{KeyError, OpenedIds, Route, SessionKey, Token};
-pub use in_flight::{InFlight, InFlightGuard};
+pub use id::{OpenedIds, Route, SessionKey, Token};
+pub use in_flight::InFlight;
 pub use owned::{Held, Owned};

@@ -176,7 +176,7 @@ impl<S: Held> Owned<S> {
     /// End the sessions idle for longer than `ttl`, and those of a mount
     /// with a `quiet[mount]` limit that have nothing open (see
     /// [`Held::is_quiet`]) and were idle for longer than it.
-    pub fn reap(&self, ttl: Duration, quiet: &[Option<Duration>]) {
+    pub(crate) fn reap(&self, ttl: Duration, quiet: &[Option<Duration>]) {
         let why = |s: &S, mount: usize| -> Option<String> {
             if s.idle() > ttl {
                 return Some(format!("session idle for more than {} s", ttl.as_secs()));

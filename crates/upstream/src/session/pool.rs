@@ -322,7 +322,7 @@ impl Pool {
     /// End the connections unused beyond their limit (pool places:
     /// `session`; conversations and the others: `conversation`), and forget
     /// the client sessions idle beyond `session` with no stream open.
-    pub fn reap(&self, session: Duration, conversation: Duration) {
+    pub(crate) fn reap(&self, session: Duration, conversation: Duration) {
         let idle: Vec<(SlotKey, Arc<Slot>)> = {
             let mut slots = self.lock();
             let mut gone = Vec::new();

@@ -2,12 +2,12 @@
 //! its HTTP headers or in `params._meta`) and the ones the gateway passes on.
 
 /// A 16-byte trace id and an 8-byte span id; all zeros is invalid.
-pub type TraceId = [u8; 16];
-pub type SpanId = [u8; 8];
+pub(crate) type TraceId = [u8; 16];
+pub(crate) type SpanId = [u8; 8];
 
 /// Longest `tracestate` carried (the W3C limit is 32 members of at most 256
 /// characters each; longer values are dropped, not cut).
-pub const MAX_TRACESTATE: usize = 512;
+pub(crate) const MAX_TRACESTATE: usize = 512;
 
 /// A remote span's context, as received.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub struct Remote {
 /// Parses a `traceparent` value: `00-<32 hex>-<16 hex>-<2 hex>` (a later
 /// version may append fields after a `-`); zero ids and version `ff` are
 /// invalid.
-pub fn parse_traceparent(v: &str) -> Option<(TraceId, SpanId, bool)> {
+pub(crate) fn parse_traceparent(v: &str) -> Option<(TraceId, SpanId, bool)> {
     let b = v.trim().as_bytes();
     if b.len() < 55 || b[2] != b'-' || b[35] != b'-' || b[52] != b'-' {
         return None;
@@ -79,7 +79,7 @@ fn lower_hex<const N: usize>(text: &[u8]) -> Option<[u8; N]> {
 }
 
 /// A new random trace id.
-pub fn new_trace_id() -> TraceId {
+pub(crate) fn new_trace_id() -> TraceId {
     loop {
         let id: TraceId = rand::random();
         if id != [0; 16] {
@@ -89,7 +89,7 @@ pub fn new_trace_id() -> TraceId {
 }
 
 /// A new random span id.
-pub fn new_span_id() -> SpanId {
+pub(crate) fn new_span_id() -> SpanId {
     loop {
         let id: SpanId = rand::random();
         if id != [0; 8] {

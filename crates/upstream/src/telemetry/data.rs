@@ -56,7 +56,7 @@ pub struct SpanData {
 impl SpanData {
     /// About how many bytes the span holds: what the export queue counts
     /// against its byte bound.
-    pub fn weight(&self) -> usize {
+    pub(crate) fn weight(&self) -> usize {
         let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
         std::mem::size_of::<SpanData>()
             + self.name.len()
@@ -90,7 +90,7 @@ pub fn cut(s: &mut String, max: usize) {
 }
 
 /// `v` cut as [`cut`] cuts a string.
-pub fn cut_value(v: &mut Value, max: usize) {
+pub(crate) fn cut_value(v: &mut Value, max: usize) {
     if let Value::Str(text) = v
         && text.len() > max
     {

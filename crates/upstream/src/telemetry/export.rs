@@ -22,7 +22,7 @@ use crate::outcome::UpstreamError;
 use crate::upstream::client::{BodyError, client, send};
 
 /// Most spans in one export request.
-pub const MAX_BATCH: usize = 512;
+pub(crate) const MAX_BATCH: usize = 512;
 
 /// The name the collector goes by in the client's error messages.
 const COLLECTOR: &str = "otlp collector";
@@ -30,7 +30,7 @@ const COLLECTOR: &str = "otlp collector";
 /// Most bytes of a collector's answer read (an `ExportTraceServiceResponse`
 /// is a few bytes, a partial success a few hundred): past it the answer is
 /// dropped with its connection, never held.
-pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// Where and how spans are sent.
 #[derive(Debug, Clone)]

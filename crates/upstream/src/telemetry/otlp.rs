@@ -6,10 +6,10 @@
 use super::data::{SpanData, Value};
 
 /// The instrumentation scope's name.
-pub const SCOPE: &str = "mcp-ui-gateway";
+pub(crate) const SCOPE: &str = "mcp-ui-gateway";
 
 /// The encoded request for `spans` under `resource` attributes.
-pub fn export_request(resource: &[(String, String)], spans: &[SpanData]) -> Vec<u8> {
+pub(crate) fn export_request(resource: &[(String, String)], spans: &[SpanData]) -> Vec<u8> {
     // Resource { repeated KeyValue attributes = 1 }
     let mut res = Vec::new();
     for (k, v) in resource {

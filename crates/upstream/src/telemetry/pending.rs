@@ -7,11 +7,11 @@ use std::sync::Mutex;
 use super::data::SpanData;
 
 /// Most spans of requests to clients waiting for their answers.
-pub const MAX_OPEN: usize = 1024;
+pub(crate) const MAX_OPEN: usize = 1024;
 
 /// Longest a span waits for its answer (a user may take a while to answer
 /// an elicitation); then it is pushed out, unanswered, by the next request.
-pub const MAX_WAIT_NANOS: u64 = 15 * 60 * 1_000_000_000;
+pub(crate) const MAX_WAIT_NANOS: u64 = 15 * 60 * 1_000_000_000;
 
 /// A client session (`""` for none) and a request id (its JSON text).
 pub type Key = (Box<str>, String);

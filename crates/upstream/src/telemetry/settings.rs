@@ -12,7 +12,7 @@ use super::sampler::Sampler;
 use crate::config::Telemetry;
 
 /// The default `service.name`.
-pub const SERVICE_NAME: &str = "mcp-ui-gateway";
+pub(crate) const SERVICE_NAME: &str = "mcp-ui-gateway";
 
 /// Resolved settings of an enabled exporter.
 #[derive(Debug, Clone)]

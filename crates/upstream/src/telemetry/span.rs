@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::context::{SpanId, TraceId, new_span_id};
-pub use super::data::{Kind, SpanData, Value};
+pub(crate) use super::data::SpanData;
+pub use super::data::{Kind, Value};
 use super::data::{cut, cut_value};
 use super::tracer::Tracer;
 
 /// Nanoseconds since the Unix epoch.
-pub fn now_nanos() -> u64 {
+pub(crate) fn now_nanos() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
@@ -101,13 +102,13 @@ impl Span {
     }
 
     /// Back-date the start (Unix nanoseconds).
-    pub fn set_start(&mut self, nanos: u64) {
+    pub(crate) fn set_start(&mut self, nanos: u64) {
         if let Some(d) = &mut self.data {
             d.start_nanos = nanos;
         }
     }
 
-    pub fn set_tracestate(&mut self, mut tracestate: Option<String>) {
+    pub(crate) fn set_tracestate(&mut self, mut tracestate: Option<String>) {
         if let Some(d) = &mut self.data {
             if let Some(t) = &mut tracestate {
                 cut(t, self.tracer.limits.value_chars);

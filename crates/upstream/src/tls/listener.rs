@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::pem;
 
 /// How often the certificate files are looked at for a change.
-pub const ROTATION_CHECK: Duration = Duration::from_secs(1);
+pub(crate) const ROTATION_CHECK: Duration = Duration::from_secs(1);
 
 /// The listener's TLS: what every new connection's handshake uses.
 pub struct ListenerTls {
@@ -50,11 +50,6 @@ fn read(cert: &Path, key: &Path) -> Contents {
         cert: pem::read(cert),
         key: pem::read(key),
     }
-}
-
-/// Read a certificate chain and its key, checking that they belong together.
-pub fn load_pair(cert: &Path, key: &Path) -> Result<CertifiedKey, String> {
-    pair(&read(cert, key), cert, key)
 }
 
 fn pair(files: &Contents, cert: &Path, key: &Path) -> Result<CertifiedKey, String> {
@@ -115,7 +110,7 @@ impl ListenerTls {
 
     /// Read the pair again if either file changed since it was last read.
     /// `Ok(true)` when a new pair is in force; an error keeps the old one.
-    pub fn reload_if_changed(&self) -> Result<bool, String> {
+    pub(crate) fn reload_if_changed(&self) -> Result<bool, String> {
         let c = &self.current;
         let now = read(&c.cert_path, &c.key_path);
         let pair = {

@@ -28,13 +28,13 @@ pub struct UpstreamTls {
 impl UpstreamTls {
     /// Whether anything differs from the defaults (system roots, no client
     /// certificate, the URL's host).
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         *self == UpstreamTls::default()
     }
 }
 
 /// How the gateway connects to one `https://` upstream.
-pub struct Connector {
+pub(crate) struct Connector {
     connector: TlsConnector,
     /// `tls_server_name`, when the URL's host is not the certificate's name.
     server_name: Option<ServerName<'static>>,
@@ -51,7 +51,7 @@ enum Trust {
 
 /// The system's trusted roots: the platform's bundle, or `SSL_CERT_FILE`
 /// and `SSL_CERT_DIR` instead when set (as for curl and Python).
-pub fn system_roots() -> Result<Arc<RootCertStore>, String> {
+pub(crate) fn system_roots() -> Result<Arc<RootCertStore>, String> {
     let found = rustls_native_certs::load_native_certs();
     let mut roots = RootCertStore::empty();
     let (added, _) = roots.add_parsable_certificates(found.certs);
@@ -154,7 +154,7 @@ impl Connector {
     }
 
     /// A TLS failure, in words that say what to change.
-    pub fn explain(&self, e: &rustls::Error, at: &str, name: &ServerName<'_>) -> String {
+    pub(crate) fn explain(&self, e: &rustls::Error, at: &str, name: &ServerName<'_>) -> String {
         match e {
             rustls::Error::InvalidCertificate(c) => {
                 let why = match c {
@@ -199,7 +199,7 @@ impl Connector {
     }
 
     /// Whether a client certificate is presented.
-    pub fn has_client_cert(&self) -> bool {
+    pub(crate) fn has_client_cert(&self) -> bool {
         self.client_cert
     }
 }
@@ -244,7 +244,7 @@ fn certificate_words(e: &CertificateError) -> String {
 
 /// What an alert from the upstream means: most often a client certificate
 /// it requires or refuses.
-pub fn alert_text(alert: AlertDescription, at: &str, client_cert: bool) -> String {
+pub(crate) fn alert_text(alert: AlertDescription, at: &str, client_cert: bool) -> String {
     use AlertDescription as A;
     match alert {
         A::CertificateRequired | A::HandshakeFailure if !client_cert => format!(
@@ -268,7 +268,10 @@ pub fn alert_text(alert: AlertDescription, at: &str, client_cert: bool) -> Strin
 /// A TLS failure met after the handshake (TLS 1.3 servers check a client
 /// certificate then), as an operator-facing sentence; `None` when `e` has
 /// no TLS cause.
-pub fn explain_late(e: &(dyn std::error::Error + 'static), client_cert: bool) -> Option<String> {
+pub(crate) fn explain_late(
+    e: &(dyn std::error::Error + 'static),
+    client_cert: bool,
+) -> Option<String> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
         let tls = err.downcast_ref::<rustls::Error>().or_else(|| {

@@ -26,8 +26,9 @@ mod request;
 mod shared;
 mod state;
 
-pub use mux::{Mux, Sink};
-pub use outbox::{Full, MAX_QUEUED, MAX_QUEUED_BYTES, Outbox};
+pub use mux::Mux;
+pub use outbox::Full;
+pub(crate) use outbox::Outbox;
 pub use peer::{Peer, Peers};
 pub use state::Delivery;
 
@@ -117,7 +118,11 @@ impl MessageSession {
     }
 
     /// [`Self::new`] with an outbox of other bounds.
-    pub fn with_outbox(upstream: Arc<str>, mux: Option<Arc<Mux>>, outbox: Outbox) -> Arc<Self> {
+    pub(crate) fn with_outbox(
+        upstream: Arc<str>,
+        mux: Option<Arc<Mux>>,
+        outbox: Outbox,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me| MessageSession {
             upstream,
             outbox,
@@ -133,7 +138,7 @@ impl MessageSession {
     }
 
     /// Whether several clients share this connection.
-    pub fn is_shared(&self) -> bool {
+    pub(crate) fn is_shared(&self) -> bool {
         self.mux.is_some()
     }
 
@@ -175,7 +180,7 @@ impl MessageSession {
 
     /// Whether the client has nothing open here: no request waiting for its
     /// answer and no GET stream.
-    pub fn is_quiet(&self) -> bool {
+    pub(crate) fn is_quiet(&self) -> bool {
         let st = self.lock();
         st.pending.values().all(|p| p.tx.is_closed())
             && st.get_stream.as_ref().is_none_or(|tx| tx.is_closed())

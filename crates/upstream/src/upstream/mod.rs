@@ -10,7 +10,7 @@ pub mod budget;
 pub mod client;
 pub mod handshake;
 pub mod held;
-pub mod legacy_sse;
+pub(crate) mod legacy_sse;
 pub mod messages;
 pub mod stdio;
 

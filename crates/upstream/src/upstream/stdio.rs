@@ -22,9 +22,8 @@ mod restarts;
 
 pub use group::Ending;
 pub use kill::KILL_GRACE;
-pub use restarts::{
-    Children, FIRST_BACKOFF, Fault, MAX_BACKOFF, Restarts, STABLE_AFTER, Supervisor, backoff,
-};
+pub(crate) use restarts::STABLE_AFTER;
+pub use restarts::{Children, Fault, Restarts, Supervisor, backoff};
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -49,7 +48,7 @@ pub fn spawn(
 }
 
 /// [`spawn`], counted against `sup`'s child limit and restart backoff.
-pub fn spawn_supervised(
+pub(crate) fn spawn_supervised(
     name: &str,
     cmd: &StdioCommand,
     limits: &Limits,

@@ -8,18 +8,18 @@ use serde_json::{Map, Value, json};
 /// The MCP Apps extension's id in `capabilities.extensions`.
 pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
 /// The MCP Apps HTML media type a UI-capable host lists.
-pub const UI_MIME: &str = "text/html;profile=mcp-app";
+pub(crate) const UI_MIME: &str = "text/html;profile=mcp-app";
 
 /// Capability bits (see [`Caps`]).
 mod bit {
-    pub const SAMPLING: u16 = 1;
-    pub const SAMPLING_TOOLS: u16 = 1 << 1;
-    pub const SAMPLING_CONTEXT: u16 = 1 << 2;
-    pub const ELICITATION: u16 = 1 << 3;
-    pub const ELICITATION_FORM: u16 = 1 << 4;
-    pub const ELICITATION_URL: u16 = 1 << 5;
-    pub const ROOTS: u16 = 1 << 6;
-    pub const ROOTS_LIST_CHANGED: u16 = 1 << 7;
+    pub(crate) const SAMPLING: u16 = 1;
+    pub(crate) const SAMPLING_TOOLS: u16 = 1 << 1;
+    pub(crate) const SAMPLING_CONTEXT: u16 = 1 << 2;
+    pub(crate) const ELICITATION: u16 = 1 << 3;
+    pub(crate) const ELICITATION_FORM: u16 = 1 << 4;
+    pub(crate) const ELICITATION_URL: u16 = 1 << 5;
+    pub(crate) const ROOTS: u16 = 1 << 6;
+    pub(crate) const ROOTS_LIST_CHANGED: u16 = 1 << 7;
     pub const UI: u16 = 1 << 8;
 }
 

@@ -27,7 +27,11 @@ pub fn pointer_segment(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-pub fn resolve_pointer<'a>(root: &'a Value, schema: &'a Value, pointer: &str) -> Resolved<'a> {
+pub(crate) fn resolve_pointer<'a>(
+    root: &'a Value,
+    schema: &'a Value,
+    pointer: &str,
+) -> Resolved<'a> {
     if pointer.is_empty() {
         return Resolved::Found(schema);
     }
@@ -174,7 +178,7 @@ pub fn default_array(root: &Value) -> Vec<String> {
 /// `data` (default: as the widget picks it: the only array for a `list`
 /// widget, else the root). Lists (tables) leave out nested objects and
 /// arrays.
-pub fn default_keys(root: &Value, data: Option<&str>, list: bool) -> Vec<String> {
+pub(crate) fn default_keys(root: &Value, data: Option<&str>, list: bool) -> Vec<String> {
     record_properties(root, data, list)
         .into_iter()
         .filter(|(_, kind)| !list || !matches!(kind, Some("object" | "array")))
@@ -184,7 +188,7 @@ pub fn default_keys(root: &Value, data: Option<&str>, list: bool) -> Vec<String>
 
 /// A chart's defaults from `root` at `data`: the first string property of
 /// the records (the labels) and their number properties (the series).
-pub fn default_chart(root: &Value, data: Option<&str>) -> (Option<String>, Vec<String>) {
+pub(crate) fn default_chart(root: &Value, data: Option<&str>) -> (Option<String>, Vec<String>) {
     let properties = record_properties(root, data, true);
     let label = properties
         .iter()

@@ -25,7 +25,7 @@ pub struct AppScope {
 impl AppScope {
     /// The member that owns the listed name `name`, and the member's own
     /// name for it; the reason when no single member does.
-    pub fn member_of(&self, name: &str) -> Result<(&str, String), String> {
+    pub(crate) fn member_of(&self, name: &str) -> Result<(&str, String), String> {
         let mut best: Vec<&(String, String)> = Vec::new();
         for member in &self.members {
             let prefix = member.1.as_str();
@@ -77,7 +77,11 @@ impl AppScope {
 
     /// A render tool's data tools, written as the app lists them, as the
     /// member `upstream` (prefix `prefix`) names them.
-    pub fn member_names(&self, upstream: &str, names: &[String]) -> Result<Vec<String>, String> {
+    pub(crate) fn member_names(
+        &self,
+        upstream: &str,
+        names: &[String],
+    ) -> Result<Vec<String>, String> {
         let prefix = self
             .members
             .iter()

@@ -59,7 +59,7 @@ pub fn domain(value: &str) -> Result<(), String> {
 
 /// ChatGPT's widget domain: an origin (`https://host[:port]`), never a
 /// wildcard.
-pub fn chatgpt_domain(value: &str) -> Result<(), String> {
+pub(crate) fn chatgpt_domain(value: &str) -> Result<(), String> {
     domain(value)?;
     if !value.contains("://") {
         return Err(format!(

@@ -62,7 +62,8 @@ pub fn inject(html: &str) -> String {
 }
 
 /// The size of the script as [`inject`] writes it.
-pub fn script_len() -> usize {
+#[cfg(test)]
+pub(crate) fn script_len() -> usize {
     compact(SCRIPT).len() + "<script></script>".len()
 }
 

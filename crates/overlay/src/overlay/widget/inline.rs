@@ -15,7 +15,7 @@ pub use super::builder::BundleError;
 use super::builder::{Builder, Piece, Rooted};
 use super::media::media_type;
 pub use super::options::{BundleOptions, Read};
-use super::scan::{AssetError, find_ci, last_ci, scan};
+use super::scan::{find_ci, last_ci, scan};
 use super::urls::encode_path;
 
 /// How many hex digits of the hash of the served files name their folder.
@@ -48,11 +48,12 @@ pub struct Inlined {
 
 /// [`bundle`] with every file inlined or turned into a `data:` URI where it
 /// can be, and no served files: the entry's folder is `entry_dir`.
-pub fn inline_assets(
+#[cfg(test)]
+pub(crate) fn inline_assets(
     html: &str,
     entry_dir: &str,
     read: &mut dyn FnMut(&str) -> Result<String, String>,
-) -> Result<Inlined, Vec<AssetError>> {
+) -> Result<Inlined, Vec<super::scan::AssetError>> {
     let options = BundleOptions {
         entry_dir,
         base: "",
@@ -64,7 +65,7 @@ pub fn inline_assets(
     bundle(html, &options, &mut read_bytes).map_err(|errors| {
         errors
             .into_iter()
-            .map(|e| AssetError {
+            .map(|e| super::scan::AssetError {
                 offset: e.offset,
                 reason: match e.file {
                     Some(file) => format!("{file}: {}", e.reason),

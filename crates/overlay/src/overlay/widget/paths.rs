@@ -9,7 +9,7 @@ pub(super) fn parent(path: &str) -> String {
 
 /// Joins `path` to `base` and folds `.` and `..`, refusing to climb above the
 /// widget folder.
-pub fn normalize(base: &str, path: &str) -> Result<String, String> {
+pub(crate) fn normalize(base: &str, path: &str) -> Result<String, String> {
     let mut parts: Vec<&str> = Vec::new();
     for part in base.split('/').chain(path.split('/')) {
         match part {

@@ -6,7 +6,7 @@ use std::ops::Range;
 
 /// What a reference is, which decides how it must resolve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RefKind {
+pub(crate) enum RefKind {
     /// `import … from "x"`, `import "x"`, `export … from "x"`.
     Import,
     /// `import("x")`.
@@ -26,7 +26,7 @@ pub enum RefKind {
 
 /// One reference: the specifier's byte range in the file and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ref {
+pub(crate) struct Ref {
     pub kind: RefKind,
     pub range: Range<usize>,
     pub value: String,
@@ -34,7 +34,7 @@ pub struct Ref {
 
 /// A problem found while scanning, at a byte offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanProblem {
+pub(crate) struct ScanProblem {
     pub offset: usize,
     pub reason: String,
 }
@@ -55,7 +55,7 @@ enum Tok<'a> {
 /// problem: what it loads cannot be known before it runs. A string starting
 /// with `placeholder` (a bundler's stand-in for the asset base URL; `""`
 /// for none) is root-relative, like one starting with `/`.
-pub fn js_refs(src: &str, placeholder: &str) -> (Vec<Ref>, Vec<ScanProblem>) {
+pub(crate) fn js_refs(src: &str, placeholder: &str) -> (Vec<Ref>, Vec<ScanProblem>) {
     let b = src.as_bytes();
     let mut refs = Vec::new();
     let mut problems = Vec::new();
@@ -217,7 +217,7 @@ fn check_string(
 
 /// Whether a reference names a path from the widget's base: `/x` (not
 /// `//host`), or `<placeholder>/x`.
-pub fn is_rooted(value: &str, placeholder: &str) -> bool {
+pub(crate) fn is_rooted(value: &str, placeholder: &str) -> bool {
     match value
         .strip_prefix(placeholder)
         .filter(|_| !placeholder.is_empty())
@@ -319,7 +319,7 @@ fn skip_string(b: &[u8], start: usize, quote: u8) -> (usize, usize) {
 }
 
 /// The references of a stylesheet: `url()`, `@import` and its source map.
-pub fn css_refs(src: &str) -> Vec<Ref> {
+pub(crate) fn css_refs(src: &str) -> Vec<Ref> {
     let b = src.as_bytes();
     let mut refs = Vec::new();
     let mut i = 0;

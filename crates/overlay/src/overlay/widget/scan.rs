@@ -6,7 +6,7 @@ use std::ops::Range;
 
 /// A problem found while inlining, at a byte offset of the entry HTML.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AssetError {
+pub(crate) struct AssetError {
     pub offset: usize,
     pub reason: String,
 }

@@ -2,6 +2,7 @@
 //! versioned URIs.
 
 use super::inline::*;
+use super::scan::AssetError;
 use super::*;
 use crate::overlay::{Csp, HostDomains};
 

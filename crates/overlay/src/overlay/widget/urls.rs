@@ -109,6 +109,6 @@ const PATH_KEEPS: &AsciiSet = &NON_ALPHANUMERIC
 
 /// A served file's path as it goes in its URL: a space is `%20`, a `%` is
 /// `%25`, so the path the browser asks for decodes to the file's name.
-pub fn encode_path(path: &str) -> String {
+pub(crate) fn encode_path(path: &str) -> String {
     utf8_percent_encode(path, PATH_KEEPS).to_string()
 }

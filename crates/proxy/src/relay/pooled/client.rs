@@ -74,7 +74,7 @@ pub(super) async fn initialize(
 }
 
 /// A new client session's number (never 0).
-pub fn new_client() -> u64 {
+pub(crate) fn new_client() -> u64 {
     loop {
         let n: u64 = rand::random();
         if n != 0 {

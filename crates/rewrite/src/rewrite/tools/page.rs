@@ -15,7 +15,7 @@ use members::{Members, Page, offset};
 
 /// What [`tools_list_page`] made of a page.
 #[derive(Debug, Default)]
-pub struct RewrittenPage {
+pub(crate) struct RewrittenPage {
     /// The new page; `None` leaves the upstream's bytes as they were.
     pub text: Option<String>,
     pub warnings: Vec<Warning>,
@@ -36,7 +36,7 @@ pub struct RewrittenPage {
 /// Every other byte, tool, member and separator stays as the upstream sent
 /// it. `None` when the page is not the expected shape (the general path
 /// then handles it).
-pub fn tools_list_page(
+pub(crate) fn tools_list_page(
     response: &[u8],
     overlaid: &MountOverlays,
     widgets: &Widgets,

@@ -41,7 +41,7 @@ impl MessageSession {
     /// Route one message from the upstream that it sent in answer to the
     /// request the upstream knows as `related` (a streamable HTTP upstream
     /// says so by the stream it sends it on), if that is known.
-    pub async fn deliver_for(&self, message: Bytes, related: Option<&str>) {
+    pub(crate) async fn deliver_for(&self, message: Bytes, related: Option<&str>) {
         let parsed = match jsonrpc::classify_one(&message) {
             Ok(m) => m,
             Err(e) => {

@@ -34,7 +34,7 @@ use crate::outcome::Failure;
 
 /// The connection a server request came from, as the [`Mux`] reaches it
 /// again with the client's answer.
-pub trait Sink: Send + Sync {
+pub(crate) trait Sink: Send + Sync {
     /// Send a message as it is.
     fn send_raw(&self, message: Bytes) -> Result<(), Failure>;
     fn is_closed(&self) -> bool;
@@ -135,7 +135,7 @@ impl Mux {
     }
 
     /// Forget what was asked on connections that are gone.
-    pub fn purge(&self) {
+    pub(crate) fn purge(&self) {
         self.lock().retain(|_, a| a.session.strong_count() > 0);
     }
 }

@@ -13,9 +13,9 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 /// Most messages waiting to be written to one upstream.
-pub const MAX_QUEUED: usize = 256;
+pub(crate) const MAX_QUEUED: usize = 256;
 /// Most bytes waiting to be written to one upstream.
-pub const MAX_QUEUED_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_QUEUED_BYTES: usize = 16 * 1024 * 1024;
 
 /// The queue was full: what was waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,7 @@ struct Queue {
 }
 
 /// One upstream's write queue.
-pub struct Outbox {
+pub(crate) struct Outbox {
     queue: Mutex<Queue>,
     ready: Notify,
     max_messages: usize,
@@ -79,7 +79,7 @@ impl Outbox {
     }
 
     /// Take message `n` back if it still waits; whether it did.
-    pub fn withdraw(&self, n: u64) -> bool {
+    pub(crate) fn withdraw(&self, n: u64) -> bool {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         if n <= q.taken {
             return false;

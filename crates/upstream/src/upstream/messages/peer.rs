@@ -24,7 +24,7 @@ const BACKLOG_BYTES: usize = 8 * 1024;
 const STREAM_BUFFER: usize = 64;
 
 /// The levels of `logging/setLevel`, least severe first.
-pub const LEVELS: [&str; 8] = [
+pub(crate) const LEVELS: [&str; 8] = [
     "debug",
     "info",
     "notice",
@@ -36,7 +36,7 @@ pub const LEVELS: [&str; 8] = [
 ];
 
 /// The level of a session that asked for none: what servers send by default.
-pub const DEFAULT_LEVEL: u8 = 1;
+pub(crate) const DEFAULT_LEVEL: u8 = 1;
 
 /// `level`'s rank in [`LEVELS`].
 pub fn level_rank(level: &str) -> Option<u8> {
@@ -93,7 +93,7 @@ impl Peer {
     }
 
     /// Whether a log message of `rank` reaches this client.
-    pub fn wants_log(&self, rank: u8) -> bool {
+    pub(crate) fn wants_log(&self, rank: u8) -> bool {
         rank >= self.level.load(Ordering::Relaxed)
     }
 
@@ -140,7 +140,7 @@ impl Peer {
     }
 
     /// Whether the client has its GET stream open.
-    pub fn has_stream(&self) -> bool {
+    pub(crate) fn has_stream(&self) -> bool {
         self.lock()
             .stream
             .as_ref()
@@ -224,7 +224,7 @@ impl Peers {
 
     /// Forget the client sessions with no GET stream open that did nothing
     /// for `idle`; the ones forgotten.
-    pub fn reap(&self, idle: Duration) -> Vec<Arc<Peer>> {
+    pub(crate) fn reap(&self, idle: Duration) -> Vec<Arc<Peer>> {
         let mut gone = Vec::new();
         self.lock().retain(|_, p| {
             let keep = p.has_stream() || p.idle() <= idle;

@@ -46,7 +46,7 @@ impl MessageSession {
     /// A request of the gateway's own (its `initialize` of a connection it
     /// opens): never taken for a client's when routing what the server says.
     /// `id` is the one found in `message` (a shared connection splices it).
-    pub fn request_own(
+    pub(crate) fn request_own(
         self: &Arc<Self>,
         message: &[u8],
         id: &RawValue,

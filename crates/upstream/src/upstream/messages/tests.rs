@@ -1,3 +1,4 @@
+use super::outbox::{MAX_QUEUED, MAX_QUEUED_BYTES};
 use super::*;
 use crate::outcome::UpstreamError;
 

@@ -39,7 +39,7 @@ pub enum Ending {
 }
 
 /// The process group a child leads, until it is ended.
-pub struct Group {
+pub(crate) struct Group {
     /// `None` once ended, or when the child had no pid.
     pgid: Option<i32>,
 }
@@ -47,7 +47,7 @@ pub struct Group {
 impl Group {
     /// The group led by the child `pid` (started with `process_group(0)`),
     /// put on the guardian's list.
-    pub fn led_by(pid: Option<u32>) -> Group {
+    pub(crate) fn led_by(pid: Option<u32>) -> Group {
         let pgid = pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0);
         if let Some(p) = pgid {
             guardian::watch(p);

@@ -32,7 +32,7 @@ use std::sync::{Mutex, OnceLock};
 use super::kill::end_groups;
 
 /// The hidden subcommand the guardian runs as.
-pub const SUBCOMMAND: &str = "guard-children";
+pub(crate) const SUBCOMMAND: &str = "guard-children";
 
 static LINK: OnceLock<Mutex<Link>> = OnceLock::new();
 

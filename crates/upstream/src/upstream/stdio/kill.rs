@@ -10,7 +10,7 @@ pub const POLL: Duration = Duration::from_millis(20);
 
 /// The signals a group is sent.
 #[derive(Debug, Clone, Copy)]
-pub enum Sig {
+pub(crate) enum Sig {
     Term,
     Kill,
 }
@@ -48,7 +48,7 @@ pub fn present(_pgid: i32) -> bool {
 
 /// End `groups` at once, blocking: SIGTERM to each, up to [`KILL_GRACE`] for
 /// them to empty, SIGKILL to those left.
-pub fn end_groups(mut groups: Vec<i32>) {
+pub(crate) fn end_groups(mut groups: Vec<i32>) {
     groups.retain(|&g| signal(g, Sig::Term));
     let deadline = Instant::now() + KILL_GRACE;
     while !groups.is_empty() && Instant::now() < deadline {

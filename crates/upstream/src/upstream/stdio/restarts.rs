@@ -10,11 +10,11 @@ use crate::config::Limits;
 use crate::outcome::UpstreamError;
 
 /// Wait before restarting after the first crash.
-pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+pub(crate) const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 /// Longest wait between restarts.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A child up this long is healthy: its mount's crash record is cleared.
-pub const STABLE_AFTER: Duration = Duration::from_secs(10);
+pub(crate) const STABLE_AFTER: Duration = Duration::from_secs(10);
 
 /// The stdio children running at once, across every stdio mount.
 #[derive(Debug)]
@@ -129,7 +129,7 @@ impl Restarts {
 
     /// The crash record, when there is one.
     /// Count a child started for the mount.
-    pub fn count_start(&self) {
+    pub(crate) fn count_start(&self) {
         self.started.fetch_add(1, Ordering::Relaxed);
     }
 
