@@ -22,9 +22,9 @@ pub mod demo;
 
 pub use mcp_ui_overlay::{host, overlay, spelling};
 pub use mcp_ui_proxy::{
-    app_endpoint, assets, auth, combine, endpoint, gateway, health, live, metrics, middleware,
-    preview, relay, router, server, stack, upstream_tools,
+    app_endpoint, assets, auth, endpoint, gateway, health, live, metrics, middleware, preview,
+    relay, router, server, stack, upstream_tools,
 };
-pub use mcp_ui_rewrite::rewrite;
+pub use mcp_ui_rewrite::{combine, rewrite};
 pub use mcp_ui_upstream::{config, outcome, probe, reply, session, telemetry, tls, upstream};
 pub use mcp_ui_wire::{jsonrpc, protocol, sse};

@@ -4,7 +4,8 @@
 //! that own no connection go through), so their overlays, connections,
 //! limits and metrics apply exactly as on their own paths, with no HTTP
 //! between the app and its members; the pure rules that unite their answers
-//! are in [`crate::combine`].
+//! are in [`crate::combine`]; what an app has learnt from listings is its
+//! [`state`], and its page cursors are sealed by [`cursor`].
 //!
 //! - `initialize` opens a session with every member at once, answered as
 //!   each mount answers its own clients' (from its connection's handshake),
@@ -23,9 +24,11 @@
 //! - a member's authorization challenge reaches the client pointing at the
 //!   app's own protected-resource metadata, which the app serves ([`oauth`]).
 
+pub mod cursor;
 pub mod member;
 pub mod oauth;
 pub mod post;
+pub mod state;
 pub mod stream;
 
 use std::sync::Arc;
@@ -34,13 +37,13 @@ use http::header::HeaderMap;
 use http::{Method, Request, Response};
 use hyper::body::Incoming;
 
-use crate::combine::AppState;
 use crate::endpoint::{accepts, post_body};
 use crate::gateway::Gateway;
 use crate::middleware::cors;
 use crate::outcome::Failure;
 use crate::reply::Body;
 use member::session_of;
+use state::AppState;
 
 /// One request to `app`'s endpoint.
 pub async fn serve(

@@ -38,7 +38,7 @@ pub struct Gateway {
     pub mounts: Vec<MountState>,
     pub by_path: HashMap<String, usize>,
     /// The `[[app]]` endpoints, each combining several mounts.
-    pub apps: Vec<Arc<crate::combine::AppState>>,
+    pub apps: Vec<Arc<crate::app_endpoint::state::AppState>>,
     pub key: SessionKey,
     /// Session ids `key` opened recently.
     pub opened_ids: OpenedIds,
@@ -148,7 +148,7 @@ impl Gateway {
             .into_iter()
             .map(|app| {
                 let domain = claude_domain(config.public_url.as_deref(), &app.path);
-                Arc::new(crate::combine::AppState::new(app).with_claude_domain(domain))
+                Arc::new(crate::app_endpoint::state::AppState::new(app).with_claude_domain(domain))
             })
             .collect();
         let mounts_for_client = mounts.clone();
@@ -213,7 +213,7 @@ impl Gateway {
     }
 
     /// The app served at `path` (a trailing `/` does not matter).
-    pub(crate) fn app_at(&self, path: &str) -> Option<&Arc<crate::combine::AppState>> {
+    pub(crate) fn app_at(&self, path: &str) -> Option<&Arc<crate::app_endpoint::state::AppState>> {
         let path = match path.trim_end_matches('/') {
             "" => "/",
             p => p,

@@ -8,8 +8,8 @@
 //!   policy, body limit.
 //! - [`router`]: which part answers a path; [`endpoint`]: a mount's MCP
 //!   endpoint (streamable HTTP's method and media rules);
-//!   [`app_endpoint`]: an app's endpoint, one over several mounts, and
-//!   [`combine`], the rules by which it unites their answers.
+//!   [`app_endpoint`]: an app's endpoint, one over several mounts (the
+//!   rules by which it unites their answers are `mcp_ui_rewrite::combine`).
 //! - [`relay`]: joins one client exchange to its session, the overlay
 //!   snapshot, a plan and its upstream; [`relay::member`] is the same typed
 //!   session without HTTP, for an app's members.
@@ -25,7 +25,6 @@
 pub mod app_endpoint;
 pub mod assets;
 pub mod auth;
-pub mod combine;
 pub mod endpoint;
 pub mod gateway;
 pub mod health;
@@ -40,6 +39,6 @@ pub mod stack;
 pub mod upstream_tools;
 
 use mcp_ui_overlay::{host, overlay};
-use mcp_ui_rewrite::rewrite;
+use mcp_ui_rewrite::{combine, rewrite};
 use mcp_ui_upstream::{config, outcome, probe, reply, session, telemetry, tls, upstream};
 use mcp_ui_wire::{jsonrpc, protocol, sse};

@@ -2,6 +2,8 @@
 //! compiled overlays, with no IO, clock, globals or async, so every path
 //! can call them and tests can pin their output byte for byte.
 //!
+//! - [`combine`]: the rules by which an app (`[[app]]`) unites its
+//!   members' answers: `initialize`, pages, names and request ids;
 //! - [`plan`]: what to do with a request (forward it, rewrite its answer,
 //!   answer it here), decided from its envelope and the overlays, and the
 //!   rewrite of the answer applied;
@@ -9,6 +11,7 @@
 //!   render tools, widget resources, capabilities, the overlays compared
 //!   with a live listing.
 
+pub mod combine;
 pub mod plan;
 pub mod rewrite;
 

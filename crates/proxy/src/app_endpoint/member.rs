@@ -8,7 +8,7 @@ use std::sync::Arc;
 use http::header::HeaderMap;
 use serde_json::Value;
 
-use crate::combine::AppState;
+use crate::app_endpoint::state::AppState;
 use crate::gateway::Gateway;
 use crate::outcome::Failure;
 use crate::relay::context::SESSION_HEADER;

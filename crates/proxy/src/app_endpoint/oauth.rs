@@ -11,8 +11,8 @@ use http::header::{self, HeaderMap};
 use http::{Method, Response, StatusCode};
 use serde_json::value::RawValue;
 
+use crate::app_endpoint::state::AppState;
 use crate::auth;
-use crate::combine::AppState;
 use crate::gateway::Gateway;
 use crate::middleware::cors;
 use crate::outcome::Failure;

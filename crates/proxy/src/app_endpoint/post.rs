@@ -20,7 +20,8 @@ use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::member::session_of;
-use crate::combine::{AppState, Kind};
+use crate::app_endpoint::state::AppState;
+use crate::combine::Kind;
 use crate::gateway::Gateway;
 use crate::jsonrpc::{self, Kind as MessageKind, code};
 use crate::outcome::Failure;

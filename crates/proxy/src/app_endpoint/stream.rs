@@ -8,7 +8,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 
 use super::member::{self, session_of};
-use crate::combine::{AppState, ids};
+use crate::app_endpoint::state::AppState;
+use crate::combine::ids;
 use crate::gateway::Gateway;
 use crate::outcome::Failure;
 use crate::relay::deliver;

@@ -7,10 +7,11 @@ use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::context::{Exchange, raw, silent};
+use crate::app_endpoint::cursor;
 use crate::app_endpoint::member::raw_result_of;
 use crate::app_endpoint::oauth;
 use crate::combine::names::{Collision, collision_message};
-use crate::combine::{Kind, cursor, list};
+use crate::combine::{Kind, list};
 use crate::jsonrpc::code;
 use crate::outcome::Failure;
 use crate::reply::{self, Body};

@@ -38,7 +38,7 @@ pub fn initialize(app: &str, members: &[(&str, &Value)]) -> Option<Value> {
 
 /// `into` united with `other`: objects member by member, `true` wins over
 /// `false`, otherwise what `into` has stays.
-pub(crate) fn unite(into: &mut Value, other: &Value) {
+pub fn unite(into: &mut Value, other: &Value) {
     match (into, other) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in b {

@@ -16,7 +16,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kind `method` lists, for the four listing methods.
-    pub(crate) fn of_list(method: &str) -> Option<Kind> {
+    pub fn of_list(method: &str) -> Option<Kind> {
         Some(match method {
             "tools/list" => Kind::Tools,
             "prompts/list" => Kind::Prompts,
@@ -27,7 +27,7 @@ impl Kind {
     }
 
     /// The method that lists this kind.
-    pub(crate) fn list_method(self) -> &'static str {
+    pub fn list_method(self) -> &'static str {
         match self {
             Kind::Tools => "tools/list",
             Kind::Prompts => "prompts/list",
@@ -61,7 +61,7 @@ impl Kind {
     }
 
     /// For messages: "tool", "prompt", …
-    pub(crate) fn noun(self) -> &'static str {
+    pub fn noun(self) -> &'static str {
         match self {
             Kind::Tools => "tool",
             Kind::Prompts => "prompt",
@@ -198,12 +198,7 @@ pub fn page(result: &RawValue, kind: Kind, prefix: &str) -> Option<Page> {
 /// A JSON-RPC response for `id` (its JSON text) whose result lists `items`
 /// of `kind` and, when there is more, the app's `next` cursor: written in
 /// one buffer around the items' own text.
-pub(crate) fn response_text(
-    id: &str,
-    kind: Kind,
-    items: &[Box<RawValue>],
-    next: Option<&str>,
-) -> String {
+pub fn response_text(id: &str, kind: Kind, items: &[Box<RawValue>], next: Option<&str>) -> String {
     let mut out = String::with_capacity(
         items.iter().map(|i| i.get().len() + 1).sum::<usize>() + id.len() + 96,
     );

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use crate::config::App;
 
-use super::list::Kind;
-use super::names::{Collision, Names, Owner};
+use crate::combine::list::Kind;
+use crate::combine::names::{Collision, Names, Owner};
 
 /// An app, served at its path.
 #[derive(Debug)]

@@ -19,7 +19,7 @@ pub(crate) fn untag(id: &Value) -> Option<(usize, Value)> {
 
 /// A member's message with its request id tagged, when it is a request
 /// (`method` and `id`); `None` for anything else (passed on as it is).
-pub(crate) fn tag_request(member: usize, data: &[u8]) -> Option<Vec<u8>> {
+pub fn tag_request(member: usize, data: &[u8]) -> Option<Vec<u8>> {
     let mut v: Value = serde_json::from_slice(data).ok()?;
     let obj = v.as_object_mut()?;
     if !obj.contains_key("method") {
@@ -32,7 +32,7 @@ pub(crate) fn tag_request(member: usize, data: &[u8]) -> Option<Vec<u8>> {
 
 /// The client's response to a tagged request: the member it is for, and the
 /// response with the member's own id.
-pub(crate) fn untag_response(data: &[u8]) -> Option<(usize, Vec<u8>)> {
+pub fn untag_response(data: &[u8]) -> Option<(usize, Vec<u8>)> {
     let mut v: Value = serde_json::from_slice(data).ok()?;
     let obj = v.as_object_mut()?;
     let (member, own) = untag(obj.get("id")?)?;
