@@ -132,7 +132,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
     };
     let Loaded {
         mut config,
-        mounts,
+        resolved,
         source,
         demo,
     } = match load_config(args.config.as_deref(), &overrides) {
@@ -146,14 +146,13 @@ async fn serve(args: ServeArgs) -> ExitCode {
     let overlay_options = mcp_ui_gateway::overlay::LoadOptions {
         max_bytes: config.limits.max_widget_bytes,
         public_url: config.public_url.clone(),
-        // A broken `[[app]]` is reported by `Gateway::new` below.
-        apps: overlay_apps(config.apps(&mounts).unwrap_or_default()),
+        apps: overlay_apps(&resolved.apps),
     };
     let live = match Live::open_with(&config.overlays, overlay_options) {
         Ok(live) => live,
         Err(errors) => return fail(&format!("{} (in {})", errors, config.overlays.display())),
     };
-    let gateway = match Gateway::new(&config, mounts, live.clone()) {
+    let gateway = match Gateway::new(&config, resolved, live.clone()) {
         Ok(g) => g,
         Err(e) => {
             return fail(&format!(
@@ -282,11 +281,11 @@ async fn beside_serving(config: &mcp_ui_gateway::config::Config, gateway: &Gatew
 /// `check` lists them: a tool name two members offer is logged at start, not
 /// first met by a client.
 async fn name_app_collisions(config: &mcp_ui_gateway::config::Config, gateway: &Gateway) {
+    let apps: Vec<_> = gateway.apps.iter().map(|a| a.config.clone()).collect();
+    if apps.is_empty() {
+        return;
+    }
     let mounts: Vec<_> = gateway.mounts.iter().map(|m| m.config.clone()).collect();
-    let apps = match config.apps(&mounts) {
-        Ok(apps) if !apps.is_empty() => apps,
-        _ => return,
-    };
     let problems =
         cli::apps::collisions(&apps, &mounts, &config.limits, &mut std::io::sink()).await;
     for problem in problems {

@@ -4,14 +4,15 @@
 
 use std::path::Path;
 
-use crate::config::{self, App, Config, Mount, Overrides, UpstreamConfig};
+use crate::config::{self, App, Config, Overrides, Resolved, UpstreamConfig};
 use crate::overlay::AppScope;
 
 /// The configuration as every command sees it: defaults, file, environment
 /// and flags, with the bundled demo as the upstream when none is configured.
 pub struct Loaded {
     pub config: Config,
-    pub mounts: Vec<Mount>,
+    /// Its mounts and `[[app]]` endpoints, checked.
+    pub resolved: Resolved,
     /// Where it came from, for messages.
     pub source: String,
     /// No upstream was configured: the bundled demo is served.
@@ -30,19 +31,19 @@ pub fn load_config(file: Option<&Path>, overrides: &Overrides) -> Result<Loaded,
     if demo {
         config.upstreams.push(demo_upstream());
     }
-    let mounts = config
-        .mounts()
+    let resolved = config
+        .resolve()
         .map_err(|e| format!("configuration error ({source}, environment and flags):\n{e}"))?;
     Ok(Loaded {
         config,
-        mounts,
+        resolved,
         source,
         demo,
     })
 }
 
 /// The `[[app]]` endpoints as overlay files see them.
-pub fn overlay_apps(apps: Vec<App>) -> Vec<AppScope> {
+pub fn overlay_apps(apps: &[App]) -> Vec<AppScope> {
     apps.iter().map(|app| app.overlay_scope()).collect()
 }
 

@@ -29,20 +29,27 @@ pub async fn run(args: CheckArgs) -> ExitCode {
         Ok(loaded) => loaded,
         Err(message) => return usage_fail(&message),
     };
-    loaded.mounts = match super::upstreams::for_check(&args.one, loaded.mounts, args.offline) {
-        Ok(mounts) => mounts,
-        Err(message) => return usage_fail(&message),
-    };
+    let resolved = &mut loaded.resolved;
+    resolved.mounts =
+        match super::upstreams::for_check(&args.one, resolved.mounts.clone(), args.offline) {
+            Ok(mounts) => mounts,
+            Err(message) => return usage_fail(&message),
+        };
+    // An app is checked when every member is among the upstreams checked.
+    let checked: Vec<&str> = resolved.mounts.iter().map(|m| m.name.as_str()).collect();
+    resolved
+        .apps
+        .retain(|app| app.upstream_names().iter().all(|n| checked.contains(n)));
     let options = super::check::Options {
         offline: args.offline,
         strict: args.strict,
         public_url: loaded.config.public_url.clone(),
-        apps: overlay_apps(loaded.config.apps(&loaded.mounts).unwrap_or_default()),
+        apps: overlay_apps(&loaded.resolved.apps),
         dir_named,
     };
     let report = super::check::run(
         &loaded.config.overlays,
-        &loaded.mounts,
+        &loaded.resolved.mounts,
         &loaded.config.limits,
         options,
         &mut std::io::stderr(),
@@ -67,8 +74,8 @@ pub async fn run(args: CheckArgs) -> ExitCode {
         eprintln!("{line}");
     }
     let public_url = loaded.config.public_url.as_deref();
-    let apps = loaded.config.apps(&loaded.mounts).unwrap_or_default();
-    let paths = loaded.mounts.iter().map(|m| m.path.as_str());
+    let apps = &loaded.resolved.apps;
+    let paths = loaded.resolved.mounts.iter().map(|m| m.path.as_str());
     for path in paths.chain(apps.iter().map(|a| a.path.as_str())) {
         if let Some(o) = WidgetOrigins::behind(public_url, path) {
             say!("{}", o.line());
@@ -85,17 +92,19 @@ pub async fn run(args: CheckArgs) -> ExitCode {
 /// `check`'s look at the `[[app]]` endpoints: their members' tool names and
 /// authorization servers, live (nothing offline).
 async fn check_apps(loaded: &Loaded, offline: bool) -> Vec<String> {
-    let apps = match loaded.config.apps(&loaded.mounts) {
-        Ok(apps) if !offline => apps,
-        _ => return Vec::new(),
-    };
+    if offline {
+        return Vec::new();
+    }
+    let apps = &loaded.resolved.apps;
     let mut problems = super::apps::collisions(
-        &apps,
-        &loaded.mounts,
+        apps,
+        &loaded.resolved.mounts,
         &loaded.config.limits,
         &mut std::io::stderr(),
     )
     .await;
-    problems.extend(super::apps::auth_servers(&apps, &loaded.mounts, &loaded.config.limits).await);
+    problems.extend(
+        super::apps::auth_servers(apps, &loaded.resolved.mounts, &loaded.config.limits).await,
+    );
     problems
 }

@@ -37,7 +37,7 @@ pub async fn run(args: InitArgs) -> ExitCode {
     };
     let outcome = super::init::run(
         &loaded.config.overlays,
-        &loaded.mounts,
+        &loaded.resolved.mounts,
         &loaded.config.limits,
         &options,
         &mut std::io::stderr(),

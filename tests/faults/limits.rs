@@ -112,7 +112,7 @@ async fn invalid_limits_name_their_field() {
     config.limits.max_in_flight_per_session = 0;
     config.limits.max_stdio_children = 0;
     config.upstreams = vec![gw::demo_stdio("demo")];
-    let e = config.mounts().unwrap_err().to_string();
+    let e = config.resolve().unwrap_err().to_string();
     assert!(
         e.contains("limits.max_in_flight_per_session: must be greater than 0"),
         "{e}"

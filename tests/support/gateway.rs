@@ -30,17 +30,14 @@ impl TestGateway {
 
     pub async fn start_with(mut config: Config) -> Self {
         config.listen = "127.0.0.1:0".parse().unwrap();
-        let mounts = config.mounts().expect("valid test config");
+        let resolved = config.resolve().expect("valid test config");
         let options = mcp_ui_gateway::overlay::LoadOptions {
             max_bytes: config.limits.max_widget_bytes,
             public_url: config.public_url.clone(),
-            apps: config
-                .apps(&mounts)
-                .map(|apps| apps.iter().map(|a| a.overlay_scope()).collect())
-                .unwrap_or_default(),
+            apps: resolved.apps.iter().map(|a| a.overlay_scope()).collect(),
         };
         let live = Live::open_with(&config.overlays, options).expect("valid overlays");
-        let gateway = Gateway::new(&config, mounts, live).expect("gateway");
+        let gateway = Gateway::new(&config, resolved, live).expect("gateway");
         let server = Server::bind(gateway.clone(), config.listen)
             .await
             .expect("bind");

@@ -13,7 +13,7 @@ use rand::RngCore;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{AuthState, PrmTarget};
-use crate::config::{Config, ConfigError, Limits, Mount, Transport};
+use crate::config::{Config, ConfigError, Limits, Mount, Resolved, Transport};
 use crate::health::{Readiness, Upstreams};
 use crate::live::{LIST_CHANGED, Live};
 use crate::metrics::Metrics;
@@ -125,9 +125,10 @@ fn claude_domain(public_url: Option<&str>, path: &str) -> Option<Arc<str>> {
 impl Gateway {
     pub fn new(
         config: &Config,
-        mounts: Vec<Mount>,
+        resolved: Resolved,
         live: Arc<Live>,
     ) -> Result<Arc<Self>, ConfigError> {
+        let Resolved { mounts, apps } = resolved;
         let key = match &config.session_key {
             Some(hex) => SessionKey::from_hex(hex).map_err(|e| ConfigError::Invalid {
                 problems: vec![format!("session_key: {e}")],
@@ -143,8 +144,7 @@ impl Gateway {
             .map(|(i, m)| (m.path.clone(), i))
             .collect();
         let limits = &config.limits;
-        let apps = config
-            .apps(&mounts)?
+        let apps = apps
             .into_iter()
             .map(|app| {
                 let domain = claude_domain(config.public_url.as_deref(), &app.path);

@@ -17,7 +17,7 @@ mod validate;
 pub use app::{App, AppConfig, Member, MemberConfig};
 pub use load::{ConfigError, Overrides, load};
 pub use schema::{AuthChallenge, Config, Limits, SessionMode, Telemetry, UpstreamConfig};
-pub use validate::{ConversationKey, Mount, Sessions, StdioCommand, Transport};
+pub use validate::{ConversationKey, Mount, Resolved, Sessions, StdioCommand, Transport};
 
 // What the tests name besides the public items.
 #[cfg(test)]

@@ -466,7 +466,7 @@ mod tests {
             ..Default::default()
         };
         let live = crate::live::Live::open(&config.overlays).expect("no overlays");
-        let gw = Gateway::new(&config, Vec::new(), live).expect("gateway");
+        let gw = Gateway::new(&config, Default::default(), live).expect("gateway");
         let size = size_of_future(&crate::stack::service(&gw));
         assert!(size <= 1024, "the service future is {size} bytes");
     }

@@ -265,7 +265,7 @@ pub(crate) const MAX_MEMBERS: usize = 32;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Config, ConfigError};
+    use crate::config::{Config, ConfigError, Resolved};
 
     fn config(toml: &str) -> Config {
         use figment::providers::{Format, Toml};
@@ -289,8 +289,7 @@ mod tests {
         let c = config(&format!(
             "{UPSTREAMS}\n[[app]]\nname = \"suite\"\nupstreams = [\"time\", {{ upstream = \"notes\", prefix = \"n_\" }}]\n"
         ));
-        let mounts = c.mounts().unwrap();
-        let apps = c.apps(&mounts).unwrap();
+        let Resolved { mounts, apps } = c.resolve().unwrap();
         assert_eq!(apps[0].path, "/suite/mcp");
         assert_eq!(mounts[0].path, "/time/mcp", "members keep their own path");
         assert_eq!(
@@ -332,7 +331,7 @@ mod tests {
         let c = config(&format!(
             "{OAUTH_UPSTREAMS}\n[[app]]\nname = \"suite\"\nupstreams = [\"c\", \"a\", \"b\"]\n"
         ));
-        let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+        let ConfigError::Invalid { problems } = c.resolve().unwrap_err() else {
             panic!()
         };
         assert_eq!(problems.len(), 1, "{problems:?}");
@@ -353,8 +352,7 @@ mod tests {
             "{OAUTH_UPSTREAMS}\n[[app]]\nname = \"suite\"\nupstreams = [\"c\", \"b\", \"d\"]\n\
              [[app]]\nname = \"plain\"\nupstreams = [\"c\"]\n"
         ));
-        let mounts = c.mounts().unwrap();
-        let apps = c.apps(&mounts).unwrap();
+        let apps = c.resolve().unwrap().apps;
         assert_eq!(apps[0].auth_challenge, "in-band");
         assert_eq!(apps[1].auth_challenge, "http");
     }
@@ -364,7 +362,7 @@ mod tests {
         let c = config(&format!(
             "{UPSTREAMS}\n[[app]]\nname = \"suite\"\npath = \"/time/mcp\"\nupstreams = [\"time\", \"nope\", \"time\"]\n[[app]]\nname = \"empty\"\nupstreams = []\n"
         ));
-        let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+        let ConfigError::Invalid { problems } = c.resolve().unwrap_err() else {
             panic!()
         };
         let text = problems.join("\n");
@@ -386,7 +384,7 @@ mod tests {
             path: None,
             upstreams: vec![MemberConfig::Name("notes".into())],
         });
-        let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+        let ConfigError::Invalid { problems } = c.resolve().unwrap_err() else {
             panic!()
         };
         assert!(problems[0].contains("app[0].name"), "{problems:?}");

@@ -16,7 +16,7 @@ fn single_upstream_mounts_at_mcp() {
         url: Some("http://127.0.0.1:9/mcp".into()),
         ..up("a")
     });
-    let m = c.mounts().unwrap();
+    let m = c.resolve().unwrap().mounts;
     assert_eq!(m[0].path, "/mcp");
 }
 
@@ -31,7 +31,7 @@ fn reports_every_problem_by_field() {
         url: Some("ftp://x".into()),
         ..up("a")
     });
-    let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+    let ConfigError::Invalid { problems } = c.resolve().unwrap_err() else {
         panic!()
     };
     let text = problems.join("\n");
@@ -52,7 +52,7 @@ fn upstream_names_fit_a_session_id() {
             url: Some("http://127.0.0.1:9/mcp".into()),
             ..up(&name)
         }];
-        match (name.len(), c.mounts()) {
+        match (name.len(), c.resolve().map(|r| r.mounts)) {
             (255, r) => assert!(r.is_ok()),
             (_, Err(ConfigError::Invalid { problems })) => {
                 assert_eq!(
@@ -74,13 +74,13 @@ fn auth_settings() {
         .extract()
         .unwrap();
     assert_eq!(c.public_url.as_deref(), Some("https://gw.example.com"));
-    let m = c.mounts().unwrap();
+    let m = c.resolve().unwrap().mounts;
     assert_eq!(m[0].auth_challenge, AuthChallenge::InBand);
     let bad = Config {
         public_url: Some("gw.example.com".into()),
         ..Config::default()
     };
-    let ConfigError::Invalid { problems } = bad.mounts().unwrap_err() else {
+    let ConfigError::Invalid { problems } = bad.resolve().unwrap_err() else {
         panic!()
     };
     assert!(problems[0].starts_with("public_url:"), "{problems:?}");
@@ -105,7 +105,7 @@ fn several_upstreams_get_named_paths() {
         sse_url: Some("http://127.0.0.1:1/sse".into()),
         ..up("two")
     });
-    let m = c.mounts().unwrap();
+    let m = c.resolve().unwrap().mounts;
     assert_eq!(m[0].path, "/one/mcp");
     assert_eq!(m[1].path, "/two/mcp");
 }
@@ -125,7 +125,7 @@ fn mounts_cannot_take_the_gateways_own_paths() {
             path: Some(taken.into()),
             ..up("one")
         });
-        let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+        let ConfigError::Invalid { problems } = c.resolve().unwrap_err() else {
             panic!()
         };
         assert!(problems[0].contains("gateway's own paths"), "{problems:?}");
@@ -144,7 +144,7 @@ fn https_upstreams_take_tls_settings_and_plain_ones_refuse_them() {
         tls_server_name: Some("internal.example".into()),
         ..up("secure")
     });
-    let m = c.mounts().unwrap();
+    let m = c.resolve().unwrap().mounts;
     assert_eq!(m[0].tls.server_name.as_deref(), Some("internal.example"));
     assert!(m[0].tls.client_auth.is_some());
 
@@ -163,7 +163,7 @@ fn https_upstreams_take_tls_settings_and_plain_ones_refuse_them() {
         tls_server_name: Some("not a name!".into()),
         ..up("half")
     });
-    let ConfigError::Invalid { problems } = c.mounts().unwrap_err() else {
+    let ConfigError::Invalid { problems } = c.resolve().unwrap_err() else {
         panic!()
     };
     let text = problems.join("\n");
@@ -194,7 +194,7 @@ fn session_modes_default_by_kind_and_are_checked() {
         conversation_key: Some("header:X-Conversation".into()),
         ..up("sse")
     });
-    let m = c.mounts().unwrap();
+    let m = c.resolve().unwrap().mounts;
     assert_eq!(
         m[0].sessions.mode,
         SessionMode::Client,
@@ -230,7 +230,7 @@ fn session_modes_default_by_kind_and_are_checked() {
         conversation_key: Some("openai/session".into()),
         ..up("c")
     });
-    let ConfigError::Invalid { problems } = bad.mounts().unwrap_err() else {
+    let ConfigError::Invalid { problems } = bad.resolve().unwrap_err() else {
         panic!()
     };
     let text = problems.join("\n");

@@ -1,6 +1,7 @@
-//! Validation: what serde cannot check, and each upstream resolved into a
-//! [`Mount`] (its path, transport, TLS and session mode), every problem
-//! named by its field.
+//! Validation: what serde cannot check, each upstream resolved into a
+//! [`Mount`] (its path, transport, TLS and session mode) and each `[[app]]`
+//! over them, once, into one [`Resolved`] value; every problem named by
+//! its field.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -8,7 +9,7 @@ use std::path::PathBuf;
 use super::app::{self, App};
 use super::load::ConfigError;
 use super::schema::{
-    AuthChallenge, Config, MAX_POOL, MIN_HEADER_BYTES, SessionMode, UpstreamConfig,
+    AuthChallenge, Config, Limits, MAX_POOL, MIN_HEADER_BYTES, SessionMode, UpstreamConfig,
 };
 use crate::tls::UpstreamTls;
 
@@ -86,11 +87,38 @@ pub struct Mount {
     pub sessions: Sessions,
 }
 
+/// The configuration with every rule checked, once: the mount each
+/// `[[upstream]]` resolved to, and the `[[app]]` endpoints over them.
+#[derive(Debug, Clone, Default)]
+pub struct Resolved {
+    pub mounts: Vec<Mount>,
+    pub apps: Vec<App>,
+}
+
 impl Config {
-    /// Check what serde cannot and resolve each upstream's mount. Reports
-    /// every problem, each naming its field.
-    pub fn mounts(&self) -> Result<Vec<Mount>, ConfigError> {
+    /// Check what serde cannot, and resolve every upstream's mount and
+    /// every app. Reports every problem, each naming its field.
+    pub fn resolve(&self) -> Result<Resolved, ConfigError> {
         let mut problems = Vec::new();
+        self.check_settings(&mut problems);
+        check_limits(&self.limits, &mut problems);
+        let mounts = resolve_mounts(&self.upstreams, &mut problems);
+        let apps = app::resolve(&self.apps, &mount_refs(&mounts), is_reserved_path).unwrap_or_else(
+            |errs| {
+                problems.extend(errs);
+                Vec::new()
+            },
+        );
+        if problems.is_empty() {
+            Ok(Resolved { mounts, apps })
+        } else {
+            Err(ConfigError::Invalid { problems })
+        }
+    }
+
+    /// The settings outside `[limits]` and the upstreams: the session key,
+    /// the public URL, the listener's certificate and key.
+    fn check_settings(&self, problems: &mut Vec<String>) {
         if let Some(key) = &self.session_key
             && let Err(e) = crate::session::SessionKey::from_hex(key)
         {
@@ -113,92 +141,85 @@ impl Config {
             (None, Some(_)) => problems.push("tls_cert: must be set with tls_key".into()),
             _ => {}
         }
-        if self.limits.max_body_bytes == 0 {
-            problems.push("limits.max_body_bytes: must be greater than 0".into());
-        }
-        if self.limits.request_timeout_secs == 0 {
-            problems.push("limits.request_timeout_secs: must be greater than 0".into());
-        }
-        if self.limits.app_member_timeout_secs == 0 {
-            problems.push("limits.app_member_timeout_secs: must be greater than 0".into());
-        }
-        if self.limits.session_reap_interval_secs == 0 {
-            problems.push("limits.session_reap_interval_secs: must be greater than 0".into());
-        }
-        if self.limits.stdio_quiet_session_secs == 0 {
-            problems.push("limits.stdio_quiet_session_secs: must be greater than 0".into());
-        }
-        if self.limits.conversation_idle_secs == 0 {
-            problems.push("limits.conversation_idle_secs: must be greater than 0".into());
-        }
-        if self.limits.header_read_timeout_secs == 0 {
-            problems.push("limits.header_read_timeout_secs: must be greater than 0".into());
-        }
-        if self.limits.idle_connection_secs == 0 {
-            problems.push("limits.idle_connection_secs: must be greater than 0".into());
-        }
-        if self.limits.max_connections == Some(0) {
-            problems.push("limits.max_connections: must be greater than 0".into());
-        }
-        if self.limits.max_header_bytes < MIN_HEADER_BYTES {
-            problems.push(format!(
-                "limits.max_header_bytes: must be at least {MIN_HEADER_BYTES}"
-            ));
-        }
-        for (field, value) in [
-            ("max_message_bytes", self.limits.max_message_bytes),
-            ("max_sessions", self.limits.max_sessions),
-            (
-                "max_in_flight_per_session",
-                self.limits.max_in_flight_per_session,
-            ),
-            ("max_stdio_children", self.limits.max_stdio_children),
-            ("max_buffered_bytes", self.limits.max_buffered_bytes),
-            ("max_widget_bytes", self.limits.max_widget_bytes),
-        ] {
-            if value == 0 {
-                problems.push(format!("limits.{field}: must be greater than 0"));
-            }
-        }
-        let single = self.upstreams.len() == 1;
-        let mut mounts: Vec<Mount> = Vec::new();
-        for (i, up) in self.upstreams.iter().enumerate() {
-            let at = format!("upstream[{i}]");
-            match mount(up, single) {
-                Ok(m) => {
-                    if mounts.iter().any(|o| o.name == m.name) {
-                        problems.push(format!(
-                            "{at}.name: \"{}\" is used by another upstream",
-                            m.name
-                        ));
-                    }
-                    if mounts.iter().any(|o| o.path == m.path) {
-                        problems.push(format!(
-                            "{at}.path: \"{}\" is used by another upstream",
-                            m.path
-                        ));
-                    }
-                    mounts.push(m);
-                }
-                Err(errs) => problems.extend(errs.into_iter().map(|e| format!("{at}{e}"))),
-            }
-        }
-        if let Err(errs) = app::resolve(&self.apps, &mount_refs(&mounts), is_reserved_path) {
-            problems.extend(errs);
-        }
-        if problems.is_empty() {
-            Ok(mounts)
-        } else {
-            Err(ConfigError::Invalid { problems })
-        }
     }
+}
 
-    /// The `[[app]]` endpoints over `mounts` (those [`Config::mounts`]
-    /// returned), each problem naming its field.
-    pub fn apps(&self, mounts: &[Mount]) -> Result<Vec<App>, ConfigError> {
-        app::resolve(&self.apps, &mount_refs(mounts), is_reserved_path)
-            .map_err(|problems| ConfigError::Invalid { problems })
+/// `[limits]`: every count, size and time that must not be 0, and the
+/// smallest header limit a request can be read under.
+fn check_limits(limits: &Limits, problems: &mut Vec<String>) {
+    let zero = [
+        ("max_body_bytes", limits.max_body_bytes == 0),
+        ("request_timeout_secs", limits.request_timeout_secs == 0),
+        (
+            "app_member_timeout_secs",
+            limits.app_member_timeout_secs == 0,
+        ),
+        (
+            "session_reap_interval_secs",
+            limits.session_reap_interval_secs == 0,
+        ),
+        (
+            "stdio_quiet_session_secs",
+            limits.stdio_quiet_session_secs == 0,
+        ),
+        ("conversation_idle_secs", limits.conversation_idle_secs == 0),
+        (
+            "header_read_timeout_secs",
+            limits.header_read_timeout_secs == 0,
+        ),
+        ("idle_connection_secs", limits.idle_connection_secs == 0),
+        ("max_connections", limits.max_connections == Some(0)),
+    ];
+    let zero_field = |(field, is_zero): (&str, bool)| {
+        is_zero.then(|| format!("limits.{field}: must be greater than 0"))
+    };
+    problems.extend(zero.into_iter().filter_map(zero_field));
+    if limits.max_header_bytes < MIN_HEADER_BYTES {
+        problems.push(format!(
+            "limits.max_header_bytes: must be at least {MIN_HEADER_BYTES}"
+        ));
     }
+    let zero = [
+        ("max_message_bytes", limits.max_message_bytes == 0),
+        ("max_sessions", limits.max_sessions == 0),
+        (
+            "max_in_flight_per_session",
+            limits.max_in_flight_per_session == 0,
+        ),
+        ("max_stdio_children", limits.max_stdio_children == 0),
+        ("max_buffered_bytes", limits.max_buffered_bytes == 0),
+        ("max_widget_bytes", limits.max_widget_bytes == 0),
+    ];
+    problems.extend(zero.into_iter().filter_map(zero_field));
+}
+
+/// Each `[[upstream]]`'s mount, in order; an upstream with a problem has
+/// none, and two may not share a name or a path.
+fn resolve_mounts(upstreams: &[UpstreamConfig], problems: &mut Vec<String>) -> Vec<Mount> {
+    let single = upstreams.len() == 1;
+    let mut mounts: Vec<Mount> = Vec::new();
+    for (i, up) in upstreams.iter().enumerate() {
+        let at = format!("upstream[{i}]");
+        match mount(up, single) {
+            Ok(m) => {
+                if mounts.iter().any(|o| o.name == m.name) {
+                    problems.push(format!(
+                        "{at}.name: \"{}\" is used by another upstream",
+                        m.name
+                    ));
+                }
+                if mounts.iter().any(|o| o.path == m.path) {
+                    problems.push(format!(
+                        "{at}.path: \"{}\" is used by another upstream",
+                        m.path
+                    ));
+                }
+                mounts.push(m);
+            }
+            Err(errs) => problems.extend(errs.into_iter().map(|e| format!("{at}{e}"))),
+        }
+    }
+    mounts
 }
 
 fn mount_refs(mounts: &[Mount]) -> Vec<app::MountRef<'_>> {
