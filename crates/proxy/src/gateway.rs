@@ -36,17 +36,17 @@ const MAX_BACKOFF_WAIT: Duration = Duration::from_secs(5);
 /// Everything a request handler needs, shared by all connections.
 pub struct Gateway {
     pub mounts: Vec<MountState>,
-    pub by_path: HashMap<String, usize>,
+    pub(crate) by_path: HashMap<String, usize>,
     /// The `[[app]]` endpoints, each combining several mounts.
     pub apps: Vec<Arc<crate::app_endpoint::state::AppState>>,
     pub key: SessionKey,
     /// Session ids `key` opened recently.
-    pub opened_ids: OpenedIds,
+    pub(crate) opened_ids: OpenedIds,
     /// Identifies this process in the ids of sessions it owns.
     pub instance: [u8; 16],
     pub client: Client,
     pub limits: Limits,
-    pub origin_policy: Arc<OriginPolicy>,
+    pub(crate) origin_policy: Arc<OriginPolicy>,
     /// Sessions this process owns for clients that own their connection
     /// (stdio and legacy SSE upstreams, `sessions = "client"`).
     pub sessions: Arc<Owned<MessageSession>>,

@@ -53,13 +53,13 @@ pub struct Widget {
     /// (possibly empty).
     pub meta: Map<String, Value>,
     /// The resource `_meta` for ChatGPT.
-    pub chatgpt_meta: Map<String, Value>,
+    pub(crate) chatgpt_meta: Map<String, Value>,
     /// The resource `_meta` for Claude, before any derived domain.
-    pub claude_meta: Map<String, Value>,
+    pub(crate) claude_meta: Map<String, Value>,
     /// Whether Claude is given the domain derived from the endpoint URL,
     /// when one is known: the manifest sets no `domain.claude`, and its
     /// `meta` leaves `ui` alone.
-    pub claude_derives: bool,
+    pub(crate) claude_derives: bool,
     /// `title` of the `resources/list` entry.
     pub title: Option<String>,
     /// `description` of the `resources/list` entry.

@@ -345,23 +345,23 @@ fn write_buckets(
 #[derive(Debug, Default, Clone)]
 pub struct Snapshot {
     /// Open sessions by mount index.
-    pub sessions_open: Vec<usize>,
+    pub(crate) sessions_open: Vec<usize>,
     /// By mount index: client sessions known, upstream connections open,
     /// processes started, connections revived.
-    pub client_sessions: Vec<u64>,
-    pub upstream_connections: Vec<u64>,
+    pub(crate) client_sessions: Vec<u64>,
+    pub(crate) upstream_connections: Vec<u64>,
     pub processes_started: Vec<u64>,
-    pub sessions_revived: Vec<u64>,
+    pub(crate) sessions_revived: Vec<u64>,
     /// Stdio children running.
     pub stdio_children: usize,
-    pub reloads_ok: u64,
-    pub reloads_failed: u64,
+    pub(crate) reloads_ok: u64,
+    pub(crate) reloads_failed: u64,
     /// The last readiness result by mount index, if any.
     pub upstream_up: Vec<Option<bool>>,
     /// TLS handshakes made with `https://` upstreams.
-    pub tls_upstream_handshakes: u64,
+    pub(crate) tls_upstream_handshakes: u64,
     /// Spans exported, dropped and failed, when traces are exported.
-    pub otlp_spans: Option<(u64, u64, u64)>,
+    pub(crate) otlp_spans: Option<(u64, u64, u64)>,
 }
 
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {

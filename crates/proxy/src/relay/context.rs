@@ -28,7 +28,7 @@ pub struct Ctx<'a> {
     /// The session the headers name.
     pub session: SessionRef,
     /// The host that initialized that session, when its id says.
-    pub session_host: Option<HostKind>,
+    pub(crate) session_host: Option<HostKind>,
     /// What the client said at `initialize`, when its id says.
     pub hello: Option<Hello>,
     /// The host the exchange is for: the session's, until
@@ -43,7 +43,7 @@ pub struct Ctx<'a> {
     /// Claude's widget domain of the app the client connected to, when the
     /// exchange is an app's with this mount as its member: it is used in
     /// place of the mount's own.
-    pub app_claude_domain: Option<Arc<str>>,
+    pub(crate) app_claude_domain: Option<Arc<str>>,
 }
 
 /// The headers of a 2026-07-28 request, as its body says them: hosts send

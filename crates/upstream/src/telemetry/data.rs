@@ -46,8 +46,8 @@ pub struct SpanData {
     pub tracestate: Option<String>,
     pub name: String,
     pub kind: Kind,
-    pub start_nanos: u64,
-    pub end_nanos: u64,
+    pub(crate) start_nanos: u64,
+    pub(crate) end_nanos: u64,
     pub attributes: Vec<(&'static str, Value)>,
     /// Set for a failed operation: the status message.
     pub error: Option<String>,

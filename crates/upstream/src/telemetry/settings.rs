@@ -19,7 +19,7 @@ pub(crate) const SERVICE_NAME: &str = "mcp-ui-gateway";
 pub struct Settings {
     pub target: Target,
     pub sampler: Sampler,
-    pub max_queue: usize,
+    pub(crate) max_queue: usize,
     pub limits: SpanLimits,
 }
 
@@ -27,11 +27,11 @@ pub struct Settings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpanLimits {
     /// Characters of an attribute value, a status message, a `tracestate`.
-    pub value_chars: usize,
+    pub(crate) value_chars: usize,
     /// Characters of a span name.
-    pub name_chars: usize,
+    pub(crate) name_chars: usize,
     /// Bytes of spans waiting for export (their [`super::data::SpanData::weight`]).
-    pub queue_bytes: usize,
+    pub(crate) queue_bytes: usize,
 }
 
 impl Default for SpanLimits {

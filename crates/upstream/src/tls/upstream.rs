@@ -21,8 +21,8 @@ use super::pem;
 pub struct UpstreamTls {
     pub ca_file: Option<PathBuf>,
     /// Certificate chain and key, for mutual TLS.
-    pub client_auth: Option<(PathBuf, PathBuf)>,
-    pub server_name: Option<String>,
+    pub(crate) client_auth: Option<(PathBuf, PathBuf)>,
+    pub(crate) server_name: Option<String>,
 }
 
 impl UpstreamTls {

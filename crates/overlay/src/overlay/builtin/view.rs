@@ -41,7 +41,7 @@ pub struct View {
     pub title: Option<String>,
     /// Card: the key of the subtitle.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub subtitle: Option<String>,
+    pub(crate) subtitle: Option<String>,
     /// Card: the key of an image URL (`https:` from `image_domains`, or a
     /// `data:image/…` URL).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -49,7 +49,7 @@ pub struct View {
     /// Card: origins images may come from (the widget's
     /// `csp.resource_domains`); default none.
     #[serde(skip_serializing)]
-    pub image_domains: Option<Vec<String>>,
+    pub(crate) image_domains: Option<Vec<String>>,
     /// Card, kv: the fields shown, in order; default: every property.
     #[serde(
         default,

@@ -46,8 +46,8 @@ pub struct MountFileSite {
     pub mount: String,
     /// Whether a top-level `upstream` key names the mount (else the file
     /// name does), and the line of that key when known.
-    pub upstream_key: bool,
-    pub upstream_line: Option<usize>,
+    pub(crate) upstream_key: bool,
+    pub(crate) upstream_line: Option<usize>,
     /// Whether `mount` is an app's name: the file's entries went to the
     /// app's members.
     pub app: bool,
