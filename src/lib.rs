@@ -2,8 +2,9 @@
 //! servers, adding what MCP Apps and ChatGPT hosts need to render a UI.
 //!
 //! This crate is the program: the binary's startup (`main.rs`), the
-//! [`cli`]'s `check` and `init` commands, and the bundled [`demo`] server
-//! the default configuration fronts. The gateway itself is a workspace of
+//! [`cli`]'s `check` and `init` commands, the bundled [`demo`] server the
+//! default configuration fronts, and [`log_filter`], `RUST_LOG` across the
+//! crates. The gateway itself is a workspace of
 //! crates whose dependencies are its layers (ARCHITECTURE.md, "Crates"):
 //! - `mcp-ui-proxy`: the HTTP side: listener, layers, routes, endpoints,
 //!   the relay, the shared state, OAuth, metrics, readiness, the preview;
@@ -19,6 +20,7 @@
 
 pub mod cli;
 pub mod demo;
+pub mod log_filter;
 
 pub use mcp_ui_overlay::{host, overlay, spelling};
 pub use mcp_ui_proxy::{

@@ -354,8 +354,13 @@ fn init_logging(format: LogFormat, default_level: &str) {
     use tracing_subscriber::fmt::format::{DefaultFields, JsonFields};
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|spec| {
+            tracing_subscriber::EnvFilter::try_new(mcp_ui_gateway::log_filter::directives(&spec))
+                .ok()
+        })
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default_level));
     let ansi = std::io::stderr().is_terminal();
     let logs = tracing_subscriber::registry().with(filter);
     // The request span's fields written once, beneath the formatter (which

@@ -67,13 +67,18 @@ fn demo_upstream(name: &str) -> String {
 /// `serve` in `dir` in front of the demo server (mounted as `upstream`) with `overlays`,
 /// logging at info, with no `MCP_UI_GATEWAY_*` variable of this process.
 fn serve_demo_with_overlays(dir: &Path, overlays: &Path) -> support::process::Proc {
+    serve_demo_logging(dir, overlays, "info")
+}
+
+/// [`serve_demo_with_overlays`], logging as `rust_log` says.
+fn serve_demo_logging(dir: &Path, overlays: &Path, rust_log: &str) -> support::process::Proc {
     let mut cmd = std::process::Command::new(BIN);
     cmd.args(["serve", "--config", "/dev/null", "--listen", "127.0.0.1:0"])
         .arg("--overlays")
         .arg(overlays)
         .args(["--", BIN, "demo-server"])
         .current_dir(dir)
-        .env("RUST_LOG", "info");
+        .env("RUST_LOG", rust_log);
     for (key, _) in std::env::vars() {
         if key.starts_with("MCP_UI_GATEWAY_") {
             cmd.env_remove(key);

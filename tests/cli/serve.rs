@@ -387,3 +387,55 @@ async fn configuration_errors_are_all_said_at_their_lines_with_the_key_meant() {
         "mcp-ui-gateway: configuration error: environment variable MCP_UI_GATEWAY_LISTN: unknown key; did you mean `listen`?\n"
     );
 }
+
+/// `RUST_LOG` reaches every crate's log lines: each line names the module
+/// that wrote it (`mcp_ui_proxy::live`), which a directive can name, and a
+/// directive naming `mcp_ui_gateway` (the name every module logged under
+/// before the crates) still reaches them. With `warn` alone the same INFO
+/// line is not written.
+#[tokio::test]
+async fn rust_log_reaches_each_crate_by_its_name_and_the_gateways() {
+    use support::process::Stream;
+    let dir = tempfile::tempdir().unwrap();
+    let overlays = dir.path().join("overlays");
+    std::fs::create_dir(&overlays).unwrap();
+    std::fs::write(
+        overlays.join("upstream.toml"),
+        "[tools.list_tasks]\ntitle = \"Tasks\"\n",
+    )
+    .unwrap();
+    for spec in [
+        "warn,mcp_ui_proxy::live=info",
+        "warn,mcp_ui_gateway::live=info",
+        "warn",
+    ] {
+        let mut gateway = serve_demo_logging(dir.path(), &overlays, spec);
+        let (mut summary, mut endpoint) = (None, false);
+        gateway.wait_for("the endpoint line", RUN_TIMEOUT, |stream: Stream, line| {
+            if line.contains("upstream 'upstream': overlays from") {
+                summary = Some(line.to_owned());
+            }
+            endpoint |= stream == Stream::Stdout && line.contains("MCP endpoint:");
+            (endpoint && (summary.is_some() || spec == "warn")).then_some(())
+        });
+        let stderr = gateway.stderr();
+        if spec == "warn" {
+            assert!(
+                summary.is_none(),
+                "{spec}: an INFO line was written:\n{stderr}"
+            );
+        } else {
+            let line = summary.unwrap();
+            assert!(
+                line.contains("INFO") && line.contains("mcp_ui_proxy::live"),
+                "{spec}: {line}"
+            );
+        }
+        // The gateway's own INFO lines stay off under `warn`.
+        assert!(
+            !stderr.contains("mcp-ui-gateway serving"),
+            "{spec}:\n{stderr}"
+        );
+        gateway.terminate(RUN_TIMEOUT).unwrap();
+    }
+}
