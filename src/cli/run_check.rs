@@ -30,11 +30,11 @@ pub async fn run(args: CheckArgs) -> ExitCode {
         Err(message) => return usage_fail(&message),
     };
     let resolved = &mut loaded.resolved;
-    resolved.mounts =
-        match super::upstreams::for_check(&args.one, resolved.mounts.clone(), args.offline) {
-            Ok(mounts) => mounts,
-            Err(message) => return usage_fail(&message),
-        };
+    let mounts = std::mem::take(&mut resolved.mounts);
+    resolved.mounts = match super::upstreams::for_check(&args.one, mounts, args.offline) {
+        Ok(mounts) => mounts,
+        Err(message) => return usage_fail(&message),
+    };
     // An app is checked when every member is among the upstreams checked.
     let checked: Vec<&str> = resolved.mounts.iter().map(|m| m.name.as_str()).collect();
     resolved

@@ -32,11 +32,6 @@ pub use view::{Field, Format, View};
 /// What a `widget` value starts with when it names a built-in widget.
 pub const PREFIX: &str = "builtin:";
 
-/// The budget of one compiled built-in document, its options included
-/// (uncompressed): hosts fetch it on every new template URI.
-#[cfg(test)]
-pub(crate) const SIZE_BUDGET: usize = 20 * 1024;
-
 /// The kinds of built-in widget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {

@@ -10,6 +10,10 @@ use crate::overlay::validate::builtin::{against_schema, view as check_view};
 use crate::overlay::validate::tool as check_tool;
 use crate::overlay::{ToolOverlay, load_dir};
 
+/// The budget of one compiled built-in document, its options included
+/// (uncompressed): hosts fetch it on every new template URI.
+const SIZE_BUDGET: usize = 20 * 1024;
+
 fn tool(toml_text: &str) -> ToolOverlay {
     toml::from_str(toml_text).unwrap()
 }

@@ -61,12 +61,6 @@ pub fn inject(html: &str) -> String {
     out
 }
 
-/// The size of the script as [`inject`] writes it.
-#[cfg(test)]
-pub(crate) fn script_len() -> usize {
-    compact(SCRIPT).len() + "<script></script>".len()
-}
-
 /// Where the first `<name …>` start tag ends (after its `>`), matched
 /// case-insensitively and not as the start of a longer name (`<header>`).
 fn open_tag(html: &str, name: &str) -> Option<usize> {
@@ -88,6 +82,11 @@ fn open_tag(html: &str, name: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The size of the script as [`inject`] writes it.
+    fn script_len() -> usize {
+        compact(SCRIPT).len() + "<script></script>".len()
+    }
 
     fn js(body: &str) -> Asset {
         Asset {

@@ -46,36 +46,6 @@ pub struct Inlined {
     pub assets: Vec<Asset>,
 }
 
-/// [`bundle`] with every file inlined or turned into a `data:` URI where it
-/// can be, and no served files: the entry's folder is `entry_dir`.
-#[cfg(test)]
-pub(crate) fn inline_assets(
-    html: &str,
-    entry_dir: &str,
-    read: &mut dyn FnMut(&str) -> Result<String, String>,
-) -> Result<Inlined, Vec<super::scan::AssetError>> {
-    let options = BundleOptions {
-        entry_dir,
-        base: "",
-        inline_max: usize::MAX,
-        asset_base: None,
-        placeholder: "",
-    };
-    let mut read_bytes = |path: &str| read(path).map(String::into_bytes);
-    bundle(html, &options, &mut read_bytes).map_err(|errors| {
-        errors
-            .into_iter()
-            .map(|e| super::scan::AssetError {
-                offset: e.offset,
-                reason: match e.file {
-                    Some(file) => format!("{file}: {}", e.reason),
-                    None => e.reason,
-                },
-            })
-            .collect()
-    })
-}
-
 /// Bundles the entry document `html` (see the module documentation).
 pub fn bundle<'r>(
     html: &str,

@@ -6,6 +6,35 @@ use super::scan::AssetError;
 use super::*;
 use crate::overlay::{Csp, HostDomains};
 
+/// [`bundle`] with every file inlined or turned into a `data:` URI where it
+/// can be, and no served files: the entry's folder is `entry_dir`.
+fn inline_assets(
+    html: &str,
+    entry_dir: &str,
+    read: &mut dyn FnMut(&str) -> Result<String, String>,
+) -> Result<Inlined, Vec<AssetError>> {
+    let options = BundleOptions {
+        entry_dir,
+        base: "",
+        inline_max: usize::MAX,
+        asset_base: None,
+        placeholder: "",
+    };
+    let mut read_bytes = |path: &str| read(path).map(String::into_bytes);
+    bundle(html, &options, &mut read_bytes).map_err(|errors| {
+        errors
+            .into_iter()
+            .map(|e| AssetError {
+                offset: e.offset,
+                reason: match e.file {
+                    Some(file) => format!("{file}: {}", e.reason),
+                    None => e.reason,
+                },
+            })
+            .collect()
+    })
+}
+
 fn files(path: &str) -> Result<String, String> {
     match path {
         "app.js" => Ok("console.log('</script>')".into()),
