@@ -64,9 +64,11 @@ async fn streamable_http_to_stdio_upstream() -> anyhow::Result<()> {
 }
 
 /// A client offering 2026-07-28 to an upstream that only knows 2025-11-25
-/// ends where it would end talking to that upstream directly.
+/// falls back to 2025-11-25 talking to it directly; through the gateway it
+/// is served 2026-07-28 (the gateway stands in for the revision), and a
+/// strict 2026 client, which fails directly, works too.
 #[tokio::test]
-async fn version_fallback_matches_direct() -> anyhow::Result<()> {
+async fn a_2025_upstream_is_served_as_2026() -> anyhow::Result<()> {
     let http = upstreams::start_http_with(HttpFlavor::StatefulSse, ProtocolMode::UpTo2025).await?;
     let sse = upstreams::start_sse_with(ProtocolMode::UpTo2025).await?;
     let g = TestGateway::start(vec![
@@ -76,19 +78,31 @@ async fn version_fallback_matches_direct() -> anyhow::Result<()> {
     ])
     .await;
     let direct = connect_http(&http.url, &Era::Auto).await?;
-    let direct_version = negotiated_version(&direct);
-    assert_eq!(direct_version, Some(ProtocolVersion::V_2025_11_25));
+    assert_eq!(
+        negotiated_version(&direct),
+        Some(ProtocolVersion::V_2025_11_25)
+    );
     direct.cancel().await?;
+    assert!(
+        connect_http(&http.url, &Era::Modern).await.is_err(),
+        "a strict 2026 client fails against the 2025 upstream directly"
+    );
     for mount in ["http", "sse", "stdio"] {
         let url = g.url_for(&format!("/{mount}/mcp"));
-        let client = connect_http(&url, &Era::Auto).await?;
-        assert_eq!(negotiated_version(&client), direct_version, "{mount}");
-        exercise_fixture(&client, &format!("{mount} 2025-only upstream, Auto client")).await?;
-        client.cancel().await?;
-        assert!(
-            connect_http(&url, &Era::Modern).await.is_err(),
-            "{mount}: a strict 2026 client must fail as it does direct"
-        );
+        for era in [Era::Auto, Era::Modern] {
+            let client = connect_http(&url, &era).await?;
+            assert_eq!(
+                negotiated_version(&client),
+                Some(ProtocolVersion::V_2026_07_28),
+                "{mount}, {era:?} client"
+            );
+            exercise_fixture(
+                &client,
+                &format!("{mount} 2025-only upstream, {era:?} client"),
+            )
+            .await?;
+            client.cancel().await?;
+        }
     }
     Ok(())
 }

@@ -51,6 +51,7 @@ fn unreached(name: &str) -> Mount {
         auth_challenge: Default::default(),
         tls: Default::default(),
         sessions: Default::default(),
+        cache: Default::default(),
     }
 }
 

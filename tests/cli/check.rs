@@ -494,6 +494,7 @@ async fn the_probe_lists_a_streamable_http_server_with_a_session() {
         auth_challenge: Default::default(),
         tls: Default::default(),
         sessions: Default::default(),
+        cache: Default::default(),
     };
     let limits = Limits {
         request_timeout_secs: 10,

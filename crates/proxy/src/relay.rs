@@ -30,6 +30,7 @@ pub mod member;
 pub mod owned;
 pub use mcp_ui_rewrite::plan;
 pub mod pooled;
+pub(crate) mod revision;
 pub(crate) mod revive;
 pub mod stream;
 pub mod streamable;
@@ -125,6 +126,14 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
             .collect();
         return failure.respond_batch(&ids);
     }
+    // A request of the 2026-07-28 revision is held to its rules first.
+    let revision = match &parsed {
+        jsonrpc::Body::Single(m) if m.kind == Kind::Request => match revision::admit(cx, m) {
+            Ok(r) => r,
+            Err(refused) => return *refused,
+        },
+        _ => None,
+    };
     // One snapshot for the whole exchange, however long it takes.
     let overlays = gw.live.load();
     let target = cx.target();
@@ -140,8 +149,33 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         if let (Some(trace), Some(at)) = (&cx.trace, planned_at) {
             trace.answered(at);
         }
+        let answer = match &revision {
+            Some(r) => mcp_ui_rewrite::bridge::answer(&r.answering(cx, false), &answer)
+                .map_or(answer, Bytes::from),
+            None => answer,
+        };
         return reply::json(StatusCode::OK, answer);
     }
+    // An upstream of the handshake era is stood in for.
+    let bridged = match &revision {
+        Some(_) => revision::bridged(cx).await,
+        None => false,
+    };
+    if let (true, Some(r), jsonrpc::Body::Single(m)) = (bridged, &revision, &parsed)
+        && r.method == "server/discover"
+    {
+        return revision::discover(cx, m, &overlays).await;
+    }
+    if let (true, Some(r), jsonrpc::Body::Single(m)) = (bridged, &revision, &parsed)
+        && let Some(refusal) = mcp_ui_rewrite::bridge::beyond(&r.method)
+    {
+        return revision::refused(&refusal, m.id);
+    }
+    // Its answers are put in the revision's form where the gateway stands
+    // in, or where it writes the HTTP answer itself (a message session's).
+    let answering = revision
+        .filter(|_| bridged || cx.mount.is_message())
+        .map(|r| r.answering(cx, bridged));
     // A session's requests waiting upstream are bounded; the place is held
     // until the response body ends.
     let has_request = match &parsed {
@@ -158,7 +192,18 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         }
         _ => None,
     };
-    let finisher = finisher(cx, is_tool_call(&parsed), overlays, plan, target);
+    let finisher = finisher(cx, is_tool_call(&parsed), overlays, plan, target, answering);
+    // An upstream of the handshake era is asked without the envelope.
+    let translated = match (&parsed, bridged) {
+        (jsonrpc::Body::Single(_), true) => {
+            mcp_ui_rewrite::bridge::to_handshake(body).map(Bytes::from)
+        }
+        _ => None,
+    };
+    let (body, parsed) = match translated.as_ref().map(|b| (b, jsonrpc::classify(b))) {
+        Some((b, Ok(p))) => (b, p),
+        _ => (body, parsed),
+    };
     // A traced request carries its context upstream in `params._meta`.
     let injected = match (&cx.trace, &parsed) {
         (Some(trace), jsonrpc::Body::Single(m)) => trace.inject(body, m),
@@ -184,7 +229,9 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
             m.params,
         ) == crate::protocol::Era::Envelope);
     let http = !cx.mount.is_message();
-    let response = if http && envelope {
+    let response = if bridged {
+        pooled::post(cx, body, parsed, finisher).await
+    } else if http && envelope {
         http_post(cx, body, parsed, request_id, finisher).await
     } else if pooled::pooled(cx) {
         pooled::post(cx, body, parsed, finisher).await
@@ -286,7 +333,7 @@ pub(crate) fn prepare(cx: &Ctx<'_>, m: &jsonrpc::Message<'_>) -> Result<Option<F
         Plan::Answer(answer) => Err(answer),
         plan => {
             let call = m.kind == Kind::Request && m.method.as_deref() == Some("tools/call");
-            Ok(finisher(cx, call, overlays, plan, target))
+            Ok(finisher(cx, call, overlays, plan, target, None))
         }
     }
 }
@@ -299,6 +346,7 @@ fn finisher(
     overlays: Arc<crate::overlay::OverlaySet>,
     plan: Plan,
     target: crate::host::Target,
+    revision: Option<mcp_ui_rewrite::bridge::Answering>,
 ) -> Option<Finisher> {
     let challenges =
         (tool_call && !matches!(cx.mount.config.transport, Transport::Stdio(_))).then(|| {
@@ -312,7 +360,7 @@ fn finisher(
         Plan::Rewrite(rewrite) => Some(rewrite),
         _ => None,
     };
-    (rewrite.is_some() || challenges.is_some()).then(|| Finisher {
+    (rewrite.is_some() || challenges.is_some() || revision.is_some()).then(|| Finisher {
         overlays,
         mount: cx.upstream().to_owned(),
         rewrite,
@@ -320,6 +368,7 @@ fn finisher(
         challenges,
         upstream_tools: cx.gw.upstream_tools.clone(),
         trace: cx.trace.as_ref().and_then(|t| t.parent.clone()),
+        revision,
     })
 }
 

@@ -2,6 +2,9 @@
 //! compiled overlays, with no IO, clock, globals or async, so every path
 //! can call them and tests can pin their output byte for byte.
 //!
+//! - [`bridge`]: the 2026-07-28 revision for every upstream: requests
+//!   validated as it requires, answers in its form, `server/discover` for
+//!   an upstream of the handshake era;
 //! - [`combine`]: the rules by which an app (`[[app]]`) unites its
 //!   members' answers: `initialize`, pages, names and request ids;
 //! - [`plan`]: what to do with a request (forward it, rewrite its answer,
@@ -11,6 +14,7 @@
 //!   render tools, widget resources, capabilities, the overlays compared
 //!   with a live listing.
 
+pub mod bridge;
 pub mod combine;
 pub mod plan;
 pub mod rewrite;

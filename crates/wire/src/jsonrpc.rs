@@ -32,6 +32,12 @@ pub mod code {
     pub const REQUEST_CANCELLED: i64 = -32800;
     /// 2026-07-28: `Mcp-Method`/`Mcp-Name` headers disagree with the body.
     pub const HEADER_MISMATCH: i64 = -32020;
+    /// 2026-07-28: the request needs a client capability its `_meta` does
+    /// not declare.
+    pub const MISSING_CAPABILITY: i64 = -32021;
+    /// 2026-07-28: the request's `_meta` names a revision the server does
+    /// not serve.
+    pub const UNSUPPORTED_VERSION: i64 = -32022;
 }
 
 /// What a single JSON-RPC message is, judged by which keys it has.

@@ -10,8 +10,10 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+pub mod cache;
 pub mod caps;
 
+pub use cache::{CacheScope, Hints};
 pub use caps::Caps;
 
 /// Every revision the gateway relays, oldest first.

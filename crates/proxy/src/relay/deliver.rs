@@ -242,7 +242,8 @@ pub fn respond(
         Next::Response(b) => {
             let b = shaped(b, true);
             let error = mark_errors && jsonrpc::classify_one(&b).is_ok_and(|m| m.error.is_some());
-            let mut r = reply::json(StatusCode::OK, b);
+            let status = Finisher::status(waiting.finisher.as_ref(), &b);
+            let mut r = reply::json(status, b);
             if error {
                 r.extensions_mut().insert(Outcome::JsonRpcError);
             }

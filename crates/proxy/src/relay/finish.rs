@@ -15,6 +15,7 @@ use crate::host::Target;
 use crate::overlay::OverlaySet;
 use crate::telemetry::{Kind, Parent, Span};
 use crate::upstream_tools::UpstreamTools;
+use mcp_ui_rewrite::bridge::{self, Answering};
 use mcp_ui_rewrite::plan::{self, Rewrite};
 
 /// Rewrites the response to one planned request.
@@ -31,6 +32,8 @@ pub struct Finisher {
     pub upstream_tools: Arc<UpstreamTools>,
     /// The request's server span, when traced: a rewrite is its child.
     pub trace: Option<Parent>,
+    /// A request of the 2026-07-28 revision: its answer in that form.
+    pub revision: Option<Answering>,
 }
 
 impl Finisher {
@@ -38,6 +41,7 @@ impl Finisher {
     /// carries no in-band challenge), known without parsing it.
     pub fn keeps(&self, response: &[u8]) -> bool {
         self.rewrite.is_none()
+            && self.revision.is_none()
             && !(self.challenges.is_some() && auth::may_carry_challenge(response))
     }
 
@@ -74,7 +78,22 @@ impl Finisher {
                 body = Some(b);
             }
         }
+        if let Some(a) = &self.revision {
+            let current = body.as_deref().unwrap_or(response);
+            if let Some(b) = bridge::answer(a, current) {
+                body = Some(Bytes::from(b));
+            }
+        }
         body
+    }
+
+    /// The HTTP status of a JSON answer: a request of the 2026-07-28
+    /// revision gets its error's, as the revision maps them; 200 otherwise.
+    pub fn status(finisher: Option<&Finisher>, response: &[u8]) -> http::StatusCode {
+        match finisher.is_some_and(|f| f.revision.is_some()) {
+            true => super::revision::status_of(response),
+            false => http::StatusCode::OK,
+        }
     }
 
     /// `response`, finished (the upstream's bytes when nothing applies).

@@ -41,6 +41,31 @@ pub use client::{Mailbox, delete, get};
 pub(super) use client::{end, mailbox, not_ended, open};
 pub use connection::creds;
 
+/// The upstream's answer to the gateway's `initialize` under the request's
+/// credentials: the one a live connection had, else that of a connection
+/// opened for it.
+pub(super) async fn handshake(
+    cx: &Ctx<'_>,
+) -> Result<std::sync::Arc<crate::upstream::handshake::Handshake>, Failure> {
+    let creds = creds(cx);
+    if let Some(h) = pool(cx)
+        .handshake(creds)
+        .filter(|_| pool(cx).has_live(Era::Handshake, creds))
+    {
+        return Ok(h);
+    }
+    let conn = connect(cx, default_key(cx, Era::Handshake, None)).await?;
+    Ok(conn
+        .handshake
+        .expect("a handshake-era connection has its handshake"))
+}
+
+/// Whether the upstream speaks the 2026-07-28 envelope itself (asked once
+/// with `server/discover`; `Err` when it could not be asked).
+pub(super) async fn speaks_envelope(cx: &Ctx<'_>) -> Result<bool, Failure> {
+    connection::speaks_envelope(cx).await
+}
+
 /// Whether a mount's client sessions are pooled (own no connection).
 pub fn pooled(cx: &Ctx<'_>) -> bool {
     cx.mount.config.sessions.mode != SessionMode::Client

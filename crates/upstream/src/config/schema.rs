@@ -304,6 +304,17 @@ pub struct UpstreamConfig {
     /// Default: `"meta:openai/session"`, ChatGPT's conversation id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_key: Option<String>,
+    /// For clients of the 2026-07-28 revision: how long (milliseconds) they
+    /// may reuse this upstream's listings and reads (`ttlMs`) when the
+    /// upstream does not say. Default 0: the gateway cannot know how long
+    /// an upstream's answers stay true. At most a day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_ttl_ms: Option<u64>,
+    /// With `cache_ttl_ms`: who may reuse them (`cacheScope`), `"private"`
+    /// (the same authorization context only; the default, since answers may
+    /// depend on the credentials the gateway forwards) or `"public"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<mcp_ui_wire::protocol::CacheScope>,
 }
 
 /// See [`UpstreamConfig::sessions`].

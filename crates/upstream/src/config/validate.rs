@@ -12,6 +12,7 @@ use super::schema::{
     AuthChallenge, Config, Limits, MAX_POOL, MIN_HEADER_BYTES, SessionMode, UpstreamConfig,
 };
 use crate::tls::UpstreamTls;
+use mcp_ui_wire::protocol::cache::{Hints, MAX_TTL_MS};
 
 /// What names a request's conversation (`sessions = "conversation"`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +86,9 @@ pub struct Mount {
     pub tls: UpstreamTls,
     /// How client sessions map to upstream connections.
     pub sessions: Sessions,
+    /// The freshness announced to clients of the 2026-07-28 revision for
+    /// the listings and reads the upstream gives none of.
+    pub cache: Hints,
 }
 
 /// The configuration with every rule checked, once: the mount each
@@ -313,6 +317,16 @@ fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {
         }
     }
     let sessions = sessions(up, transport.as_ref(), &mut errs);
+    let ttl_ms = up.cache_ttl_ms.unwrap_or_default();
+    if ttl_ms > MAX_TTL_MS {
+        errs.push(format!(
+            ".cache_ttl_ms: {ttl_ms} is more than a day ({MAX_TTL_MS}), which clients do not keep"
+        ));
+    }
+    let cache = Hints {
+        ttl_ms,
+        scope: up.cache_scope.unwrap_or_default(),
+    };
     match transport {
         Some(transport) if errs.is_empty() => Ok(Mount {
             name: up.name.clone(),
@@ -322,6 +336,7 @@ fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {
             auth_challenge: up.auth_challenge,
             tls,
             sessions,
+            cache,
         }),
         _ => Err(errs),
     }

@@ -29,6 +29,7 @@ fn sh(name: &str, script: &str) -> Mount {
         auth_challenge: Default::default(),
         tls: Default::default(),
         sessions: Default::default(),
+        cache: Default::default(),
     }
 }
 
@@ -115,6 +116,7 @@ async fn an_http_refusal_is_named() {
         auth_challenge: Default::default(),
         tls: Default::default(),
         sessions: Default::default(),
+        cache: Default::default(),
     };
     let err = list_tools(&mount, &limits(5))
         .await
@@ -146,6 +148,7 @@ async fn an_upstream_that_wants_a_token_is_told_apart() {
         auth_challenge: Default::default(),
         tls: Default::default(),
         sessions: Default::default(),
+        cache: Default::default(),
     };
     let err = list_tools(&mount, &limits(5)).await.unwrap_err();
     assert!(err.requires_authorization(), "{err}");
@@ -196,6 +199,7 @@ async fn a_trickling_http_body_times_out() {
         auth_challenge: Default::default(),
         tls: Default::default(),
         sessions: Default::default(),
+        cache: Default::default(),
     };
     let started = std::time::Instant::now();
     let err = list_tools(&mount, &limits(1))

@@ -166,9 +166,27 @@ impl Pipe {
                 session.fail(k, failure);
             }
         };
+        // A request of the 2026-07-28 envelope on a connection the gateway
+        // did not initialize says so in its headers, as that revision
+        // requires (the probe that asks whether the upstream speaks it).
+        let envelope = (lock(&self.version).is_none())
+            .then(|| crate::protocol::meta_version(m.params))
+            .flatten()
+            .filter(|v| crate::protocol::is_envelope(v))
+            .and_then(|v| HeaderValue::from_str(&v).ok())
+            .zip(
+                m.method
+                    .as_deref()
+                    .and_then(|v| HeaderValue::from_str(v).ok()),
+            );
         for attempt in 0..2 {
             let sid = lock(&self.sid).clone();
-            let req = self.request(Method::POST, message.clone(), sid.as_ref());
+            let mut req = self.request(Method::POST, message.clone(), sid.as_ref());
+            if let Some((version, method)) = &envelope {
+                req.headers_mut().insert(PROTOCOL, version.clone());
+                req.headers_mut()
+                    .insert(HeaderName::from_static("mcp-method"), method.clone());
+            }
             let resp = match send(&self.client, &self.name, req, self.timeout).await {
                 Ok(r) => r,
                 Err(e) => return fail(Failure::Upstream(e)),

@@ -112,7 +112,7 @@ pub(super) async fn slot_key(cx: &Ctx<'_>, m: &Message<'_>) -> Result<SlotKey, F
 
 /// Whether the upstream speaks the 2026-07-28 envelope: asked once with
 /// `server/discover` on a connection of that era (kept when it does).
-async fn speaks_envelope(cx: &Ctx<'_>) -> Result<bool, Failure> {
+pub(super) async fn speaks_envelope(cx: &Ctx<'_>) -> Result<bool, Failure> {
     let pool = pool(cx);
     if let Some(known) = pool.speaks_envelope() {
         return Ok(known);

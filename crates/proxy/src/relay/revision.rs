@@ -1,0 +1,137 @@
+//! The 2026-07-28 revision for every upstream. A request of that revision
+//! is validated as it requires before anything else (`bridge::check`); an
+//! upstream that speaks it gets the request as it is, and one of the
+//! handshake era is stood in for: its `server/discover` is written from its
+//! `initialize` answer, the request goes to a connection the gateway
+//! initialized, and the answer comes back in the revision's form
+//! (`bridge::answer`, through the request's [`Finisher`]).
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use serde_json::value::RawValue;
+
+use super::context::{Ctx, METHOD_HEADER, NAME_HEADER, PROTOCOL_HEADER};
+use super::pooled;
+use crate::jsonrpc::{self, Message};
+use crate::overlay::OverlaySet;
+use crate::reply::{self, Body};
+use mcp_ui_rewrite::bridge::{self, Answering, Headers, Seen};
+use mcp_ui_rewrite::rewrite::{self as rw, ListChanged};
+
+/// A request of the revision, admitted.
+#[derive(Debug, Clone)]
+pub(super) struct Revision {
+    pub method: String,
+    uri: Option<String>,
+}
+
+impl Revision {
+    /// What answering it needs, for an upstream that speaks the revision
+    /// (`bridged` false) or one the gateway stands in for.
+    pub fn answering(&self, cx: &Ctx<'_>, bridged: bool) -> Answering {
+        Answering {
+            method: self.method.clone(),
+            uri: self.uri.clone(),
+            hints: cx.mount.config.cache,
+            bridged,
+        }
+    }
+}
+
+/// `Ok(Some)` for a request of the revision that may be served, `Ok(None)`
+/// for a request of the handshake era, `Err` with the refusal of one the
+/// revision does not allow.
+pub(super) fn admit(
+    cx: &Ctx<'_>,
+    m: &Message<'_>,
+) -> Result<Option<Revision>, Box<Response<Body>>> {
+    let method = m.method.as_deref().unwrap_or_default();
+    let header = cx
+        .headers
+        .get(PROTOCOL_HEADER)
+        .and_then(|v| v.to_str().ok());
+    if !bridge::is_revision_request(method, header, m.params) {
+        return Ok(None);
+    }
+    let headers = Headers {
+        version: seen(cx, &PROTOCOL_HEADER),
+        method: seen(cx, &METHOD_HEADER),
+        name: seen(cx, &NAME_HEADER),
+    };
+    if let Err(refusal) = bridge::check(method, m.params, &headers) {
+        tracing::debug!(upstream = %cx.upstream(), method, code = refusal.code, "{}", refusal.message);
+        return Err(Box::new(refused(&refusal, m.id)));
+    }
+    Ok(Some(Revision {
+        method: method.to_owned(),
+        uri: jsonrpc::params_view(m.params)
+            .uri
+            .map(std::borrow::Cow::into_owned),
+    }))
+}
+
+fn seen<'h>(cx: &Ctx<'h>, name: &http::HeaderName) -> Seen<'h> {
+    let mut values = cx.headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (None, _) => Seen::Absent,
+        (Some(v), None) => Seen::Once(v.as_bytes()),
+        _ => Seen::Repeated,
+    }
+}
+
+pub(super) fn refused(refusal: &bridge::Refusal, id: Option<&RawValue>) -> Response<Body> {
+    let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::BAD_REQUEST);
+    reply::json(status, refusal.response(id))
+}
+
+/// Whether the gateway stands in for the revision: the upstream speaks
+/// only the handshake era. An upstream that cannot be asked now is relayed
+/// to as it is (and asked again next time).
+pub(super) async fn bridged(cx: &Ctx<'_>) -> bool {
+    match pooled::speaks_envelope(cx).await {
+        Ok(speaks) => !speaks,
+        Err(e) => {
+            tracing::debug!(upstream = %cx.upstream(), "could not learn whether the upstream speaks 2026-07-28: {e}");
+            false
+        }
+    }
+}
+
+/// `server/discover` for an upstream of the handshake era: written from
+/// its answer to the gateway's `initialize`, with what the overlays add.
+pub(super) async fn discover(
+    cx: &Ctx<'_>,
+    m: &Message<'_>,
+    overlays: &OverlaySet,
+) -> Response<Body> {
+    let handshake = match pooled::handshake(cx).await {
+        Ok(h) => h,
+        Err(f) => return f.respond(m.id),
+    };
+    let initialized: serde_json::Value =
+        serde_json::from_str(handshake.result.get()).unwrap_or_default();
+    let mut result = bridge::discover(&initialized, cx.mount.config.cache);
+    if overlays.mount(cx.upstream()).is_some() {
+        // No change is announced until `subscriptions/listen` is served.
+        rw::discover_result(&mut result, ListChanged::default());
+    }
+    let id = m.id.map(RawValue::get).unwrap_or("null");
+    reply::json(
+        StatusCode::OK,
+        Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+        )),
+    )
+}
+
+/// The status of a JSON answer to a request of the revision: its error's,
+/// as the revision maps them (200 for a result).
+pub(crate) fn status_of(response: &[u8]) -> StatusCode {
+    let code = jsonrpc::classify_one(response).ok().and_then(|m| {
+        let error: serde_json::Value = serde_json::from_str(m.error?.get()).ok()?;
+        error.get("code")?.as_i64()
+    });
+    code.map(bridge::http_status)
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::OK)
+}

@@ -1,0 +1,287 @@
+//! A request of the 2026-07-28 revision validated as that revision
+//! requires, whatever the upstream: its `_meta` (the revision and the
+//! client's capabilities), the headers that repeat the body, the revision
+//! it names and the methods the revision removed. The first failure found
+//! is the answer, in the order the official SDKs check.
+//!
+//! Hosts send the revision's `_meta` under a `MCP-Protocol-Version` header
+//! of a 2025 revision (Claude's connectors, ChatGPT): the body is what the
+//! upstream reads, so a header naming a 2025 revision is not held against
+//! the body. A header of any other value must name the body's revision, and
+//! `Mcp-Method` and `Mcp-Name`, when sent, must say what the body says.
+
+use base64::Engine as _;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::code;
+use mcp_ui_wire::protocol::{self, ENVELOPE, KNOWN_VERSIONS, META_PROTOCOL_VERSION};
+
+/// The `_meta` key of the client's capabilities.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The methods the revision removed: answered 404 and `-32601`.
+pub const REMOVED: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// The requests a client of the revision may send: an upstream of the
+/// handshake era is asked nothing else on its behalf.
+pub const METHODS: &[&str] = &[
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "completion/complete",
+];
+
+/// The revisions of the envelope era the gateway serves.
+pub const SUPPORTED: &[&str] = &[ENVELOPE];
+
+/// How one header of the request was sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Seen<'a> {
+    #[default]
+    Absent,
+    Once(&'a [u8]),
+    /// Sent more than once: it cannot say one thing.
+    Repeated,
+}
+
+/// The headers of a request that repeat what its body says.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Headers<'a> {
+    /// `MCP-Protocol-Version`.
+    pub version: Seen<'a>,
+    /// `Mcp-Method`.
+    pub method: Seen<'a>,
+    /// `Mcp-Name`.
+    pub name: Seen<'a>,
+}
+
+/// Why a request is refused: the HTTP status and the JSON-RPC error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub status: u16,
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl Refusal {
+    fn new(code: i64, message: impl Into<String>) -> Refusal {
+        Refusal {
+            status: http_status(code),
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    fn with_data(mut self, data: Value) -> Refusal {
+        self.data = Some(data);
+        self
+    }
+
+    /// The error response, carrying the request's id (`null` when it has
+    /// none).
+    pub fn response(&self, id: Option<&RawValue>) -> Bytes {
+        let mut error = Map::new();
+        error.insert("code".into(), json!(self.code));
+        error.insert("message".into(), json!(self.message));
+        if let Some(data) = &self.data {
+            error.insert("data".into(), data.clone());
+        }
+        let id = id.map(RawValue::get).unwrap_or("null");
+        Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{}}}"#,
+            Value::Object(error)
+        ))
+    }
+}
+
+/// The HTTP status the revision gives a JSON-RPC error: 400 for a request
+/// that is wrong as sent, 404 for a method the server does not have, 200
+/// otherwise (the error is the answer).
+pub fn http_status(code: i64) -> u16 {
+    match code {
+        code::PARSE_ERROR | code::INVALID_REQUEST | code::INVALID_PARAMS => 400,
+        code::HEADER_MISMATCH | code::MISSING_CAPABILITY | code::UNSUPPORTED_VERSION => 400,
+        code::METHOD_NOT_FOUND => 404,
+        _ => 200,
+    }
+}
+
+/// Whether a request is one of the revision: its `_meta` names a revision
+/// (whatever its value), its `MCP-Protocol-Version` header names one of
+/// the envelope era, or it is `server/discover`, which only that revision
+/// has.
+pub fn is_revision_request(method: &str, header: Option<&str>, params: Option<&RawValue>) -> bool {
+    method == "server/discover"
+        || header.is_some_and(|h| protocol::is_envelope(h.trim()))
+        || meta_of(params).is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION))
+}
+
+/// Validate a request of the revision: `Ok` when the gateway may serve it.
+pub fn check(
+    method: &str,
+    params: Option<&RawValue>,
+    headers: &Headers<'_>,
+) -> Result<(), Refusal> {
+    for (name, seen) in [
+        ("MCP-Protocol-Version", headers.version),
+        ("Mcp-Method", headers.method),
+        ("Mcp-Name", headers.name),
+    ] {
+        if seen == Seen::Repeated {
+            return Err(Refusal::new(
+                code::HEADER_MISMATCH,
+                format!("{name} header appears more than once"),
+            ));
+        }
+    }
+    let params = params.and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok());
+    let Some(meta) = params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object)
+    else {
+        return Err(Refusal::new(
+            code::INVALID_PARAMS,
+            format!(
+                "params._meta must be an object carrying '{META_PROTOCOL_VERSION}' and '{META_CLIENT_CAPABILITIES}'"
+            ),
+        ));
+    };
+    let missing: Vec<&str> = [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES]
+        .into_iter()
+        .filter(|k| !meta.contains_key(*k))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Refusal::new(
+            code::INVALID_PARAMS,
+            format!(
+                "params._meta is missing the required key(s): {}",
+                missing.join(", ")
+            ),
+        ));
+    }
+    let Some(version) = meta.get(META_PROTOCOL_VERSION).and_then(Value::as_str) else {
+        return Err(Refusal::new(
+            code::INVALID_PARAMS,
+            format!("params._meta['{META_PROTOCOL_VERSION}'] must be a string"),
+        ));
+    };
+    if !meta
+        .get(META_CLIENT_CAPABILITIES)
+        .is_some_and(Value::is_object)
+    {
+        return Err(Refusal::new(
+            code::INVALID_PARAMS,
+            format!("params._meta['{META_CLIENT_CAPABILITIES}'] must be an object"),
+        ));
+    }
+    if let Seen::Once(v) = headers.version {
+        let v = std::str::from_utf8(v).unwrap_or_default().trim();
+        let hosts_mix = KNOWN_VERSIONS.contains(&v) && !protocol::is_envelope(v);
+        if !hosts_mix && v != version {
+            return Err(Refusal::new(
+                code::HEADER_MISMATCH,
+                "MCP-Protocol-Version header does not match the request's protocol version",
+            ));
+        }
+    }
+    if let Seen::Once(v) = headers.method
+        && std::str::from_utf8(v).map(str::trim) != Ok(method)
+    {
+        return Err(Refusal::new(
+            code::HEADER_MISMATCH,
+            "Mcp-Method header does not match the request's method",
+        ));
+    }
+    if let (Seen::Once(v), Some(field)) = (headers.name, named_by(method)) {
+        let body = params
+            .as_ref()
+            .and_then(|p| p.get(field))
+            .and_then(Value::as_str);
+        if header_value(v).as_deref() != body {
+            return Err(Refusal::new(
+                code::HEADER_MISMATCH,
+                format!("Mcp-Name header does not match the request's '{field}'"),
+            ));
+        }
+    }
+    if !SUPPORTED.contains(&version) {
+        return Err(
+            Refusal::new(code::UNSUPPORTED_VERSION, "Unsupported protocol version")
+                .with_data(json!({ "supported": SUPPORTED, "requested": version })),
+        );
+    }
+    if REMOVED.contains(&method) {
+        return Err(
+            Refusal::new(code::METHOD_NOT_FOUND, "Method not found").with_data(json!(method))
+        );
+    }
+    Ok(())
+}
+
+/// For an upstream of the handshake era, which the gateway stands in for:
+/// the refusal of a method the revision does not have (404 and `-32601`,
+/// as an upstream of the revision answers; one of the handshake era may
+/// answer otherwise). `subscriptions/listen` is among them until the
+/// gateway serves it.
+pub fn beyond(method: &str) -> Option<Refusal> {
+    (!METHODS.contains(&method))
+        .then(|| Refusal::new(code::METHOD_NOT_FOUND, "Method not found").with_data(json!(method)))
+}
+
+/// The parameter `Mcp-Name` repeats for a method, if any.
+pub fn named_by(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    }
+}
+
+/// A header's value as it names something: plain, or the revision's
+/// `=?base64?…?=` form for what a header cannot carry (decoded only when
+/// its base64 is canonical). Surrounding whitespace is not part of it.
+pub fn header_value(raw: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(raw).ok()?.trim();
+    match text
+        .strip_prefix("=?base64?")
+        .and_then(|t| t.strip_suffix("?="))
+    {
+        Some(encoded) => {
+            let bytes = CANONICAL.decode(encoded).ok()?;
+            String::from_utf8(bytes).ok()
+        }
+        None => Some(text.to_owned()),
+    }
+}
+
+/// Standard base64 as the revision writes it: padded, no stray bits.
+const CANONICAL: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
+);
+
+fn meta_of(params: Option<&RawValue>) -> Option<Map<String, Value>> {
+    #[derive(serde::Deserialize)]
+    struct P {
+        #[serde(rename = "_meta")]
+        meta: Option<Map<String, Value>>,
+    }
+    serde_json::from_str::<P>(params?.get()).ok()?.meta
+}

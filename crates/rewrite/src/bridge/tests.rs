@@ -1,0 +1,288 @@
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::*;
+
+const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+fn raw(s: &str) -> Box<RawValue> {
+    RawValue::from_string(s.to_owned()).unwrap()
+}
+
+fn refused(method: &str, params: &str, headers: Headers<'_>) -> Refusal {
+    let p = raw(params);
+    check(method, Some(&p), &headers).expect_err("refused")
+}
+
+#[test]
+fn a_request_with_its_meta_and_matching_headers_is_served() {
+    let p = raw(&format!(r#"{{"name":"get_time",{META}}}"#));
+    let headers = Headers {
+        version: Seen::Once(b"2026-07-28"),
+        method: Seen::Once(b"tools/call"),
+        name: Seen::Once(b" get_time "),
+    };
+    assert_eq!(check("tools/call", Some(&p), &headers), Ok(()));
+    // The base64 form of a name, and no headers at all (hosts omit them).
+    let headers = Headers {
+        name: Seen::Once(b"=?base64?Z2V0X3RpbWU=?="),
+        ..Headers::default()
+    };
+    assert_eq!(check("tools/call", Some(&p), &headers), Ok(()));
+}
+
+#[test]
+fn missing_or_malformed_meta_is_invalid_params() {
+    for params in [
+        "{}".to_owned(),
+        r#"{"_meta":1}"#.to_owned(),
+        r#"{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}"#.to_owned(),
+        r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#.to_owned(),
+        r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":7,"io.modelcontextprotocol/clientCapabilities":{}}}"#.to_owned(),
+        r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}}"#.to_owned(),
+    ] {
+        let r = refused("server/discover", &params, Headers::default());
+        assert_eq!((r.status, r.code), (400, -32602), "{params}");
+    }
+    let r = check("tools/list", None, &Headers::default()).unwrap_err();
+    assert_eq!((r.status, r.code), (400, -32602));
+}
+
+#[test]
+fn headers_that_contradict_the_body_are_a_mismatch() {
+    let params = format!(r#"{{"name":"a",{META}}}"#);
+    let cases = [
+        Headers {
+            method: Seen::Once(b"tools/list"),
+            ..Headers::default()
+        },
+        Headers {
+            name: Seen::Once(b"b"),
+            ..Headers::default()
+        },
+        Headers {
+            name: Seen::Once(b"=?base64?YQ?="),
+            ..Headers::default()
+        },
+        Headers {
+            version: Seen::Once(b"2026-08-01"),
+            ..Headers::default()
+        },
+        Headers {
+            method: Seen::Repeated,
+            ..Headers::default()
+        },
+    ];
+    for h in cases {
+        let r = refused("tools/call", &params, h);
+        assert_eq!((r.status, r.code), (400, -32020), "{h:?}");
+    }
+    // A 2025 header over the revision's body is how hosts call: the body decides.
+    let h = Headers {
+        version: Seen::Once(b"2025-11-25"),
+        ..Headers::default()
+    };
+    assert_eq!(check("tools/call", Some(&raw(&params)), &h), Ok(()));
+    // The header is compared before the revision is judged.
+    let v999 = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0","io.modelcontextprotocol/clientCapabilities":{}}}"#;
+    let h = Headers {
+        version: Seen::Once(b"2026-07-28"),
+        ..Headers::default()
+    };
+    assert_eq!(refused("server/discover", v999, h).code, -32020);
+}
+
+#[test]
+fn an_unsupported_revision_names_the_supported_ones() {
+    let v999 = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0","io.modelcontextprotocol/clientCapabilities":{}}}"#;
+    let h = Headers {
+        version: Seen::Once(b"v999.0.0"),
+        ..Headers::default()
+    };
+    let r = refused("server/discover", v999, h);
+    assert_eq!((r.status, r.code), (400, -32022));
+    assert_eq!(
+        r.data,
+        Some(json!({"supported": ["2026-07-28"], "requested": "v999.0.0"}))
+    );
+    let id = raw("301");
+    let body: Value = serde_json::from_slice(&r.response(Some(&id))).unwrap();
+    assert_eq!(body["id"], 301);
+    assert_eq!(body["error"]["data"]["requested"], "v999.0.0");
+}
+
+#[test]
+fn removed_methods_are_not_found() {
+    for method in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    ] {
+        let r = refused(method, &format!("{{{META}}}"), Headers::default());
+        assert_eq!((r.status, r.code), (404, -32601), "{method}");
+        assert_eq!(r.data, Some(json!(method)));
+    }
+}
+
+#[test]
+fn which_requests_are_of_the_revision() {
+    let meta = raw(&format!("{{{META}}}"));
+    assert!(is_revision_request("tools/list", None, Some(&meta)));
+    assert!(is_revision_request("server/discover", None, None));
+    assert!(is_revision_request("tools/list", Some(" 2026-07-28"), None));
+    assert!(!is_revision_request("tools/list", Some("2025-11-25"), None));
+    let other = raw(r#"{"_meta":{"progressToken":1}}"#);
+    assert!(!is_revision_request("tools/call", None, Some(&other)));
+}
+
+fn answering(method: &str, bridged: bool) -> Answering {
+    Answering {
+        method: method.into(),
+        uri: Some("test://x".into()),
+        hints: Hints::default(),
+        bridged,
+    }
+}
+
+fn answered(a: &Answering, response: &str) -> String {
+    String::from_utf8(answer(a, response.as_bytes()).expect("changed")).unwrap()
+}
+
+#[test]
+fn results_gain_the_result_type_and_listings_their_freshness() {
+    let a = answering("tools/call", true);
+    assert_eq!(
+        answered(
+            &a,
+            r#"{"result":{"content":[],"isError":false}, "jsonrpc":"2.0","id":1}"#
+        ),
+        r#"{"result":{"content":[],"isError":false,"resultType":"complete"}, "jsonrpc":"2.0","id":1}"#
+    );
+    assert_eq!(
+        answered(&a, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+        r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}"#
+    );
+    let a = answering("tools/list", true);
+    assert_eq!(
+        answered(
+            &a,
+            r#"{"jsonrpc":"2.0","id":"a","result":{"tools":[{"name":"x","n":1e-999}]}}"#
+        ),
+        r#"{"jsonrpc":"2.0","id":"a","result":{"tools":[{"name":"x","n":1e-999}],"resultType":"complete","ttlMs":0,"cacheScope":"private"}}"#
+    );
+    // What is there already stays.
+    let done = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete","ttlMs":5,"cacheScope":"public"}}"#;
+    assert_eq!(answer(&a, done.as_bytes()), None);
+    // A round of input has no freshness.
+    let a = answering("resources/read", false);
+    let input =
+        r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}"#;
+    assert_eq!(answer(&a, input.as_bytes()), None);
+}
+
+#[test]
+fn for_a_handshake_era_upstream_the_gateway_answers_what_it_lacks() {
+    let not_found =
+        r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found"}}"#;
+    let v: Value =
+        serde_json::from_str(&answered(&answering("prompts/list", true), not_found)).unwrap();
+    assert_eq!(
+        v,
+        json!({"jsonrpc":"2.0","id":4,"result":{"prompts":[],"resultType":"complete","ttlMs":0,"cacheScope":"private"}})
+    );
+    let v: Value =
+        serde_json::from_str(&answered(&answering("resources/read", true), not_found)).unwrap();
+    assert_eq!(
+        v["error"],
+        json!({"code":-32602,"message":"Resource not found","data":{"uri":"test://x"}})
+    );
+    let old = r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32002,"message":"gone","data":{"uri":"test://x","k":1}}}"#;
+    let v: Value =
+        serde_json::from_str(&answered(&answering("resources/read", true), old)).unwrap();
+    assert_eq!(
+        v["error"],
+        json!({"code":-32602,"message":"gone","data":{"uri":"test://x","k":1}})
+    );
+    // An upstream of the revision says what it has itself.
+    assert_eq!(
+        answer(&answering("prompts/list", false), not_found.as_bytes()),
+        None
+    );
+    // Other errors pass as they are.
+    let other = r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"Unknown tool"}}"#;
+    assert_eq!(
+        answer(&answering("tools/call", true), other.as_bytes()),
+        None
+    );
+}
+
+#[test]
+fn discover_is_written_from_the_initialize_result() {
+    let init = json!({
+        "protocolVersion": "2025-11-25",
+        "capabilities": {
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+            "logging": {},
+            "experimental": {"x": {}}
+        },
+        "serverInfo": {"name": "mcp-time", "version": "1.0"},
+        "instructions": "keep me"
+    });
+    let d = discover(
+        &init,
+        Hints {
+            ttl_ms: 1000,
+            scope: CacheScope::Public,
+        },
+    );
+    assert_eq!(
+        d,
+        json!({
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {
+                "tools": {"listChanged": false},
+                "resources": {"subscribe": false, "listChanged": false},
+                "logging": {},
+                "experimental": {"x": {}},
+                "prompts": {}
+            },
+            "instructions": "keep me",
+            "resultType": "complete",
+            "ttlMs": 1000,
+            "cacheScope": "public",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mcp-time", "version": "1.0"}}
+        })
+    );
+}
+
+#[test]
+fn what_a_handshake_era_upstream_is_not_asked() {
+    for method in [
+        "unknown/method",
+        "subscriptions/listen",
+        "tasks/list",
+        "notifications/x",
+    ] {
+        let r = beyond(method).expect(method);
+        assert_eq!((r.status, r.code), (404, -32601));
+    }
+    for method in ["tools/call", "server/discover", "completion/complete"] {
+        assert_eq!(beyond(method), None);
+    }
+}
+
+#[test]
+fn a_request_goes_to_a_handshake_era_upstream_without_the_envelope() {
+    let request = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"openai/session":"v1/x","io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7,"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c"}},"arguments":{"n":1.0}}}"#;
+    let out = String::from_utf8(answer::to_handshake(request.as_bytes()).unwrap()).unwrap();
+    assert_eq!(
+        out,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"openai/session":"v1/x","progressToken":7},"arguments":{"n":1.0}}}"#
+    );
+    let plain =
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":7}}}"#;
+    assert_eq!(answer::to_handshake(plain.as_bytes()), None);
+}

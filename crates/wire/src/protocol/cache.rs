@@ -1,0 +1,38 @@
+//! The freshness a 2026-07-28 listing or read announces (SEP-2549): how
+//! long a client may reuse it (`ttlMs`) and with whom (`cacheScope`). Pure.
+
+use serde::{Deserialize, Serialize};
+
+/// Who may reuse a cached answer: anyone (`public`), or only the same
+/// authorization context (`private`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheScope {
+    Public,
+    #[default]
+    Private,
+}
+
+impl CacheScope {
+    /// As written on the wire and in the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        }
+    }
+}
+
+/// `ttlMs` and `cacheScope`. The default (`0`, `private`) is right for a
+/// server the gateway knows nothing about: its listings may change at any
+/// moment, and may differ by who asks (the gateway forwards the caller's
+/// credentials), so nothing is reused and nothing is shared.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Hints {
+    pub ttl_ms: u64,
+    pub scope: CacheScope,
+}
+
+/// The longest `ttlMs` the gateway announces (a day, the longest clients
+/// keep an answer).
+pub const MAX_TTL_MS: u64 = 24 * 60 * 60 * 1000;
