@@ -56,6 +56,8 @@ pub struct Gateway {
     pub reopened: crate::session::reopened::Reopened,
     /// Requests waiting for an upstream, per client session.
     pub in_flight: Arc<InFlight>,
+    /// 2026-07-28 requests of 2025 upstreams waiting for the client's input.
+    pub(crate) rounds: Arc<crate::relay::rounds::Rounds>,
     /// The overlays in force.
     pub live: Arc<Live>,
     /// The tool names each overlaid upstream listed, which render tools
@@ -183,6 +185,7 @@ impl Gateway {
             limits: limits.clone(),
             origin_policy: Arc::new(OriginPolicy::new(config)),
             in_flight: Arc::default(),
+            rounds: Arc::default(),
             live,
             upstream_tools: Arc::default(),
             shutdown: CancellationToken::new(),

@@ -32,6 +32,7 @@ pub use mcp_ui_rewrite::plan;
 pub mod pooled;
 pub(crate) mod revision;
 pub(crate) mod revive;
+pub(crate) mod rounds;
 pub mod stream;
 pub mod streamable;
 pub mod watch;
@@ -166,10 +167,15 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
     {
         return revision::discover(cx, m, &overlays).await;
     }
-    if let (true, Some(r), jsonrpc::Body::Single(m)) = (bridged, &revision, &parsed)
-        && let Some(refusal) = mcp_ui_rewrite::bridge::beyond(&r.method)
-    {
-        return revision::refused(&refusal, m.id);
+    if let (true, Some(r), jsonrpc::Body::Single(m)) = (bridged, &revision, &parsed) {
+        if let Some(refusal) = mcp_ui_rewrite::bridge::beyond(&r.method) {
+            return revision::refused(&refusal, m.id);
+        }
+        // The retry of a round the gateway gave for its upstream.
+        let named = r.uri.as_deref().or(r.name.as_deref());
+        if let Some(resp) = rounds::resume(cx, m, &r.method, named).await {
+            return resp;
+        }
     }
     // Its answers are put in the revision's form where the gateway stands
     // in, or where it writes the HTTP answer itself (a message session's).

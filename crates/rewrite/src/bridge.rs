@@ -15,7 +15,7 @@ pub mod answer;
 pub mod check;
 pub mod discover;
 
-pub use answer::{Answering, CacheScope, Hints, answer, cacheable, to_handshake};
+pub use answer::{Answering, CacheScope, Caps, Hints, answer, cacheable, to_handshake};
 pub use check::{
     Headers, Refusal, Seen, beyond, check, header_value, http_status, is_revision_request,
 };

@@ -24,24 +24,24 @@ use crate::outcome::{Failure, Outcome, OutcomeSlot};
 use crate::reply::{self, Body};
 use crate::sse;
 use crate::upstream::messages::{Delivery, MessageSession, Mux, Peer, PendingGuard};
+use mcp_ui_rewrite::bridge;
 
 /// Send server messages as SSE comments this often on idle streams.
 pub(super) const KEEPALIVE: Duration = Duration::from_secs(15);
 
-/// 2026-07-28: `Mcp-Method` and `Mcp-Name`, when sent, must match the body.
+/// 2026-07-28: `Mcp-Method` and `Mcp-Name`, when sent, must match the body
+/// (`Mcp-Name` names what `bridge::check::named_by` says).
 pub(super) fn check_method_headers(cx: &Ctx<'_>, m: &Message<'_>) -> Result<(), Failure> {
     if let Some(v) = cx.headers.get(METHOD_HEADER)
-        && v.to_str().ok() != m.method.as_deref()
+        && v.to_str().ok().map(str::trim) != m.method.as_deref()
     {
         return Err(Failure::HeaderMismatch("Mcp-Method"));
     }
-    if let Some(v) = cx.headers.get(NAME_HEADER) {
+    let field = m.method.as_deref().and_then(bridge::check::named_by);
+    if let (Some(v), Some(field)) = (cx.headers.get(NAME_HEADER), field) {
         let p = jsonrpc::params_view(m.params);
-        let name = match m.method.as_deref() {
-            Some("resources/read") => p.uri,
-            _ => p.name,
-        };
-        if v.to_str().ok() != name.as_deref() {
+        let name = if field == "uri" { p.uri } else { p.name };
+        if bridge::header_value(v.as_bytes()).as_deref() != name.as_deref() {
             return Err(Failure::HeaderMismatch("Mcp-Name"));
         }
     }
@@ -65,6 +65,9 @@ pub struct Waiting {
     /// Counted when the wait is over, for an exchange with no HTTP
     /// response of its own.
     exchange: Option<crate::metrics::Exchange>,
+    /// The id the response goes out under when the client asks again
+    /// under another (a 2026-07-28 round resumed).
+    resumed_as: Option<Box<RawValue>>,
 }
 
 /// Runs its function once, when dropped.
@@ -132,7 +135,24 @@ impl Waiting {
             secs: cx.gw.limits.request_timeout_secs,
             _end: None,
             exchange: None,
+            resumed_as: None,
         }
+    }
+
+    /// A request of the 2026-07-28 revision the gateway stands in for.
+    pub(super) fn bridged(&self) -> Option<&mcp_ui_rewrite::bridge::Answering> {
+        self.finisher
+            .as_ref()
+            .and_then(|f| f.revision.as_ref())
+            .filter(|a| a.bridged)
+    }
+
+    /// Go on waiting for the client's request `id` (a round's retry), with
+    /// a new deadline.
+    pub(super) fn resume(&mut self, id: &RawValue, timeout: Duration) {
+        self.id = id.to_owned();
+        self.resumed_as = Some(id.to_owned());
+        self.deadline = Instant::now() + timeout;
     }
 
     /// Count `exchange` when the wait is over.
@@ -180,6 +200,10 @@ impl Waiting {
         match tokio::time::timeout_at(self.deadline, self.rx.recv()).await {
             Ok(Some(Delivery::Related(b))) => Next::Related(b),
             Ok(Some(Delivery::Final(b))) => {
+                let b = match &self.resumed_as {
+                    Some(id) => reid(b, id),
+                    None => b,
+                };
                 Next::Response(Finisher::apply(self.finisher.as_ref(), b))
             }
             Ok(Some(Delivery::Failed(f))) => Next::Failed(f),
@@ -208,6 +232,14 @@ impl Waiting {
     }
 }
 
+/// `response` under the request id `id`.
+fn reid(response: Bytes, id: &RawValue) -> Bytes {
+    let spliced = jsonrpc::classify_one(&response)
+        .ok()
+        .and_then(|m| jsonrpc::splice(&response, m.id?, id.get()));
+    spliced.map_or(response, Bytes::from)
+}
+
 /// What a message becomes on its way to the client (an app endpoint tags
 /// its members' requests); `true` for the response.
 pub type Shape = Arc<dyn Fn(Bytes, bool) -> Bytes + Send + Sync>;
@@ -222,6 +254,12 @@ pub(super) async fn answer(
     mark_errors: bool,
 ) -> Response<Body> {
     let first = waiting.next().await;
+    if let Next::Related(b) = &first
+        && let Some(park) = super::rounds::Parking::of(cx, &waiting, b)
+    {
+        let (status, bytes) = park.input_required(b.clone(), waiting).await;
+        return reply::json(status, bytes);
+    }
     respond(cx, first, waiting, None, mark_errors)
 }
 
@@ -258,6 +296,7 @@ pub fn respond(
             };
             let (tx, out) = mpsc::channel::<Bytes>(16);
             let mut watch = super::watch::watch(cx);
+            let parking = super::rounds::Parking::maybe(cx, &waiting);
             // A call in flight outlives a shutdown's start: it ends with its
             // response, its deadline, or its session (closed after the grace).
             tokio::spawn(async move {
@@ -276,6 +315,12 @@ pub fn respond(
                         }
                     };
                     let (bytes, last) = match next {
+                        Next::Related(b) if parking.as_ref().is_some_and(|p| p.asks(&b)) => {
+                            let park = parking.expect("checked");
+                            let (_, bytes) = park.input_required(b, waiting).await;
+                            let _ = tx.send(message_event(&shaped(bytes, true))).await;
+                            return;
+                        }
                         Next::Related(b) => {
                             if let Some(w) = &mut watch {
                                 w(&b);

@@ -50,7 +50,7 @@ pub async fn post(
         }
     };
     if let Err(failure) = check_method_headers(cx, &m) {
-        return failure.respond(None);
+        return failure.respond(m.id.filter(|_| m.kind == Kind::Request));
     }
     let request_id = m.id.filter(|_| m.kind == Kind::Request);
     let (session, new_id, revived) = match (&cx.session, initialize) {

@@ -138,7 +138,7 @@ async fn post_pooled(
         }
     };
     if let Err(failure) = deliver::check_method_headers(cx, &m) {
-        return failure.respond(None);
+        return failure.respond(m.id.filter(|_| m.kind == Kind::Request));
     }
     let method = m.method.as_deref().unwrap_or_default();
     let done = |r: Result<(), Failure>| match r {
@@ -217,7 +217,20 @@ pub(super) async fn exchange(
     let conn = connect(cx, key).await?;
     let end = single_end(cx, key);
     let session = conn.session;
-    let peer = peer(cx);
+    // A request of the 2026-07-28 revision that the gateway stands in for
+    // is told what the upstream asks (its client's capabilities are judged
+    // when the round is given).
+    let bridged = finisher
+        .as_ref()
+        .and_then(|f| f.revision.as_ref())
+        .is_some_and(|a| a.bridged);
+    let peer = match peer(cx) {
+        None if bridged => Some(Peer::new(
+            rand::random::<u64>() | 1,
+            crate::protocol::Caps::ALL,
+        )),
+        p => p,
+    };
     if let Some(local) = by_client(&session, m, peer.as_deref()) {
         return Ok(Reply::Now(local));
     }

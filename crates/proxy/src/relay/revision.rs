@@ -22,7 +22,10 @@ use mcp_ui_rewrite::rewrite::{self as rw, ListChanged};
 #[derive(Debug, Clone)]
 pub(super) struct Revision {
     pub method: String,
-    uri: Option<String>,
+    pub uri: Option<String>,
+    pub name: Option<String>,
+    /// The capabilities the client declared in the request's `_meta`.
+    caps: crate::protocol::Caps,
 }
 
 impl Revision {
@@ -32,6 +35,8 @@ impl Revision {
         Answering {
             method: self.method.clone(),
             uri: self.uri.clone(),
+            name: self.name.clone(),
+            caps: self.caps,
             hints: cx.mount.config.cache,
             bridged,
         }
@@ -62,12 +67,27 @@ pub(super) fn admit(
         tracing::debug!(upstream = %cx.upstream(), method, code = refusal.code, "{}", refusal.message);
         return Err(Box::new(refused(&refusal, m.id)));
     }
+    let view = jsonrpc::params_view(m.params);
     Ok(Some(Revision {
         method: method.to_owned(),
-        uri: jsonrpc::params_view(m.params)
-            .uri
-            .map(std::borrow::Cow::into_owned),
+        uri: view.uri.map(std::borrow::Cow::into_owned),
+        name: view.name.map(std::borrow::Cow::into_owned),
+        caps: client_caps(m.params),
     }))
+}
+
+/// The capabilities a request's `_meta` declares.
+fn client_caps(params: Option<&RawValue>) -> crate::protocol::Caps {
+    #[derive(serde::Deserialize)]
+    struct P {
+        #[serde(rename = "_meta")]
+        meta: Option<serde_json::Map<String, serde_json::Value>>,
+    }
+    let meta = params.and_then(|p| serde_json::from_str::<P>(p.get()).ok()?.meta);
+    crate::protocol::Caps::of(
+        meta.as_ref()
+            .and_then(|m| m.get(mcp_ui_rewrite::bridge::check::META_CLIENT_CAPABILITIES)),
+    )
 }
 
 fn seen<'h>(cx: &Ctx<'h>, name: &http::HeaderName) -> Seen<'h> {

@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::jsonrpc::{self, Kind, code};
-pub use mcp_ui_wire::protocol::{CacheScope, Hints};
+pub use mcp_ui_wire::protocol::{CacheScope, Caps, Hints};
 
 /// What answering one request of the revision needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +22,10 @@ pub struct Answering {
     pub method: String,
     /// A `resources/read`'s URI.
     pub uri: Option<String>,
+    /// A `tools/call`'s or `prompts/get`'s name.
+    pub name: Option<String>,
+    /// The capabilities the client declared in the request's `_meta`.
+    pub caps: Caps,
     /// The freshness its listing or read announces.
     pub hints: Hints,
     /// The upstream speaks only the handshake era: the gateway answers for

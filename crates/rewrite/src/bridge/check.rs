@@ -7,8 +7,10 @@
 //! Hosts send the revision's `_meta` under a `MCP-Protocol-Version` header
 //! of a 2025 revision (Claude's connectors, ChatGPT): the body is what the
 //! upstream reads, so a header naming a 2025 revision is not held against
-//! the body. A header of any other value must name the body's revision, and
-//! `Mcp-Method` and `Mcp-Name`, when sent, must say what the body says.
+//! the body, and the headers such a host leaves out are not required. A
+//! `MCP-Protocol-Version` of any other value must name the body's revision;
+//! `Mcp-Method` and `Mcp-Name`, when sent, must say what the body says, and
+//! a client whose header names the revision must send them.
 
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
@@ -201,7 +203,19 @@ pub fn check(
             ));
         }
     }
-    if let Seen::Once(v) = headers.method
+    // A client that names the revision in its header is held to all of
+    // the revision's headers: the ones it leaves out are a mismatch too.
+    let strict = matches!(headers.version, Seen::Once(v)
+        if std::str::from_utf8(v).is_ok_and(|v| protocol::is_envelope(v.trim())));
+    let method_header = match headers.method {
+        Seen::Absent if strict => Seen::Once(b""),
+        seen => seen,
+    };
+    let name_header = match headers.name {
+        Seen::Absent if strict && named_by(method).is_some() => Seen::Once(b""),
+        seen => seen,
+    };
+    if let Seen::Once(v) = method_header
         && std::str::from_utf8(v).map(str::trim) != Ok(method)
     {
         return Err(Refusal::new(
@@ -209,7 +223,7 @@ pub fn check(
             "Mcp-Method header does not match the request's method",
         ));
     }
-    if let (Seen::Once(v), Some(field)) = (headers.name, named_by(method)) {
+    if let (Seen::Once(v), Some(field)) = (name_header, named_by(method)) {
         let body = params
             .as_ref()
             .and_then(|p| p.get(field))

@@ -77,6 +77,25 @@ fn headers_that_contradict_the_body_are_a_mismatch() {
         let r = refused("tools/call", &params, h);
         assert_eq!((r.status, r.code), (400, -32020), "{h:?}");
     }
+    // A client that names the revision in its header sends all of its headers.
+    let h = Headers {
+        version: Seen::Once(b"2026-07-28"),
+        ..Headers::default()
+    };
+    assert_eq!(refused("tools/call", &params, h).code, -32020);
+    let h = Headers {
+        version: Seen::Once(b"2026-07-28"),
+        method: Seen::Once(b"tools/call"),
+        ..Headers::default()
+    };
+    assert_eq!(refused("tools/call", &params, h).code, -32020);
+    let list = format!("{{{META}}}");
+    let h = Headers {
+        version: Seen::Once(b"2026-07-28"),
+        method: Seen::Once(b"tools/list"),
+        ..Headers::default()
+    };
+    assert_eq!(check("tools/list", Some(&raw(&list)), &h), Ok(()));
     // A 2025 header over the revision's body is how hosts call: the body decides.
     let h = Headers {
         version: Seen::Once(b"2025-11-25"),
@@ -141,6 +160,8 @@ fn answering(method: &str, bridged: bool) -> Answering {
     Answering {
         method: method.into(),
         uri: Some("test://x".into()),
+        name: None,
+        caps: Caps::default(),
         hints: Hints::default(),
         bridged,
     }

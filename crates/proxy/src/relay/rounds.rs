@@ -1,0 +1,461 @@
+//! What a 2025 upstream asks of its client (`elicitation/create`,
+//! `sampling/createMessage`, `roots/list`) while serving a request of the
+//! 2026-07-28 revision, which has no server-to-client requests: the request
+//! is answered with an `input_required` result (SEP-2322) naming what the
+//! upstream asked and carrying a sealed `requestState`, while the
+//! upstream's request waits here ("parked"). The client's retry, with its
+//! `inputResponses`, is matched to it by that state; its answers go to the
+//! upstream as the answers to its requests, and whatever the upstream says
+//! next (another round, or the result) answers the retry.
+//!
+//! A state opens only here, only for the request it was given for (method
+//! and name or URI), and only once; a state tampered with, replayed or
+//! expired gets `-32602` (`invalid_request_state`). A parked request whose
+//! client never comes back is dropped at its deadline, which cancels it
+//! upstream. Parked requests live in this process: with several replicas,
+//! a retry must reach the one that gave the state (docs/hosts.md).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::StatusCode;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::context::Ctx;
+use super::deliver::{self, Next, Waiting};
+use crate::gateway::Gateway;
+use crate::jsonrpc::{self, Kind, code};
+use crate::protocol::Caps;
+use crate::reply::{self, Body};
+use crate::session::pool::digest;
+
+/// Most requests parked at once, across the gateway: past it a new round
+/// is refused (nobody else's is dropped for it).
+const MAX_PARKED: usize = 4096;
+/// The longest a parked request waits for its retry.
+const MAX_WAIT: Duration = Duration::from_secs(600);
+/// How long the gateway waits for more requests of the upstream once it
+/// asked one, so that requests asked together go out in one round.
+const GATHER: Duration = Duration::from_millis(25);
+/// What a sealed state is bound to.
+const AAD: &[u8] = b"mcp-ui-gateway/request-state/v1";
+
+/// The parked requests.
+#[derive(Default)]
+pub(crate) struct Rounds {
+    parked: Mutex<HashMap<u64, Parked>>,
+}
+
+impl Rounds {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Parked>> {
+        self.parked.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A request waiting for its client's input.
+struct Parked {
+    waiting: Waiting,
+    asked: Vec<Asked>,
+    mount: usize,
+    /// The request it was given for (method and name or URI).
+    bound: u64,
+    /// The client's capabilities, as its first request declared them.
+    caps: Caps,
+}
+
+/// One request of the upstream's, in the round.
+struct Asked {
+    /// Its key in `inputRequests` (the id the gateway gave it, unquoted).
+    key: String,
+    /// That id, as JSON.
+    id: Box<RawValue>,
+    method: String,
+    params: Option<Box<RawValue>>,
+}
+
+/// What puts a request's round in place: the gateway, the mount, what the
+/// request is and declared.
+pub(super) struct Parking {
+    gw: Arc<Gateway>,
+    mount: usize,
+    bound: u64,
+    caps: Caps,
+}
+
+/// The capability a request of the upstream needs of the client, as the
+/// revision names it.
+fn needs(method: &str) -> Option<&'static str> {
+    match method {
+        "elicitation/create" => Some("elicitation"),
+        "sampling/createMessage" => Some("sampling"),
+        "roots/list" => Some("roots"),
+        _ => None,
+    }
+}
+
+fn is_request(b: &[u8]) -> bool {
+    jsonrpc::classify_one(b).is_ok_and(|m| m.kind == Kind::Request)
+}
+
+impl Parking {
+    /// For a waiting request of the revision the gateway stands in for.
+    pub(super) fn maybe(cx: &Ctx<'_>, waiting: &Waiting) -> Option<Parking> {
+        let a = waiting.bridged()?;
+        Some(Parking {
+            gw: cx.gw.clone(),
+            mount: cx.mount.index,
+            bound: bound(&a.method, a.uri.as_deref().or(a.name.as_deref())),
+            caps: a.caps,
+        })
+    }
+
+    /// [`Parking::maybe`], when `related` is a request of the upstream.
+    pub(super) fn of(cx: &Ctx<'_>, waiting: &Waiting, related: &[u8]) -> Option<Parking> {
+        Self::maybe(cx, waiting).filter(|p| p.asks(related))
+    }
+
+    /// Whether `related` is a request of the upstream (a round to give).
+    pub(super) fn asks(&self, related: &[u8]) -> bool {
+        is_request(related)
+    }
+
+    /// The answer to the client for the upstream's request `first` (and
+    /// any it asks with it): an `input_required` result, the request
+    /// parked; or the error that ends it.
+    pub(super) async fn input_required(
+        self,
+        first: Bytes,
+        mut waiting: Waiting,
+    ) -> (StatusCode, Bytes) {
+        let mut asked = Vec::new();
+        let mut next = Some(first);
+        loop {
+            if let Some(b) = next.take() {
+                self.take(&b, &mut asked);
+            }
+            let more = if asked.is_empty() {
+                Ok(waiting.next().await)
+            } else {
+                tokio::time::timeout(GATHER, waiting.next()).await
+            };
+            match more {
+                Ok(Next::Related(b)) if is_request(&b) => next = Some(b),
+                // What else the upstream says meanwhile (progress, logs)
+                // has no place in an `input_required` result.
+                Ok(Next::Related(_)) => {}
+                Ok(Next::Response(b)) => {
+                    return (super::revision::status_of(&b), b);
+                }
+                Ok(Next::Failed(f)) => return (f.status(), f.body(Some(waiting.id()))),
+                Err(_) => break,
+            }
+        }
+        let missing: Map<String, Value> = asked
+            .iter()
+            .filter_map(|a| needs(&a.method))
+            .filter(|cap| !self.caps.answers(method_of(cap)))
+            .map(|cap| (cap.to_owned(), json!({})))
+            .collect();
+        if !missing.is_empty() {
+            self.refuse_upstream(&asked, "the client did not declare the capability");
+            let names: Vec<&String> = missing.keys().collect();
+            let error = json!({
+                "code": code::MISSING_CAPABILITY,
+                "message": format!("the upstream asks the client for {names:?}, which it did not declare"),
+                "data": { "requiredCapabilities": missing },
+            });
+            return (
+                StatusCode::BAD_REQUEST,
+                error_response(waiting.id(), &error),
+            );
+        }
+        self.park(waiting, asked)
+    }
+
+    /// Note one request of the upstream's; one the revision has no place
+    /// for is answered with an error at once.
+    fn take(&self, b: &[u8], asked: &mut Vec<Asked>) {
+        let Ok(m) = jsonrpc::classify_one(b) else {
+            return;
+        };
+        let (Some(id), Some(method)) = (m.id, m.method.as_deref()) else {
+            return;
+        };
+        if needs(method).is_none() {
+            let refusal = jsonrpc::error_response(
+                Some(id),
+                code::METHOD_NOT_FOUND,
+                &format!("{method}: not asked of a client of the 2026-07-28 revision"),
+            );
+            self.to_upstream(&refusal);
+            return;
+        }
+        let key = serde_json::from_str::<String>(id.get()).unwrap_or_else(|_| id.get().to_owned());
+        asked.push(Asked {
+            key,
+            id: id.to_owned(),
+            method: method.to_owned(),
+            params: m.params.map(RawValue::to_owned),
+        });
+    }
+
+    fn refuse_upstream(&self, asked: &[Asked], why: &str) {
+        for a in asked {
+            let refusal = jsonrpc::error_response(Some(&a.id), code::METHOD_NOT_FOUND, why);
+            self.to_upstream(&refusal);
+        }
+    }
+
+    /// The answer to one of the upstream's requests (under the id the
+    /// gateway gave it), to the connection that asked.
+    fn to_upstream(&self, answer: &[u8]) {
+        answer_upstream(&self.gw, self.mount, answer);
+    }
+
+    /// Park the request and give the client its round.
+    fn park(self, waiting: Waiting, asked: Vec<Asked>) -> (StatusCode, Bytes) {
+        let id = waiting.id().to_owned();
+        let wait = self.gw.request_timeout().min(MAX_WAIT);
+        let key = loop {
+            let k: u64 = rand::random();
+            if k != 0 {
+                break k;
+            }
+        };
+        let result = round(&asked, &seal(&self.gw, self.mount, key, self.bound, wait));
+        {
+            let mut parked = self.gw.rounds.lock();
+            if parked.len() >= MAX_PARKED {
+                drop(parked);
+                self.refuse_upstream(
+                    &asked,
+                    "the gateway holds too many requests waiting for input",
+                );
+                let error = json!({
+                    "code": code::SERVER_ERROR,
+                    "message": format!("the gateway holds {MAX_PARKED} requests waiting for their client's input; try again later"),
+                });
+                return (StatusCode::SERVICE_UNAVAILABLE, error_response(&id, &error));
+            }
+            parked.insert(
+                key,
+                Parked {
+                    waiting,
+                    asked,
+                    mount: self.mount,
+                    bound: self.bound,
+                    caps: self.caps,
+                },
+            );
+        }
+        // Its deadline: dropped then (which cancels it upstream) unless
+        // its retry came.
+        let rounds = Arc::downgrade(&self.gw.rounds);
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            let gone = rounds.upgrade().and_then(|r| r.lock().remove(&key));
+            if gone.is_some() {
+                tracing::debug!("a request waiting for its client's input expired");
+            }
+        });
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, id.get());
+        (StatusCode::OK, Bytes::from(body))
+    }
+}
+
+/// The capability bit's method (for [`Caps::answers`]).
+fn method_of(cap: &str) -> &'static str {
+    match cap {
+        "elicitation" => "elicitation/create",
+        "sampling" => "sampling/createMessage",
+        _ => "roots/list",
+    }
+}
+
+/// The `input_required` result for `asked`, with `state`.
+fn round(asked: &[Asked], state: &str) -> Value {
+    let requests: Map<String, Value> = asked
+        .iter()
+        .map(|a| {
+            let mut r = Map::new();
+            r.insert("method".into(), json!(a.method));
+            if let Some(p) = a
+                .params
+                .as_ref()
+                .and_then(|p| serde_json::from_str(p.get()).ok())
+            {
+                r.insert("params".into(), p);
+            }
+            (a.key.clone(), Value::Object(r))
+        })
+        .collect();
+    json!({
+        "resultType": "input_required",
+        "inputRequests": requests,
+        "requestState": state,
+    })
+}
+
+/// What a state is bound to: the request's method and what it names.
+fn bound(method: &str, name: Option<&str>) -> u64 {
+    digest([method.as_bytes(), name.unwrap_or_default().as_bytes()])
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn aad(gw: &Gateway, mount: usize) -> Vec<u8> {
+    let mut aad = AAD.to_vec();
+    aad.extend_from_slice(gw.mounts[mount].config.name.as_bytes());
+    aad
+}
+
+/// The sealed state of parked request `key`: it, what it is bound to and
+/// when it expires, readable by this gateway's key only.
+fn seal(gw: &Gateway, mount: usize, key: u64, bound: u64, wait: Duration) -> String {
+    let mut plain = Vec::with_capacity(24);
+    plain.extend_from_slice(&key.to_be_bytes());
+    plain.extend_from_slice(&bound.to_be_bytes());
+    plain.extend_from_slice(&(now_ms() + wait.as_millis() as u64).to_be_bytes());
+    gw.key.seal_bytes(&aad(gw, mount), &plain)
+}
+
+/// The parked request a state names, if it opens, is unexpired and is
+/// bound to `bound`.
+fn open(gw: &Gateway, mount: usize, state: &str, bound: u64) -> Option<u64> {
+    let plain = gw.key.open_bytes(&aad(gw, mount), state)?;
+    let word = |i: usize| {
+        Some(u64::from_be_bytes(
+            plain.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+        ))
+    };
+    let (key, sealed_bound, expires) = (word(0)?, word(1)?, word(2)?);
+    (sealed_bound == bound && expires > now_ms()).then_some(key)
+}
+
+fn error_response(id: &RawValue, error: &Value) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{},"error":{error}}}"#,
+        id.get()
+    ))
+}
+
+fn invalid_state(id: &RawValue) -> http::Response<Body> {
+    let error = json!({
+        "code": code::INVALID_PARAMS,
+        "message": "Invalid or expired requestState",
+        "data": { "reason": "invalid_request_state" },
+    });
+    reply::json(StatusCode::BAD_REQUEST, error_response(id, &error))
+}
+
+/// A retry of a request the gateway gave a round for (its params carry
+/// `requestState`): the client's answers go upstream, and what the
+/// upstream says next answers it. `None` when it carries no state (a new
+/// request).
+pub(super) async fn resume(
+    cx: &Ctx<'_>,
+    m: &jsonrpc::Message<'_>,
+    method: &str,
+    name: Option<&str>,
+) -> Option<http::Response<Body>> {
+    #[derive(serde::Deserialize)]
+    struct Retry {
+        #[serde(rename = "requestState")]
+        state: Option<Value>,
+        #[serde(rename = "inputResponses", default)]
+        responses: Option<Value>,
+    }
+    let id = m.id?;
+    let retry: Retry = serde_json::from_str(m.params?.get()).ok()?;
+    let state = retry.state?;
+    let gw = cx.gw;
+    let Some(key) = state
+        .as_str()
+        .and_then(|s| open(gw, cx.mount.index, s, bound(method, name)))
+    else {
+        return Some(invalid_state(id));
+    };
+    let responses = match retry.responses {
+        Some(Value::Object(r)) => r,
+        None | Some(Value::Null) => Map::new(),
+        Some(_) => return Some(invalid_params(id, "inputResponses must be an object")),
+    };
+    let parked = {
+        let mut table = gw.rounds.lock();
+        let Some(p) = table.get(&key).filter(|p| p.mount == cx.mount.index) else {
+            return Some(invalid_state(id));
+        };
+        if let Some(a) = p
+            .asked
+            .iter()
+            .find(|a| responses.get(&a.key).is_some_and(|r| !r.is_object()))
+        {
+            return Some(invalid_params(
+                id,
+                &format!(
+                    "inputResponses['{}'] must be the result of {}",
+                    a.key, a.method
+                ),
+            ));
+        }
+        table.remove(&key).expect("found above")
+    };
+    let Parked {
+        mut waiting,
+        asked,
+        mount,
+        bound,
+        caps,
+    } = parked;
+    waiting.resume(id, gw.request_timeout());
+    let mut unanswered = Vec::new();
+    for a in asked {
+        match responses.get(&a.key) {
+            Some(result) => {
+                let answer = format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
+                    a.id.get()
+                );
+                answer_upstream(gw, mount, answer.as_bytes());
+            }
+            None => unanswered.push(a),
+        }
+    }
+    let park = Parking {
+        gw: gw.clone(),
+        mount,
+        bound,
+        caps,
+    };
+    if !unanswered.is_empty() {
+        // What the client left unanswered is asked again.
+        let (status, bytes) = park.park(waiting, unanswered);
+        return Some(reply::json(status, bytes));
+    }
+    Some(deliver::answer(cx, waiting, false).await)
+}
+
+/// `answer` (a response under the id the gateway gave a request of the
+/// upstream's) to the connection that asked, under the upstream's id.
+fn answer_upstream(gw: &Gateway, mount: usize, answer: &[u8]) {
+    let Some(id) = jsonrpc::classify_one(answer).ok().and_then(|m| m.id) else {
+        return;
+    };
+    match gw.pools[mount].mux.answer(answer, id) {
+        Ok(true) => {}
+        Ok(false) => tracing::debug!("an answer for the upstream found its request gone"),
+        Err(e) => tracing::debug!("an answer could not reach the upstream: {e}"),
+    }
+}
+
+fn invalid_params(id: &RawValue, message: &str) -> http::Response<Body> {
+    let error = json!({ "code": code::INVALID_PARAMS, "message": message });
+    reply::json(StatusCode::BAD_REQUEST, error_response(id, &error))
+}
