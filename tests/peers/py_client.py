@@ -26,6 +26,9 @@ JSON array) and talks MCP over its stdin/stdout, e.g. a direct baseline for a st
     py_client.py tests/peers/.venv/bin/python --transport stdio \
         --stdio-args '["-m","mcp_server_time"]' --call get_current_time --args '{"timezone":"UTC"}'
 
+`--mode 2026-07-28` pins the client to that revision (`mcp.Client(..., mode="2026-07-28")`): no
+`server/discover` probe and no fallback to `initialize` (`"negotiation": "pinned"`).
+
 It prints one JSON object on stdout and exits 0, or prints `py_client: FAILED ...` on stderr
 and exits 1. Every step is bounded by --timeout (whole run) and --request-timeout (each
 request). The HTTP exchanges (method, JSON-RPC method, status) are recorded in "http_log", so
@@ -73,8 +76,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--data-tool", metavar="TOOL",
                    help="--call: first call TOOL with --args, then call --call with its structured content "
                         "(the decoupled data/render pattern); both results are printed, with their _meta")
-    p.add_argument("--mode", choices=["auto", "legacy"], default="auto",
-                   help="mcp.Client negotiation mode (auto: probe server/discover, fall back to initialize)")
+    p.add_argument("--mode", choices=["auto", "legacy", "2026-07-28"], default="auto",
+                   help="mcp.Client negotiation mode (auto: probe server/discover, fall back to initialize; "
+                        "legacy: initialize only; 2026-07-28: adopt that revision directly, no probe and "
+                        "no fallback)")
     p.add_argument("--timeout", type=float, default=60.0, help="bound on the whole run, seconds")
     p.add_argument("--request-timeout", type=float, default=20.0, help="bound on each request, seconds")
     p.add_argument("--long-duration", type=float, default=2.0, help="trigger-long-running-operation duration, s")
@@ -263,7 +268,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             summary["protocol_version"] = client.protocol_version
             session = client.session
             summary["negotiation"] = (
-                "initialize" if getattr(session, "initialize_result", None) is not None
+                "pinned" if args.mode not in ("auto", "legacy")
+                else "initialize" if getattr(session, "initialize_result", None) is not None
                 else "discover" if getattr(session, "discover_result", None) is not None else "unknown"
             )
             info = client.server_info

