@@ -56,8 +56,9 @@ pub struct Gateway {
     pub reopened: crate::session::reopened::Reopened,
     /// Requests waiting for an upstream, per client session.
     pub in_flight: Arc<InFlight>,
-    /// 2026-07-28 requests of 2025 upstreams waiting for the client's input.
-    pub(crate) rounds: Arc<crate::relay::rounds::Rounds>,
+    /// 2026-07-28 requests of 2025 upstreams waiting for the client's
+    /// input (`relay::rounds`).
+    pub(crate) rounds: Arc<Rounds>,
     /// The overlays in force.
     pub live: Arc<Live>,
     /// The tool names each overlaid upstream listed, which render tools
@@ -79,6 +80,14 @@ pub struct Gateway {
     /// Trace export, when configured (`[telemetry]`, `OTEL_*`).
     pub telemetry: Option<Arc<Tracer>>,
 }
+
+/// The requests set aside for their round, type-erased (the relay knows
+/// what they are).
+pub(crate) type Rounds = crate::relay::parked::Parked<Box<dyn std::any::Any + Send>>;
+
+/// Most requests waiting for their client's input at once: past it a new
+/// round is refused (nobody else's is dropped for it).
+const MAX_ROUNDS: usize = 4096;
 
 /// One mount: where it is served and what it fronts.
 pub struct MountState {
@@ -185,7 +194,7 @@ impl Gateway {
             limits: limits.clone(),
             origin_policy: Arc::new(OriginPolicy::new(config)),
             in_flight: Arc::default(),
-            rounds: Arc::default(),
+            rounds: Arc::new(Rounds::new(MAX_ROUNDS)),
             live,
             upstream_tools: Arc::default(),
             shutdown: CancellationToken::new(),

@@ -28,6 +28,7 @@ pub mod finish;
 pub mod forward;
 pub mod member;
 pub mod owned;
+pub mod parked;
 pub use mcp_ui_rewrite::plan;
 pub mod pooled;
 pub(crate) mod revision;
@@ -170,6 +171,9 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
     if let (true, Some(r), jsonrpc::Body::Single(m)) = (bridged, &revision, &parsed) {
         if let Some(refusal) = mcp_ui_rewrite::bridge::beyond(&r.method) {
             return revision::refused(&refusal, m.id);
+        }
+        if r.method == "subscriptions/listen" {
+            return revision::listen(cx, m).await;
         }
         // The retry of a round the gateway gave for its upstream.
         let named = r.uri.as_deref().or(r.name.as_deref());

@@ -254,13 +254,23 @@ pub(super) async fn answer(
     mark_errors: bool,
 ) -> Response<Body> {
     let first = waiting.next().await;
-    if let Next::Related(b) = &first
-        && let Some(park) = super::rounds::Parking::of(cx, &waiting, b)
-    {
-        let (status, bytes) = park.input_required(b.clone(), waiting).await;
-        return reply::json(status, bytes);
-    }
     respond(cx, first, waiting, None, mark_errors)
+}
+
+/// What ends an SSE answer early: a related message it takes over, with
+/// the rest of the wait, and which gives the answer's last message (a
+/// 2026-07-28 round, `relay::rounds`).
+pub(crate) struct Interrupt {
+    pub takes: fn(&[u8]) -> bool,
+    #[allow(clippy::type_complexity)]
+    pub then: Box<
+        dyn FnOnce(
+                Bytes,
+                Waiting,
+            )
+                -> std::pin::Pin<Box<dyn std::future::Future<Output = Bytes> + Send>>
+            + Send,
+    >,
 }
 
 /// The answer that starts with `first`, the rest of it from `waiting`,
@@ -268,9 +278,21 @@ pub(super) async fn answer(
 pub fn respond(
     cx: &Ctx<'_>,
     first: Next,
+    waiting: Waiting,
+    shape: Option<Shape>,
+    mark_errors: bool,
+) -> Response<Body> {
+    respond_until(cx, first, waiting, shape, mark_errors, None)
+}
+
+/// [`respond`], the SSE answer ended early by `interrupt`.
+pub(crate) fn respond_until(
+    cx: &Ctx<'_>,
+    first: Next,
     mut waiting: Waiting,
     shape: Option<Shape>,
     mark_errors: bool,
+    mut interrupt: Option<Interrupt>,
 ) -> Response<Body> {
     let shaped = move |b: Bytes, last: bool| match &shape {
         Some(f) => f(b, last),
@@ -296,7 +318,6 @@ pub fn respond(
             };
             let (tx, out) = mpsc::channel::<Bytes>(16);
             let mut watch = super::watch::watch(cx);
-            let parking = super::rounds::Parking::maybe(cx, &waiting);
             // A call in flight outlives a shutdown's start: it ends with its
             // response, its deadline, or its session (closed after the grace).
             tokio::spawn(async move {
@@ -315,10 +336,10 @@ pub fn respond(
                         }
                     };
                     let (bytes, last) = match next {
-                        Next::Related(b) if parking.as_ref().is_some_and(|p| p.asks(&b)) => {
-                            let park = parking.expect("checked");
-                            let (_, bytes) = park.input_required(b, waiting).await;
-                            let _ = tx.send(message_event(&shaped(bytes, true))).await;
+                        Next::Related(b) if interrupt.as_ref().is_some_and(|i| (i.takes)(&b)) => {
+                            let i = interrupt.take().expect("checked");
+                            let last = (i.then)(b, waiting).await;
+                            let _ = tx.send(message_event(&shaped(last, true))).await;
                             return;
                         }
                         Next::Related(b) => {

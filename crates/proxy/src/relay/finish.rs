@@ -91,7 +91,8 @@ impl Finisher {
     /// revision gets its error's, as the revision maps them; 200 otherwise.
     pub fn status(finisher: Option<&Finisher>, response: &[u8]) -> http::StatusCode {
         match finisher.is_some_and(|f| f.revision.is_some()) {
-            true => super::revision::status_of(response),
+            true => http::StatusCode::from_u16(bridge::status_of(response))
+                .unwrap_or(http::StatusCode::OK),
             false => http::StatusCode::OK,
         }
     }

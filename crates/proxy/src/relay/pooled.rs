@@ -36,7 +36,7 @@ use crate::upstream::messages::{MessageSession, Peer};
 use client::{initialize, peer};
 use connection::{connect, default_key, pool, slot_key};
 
-pub(crate) use client::new_client;
+pub(crate) use client::{Listener, new_client};
 pub use client::{Mailbox, delete, get};
 pub(super) use client::{end, mailbox, not_ended, open};
 pub use connection::creds;
@@ -58,6 +58,16 @@ pub(super) async fn handshake(
     Ok(conn
         .handshake
         .expect("a handshake-era connection has its handshake"))
+}
+
+/// The connection a request of the handshake era without a session would
+/// go to (the one a listener's subscriptions are made on).
+pub(super) async fn shared_connection(
+    cx: &Ctx<'_>,
+) -> Result<std::sync::Arc<MessageSession>, Failure> {
+    Ok(connect(cx, default_key(cx, Era::Handshake, None))
+        .await?
+        .session)
 }
 
 /// Whether the upstream speaks the 2026-07-28 envelope itself (asked once
@@ -196,7 +206,7 @@ async fn request(
     let id = m.id.expect("requests have ids");
     match exchange(cx, body, m, finisher).await {
         Ok(Reply::Now(b)) => reply::json(StatusCode::OK, b),
-        Ok(Reply::Waiting(w)) => deliver::answer(cx, *w, false).await,
+        Ok(Reply::Waiting(w)) => super::rounds::answer(cx, *w).await,
         Err(f) => f.respond(Some(id)),
     }
 }

@@ -144,14 +144,47 @@ pub(super) async fn discover(
     )
 }
 
-/// The status of a JSON answer to a request of the revision: its error's,
-/// as the revision maps them (200 for a result).
-pub(crate) fn status_of(response: &[u8]) -> StatusCode {
-    let code = jsonrpc::classify_one(response).ok().and_then(|m| {
-        let error: serde_json::Value = serde_json::from_str(m.error?.get()).ok()?;
-        error.get("code")?.as_i64()
-    });
-    code.map(bridge::http_status)
-        .and_then(|s| StatusCode::from_u16(s).ok())
-        .unwrap_or(StatusCode::OK)
+/// `subscriptions/listen` for an upstream of the handshake era: an SSE
+/// stream that starts with the acknowledgement of what is honored, then
+/// carries the list changes (the upstream's and the overlays') and the
+/// updates of the subscribed resources, each tagged with the subscription's
+/// id, until the client goes or the gateway shuts down.
+pub(super) async fn listen(cx: &Ctx<'_>, m: &Message<'_>) -> Response<Body> {
+    use futures_util::StreamExt;
+    let Some(id) = m.id else {
+        return reply::status(StatusCode::ACCEPTED);
+    };
+    let asked = match bridge::Filter::of(m.params) {
+        Ok(f) => f,
+        Err(refusal) => return refused(&refusal, Some(id)),
+    };
+    let handshake = match pooled::handshake(cx).await {
+        Ok(h) => h,
+        Err(f) => return f.respond(Some(id)),
+    };
+    let initialized: serde_json::Value =
+        serde_json::from_str(handshake.result.get()).unwrap_or_default();
+    let honored = asked.honored(&bridge::Announced::of(&initialized));
+    let listener = match pooled::Listener::open(cx) {
+        Ok(l) => l,
+        Err(f) => return f.respond(Some(id)),
+    };
+    if !honored.resource_subscriptions.is_empty() {
+        match pooled::shared_connection(cx).await {
+            Ok(session) => {
+                for uri in &honored.resource_subscriptions {
+                    listener.subscribe(&session, uri);
+                }
+            }
+            Err(f) => return f.respond(Some(id)),
+        }
+    }
+    let ack = honored.acknowledgement(id);
+    let sub = id.to_owned();
+    let messages = futures_util::stream::unfold(listener, |mut l| async move {
+        l.mailbox.rx.recv().await.map(|m| (m, l))
+    })
+    .filter_map(move |m| std::future::ready(honored.deliver(&m, &sub)));
+    let stream = futures_util::stream::once(std::future::ready(ack)).chain(messages);
+    super::deliver::event_stream(cx.gw, None, Box::pin(stream))
 }

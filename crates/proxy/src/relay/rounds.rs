@@ -3,10 +3,11 @@
 //! 2026-07-28 revision, which has no server-to-client requests: the request
 //! is answered with an `input_required` result (SEP-2322) naming what the
 //! upstream asked and carrying a sealed `requestState`, while the
-//! upstream's request waits here ("parked"). The client's retry, with its
-//! `inputResponses`, is matched to it by that state; its answers go to the
-//! upstream as the answers to its requests, and whatever the upstream says
-//! next (another round, or the result) answers the retry.
+//! upstream's request waits here ("parked", in `Gateway::rounds`). The
+//! client's retry, with its `inputResponses`, is matched to it by that
+//! state; its answers go to the upstream as the answers to its requests,
+//! and whatever the upstream says next (another round, or the result)
+//! answers the retry.
 //!
 //! A state opens only here, only for the request it was given for (method
 //! and name or URI), and only once; a state tampered with, replayed or
@@ -15,8 +16,7 @@
 //! upstream. Parked requests live in this process: with several replicas,
 //! a retry must reach the one that gave the state (docs/hosts.md).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -25,35 +25,21 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::context::Ctx;
-use super::deliver::{self, Next, Waiting};
+use super::deliver::{self, Interrupt, Next, Waiting};
 use crate::gateway::Gateway;
 use crate::jsonrpc::{self, Kind, code};
 use crate::protocol::Caps;
 use crate::reply::{self, Body};
 use crate::session::pool::digest;
+use mcp_ui_rewrite::bridge;
 
-/// Most requests parked at once, across the gateway: past it a new round
-/// is refused (nobody else's is dropped for it).
-const MAX_PARKED: usize = 4096;
 /// The longest a parked request waits for its retry.
 const MAX_WAIT: Duration = Duration::from_secs(600);
 /// How long the gateway waits for more requests of the upstream once it
 /// asked one, so that requests asked together go out in one round.
 const GATHER: Duration = Duration::from_millis(25);
-/// What a sealed state is bound to.
-const AAD: &[u8] = b"mcp-ui-gateway/request-state/v1";
-
-/// The parked requests.
-#[derive(Default)]
-pub(crate) struct Rounds {
-    parked: Mutex<HashMap<u64, Parked>>,
-}
-
-impl Rounds {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Parked>> {
-        self.parked.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
+/// What a sealed state is bound to (with the mount's name).
+const AAD: &[u8] = b"mcp-ui-gateway/request-state/v1/";
 
 /// A request waiting for its client's input.
 struct Parked {
@@ -76,9 +62,30 @@ struct Asked {
     params: Option<Box<RawValue>>,
 }
 
+/// The answer to a request sent upstream: as [`deliver::answer`] gives
+/// it, except that for a request of the revision the gateway stands in
+/// for, a request of the upstream's ends it with a round.
+pub(super) async fn answer(cx: &Ctx<'_>, mut waiting: Waiting) -> http::Response<Body> {
+    let Some(park) = Parking::of(cx, &waiting) else {
+        return deliver::answer(cx, waiting, false).await;
+    };
+    let first = waiting.next().await;
+    if let Next::Related(b) = &first
+        && is_request(b)
+    {
+        let (status, bytes) = park.input_required(b.clone(), waiting).await;
+        return reply::json(status, bytes);
+    }
+    let interrupt = Interrupt {
+        takes: is_request,
+        then: Box::new(move |b, w| Box::pin(async move { park.input_required(b, w).await.1 })),
+    };
+    deliver::respond_until(cx, first, waiting, None, false, Some(interrupt))
+}
+
 /// What puts a request's round in place: the gateway, the mount, what the
 /// request is and declared.
-pub(super) struct Parking {
+struct Parking {
     gw: Arc<Gateway>,
     mount: usize,
     bound: u64,
@@ -86,7 +93,7 @@ pub(super) struct Parking {
 }
 
 /// The capability a request of the upstream needs of the client, as the
-/// revision names it.
+/// revision names it, and the method [`Caps::answers`] judges it by.
 fn needs(method: &str) -> Option<&'static str> {
     match method {
         "elicitation/create" => Some("elicitation"),
@@ -100,9 +107,13 @@ fn is_request(b: &[u8]) -> bool {
     jsonrpc::classify_one(b).is_ok_and(|m| m.kind == Kind::Request)
 }
 
+fn status(response: &[u8]) -> StatusCode {
+    StatusCode::from_u16(bridge::status_of(response)).unwrap_or(StatusCode::OK)
+}
+
 impl Parking {
     /// For a waiting request of the revision the gateway stands in for.
-    pub(super) fn maybe(cx: &Ctx<'_>, waiting: &Waiting) -> Option<Parking> {
+    fn of(cx: &Ctx<'_>, waiting: &Waiting) -> Option<Parking> {
         let a = waiting.bridged()?;
         Some(Parking {
             gw: cx.gw.clone(),
@@ -112,24 +123,10 @@ impl Parking {
         })
     }
 
-    /// [`Parking::maybe`], when `related` is a request of the upstream.
-    pub(super) fn of(cx: &Ctx<'_>, waiting: &Waiting, related: &[u8]) -> Option<Parking> {
-        Self::maybe(cx, waiting).filter(|p| p.asks(related))
-    }
-
-    /// Whether `related` is a request of the upstream (a round to give).
-    pub(super) fn asks(&self, related: &[u8]) -> bool {
-        is_request(related)
-    }
-
     /// The answer to the client for the upstream's request `first` (and
     /// any it asks with it): an `input_required` result, the request
     /// parked; or the error that ends it.
-    pub(super) async fn input_required(
-        self,
-        first: Bytes,
-        mut waiting: Waiting,
-    ) -> (StatusCode, Bytes) {
+    async fn input_required(self, first: Bytes, mut waiting: Waiting) -> (StatusCode, Bytes) {
         let mut asked = Vec::new();
         let mut next = Some(first);
         loop {
@@ -146,19 +143,19 @@ impl Parking {
                 // What else the upstream says meanwhile (progress, logs)
                 // has no place in an `input_required` result.
                 Ok(Next::Related(_)) => {}
-                Ok(Next::Response(b)) => {
-                    return (super::revision::status_of(&b), b);
-                }
+                Ok(Next::Response(b)) => return (status(&b), b),
                 Ok(Next::Failed(f)) => return (f.status(), f.body(Some(waiting.id()))),
                 Err(_) => break,
             }
         }
-        let missing: Map<String, Value> = asked
-            .iter()
-            .filter_map(|a| needs(&a.method))
-            .filter(|cap| !self.caps.answers(method_of(cap)))
-            .map(|cap| (cap.to_owned(), json!({})))
-            .collect();
+        let mut missing = Map::new();
+        for a in &asked {
+            if let Some(cap) = needs(&a.method)
+                && !self.caps.answers(&a.method)
+            {
+                missing.insert(cap.to_owned(), json!({}));
+            }
+        }
         if !missing.is_empty() {
             self.refuse_upstream(&asked, "the client did not declare the capability");
             let names: Vec<&String> = missing.keys().collect();
@@ -190,7 +187,7 @@ impl Parking {
                 code::METHOD_NOT_FOUND,
                 &format!("{method}: not asked of a client of the 2026-07-28 revision"),
             );
-            self.to_upstream(&refusal);
+            answer_upstream(&self.gw, self.mount, &refusal);
             return;
         }
         let key = serde_json::from_str::<String>(id.get()).unwrap_or_else(|_| id.get().to_owned());
@@ -205,79 +202,61 @@ impl Parking {
     fn refuse_upstream(&self, asked: &[Asked], why: &str) {
         for a in asked {
             let refusal = jsonrpc::error_response(Some(&a.id), code::METHOD_NOT_FOUND, why);
-            self.to_upstream(&refusal);
+            answer_upstream(&self.gw, self.mount, &refusal);
         }
-    }
-
-    /// The answer to one of the upstream's requests (under the id the
-    /// gateway gave it), to the connection that asked.
-    fn to_upstream(&self, answer: &[u8]) {
-        answer_upstream(&self.gw, self.mount, answer);
     }
 
     /// Park the request and give the client its round.
     fn park(self, waiting: Waiting, asked: Vec<Asked>) -> (StatusCode, Bytes) {
         let id = waiting.id().to_owned();
         let wait = self.gw.request_timeout().min(MAX_WAIT);
-        let key = loop {
-            let k: u64 = rand::random();
-            if k != 0 {
-                break k;
-            }
-        };
-        let result = round(&asked, &seal(&self.gw, self.mount, key, self.bound, wait));
-        {
-            let mut parked = self.gw.rounds.lock();
-            if parked.len() >= MAX_PARKED {
-                drop(parked);
-                self.refuse_upstream(
-                    &asked,
-                    "the gateway holds too many requests waiting for input",
-                );
+        let requests = input_requests(&asked);
+        let parked: Box<dyn std::any::Any + Send> = Box::new(Parked {
+            waiting,
+            asked,
+            mount: self.mount,
+            bound: self.bound,
+            caps: self.caps,
+        });
+        let key = match self.gw.rounds.insert(parked) {
+            Ok(key) => key,
+            Err(back) => {
+                if let Ok(p) = back.downcast::<Parked>() {
+                    self.refuse_upstream(
+                        &p.asked,
+                        "the gateway holds too many requests waiting for input",
+                    );
+                }
                 let error = json!({
                     "code": code::SERVER_ERROR,
-                    "message": format!("the gateway holds {MAX_PARKED} requests waiting for their client's input; try again later"),
+                    "message": "the gateway holds too many requests waiting for their client's input; try again later",
                 });
                 return (StatusCode::SERVICE_UNAVAILABLE, error_response(&id, &error));
             }
-            parked.insert(
-                key,
-                Parked {
-                    waiting,
-                    asked,
-                    mount: self.mount,
-                    bound: self.bound,
-                    caps: self.caps,
-                },
-            );
-        }
+        };
         // Its deadline: dropped then (which cancels it upstream) unless
         // its retry came.
         let rounds = Arc::downgrade(&self.gw.rounds);
         tokio::spawn(async move {
             tokio::time::sleep(wait).await;
-            let gone = rounds.upgrade().and_then(|r| r.lock().remove(&key));
-            if gone.is_some() {
+            if rounds.upgrade().and_then(|r| r.remove(key)).is_some() {
                 tracing::debug!("a request waiting for its client's input expired");
             }
+        });
+        let result = json!({
+            "resultType": "input_required",
+            "inputRequests": requests,
+            "requestState": seal(&self.gw, self.mount, key, self.bound, wait),
         });
         let body = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, id.get());
         (StatusCode::OK, Bytes::from(body))
     }
 }
 
-/// The capability bit's method (for [`Caps::answers`]).
-fn method_of(cap: &str) -> &'static str {
-    match cap {
-        "elicitation" => "elicitation/create",
-        "sampling" => "sampling/createMessage",
-        _ => "roots/list",
-    }
-}
-
-/// The `input_required` result for `asked`, with `state`.
-fn round(asked: &[Asked], state: &str) -> Value {
-    let requests: Map<String, Value> = asked
+/// `inputRequests`: each request of the upstream's by its key, as
+/// `{method, params}`.
+fn input_requests(asked: &[Asked]) -> Map<String, Value> {
+    asked
         .iter()
         .map(|a| {
             let mut r = Map::new();
@@ -291,12 +270,7 @@ fn round(asked: &[Asked], state: &str) -> Value {
             }
             (a.key.clone(), Value::Object(r))
         })
-        .collect();
-    json!({
-        "resultType": "input_required",
-        "inputRequests": requests,
-        "requestState": state,
-    })
+        .collect()
 }
 
 /// What a state is bound to: the request's method and what it names.
@@ -346,13 +320,33 @@ fn error_response(id: &RawValue, error: &Value) -> Bytes {
     ))
 }
 
-fn invalid_state(id: &RawValue) -> http::Response<Body> {
-    let error = json!({
-        "code": code::INVALID_PARAMS,
-        "message": "Invalid or expired requestState",
-        "data": { "reason": "invalid_request_state" },
-    });
+fn refused(id: &RawValue, message: &str, data: Option<Value>) -> http::Response<Body> {
+    let mut error = json!({ "code": code::INVALID_PARAMS, "message": message });
+    if let Some(data) = data {
+        error["data"] = data;
+    }
     reply::json(StatusCode::BAD_REQUEST, error_response(id, &error))
+}
+
+fn invalid_state(id: &RawValue) -> http::Response<Body> {
+    refused(
+        id,
+        "Invalid or expired requestState",
+        Some(json!({ "reason": "invalid_request_state" })),
+    )
+}
+
+/// `answer` (a response under the id the gateway gave a request of the
+/// upstream's) to the connection that asked, under the upstream's id.
+fn answer_upstream(gw: &Gateway, mount: usize, answer: &[u8]) {
+    let Some(id) = jsonrpc::classify_one(answer).ok().and_then(|m| m.id) else {
+        return;
+    };
+    match gw.pools[mount].mux.answer(answer, id) {
+        Ok(true) => {}
+        Ok(false) => tracing::debug!("an answer for the upstream found its request gone"),
+        Err(e) => tracing::debug!("an answer could not reach the upstream: {e}"),
+    }
 }
 
 /// A retry of a request the gateway gave a round for (its params carry
@@ -385,27 +379,30 @@ pub(super) async fn resume(
     let responses = match retry.responses {
         Some(Value::Object(r)) => r,
         None | Some(Value::Null) => Map::new(),
-        Some(_) => return Some(invalid_params(id, "inputResponses must be an object")),
+        Some(_) => return Some(refused(id, "inputResponses must be an object", None)),
     };
-    let parked = {
-        let mut table = gw.rounds.lock();
-        let Some(p) = table.get(&key).filter(|p| p.mount == cx.mount.index) else {
-            return Some(invalid_state(id));
-        };
-        if let Some(a) = p
+    // Malformed answers leave the request parked, for a retry that is not.
+    let taken = gw.rounds.take_if(key, |p| {
+        let p = p.downcast_ref::<Parked>().ok_or(None)?;
+        if p.mount != cx.mount.index {
+            return Err(None);
+        }
+        match p
             .asked
             .iter()
             .find(|a| responses.get(&a.key).is_some_and(|r| !r.is_object()))
         {
-            return Some(invalid_params(
-                id,
-                &format!(
-                    "inputResponses['{}'] must be the result of {}",
-                    a.key, a.method
-                ),
-            ));
+            Some(a) => Err(Some(format!(
+                "inputResponses['{}'] must be the result of {}",
+                a.key, a.method
+            ))),
+            None => Ok(()),
         }
-        table.remove(&key).expect("found above")
+    });
+    let parked = match taken {
+        Ok(Some(p)) => p.downcast::<Parked>().ok()?,
+        Ok(None) | Err(None) => return Some(invalid_state(id)),
+        Err(Some(why)) => return Some(refused(id, &why, None)),
     };
     let Parked {
         mut waiting,
@@ -413,7 +410,7 @@ pub(super) async fn resume(
         mount,
         bound,
         caps,
-    } = parked;
+    } = *parked;
     waiting.resume(id, gw.request_timeout());
     let mut unanswered = Vec::new();
     for a in asked {
@@ -428,34 +425,16 @@ pub(super) async fn resume(
             None => unanswered.push(a),
         }
     }
-    let park = Parking {
-        gw: gw.clone(),
-        mount,
-        bound,
-        caps,
-    };
     if !unanswered.is_empty() {
         // What the client left unanswered is asked again.
+        let park = Parking {
+            gw: gw.clone(),
+            mount,
+            bound,
+            caps,
+        };
         let (status, bytes) = park.park(waiting, unanswered);
         return Some(reply::json(status, bytes));
     }
-    Some(deliver::answer(cx, waiting, false).await)
-}
-
-/// `answer` (a response under the id the gateway gave a request of the
-/// upstream's) to the connection that asked, under the upstream's id.
-fn answer_upstream(gw: &Gateway, mount: usize, answer: &[u8]) {
-    let Some(id) = jsonrpc::classify_one(answer).ok().and_then(|m| m.id) else {
-        return;
-    };
-    match gw.pools[mount].mux.answer(answer, id) {
-        Ok(true) => {}
-        Ok(false) => tracing::debug!("an answer for the upstream found its request gone"),
-        Err(e) => tracing::debug!("an answer could not reach the upstream: {e}"),
-    }
-}
-
-fn invalid_params(id: &RawValue, message: &str) -> http::Response<Body> {
-    let error = json!({ "code": code::INVALID_PARAMS, "message": message });
-    reply::json(StatusCode::BAD_REQUEST, error_response(id, &error))
+    Some(answer(cx, waiting).await)
 }

@@ -45,6 +45,7 @@ pub const METHODS: &[&str] = &[
     "resources/read",
     "resources/templates/list",
     "completion/complete",
+    "subscriptions/listen",
 ];
 
 /// The revisions of the envelope era the gateway serves.
@@ -122,6 +123,18 @@ pub fn http_status(code: i64) -> u16 {
         code::METHOD_NOT_FOUND => 404,
         _ => 200,
     }
+}
+
+/// The HTTP status of a JSON answer to a request of the revision: its
+/// error's, as [`http_status`] maps them (200 for a result).
+pub fn status_of(response: &[u8]) -> u16 {
+    crate::jsonrpc::classify_one(response)
+        .ok()
+        .and_then(|m| {
+            let error: Value = serde_json::from_str(m.error?.get()).ok()?;
+            error.get("code")?.as_i64()
+        })
+        .map_or(200, http_status)
 }
 
 /// Whether a request is one of the revision: its `_meta` names a revision
@@ -252,8 +265,7 @@ pub fn check(
 /// For an upstream of the handshake era, which the gateway stands in for:
 /// the refusal of a method the revision does not have (404 and `-32601`,
 /// as an upstream of the revision answers; one of the handshake era may
-/// answer otherwise). `subscriptions/listen` is among them until the
-/// gateway serves it.
+/// answer otherwise).
 pub fn beyond(method: &str) -> Option<Refusal> {
     (!METHODS.contains(&method))
         .then(|| Refusal::new(code::METHOD_NOT_FOUND, "Method not found").with_data(json!(method)))

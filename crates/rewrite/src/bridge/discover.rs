@@ -1,13 +1,42 @@
 //! `server/discover` for an upstream of the handshake era, written from its
 //! answer to `initialize`: the capabilities it declared there (with the
-//! listings the gateway answers for it, and no change notification the
-//! gateway does not deliver), its instructions, and its `serverInfo` where
-//! the revision puts it, in the result's `_meta`.
+//! listings the gateway answers for it, and the change notifications its
+//! `subscriptions/listen` delivers), its instructions, and its `serverInfo`
+//! where the revision puts it, in the result's `_meta`.
 
 use serde_json::{Map, Value, json};
 
 use super::answer::Hints;
 use super::check::SUPPORTED;
+
+/// What `subscriptions/listen` delivers for an upstream of the handshake
+/// era: the changes of its tools (the upstream's and the overlays'), of the
+/// resources (the upstream's and the widgets the overlays serve), of its
+/// prompts when it announces them, and updates of the resources it lets
+/// clients subscribe to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Announced {
+    pub tools: bool,
+    pub prompts: bool,
+    pub resources: bool,
+    pub subscribe: bool,
+}
+
+impl Announced {
+    /// From the upstream's `initialize` result.
+    pub fn of(initialized: &Value) -> Announced {
+        let caps = initialized.get("capabilities");
+        let flag = |kind: &str, flag: &str| {
+            caps.and_then(|c| c.get(kind)?.get(flag)?.as_bool()) == Some(true)
+        };
+        Announced {
+            tools: caps.and_then(|c| c.get("tools")).is_some(),
+            prompts: flag("prompts", "listChanged"),
+            resources: true,
+            subscribe: flag("resources", "subscribe"),
+        }
+    }
+}
 
 /// The `_meta` key a result of the revision names its server under.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
@@ -27,18 +56,20 @@ pub fn discover(initialized: &Value, hints: Hints) -> Value {
             *entry = json!({});
         }
     }
-    // Changes reach a client of the revision through `subscriptions/listen`
-    // only; until it is served, nothing is promised.
-    for (kind, flags) in [
-        ("tools", &["listChanged"][..]),
-        ("prompts", &["listChanged"][..]),
-        ("resources", &["listChanged", "subscribe"][..]),
+    // Changes reach a client of the revision through `subscriptions/listen`,
+    // which announces what the gateway can deliver.
+    let announced = Announced::of(initialized);
+    for (kind, flag, on) in [
+        ("tools", "listChanged", announced.tools),
+        ("prompts", "listChanged", announced.prompts),
+        ("resources", "listChanged", announced.resources),
+        ("resources", "subscribe", announced.subscribe),
     ] {
         if let Some(Value::Object(c)) = capabilities.get_mut(kind) {
-            for flag in flags {
-                if c.contains_key(*flag) {
-                    c.insert((*flag).into(), json!(false));
-                }
+            if on {
+                c.insert(flag.into(), json!(true));
+            } else if c.contains_key(flag) {
+                c.insert(flag.into(), json!(false));
             }
         }
     }

@@ -264,8 +264,8 @@ fn discover_is_written_from_the_initialize_result() {
         json!({
             "supportedVersions": ["2026-07-28"],
             "capabilities": {
-                "tools": {"listChanged": false},
-                "resources": {"subscribe": false, "listChanged": false},
+                "tools": {"listChanged": true},
+                "resources": {"subscribe": true, "listChanged": true},
                 "logging": {},
                 "experimental": {"x": {}},
                 "prompts": {}
@@ -290,7 +290,12 @@ fn what_a_handshake_era_upstream_is_not_asked() {
         let r = beyond(method).expect(method);
         assert_eq!((r.status, r.code), (404, -32601));
     }
-    for method in ["tools/call", "server/discover", "completion/complete"] {
+    for method in [
+        "tools/call",
+        "server/discover",
+        "completion/complete",
+        "subscriptions/listen",
+    ] {
         assert_eq!(beyond(method), None);
     }
 }
@@ -306,4 +311,56 @@ fn a_request_goes_to_a_handshake_era_upstream_without_the_envelope() {
     let plain =
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":7}}}"#;
     assert_eq!(answer::to_handshake(plain.as_bytes()), None);
+}
+
+#[test]
+fn a_subscription_hears_what_it_asked_for_tagged_with_its_id() {
+    let params = raw(
+        r#"{"_meta":{},"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["test://a"]}}"#,
+    );
+    let asked = Filter::of(Some(&params)).unwrap();
+    let announced = Announced {
+        tools: true,
+        prompts: false,
+        resources: true,
+        subscribe: true,
+    };
+    let f = asked.honored(&announced);
+    let id = raw("7");
+    let ack: Value = serde_json::from_slice(&f.acknowledgement(&id)).unwrap();
+    assert_eq!(
+        ack,
+        json!({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{
+        "_meta":{"io.modelcontextprotocol/subscriptionId":7},
+        "notifications":{"toolsListChanged":true,"resourceSubscriptions":["test://a"]}}})
+    );
+    let tools = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
+    let tagged: Value = serde_json::from_slice(&f.deliver(tools, &id).unwrap()).unwrap();
+    assert_eq!(
+        tagged["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    let updated = br#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"test://a"}}"#;
+    let tagged: Value = serde_json::from_slice(&f.deliver(updated, &id).unwrap()).unwrap();
+    assert_eq!(
+        tagged["params"],
+        json!({"uri":"test://a","_meta":{"io.modelcontextprotocol/subscriptionId":7}})
+    );
+    // Never what it did not ask for, nor what is not honored.
+    for other in [
+        &br#"{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}"#[..],
+        br#"{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}"#,
+        br#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"test://b"}}"#,
+        br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}"#,
+    ] {
+        assert_eq!(f.deliver(other, &id), None);
+    }
+    let end: Value = serde_json::from_slice(&listen::ended(&id)).unwrap();
+    assert_eq!(
+        end["result"],
+        json!({"_meta":{"io.modelcontextprotocol/subscriptionId":7},"resultType":"complete"})
+    );
+    // A listen without a filter is invalid.
+    let bare = raw(r#"{"_meta":{}}"#);
+    assert_eq!(Filter::of(Some(&bare)).unwrap_err().code, -32602);
 }

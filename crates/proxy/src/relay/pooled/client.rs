@@ -173,6 +173,59 @@ pub(crate) fn mailbox(cx: &Ctx<'_>) -> Result<Mailbox, Failure> {
         .ok_or(Failure::StreamConflict)
 }
 
+/// A `subscriptions/listen` of the 2026-07-28 revision, for an upstream
+/// the gateway stands in for: a client of its own, with no session, that
+/// hears what is said to every client and the updates of the resources it
+/// subscribes to, for as long as it listens.
+pub(crate) struct Listener {
+    pub mailbox: Mailbox,
+    key: u64,
+    pool_index: usize,
+    pools: std::sync::Weak<Vec<crate::session::pool::Pool>>,
+}
+
+impl Listener {
+    pub(crate) fn open(cx: &Ctx<'_>) -> Result<Listener, Failure> {
+        let pool = pool(cx);
+        let key = rand::random::<u64>() | 1;
+        let peer = pool.peers().get_or_insert(key, Default::default());
+        let rx = peer.attach_stream().ok_or(Failure::StreamConflict)?;
+        Ok(Listener {
+            mailbox: Mailbox {
+                rx,
+                own: Some((pool.peers().clone(), key)),
+            },
+            key,
+            pool_index: cx.mount.index,
+            pools: Arc::downgrade(&cx.gw.pools),
+        })
+    }
+
+    /// Subscribe to `uri` on `session`, telling the upstream.
+    pub(crate) fn subscribe(&self, session: &Arc<MessageSession>, uri: &str) {
+        session.subscribe(self.key, uri);
+        let uri = serde_json::to_string(uri).expect("strings serialise");
+        let n: u32 = rand::random();
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":"mcp-ui-gateway/subscribe-{n}","method":"resources/subscribe","params":{{"uri":{uri}}}}}"#
+        );
+        let _ = session.send_raw(Bytes::from(body));
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let Some(pools) = self.pools.upgrade() else {
+            return;
+        };
+        for s in pools[self.pool_index].live() {
+            for uri in s.forget_peer(self.key) {
+                unsubscribe(&s, &uri);
+            }
+        }
+    }
+}
+
 /// The end of a pooled client session: it is forgotten, its own
 /// connections end, and the upstream is told of subscriptions no client
 /// holds any more.
