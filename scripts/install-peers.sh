@@ -6,7 +6,7 @@
 #   tests/peers/requirements-bench.lock -> tests/peers/.venv/bench (mcp-proxy, a peer of
 #     the load benchmark; it needs mcp 1.x, so it has a venv of its own)
 #   tests/peers/requirements-legacy.lock -> tests/peers/.venv/legacy (mcp 1.30 and
-#     mcp-server-time 2026.6.4: 2025-era peers for tests/revision.rs, a venv of their own)
+#     mcp-server-time 2026.6.4: 2025-era peers for tests/revision/, a venv of their own)
 #   Debian's chromium (apt-get), for the browser tests in tests/browser; playwright-core
 #   drives that binary and never downloads a browser of its own
 #   Debian's nginx and haproxy (apt-get), TLS terminators in front of real servers for
@@ -263,7 +263,7 @@ run_bounded 120 "$BENCH_VENV/bin/python" -m pip check --disable-pip-version-chec
     || die "pip check found missing or conflicting dependencies in requirements-bench.lock"
 step "bench peer: mcp-proxy $("$BENCH_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp-proxy"))')"
 
-step "creating tests/peers/.venv/legacy (2025-era mcp and mcp-server-time for tests/revision.rs)"
+step "creating tests/peers/.venv/legacy (2025-era mcp and mcp-server-time for tests/revision/)"
 "$PYTHON" -m venv "$LEGACY_VENV"
 run_bounded 600 "$LEGACY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
     --no-input --no-deps --require-virtualenv -r "$PEERS/requirements-legacy.lock"

@@ -26,6 +26,10 @@ JSON array) and talks MCP over its stdin/stdout, e.g. a direct baseline for a st
     py_client.py tests/peers/.venv/bin/python --transport stdio \
         --stdio-args '["-m","mcp_server_time"]' --call get_current_time --args '{"timezone":"UTC"}'
 
+`--then TOOL` (repeatable) calls each TOOL with `{}` after `--call`, in order (`then`: one
+result each, as `call`). `--roots` gives the client a roots callback listing `ROOT_URI` (the
+`roots` capability; without it the client declares none, as before).
+
 `--mode 2026-07-28` pins the client to that revision (`mcp.Client(..., mode="2026-07-28")`): no
 `server/discover` probe and no fallback to `initialize` (`"negotiation": "pinned"`).
 
@@ -54,6 +58,7 @@ from mcp.client.streamable_http import streamable_http_client
 SAMPLING_REPLY = "py-client fixed sampling reply"
 SAMPLING_MODEL = "py-client-fixed-model"
 ELICITATION_CONTENT = {"name": "Gateway Tester", "check": True, "email": "tester@example.invalid"}
+ROOT_URI = "file:///tmp/py-client-root"
 
 
 class StepFailed(Exception):
@@ -73,6 +78,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--call", metavar="TOOL",
                    help="generic mode: list tools, call TOOL with --args, print the result (no other steps)")
     p.add_argument("--args", default="{}", help="--call: the tool's arguments, a JSON object")
+    p.add_argument("--then", metavar="TOOL", action="append", default=[],
+                   help="--call: then call TOOL with {} (repeatable, in order); results in `then`")
+    p.add_argument("--roots", action="store_true",
+                   help=f"answer roots/list with the one root {ROOT_URI} (declares the roots capability)")
     p.add_argument("--data-tool", metavar="TOOL",
                    help="--call: first call TOOL with --args, then call --call with its structured content "
                         "(the decoupled data/render pattern); both results are printed, with their _meta")
@@ -177,6 +186,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         counters["elicitation_requests"] += 1
         return types.ElicitResult(action="accept", content=dict(ELICITATION_CONTENT))
 
+    async def list_roots_callback(context: Any) -> types.ListRootsResult:
+        counters["roots_requests"] = counters.get("roots_requests", 0) + 1
+        return types.ListRootsResult(roots=[types.Root(uri=ROOT_URI, name="py-client root")])
+
     async def message_handler(message: Any) -> None:
         if isinstance(message, Exception):
             summary.setdefault("transport_errors", []).append(repr(message))
@@ -256,6 +269,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         read_timeout_seconds=args.request_timeout,
         sampling_callback=sampling_callback,
         elicitation_callback=None if args.skip_elicitation else elicitation_callback,
+        list_roots_callback=list_roots_callback if args.roots else None,
         message_handler=message_handler,
         client_info=types.Implementation(name="mcp-ui-gateway-py-client", version="0.1.0"),
         cache=None,
@@ -296,6 +310,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 step = f"tools/call {args.call}"
                 called = await client.call_tool(args.call, call_arguments)
                 summary["call"] = call_summary(args.call, called)
+                summary["then"] = []
+                for tool in args.then:
+                    step = f"tools/call {tool}"
+                    summary["then"].append(call_summary(tool, await client.call_tool(tool, {})))
             else:
                 await everything_steps()
             step = "close"
@@ -321,6 +339,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     summary["sampling_requests"] = counters["sampling_requests"]
     summary["elicitation_requests"] = counters["elicitation_requests"]
+    summary["roots_requests"] = counters.get("roots_requests", 0)
     summary["notifications_via_message_handler"] = notification_methods
     summary["http_log"] = http_log
     summary["elapsed_s"] = round(time.monotonic() - t0, 3)

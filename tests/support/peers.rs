@@ -201,7 +201,7 @@ impl Gateway {
             // The gateway reads every MCP_UI_GATEWAY_* variable as configuration and rejects
             // unknown ones: this test's own switch must not reach it.
             .env_remove(SKIP_ENV);
-        if std::env::var_os("RUST_LOG").is_none() {
+        if std::env::var_os("RUST_LOG").is_none() && !envs.iter().any(|(k, _)| *k == "RUST_LOG") {
             cmd.env("RUST_LOG", "info");
         }
         match upstream {

@@ -80,6 +80,9 @@ pub async fn post(
                 if http && matches!(cx.session, context::SessionRef::None) {
                     cx.envelope = context::EnvelopeHeaders::of(&parts.headers, m);
                 }
+                if m.kind == Kind::Request {
+                    cx.declared = revision::declared(m.method.as_deref(), &parts.headers, m.params);
+                }
                 if m.kind == Kind::Request && m.method.as_deref() == Some("initialize") {
                     let params = m
                         .params

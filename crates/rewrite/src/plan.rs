@@ -211,7 +211,9 @@ pub fn apply(
     };
     match rewrite {
         Rewrite::Initialize => rewrite::initialize_result(result, list_changed),
-        Rewrite::Discover => rewrite::discover_result(result, list_changed),
+        // A 2026-07-28 upstream's changes reach its clients through its own
+        // `subscriptions/listen`, which the gateway does not add to.
+        Rewrite::Discover => rewrite::discover_result(result, ListChanged::default()),
         Rewrite::ToolsListPage { .. } => {
             let tools = result.get("tools").and_then(Value::as_array);
             let none = MountOverlays::default();

@@ -44,6 +44,9 @@ pub struct Ctx<'a> {
     /// exchange is an app's with this mount as its member: it is used in
     /// place of the mount's own.
     pub(crate) app_claude_domain: Option<Arc<str>>,
+    /// The client capabilities a request of the 2026-07-28 revision
+    /// declares in its `_meta` (`None` for a request of the handshake era).
+    pub declared: Option<crate::protocol::Caps>,
 }
 
 /// The headers of a 2026-07-28 request, as its body says them: hosts send
@@ -129,6 +132,7 @@ impl<'a> Ctx<'a> {
             trace: None,
             envelope: None,
             app_claude_domain: None,
+            declared: None,
         })
     }
 

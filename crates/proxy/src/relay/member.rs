@@ -59,6 +59,7 @@ impl<'a> Member<'a> {
                 trace: None,
                 envelope: None,
                 app_claude_domain: claude_domain,
+                declared: None,
             },
         }
     }

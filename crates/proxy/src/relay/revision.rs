@@ -72,8 +72,20 @@ pub(super) fn admit(
         method: method.to_owned(),
         uri: view.uri.map(std::borrow::Cow::into_owned),
         name: view.name.map(std::borrow::Cow::into_owned),
-        caps: client_caps(m.params),
+        caps: cx.declared.unwrap_or_else(|| client_caps(m.params)),
     }))
+}
+
+/// The capabilities a request of the revision declares, `None` for a
+/// request of the handshake era.
+pub(super) fn declared(
+    method: Option<&str>,
+    headers: &http::HeaderMap,
+    params: Option<&RawValue>,
+) -> Option<crate::protocol::Caps> {
+    let header = headers.get(PROTOCOL_HEADER).and_then(|v| v.to_str().ok());
+    bridge::is_revision_request(method.unwrap_or_default(), header, params)
+        .then(|| client_caps(params))
 }
 
 /// The capabilities a request's `_meta` declares.
@@ -110,6 +122,17 @@ pub(super) fn refused(refusal: &bridge::Refusal, id: Option<&RawValue>) -> Respo
 pub(super) async fn bridged(cx: &Ctx<'_>) -> bool {
     match pooled::speaks_envelope(cx).await {
         Ok(speaks) => !speaks,
+        // An HTTP upstream of the handshake era refuses the question with
+        // something that is no answer to it (400 for a missing session or
+        // an unknown revision).
+        Err(crate::outcome::Failure::Upstream(crate::outcome::UpstreamError::Protocol {
+            detail,
+            ..
+        })) => {
+            tracing::info!(upstream = %cx.upstream(), "upstream speaks only the handshake era ({detail}): the gateway stands in for 2026-07-28");
+            cx.gw.pools[cx.mount.index].set_speaks_envelope(false);
+            true
+        }
         Err(e) => {
             tracing::debug!(upstream = %cx.upstream(), "could not learn whether the upstream speaks 2026-07-28: {e}");
             false

@@ -106,10 +106,13 @@ fn stand_in(a: &Answering, id: Option<&RawValue>, error: &RawValue) -> Option<Ve
         "prompts/list" if code == code::METHOD_NOT_FOUND => empty("prompts"),
         "resources/list" if code == code::METHOD_NOT_FOUND => empty("resources"),
         "resources/templates/list" if code == code::METHOD_NOT_FOUND => empty("resourceTemplates"),
-        "resources/read" if matches!(code, code::RESOURCE_NOT_FOUND | code::METHOD_NOT_FOUND) => {
+        // FastMCP 1.x says it with code 0.
+        "resources/read"
+            if matches!(code, code::RESOURCE_NOT_FOUND | code::METHOD_NOT_FOUND | 0) =>
+        {
             let uri = a.uri.as_deref().unwrap_or_default();
             let message = match code {
-                code::RESOURCE_NOT_FOUND => error
+                code::RESOURCE_NOT_FOUND | 0 => error
                     .get("message")
                     .and_then(Value::as_str)
                     .unwrap_or("Resource not found"),

@@ -144,7 +144,26 @@ pub fn status_of(response: &[u8]) -> u16 {
 pub fn is_revision_request(method: &str, header: Option<&str>, params: Option<&RawValue>) -> bool {
     method == "server/discover"
         || header.is_some_and(|h| protocol::is_envelope(h.trim()))
-        || meta_of(params).is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION))
+        || names_a_revision(params)
+}
+
+/// Whether `params._meta` has the revision's key, read without parsing
+/// the rest (every request is asked).
+fn names_a_revision(params: Option<&RawValue>) -> bool {
+    #[derive(serde::Deserialize)]
+    struct P<'a> {
+        #[serde(rename = "_meta", borrow)]
+        meta: Option<M<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct M<'a> {
+        #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
+        version: Option<&'a RawValue>,
+    }
+    params
+        .and_then(|p| serde_json::from_str::<P<'_>>(p.get()).ok())
+        .and_then(|p| p.meta?.version)
+        .is_some()
 }
 
 /// Validate a request of the revision: `Ok` when the gateway may serve it.
@@ -302,12 +321,3 @@ const CANONICAL: GeneralPurpose = GeneralPurpose::new(
     &base64::alphabet::STANDARD,
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
 );
-
-fn meta_of(params: Option<&RawValue>) -> Option<Map<String, Value>> {
-    #[derive(serde::Deserialize)]
-    struct P {
-        #[serde(rename = "_meta")]
-        meta: Option<Map<String, Value>>,
-    }
-    serde_json::from_str::<P>(params?.get()).ok()?.meta
-}

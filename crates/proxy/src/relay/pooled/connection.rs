@@ -88,7 +88,13 @@ pub(super) fn default_key(cx: &Ctx<'_>, era: Era, talk: Option<u64>) -> SlotKey 
         (_, _, SessionRef::Pooled { .. }) if era == Era::Handshake => {
             pool(cx).pick(era, creds, caps)
         }
-        _ if era == Era::Handshake => pool(cx).pick_any(era, creds),
+        // A request of the 2026-07-28 revision goes to a connection that
+        // declared what its client declares, as a client session's does:
+        // servers offer tools, and ask, by them.
+        _ if era == Era::Handshake => match cx.declared {
+            Some(declared) => pool(cx).pick(era, creds, declared),
+            None => pool(cx).pick_any(era, creds),
+        },
         _ => pool(cx).pick(era, creds, Default::default()),
     }
 }

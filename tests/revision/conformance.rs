@@ -1,31 +1,16 @@
-//! The 2026-07-28 revision for 2025-era upstreams, with real peers (see
-//! `tests/peers/README.md`): a client of the new revision must get from a server built
-//! before it, through the gateway, what it gets from the same server built after it.
-//!
-//! - The official conformance suite at 0.2.0-alpha.12 (`conformance-2026.sh`, the checks
-//!   the revision requires) against the gateway in front of two builds of the same
-//!   servers: mcp-server-time 2026.10.19 (Python `mcp` 2.3, which speaks 2026-07-28) and
-//!   2026.6.4 (`mcp` 1.30, the initialize handshake only), both over stdio; and
-//!   `legacy_server.py` under `mcp` 2.3 over stdio and under `mcp` 1.30 over legacy
-//!   HTTP+SSE. Every check the 2026 build passes through the gateway, the 2025 build must
-//!   not fail through it.
-//! - The Python `mcp` 2.3 client pinned to 2026-07-28 (no `server/discover` probe, no
-//!   fallback to `initialize`) calling `get_current_time` on the 2025 build.
-//!
-//! The peers are installed by `scripts/install-peers.sh` (the 2025-era ones in
-//! `tests/peers/.venv/legacy`); when they are missing the tests fail saying so, unless
-//! `MCP_UI_SKIP_PEERS=1`. Every process is killed by PID when the test ends; every wait
-//! is bounded; the tests take turns with the other real-peer tests.
-
-mod support;
+//! The conformance suite of the revision, check by check, for a 2025 build behind the
+//! gateway against its 2026 build; and the Python client of the revision calling a 2025
+//! build of mcp-server-time.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 use std::time::Instant;
 
 use serde_json::Value;
-use support::peers::*;
-use support::process::{Proc, Stream};
+
+use crate::support::peers::*;
+use crate::support::process::{Proc, Stream};
+use crate::{Front, stdio_upstream};
 
 /// One conformance run: `"<scenario> <check-id>"` -> its status (SUCCESS, FAILURE,
 /// WARNING, SKIPPED, INFO), as `conformance-2026.sh` writes them.
@@ -132,50 +117,8 @@ fn check_baseline(label: &str, checks: &Checks) -> Result<(), String> {
     ))
 }
 
-/// `[[upstream]]` for a stdio server run as `command`.
-fn stdio_upstream(name: &str, command: &[String]) -> String {
-    format!(
-        "[[upstream]]\nname = {}\ncommand = {}\nargs = {}\n",
-        Value::from(name),
-        Value::from(command[0].as_str()),
-        Value::from(command[1..].to_vec())
-    )
-}
-
-/// A gateway in front of the `[[upstream]]` tables `upstreams`, one mount each at
-/// `/<name>/mcp`; returns it and the URL of each mount by name. `names[0]` must be
-/// the first table's name.
-async fn gateway(
-    peers: &Peers,
-    label: &str,
-    upstreams: &[String],
-    names: &[&str],
-) -> (Gateway, tempfile::TempDir, Vec<String>) {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("gateway.toml");
-    std::fs::write(
-        &file,
-        format!("overlays = \"/nonexistent\"\n{}", upstreams.concat()),
-    )
-    .unwrap();
-    let gateway = Gateway::start_with(
-        peers,
-        label,
-        Upstream::Configured,
-        &["--config", file.to_str().unwrap()],
-        &[],
-    )
-    .await;
-    let first = format!("/{}/mcp", names[0]);
-    let base = gateway
-        .url
-        .strip_suffix(&first)
-        .unwrap_or_else(|| panic!("first endpoint {} is not at {first}", gateway.url))
-        .to_owned();
-    let urls = names.iter().map(|n| format!("{base}/{n}/mcp")).collect();
-    (gateway, dir, urls)
-}
-
+/// Every check of the conformance suite that the 2026 build of a server passes through
+/// the gateway, its 2025 build (stood in for by the gateway) does not fail.
 #[tokio::test]
 async fn conformance_2026_for_a_2025_server_matches_its_2026_build() {
     let Some((peers, _turn)) = setup().await else {
@@ -206,13 +149,14 @@ async fn conformance_2026_for_a_2025_server_matches_its_2026_build() {
             names[3]
         ),
     ];
-    let (gateway, _config, urls) = gateway(
+    let front = Front::start(
         &peers,
         "mcp-server-time and legacy_server.py, 2026 and 2025 builds",
-        &upstreams,
-        &names,
+        None,
+        &upstreams.concat(),
     )
     .await;
+    let urls: Vec<String> = names.iter().map(|n| front.url_of(n)).collect();
 
     let mut runs = Vec::new();
     for (url, label) in urls.iter().zip([
@@ -223,7 +167,7 @@ async fn conformance_2026_for_a_2025_server_matches_its_2026_build() {
     ]) {
         match conformance_2026(&peers, url, label).await {
             Ok(checks) => runs.push(checks),
-            Err(e) => panic!("{e}\n{}", gateway.proc.tail(40)),
+            Err(e) => panic!("{e}\n{}", front.tail()),
         }
     }
     let mut failures = Vec::new();
@@ -254,7 +198,7 @@ async fn conformance_2026_for_a_2025_server_matches_its_2026_build() {
             ));
         }
     }
-    gateway.stop().await;
+    front.gateway.stop().await;
     drop(sse_server);
     assert!(
         failures.is_empty(),
@@ -265,6 +209,8 @@ async fn conformance_2026_for_a_2025_server_matches_its_2026_build() {
     eprintln!("[conformance-2026] done in {:.1?}", t0.elapsed());
 }
 
+/// The Python client pinned to 2026-07-28 calls the 2025 build of mcp-server-time
+/// through the gateway as it calls its 2026 build, and sees the same tools.
 #[tokio::test]
 async fn python_client_2026_calls_a_2025_server() {
     let Some((peers, _turn)) = setup().await else {
@@ -275,8 +221,14 @@ async fn python_client_2026_calls_a_2025_server() {
         stdio_upstream(names[0], &time_stdio_command(&peers)),
         stdio_upstream(names[1], &legacy_time_stdio_command(&peers)),
     ];
-    let (gateway, _config, urls) =
-        gateway(&peers, "mcp-server-time, 2026 and 2025", &upstreams, &names).await;
+    let front = Front::start(
+        &peers,
+        "mcp-server-time, 2026 and 2025",
+        None,
+        &upstreams.concat(),
+    )
+    .await;
+    let urls: Vec<String> = names.iter().map(|n| front.url_of(n)).collect();
     let args = [
         "--mode",
         "2026-07-28",
@@ -294,7 +246,7 @@ async fn python_client_2026_calls_a_2025_server() {
                 panic!(
                     "py_client --mode 2026-07-28 FAILED against the {build} of \
                      mcp-server-time through the gateway:\n{e}\n{}",
-                    gateway.proc.tail(40)
+                    front.tail()
                 )
             });
         // Both builds answer with the time as JSON text; only the 2026 build adds it as
@@ -314,7 +266,7 @@ async fn python_client_2026_calls_a_2025_server() {
         assert_eq!(time["timezone"], "UTC", "{build}: {summary}");
         summaries.push(summary);
     }
-    gateway.stop().await;
+    front.gateway.stop().await;
     let diffs = fact_diffs(&["tools"], &summaries[0], &summaries[1]);
     assert!(
         diffs.is_empty(),
