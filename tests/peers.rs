@@ -65,28 +65,7 @@ async fn everything_clients_match_direct(transport: Transport) {
             kind.label(),
             brief(&via)
         );
-        // A client that asks for 2026-07-28 first (the Python SDK's `auto`
-        // mode) falls back to `initialize` talking to the 2025 server
-        // directly, and is served 2026-07-28 through the gateway, which
-        // stands in for the revision: everything else must be the same.
-        let revision = ["protocol_version", "negotiation"];
-        let facts: Vec<&str> = match direct["negotiation"] == via["negotiation"] {
-            true => EVERYTHING_FACTS.to_vec(),
-            false => EVERYTHING_FACTS
-                .iter()
-                .copied()
-                .filter(|f| !revision.contains(f))
-                .collect(),
-        };
-        let mut diffs = fact_diffs(&facts, &direct, &via);
-        if direct["negotiation"] != via["negotiation"]
-            && (via["protocol_version"] != "2026-07-28" || via["negotiation"] != "discover")
-        {
-            diffs.push(format!(
-                "  through the gateway: {} by {}, expected 2026-07-28 by discover",
-                via["protocol_version"], via["negotiation"]
-            ));
-        }
+        let mut diffs = everything_diffs(&direct, &via);
         // Downstream of the gateway is always streamable HTTP, where every progress
         // notification must reach the client's callback too.
         if via["progress_callbacks"] != via["progress_expected"] {

@@ -438,6 +438,29 @@ pub fn pointer(v: &Value, dotted: &str) -> Value {
 /// Not compared: `progress_callbacks` (SDK v1 drops the last progress when it shares a
 /// chunk with the response, see the README), `notifications_*` (list_changed timing),
 /// `http_log`, `url`, `transport`, `elapsed_s`.
+/// [`fact_diffs`] of [`EVERYTHING_FACTS`] for a 2025 server. A client that
+/// asks for 2026-07-28 first (the Python SDK's `auto` mode) falls back to
+/// `initialize` talking to it directly, and is served 2026-07-28 through the
+/// gateway, which stands in for the revision: everything else must be the
+/// same.
+pub fn everything_diffs(direct: &Value, via: &Value) -> Vec<String> {
+    let revision = ["protocol_version", "negotiation"];
+    let same_path = direct["negotiation"] == via["negotiation"];
+    let facts: Vec<&str> = EVERYTHING_FACTS
+        .iter()
+        .copied()
+        .filter(|f| same_path || !revision.contains(f))
+        .collect();
+    let mut diffs = fact_diffs(&facts, direct, via);
+    if !same_path && (via["protocol_version"] != "2026-07-28" || via["negotiation"] != "discover") {
+        diffs.push(format!(
+            "  through the gateway: {} by {}, expected 2026-07-28 by discover",
+            via["protocol_version"], via["negotiation"]
+        ));
+    }
+    diffs
+}
+
 pub const EVERYTHING_FACTS: &[&str] = &[
     "protocol_version",
     "negotiation",
