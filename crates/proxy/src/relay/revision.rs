@@ -50,14 +50,11 @@ pub(super) fn admit(
     cx: &Ctx<'_>,
     m: &Message<'_>,
 ) -> Result<Option<Revision>, Box<Response<Body>>> {
-    let method = m.method.as_deref().unwrap_or_default();
-    let header = cx
-        .headers
-        .get(PROTOCOL_HEADER)
-        .and_then(|v| v.to_str().ok());
-    if !bridge::is_revision_request(method, header, m.params) {
+    // `declared` is set, once, for a request of the revision.
+    let Some(caps) = cx.declared else {
         return Ok(None);
-    }
+    };
+    let method = m.method.as_deref().unwrap_or_default();
     let headers = Headers {
         version: seen(cx, &PROTOCOL_HEADER),
         method: seen(cx, &METHOD_HEADER),
@@ -72,7 +69,7 @@ pub(super) fn admit(
         method: method.to_owned(),
         uri: view.uri.map(std::borrow::Cow::into_owned),
         name: view.name.map(std::borrow::Cow::into_owned),
-        caps: cx.declared.unwrap_or_else(|| client_caps(m.params)),
+        caps,
     }))
 }
 
