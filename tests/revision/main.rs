@@ -13,6 +13,9 @@
 //! - `listen`: `subscriptions/listen` for every kind of 2025 upstream.
 //! - `rounds`: server-to-client requests of a 2025 upstream as `input_required` rounds.
 //! - `python`: the Python client of the revision answering those rounds.
+//! - `apps`: the same on an `[[app]]` endpoint of 2025 members (stdio, mcp-server-time,
+//!   legacy SSE) under their prefixes: discover, validation, answers, rounds, listen and
+//!   the Python client.
 //!
 //! The 2025 upstreams are `legacy_server.py` under `mcp` 1.30 over stdio, legacy
 //! HTTP+SSE and streamable HTTP (with sessions and without), and mcp-server-time
@@ -25,6 +28,7 @@
 //! is bounded; the tests take turns with the other real-peer tests.
 
 mod answers;
+mod apps;
 mod conformance;
 mod discover;
 mod listen;

@@ -10,6 +10,7 @@
 mod context;
 mod initialize;
 mod list;
+mod revision;
 mod route;
 
 use std::sync::Arc;
@@ -56,6 +57,20 @@ pub async fn post(
         .and_then(|id| serde_json::from_str(id.get()).ok())
         .unwrap_or(Value::Null);
     let method = message.method.as_deref().unwrap_or_default().to_owned();
+    // A request of the 2026-07-28 revision is held to its rules first.
+    let declared = (message.kind == MessageKind::Request)
+        .then(|| crate::relay::revision::declared(Some(&method), headers, message.params))
+        .flatten();
+    if declared.is_some() {
+        let headers = crate::relay::revision::headers_of(headers);
+        let refusal = mcp_ui_rewrite::bridge::check(&method, message.params, &headers)
+            .err()
+            .or_else(|| mcp_ui_rewrite::bridge::beyond(&method));
+        if let Some(refusal) = refusal {
+            return crate::relay::revision::refused(&refusal, message.id);
+        }
+    }
+    let raw_params = message.params;
     let params: Value = message
         .params
         .and_then(|p| serde_json::from_str(p.get()).ok())
@@ -90,6 +105,7 @@ pub async fn post(
         headers,
         session,
         id,
+        revision: declared.map(|caps| context::AppRevision::of(caps, &params)),
     };
     match kind {
         MessageKind::Notification => {
@@ -97,7 +113,11 @@ pub async fn post(
             reply::status(StatusCode::ACCEPTED)
         }
         MessageKind::Response => x.answer_member(&body),
-        MessageKind::Request => x.request(&method, &params, body).await,
+        MessageKind::Request => match (&x.revision, method.as_str()) {
+            (Some(_), "server/discover") => x.discover(&body).await,
+            (Some(_), "subscriptions/listen") => x.listen(&body, raw_params).await,
+            _ => x.request(&method, &params, body).await,
+        },
     }
 }
 

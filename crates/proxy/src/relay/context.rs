@@ -100,7 +100,7 @@ impl EnvelopeHeaders {
 
 /// `Mcp-Name` for `name`: as it is when it is visible ASCII, else in the
 /// base64 form 2026-07-28 gives names a header cannot carry.
-fn name_header(name: &str) -> HeaderValue {
+pub(crate) fn name_header(name: &str) -> HeaderValue {
     use base64::Engine;
     let plain = name.bytes().all(|b| (0x20..0x7f).contains(&b)) && !name.starts_with("=?");
     match plain.then(|| HeaderValue::from_str(name).ok()).flatten() {

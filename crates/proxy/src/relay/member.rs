@@ -108,6 +108,34 @@ impl<'a> Member<'a> {
         }
     }
 
+    /// A request of the 2026-07-28 revision (`body`), served as the mount
+    /// serves its own: validated, stood in for where the upstream speaks
+    /// only the handshake era (rounds and subscriptions included), and
+    /// answered in the revision's form.
+    pub async fn revision(&mut self, body: &Bytes) -> http::Response<crate::reply::Body> {
+        let parsed = match jsonrpc::classify(body) {
+            Ok(p) => p,
+            Err(e) => return Failure::from(e).respond(None),
+        };
+        if let jsonrpc::Body::Single(m) = &parsed {
+            self.cx.judge_host(m);
+            let http = matches!(
+                self.cx.mount.config.transport,
+                crate::config::Transport::Http { .. }
+            );
+            if http && matches!(self.cx.session, SessionRef::None) {
+                self.cx.envelope = super::context::EnvelopeHeaders::of(self.cx.headers, m);
+            }
+            if m.kind == Kind::Request {
+                self.cx.declared =
+                    super::revision::declared(m.method.as_deref(), self.cx.headers, m.params);
+            }
+        }
+        let method = MethodId::of_body(&parsed);
+        let exchange = self.cx.gw.metrics.exchange(self.cx.mount.index, method);
+        exchange.finish_body(super::post_exchange(&self.cx, body, parsed).await)
+    }
+
     /// A notification (`body`).
     pub async fn notify(&self, body: &Bytes) -> Result<(), Failure> {
         let m = jsonrpc::classify_one(body).map_err(Failure::from)?;

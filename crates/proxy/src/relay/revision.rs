@@ -55,12 +55,7 @@ pub(super) fn admit(
         return Ok(None);
     };
     let method = m.method.as_deref().unwrap_or_default();
-    let headers = Headers {
-        version: seen(cx, &PROTOCOL_HEADER),
-        method: seen(cx, &METHOD_HEADER),
-        name: seen(cx, &NAME_HEADER),
-    };
-    if let Err(refusal) = bridge::check(method, m.params, &headers) {
+    if let Err(refusal) = bridge::check(method, m.params, &headers_of(cx.headers)) {
         tracing::debug!(upstream = %cx.upstream(), method, code = refusal.code, "{}", refusal.message);
         return Err(Box::new(refused(&refusal, m.id)));
     }
@@ -75,7 +70,7 @@ pub(super) fn admit(
 
 /// The capabilities a request of the revision declares, `None` for a
 /// request of the handshake era.
-pub(super) fn declared(
+pub(crate) fn declared(
     method: Option<&str>,
     headers: &http::HeaderMap,
     params: Option<&RawValue>,
@@ -99,8 +94,17 @@ fn client_caps(params: Option<&RawValue>) -> crate::protocol::Caps {
     )
 }
 
-fn seen<'h>(cx: &Ctx<'h>, name: &http::HeaderName) -> Seen<'h> {
-    let mut values = cx.headers.get_all(name).iter();
+/// How the request's headers that repeat its body were sent.
+pub(crate) fn headers_of(headers: &http::HeaderMap) -> Headers<'_> {
+    Headers {
+        version: seen(headers, &PROTOCOL_HEADER),
+        method: seen(headers, &METHOD_HEADER),
+        name: seen(headers, &NAME_HEADER),
+    }
+}
+
+fn seen<'h>(headers: &'h http::HeaderMap, name: &http::HeaderName) -> Seen<'h> {
+    let mut values = headers.get_all(name).iter();
     match (values.next(), values.next()) {
         (None, _) => Seen::Absent,
         (Some(v), None) => Seen::Once(v.as_bytes()),
@@ -108,7 +112,7 @@ fn seen<'h>(cx: &Ctx<'h>, name: &http::HeaderName) -> Seen<'h> {
     }
 }
 
-pub(super) fn refused(refusal: &bridge::Refusal, id: Option<&RawValue>) -> Response<Body> {
+pub(crate) fn refused(refusal: &bridge::Refusal, id: Option<&RawValue>) -> Response<Body> {
     let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::BAD_REQUEST);
     reply::json(status, refusal.response(id))
 }

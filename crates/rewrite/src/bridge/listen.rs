@@ -15,6 +15,9 @@ use crate::jsonrpc::{self, code};
 /// The `_meta` key naming the subscription a notification belongs to.
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
+/// The method of a subscription's first message.
+pub const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+
 /// What a client listens for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -65,6 +68,34 @@ impl Filter {
         }
     }
 
+    /// What an acknowledgement (`message`) says is honored; `None` when it
+    /// is no acknowledgement.
+    pub fn acknowledged(message: &[u8]) -> Option<Filter> {
+        #[derive(Deserialize)]
+        struct P {
+            notifications: Filter,
+        }
+        let m = jsonrpc::classify_one(message).ok()?;
+        if m.method.as_deref()? != ACKNOWLEDGED {
+            return None;
+        }
+        serde_json::from_str::<P>(m.params?.get())
+            .ok()
+            .map(|p| p.notifications)
+    }
+
+    /// What two subscriptions honor together (an app's, of its members').
+    pub fn unite(&mut self, other: &Filter) {
+        self.tools_list_changed |= other.tools_list_changed;
+        self.prompts_list_changed |= other.prompts_list_changed;
+        self.resources_list_changed |= other.resources_list_changed;
+        for uri in &other.resource_subscriptions {
+            if !self.resource_subscriptions.contains(uri) {
+                self.resource_subscriptions.push(uri.clone());
+            }
+        }
+    }
+
     /// As the acknowledgement says it: the flags that are set and the
     /// subscriptions, nothing else.
     fn to_value(&self) -> Value {
@@ -95,7 +126,7 @@ impl Filter {
             "notifications": self.to_value(),
         });
         Bytes::from(format!(
-            r#"{{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{params}}}"#
+            r#"{{"jsonrpc":"2.0","method":"{ACKNOWLEDGED}","params":{params}}}"#
         ))
     }
 

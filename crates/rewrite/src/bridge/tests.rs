@@ -359,3 +359,32 @@ fn a_subscription_hears_what_it_asked_for_tagged_with_its_id() {
     let bare = raw(r#"{"_meta":{}}"#);
     assert_eq!(Filter::of(Some(&bare)).unwrap_err().code, -32602);
 }
+
+#[test]
+fn acknowledgements_are_read_back_and_united() {
+    let id = raw("3");
+    let tools = Filter {
+        tools_list_changed: true,
+        resource_subscriptions: vec!["test://a".into()],
+        ..Filter::default()
+    };
+    let prompts = Filter {
+        prompts_list_changed: true,
+        resource_subscriptions: vec!["test://a".into(), "test://b".into()],
+        ..Filter::default()
+    };
+    let mut both = Filter::acknowledged(&tools.acknowledgement(&id)).unwrap();
+    assert_eq!(both, tools);
+    both.unite(&Filter::acknowledged(&prompts.acknowledgement(&id)).unwrap());
+    assert_eq!(
+        both,
+        Filter {
+            tools_list_changed: true,
+            prompts_list_changed: true,
+            resources_list_changed: false,
+            resource_subscriptions: vec!["test://a".into(), "test://b".into()],
+        }
+    );
+    let other = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
+    assert_eq!(Filter::acknowledged(other), None);
+}

@@ -219,6 +219,15 @@ impl Pool {
         key(best.map_or(0, |(i, _)| i))
     }
 
+    /// Whether the connection at `key` has a request waiting (a request
+    /// the upstream asks its client about then could be for either).
+    pub fn busy(&self, key: &SlotKey) -> bool {
+        self.lock()
+            .get(key)
+            .and_then(|s| s.live())
+            .is_some_and(|s| s.waiting() > 0)
+    }
+
     /// The pool place for a request of a client that declared nothing (it
     /// has no session): any started connection of `era` with `creds`, the
     /// least busy, else a place of a connection that declares nothing.

@@ -33,6 +33,40 @@ pub struct Hints {
     pub scope: CacheScope,
 }
 
+impl Hints {
+    /// What an answer made of two answers (an app's, of its members') may
+    /// announce: the shorter life, and `private` unless both are public.
+    pub fn strictest(self, other: Hints) -> Hints {
+        Hints {
+            ttl_ms: self.ttl_ms.min(other.ttl_ms),
+            scope: match (self.scope, other.scope) {
+                (CacheScope::Public, CacheScope::Public) => CacheScope::Public,
+                _ => CacheScope::Private,
+            },
+        }
+    }
+}
+
 /// The longest `ttlMs` the gateway announces (a day, the longest clients
 /// keep an answer).
 pub const MAX_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_strictest_of_two_is_the_shorter_life_and_private_unless_both_are_public() {
+        let public = |ttl_ms| Hints {
+            ttl_ms,
+            scope: CacheScope::Public,
+        };
+        let private = |ttl_ms| Hints {
+            ttl_ms,
+            scope: CacheScope::Private,
+        };
+        assert_eq!(public(5_000).strictest(public(60_000)), public(5_000));
+        assert_eq!(public(5_000).strictest(private(60_000)), private(5_000));
+        assert_eq!(private(0).strictest(public(60_000)), private(0));
+    }
+}

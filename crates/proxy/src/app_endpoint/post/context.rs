@@ -25,6 +25,28 @@ pub(super) struct Exchange<'a> {
     pub(super) session: AppSession,
     /// The request's id, as JSON.
     pub(super) id: Value,
+    /// A request of the 2026-07-28 revision: what answering it needs.
+    pub(super) revision: Option<AppRevision>,
+}
+
+/// A request of the revision, as the app holds it while answering.
+#[derive(Debug, Clone)]
+pub(super) struct AppRevision {
+    /// The capabilities the client declared.
+    pub caps: crate::protocol::Caps,
+    /// The request's `_meta`, which the app's own requests to its members
+    /// carry (to learn their names).
+    pub meta: Value,
+}
+
+impl AppRevision {
+    /// The revision's `_meta` of a request's params.
+    pub fn of(caps: crate::protocol::Caps, params: &Value) -> AppRevision {
+        AppRevision {
+            caps,
+            meta: params.get("_meta").cloned().unwrap_or_else(|| json!({})),
+        }
+    }
 }
 
 impl<'a> Exchange<'a> {
@@ -56,8 +78,14 @@ impl<'a> Exchange<'a> {
     }
 
     pub(super) fn error(&self, code: i64, message: &str) -> Response<Body> {
+        // The revision answers errors with their HTTP status.
+        let status = match self.revision {
+            Some(_) => StatusCode::from_u16(mcp_ui_rewrite::bridge::check::http_status(code))
+                .unwrap_or(StatusCode::OK),
+            None => StatusCode::OK,
+        };
         reply::json(
-            StatusCode::OK,
+            status,
             jsonrpc::error_response(raw(&self.id).as_deref(), code, message),
         )
     }

@@ -3,7 +3,7 @@
 //! members' whole listings read to learn which member owns a name.
 
 use bytes::Bytes;
-use http::{Response, StatusCode};
+use http::Response;
 use serde_json::{Value, json};
 
 use super::context::{Exchange, raw, silent};
@@ -14,7 +14,7 @@ use crate::combine::names::{Collision, collision_message};
 use crate::combine::{Kind, list};
 use crate::jsonrpc::code;
 use crate::outcome::Failure;
-use crate::reply::{self, Body};
+use crate::reply::Body;
 use crate::upstream::budget::Permit;
 
 /// Most pages of one member read to learn its names.
@@ -107,7 +107,7 @@ impl Exchange<'_> {
         }
         let body = list::response_text(&self.id.to_string(), kind, &items, next.as_deref());
         drop(items);
-        let r = reply::json(StatusCode::OK, Bytes::from(body));
+        let r = self.in_form(method, Bytes::from(body));
         drop(held);
         r
     }
@@ -122,7 +122,6 @@ impl Exchange<'_> {
         at: Option<&str>,
     ) -> Result<(list::Page, Permit), Miss> {
         let m = &self.app.config.members[i];
-        let mut member = self.member(i).map_err(Miss::Problem)?;
         let mut p = match params {
             Value::Object(_) => params.clone(),
             _ => json!({}),
@@ -135,10 +134,36 @@ impl Exchange<'_> {
                 }
             }
         }
-        let body = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": p});
+        let body = Bytes::from(
+            json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": p}).to_string(),
+        );
+        // A listing of the revision is the member's of the revision (its
+        // mount stands in for an upstream of the handshake era).
+        let answer = match &self.revision {
+            Some(_) => self.ask_revision(i, &body).await.map_err(Miss::Problem)?,
+            None => {
+                let mut member = self.member(i).map_err(Miss::Problem)?;
+                self.ask(&mut member, &body, method).await?
+            }
+        };
+        let permit = self.held(m, &answer)?;
+        let result = raw_result_of(&answer).map_err(Miss::Problem)?;
+        let page = list::page(result, kind, &m.prefix)
+            .ok_or_else(|| Miss::Problem("not a listing".into()))?;
+        Ok((page, permit))
+    }
+
+    /// A member's answer to `body` (a `method` request), within the app's
+    /// member bound.
+    async fn ask(
+        &self,
+        member: &mut crate::relay::member::Member<'_>,
+        body: &Bytes,
+        method: &str,
+    ) -> Result<Bytes, Miss> {
         let bound = self.gw.app_member_timeout();
         let asked = async {
-            match member.request(&Bytes::from(body.to_string())).await {
+            match member.request(body).await {
                 Ok(reply) => reply.response().await,
                 Err(f) => Err(f),
             }
@@ -146,15 +171,17 @@ impl Exchange<'_> {
         let answer = tokio::time::timeout(bound, asked)
             .await
             .map_err(|_| Miss::Problem(silent(bound, method)))?;
-        let answer = match answer {
-            Ok(a) => a,
-            Err(f) if oauth::is_refusal(&f) => return Err(Miss::Refused(f)),
-            Err(f) => return Err(Miss::Problem(f.to_string())),
-        };
-        // The answer and the page made of it count against the memory
-        // budget of answers read whole, as on the member's own path.
-        let permit = self
-            .gw
+        match answer {
+            Ok(a) => Ok(a),
+            Err(f) if oauth::is_refusal(&f) => Err(Miss::Refused(f)),
+            Err(f) => Err(Miss::Problem(f.to_string())),
+        }
+    }
+
+    /// A member's answer held against the memory budget of answers read
+    /// whole, with the page made of it, as on the member's own path.
+    fn held(&self, m: &crate::config::Member, answer: &Bytes) -> Result<Permit, Miss> {
+        self.gw
             .buffers
             .try_take(answer.len().saturating_mul(2))
             .ok_or_else(|| {
@@ -163,23 +190,24 @@ impl Exchange<'_> {
                     at_least: answer.len(),
                     limit: self.gw.buffers.max(),
                 })
-            })?;
-        let result = raw_result_of(&answer).map_err(Miss::Problem)?;
-        let page = list::page(result, kind, &m.prefix)
-            .ok_or_else(|| Miss::Problem("not a listing".into()))?;
-        Ok((page, permit))
+            })
     }
 
     /// Read every member's whole listing of `kind`, to learn its names; the
     /// first member's refusal for authorization, if any.
     pub(super) async fn learn(&self, kind: Kind) -> Option<Failure> {
         let method = kind.list_method();
+        // Asked as the client asks: of the revision, with its `_meta`.
+        let params = match &self.revision {
+            Some(r) => json!({ "_meta": r.meta }),
+            None => json!({}),
+        };
         let mut refused = None;
         for i in 0..self.app.config.members.len() {
             let mut at: Option<String> = None;
             for _ in 0..MAX_LEARN_PAGES {
                 let page = match self
-                    .member_page(i, kind, method, &json!({}), at.as_deref())
+                    .member_page(i, kind, method, &params, at.as_deref())
                     .await
                 {
                     Ok((page, _permit)) => page,

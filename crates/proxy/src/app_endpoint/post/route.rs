@@ -106,10 +106,6 @@ impl Exchange<'_> {
         params: &Value,
         body: Bytes,
     ) -> Response<Body> {
-        let mut member = match self.member(i) {
-            Ok(m) => m,
-            Err(why) => return self.error(code::SERVER_ERROR, &why),
-        };
         let body = match rename {
             Some((listed, own)) if listed != own => {
                 let mut p = params.clone();
@@ -117,6 +113,19 @@ impl Exchange<'_> {
                 with_params(&body, &p)
             }
             _ => body,
+        };
+        // A request of the revision is the member's mount's to serve, as
+        // it serves its own clients'.
+        if self.revision.is_some() {
+            let headers = self.member_headers(&body);
+            return match self.member_with(i, &headers) {
+                Ok(mut member) => member.revision(&body).await,
+                Err(why) => self.error(code::SERVER_ERROR, &why),
+            };
+        }
+        let mut member = match self.member(i) {
+            Ok(m) => m,
+            Err(why) => return self.error(code::SERVER_ERROR, &why),
         };
         let challenges = oauth::in_band_target(self.gw, self.app, self.headers);
         let shape: Shape = Arc::new(move |message: Bytes, _last: bool| {
@@ -140,6 +149,9 @@ impl Exchange<'_> {
     /// A request no listing names an owner for: each member in turn, the
     /// first result answering.
     pub(super) async fn in_turn(&self, body: Bytes, what: &str) -> Response<Body> {
+        if self.revision.is_some() {
+            return self.in_turn_revision(&body, what).await;
+        }
         let mut last = None;
         let mut refused: Option<Failure> = None;
         for i in 0..self.app.config.members.len() {

@@ -54,6 +54,9 @@ fn conversation(cx: &Ctx<'_>, m: &Message<'_>) -> Option<u64> {
     }
 }
 
+/// The requests a server asks its client while serving one of the client's.
+const ASKS: [&str; 3] = ["elicitation/create", "sampling/createMessage", "roots/list"];
+
 /// The connection of a request in era `era` with conversation `talk`: a
 /// client session's shares a connection with those that declared the same
 /// capabilities; a request without one goes to any (it declared nothing);
@@ -92,7 +95,22 @@ pub(super) fn default_key(cx: &Ctx<'_>, era: Era, talk: Option<u64>) -> SlotKey 
         // declared what its client declares, as a client session's does:
         // servers offer tools, and ask, by them.
         _ if era == Era::Handshake => match cx.declared {
-            Some(declared) => pool(cx).pick(era, creds, declared),
+            Some(declared) => {
+                let place = pool(cx).pick(era, creds, declared);
+                // The upstream asks its client about the request it serves
+                // with nothing on the wire to say which: a client that can
+                // be asked gets a connection where no other request waits
+                // (a round left open keeps its request waiting), one of its
+                // own, ended with its answer, while every place is busy.
+                let askable = ASKS.iter().any(|m| declared.answers(m));
+                match askable && pool(cx).busy(&place) {
+                    true => SlotKey {
+                        caps: declared,
+                        ..key(Lane::Single(rand::random()))
+                    },
+                    false => place,
+                }
+            }
             None => pool(cx).pick_any(era, creds),
         },
         _ => pool(cx).pick(era, creds, Default::default()),
