@@ -1,6 +1,7 @@
 //! Answers in the revision's form for 2025 upstreams: what the revision adds
-//! (`resultType`; `ttlMs` and `cacheScope` from the mount's settings), and every other
-//! byte of the upstream's result as a 2025 client gets it through the gateway.
+//! (`resultType`; `ttlMs` and `cacheScope` from the mount's settings, and for the tool
+//! listing from its overlay file's `tools_list`), and every other byte of the
+//! upstream's result as a 2025 client gets it through the gateway.
 
 use serde_json::{Map, Value, json};
 
@@ -222,5 +223,78 @@ async fn answers_take_the_revision_form() {
         }
     }
     findings.assert_none(&front, "answers of 2025 upstreams in the revision's form");
+    front.gateway.stop().await;
+}
+
+/// The tool listing's `ttlMs` and `cacheScope` of `url`, asked with id `id`.
+async fn listing_hints(url: &str, id: u64, method: &str) -> Result<(Value, Value), String> {
+    let a = ask_method(url, id, method, json!({})).await?;
+    let r = a.ok()?;
+    Ok((r["ttlMs"].clone(), r["cacheScope"].clone()))
+}
+
+/// A tool listing changes with the overlays: the mount file's `tools_list` sets its
+/// `ttlMs` and `cacheScope` (the mount's other answers keep the mount's settings), and
+/// a file written while the gateway runs takes effect with the reload.
+#[tokio::test]
+async fn an_overlay_file_sets_the_freshness_of_its_tool_listing() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let servers = Servers::start(&peers, &[Kind::Stdio]).await;
+    let overlays = tempfile::tempdir().unwrap();
+    let file = overlays.path().join("stdio.toml");
+    std::fs::write(&file, "tools_list = { ttl_ms = 5000 }\n").unwrap();
+    let mut tables = servers.table(&peers, Kind::Stdio, "stdio", HINTS[1].toml);
+    tables.push_str(&servers.table(&peers, Kind::Stdio, "plain", ""));
+    let front = Front::start(
+        &peers,
+        "a mount file's tools_list",
+        Some(overlays.path()),
+        &tables,
+    )
+    .await;
+    let url = front.url_of("stdio");
+    let mut findings = Findings::default();
+    let expect = |got: Result<(Value, Value), String>, ttl: u64, scope: &str| {
+        got.and_then(|(t, s)| match t == ttl && s == scope {
+            true => Ok(()),
+            false => Err(format!("ttlMs/cacheScope are {t}/{s}, not {ttl}/{scope}")),
+        })
+    };
+    let tools = listing_hints(&url, 1, "tools/list").await;
+    findings.note(
+        "tools/list under tools_list = { ttl_ms = 5000 }",
+        expect(tools, 5000, "private"),
+    );
+    let plain = listing_hints(&front.url_of("plain"), 2, "tools/list").await;
+    findings.note(
+        "tools/list of a mount without a file",
+        expect(plain, 0, "private"),
+    );
+    let resources = listing_hints(&url, 2, "resources/list").await;
+    findings.note(
+        "resources/list keeps the mount's",
+        expect(resources, 60000, "public"),
+    );
+    std::fs::write(
+        &file,
+        "[tools_list]\nttl_ms = 7000\ncache_scope = \"public\"\n",
+    )
+    .unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut last = Err("not asked".to_owned());
+    for id in 3.. {
+        last = expect(listing_hints(&url, id, "tools/list").await, 7000, "public");
+        if last.is_ok() || tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    findings.note(
+        "tools/list after the file was rewritten (ttl_ms = 7000, public)",
+        last,
+    );
+    findings.assert_none(&front, "a mount file's tools_list");
     front.gateway.stop().await;
 }

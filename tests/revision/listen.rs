@@ -289,3 +289,68 @@ async fn listen_delivers_list_changes_on_every_upstream_kind() {
     drop(open);
     front.gateway.stop().await;
 }
+
+/// `legacy_server.py` on `mcp` 2.3 over streamable HTTP, an upstream that speaks
+/// 2026-07-28 itself: its own `subscriptions/listen` stream, relayed, lasts past the
+/// gateway's `request_timeout_secs` (a subscription is not a request that may hang),
+/// and carries the overlays' reloads too, tagged with the subscription's id, since
+/// the gateway's rewrite of the tool listing changes with them.
+#[tokio::test]
+async fn a_2026_upstreams_own_subscription_outlives_requests_and_hears_reloads() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let mut cmd = std::process::Command::new(&peers.python);
+    cmd.arg(peers.script("legacy_server.py"))
+        .args(["--transport", "streamable-http"])
+        .current_dir(&peers.root);
+    let mut upstream = crate::Proc::spawn("legacy_server.py (mcp 2.3, streamable HTTP)", &mut cmd);
+    let url = upstream
+        .wait_for_async("the READY line on stdout", crate::READY_LIMIT, |s, l| {
+            (s == crate::Stream::Stdout)
+                .then(|| l.strip_prefix("READY ").map(str::to_owned))
+                .flatten()
+        })
+        .await;
+    let overlays = tempfile::tempdir().unwrap();
+    let tables = format!(
+        "[limits]\nrequest_timeout_secs = 2\n\n[[upstream]]\nname = \"native\"\nurl = {}\n\n[[upstream]]\nname = \"other\"\nurl = {}\n",
+        Value::from(url.as_str()),
+        Value::from(url.as_str())
+    );
+    let front = Front::start(
+        &peers,
+        "a 2026-07-28 upstream",
+        Some(overlays.path()),
+        &tables,
+    )
+    .await;
+    let mut findings = Findings::default();
+    let id = json!("native-listen");
+    let opened = Listen::open(
+        &front.url_of("native"),
+        id,
+        json!({"toolsListChanged": true}),
+    )
+    .await;
+    if let Some((mut listen, honored)) = findings.note("listen on the 2026-07-28 upstream", opened)
+    {
+        findings.check(honored["toolsListChanged"] == true, || {
+            format!("the upstream's acknowledgement honors {honored}")
+        });
+        // Longer than request_timeout_secs: the stream must still be open.
+        listen.drain(Duration::from_secs(3)).await;
+        write_overlay(overlays.path(), "native", "Time, once more");
+        findings.note(
+            "tools/list_changed after an overlay reload, past the request timeout",
+            listen.wait_for("notifications/tools/list_changed").await,
+        );
+        findings.note(
+            "everything tagged with the subscription id",
+            listen.only(&["notifications/tools/list_changed"]),
+        );
+    }
+    findings.assert_none(&front, "a 2026-07-28 upstream's own subscription");
+    front.gateway.stop().await;
+    drop(upstream);
+}

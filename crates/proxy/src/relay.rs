@@ -155,7 +155,7 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
             trace.answered(at);
         }
         let answer = match &revision {
-            Some(r) => mcp_ui_rewrite::bridge::answer(&r.answering(cx, false), &answer)
+            Some(r) => mcp_ui_rewrite::bridge::answer(&r.answering(cx, &overlays, false), &answer)
                 .map_or(answer, Bytes::from),
             None => answer,
         };
@@ -188,7 +188,7 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
     // in, or where it writes the HTTP answer itself (a message session's).
     let answering = revision
         .filter(|_| bridged || cx.mount.is_message())
-        .map(|r| r.answering(cx, bridged));
+        .map(|r| r.answering(cx, &overlays, bridged));
     // A session's requests waiting upstream are bounded; the place is held
     // until the response body ends.
     let has_request = match &parsed {
@@ -303,9 +303,16 @@ async fn http_post(
     if held && !envelope && pool.stateful() {
         return pooled::post(cx, body, parsed, finisher).await;
     }
+    let subscription = match &parsed {
+        jsonrpc::Body::Single(m) if m.method.as_deref() == Some("subscriptions/listen") => {
+            mcp_ui_rewrite::bridge::Filter::of(m.params).ok()
+        }
+        _ => None,
+    };
     let call = streamable::Call {
         request_id: request_id.map(RawValue::to_owned),
         tool_call: is_tool_call(&parsed),
+        subscription,
     };
     let resp = streamable::post(cx, body.clone(), call, finisher.clone()).await;
     if !held || resp.status() != StatusCode::BAD_REQUEST {

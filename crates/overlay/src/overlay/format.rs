@@ -10,6 +10,31 @@ use super::memo::Memo;
 #[cfg(test)]
 mod tests;
 
+/// `tools_list` in a mount file: how long a client of the 2026-07-28
+/// revision may keep the mount's tool listing (`ttlMs`), and with whom
+/// (`cacheScope`), where the gateway announces them (for an upstream of the
+/// handshake era). Default: the mount's `cache_ttl_ms` and `cache_scope`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsList {
+    pub ttl_ms: u64,
+    #[serde(default)]
+    pub cache_scope: CacheScope,
+}
+
+/// Who may reuse a cached listing: only the same authorization context
+/// (`private`, the default), or anyone (`public`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheScope {
+    #[default]
+    Private,
+    Public,
+}
+
+/// The longest `tools_list.ttl_ms` (a day, as for a mount's `cache_ttl_ms`).
+pub const MAX_TOOLS_LIST_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
 /// Who may call a tool, in MCP Apps' words (`_meta.ui.visibility`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]

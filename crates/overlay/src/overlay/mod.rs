@@ -28,9 +28,9 @@ pub mod validate;
 pub mod widget;
 
 pub use format::{
-    Annotations, Audience, BridgeKind, Csp, DisplayMode, HostDomains, Permissions,
-    RENDER_TOOL_META, RenderTool, ResultShaping, SecurityScheme, ToolOverlay, WidgetDomain,
-    WidgetManifest, merge_meta,
+    Annotations, Audience, BridgeKind, CacheScope, Csp, DisplayMode, HostDomains,
+    MAX_TOOLS_LIST_TTL_MS, Permissions, RENDER_TOOL_META, RenderTool, ResultShaping,
+    SecurityScheme, ToolOverlay, ToolsList, WidgetDomain, WidgetManifest, merge_meta,
 };
 pub use load::{
     AppScope, Inspection, LoadError, LoadErrors, LoadOptions, MountFileSite, WidgetSite,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::format::{RenderTool, ToolOverlay};
+use super::format::{RenderTool, ToolOverlay, ToolsList};
 use super::site::Sources;
 use super::widget::{Asset, Widget};
 
@@ -23,6 +23,8 @@ pub struct MountOverlays {
     /// Hashed: a `tools/list` page looks up every tool it lists.
     tools: HashMap<String, ToolOverlay, foldhash::fast::RandomState>,
     render: BTreeMap<String, RenderTool>,
+    /// The freshness its tool listing announces, when its file sets one.
+    tools_list: Option<ToolsList>,
 }
 
 impl MountOverlays {
@@ -30,7 +32,19 @@ impl MountOverlays {
         MountOverlays {
             tools: tools.into_iter().collect(),
             render: BTreeMap::new(),
+            tools_list: None,
         }
+    }
+
+    /// With the freshness its tool listing announces.
+    pub fn with_tools_list(mut self, tools_list: Option<ToolsList>) -> Self {
+        self.tools_list = tools_list;
+        self
+    }
+
+    /// The freshness its file sets for its tool listing, if any.
+    pub fn tools_list(&self) -> Option<ToolsList> {
+        self.tools_list
     }
 
     /// Adds gateway-owned render tools.

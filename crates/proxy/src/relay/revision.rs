@@ -12,10 +12,11 @@ use serde_json::value::RawValue;
 
 use super::context::{Ctx, METHOD_HEADER, NAME_HEADER, PROTOCOL_HEADER};
 use super::pooled;
+use crate::gateway::MountState;
 use crate::jsonrpc::{self, Message};
 use crate::overlay::OverlaySet;
 use crate::reply::{self, Body};
-use mcp_ui_rewrite::bridge::{self, Answering, Headers, Seen};
+use mcp_ui_rewrite::bridge::{self, Answering, Headers, Hints, Seen};
 use mcp_ui_rewrite::rewrite::{self as rw, ListChanged};
 
 /// A request of the revision, admitted.
@@ -31,15 +32,34 @@ pub(super) struct Revision {
 impl Revision {
     /// What answering it needs, for an upstream that speaks the revision
     /// (`bridged` false) or one the gateway stands in for.
-    pub fn answering(&self, cx: &Ctx<'_>, bridged: bool) -> Answering {
+    pub fn answering(&self, cx: &Ctx<'_>, overlays: &OverlaySet, bridged: bool) -> Answering {
         Answering {
             method: self.method.clone(),
             uri: self.uri.clone(),
             name: self.name.clone(),
             caps: self.caps,
-            hints: cx.mount.config.cache,
+            hints: hints(cx.mount, overlays, &self.method),
             bridged,
         }
+    }
+}
+
+/// The freshness the gateway announces for `method`'s answers on `mount`:
+/// the mount file's `tools_list` for its tool listing (which changes with
+/// the overlays), else the mount's `cache_ttl_ms` and `cache_scope`.
+pub(crate) fn hints(mount: &MountState, overlays: &OverlaySet, method: &str) -> Hints {
+    let listing = (method == "tools/list")
+        .then(|| overlays.mount(&mount.config.name)?.tools_list())
+        .flatten();
+    match listing {
+        Some(l) => Hints {
+            ttl_ms: l.ttl_ms,
+            scope: match l.cache_scope {
+                crate::overlay::CacheScope::Public => bridge::CacheScope::Public,
+                crate::overlay::CacheScope::Private => bridge::CacheScope::Private,
+            },
+        },
+        None => mount.config.cache,
     }
 }
 

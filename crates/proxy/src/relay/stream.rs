@@ -89,8 +89,47 @@ pub(crate) fn with_announcements(
         look(&mut watch, &ev);
         ev.raw
     };
-    events(body, limit, transform, Some((changes, stop)))
+    let announce: Announce = Box::new(|| {
+        let mut out = BytesMut::new();
+        for m in LIST_CHANGED {
+            out.extend_from_slice(&message_event(m));
+        }
+        out.freeze()
+    });
+    events(body, limit, transform, Some((changes, stop, announce)))
 }
+
+/// Pass an upstream's `subscriptions/listen` stream through (2026-07-28),
+/// adding, whenever the overlays change, the list changes its `filter`
+/// asks for, tagged with its subscription id `id`. The stream ends when
+/// `stop` fires (the gateway is shutting down).
+pub(crate) fn with_subscription(
+    body: UpstreamBody,
+    changes: watch::Receiver<u64>,
+    limit: usize,
+    stop: CancellationToken,
+    subscription: (mcp_ui_rewrite::bridge::Filter, Box<RawValue>),
+    mut watch: Option<Watch>,
+) -> Body {
+    let transform = move |ev: Event| {
+        look(&mut watch, &ev);
+        ev.raw
+    };
+    let (filter, id) = subscription;
+    let announce: Announce = Box::new(move || {
+        let mut out = BytesMut::new();
+        for m in LIST_CHANGED {
+            if let Some(tagged) = filter.deliver(m, &id) {
+                out.extend_from_slice(&message_event(&tagged));
+            }
+        }
+        out.freeze()
+    });
+    events(body, limit, transform, Some((changes, stop, announce)))
+}
+
+/// What an overlay reload adds to a stream, as SSE events.
+type Announce = Box<dyn FnMut() -> Bytes + Send>;
 
 /// How a POST's SSE answer ends when its upstream stream fails: an error
 /// event for request `id`, its outcome recorded in `slot`.
@@ -181,7 +220,7 @@ struct State<F> {
     body: UpstreamBody,
     parser: Parser,
     transform: F,
-    changes: Option<(watch::Receiver<u64>, CancellationToken)>,
+    changes: Option<(watch::Receiver<u64>, CancellationToken, Announce)>,
     done: bool,
 }
 
@@ -189,7 +228,7 @@ fn events<F>(
     body: UpstreamBody,
     limit: usize,
     transform: F,
-    changes: Option<(watch::Receiver<u64>, CancellationToken)>,
+    changes: Option<(watch::Receiver<u64>, CancellationToken, Announce)>,
 ) -> Body
 where
     F: FnMut(Event) -> Bytes + Send + 'static,
@@ -222,7 +261,7 @@ where
                 return Some((Ok(Frame::data(out.freeze())), st));
             }
             let frame = match st.changes.as_mut() {
-                Some((changes, stop)) => tokio::select! {
+                Some((changes, stop, announce)) => tokio::select! {
                     f = st.body.frame() => f,
                     _ = stop.cancelled() => return None,
                     changed = changes.changed() => {
@@ -230,11 +269,11 @@ where
                             st.changes = None;
                             continue;
                         }
-                        let mut out = BytesMut::new();
-                        for m in LIST_CHANGED {
-                            out.extend_from_slice(&message_event(m));
+                        let out = announce();
+                        if out.is_empty() {
+                            continue;
                         }
-                        return Some((Ok(Frame::data(out.freeze())), st));
+                        return Some((Ok(Frame::data(out)), st));
                     }
                 },
                 None => st.body.frame().await,

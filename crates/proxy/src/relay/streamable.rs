@@ -46,6 +46,8 @@ pub struct Call {
     pub request_id: Option<Box<RawValue>>,
     /// Whether it is a `tools/call` (eligible for in-band challenges).
     pub tool_call: bool,
+    /// A `subscriptions/listen` (2026-07-28): what it listens for.
+    pub subscription: Option<mcp_ui_rewrite::bridge::Filter>,
 }
 
 /// Forward one POST and relay its answer.
@@ -58,6 +60,7 @@ pub async fn post(
     let Call {
         request_id,
         tool_call,
+        subscription,
     } = call;
     let id = request_id.as_deref();
     let resp = match send_reviving(cx, http::Method::POST, body).await {
@@ -78,7 +81,7 @@ pub async fn post(
     }
     let success = parts.status.is_success();
     if success && is_event_stream(&parts.headers) {
-        return events::relay(cx, head, body, finisher, id);
+        return events::relay(cx, head, body, finisher, id, subscription);
     }
     let (Some(finisher), Some(id), true) = (finisher, id, success) else {
         return pass::pass_through(cx, head, body, id).await;

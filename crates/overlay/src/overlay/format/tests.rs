@@ -89,6 +89,7 @@ fn shipped_schemas_are_json_and_match_the_overlay_types() {
     let schema: Value = serde_json::from_str(OVERLAY_SCHEMA).expect("overlay.schema.json is JSON");
     assert_same_keys::<MountFile<Value>>(&schema, "/properties");
     assert_same_keys::<ToolOverlay>(&schema, "/definitions/tool/properties");
+    assert_same_keys::<crate::overlay::ToolsList>(&schema, "/properties/tools_list/properties");
     assert_same_keys::<RenderTool>(&schema, "/definitions/renderTool/properties");
     assert_same_keys::<Annotations>(&schema, "/definitions/annotations/properties");
     assert_same_keys::<ResultShaping>(&schema, "/definitions/result/properties");

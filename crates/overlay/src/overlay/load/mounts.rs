@@ -8,7 +8,7 @@ use super::loader::Loader;
 use super::parse::{
     Format, ParsedTool, key_line, mount_format, parse_json, parse_toml, table_line,
 };
-use crate::overlay::format::{RenderTool, ToolOverlay};
+use crate::overlay::format::{MAX_TOOLS_LIST_TTL_MS, RenderTool, ToolOverlay, ToolsList};
 use crate::overlay::set::MountOverlays;
 use crate::overlay::site::{RenderSite, ToolSite};
 use crate::overlay::validate;
@@ -35,6 +35,14 @@ pub(super) type Origins = BTreeMap<(String, String), (PathBuf, Option<usize>)>;
 /// A mount file's render tools: mount, name, table and line.
 type RenderTables = Vec<(String, String, RenderTool, Option<usize>)>;
 
+/// What one mount file holds for its mount, once checked.
+struct FileParts {
+    tools: Vec<GoodTool>,
+    render: RenderTables,
+    /// Its mount and its `tools_list`, when set.
+    tools_list: Option<(String, ToolsList)>,
+}
+
 impl Loader {
     pub(super) fn mounts(
         &mut self,
@@ -49,14 +57,36 @@ impl Loader {
         // The file and line of each (mount, tool), for built-in widgets'
         // problems found once the whole mount is known.
         let mut origins: Origins = BTreeMap::new();
+        // Each mount's `tools_list`, with the file that set it.
+        let mut listings: BTreeMap<String, (ToolsList, PathBuf)> = BTreeMap::new();
         let root = self.root.clone();
         for path in self.entries(&root) {
             let Some(format) = mount_format(&path) else {
                 continue;
             };
-            let Some((tools, render)) = self.mount_file(&path, format, widget_exists) else {
+            let Some(FileParts {
+                tools,
+                render,
+                tools_list,
+            }) = self.mount_file(&path, format, widget_exists)
+            else {
                 continue;
             };
+            if let Some((mount, listing)) = tools_list {
+                match listings.get(&mount) {
+                    Some((_, first)) => {
+                        let line = key_line(&self.read(&path).unwrap_or_default(), "tools_list");
+                        let reason = format!(
+                            "mount `{mount}` has its tools_list in {} already",
+                            first.display()
+                        );
+                        self.error(&path, line, Some("tools_list".into()), reason);
+                    }
+                    None => {
+                        listings.insert(mount, (listing, path.clone()));
+                    }
+                }
+            }
             for (mount, name, tool, line) in render {
                 let entry = (name, tool, path.clone(), line);
                 renders.entry(mount).or_default().push(entry);
@@ -83,7 +113,7 @@ impl Loader {
                 mounts.entry(mount.clone()).or_default().insert(name, tool);
             }
         }
-        for mount in renders.keys() {
+        for mount in renders.keys().chain(listings.keys()) {
             mounts.entry(mount.clone()).or_default();
         }
         mounts
@@ -108,7 +138,8 @@ impl Loader {
                         good.push((name, render));
                     }
                 }
-                (mount, overlays.with_render(good))
+                let listing = listings.remove(&mount).map(|(l, _)| l);
+                (mount, overlays.with_render(good).with_tools_list(listing))
             })
             .collect()
     }
@@ -121,7 +152,7 @@ impl Loader {
         path: &Path,
         format: Format,
         widget_exists: &dyn Fn(&str) -> bool,
-    ) -> Option<(Vec<GoodTool>, RenderTables)> {
+    ) -> Option<FileParts> {
         let source = match self.read(path) {
             Ok(source) => source,
             Err(reason) => {
@@ -133,7 +164,7 @@ impl Loader {
             Format::Toml => parse_toml(&source),
             Format::Json => parse_json(&source),
         };
-        let (upstream, tools, render) = match parsed {
+        let (upstream, tools, render, tools_list) = match parsed {
             Ok(parsed) => parsed,
             Err(e) => {
                 self.error(path, e.line, e.place, e.reason);
@@ -252,6 +283,31 @@ impl Loader {
             });
             renders.push((target, own, tool, line));
         }
-        Some((good, renders))
+        let tools_list = match tools_list {
+            None => None,
+            Some(_) if app.is_some() => {
+                let line = key_line(&source, "tools_list");
+                let reason =
+                    "an app's listing is its members': set tools_list in each member's own file"
+                        .to_owned();
+                self.error(path, line, Some("tools_list".into()), reason);
+                None
+            }
+            Some(l) if l.ttl_ms > MAX_TOOLS_LIST_TTL_MS => {
+                let line = key_line(&source, "ttl_ms");
+                let reason = format!(
+                    "{} ms is longer than a day ({MAX_TOOLS_LIST_TTL_MS} ms), the longest a client keeps a listing",
+                    l.ttl_ms
+                );
+                self.error(path, line, Some("tools_list.ttl_ms".into()), reason);
+                None
+            }
+            Some(l) => Some((mount.clone(), l)),
+        };
+        Some(FileParts {
+            tools: good,
+            render: renders,
+            tools_list,
+        })
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::overlay::format::{RenderTool, ToolOverlay};
+use crate::overlay::format::{RenderTool, ToolOverlay, ToolsList};
 
 /// A mount file, as written.
 #[derive(Deserialize)]
@@ -24,6 +24,8 @@ pub(crate) struct MountFile<T> {
     /// Gateway-owned render tools, by name.
     #[serde(default = "BTreeMap::new")]
     render: BTreeMap<String, RenderTool>,
+    /// The freshness the mount's tool listing announces.
+    tools_list: Option<ToolsList>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -143,6 +145,7 @@ pub(super) type Parsed = (
     Option<String>,
     Vec<ParsedTool>,
     BTreeMap<String, RenderTool>,
+    Option<ToolsList>,
 );
 
 /// A TOML mount file: the file's syntax and top-level keys first, then each
@@ -170,7 +173,7 @@ pub(super) fn parse_toml(source: &str) -> Result<Parsed, Located> {
             ParsedTool { name, line, tool }
         })
         .collect();
-    Ok((file.upstream, tools, file.render))
+    Ok((file.upstream, tools, file.render, file.tools_list))
 }
 
 /// The first line that names tool `name` under `tools` (a table header or a
@@ -223,7 +226,7 @@ pub(super) fn parse_json(source: &str) -> Result<Parsed, Located> {
             }
         })
         .collect();
-    Ok((file.upstream, tools, file.render))
+    Ok((file.upstream, tools, file.render, file.tools_list))
 }
 
 /// 1-based line of byte `offset` in `text`.

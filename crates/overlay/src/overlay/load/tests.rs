@@ -51,7 +51,7 @@ fn toml_errors_always_have_a_reason() {
 #[test]
 fn implied_and_dotted_tool_tables_parse() {
     let text = "# x\n[tools.add_task.result]\nstructured_from_text = true\n\n[tools]\nlist_tasks.title = \"List\"\n";
-    let (_, tools, _) = parse_toml(text).unwrap();
+    let (_, tools, _, _) = parse_toml(text).unwrap();
     let by_name = |n: &str| tools.iter().find(|t| t.name == n).unwrap();
     let add = by_name("add_task");
     assert!(add.tool.as_ref().unwrap().result.structured_from_text);
@@ -196,7 +196,7 @@ fn every_problem_is_reported_with_file_line_and_place() {
         "time.toml:1: tools.get_current_time.invoking: 74 characters; ChatGPT allows at most 64",
         "time.toml:6: tools.convert_time: unknown key `widgt`; did you mean `widget`?",
         "time.toml:8: tools.third.security_schemes: unknown key `extra`: this table takes none",
-        "top.json:3: unknown key `typo`; the keys are `$schema`, `upstream`, `tools`, `render`",
+        "top.json:3: unknown key `typo`; the keys are `$schema`, `upstream`, `tools`, `render`, `tools_list`",
         "widgets/Bad Name: widget folder `Bad Name`: names are 1 to 63 of a-z, 0-9, `-` and `_`, starting with a letter or digit (the name is the host of its ui:// URI)",
         "widgets/assets/index.html:2: script src \"../escape.js\": leaves the widget folder",
         "widgets/assets/index.html:4: stylesheet href \"missing.css\": cannot open: No such file or directory (os error 2)",
@@ -696,4 +696,60 @@ fn names_no_single_member_owns_are_located_errors() {
         got[2]
     );
     assert!(got[2].ends_with("suite.toml"), "{}", got[2]);
+}
+
+#[test]
+fn a_mount_file_sets_the_freshness_of_its_tool_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "time.toml",
+        "tools_list = { ttl_ms = 60000, cache_scope = \"public\" }\n",
+    );
+    write(root, "notes.json", r#"{"tools_list": {"ttl_ms": 5}}"#);
+    let set = load_dir(root).unwrap();
+    let time = set.mount("time").expect("a file with only tools_list");
+    assert_eq!(
+        time.tools_list(),
+        Some(ToolsList {
+            ttl_ms: 60_000,
+            cache_scope: CacheScope::Public
+        })
+    );
+    let notes = set.mount("notes").unwrap().tools_list().unwrap();
+    assert_eq!((notes.ttl_ms, notes.cache_scope), (5, CacheScope::Private));
+
+    // Longer than a day, set twice for one mount, or misspelt: each named.
+    write(root, "time.toml", "[tools_list]\nttl_ms = 86400001\n");
+    write(
+        root,
+        "again.toml",
+        "upstream = \"notes\"\ntools_list = { ttl_ms = 1, scope = \"public\" }\n",
+    );
+    write(
+        root,
+        "more.toml",
+        "upstream = \"notes\"\ntools_list.ttl_ms = 1\n",
+    );
+    let found = errors(root);
+    assert!(
+        found.iter().any(|e| e.contains("time.toml:2")
+            && e.contains("tools_list.ttl_ms")
+            && e.contains("longer than a day")),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|e| e.contains("again.toml:2")
+                && e.contains("the keys are `ttl_ms`, `cache_scope`")),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|e| e.contains("has its tools_list in") && e.contains("tools_list")),
+        "{found:?}"
+    );
 }

@@ -27,15 +27,16 @@ use mcp_ui_rewrite::bridge::{self, Answering, Filter, Hints};
 use mcp_ui_wire::sse;
 
 impl<'a> Exchange<'a> {
-    /// What the app's listings and discovery announce: the strictest of
-    /// its members' freshness.
-    pub(super) fn hints(&self) -> Hints {
+    /// What the app's answers to `method` announce: the strictest of its
+    /// members' freshness.
+    pub(super) fn hints(&self, method: &str) -> Hints {
+        let overlays = self.gw.live.load();
         self.app
             .config
             .members
             .iter()
             .filter_map(|m| self.gw.mounts.get(m.mount))
-            .map(|mount| mount.config.cache)
+            .map(|mount| crate::relay::revision::hints(mount, &overlays, method))
             .reduce(Hints::strictest)
             .unwrap_or_default()
     }
@@ -51,7 +52,7 @@ impl<'a> Exchange<'a> {
             uri: None,
             name: None,
             caps: r.caps,
-            hints: self.hints(),
+            hints: self.hints(method),
             bridged: false,
         };
         let response = bridge::answer(&answering, &response).map_or(response, Bytes::from);
@@ -160,7 +161,11 @@ impl<'a> Exchange<'a> {
             }
         }
         let borrowed: Vec<(&str, &Value)> = results.iter().map(|(n, r)| (*n, r)).collect();
-        match init::discover(&self.app.config.name, &borrowed, self.hints()) {
+        match init::discover(
+            &self.app.config.name,
+            &borrowed,
+            self.hints("server/discover"),
+        ) {
             Some(result) => {
                 let body = json!({"jsonrpc": "2.0", "id": self.id, "result": result});
                 reply::json(StatusCode::OK, Bytes::from(body.to_string()))

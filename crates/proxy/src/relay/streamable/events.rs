@@ -14,6 +14,12 @@ use crate::relay::finish::Finisher;
 use crate::relay::{stream, watch};
 use crate::reply::Body;
 use crate::upstream::client::UpstreamBody;
+use mcp_ui_rewrite::bridge::Filter;
+
+/// How long a `subscriptions/listen` stream may last: as long as its client
+/// keeps it (the bound only keeps the deadline's arithmetic finite).
+const SUBSCRIPTION_BOUND: std::time::Duration =
+    std::time::Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// The client's response made of the upstream's SSE `body` under `head`,
 /// for the request `id` (`None`: notifications and responses only).
@@ -23,17 +29,31 @@ pub(super) fn relay(
     body: UpstreamBody,
     finisher: Option<Finisher>,
     id: Option<&RawValue>,
+    subscription: Option<Filter>,
 ) -> Response<Body> {
     let gw = cx.gw;
     // A request's SSE answer ends with an error event for it at the
-    // request's deadline (below), in place of a cut.
-    let deadline = body.deadline();
+    // request's deadline (below), in place of a cut; a subscription's
+    // lasts until its client or the gateway ends it.
+    let deadline = match subscription {
+        Some(_) => Some(tokio::time::Instant::now() + SUBSCRIPTION_BOUND),
+        None => body.deadline(),
+    };
     let body = match id {
         Some(_) => body.unbounded(),
         None => body,
     };
-    let body = match (&finisher, id) {
-        (Some(finisher), Some(id)) => {
+    let body = match (&finisher, id, subscription) {
+        // A subscription hears the overlays' reloads too, as it asked.
+        (_, Some(id), Some(filter)) => stream::with_subscription(
+            body,
+            gw.live.subscribe(),
+            gw.limits.max_message_bytes,
+            gw.shutdown.clone(),
+            (filter, id.to_owned()),
+            watch::watch(cx),
+        ),
+        (Some(finisher), Some(id), None) => {
             let limit = gw.limits.max_message_bytes;
             let key = jsonrpc::id_key(id);
             stream::rewrite_response_events(body, key, finisher.clone(), limit, watch::watch(cx))
