@@ -368,3 +368,144 @@ async fn a_conversation_can_be_named_by_a_header() {
     }
     assert_eq!(g.gateway.children.running(), 2);
 }
+
+/// `tools/call` of the fixture's `progress` with `steps` steps, under id and
+/// progress token `id` as written (JSON text: `0`, `-0`).
+fn progress_call(id: &str, steps: u32) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"progress","arguments":{{"steps":{steps}}},"_meta":{{"progressToken":{id}}}}}}}"#
+    )
+}
+
+/// The data of an answer's messages, as text (a number's spelling kept).
+fn messages_of(headers: &hyper::HeaderMap, body: &[u8]) -> Vec<String> {
+    if headers["content-type"] == "application/json" {
+        return vec![String::from_utf8_lossy(body).into_owned()];
+    }
+    parse_sse(body)
+        .iter()
+        .filter(|e| !e.data.is_empty())
+        .map(|e| e.data.clone())
+        .collect()
+}
+
+/// Ids and progress tokens the gateway could tell apart and the server
+/// cannot: `0` and `-0`, one number to the server. Two clients' calls at
+/// once on one connection (one with a session, one without) each get their
+/// own progress and their own answer, under the id as each wrote it; before,
+/// the first got the second's answer and progress, and the second waited
+/// for its timeout.
+#[tokio::test]
+async fn look_alike_ids_of_two_clients_stay_apart() {
+    let g = shared_fixture().await;
+    let a = Client::open(&g.url(), json!({})).await;
+    let url = g.url();
+    let mut a_headers = a.refs();
+    a_headers.push(("content-type", "application/json"));
+    let sessionless = [
+        ("mcp-protocol-version", "2025-11-25"),
+        ("content-type", "application/json"),
+    ];
+    let started = std::time::Instant::now();
+    let (ra, rb) = tokio::join!(
+        post_json(&url, &a_headers, progress_call("0", 2)),
+        post_json(&url, &sessionless, progress_call("-0", 3)),
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "nothing waited for its timeout"
+    );
+    for ((status, headers, body), id, steps) in [(ra, "0", 2), (rb, "-0", 3)] {
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        let messages = messages_of(&headers, &body);
+        let progress: Vec<&String> = messages
+            .iter()
+            .filter(|m| m.contains("notifications/progress"))
+            .collect();
+        assert_eq!(progress.len(), steps, "id {id}: {messages:?}");
+        let token = format!(r#""progressToken":{id},"#);
+        assert!(
+            progress.iter().all(|p| p.contains(&token)),
+            "id {id}: {progress:?}"
+        );
+        let last = messages.last().unwrap();
+        assert!(last.contains(&format!(r#""id":{id},"#)), "id {id}: {last}");
+        assert!(
+            last.contains(&format!("completed {steps} steps")),
+            "id {id}: {last}"
+        );
+    }
+}
+
+/// A lone client's `-0` on a connection of its own, answered `0` by the
+/// server (which reads it as the number 0): answered at once, under `-0`.
+#[tokio::test]
+async fn a_lone_minus_zero_is_answered() {
+    let g = TestGateway::start_with(Config {
+        upstreams: vec![gw::per_client(gw::stdio(
+            "fixture",
+            STDIO_COMMAND,
+            &["--protocol", "2025"],
+        ))],
+        ..gw::test_config()
+    })
+    .await;
+    let a = Client::open(&g.url(), json!({})).await;
+    let mut headers = a.refs();
+    headers.push(("content-type", "application/json"));
+    let started = std::time::Instant::now();
+    let ping = r#"{"jsonrpc":"2.0","id":-0,"method":"ping"}"#;
+    let (status, response_headers, body) = post_json(&g.url(), &headers, ping.to_owned()).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "no wait for the timeout"
+    );
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let last = messages_of(&response_headers, &body).pop().unwrap();
+    assert!(
+        last.contains(r#""id":-0,"#) && last.contains("result"),
+        "{last}"
+    );
+}
+
+/// A conversation's connection belongs to the caller that started it: the
+/// conversation key is the caller's word, so another bearer token, or none,
+/// naming the same conversation gets a connection of its own, while the
+/// first caller keeps finding its own.
+#[tokio::test]
+async fn a_conversation_is_bound_to_its_callers_credentials() {
+    let mut up = gw::stdio("fixture", STDIO_COMMAND, &["--protocol", "2025"]);
+    up.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    let g = TestGateway::start_with(Config {
+        upstreams: vec![up],
+        ..gw::test_config()
+    })
+    .await;
+    let url = g.url();
+    let echo = |text: &str| {
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",
+            "arguments":{"text":text},"_meta":{"openai/session":"v1/shared-name"}}})
+        .to_string()
+    };
+    let mut children = Vec::new();
+    for (who, auth) in [
+        ("alice", Some("Bearer alice-token")),
+        ("mallory", Some("Bearer mallory-token")),
+        ("no one", None),
+        ("alice again", Some("Bearer alice-token")),
+    ] {
+        let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
+        let (status, response_headers, body) = post_json(&url, &headers, echo(who)).await;
+        assert_eq!(status, StatusCode::OK, "{who}");
+        assert_eq!(
+            response(&response_headers, &body)["result"]["content"][0]["text"],
+            who
+        );
+        children.push(g.gateway.children.running());
+    }
+    assert_eq!(
+        children,
+        [1, 2, 3, 3],
+        "one child per caller of the conversation, the first caller's kept"
+    );
+}

@@ -187,21 +187,45 @@ fn is_valid_id(id: &RawValue) -> bool {
     }
 }
 
-/// A canonical text for an id, so `"a"` and `"\u0061"` match while `1` and
-/// `"1"` stay different, as JSON-RPC requires.
+/// A canonical text for an id, so ids a server takes for the same match
+/// while `1` and `"1"` stay different, as JSON-RPC requires: `"a"` and
+/// `"\u0061"`; and numbers by their value as a double (`0` and `-0`, `1`
+/// and `1.0`, and integers beyond 2^53 that a JavaScript server rounds to
+/// the same number).
 pub fn id_key(id: &RawValue) -> String {
     id_key_str(id.get())
 }
 
 /// [`id_key`] of an id's raw text.
 pub fn id_key_str(raw: &str) -> String {
-    if raw.starts_with('"')
-        && raw.contains('\\')
-        && let Ok(s) = serde_json::from_str::<String>(raw)
-    {
-        return serde_json::to_string(&s).unwrap_or_else(|_| raw.to_owned());
+    if raw.starts_with('"') {
+        if raw.contains('\\')
+            && let Ok(s) = serde_json::from_str::<String>(raw)
+        {
+            return serde_json::to_string(&s).unwrap_or_else(|_| raw.to_owned());
+        }
+        return raw.to_owned();
     }
-    raw.to_owned()
+    number_key(raw).unwrap_or_else(|| raw.to_owned())
+}
+
+/// The canonical text of a JSON number `raw` (`None`: as it is): an
+/// integer of at most 15 digits is its own (exact in a double, and JSON
+/// writes it one way); any other number is the value a double gives it, an
+/// integral one written without a fraction (`-0` is `0`).
+fn number_key(raw: &str) -> Option<String> {
+    let digits = raw.strip_prefix('-').unwrap_or(raw);
+    let plain =
+        !digits.is_empty() && digits.len() <= 15 && digits.bytes().all(|b| b.is_ascii_digit());
+    if plain && raw != "-0" {
+        return None;
+    }
+    let v: f64 = raw.parse().ok().filter(|v: &f64| v.is_finite())?;
+    if v == v.trunc() && v.abs() < 1e21 {
+        // Integral and within i128: written without a fraction or sign of zero.
+        return Some(format!("{}", v as i128));
+    }
+    Some(format!("{v:?}"))
 }
 
 /// The id of the first request of a batch that reuses the id of an earlier

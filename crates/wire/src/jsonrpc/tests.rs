@@ -153,3 +153,29 @@ fn single_line_keeps_values() {
     assert_eq!(a, b);
     assert!(!line.contains(&b'\n'));
 }
+
+#[test]
+fn id_keys_are_equal_where_a_server_takes_the_numbers_for_equal() {
+    let key = |s: &str| id_key_str(s);
+    // A server parses numbers: -0 is 0 everywhere, 1.0 is 1 in JavaScript
+    // and in Python's dictionaries, and integers past 2^53 round in
+    // JavaScript.
+    assert_eq!(key("-0"), key("0"));
+    assert_eq!(key("0.0"), key("0"));
+    assert_eq!(key("-0.0"), key("0"));
+    assert_eq!(key("1.0"), key("1"));
+    assert_eq!(key("1e0"), key("1"));
+    assert_eq!(key("10E-1"), key("1"));
+    assert_eq!(key("9007199254740993"), key("9007199254740992"));
+    assert_eq!(key("-9007199254740993"), key("-9007199254740992"));
+    // Others stay apart, and a common id stays as written.
+    assert_ne!(key("1"), key("2"));
+    assert_ne!(key("0.5"), key("0"));
+    assert_ne!(key("1"), key("\"1\""));
+    assert_ne!(key("0"), key("\"0\""));
+    assert_ne!(key("123456789012345"), key("123456789012346"));
+    assert_eq!(key("42"), "42");
+    assert_eq!(key("-7"), "-7");
+    assert_eq!(key("\"-0\""), "\"-0\"");
+    assert_eq!(key("1e400"), "1e400");
+}

@@ -22,6 +22,14 @@ pub fn creds(cx: &Ctx<'_>) -> u64 {
     if !matches!(cx.mount.config.transport, Transport::Http { .. }) {
         return 0;
     }
+    caller(cx)
+}
+
+/// The credentials the request comes with (`Authorization` and the mount's
+/// `forward_headers`), as a digest: what a conversation's connection is
+/// bound to, on every transport, so that naming another caller's
+/// conversation reaches a connection of one's own.
+fn caller(cx: &Ctx<'_>) -> u64 {
     let mut parts: Vec<&[u8]> = Vec::new();
     for name in
         std::iter::once(&http::header::AUTHORIZATION).chain(&cx.mount.config.forward_headers)
@@ -34,8 +42,19 @@ pub fn creds(cx: &Ctx<'_>) -> u64 {
     digest(parts)
 }
 
-/// The conversation a request names, by the mount's `conversation_key`.
+/// The conversation a request names, by the mount's `conversation_key`,
+/// and the caller's credentials: the key is the caller's word, so it picks
+/// among the caller's own conversations only.
 fn conversation(cx: &Ctx<'_>, m: &Message<'_>) -> Option<u64> {
+    let named = named_conversation(cx, m)?;
+    Some(digest([
+        named.to_le_bytes().as_slice(),
+        caller(cx).to_le_bytes().as_slice(),
+    ]))
+}
+
+/// The conversation a request names, by the mount's `conversation_key`.
+fn named_conversation(cx: &Ctx<'_>, m: &Message<'_>) -> Option<u64> {
     match &cx.mount.config.sessions.key {
         ConversationKey::Header(h) => {
             let v = cx.headers.get(h)?;

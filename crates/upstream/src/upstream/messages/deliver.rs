@@ -64,10 +64,14 @@ impl MessageSession {
                     if let Some(t) = &p.progress {
                         st.by_progress.remove(t);
                     }
+                    // The client gets its id as it wrote it (a server may
+                    // write `-0` as `0`).
                     let bytes = match parsed.id {
-                        Some(id) if p.rewritten => jsonrpc::splice(&message, id, &p.client_id)
-                            .map(Bytes::from)
-                            .unwrap_or_else(|| message.clone()),
+                        Some(id) if p.rewritten || id.get() != &*p.client_id => {
+                            jsonrpc::splice(&message, id, &p.client_id)
+                                .map(Bytes::from)
+                                .unwrap_or_else(|| message.clone())
+                        }
                         _ => message.clone(),
                     };
                     Target::Request(p.tx, Delivery::Final(bytes))

@@ -80,19 +80,22 @@ impl MessageSession {
             st.seq += 1;
             let seq = st.seq;
             let (key, wire, progress, client_token, rewritten) = if shared {
-                // Clients' ids and progress tokens pass as they are unless
-                // another client's request waiting here has the same: only
-                // then does the upstream see one of the connection's own.
+                // On a connection several clients use, the upstream sees
+                // only ids and progress tokens of the connection's own:
+                // clients' could be told apart by the gateway and not by
+                // the upstream (`0` and `-0`, integers a JavaScript server
+                // rounds alike), which would hand one client's answer to
+                // another. The gateway's own requests keep theirs.
                 let mut parts = Vec::new();
                 let mut key = jsonrpc::id_key(id);
-                if st.pending.contains_key(&key) {
+                if !own || st.pending.contains_key(&key) {
                     key = st.fresh_key("mcp-ui-gateway/");
                     parts.push((id, key.clone()));
                 }
                 let mut progress = progress_token.map(jsonrpc::id_key);
                 let mut client_token = None;
                 if let (Some(t), Some(p)) = (progress_token, &progress)
-                    && st.by_progress.contains_key(p)
+                    && (!own || st.by_progress.contains_key(p))
                 {
                     let mine = st.fresh_key("mcp-ui-gateway/p");
                     parts.push((t, mine.clone()));

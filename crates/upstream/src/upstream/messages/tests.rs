@@ -61,19 +61,21 @@ async fn shared_sessions_rewrite_ids_both_ways() {
     let id = jsonrpc::classify_one(a).unwrap().id.unwrap();
     let (mut ra, _ga) = s.request(a, id, None).await.unwrap();
     let (mut rb, _gb) = s.request(a, id, None).await.unwrap();
-    // The first passes as it is; the second, whose id the first still
-    // holds, gets one of the connection's own.
-    assert_eq!(&s.outgoing().await[..], &a[..]);
+    // Each client's request gets one of the connection's own ids.
     assert_eq!(
         &s.outgoing().await[..],
         br#"{"jsonrpc":"2.0","id":"mcp-ui-gateway/1","method":"ping"}"#
     );
+    assert_eq!(
+        &s.outgoing().await[..],
+        br#"{"jsonrpc":"2.0","id":"mcp-ui-gateway/2","method":"ping"}"#
+    );
     s.deliver(Bytes::from_static(
-        br#"{"jsonrpc":"2.0","id":"mcp-ui-gateway/1","result":{"b":1}}"#,
+        br#"{"jsonrpc":"2.0","id":"mcp-ui-gateway/2","result":{"b":1}}"#,
     ))
     .await;
     s.deliver(Bytes::from_static(
-        br#"{"jsonrpc":"2.0","id":"x","result":{"a":1}}"#,
+        br#"{"jsonrpc":"2.0","id":"mcp-ui-gateway/1","result":{"a":1}}"#,
     ))
     .await;
     assert!(
@@ -81,6 +83,87 @@ async fn shared_sessions_rewrite_ids_both_ways() {
     );
     assert!(
         matches!(next(&mut rb).await, Delivery::Final(m) if &m[..] == br#"{"jsonrpc":"2.0","id":"x","result":{"b":1}}"#)
+    );
+}
+
+/// Ids and progress tokens a server takes for equal (`0` and `-0`) never
+/// reach it from two clients of one connection: each client's answer and
+/// progress reach that client alone.
+#[tokio::test]
+async fn look_alike_ids_of_two_clients_stay_apart() {
+    let s = MessageSession::new("t".into(), Some(Mux::new(Default::default())));
+    let a =
+        br#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"_meta":{"progressToken":0}}}"#;
+    let b = br#"{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"_meta":{"progressToken":-0}}}"#;
+    let (ma, mb) = (
+        jsonrpc::classify_one(a).unwrap(),
+        jsonrpc::classify_one(b).unwrap(),
+    );
+    let (ta, tb) = (
+        jsonrpc::params_view(ma.params).request_progress_token,
+        jsonrpc::params_view(mb.params).request_progress_token,
+    );
+    let (mut ra, _ga) = s.request(a, ma.id.unwrap(), ta).await.unwrap();
+    let (mut rb, _gb) = s.request(b, mb.id.unwrap(), tb).await.unwrap();
+    let wa: serde_json::Value = serde_json::from_slice(&s.outgoing().await).unwrap();
+    let wb: serde_json::Value = serde_json::from_slice(&s.outgoing().await).unwrap();
+    assert_ne!(wa["id"], wb["id"]);
+    assert_ne!(
+        wa["params"]["_meta"]["progressToken"],
+        wb["params"]["_meta"]["progressToken"]
+    );
+    // The upstream's progress and answer for B reach B, as B wrote its id.
+    let progress = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{},"progress":1}}}}"#,
+        wb["params"]["_meta"]["progressToken"]
+    );
+    s.deliver(Bytes::from(progress)).await;
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"b":1}}}}"#,
+        wb["id"]
+    );
+    s.deliver(Bytes::from(answer)).await;
+    let Delivery::Related(p) = next(&mut rb).await else {
+        panic!("B's progress")
+    };
+    assert!(
+        p.windows(18).any(|w| w == br#""progressToken":-0"#),
+        "{}",
+        String::from_utf8_lossy(&p)
+    );
+    assert!(
+        matches!(next(&mut rb).await, Delivery::Final(m) if &m[..] == br#"{"jsonrpc":"2.0","id":-0,"result":{"b":1}}"#)
+    );
+    let nothing = tokio::time::timeout(std::time::Duration::from_millis(20), ra.recv());
+    assert!(nothing.await.is_err(), "A got nothing of B's");
+}
+
+/// A lone client's `-0`, answered `0` by its server (which parses it), is
+/// answered, with the id as the client wrote it.
+#[tokio::test]
+async fn a_number_the_server_writes_otherwise_is_still_its_answer() {
+    let s = MessageSession::new("t".into(), None);
+    let req = br#"{"jsonrpc":"2.0","id":-0,"method":"ping"}"#;
+    let (mut rx, _g) = s.request(req, raw("-0"), None).await.unwrap();
+    assert!(
+        matches!(
+            s.request(
+                br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#,
+                raw("0"),
+                None
+            )
+            .await,
+            Err(Failure::IdInUse { .. })
+        ),
+        "0 and -0 cannot be told apart by the server"
+    );
+    s.outgoing().await;
+    s.deliver(Bytes::from_static(
+        br#"{"jsonrpc":"2.0","id":0,"result":{}}"#,
+    ))
+    .await;
+    assert!(
+        matches!(next(&mut rx).await, Delivery::Final(m) if &m[..] == br#"{"jsonrpc":"2.0","id":-0,"result":{}}"#)
     );
 }
 
@@ -157,21 +240,21 @@ async fn a_written_request_that_times_out_is_cancelled_upstream() {
     // The id as found in the message: a shared session splices it.
     let id = jsonrpc::classify_one(req).unwrap().id.unwrap();
     let (_first, _fg) = s.request(req, id, None).await.unwrap();
-    // Another client's request with the same id: this one's id is the
-    // connection's own.
+    // Another client's request with the same id: each has the connection's
+    // own.
     let (_rx, g) = s.request(req, id, None).await.unwrap();
-    assert_eq!(&s.outgoing().await[..], &req[..]);
+    s.outgoing().await;
     let written = s.outgoing().await;
     assert_eq!(
         &written[..],
-        br#"{"jsonrpc":"2.0","id":"mcp-ui-gateway/1","method":"tools/call"}"#
+        br#"{"jsonrpc":"2.0","id":"mcp-ui-gateway/2","method":"tools/call"}"#
     );
     g.timed_out(7);
     let cancel = s.outgoing().await;
     let v: serde_json::Value = serde_json::from_slice(&cancel).unwrap();
     assert_eq!(v["method"], "notifications/cancelled");
     assert_eq!(
-        v["params"]["requestId"], "mcp-ui-gateway/1",
+        v["params"]["requestId"], "mcp-ui-gateway/2",
         "the id the upstream saw"
     );
     assert_eq!(
@@ -183,7 +266,7 @@ async fn a_written_request_that_times_out_is_cancelled_upstream() {
     s.outgoing().await;
     drop(g);
     let v: serde_json::Value = serde_json::from_slice(&s.outgoing().await).unwrap();
-    assert_eq!(v["params"]["requestId"], "mcp-ui-gateway/2");
+    assert_eq!(v["params"]["requestId"], "mcp-ui-gateway/3");
     let init = br#"{"jsonrpc":"2.0","id":9,"method":"initialize"}"#;
     let id = jsonrpc::classify_one(init).unwrap().id.unwrap();
     let (_rx, g) = s.request(init, id, None).await.unwrap();
