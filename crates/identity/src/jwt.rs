@@ -1,0 +1,253 @@
+//! A JWT access token checked as a resource server must (RFC 9068 §4,
+//! RFC 8725): its header's algorithm among those accepted (never `none`,
+//! never an HMAC), its key one the issuer publishes for signing, its
+//! signature, then its claims: issuer, audience, lifetime, subject, and the
+//! scopes every request needs.
+//!
+//! RFC 9068 asks for `typ` `at+jwt`; most issuers (Auth0, Entra, Okta,
+//! Keycloak, Google) write `JWT` or nothing on their access tokens, so those
+//! are accepted too, and any other `typ` (an ID token's `id_token+jwt`, a
+//! logout token) is refused. An ID token with no `typ` is still refused by
+//! its audience: it is issued to a client, not to this resource.
+
+use base64::Engine as _;
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet, PublicKeyUse};
+use jsonwebtoken::{DecodingKey, Header, Validation};
+use serde_json::{Map, Value};
+
+use crate::{Policy, Rejection, Verified, scopes_of};
+
+/// The verdict on `token` (the bearer token's text), signed by a key of
+/// `keys`, at `now` (seconds since the epoch).
+pub fn verify(
+    token: &str,
+    keys: &JwkSet,
+    policy: &Policy,
+    now: u64,
+) -> Result<Verified, Rejection> {
+    let header = header_of(token)?;
+    if !policy.accepts(header.alg) {
+        return Err(Rejection::Invalid(format!(
+            "the token is signed with {:?}, which is not accepted",
+            header.alg
+        )));
+    }
+    let key = key_for(&header, keys)?;
+    let decoding = DecodingKey::from_jwk(key)
+        .map_err(|e| Rejection::Invalid(format!("the issuer's key cannot be used: {e}")))?;
+    // The signature only: every claim is checked below, against `now`.
+    let mut validation = Validation::new(header.alg);
+    validation.required_spec_claims.clear();
+    validation.validate_exp = false;
+    validation.validate_nbf = false;
+    validation.validate_aud = false;
+    let data = jsonwebtoken::decode::<Map<String, Value>>(token, &decoding, &validation)
+        .map_err(|e| Rejection::Invalid(format!("the token's signature does not verify ({e})")))?;
+    claims_verdict(&data.claims, policy, now)
+}
+
+/// The verdict on a token's claims, its signature verified.
+pub fn claims_verdict(
+    claims: &Map<String, Value>,
+    policy: &Policy,
+    now: u64,
+) -> Result<Verified, Rejection> {
+    match claims.get("iss").and_then(Value::as_str) {
+        Some(iss) if iss == policy.issuer => {}
+        Some(_) => {
+            return Err(Rejection::Invalid(
+                "the token is from another issuer".into(),
+            ));
+        }
+        None => return Err(Rejection::Invalid("the token names no issuer".into())),
+    }
+    if !audience_matches(claims.get("aud"), policy) {
+        return Err(Rejection::Invalid(
+            "the token is for another resource (its audience is not this one)".into(),
+        ));
+    }
+    check_times(claims, policy, now, true)?;
+    let subject = crate::introspection::subject_of(claims)
+        .ok_or_else(|| Rejection::Invalid("the token names no subject".into()))?;
+    let verified = Verified {
+        issuer: policy.issuer.clone(),
+        subject,
+        scopes: scopes_of(claims),
+        expires_at: claims.get("exp").and_then(Value::as_u64),
+        client_id: claims
+            .get("client_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    };
+    required(verified, policy)
+}
+
+/// `verified`, when it has every scope the policy requires of all requests.
+pub(crate) fn required(verified: Verified, policy: &Policy) -> Result<Verified, Rejection> {
+    let missing = verified.missing(&policy.required_scopes);
+    match missing.is_empty() {
+        true => Ok(verified),
+        false => Err(Rejection::InsufficientScope(
+            missing.into_iter().map(str::to_owned).collect(),
+        )),
+    }
+}
+
+/// Whether `aud` (a string or an array of them) names one of the policy's
+/// audiences. A token without one is for no resource in particular: refused.
+pub(crate) fn audience_matches(aud: Option<&Value>, policy: &Policy) -> bool {
+    let ours = |a: &str| policy.audiences.iter().any(|x| x == a);
+    match aud {
+        Some(Value::String(a)) => ours(a),
+        Some(Value::Array(all)) => all.iter().filter_map(Value::as_str).any(ours),
+        _ => false,
+    }
+}
+
+/// `exp` (required when `exp_required`), `nbf` and `iat` against `now`,
+/// each with the policy's leeway.
+pub(crate) fn check_times(
+    claims: &Map<String, Value>,
+    policy: &Policy,
+    now: u64,
+    exp_required: bool,
+) -> Result<(), Rejection> {
+    let leeway = policy.leeway_secs;
+    let time = |name: &str| -> Result<Option<u64>, Rejection> {
+        match claims.get(name) {
+            None => Ok(None),
+            Some(v) => number_of(v)
+                .map(Some)
+                .ok_or_else(|| Rejection::Invalid(format!("the token's `{name}` is not a time"))),
+        }
+    };
+    match time("exp")? {
+        Some(exp) if exp.saturating_add(leeway) <= now => {
+            return Err(Rejection::Invalid("the token has expired".into()));
+        }
+        None if exp_required => {
+            return Err(Rejection::Invalid("the token has no expiry (`exp`)".into()));
+        }
+        _ => {}
+    }
+    if let Some(nbf) = time("nbf")?
+        && nbf > now.saturating_add(leeway)
+    {
+        return Err(Rejection::Invalid(
+            "the token is not valid yet (`nbf`)".into(),
+        ));
+    }
+    if let Some(iat) = time("iat")?
+        && iat > now.saturating_add(leeway)
+    {
+        return Err(Rejection::Invalid(
+            "the token is issued in the future (`iat`)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// A NumericDate (RFC 7519 §2): seconds, possibly with a fraction, never
+/// negative.
+fn number_of(v: &Value) -> Option<u64> {
+    match v.as_u64() {
+        Some(n) => Some(n),
+        None => v
+            .as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            .map(|f| f as u64),
+    }
+}
+
+/// The token's header, refused when it is no JWS access token the gateway
+/// understands.
+fn header_of(token: &str) -> Result<Header, Rejection> {
+    let first = token.split('.').next().unwrap_or_default();
+    if token.split('.').count() != 3 {
+        return Err(Rejection::Invalid("the token is not a signed JWT".into()));
+    }
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(first.as_bytes())
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Map<String, Value>>(&b).ok())
+        .ok_or_else(|| Rejection::Invalid("the token's header is not JSON".into()))?;
+    // RFC 7515 §4.1.11: extensions that must be understood; none are.
+    if raw.contains_key("crit") {
+        return Err(Rejection::Invalid(
+            "the token's header has critical extensions (`crit`) the gateway does not know".into(),
+        ));
+    }
+    if let Some(typ) = raw.get("typ") {
+        let typ = typ.as_str().unwrap_or_default().to_ascii_lowercase();
+        if !matches!(typ.as_str(), "at+jwt" | "application/at+jwt" | "jwt") {
+            return Err(Rejection::Invalid(format!(
+                "the token's type `{typ}` is not an access token's"
+            )));
+        }
+    }
+    // The key is the issuer's, found by `kid`: never one the token carries.
+    for embedded in ["jwk", "jku", "x5u", "x5c"] {
+        if raw.contains_key(embedded) {
+            return Err(Rejection::Invalid(format!(
+                "the token names its own key (`{embedded}`): only the issuer's published keys are used"
+            )));
+        }
+    }
+    jsonwebtoken::decode_header(token)
+        .map_err(|e| Rejection::Invalid(format!("the token's header cannot be read ({e})")))
+}
+
+/// The issuer's key that signed a token with `header`: the one its `kid`
+/// names, or without a `kid` the only signing key for its algorithm.
+fn key_for<'a>(header: &Header, keys: &'a JwkSet) -> Result<&'a Jwk, Rejection> {
+    let usable = |k: &&Jwk| {
+        !matches!(k.algorithm, AlgorithmParameters::OctetKey(_))
+            && matches!(
+                k.common.public_key_use,
+                None | Some(PublicKeyUse::Signature)
+            )
+            && k.common
+                .key_algorithm
+                .is_none_or(|a| format!("{a:?}") == format!("{:?}", header.alg))
+    };
+    match &header.kid {
+        Some(kid) => {
+            let key = keys
+                .keys
+                .iter()
+                .find(|k| k.common.key_id.as_deref() == Some(kid.as_str()))
+                .ok_or_else(|| Rejection::UnknownKey(kid.clone()))?;
+            match usable(&key) {
+                true => Ok(key),
+                false => Err(Rejection::Invalid(format!(
+                    "the issuer's key `{kid}` is not for signing with {:?}",
+                    header.alg
+                ))),
+            }
+        }
+        None => {
+            let mut candidates = keys
+                .keys
+                .iter()
+                .filter(usable)
+                .filter(|k| family_of(k) == Some(header.alg.family()));
+            match (candidates.next(), candidates.next()) {
+                (Some(k), None) => Ok(k),
+                _ => Err(Rejection::Invalid(
+                    "the token names no key (`kid`) and the issuer has not exactly one for its algorithm".into(),
+                )),
+            }
+        }
+    }
+}
+
+/// The algorithm family a key serves.
+fn family_of(key: &Jwk) -> Option<jsonwebtoken::AlgorithmFamily> {
+    use jsonwebtoken::AlgorithmFamily as F;
+    match key.algorithm {
+        AlgorithmParameters::RSA(_) => Some(F::Rsa),
+        AlgorithmParameters::EllipticCurve(_) => Some(F::Ec),
+        AlgorithmParameters::OctetKeyPair(_) => Some(F::Ed),
+        _ => None,
+    }
+}
