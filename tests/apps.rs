@@ -143,6 +143,7 @@ fn app(name: &str, members: Vec<MemberConfig>) -> AppConfig {
         name: name.into(),
         path: None,
         upstreams: members,
+        auth: None,
     }
 }
 

@@ -899,6 +899,7 @@ async fn a_widgets_own_calls_through_an_app_endpoint() {
             mcp_ui_gateway::config::MemberConfig::Name("py".into()),
             mcp_ui_gateway::config::MemberConfig::Name("everything".into()),
         ],
+        auth: None,
     };
     let g = TestGateway::start_with(Config {
         upstreams: vec![py, everything],

@@ -191,6 +191,7 @@ async fn each_host_sees_the_widget_domain_in_its_form() {
                     prefix: Some("fx_".into()),
                 },
             ],
+            auth: None,
         }],
         ..gw::test_config()
     })

@@ -52,6 +52,7 @@ fn unreached(name: &str) -> Mount {
         tls: Default::default(),
         sessions: Default::default(),
         cache: Default::default(),
+        auth: None,
     }
 }
 

@@ -495,6 +495,7 @@ async fn the_probe_lists_a_streamable_http_server_with_a_session() {
         tls: Default::default(),
         sessions: Default::default(),
         cache: Default::default(),
+        auth: None,
     };
     let limits = Limits {
         request_timeout_secs: 10,

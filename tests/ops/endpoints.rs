@@ -75,6 +75,7 @@ async fn a_path_nothing_serves_is_answered_with_the_paths_served() {
                     prefix: Some("m_".into()),
                 },
             ],
+            auth: None,
         }],
         ..gw::test_config()
     })

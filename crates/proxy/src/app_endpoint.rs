@@ -49,11 +49,23 @@ use state::AppState;
 pub async fn serve(
     gw: &Arc<Gateway>,
     app: &Arc<AppState>,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
 ) -> Response<Body> {
+    if let Some(auth) = &app.config.auth
+        && req.method() != Method::OPTIONS
+        && let Err(refused) = crate::endpoint::admit(gw, auth, &app.config.path, &mut req).await
+    {
+        return *refused;
+    }
     match *req.method() {
         Method::POST => match post_body(gw, req).await {
-            Ok((parts, bytes)) => post::post(gw, app, &parts.headers, bytes).await,
+            Ok((parts, bytes)) => {
+                let caller = parts
+                    .extensions
+                    .get::<crate::identity::Caller>()
+                    .map(|c| c.digest);
+                post::post(gw, app, &parts.headers, caller, bytes).await
+            }
             Err(refused) => refused,
         },
         Method::GET if !accepts(req.headers(), "text/event-stream") => {
@@ -85,7 +97,7 @@ async fn delete(gw: &Arc<Gateway>, app: &AppState, headers: &HeaderMap) -> Respo
         Err(f) => return f.respond(None),
     };
     for i in 0..app.config.members.len() {
-        if let Some(m) = member::of(gw, app, headers, &session, i)
+        if let Some(m) = member::of(gw, app, headers, &session, i, None)
             && let Err(f) = m.end()
         {
             tracing::debug!(app = %app.config.name, member = %app.member_name(i), error = %f, "a member's session did not end");

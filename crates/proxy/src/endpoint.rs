@@ -27,8 +27,14 @@ use crate::reply::Body;
 pub async fn serve(
     gw: &Arc<Gateway>,
     mount: &MountState,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
 ) -> Response<Body> {
+    if let Some(auth) = &mount.config.auth
+        && req.method() != Method::OPTIONS
+        && let Err(refused) = admit(gw, auth, &mount.config.path, &mut req).await
+    {
+        return *refused;
+    }
     match *req.method() {
         Method::POST => post(gw, mount, req).await,
         Method::GET if !accepts(req.headers(), "text/event-stream") => {
@@ -51,6 +57,36 @@ pub async fn serve(
         }
         .respond(None),
     }
+}
+
+/// A request to an endpoint at `path` that requires `auth`: its caller
+/// verified and put in its extensions ([`crate::identity::Caller`]), its
+/// token taken out unless the upstream is to get it; or the answer that
+/// refuses it.
+pub(crate) async fn admit(
+    gw: &Gateway,
+    auth: &crate::config::Auth,
+    path: &str,
+    req: &mut Request<Incoming>,
+) -> Result<(), Box<Response<Body>>> {
+    let Some(base) = gw.auth.base(req.headers()) else {
+        return Err(Box::new(crate::reply::text(
+            http::StatusCode::BAD_REQUEST,
+            "no valid Host header\n",
+        )));
+    };
+    let resource = crate::auth::resource_url(&base, path);
+    let metadata = crate::auth::prm_url(&base, path);
+    let verified = gw
+        .identity
+        .admit(auth, req.headers(), &resource, &metadata)
+        .await?;
+    if !auth.forward_token {
+        req.headers_mut().remove(header::AUTHORIZATION);
+    }
+    req.extensions_mut()
+        .insert(crate::identity::Caller::new(verified));
+    Ok(())
 }
 
 async fn post(gw: &Arc<Gateway>, mount: &MountState, req: Request<Incoming>) -> Response<Body> {

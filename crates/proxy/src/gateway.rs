@@ -71,6 +71,8 @@ pub struct Gateway {
     pub buffers: Arc<Budget>,
     /// OAuth: upstream metadata locations and the rewritten documents.
     pub auth: AuthState,
+    /// The issuers of the endpoints that require a token (`[auth]`).
+    pub identity: crate::identity::Identity,
     /// Whether `/preview` is served (`Config::preview_enabled`).
     pub preview: bool,
     /// Request counters and latency histograms, served at `/metrics`.
@@ -140,6 +142,14 @@ impl Gateway {
         live: Arc<Live>,
     ) -> Result<Arc<Self>, ConfigError> {
         let Resolved { mounts, apps } = resolved;
+        let identity = crate::identity::Identity::new(
+            Duration::from_secs(config.limits.connect_timeout_secs),
+            mounts
+                .iter()
+                .filter_map(|m| m.auth.as_ref())
+                .chain(apps.iter().filter_map(|a| a.auth.as_ref())),
+        )
+        .map_err(|problems| ConfigError::Invalid { problems })?;
         let key = match &config.session_key {
             Some(hex) => SessionKey::from_hex(hex).map_err(|e| ConfigError::Invalid {
                 problems: vec![format!("session_key: {e}")],
@@ -201,6 +211,7 @@ impl Gateway {
             children: Children::new(limits.max_stdio_children),
             buffers: Budget::new(limits.max_buffered_bytes),
             auth: AuthState::new(config.public_url.clone(), config.tls_cert.is_some()),
+            identity,
             preview: config.preview_enabled(),
             metrics: Arc::new(metrics),
         }))

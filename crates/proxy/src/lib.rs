@@ -16,6 +16,9 @@
 //! - [`gateway`]: the shared state, composed from what each part owns.
 //! - [`auth`]: OAuth through the gateway: challenges rewritten to the
 //!   gateway's protected-resource metadata, which it serves per mount.
+//! - [`identity`]: the gateway as an OAuth 2.1 resource server (`[auth]`):
+//!   each request's bearer token checked against its issuer (the rules are
+//!   `mcp_ui_identity`'s).
 //! - [`metrics`], [`health`], [`preview`]: `/metrics`, `/readyz`, `/preview`;
 //!   [`assets`]: the widget files the gateway serves, `/assets/…`.
 //! - [`live`]: the overlay snapshot in force, swapped whole on reload;
@@ -28,6 +31,7 @@ pub mod auth;
 pub mod endpoint;
 pub mod gateway;
 pub mod health;
+pub mod identity;
 pub mod live;
 pub mod metrics;
 pub mod middleware;

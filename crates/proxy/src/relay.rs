@@ -74,6 +74,10 @@ pub async fn post(
     exchange.set_method(MethodId::of_body(&parsed));
     let resp = match Ctx::new(gw, mount, &parts.headers) {
         Ok(mut cx) => {
+            cx.caller = parts
+                .extensions
+                .get::<crate::identity::Caller>()
+                .map(|c| c.digest);
             if let jsonrpc::Body::Single(m) = &parsed {
                 cx.judge_host(m);
                 let http = matches!(mount.config.transport, Transport::Http { .. });

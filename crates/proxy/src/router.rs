@@ -150,6 +150,9 @@ async fn metadata(
 ) -> Response<Body> {
     match (mount, req.method()) {
         (Some(mount), &Method::GET | &Method::HEAD) => {
+            if let Some(required) = &mount.config.auth {
+                return auth::serve_own(&gw.auth, required, &mount.config.path, req.headers());
+            }
             let fetch = auth::Fetch {
                 client: &gw.client,
                 timeout: gw.request_timeout(),

@@ -9,12 +9,14 @@
 //! `problems` the wording of what is wrong where.
 
 pub mod app;
+pub mod auth;
 mod load;
 mod problems;
 mod schema;
 mod validate;
 
 pub use app::{App, AppConfig, Member, MemberConfig};
+pub use auth::{Auth, AuthConfig, AuthSetting, Introspection, IntrospectionConfig};
 pub use load::{ConfigError, Overrides, load};
 pub use schema::{AuthChallenge, Config, Limits, SessionMode, Telemetry, UpstreamConfig};
 pub use validate::{ConversationKey, Mount, Resolved, Sessions, StdioCommand, Transport};

@@ -12,7 +12,7 @@ use crate::app_endpoint::state::AppState;
 use crate::gateway::Gateway;
 use crate::outcome::Failure;
 use crate::relay::context::SESSION_HEADER;
-use crate::relay::member::Member;
+use crate::relay::member::{Member, Seat};
 use crate::session::app::AppSession;
 
 /// The session with member `i` of `app`, for a client of app session
@@ -24,18 +24,23 @@ pub fn of<'a>(
     headers: &'a HeaderMap,
     session: &AppSession,
     i: usize,
+    caller: Option<u64>,
 ) -> Option<Member<'a>> {
     if session.failed.get(i).copied().unwrap_or(true) {
         return None;
     }
     let mount = gw.mounts.get(app.config.members.get(i)?.mount)?;
+    let seat = Seat {
+        client: session.client,
+        hello: session.hello.clone(),
+        host: session.host,
+        caller,
+    };
     Some(Member::new(
         gw,
         mount,
         headers,
-        session.client,
-        session.hello.clone(),
-        session.host,
+        seat,
         app.claude_domain.clone(),
     ))
 }

@@ -38,6 +38,9 @@ pub async fn metadata(
             return r;
         }
     }
+    if let Some(required) = &app.config.auth {
+        return auth::serve_own(&gw.auth, required, &app.config.path, headers);
+    }
     let mut members = Vec::new();
     for m in &app.config.members {
         if let Some(s) = gw.mounts.get(m.mount) {

@@ -36,6 +36,7 @@ pub async fn post(
     gw: &Arc<Gateway>,
     app: &AppState,
     headers: &HeaderMap,
+    caller: Option<u64>,
     body: Bytes,
 ) -> Response<Body> {
     let message = match jsonrpc::classify(&body) {
@@ -82,7 +83,7 @@ pub async fn post(
             .get(http::header::USER_AGENT)
             .and_then(|v| v.to_str().ok());
         let host = crate::host::detect(None, Some("initialize"), message.params, agent);
-        return initialize(gw, app, headers, body, id, hello, host).await;
+        return initialize(gw, app, (headers, caller), body, id, hello, host).await;
     }
     // A session's requests waiting upstream are bounded, as on a mount.
     let _in_flight = match headers.get(SESSION_HEADER) {
@@ -106,6 +107,7 @@ pub async fn post(
         session,
         id,
         revision: declared.map(|caps| context::AppRevision::of(caps, &params)),
+        caller,
     };
     match kind {
         MessageKind::Notification => {

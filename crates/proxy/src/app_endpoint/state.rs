@@ -136,6 +136,7 @@ mod tests {
                 prefix: String::new(),
             }],
             auth_challenge: "http",
+            auth: None,
         });
         let t0 = Instant::now();
         assert!(app.learn_turn(Kind::Tools, t0));

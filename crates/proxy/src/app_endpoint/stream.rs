@@ -36,7 +36,7 @@ pub async fn get(
     };
     let mut boxes = Vec::new();
     for i in 0..app.config.members.len() {
-        let Some(m) = member::of(gw, app, headers, &session, i) else {
+        let Some(m) = member::of(gw, app, headers, &session, i, None) else {
             continue;
         };
         match m.mailbox() {

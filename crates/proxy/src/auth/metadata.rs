@@ -24,6 +24,21 @@ const PRM_MAX_BYTES: usize = 256 * 1024;
 /// `resource` set to the mount's public URL, everything else unchanged.
 /// Without `public_url` that URL follows the request's `Host`, and the
 /// answer says so (`Vary: Host`).
+/// The metadata of an endpoint at `path` whose tokens the gateway checks
+/// itself (`[auth]`): its resource URL and the configured issuer.
+pub(crate) fn serve_own(
+    auth: &AuthState,
+    required: &crate::config::Auth,
+    path: &str,
+    headers: &HeaderMap,
+) -> Response<Body> {
+    let Some(base) = auth.base(headers) else {
+        return reply::text(StatusCode::BAD_REQUEST, "no valid Host header\n");
+    };
+    let resource = resource_url(&base, path);
+    document(auth, crate::identity::metadata(required, &resource))
+}
+
 pub(crate) async fn serve_prm(
     auth: &AuthState,
     mount: usize,
@@ -52,7 +67,7 @@ pub(crate) async fn serve_prm(
 }
 
 /// The answer carrying a metadata document (already naming its resource).
-pub(super) fn document(auth: &AuthState, doc: Bytes) -> Response<Body> {
+pub(crate) fn document(auth: &AuthState, doc: Bytes) -> Response<Body> {
     let mut r = reply::json(StatusCode::OK, doc);
     let h = r.headers_mut();
     h.insert(

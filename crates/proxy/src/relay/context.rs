@@ -47,6 +47,10 @@ pub struct Ctx<'a> {
     /// The client capabilities a request of the 2026-07-28 revision
     /// declares in its `_meta` (`None` for a request of the handshake era).
     pub declared: Option<crate::protocol::Caps>,
+    /// The caller the gateway verified (`[auth]`), as a digest of its
+    /// issuer and subject: what its conversations and held sessions are
+    /// keyed by.
+    pub caller: Option<u64>,
 }
 
 /// The headers of a 2026-07-28 request, as its body says them: hosts send
@@ -133,6 +137,7 @@ impl<'a> Ctx<'a> {
             envelope: None,
             app_claude_domain: None,
             declared: None,
+            caller: None,
         })
     }
 

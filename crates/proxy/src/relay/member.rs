@@ -26,26 +26,43 @@ use crate::metrics::MethodId;
 use crate::outcome::Failure;
 use crate::session::Hello;
 
+/// Who holds a member's session.
+#[derive(Debug, Clone, Default)]
+pub struct Seat {
+    /// The app session's client (`None`: a client without a session).
+    pub client: Option<u64>,
+    /// What the client said at `initialize`.
+    pub hello: Option<Hello>,
+    /// The host the client is.
+    pub host: Option<HostKind>,
+    /// The caller the gateway verified (`[auth]`), as [`Ctx::caller`].
+    pub caller: Option<u64>,
+}
+
 /// One client session of a mount, as an app endpoint holds it.
 pub struct Member<'a> {
     cx: Ctx<'a>,
 }
 
 impl<'a> Member<'a> {
-    /// Session `client` of `mount` (`None`: a client without a session),
-    /// for a client that said `hello` at `initialize` (`host` the host it
-    /// is), its request carrying `headers` (its credentials and revision),
-    /// connected to an endpoint whose Claude widget domain is
-    /// `claude_domain` (an app's, not the mount's own).
+    /// A session of `mount` held by `seat` (its client, what it said at
+    /// `initialize`, its host and verified caller), its request carrying
+    /// `headers` (its credentials and revision), connected to an endpoint
+    /// whose Claude widget domain is `claude_domain` (an app's, not the
+    /// mount's own).
     pub fn new(
         gw: &'a Arc<Gateway>,
         mount: &'a MountState,
         headers: &'a HeaderMap,
-        client: Option<u64>,
-        hello: Option<Hello>,
-        host: Option<HostKind>,
+        seat: Seat,
         claude_domain: Option<Arc<str>>,
     ) -> Member<'a> {
+        let Seat {
+            client,
+            hello,
+            host,
+            caller,
+        } = seat;
         let session = client.map_or(SessionRef::None, |client| SessionRef::Pooled { client });
         Member {
             cx: Ctx {
@@ -60,6 +77,7 @@ impl<'a> Member<'a> {
                 envelope: None,
                 app_claude_domain: claude_domain,
                 declared: None,
+                caller,
             },
         }
     }

@@ -22,6 +22,10 @@ pub struct AppConfig {
     /// The upstreams it combines, by name, in the order their tools are
     /// listed.
     pub upstreams: Vec<MemberConfig>,
+    /// What callers need to reach the app: `false` for anyone, a table
+    /// overriding `[auth]`'s settings. Default: `[auth]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<super::auth::AuthSetting>,
 }
 
 /// A member: an upstream's name, or a table naming it with a prefix.
@@ -65,6 +69,8 @@ pub struct App {
     /// `auth_challenge` its streamable HTTP members share, as written
     /// (`"http"` or `"in-band"`; see [`auth_rule`]).
     pub auth_challenge: &'static str,
+    /// What its callers need (`None`: anyone may call).
+    pub auth: Option<super::auth::Auth>,
 }
 
 /// A validated member of an app.
@@ -212,6 +218,7 @@ pub fn resolve(
             path,
             members,
             auth_challenge,
+            auth: None,
         });
     }
     if problems.is_empty() {
@@ -383,6 +390,7 @@ mod tests {
             name: "time".into(),
             path: None,
             upstreams: vec![MemberConfig::Name("notes".into())],
+            auth: None,
         });
         let ConfigError::Invalid { problems } = c.resolve().unwrap_err() else {
             panic!()

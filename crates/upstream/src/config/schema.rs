@@ -66,6 +66,11 @@ pub struct Config {
     /// Endpoints combining several upstreams (`[[app]]`, see [`app`](super::app)).
     #[serde(rename = "app", skip_serializing_if = "Vec::is_empty")]
     pub apps: Vec<AppConfig>,
+    /// The gateway as an OAuth 2.1 resource server for every mount and app
+    /// (each may override it or opt out; see [`auth`](super::auth)). Unset:
+    /// no token is asked for, and a client's is passed to its upstream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<super::auth::AuthConfig>,
 }
 
 impl Default for Config {
@@ -86,6 +91,7 @@ impl Default for Config {
             telemetry: Telemetry::default(),
             upstreams: Vec::new(),
             apps: Vec::new(),
+            auth: None,
         }
     }
 }
@@ -315,6 +321,10 @@ pub struct UpstreamConfig {
     /// depend on the credentials the gateway forwards) or `"public"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<mcp_ui_wire::protocol::CacheScope>,
+    /// What callers need to reach this upstream: `false` for anyone, a
+    /// table overriding `[auth]`'s settings. Default: `[auth]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<super::auth::AuthSetting>,
 }
 
 /// See [`UpstreamConfig::sessions`].

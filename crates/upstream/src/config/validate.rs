@@ -89,6 +89,8 @@ pub struct Mount {
     /// The freshness announced to clients of the 2026-07-28 revision for
     /// the listings and reads the upstream gives none of.
     pub cache: Hints,
+    /// What its callers need (`None`: anyone may call).
+    pub auth: Option<super::auth::Auth>,
 }
 
 /// The configuration with every rule checked, once: the mount each
@@ -106,13 +108,36 @@ impl Config {
         let mut problems = Vec::new();
         self.check_settings(&mut problems);
         check_limits(&self.limits, &mut problems);
-        let mounts = resolve_mounts(&self.upstreams, &mut problems);
-        let apps = app::resolve(&self.apps, &mount_refs(&mounts), is_reserved_path).unwrap_or_else(
-            |errs| {
+        let mut mounts = resolve_mounts(&self.upstreams, &mut problems);
+        let mut apps = app::resolve(&self.apps, &mount_refs(&mounts), is_reserved_path)
+            .unwrap_or_else(|errs| {
                 problems.extend(errs);
                 Vec::new()
-            },
-        );
+            });
+        let env = |var: &str| std::env::var(var).ok();
+        let top = self.auth.as_ref();
+        for (i, up) in self.upstreams.iter().enumerate() {
+            let at = format!("upstream[{i}].");
+            match super::auth::resolve(top, up.auth.as_ref(), &at, &env) {
+                Ok(auth) => {
+                    if let Some(m) = mounts.iter_mut().find(|m| m.name == up.name) {
+                        m.auth = auth;
+                    }
+                }
+                Err(errs) => problems.extend(errs),
+            }
+        }
+        for (i, a) in self.apps.iter().enumerate() {
+            let at = format!("app[{i}].");
+            match super::auth::resolve(top, a.auth.as_ref(), &at, &env) {
+                Ok(auth) => {
+                    if let Some(app) = apps.iter_mut().find(|x| x.name == a.name) {
+                        app.auth = auth;
+                    }
+                }
+                Err(errs) => problems.extend(errs),
+            }
+        }
         if problems.is_empty() {
             Ok(Resolved { mounts, apps })
         } else {
@@ -337,6 +362,8 @@ fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {
             tls,
             sessions,
             cache,
+            // Resolved with the top-level `[auth]`, once every mount is.
+            auth: None,
         }),
         _ => Err(errs),
     }

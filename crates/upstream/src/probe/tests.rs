@@ -30,6 +30,7 @@ fn sh(name: &str, script: &str) -> Mount {
         tls: Default::default(),
         sessions: Default::default(),
         cache: Default::default(),
+        auth: None,
     }
 }
 
@@ -117,6 +118,7 @@ async fn an_http_refusal_is_named() {
         tls: Default::default(),
         sessions: Default::default(),
         cache: Default::default(),
+        auth: None,
     };
     let err = list_tools(&mount, &limits(5))
         .await
@@ -149,6 +151,7 @@ async fn an_upstream_that_wants_a_token_is_told_apart() {
         tls: Default::default(),
         sessions: Default::default(),
         cache: Default::default(),
+        auth: None,
     };
     let err = list_tools(&mount, &limits(5)).await.unwrap_err();
     assert!(err.requires_authorization(), "{err}");
@@ -200,6 +203,7 @@ async fn a_trickling_http_body_times_out() {
         tls: Default::default(),
         sessions: Default::default(),
         cache: Default::default(),
+        auth: None,
     };
     let started = std::time::Instant::now();
     let err = list_tools(&mount, &limits(1))

@@ -26,6 +26,15 @@ pub struct UpstreamTls {
 }
 
 impl UpstreamTls {
+    /// Trusting the authorities of `ca_file` only, with no client
+    /// certificate and the URL's host as the name.
+    pub fn trusting(ca_file: std::path::PathBuf) -> UpstreamTls {
+        UpstreamTls {
+            ca_file: Some(ca_file),
+            ..UpstreamTls::default()
+        }
+    }
+
     /// Whether anything differs from the defaults (system roots, no client
     /// certificate, the URL's host).
     pub(crate) fn is_default(&self) -> bool {

@@ -27,6 +27,8 @@ pub(super) struct Exchange<'a> {
     pub(super) id: Value,
     /// A request of the 2026-07-28 revision: what answering it needs.
     pub(super) revision: Option<AppRevision>,
+    /// The caller the gateway verified, as [`crate::relay::context::Ctx::caller`].
+    pub(super) caller: Option<u64>,
 }
 
 /// A request of the revision, as the app holds it while answering.
@@ -52,7 +54,7 @@ impl AppRevision {
 impl<'a> Exchange<'a> {
     /// The session with member `i`, or why there is none.
     pub(super) fn member(&self, i: usize) -> Result<Member<'a>, String> {
-        member::of(self.gw, self.app, self.headers, &self.session, i).ok_or_else(|| {
+        member::of(self.gw, self.app, self.headers, &self.session, i, self.caller).ok_or_else(|| {
             format!(
                 "app `{}`: member `{}` is not available in this session (it could not be initialized when the session began; initialize again to retry)",
                 self.app.config.name,

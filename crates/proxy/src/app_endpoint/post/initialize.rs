@@ -26,7 +26,7 @@ use crate::session::app::AppSession;
 pub(super) async fn initialize(
     gw: &Arc<Gateway>,
     app: &AppState,
-    headers: &HeaderMap,
+    (headers, caller): (&HeaderMap, Option<u64>),
     body: Bytes,
     id: Value,
     hello: Hello,
@@ -42,7 +42,7 @@ pub(super) async fn initialize(
     };
     let bound = gw.app_member_timeout();
     let asks = (0..app.config.members.len()).map(|i| {
-        let member = member::of(gw, app, headers, &session, i);
+        let member = member::of(gw, app, headers, &session, i, caller);
         let body = &body;
         async move {
             match member {

@@ -93,7 +93,7 @@ impl<'a> Exchange<'a> {
         i: usize,
         headers: &'h HeaderMap,
     ) -> Result<Member<'h>, String> {
-        member::of(self.gw, self.app, headers, &self.session, i)
+        member::of(self.gw, self.app, headers, &self.session, i, self.caller)
             .ok_or_else(|| format!("member `{}` is not available", self.app.member_name(i)))
     }
 

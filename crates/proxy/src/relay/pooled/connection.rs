@@ -30,7 +30,14 @@ pub fn creds(cx: &Ctx<'_>) -> u64 {
 /// bound to, on every transport, so that naming another caller's
 /// conversation reaches a connection of one's own.
 fn caller(cx: &Ctx<'_>) -> u64 {
+    let verified = cx.caller.map(u64::to_le_bytes);
     let mut parts: Vec<&[u8]> = Vec::new();
+    // The subject the gateway verified, and whatever credentials still go
+    // upstream with its requests.
+    if let Some(v) = &verified {
+        parts.push(b"caller");
+        parts.push(v.as_slice());
+    }
     for name in
         std::iter::once(&http::header::AUTHORIZATION).chain(&cx.mount.config.forward_headers)
     {

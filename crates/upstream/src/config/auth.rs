@@ -1,0 +1,381 @@
+//! `[auth]`: the gateway as an OAuth 2.1 resource server for servers that
+//! have none. Set at the top level for every mount and app, and per
+//! `[[upstream]]` or `[[app]]` (`auth = { … }` overriding what it sets,
+//! `auth = false` for a public endpoint):
+//!
+//! ```toml
+//! [auth]
+//! issuer = "https://login.example.com/"   # discovered: OpenID Connect, else RFC 8414
+//! scopes = ["mcp"]                          # every request needs them
+//! ```
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// `[auth]` as written (at the top level, or a mount's or app's table).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The authorization server whose tokens are accepted, as its metadata
+    /// names itself (`https://`, or `http://` on a loopback address).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// The audience tokens must name. Default: the endpoint's resource URL
+    /// (`public_url` and its path, RFC 8707), which is what clients ask for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    /// Signature algorithms accepted. Default: RS256, RS384, RS512, PS256,
+    /// PS384, PS512, ES256, ES384, EdDSA. `none` and the HMAC ones are
+    /// refused: a key set is public.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithms: Option<Vec<String>>,
+    /// Clock skew tolerated on a token's times. Default 60.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_skew_secs: Option<u64>,
+    /// Scopes every request needs (and that the endpoint's metadata and
+    /// challenges ask for). Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// Opaque tokens are checked by the issuer's RFC 7662 introspection
+    /// endpoint, with this client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub introspection: Option<IntrospectionConfig>,
+    /// Pass the client's token on to the upstream. Default false: a token
+    /// is for the gateway's audience, and an upstream that is no resource of
+    /// that audience must not get it (no token passthrough).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_token: Option<bool>,
+    /// A PEM bundle of the certificate authorities to trust for the issuer
+    /// instead of the system's roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+}
+
+/// The client the gateway introspects opaque tokens with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntrospectionConfig {
+    pub client_id: String,
+    /// The secret, written here (prefer `client_secret_env`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// The environment variable holding the secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret_env: Option<String>,
+    /// The endpoint. Default: the issuer metadata's `introspection_endpoint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+}
+
+/// A mount's or app's `auth`: `false` (public), or a table over `[auth]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AuthSetting {
+    /// `auth = false`: anyone may call; `auth = true`: as `[auth]` says.
+    Enabled(bool),
+    /// What it sets overrides `[auth]`.
+    Table(Box<AuthConfig>),
+}
+
+/// What an endpoint requires of its callers, every rule checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Auth {
+    pub issuer: String,
+    /// `None`: the endpoint's resource URL.
+    pub audience: Option<String>,
+    /// The accepted algorithms' names (`RS256`, …; none symmetric).
+    pub algorithms: Vec<String>,
+    pub leeway_secs: u64,
+    pub scopes: Vec<String>,
+    pub introspection: Option<Introspection>,
+    pub forward_token: bool,
+    pub ca_file: Option<PathBuf>,
+}
+
+/// The introspection client, its secret read.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Introspection {
+    pub client_id: String,
+    pub client_secret: String,
+    pub endpoint: Option<String>,
+}
+
+impl std::fmt::Debug for Introspection {
+    // The secret is never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Introspection")
+            .field("client_id", &self.client_id)
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The algorithms accepted when none are named.
+pub const DEFAULT_ALGORITHMS: [&str; 9] = [
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA",
+];
+
+/// What `own` (a mount's or app's `auth`, at `at`) and the top-level
+/// `[auth]` make of an endpoint's auth: `None` for a public one. Every
+/// problem names its field.
+pub fn resolve(
+    top: Option<&AuthConfig>,
+    own: Option<&AuthSetting>,
+    at: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Auth>, Vec<String>> {
+    let merged = match (top, own) {
+        (_, Some(AuthSetting::Enabled(false))) | (None, None) => return Ok(None),
+        (None, Some(AuthSetting::Enabled(true))) => {
+            return Err(vec![format!(
+                "{at}auth: `true` needs an [auth] table with an issuer"
+            )]);
+        }
+        (Some(top), None | Some(AuthSetting::Enabled(true))) => top.clone(),
+        (top, Some(AuthSetting::Table(own))) => over(top.cloned().unwrap_or_default(), own),
+    };
+    let field = |name: &str| format!("{at}auth.{name}");
+    let mut problems = Vec::new();
+    let issuer = match merged.issuer.as_deref() {
+        None => {
+            problems.push(format!(
+                "{}: missing (the authorization server whose tokens are accepted)",
+                field("issuer")
+            ));
+            String::new()
+        }
+        Some(i) => {
+            if let Err(why) = issuer_url(i) {
+                problems.push(format!("{}: \"{i}\" {why}", field("issuer")));
+            }
+            i.to_owned()
+        }
+    };
+    let algorithms = merged
+        .algorithms
+        .unwrap_or_else(|| DEFAULT_ALGORITHMS.iter().map(|a| (*a).to_owned()).collect());
+    if algorithms.is_empty() {
+        problems.push(format!("{}: empty; name at least one", field("algorithms")));
+    }
+    for a in &algorithms {
+        if a.eq_ignore_ascii_case("none") || a.to_ascii_uppercase().starts_with("HS") {
+            problems.push(format!(
+                "{}: \"{a}\" is refused: a token must be signed with the issuer's private key (the key set is public)",
+                field("algorithms")
+            ));
+        } else if !DEFAULT_ALGORITHMS.contains(&a.as_str()) {
+            problems.push(format!(
+                "{}: \"{a}\" is not one of {}",
+                field("algorithms"),
+                DEFAULT_ALGORITHMS.join(", ")
+            ));
+        }
+    }
+    let scopes = merged.scopes.unwrap_or_default();
+    for s in &scopes {
+        let ok = !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\');
+        if !ok {
+            problems.push(format!(
+                "{}: \"{s}\" is not a scope (printable ASCII without spaces, quotes or backslashes)",
+                field("scopes")
+            ));
+        }
+    }
+    if let Some(aud) = &merged.audience
+        && aud.is_empty()
+    {
+        problems.push(format!("{}: empty", field("audience")));
+    }
+    let introspection = match merged.introspection {
+        None => None,
+        Some(c) => {
+            let secret = match (&c.client_secret, &c.client_secret_env) {
+                (Some(s), None) => Some(s.clone()),
+                (None, Some(var)) => {
+                    let read = env(var);
+                    if read.is_none() {
+                        problems.push(format!(
+                            "{}: the environment variable {var} is not set",
+                            field("introspection.client_secret_env")
+                        ));
+                    }
+                    read
+                }
+                (Some(_), Some(_)) => {
+                    problems.push(format!(
+                        "{}: set client_secret or client_secret_env, not both",
+                        field("introspection")
+                    ));
+                    None
+                }
+                (None, None) => {
+                    problems.push(format!(
+                        "{}: missing (or client_secret_env)",
+                        field("introspection.client_secret")
+                    ));
+                    None
+                }
+            };
+            if c.client_id.is_empty() {
+                problems.push(format!("{}: empty", field("introspection.client_id")));
+            }
+            if let Some(e) = &c.endpoint
+                && let Err(why) = issuer_url(e)
+            {
+                problems.push(format!(
+                    "{}: \"{e}\" {why}",
+                    field("introspection.endpoint")
+                ));
+            }
+            secret.map(|client_secret| Introspection {
+                client_id: c.client_id,
+                client_secret,
+                endpoint: c.endpoint,
+            })
+        }
+    };
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(Some(Auth {
+        issuer,
+        audience: merged.audience,
+        algorithms,
+        leeway_secs: merged.clock_skew_secs.unwrap_or(60),
+        scopes,
+        introspection,
+        forward_token: merged.forward_token.unwrap_or(false),
+        ca_file: merged.ca_file,
+    }))
+}
+
+/// `own`'s settings over `top`'s.
+fn over(top: AuthConfig, own: &AuthConfig) -> AuthConfig {
+    let own = own.clone();
+    AuthConfig {
+        issuer: own.issuer.or(top.issuer),
+        audience: own.audience.or(top.audience),
+        algorithms: own.algorithms.or(top.algorithms),
+        clock_skew_secs: own.clock_skew_secs.or(top.clock_skew_secs),
+        scopes: own.scopes.or(top.scopes),
+        introspection: own.introspection.or(top.introspection),
+        forward_token: own.forward_token.or(top.forward_token),
+        ca_file: own.ca_file.or(top.ca_file),
+    }
+}
+
+/// Whether `url` may name an authorization server: `https://`, or
+/// `http://` on a loopback address (OAuth 2.1 §1.5); no query or fragment.
+pub fn issuer_url(url: &str) -> Result<(), &'static str> {
+    let uri: http::Uri = url.parse().map_err(|_| "is not a URL")?;
+    let host = uri.host().ok_or("has no host")?;
+    if uri.query().is_some() || url.contains('#') {
+        return Err("must have no query or fragment");
+    }
+    match uri.scheme_str() {
+        Some("https") => Ok(()),
+        Some("http") if is_loopback(host) => Ok(()),
+        _ => Err("must be https:// (http:// only on a loopback address)"),
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn top() -> AuthConfig {
+        AuthConfig {
+            issuer: Some("https://login.example.com".into()),
+            scopes: Some(vec!["mcp".into()]),
+            ..AuthConfig::default()
+        }
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn endpoints_inherit_override_or_opt_out() {
+        let t = top();
+        let inherited = resolve(Some(&t), None, "upstream[0].", &no_env)
+            .unwrap()
+            .unwrap();
+        assert_eq!(inherited.issuer, "https://login.example.com");
+        assert_eq!(inherited.scopes, ["mcp"]);
+        assert_eq!(inherited.algorithms.len(), 9);
+        assert_eq!(
+            (inherited.leeway_secs, inherited.forward_token),
+            (60, false)
+        );
+        let off = AuthSetting::Enabled(false);
+        assert_eq!(resolve(Some(&t), Some(&off), "", &no_env), Ok(None));
+        assert_eq!(resolve(None, None, "", &no_env), Ok(None));
+        let own = AuthSetting::Table(Box::new(AuthConfig {
+            scopes: Some(vec!["notes:read".into()]),
+            ..AuthConfig::default()
+        }));
+        let mine = resolve(Some(&t), Some(&own), "", &no_env).unwrap().unwrap();
+        assert_eq!(
+            (mine.issuer.as_str(), mine.scopes.as_slice()),
+            ("https://login.example.com", &["notes:read".to_owned()][..])
+        );
+    }
+
+    #[test]
+    fn every_problem_names_its_field() {
+        let bad = AuthSetting::Table(Box::new(AuthConfig {
+            issuer: Some("http://login.example.com".into()),
+            algorithms: Some(vec!["HS256".into(), "none".into(), "RS1".into()]),
+            scopes: Some(vec!["two words".into()]),
+            introspection: Some(IntrospectionConfig {
+                client_id: "gw".into(),
+                client_secret_env: Some("GW_SECRET".into()),
+                ..IntrospectionConfig::default()
+            }),
+            ..AuthConfig::default()
+        }));
+        let problems = resolve(None, Some(&bad), "upstream[1].", &no_env).unwrap_err();
+        let text = problems.join("\n");
+        for expected in [
+            "upstream[1].auth.issuer: \"http://login.example.com\" must be https://",
+            "upstream[1].auth.algorithms: \"HS256\" is refused",
+            "upstream[1].auth.algorithms: \"none\" is refused",
+            "upstream[1].auth.algorithms: \"RS1\" is not one of",
+            "upstream[1].auth.scopes: \"two words\" is not a scope",
+            "upstream[1].auth.introspection.client_secret_env: the environment variable GW_SECRET is not set",
+        ] {
+            assert!(text.contains(expected), "{expected} in {text}");
+        }
+        let missing = resolve(None, Some(&AuthSetting::Enabled(true)), "app[0].", &no_env);
+        assert!(missing.unwrap_err()[0].contains("app[0].auth: `true` needs an [auth] table"));
+        // A loopback issuer may be http; a secret from the environment is read.
+        let local = AuthSetting::Table(Box::new(AuthConfig {
+            issuer: Some("http://127.0.0.1:9000".into()),
+            introspection: Some(IntrospectionConfig {
+                client_id: "gw".into(),
+                client_secret_env: Some("GW_SECRET".into()),
+                ..IntrospectionConfig::default()
+            }),
+            ..AuthConfig::default()
+        }));
+        let env = |v: &str| (v == "GW_SECRET").then(|| "s3cret".to_owned());
+        let ok = resolve(None, Some(&local), "", &env).unwrap().unwrap();
+        assert_eq!(ok.introspection.as_ref().unwrap().client_secret, "s3cret");
+        assert!(
+            !format!("{ok:?}").contains("s3cret"),
+            "the secret is never printed"
+        );
+    }
+}
