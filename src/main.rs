@@ -212,16 +212,18 @@ async fn serve(args: ServeArgs) -> ExitCode {
         let m = &m.config;
         let what = cli::describe_transport(m);
         say!(
-            "MCP endpoint: {scheme}://{addr}{} -> upstream '{}' ({what})",
+            "MCP endpoint: {scheme}://{addr}{} -> upstream '{}' ({what}){}",
             m.path,
-            m.name
+            m.name,
+            cli::describe_auth(m.auth.as_ref(), config.auth.is_some())
         );
     }
     for app in &gateway.apps {
         say!(
-            "App endpoint: {scheme}://{addr}{} -> {}",
+            "App endpoint: {scheme}://{addr}{} -> {}{}",
             app.config.path,
-            app.config.upstream_names().join(", ")
+            app.config.upstream_names().join(", "),
+            cli::describe_auth(app.config.auth.as_ref(), config.auth.is_some())
         );
     }
     if gateway.preview {

@@ -42,6 +42,22 @@ pub fn describe_transport(mount: &Mount) -> String {
     }
 }
 
+/// What an endpoint requires of its callers, for the `serve` banner: empty
+/// where no `[auth]` is configured anywhere, else "; requires a token of
+/// ISSUER (scopes …)" or "; public (auth = false)".
+pub fn describe_auth(auth: Option<&crate::config::Auth>, configured: bool) -> String {
+    match auth {
+        Some(a) if a.scopes.is_empty() => format!("; requires a token of {}", a.issuer),
+        Some(a) => format!(
+            "; requires a token of {} with scope {}",
+            a.issuer,
+            a.scopes.join(" ")
+        ),
+        None if configured => "; public (auth = false)".to_owned(),
+        None => String::new(),
+    }
+}
+
 /// Why `serve` cannot listen on `addr`, in words, with what to do: the
 /// address is set by `--listen`, `listen` in the configuration or
 /// `MCP_UI_GATEWAY_LISTEN`.
