@@ -256,3 +256,71 @@ fn session_modes_default_by_kind_and_are_checked() {
     let parsed: Result<Config, _> = toml::from_str(toml);
     assert!(parsed.is_err(), "an unknown mode is refused");
 }
+
+/// `[auth]` as a file writes it: inherited, overridden, turned off; and an
+/// app that would let a member's tools past the member's own check refused.
+#[test]
+fn resource_server_settings_from_a_file() {
+    let read = |text: &str| -> Config {
+        figment::Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::string(text))
+            .extract()
+            .unwrap()
+    };
+    let c = read(
+        r#"
+[auth]
+issuer = "https://login.example.com"
+scopes = ["mcp"]
+
+[[upstream]]
+name = "notes"
+command = "notes-server"
+auth = { scopes = ["mcp", "notes:write"] }
+
+[[upstream]]
+name = "status"
+command = "status-server"
+auth = false
+
+[[app]]
+name = "suite"
+upstreams = ["status"]
+"#,
+    );
+    let r = c.resolve().unwrap();
+    let scopes = |i: usize| r.mounts[i].auth.as_ref().map(|a| a.scopes.clone());
+    assert_eq!(scopes(0), Some(vec!["mcp".into(), "notes:write".into()]));
+    assert_eq!(scopes(1), None, "auth = false");
+    assert_eq!(r.apps[0].auth.as_ref().unwrap().scopes, ["mcp"]);
+    // An app over the notes member must require its scopes too.
+    for (app, why) in [
+        ("auth = false", "the app asks for no token"),
+        ("", "the app does not require the scopes notes:write"),
+        (
+            "auth = { issuer = \"https://other.example.com\", scopes = [\"mcp\", \"notes:write\"] }",
+            "the app accepts tokens of https://other.example.com instead",
+        ),
+    ] {
+        let c = read(&format!(
+            "[auth]\nissuer = \"https://login.example.com\"\nscopes = [\"mcp\"]\n\
+             [[upstream]]\nname = \"notes\"\ncommand = \"n\"\nauth = {{ scopes = [\"mcp\", \"notes:write\"] }}\n\
+             [[app]]\nname = \"suite\"\nupstreams = [\"notes\"]\n{app}\n"
+        ));
+        let ConfigError::Invalid { problems } = c.resolve().unwrap_err() else {
+            panic!()
+        };
+        let text = problems.join("\n");
+        assert!(
+            text.contains("app[0].upstreams[0]: member \"notes\" requires a token of https://login.example.com with scopes mcp notes:write")
+                && text.contains(why),
+            "{app}: {text}"
+        );
+    }
+    let fine = read(
+        "[auth]\nissuer = \"https://login.example.com\"\n\
+         [[upstream]]\nname = \"notes\"\ncommand = \"n\"\nauth = { scopes = [\"notes:write\"] }\n\
+         [[app]]\nname = \"suite\"\nupstreams = [\"notes\"]\nauth = { scopes = [\"notes:write\", \"more\"] }\n",
+    );
+    assert!(fine.resolve().is_ok());
+}

@@ -133,6 +133,7 @@ impl Config {
                 Ok(auth) => {
                     if let Some(app) = apps.iter_mut().find(|x| x.name == a.name) {
                         app.auth = auth;
+                        problems.extend(super::auth::app_covers_members(app, &mounts, &at));
                     }
                 }
                 Err(errs) => problems.extend(errs),
