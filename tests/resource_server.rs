@@ -1073,3 +1073,142 @@ async fn conversations_are_keyed_by_the_verified_subject() {
         t0.elapsed().as_secs_f64()
     );
 }
+
+/// A sessionless `tools/call` of `tool` at `url`, with the token `token` (if any).
+async fn call_with(
+    url: &str,
+    token: Option<&str>,
+    id: u64,
+    tool: &str,
+    arguments: Value,
+) -> Answer {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("mcp-protocol-version", VERSION)];
+    if let Some(a) = &auth {
+        headers.push(("authorization", a));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments}});
+    post_json(url, &headers, body.to_string()).await
+}
+
+/// ChatGPT's mixed auth with `anonymous = true`: without a token, `initialize`, the
+/// listings and the tools whose overlay lists `noauth` answer, and anything else is
+/// challenged (401, or with `auth_challenge = "in-band"` the tool result carrying
+/// `_meta["mcp/www_authenticate"]`); with a token, a tool's `oauth2` scopes are checked
+/// at every call (403 `insufficient_scope` naming them). The metadata's
+/// `scopes_supported` names the scopes the overlays declare.
+#[tokio::test]
+async fn mixed_auth_from_the_overlays() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let idp = Idp::start(&peers).await;
+    let overlays = tempfile::tempdir().unwrap();
+    let schemes = r#"
+[tools.echo]
+security_schemes = [{ type = "noauth" }, { type = "oauth2", scopes = ["tools:call"] }]
+
+[tools.progress]
+security_schemes = [{ type = "oauth2", scopes = ["admin"] }]
+"#;
+    for mount in ["mixed", "inband"] {
+        std::fs::write(overlays.path().join(format!("{mount}.toml")), schemes).unwrap();
+    }
+    let mut inband = fixture("inband", "/inband/mcp");
+    inband.auth_challenge = mcp_ui_gateway::config::AuthChallenge::InBand;
+    let mut config = Config {
+        upstreams: vec![fixture("mixed", "/mixed/mcp"), inband],
+        overlays: overlays.path().to_path_buf(),
+        auth: Some(AuthConfig {
+            anonymous: Some(true),
+            ..auth_of(&idp, &[])
+        }),
+        ..gw::test_config()
+    };
+    config.limits.request_timeout_secs = 20;
+    let g = TestGateway::start_with(config).await;
+    let url = g.url_for("/mixed/mcp");
+    let metadata = prm_url(&g, "/mixed/mcp");
+
+    // Without a token: the listing and the noauth tool.
+    assert_served(&tools_list(&url, &[]).await, "tools/list without a token");
+    let (status, headers, body) = call_with(&url, None, 2, "echo", json!({"text": "hi"})).await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    assert_eq!(
+        response(&headers, &body, &json!(2))["result"]["content"][0]["text"],
+        "hi"
+    );
+    // A tool that needs a token: 401 for this request, naming where to sign in.
+    let (status, headers, body) = call_with(&url, None, 3, "progress", json!({"steps": 1})).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{}", text(&body));
+    let m: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(m["id"], 3, "{m}");
+    let challenge = headers["www-authenticate"].to_str().unwrap();
+    let params = bearer_params(challenge);
+    assert_eq!(params["resource_metadata"], metadata);
+    assert!(
+        !params.contains_key("error"),
+        "no token is no invalid_token: {challenge}"
+    );
+    // A prompt is no listing: challenged too.
+    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/get", "params": {"name": "p"}});
+    let (status, _, _) =
+        post_json(&url, &[("mcp-protocol-version", VERSION)], body.to_string()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // In-band: the tool result ChatGPT starts account linking from.
+    let (status, headers, body) = call_with(
+        &g.url_for("/inband/mcp"),
+        None,
+        5,
+        "progress",
+        json!({"steps": 1}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    let result = &response(&headers, &body, &json!(5))["result"];
+    assert_eq!(result["isError"], true, "{result}");
+    let linked = result["_meta"]["mcp/www_authenticate"][0]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        linked.contains(&format!(
+            "resource_metadata=\"{}\"",
+            prm_url(&g, "/inband/mcp")
+        )),
+        "{result}"
+    );
+
+    // With a token: the tool's own scopes, at every call.
+    let plain = idp.token(&url, &["tools:call"]).await;
+    let (status, headers, body) =
+        call_with(&url, Some(&plain), 6, "progress", json!({"steps": 1})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{}", text(&body));
+    let params = bearer_params(headers["www-authenticate"].to_str().unwrap());
+    assert_eq!(params["error"], "insufficient_scope");
+    assert!(
+        params["scope"].split(' ').any(|s| s == "admin"),
+        "{params:?}"
+    );
+    let admin = idp.token(&url, &["tools:call", "admin"]).await;
+    let (status, headers, body) =
+        call_with(&url, Some(&admin), 7, "progress", json!({"steps": 1})).await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    let done = response(&headers, &body, &json!(7));
+    assert_ne!(done["result"]["isError"], true, "{done}");
+    // A token that is wrong is refused even where none is needed.
+    let forged = idp.foreign_token(&url, &["tools:call"], None).await;
+    let (status, _, _) = call_with(&url, Some(&forged), 8, "echo", json!({"text": "x"})).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // The metadata names what the overlays declare.
+    let (status, _, body) = request_raw(Method::GET, &metadata, &[], Bytes::new()).await;
+    assert_eq!(status, StatusCode::OK);
+    let doc: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        doc["scopes_supported"],
+        json!(["tools:call", "admin"]),
+        "{doc}"
+    );
+}

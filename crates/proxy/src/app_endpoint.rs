@@ -60,11 +60,12 @@ pub async fn serve(
     match *req.method() {
         Method::POST => match post_body(gw, req).await {
             Ok((parts, bytes)) => {
-                let caller = parts
+                let access = parts
                     .extensions
-                    .get::<crate::identity::Caller>()
-                    .map(|c| c.digest);
-                post::post(gw, app, &parts.headers, caller, bytes).await
+                    .get::<crate::identity::Access>()
+                    .cloned()
+                    .unwrap_or_default();
+                post::post(gw, app, &parts.headers, access, bytes).await
             }
             Err(refused) => refused,
         },

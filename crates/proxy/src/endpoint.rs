@@ -77,15 +77,23 @@ pub(crate) async fn admit(
     };
     let resource = crate::auth::resource_url(&base, path);
     let metadata = crate::auth::prm_url(&base, path);
-    let verified = gw
-        .identity
-        .admit(auth, req.headers(), &resource, &metadata)
-        .await?;
+    use crate::identity::{Access, Caller};
+    let anonymous = auth.anonymous && req.headers().get(header::AUTHORIZATION).is_none();
+    let access = match anonymous {
+        // What such a caller may reach is judged per request, once read.
+        true => Access::Anonymous,
+        false => {
+            let verified = gw
+                .identity
+                .admit(auth, req.headers(), &resource, &metadata)
+                .await?;
+            Access::Granted(Caller::new(verified))
+        }
+    };
     if !auth.forward_token {
         req.headers_mut().remove(header::AUTHORIZATION);
     }
-    req.extensions_mut()
-        .insert(crate::identity::Caller::new(verified));
+    req.extensions_mut().insert(access);
     Ok(())
 }
 

@@ -42,7 +42,92 @@ const REFUSED_FOR: Duration = Duration::from_secs(5);
 /// Most introspection answers kept at once.
 const MAX_INTROSPECTED: usize = 10_000;
 
-/// The caller of a request the gateway admitted, in its extensions.
+/// Who a request to an endpoint is, once admitted (in its extensions).
+#[derive(Debug, Clone, Default)]
+pub enum Access {
+    /// The endpoint asks for no token.
+    #[default]
+    Open,
+    /// No token, on an endpoint that lets such callers reach part of it
+    /// (`anonymous = true`).
+    Anonymous,
+    /// A caller whose token was accepted.
+    Granted(Caller),
+}
+
+impl Access {
+    /// The verified caller's digest, if any.
+    pub fn digest(&self) -> Option<u64> {
+        match self {
+            Access::Granted(c) => Some(c.digest),
+            _ => None,
+        }
+    }
+}
+
+/// The methods a caller without a token may use on an endpoint that lets
+/// such callers in: what a host needs to show the server and its widgets.
+const ANONYMOUS_METHODS: [&str; 8] = [
+    "initialize",
+    "ping",
+    "server/discover",
+    "subscriptions/listen",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+];
+
+/// Whether a request (`method`, naming `tool` or `uri`) may go on with
+/// `access`: a caller without a token only to what [`ANONYMOUS_METHODS`]
+/// name, the widgets (`ui://` reads) and the tools whose overlay lists
+/// `noauth`; a verified caller to a tool only with the scopes its overlay's
+/// `oauth2` scheme names.
+pub(crate) fn gate(
+    access: &Access,
+    method: &str,
+    tool: Option<&crate::overlay::ToolOverlay>,
+    uri: Option<&str>,
+) -> Result<(), Rejection> {
+    use crate::overlay::SecurityScheme;
+    let schemes = tool
+        .and_then(|t| t.security_schemes.as_deref())
+        .unwrap_or_default();
+    match access {
+        Access::Open => Ok(()),
+        Access::Anonymous => {
+            let open = ANONYMOUS_METHODS.contains(&method)
+                || (method == "resources/read" && uri.is_some_and(|u| u.starts_with("ui://")))
+                || (method == "tools/call"
+                    && schemes
+                        .iter()
+                        .any(|s| matches!(s, SecurityScheme::Noauth {})));
+            match open {
+                true => Ok(()),
+                false => Err(Rejection::Missing),
+            }
+        }
+        Access::Granted(caller) if method == "tools/call" => {
+            let wanted: Vec<String> = schemes
+                .iter()
+                .find_map(|s| match s {
+                    SecurityScheme::Oauth2 { scopes } => Some(scopes.clone()),
+                    SecurityScheme::Noauth {} => None,
+                })
+                .unwrap_or_default();
+            let missing = caller.verified.missing(&wanted);
+            match missing.is_empty() {
+                true => Ok(()),
+                false => Err(Rejection::InsufficientScope(
+                    missing.into_iter().map(str::to_owned).collect(),
+                )),
+            }
+        }
+        Access::Granted(_) => Ok(()),
+    }
+}
+
+/// The caller of a request the gateway admitted.
 #[derive(Debug, Clone)]
 pub struct Caller {
     /// A digest of its issuer and subject (keyed per process): what its
@@ -531,6 +616,20 @@ async fn introspection_request(
 /// few scopes) or 400 (a malformed header), with the challenge that tells
 /// the client where to sign in and what to ask for.
 pub fn refusal(auth: &Auth, metadata_url: &str, r: &Rejection) -> Response<Body> {
+    refusal_for(auth, metadata_url, r, None, false)
+}
+
+/// [`refusal`] of the request `id`; for a `tools/call` answered `in_band`
+/// (`auth_challenge = "in-band"`), the tool result carrying the challenge
+/// in `_meta["mcp/www_authenticate"]` that ChatGPT starts account linking
+/// from.
+pub fn refusal_for(
+    auth: &Auth,
+    metadata_url: &str,
+    r: &Rejection,
+    id: Option<&serde_json::value::RawValue>,
+    in_band: bool,
+) -> Response<Body> {
     let wanted: Vec<&str> = match r {
         Rejection::InsufficientScope(missing) => auth
             .scopes
@@ -550,12 +649,20 @@ pub fn refusal(auth: &Auth, metadata_url: &str, r: &Rejection) -> Response<Body>
         Some(d) => format!("Unauthorized: {d}"),
         None => "Unauthorized: this endpoint needs a bearer token".to_owned(),
     };
+    let challenge =
+        HeaderValue::from_str(&challenge::www_authenticate(metadata_url, &wanted, r)).ok();
+    if let (true, Some(id), Some(c)) = (in_band, id, &challenge) {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::WWW_AUTHENTICATE, c.clone());
+        let result = crate::auth::in_band_result(id, status, &headers, metadata_url);
+        return reply::json(StatusCode::OK, result);
+    }
     let mut resp = reply::json(
         status,
-        crate::jsonrpc::error_response(None, crate::jsonrpc::code::SERVER_ERROR, &message),
+        crate::jsonrpc::error_response(id, crate::jsonrpc::code::SERVER_ERROR, &message),
     );
-    if let Ok(v) = HeaderValue::from_str(&challenge::www_authenticate(metadata_url, &wanted, r)) {
-        resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    if let Some(c) = challenge {
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, c);
     }
     resp
 }
@@ -575,15 +682,46 @@ fn unavailable(why: &str) -> Response<Body> {
 }
 
 /// The protected-resource metadata (RFC 9728 §2) of an endpoint that
-/// requires `auth`, at `resource`.
-pub fn metadata(auth: &Auth, resource: &str) -> Bytes {
+/// requires `auth`, at `resource`, whose tools' overlays declare the
+/// scopes `declared`.
+pub fn metadata(auth: &Auth, resource: &str, declared: &[String]) -> Bytes {
+    let mut scopes = auth.scopes.clone();
+    for s in declared {
+        if !scopes.contains(s) {
+            scopes.push(s.clone());
+        }
+    }
     let doc = serde_json::json!({
         "resource": resource,
         "authorization_servers": [auth.issuer],
-        "scopes_supported": auth.scopes,
+        "scopes_supported": scopes,
         "bearer_methods_supported": ["header"],
     });
     Bytes::from(doc.to_string())
+}
+
+/// The scopes the `oauth2` schemes of a mount's tool overlays name, in
+/// tool order.
+pub fn declared_scopes(mount: Option<&crate::overlay::MountOverlays>) -> Vec<String> {
+    use crate::overlay::SecurityScheme;
+    let mut out: Vec<String> = Vec::new();
+    let Some(mount) = mount else {
+        return out;
+    };
+    let mut tools: Vec<_> = mount.tools().collect();
+    tools.sort_by_key(|(name, _)| *name);
+    for (_, tool) in tools {
+        for scheme in tool.security_schemes.as_deref().unwrap_or_default() {
+            if let SecurityScheme::Oauth2 { scopes } = scheme {
+                for s in scopes {
+                    if !out.contains(s) {
+                        out.push(s.clone());
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

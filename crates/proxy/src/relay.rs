@@ -74,10 +74,10 @@ pub async fn post(
     exchange.set_method(MethodId::of_body(&parsed));
     let resp = match Ctx::new(gw, mount, &parts.headers) {
         Ok(mut cx) => {
-            cx.caller = parts
-                .extensions
-                .get::<crate::identity::Caller>()
-                .map(|c| c.digest);
+            if let Some(access) = parts.extensions.get::<crate::identity::Access>() {
+                cx.caller = access.digest();
+                cx.access = access.clone();
+            }
             if let jsonrpc::Body::Single(m) = &parsed {
                 cx.judge_host(m);
                 let http = matches!(mount.config.transport, Transport::Http { .. });
@@ -145,6 +145,10 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
     };
     // One snapshot for the whole exchange, however long it takes.
     let overlays = gw.live.load();
+    // What a caller may reach of an endpoint that asks for tokens.
+    if let Some(refused) = gate(cx, &parsed, &overlays) {
+        return refused;
+    }
     let target = cx.target();
     let planned_at = cx.trace.as_ref().map(|_| telemetry::request_spans::now());
     let (plan, request_id) = match &parsed {
@@ -333,6 +337,45 @@ async fn http_post(
 fn is_tool_call(parsed: &jsonrpc::Body<'_>) -> bool {
     matches!(parsed, jsonrpc::Body::Single(m)
         if m.kind == Kind::Request && m.method.as_deref() == Some("tools/call"))
+}
+
+/// The answer refusing a request its caller may not make (see
+/// [`crate::identity::gate`]), `None` when it may go on.
+fn gate(
+    cx: &Ctx<'_>,
+    parsed: &jsonrpc::Body<'_>,
+    overlays: &crate::overlay::OverlaySet,
+) -> Option<Response<Body>> {
+    let auth = cx.mount.config.auth.as_ref()?;
+    let refusal = |r: &mcp_ui_identity::Rejection, id, in_band| {
+        let base = cx.gw.auth.base(cx.headers).unwrap_or_default();
+        let metadata = crate::auth::prm_url(&base, &cx.mount.config.path);
+        crate::identity::refusal_for(auth, &metadata, r, id, in_band)
+    };
+    let mount = overlays.mount(cx.upstream());
+    let check = |m: &jsonrpc::Message<'_>| {
+        if m.kind != Kind::Request {
+            return Ok(());
+        }
+        let method = m.method.as_deref().unwrap_or_default();
+        let view = jsonrpc::params_view(m.params);
+        let tool = match method {
+            "tools/call" => view.name.as_deref().and_then(|n| mount?.tool(n)),
+            _ => None,
+        };
+        crate::identity::gate(&cx.access, method, tool, view.uri.as_deref())
+    };
+    match parsed {
+        jsonrpc::Body::Single(m) => check(m).err().map(|r| {
+            let in_band = m.method.as_deref() == Some("tools/call")
+                && cx.mount.config.auth_challenge == crate::config::AuthChallenge::InBand;
+            refusal(&r, m.id, in_band)
+        }),
+        jsonrpc::Body::Batch(items) => items
+            .iter()
+            .find_map(|(m, _)| check(m).err())
+            .map(|r| refusal(&r, None, false)),
+    }
 }
 
 /// What the overlay snapshot `overlays` plans for one message.

@@ -151,7 +151,10 @@ async fn metadata(
     match (mount, req.method()) {
         (Some(mount), &Method::GET | &Method::HEAD) => {
             if let Some(required) = &mount.config.auth {
-                return auth::serve_own(&gw.auth, required, &mount.config.path, req.headers());
+                let overlays = gw.live.load();
+                let declared = crate::identity::declared_scopes(overlays.mount(&mount.config.name));
+                let path = &mount.config.path;
+                return auth::serve_own(&gw.auth, required, path, &declared, req.headers());
             }
             let fetch = auth::Fetch {
                 client: &gw.client,

@@ -39,7 +39,16 @@ pub async fn metadata(
         }
     }
     if let Some(required) = &app.config.auth {
-        return auth::serve_own(&gw.auth, required, &app.config.path, headers);
+        let overlays = gw.live.load();
+        let mut declared: Vec<String> = Vec::new();
+        for m in &app.config.members {
+            for s in crate::identity::declared_scopes(overlays.mount(&m.upstream)) {
+                if !declared.contains(&s) {
+                    declared.push(s);
+                }
+            }
+        }
+        return auth::serve_own(&gw.auth, required, &app.config.path, &declared, headers);
     }
     let mut members = Vec::new();
     for m in &app.config.members {

@@ -36,9 +36,10 @@ pub async fn post(
     gw: &Arc<Gateway>,
     app: &AppState,
     headers: &HeaderMap,
-    caller: Option<u64>,
+    access: crate::identity::Access,
     body: Bytes,
 ) -> Response<Body> {
+    let caller = access.digest();
     let message = match jsonrpc::classify(&body) {
         Ok(jsonrpc::Body::Single(m)) => m,
         Ok(jsonrpc::Body::Batch(_)) => {
@@ -108,7 +109,16 @@ pub async fn post(
         id,
         revision: declared.map(|caps| context::AppRevision::of(caps, &params)),
         caller,
+        access,
     };
+    // What a caller may reach of an app that asks for tokens; a call's
+    // tool is judged once its member is known.
+    if kind == MessageKind::Request
+        && method != "tools/call"
+        && let Some(refused) = x.gate(&method, None, params.get("uri").and_then(Value::as_str))
+    {
+        return refused;
+    }
     match kind {
         MessageKind::Notification => {
             x.broadcast(&body).await;
@@ -143,7 +153,14 @@ impl Exchange<'_> {
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 match self.owner(kind, name).await {
-                    Ok((m, own)) => self.routed(m, Some((name, &own)), params, body).await,
+                    Ok((m, own)) => {
+                        if method == "tools/call"
+                            && let Some(refused) = self.gate(method, Some((m, &own)), None)
+                        {
+                            return refused;
+                        }
+                        self.routed(m, Some((name, &own)), params, body).await
+                    }
                     Err(r) => r,
                 }
             }

@@ -30,13 +30,17 @@ pub(crate) fn serve_own(
     auth: &AuthState,
     required: &crate::config::Auth,
     path: &str,
+    declared: &[String],
     headers: &HeaderMap,
 ) -> Response<Body> {
     let Some(base) = auth.base(headers) else {
         return reply::text(StatusCode::BAD_REQUEST, "no valid Host header\n");
     };
     let resource = resource_url(&base, path);
-    document(auth, crate::identity::metadata(required, &resource))
+    document(
+        auth,
+        crate::identity::metadata(required, &resource, declared),
+    )
 }
 
 pub(crate) async fn serve_prm(

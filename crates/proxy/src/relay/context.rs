@@ -51,6 +51,9 @@ pub struct Ctx<'a> {
     /// issuer and subject: what its conversations and held sessions are
     /// keyed by.
     pub caller: Option<u64>,
+    /// Who the request is to an endpoint that asks for tokens (`[auth]`):
+    /// what [`crate::identity::gate`] lets it reach.
+    pub access: crate::identity::Access,
 }
 
 /// The headers of a 2026-07-28 request, as its body says them: hosts send
@@ -138,6 +141,7 @@ impl<'a> Ctx<'a> {
             app_claude_domain: None,
             declared: None,
             caller: None,
+            access: Default::default(),
         })
     }
 

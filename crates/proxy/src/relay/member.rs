@@ -78,6 +78,8 @@ impl<'a> Member<'a> {
                 app_claude_domain: claude_domain,
                 declared: None,
                 caller,
+                // The app judged what its caller may reach.
+                access: Default::default(),
             },
         }
     }

@@ -41,6 +41,12 @@ pub struct AuthConfig {
     /// endpoint, with this client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub introspection: Option<IntrospectionConfig>,
+    /// Let a caller without a token in: `initialize`, the listings, the
+    /// widgets and the tools whose overlay lists `noauth` among their
+    /// `security_schemes` (ChatGPT's mixed auth); every other request is
+    /// challenged. Default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anonymous: Option<bool>,
     /// Pass the client's token on to the upstream. Default false: a token
     /// is for the gateway's audience, and an upstream that is no resource of
     /// that audience must not get it (no token passthrough).
@@ -89,6 +95,7 @@ pub struct Auth {
     pub leeway_secs: u64,
     pub scopes: Vec<String>,
     pub introspection: Option<Introspection>,
+    pub anonymous: bool,
     pub forward_token: bool,
     pub ca_file: Option<PathBuf>,
 }
@@ -247,6 +254,7 @@ pub fn resolve(
         leeway_secs: merged.clock_skew_secs.unwrap_or(60),
         scopes,
         introspection,
+        anonymous: merged.anonymous.unwrap_or(false),
         forward_token: merged.forward_token.unwrap_or(false),
         ca_file: merged.ca_file,
     }))
@@ -265,6 +273,9 @@ pub fn app_covers_members(app: &super::App, mounts: &[super::Mount], at: &str) -
             None => Some("the app asks for no token".to_owned()),
             Some(a) if a.issuer != needed.issuer => {
                 Some(format!("the app accepts tokens of {} instead", a.issuer))
+            }
+            Some(a) if a.anonymous && !needed.anonymous => {
+                Some("the app lets callers without a token in (anonymous)".to_owned())
             }
             Some(a) => {
                 let missing: Vec<&str> = needed
@@ -304,6 +315,7 @@ fn over(top: AuthConfig, own: &AuthConfig) -> AuthConfig {
         clock_skew_secs: own.clock_skew_secs.or(top.clock_skew_secs),
         scopes: own.scopes.or(top.scopes),
         introspection: own.introspection.or(top.introspection),
+        anonymous: own.anonymous.or(top.anonymous),
         forward_token: own.forward_token.or(top.forward_token),
         ca_file: own.ca_file.or(top.ca_file),
     }

@@ -29,6 +29,8 @@ pub(super) struct Exchange<'a> {
     pub(super) revision: Option<AppRevision>,
     /// The caller the gateway verified, as [`crate::relay::context::Ctx::caller`].
     pub(super) caller: Option<u64>,
+    /// Who the caller is, as the app admitted it.
+    pub(super) access: crate::identity::Access,
 }
 
 /// A request of the revision, as the app holds it while answering.
@@ -77,6 +79,31 @@ impl<'a> Exchange<'a> {
             self.app.member_name(i),
         );
         self.error(code::SERVER_ERROR, &message)
+    }
+
+    /// The answer refusing `method` (a call of member `tool.0`'s tool
+    /// `tool.1`, or a resource `uri`) to this caller, `None` when it may go
+    /// on (see [`crate::identity::gate`]).
+    pub(super) fn gate(
+        &self,
+        method: &str,
+        tool: Option<(usize, &str)>,
+        uri: Option<&str>,
+    ) -> Option<Response<Body>> {
+        let auth = self.app.config.auth.as_ref()?;
+        let overlays = self.gw.live.load();
+        let overlay = tool.and_then(|(i, own)| overlays.mount(self.app.member_name(i))?.tool(own));
+        let refused = crate::identity::gate(&self.access, method, overlay, uri).err()?;
+        let base = self.gw.auth.base(self.headers).unwrap_or_default();
+        let metadata = crate::auth::prm_url(&base, &self.app.config.path);
+        let in_band = method == "tools/call" && self.app.config.auth_challenge == "in-band";
+        Some(crate::identity::refusal_for(
+            auth,
+            &metadata,
+            &refused,
+            raw(&self.id).as_deref(),
+            in_band,
+        ))
     }
 
     pub(super) fn error(&self, code: i64, message: &str) -> Response<Body> {
