@@ -21,7 +21,7 @@ pub mod metadata;
 pub mod state;
 
 pub(crate) use challenge::rewrite_result_challenges;
-pub(crate) use challenge::{in_band_result, may_carry_challenge, rewrite_challenges};
+pub(crate) use challenge::{in_band_result, may_carry_challenge, refusal_of, rewrite_challenges};
 pub use metadata::Fetch;
 pub(crate) use metadata::{serve_own, serve_prm};
 pub(crate) use state::{AuthState, PrmTarget, origin_of, prm_target, prm_url, resource_url};

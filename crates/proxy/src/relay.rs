@@ -347,10 +347,10 @@ fn gate(
     overlays: &crate::overlay::OverlaySet,
 ) -> Option<Response<Body>> {
     let auth = cx.mount.config.auth.as_ref()?;
-    let refusal = |r: &mcp_ui_identity::Rejection, id, in_band| {
+    let refusal = |r: &mcp_ui_identity::Rejection, id: Option<&RawValue>, in_band: bool| {
         let base = cx.gw.auth.base(cx.headers).unwrap_or_default();
         let metadata = crate::auth::prm_url(&base, &cx.mount.config.path);
-        crate::identity::refusal_for(auth, &metadata, r, id, in_band)
+        crate::auth::refusal_of(auth, &metadata, r, id, in_band)
     };
     let mount = overlays.mount(cx.upstream());
     let check = |m: &jsonrpc::Message<'_>| {

@@ -257,6 +257,42 @@ const CHALLENGE: &[u8] = b"mcp/www_authenticate";
 static CHALLENGE_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(CHALLENGE));
 
+/// The gateway's own refusal of a `tools/call` (its challenge `challenge`,
+/// of HTTP `status`), as the in-band tool result ChatGPT starts account
+/// linking from.
+pub(crate) fn in_band_refusal(
+    id: &RawValue,
+    status: StatusCode,
+    challenge: HeaderValue,
+    prm: &str,
+) -> http::Response<crate::reply::Body> {
+    let mut headers = HeaderMap::new();
+    headers.insert(header::WWW_AUTHENTICATE, challenge);
+    let result = in_band_result(id, status, &headers, prm);
+    crate::reply::json(StatusCode::OK, result)
+}
+
+/// The gateway's refusal of request `id` for want of a token or a scope
+/// (see [`crate::identity::gate`]): a `tools/call` answered `in_band` as
+/// the tool result carrying the challenge, anything else as the HTTP
+/// challenge.
+pub(crate) fn refusal_of(
+    auth: &crate::config::Auth,
+    metadata_url: &str,
+    r: &mcp_ui_identity::Rejection,
+    id: Option<&RawValue>,
+    in_band: bool,
+) -> http::Response<crate::reply::Body> {
+    let challenge = crate::identity::challenge_value(auth, metadata_url, r);
+    match (in_band, id, challenge) {
+        (true, Some(id), Some(c)) => {
+            let status = StatusCode::from_u16(r.status()).unwrap_or(StatusCode::UNAUTHORIZED);
+            in_band_refusal(id, status, c, metadata_url)
+        }
+        _ => crate::identity::refusal_for(auth, metadata_url, r, id),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

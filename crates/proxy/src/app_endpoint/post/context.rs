@@ -97,7 +97,7 @@ impl<'a> Exchange<'a> {
         let base = self.gw.auth.base(self.headers).unwrap_or_default();
         let metadata = crate::auth::prm_url(&base, &self.app.config.path);
         let in_band = method == "tools/call" && self.app.config.auth_challenge == "in-band";
-        Some(crate::identity::refusal_for(
+        Some(crate::auth::refusal_of(
             auth,
             &metadata,
             &refused,

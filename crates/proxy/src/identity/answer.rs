@@ -1,0 +1,116 @@
+//! The answers of an endpoint that asks for tokens: its refusals and their
+//! challenges (RFC 6750 §3), and its protected-resource metadata (RFC 9728).
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Response, StatusCode};
+
+use crate::config::Auth;
+use crate::reply::{self, Body};
+use mcp_ui_identity::{Rejection, challenge};
+
+/// The answer refusing a request's token: 401 (none, or wrong), 403 (too
+/// few scopes) or 400 (a malformed header), with the challenge that tells
+/// the client where to sign in and what to ask for.
+pub fn refusal(auth: &Auth, metadata_url: &str, r: &Rejection) -> Response<Body> {
+    refusal_for(auth, metadata_url, r, None)
+}
+
+/// [`refusal`] of the request `id` (its id in the error body).
+pub fn refusal_for(
+    auth: &Auth,
+    metadata_url: &str,
+    r: &Rejection,
+    id: Option<&serde_json::value::RawValue>,
+) -> Response<Body> {
+    let status = StatusCode::from_u16(r.status()).unwrap_or(StatusCode::UNAUTHORIZED);
+    let message = match r.description() {
+        Some(d) => format!("Unauthorized: {d}"),
+        None => "Unauthorized: this endpoint needs a bearer token".to_owned(),
+    };
+    let mut resp = reply::json(
+        status,
+        crate::jsonrpc::error_response(id, crate::jsonrpc::code::SERVER_ERROR, &message),
+    );
+    if let Some(c) = challenge_value(auth, metadata_url, r) {
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, c);
+    }
+    resp
+}
+
+/// The `WWW-Authenticate` value answering `r`: where to sign in, and the
+/// scopes to ask for (the endpoint's, and any a tool lacks).
+pub fn challenge_value(auth: &Auth, metadata_url: &str, r: &Rejection) -> Option<HeaderValue> {
+    let wanted: Vec<&str> = match r {
+        Rejection::InsufficientScope(missing) => auth
+            .scopes
+            .iter()
+            .map(String::as_str)
+            .chain(missing.iter().map(String::as_str))
+            .fold(Vec::new(), |mut all, s| {
+                if !all.contains(&s) {
+                    all.push(s);
+                }
+                all
+            }),
+        _ => auth.scopes.iter().map(String::as_str).collect(),
+    };
+    HeaderValue::from_str(&challenge::www_authenticate(metadata_url, &wanted, r)).ok()
+}
+
+/// The answer when the issuer cannot be asked: 503, to try again, never a
+/// challenge that would send the client to sign in again for nothing.
+pub(super) fn unavailable(why: &str) -> Response<Body> {
+    let message =
+        format!("the authorization server could not be reached to check the token: {why}");
+    let mut resp = reply::json(
+        StatusCode::SERVICE_UNAVAILABLE,
+        crate::jsonrpc::error_response(None, crate::jsonrpc::code::SERVER_ERROR, &message),
+    );
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("10"));
+    resp
+}
+
+/// The protected-resource metadata (RFC 9728 §2) of an endpoint that
+/// requires `auth`, at `resource`, whose tools' overlays declare the
+/// scopes `declared`.
+pub fn metadata(auth: &Auth, resource: &str, declared: &[String]) -> Bytes {
+    let mut scopes = auth.scopes.clone();
+    for s in declared {
+        if !scopes.contains(s) {
+            scopes.push(s.clone());
+        }
+    }
+    let doc = serde_json::json!({
+        "resource": resource,
+        "authorization_servers": [auth.issuer],
+        "scopes_supported": scopes,
+        "bearer_methods_supported": ["header"],
+    });
+    Bytes::from(doc.to_string())
+}
+
+/// The scopes the `oauth2` schemes of a mount's tool overlays name, in
+/// tool order.
+pub fn declared_scopes(mount: Option<&crate::overlay::MountOverlays>) -> Vec<String> {
+    use crate::overlay::SecurityScheme;
+    let mut out: Vec<String> = Vec::new();
+    let Some(mount) = mount else {
+        return out;
+    };
+    let mut tools: Vec<_> = mount.tools().collect();
+    tools.sort_by_key(|(name, _)| *name);
+    for (_, tool) in tools {
+        for scheme in tool.security_schemes.as_deref().unwrap_or_default() {
+            if let SecurityScheme::Oauth2 { scopes } = scheme {
+                for s in scopes {
+                    if !out.contains(s) {
+                        out.push(s.clone());
+                    }
+                }
+            }
+        }
+    }
+    out
+}

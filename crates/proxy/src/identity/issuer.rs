@@ -1,0 +1,430 @@
+//! One issuer: its metadata found (RFC 8414, then OpenID Connect
+//! Discovery), its key set fetched, and fetched again when a token names a
+//! key it lacks; opaque tokens introspected (RFC 7662), the answers kept
+//! within their lifetime.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwapOption;
+use bytes::Bytes;
+use http::Request;
+use http::header::{self, HeaderValue};
+use http_body_util::{BodyExt, Full, Limited};
+use serde_json::Value;
+
+use crate::config::Auth;
+use crate::upstream::client::{Client, send};
+use mcp_ui_identity::{JwkSet, Policy, Rejection, Verified, introspection, jwt};
+
+/// A token naming a key the set lacks fetches the set again at most this
+/// often (a flood of made-up key ids cannot make the gateway hammer the
+/// issuer).
+pub const REFETCH_EVERY: Duration = Duration::from_secs(10);
+/// A key set older than this is fetched again when next needed.
+const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
+/// Each fetch from the issuer is bounded in time and size.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+const FETCH_MAX_BYTES: usize = 1024 * 1024;
+/// An introspection answer is kept at most this long (and never past the
+/// token's expiry); a refusal for this long.
+const INTROSPECTED_FOR: Duration = Duration::from_secs(300);
+const REFUSED_FOR: Duration = Duration::from_secs(5);
+/// Most introspection answers kept at once.
+const MAX_INTROSPECTED: usize = 10_000;
+
+/// What the gateway knows of one issuer.
+pub(super) struct Issuer {
+    issuer: String,
+    /// Its metadata's endpoints, once found.
+    found: ArcSwapOption<Found>,
+    keys: ArcSwapOption<(JwkSet, Instant)>,
+    /// When the metadata or the keys were last asked for.
+    asked: Mutex<Option<Instant>>,
+    /// One fetch at a time.
+    fetching: tokio::sync::Mutex<()>,
+    introspected: Mutex<HashMap<[u8; 32], Kept>>,
+}
+
+/// An introspection verdict, and until when it holds.
+type Kept = (Result<Verified, Rejection>, Instant);
+
+#[derive(Debug)]
+struct Found {
+    jwks_uri: Option<String>,
+    introspection_endpoint: Option<String>,
+}
+
+/// The name the issuer's requests go by in the HTTP client (its TLS
+/// settings, its errors).
+pub(super) fn client_name(issuer: &str) -> String {
+    format!("auth:{issuer}")
+}
+
+/// Why a token has no verdict yet, or its refusal.
+pub(super) enum Outcome {
+    Refused(Rejection),
+    /// The issuer could not be asked (its keys, its introspection).
+    Unavailable(String),
+}
+use Outcome::{Refused, Unavailable};
+
+impl From<Rejection> for Outcome {
+    fn from(r: Rejection) -> Self {
+        Refused(r)
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Issuer {
+    pub(super) fn new(issuer: &str) -> Issuer {
+        Issuer {
+            issuer: issuer.to_owned(),
+            found: ArcSwapOption::empty(),
+            keys: ArcSwapOption::empty(),
+            asked: Mutex::new(None),
+            fetching: tokio::sync::Mutex::new(()),
+            introspected: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(super) async fn verify_jwt(
+        &self,
+        client: &Client,
+        token: &str,
+        policy: &Policy,
+    ) -> Result<Verified, Outcome> {
+        let fresh = self
+            .keys
+            .load_full()
+            .filter(|k| k.1.elapsed() < KEYS_MAX_AGE);
+        let keys = match fresh {
+            Some(k) => k,
+            None => self.fetch_keys(client, true).await?,
+        };
+        match jwt::verify(token, &keys.0, policy, now()) {
+            // The issuer may have rotated its keys: fetch them again, at
+            // most every REFETCH_EVERY.
+            Err(Rejection::UnknownKey(kid)) => {
+                let keys = self.fetch_keys(client, false).await?;
+                match jwt::verify(token, &keys.0, policy, now()) {
+                    Err(Rejection::UnknownKey(_)) => Err(Refused(Rejection::UnknownKey(kid))),
+                    other => other.map_err(Outcome::from),
+                }
+            }
+            other => other.map_err(Outcome::from),
+        }
+    }
+
+    /// The key set, fetched now unless it was asked for within
+    /// [`REFETCH_EVERY`] (then the one in hand). `first`: no key set may be
+    /// in hand yet.
+    async fn fetch_keys(
+        &self,
+        client: &Client,
+        first: bool,
+    ) -> Result<Arc<(JwkSet, Instant)>, Outcome> {
+        let _one = self.fetching.lock().await;
+        let recent = self
+            .asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|at| at.elapsed() < REFETCH_EVERY);
+        if let Some(k) = self.keys.load_full()
+            && (recent || (first && k.1.elapsed() < KEYS_MAX_AGE))
+        {
+            return Ok(k);
+        }
+        if recent && self.keys.load().is_none() {
+            return Err(Unavailable(format!(
+                "the key set of {} could not be fetched (tried less than {} s ago)",
+                self.issuer,
+                REFETCH_EVERY.as_secs()
+            )));
+        }
+        *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        let found = self.found(client).await?;
+        let Some(uri) = &found.jwks_uri else {
+            return Err(Unavailable(format!(
+                "{}'s metadata names no jwks_uri",
+                self.issuer
+            )));
+        };
+        let doc = fetch_json(client, &self.issuer, uri)
+            .await
+            .map_err(Unavailable)?;
+        let set: JwkSet = match serde_json::from_value(doc) {
+            Ok(s) => s,
+            Err(e) => {
+                // Keys it cannot read (an algorithm it does not know) are
+                // left out rather than the whole set.
+                tracing::debug!(issuer = %self.issuer, "key set read key by key: {e}");
+                return self.store(lenient_keys(client, &self.issuer, uri).await?);
+            }
+        };
+        tracing::info!(issuer = %self.issuer, keys = set.keys.len(), "fetched the issuer's signing keys");
+        self.store(set)
+    }
+
+    fn store(&self, set: JwkSet) -> Result<Arc<(JwkSet, Instant)>, Outcome> {
+        let k = Arc::new((set, Instant::now()));
+        self.keys.store(Some(k.clone()));
+        Ok(k)
+    }
+
+    /// The issuer's metadata: RFC 8414 (path inserted), then OpenID Connect
+    /// Discovery (path inserted, then appended), the first that names this
+    /// issuer (RFC 8414 §3.3).
+    async fn found(&self, client: &Client) -> Result<Arc<Found>, Outcome> {
+        if let Some(f) = self.found.load_full() {
+            return Ok(f);
+        }
+        let mut tried = Vec::new();
+        for url in metadata_urls(&self.issuer) {
+            match fetch_json(client, &self.issuer, &url).await {
+                Ok(doc)
+                    if doc.get("issuer").and_then(Value::as_str) == Some(self.issuer.as_str()) =>
+                {
+                    let endpoint = |k: &str| {
+                        doc.get(k)
+                            .and_then(Value::as_str)
+                            .filter(|u| mcp_ui_upstream::config::auth::issuer_url(u).is_ok())
+                            .map(str::to_owned)
+                    };
+                    let found = Arc::new(Found {
+                        jwks_uri: endpoint("jwks_uri"),
+                        introspection_endpoint: endpoint("introspection_endpoint"),
+                    });
+                    tracing::info!(issuer = %self.issuer, metadata = %url, "found the issuer's metadata");
+                    self.found.store(Some(found.clone()));
+                    return Ok(found);
+                }
+                Ok(_) => tried.push(format!("{url}: names another issuer")),
+                Err(why) => tried.push(why),
+            }
+        }
+        Err(Unavailable(format!(
+            "no metadata of issuer {} was found ({})",
+            self.issuer,
+            tried.join("; ")
+        )))
+    }
+
+    pub(super) async fn introspect(
+        &self,
+        client: &Client,
+        auth: &Auth,
+        token: &str,
+        policy: &Policy,
+    ) -> Result<Verified, Outcome> {
+        let Some(with) = &auth.introspection else {
+            return Err(Refused(Rejection::Invalid(
+                "the token is not a JWT, and opaque tokens are not accepted here (no introspection is configured)".into(),
+            )));
+        };
+        let digest: [u8; 32] = {
+            use sha2::Digest;
+            sha2::Sha256::digest(token.as_bytes()).into()
+        };
+        if let Some((verdict, until)) = self.cached(&digest)
+            && Instant::now() < until
+        {
+            return verdict.map_err(Outcome::from);
+        }
+        let endpoint = match &with.endpoint {
+            Some(e) => e.clone(),
+            None => self
+                .found(client)
+                .await?
+                .introspection_endpoint
+                .clone()
+                .ok_or_else(|| {
+                    Unavailable(format!(
+                        "{}'s metadata names no introspection_endpoint",
+                        self.issuer
+                    ))
+                })?,
+        };
+        let answer = introspection_request(client, &self.issuer, &endpoint, with, token)
+            .await
+            .map_err(Unavailable)?;
+        let verdict = introspection::verdict(&answer, policy, now());
+        let keep = match &verdict {
+            Ok(v) => {
+                let left = v.expires_at.map_or(INTROSPECTED_FOR, |exp| {
+                    Duration::from_secs(exp.saturating_sub(now()))
+                });
+                left.min(INTROSPECTED_FOR)
+            }
+            Err(_) => REFUSED_FOR,
+        };
+        self.keep(digest, verdict.clone(), Instant::now() + keep);
+        verdict.map_err(Outcome::from)
+    }
+
+    fn cached(&self, digest: &[u8; 32]) -> Option<Kept> {
+        let map = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(digest).cloned()
+    }
+
+    fn keep(&self, digest: [u8; 32], verdict: Result<Verified, Rejection>, until: Instant) {
+        let mut map = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_INTROSPECTED {
+            let now = Instant::now();
+            map.retain(|_, (_, u)| *u > now);
+        }
+        // Still full of live answers: this one is asked again next time.
+        if map.len() < MAX_INTROSPECTED {
+            map.insert(digest, (verdict, until));
+        }
+    }
+}
+
+/// The metadata URLs of `issuer`, in the order they are tried.
+fn metadata_urls(issuer: &str) -> Vec<String> {
+    let Ok(uri) = issuer.parse::<http::Uri>() else {
+        return Vec::new();
+    };
+    let origin = format!(
+        "{}://{}",
+        uri.scheme_str().unwrap_or("https"),
+        uri.authority().map(|a| a.as_str()).unwrap_or_default()
+    );
+    let path = uri.path().trim_end_matches('/');
+    vec![
+        format!("{origin}/.well-known/oauth-authorization-server{path}"),
+        format!("{origin}/.well-known/openid-configuration{path}"),
+        format!(
+            "{}/.well-known/openid-configuration",
+            issuer.trim_end_matches('/')
+        ),
+    ]
+    .into_iter()
+    .fold(Vec::new(), |mut all, u| {
+        if !all.contains(&u) {
+            all.push(u);
+        }
+        all
+    })
+}
+
+/// GET a JSON document from the issuer, bounded in time and size.
+async fn fetch_json(client: &Client, issuer: &str, url: &str) -> Result<Value, String> {
+    let uri: http::Uri = url.parse().map_err(|_| format!("{url}: not a URL"))?;
+    let mut req = Request::new(Full::new(Bytes::new()));
+    *req.uri_mut() = uri;
+    req.headers_mut()
+        .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    read_json(client, issuer, url, req).await
+}
+
+async fn read_json(
+    client: &Client,
+    issuer: &str,
+    url: &str,
+    req: Request<Full<Bytes>>,
+) -> Result<Value, String> {
+    let resp = send(client, &client_name(issuer), req, FETCH_TIMEOUT)
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    let status = resp.status();
+    let body = tokio::time::timeout(
+        FETCH_TIMEOUT,
+        Limited::new(resp.into_body(), FETCH_MAX_BYTES).collect(),
+    )
+    .await
+    .map_err(|_| {
+        format!(
+            "{url}: no whole answer within {} s",
+            FETCH_TIMEOUT.as_secs()
+        )
+    })?
+    .map_err(|e| format!("{url}: {e}"))?
+    .to_bytes();
+    if !status.is_success() {
+        return Err(format!("{url}: answered {status}"));
+    }
+    serde_json::from_slice(&body).map_err(|_| format!("{url}: not JSON"))
+}
+
+/// The key set at `uri`, the keys it cannot read left out.
+async fn lenient_keys(client: &Client, issuer: &str, uri: &str) -> Result<JwkSet, Outcome> {
+    let doc = fetch_json(client, issuer, uri).await.map_err(Unavailable)?;
+    let keys = doc
+        .get("keys")
+        .and_then(Value::as_array)
+        .map(|all| {
+            all.iter()
+                .filter_map(|k| serde_json::from_value(k.clone()).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(JwkSet { keys })
+}
+
+/// POST the token to the introspection endpoint (RFC 7662 §2.1), the
+/// gateway's client authenticated with HTTP Basic (RFC 6749 §2.3.1).
+async fn introspection_request(
+    client: &Client,
+    issuer: &str,
+    endpoint: &str,
+    with: &crate::config::Introspection,
+    token: &str,
+) -> Result<Value, String> {
+    use base64::Engine as _;
+    let enc = |s: &str| {
+        percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+    };
+    let uri: http::Uri = endpoint
+        .parse()
+        .map_err(|_| format!("{endpoint}: not a URL"))?;
+    let body = format!("token={}&token_type_hint=access_token", enc(token));
+    let mut req = Request::new(Full::new(Bytes::from(body)));
+    *req.method_mut() = http::Method::POST;
+    *req.uri_mut() = uri;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+        "{}:{}",
+        enc(&with.client_id),
+        enc(&with.client_secret)
+    ));
+    let h = req.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-www-form-urlencoded"),
+    );
+    h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    let mut auth = HeaderValue::from_str(&format!("Basic {basic}")).map_err(|e| e.to_string())?;
+    auth.set_sensitive(true);
+    h.insert(header::AUTHORIZATION, auth);
+    read_json(client, issuer, endpoint, req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_is_looked_for_where_rfc_8414_and_openid_put_it() {
+        assert_eq!(
+            metadata_urls("https://login.example.com"),
+            [
+                "https://login.example.com/.well-known/oauth-authorization-server",
+                "https://login.example.com/.well-known/openid-configuration",
+            ]
+        );
+        assert_eq!(
+            metadata_urls("https://login.example.com/tenant/1/"),
+            [
+                "https://login.example.com/.well-known/oauth-authorization-server/tenant/1",
+                "https://login.example.com/.well-known/openid-configuration/tenant/1",
+                "https://login.example.com/tenant/1/.well-known/openid-configuration",
+            ]
+        );
+    }
+}
