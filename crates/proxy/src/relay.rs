@@ -16,10 +16,12 @@
 //! - [`stream`]: event-by-event transforms of an upstream's SSE stream;
 //! - [`finish`]: the planned rewrite of a response;
 //! - [`forward`]: the request an HTTP upstream gets for a client's;
+//! - [`access`]: what a caller may reach of an endpoint that asks for tokens;
 //! - [`answer`]: the answers the relay writes itself;
 //! - [`ended`]: the ends of client sessions, timed;
 //! - [`watch`]: the spans of requests relayed to the client.
 
+pub(crate) mod access;
 pub mod answer;
 pub mod context;
 pub mod deliver;
@@ -146,7 +148,7 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
     // One snapshot for the whole exchange, however long it takes.
     let overlays = gw.live.load();
     // What a caller may reach of an endpoint that asks for tokens.
-    if let Some(refused) = gate(cx, &parsed, &overlays) {
+    if let Some(refused) = access::refused(cx, &parsed, &overlays) {
         return refused;
     }
     let target = cx.target();
@@ -337,45 +339,6 @@ async fn http_post(
 fn is_tool_call(parsed: &jsonrpc::Body<'_>) -> bool {
     matches!(parsed, jsonrpc::Body::Single(m)
         if m.kind == Kind::Request && m.method.as_deref() == Some("tools/call"))
-}
-
-/// The answer refusing a request its caller may not make (see
-/// [`crate::identity::gate`]), `None` when it may go on.
-fn gate(
-    cx: &Ctx<'_>,
-    parsed: &jsonrpc::Body<'_>,
-    overlays: &crate::overlay::OverlaySet,
-) -> Option<Response<Body>> {
-    let auth = cx.mount.config.auth.as_ref()?;
-    let refusal = |r: &mcp_ui_identity::Rejection, id: Option<&RawValue>, in_band: bool| {
-        let base = cx.gw.auth.base(cx.headers).unwrap_or_default();
-        let metadata = crate::auth::prm_url(&base, &cx.mount.config.path);
-        crate::auth::refusal_of(auth, &metadata, r, id, in_band)
-    };
-    let mount = overlays.mount(cx.upstream());
-    let check = |m: &jsonrpc::Message<'_>| {
-        if m.kind != Kind::Request {
-            return Ok(());
-        }
-        let method = m.method.as_deref().unwrap_or_default();
-        let view = jsonrpc::params_view(m.params);
-        let tool = match method {
-            "tools/call" => view.name.as_deref().and_then(|n| mount?.tool(n)),
-            _ => None,
-        };
-        crate::identity::gate(&cx.access, method, tool, view.uri.as_deref())
-    };
-    match parsed {
-        jsonrpc::Body::Single(m) => check(m).err().map(|r| {
-            let in_band = m.method.as_deref() == Some("tools/call")
-                && cx.mount.config.auth_challenge == crate::config::AuthChallenge::InBand;
-            refusal(&r, m.id, in_band)
-        }),
-        jsonrpc::Body::Batch(items) => items
-            .iter()
-            .find_map(|(m, _)| check(m).err())
-            .map(|r| refusal(&r, None, false)),
-    }
 }
 
 /// What the overlay snapshot `overlays` plans for one message.

@@ -269,6 +269,55 @@ pub(crate) fn auth_rule(
 /// Most members an app has: its session id carries one session per member.
 pub(crate) const MAX_MEMBERS: usize = 32;
 
+/// An app reaches its members without their endpoints' own checks, so it
+/// must require at least what each member requires: the same issuer, and
+/// every scope the member asks for. The problems, naming the app and member.
+pub(crate) fn covers_members<'a>(
+    app: &App,
+    auth_of: &dyn Fn(usize) -> Option<&'a super::auth::Auth>,
+    at: &str,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (j, member) in app.members.iter().enumerate() {
+        let Some(needed) = auth_of(member.mount) else {
+            continue;
+        };
+        let why = match &app.auth {
+            None => Some("the app asks for no token".to_owned()),
+            Some(a) if a.issuer != needed.issuer => {
+                Some(format!("the app accepts tokens of {} instead", a.issuer))
+            }
+            Some(a) if a.anonymous && !needed.anonymous => {
+                Some("the app lets callers without a token in (anonymous)".to_owned())
+            }
+            Some(a) => {
+                let missing: Vec<&str> = needed
+                    .scopes
+                    .iter()
+                    .filter(|s| !a.scopes.contains(s))
+                    .map(String::as_str)
+                    .collect();
+                (!missing.is_empty())
+                    .then(|| format!("the app does not require the scopes {}", missing.join(" ")))
+            }
+        };
+        if let Some(why) = why {
+            problems.push(format!(
+                "{at}upstreams[{j}]: member \"{}\" requires a token of {}{}, and {why}: \
+                 an app must require at least what each member does (its `auth`), \
+                 or its members' tools are reachable past their own check",
+                member.upstream,
+                needed.issuer,
+                match needed.scopes.is_empty() {
+                    true => String::new(),
+                    false => format!(" with scopes {}", needed.scopes.join(" ")),
+                },
+            ));
+        }
+    }
+    problems
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -133,7 +133,11 @@ impl Config {
                 Ok(auth) => {
                     if let Some(app) = apps.iter_mut().find(|x| x.name == a.name) {
                         app.auth = auth;
-                        problems.extend(app_covers_members(app, &mounts, &at));
+                        problems.extend(app::covers_members(
+                            app,
+                            &|i| mounts.get(i)?.auth.as_ref(),
+                            &at,
+                        ));
                     }
                 }
                 Err(errs) => problems.extend(errs),
@@ -250,51 +254,6 @@ fn resolve_mounts(upstreams: &[UpstreamConfig], problems: &mut Vec<String>) -> V
         }
     }
     mounts
-}
-
-/// An app reaches its members without their endpoints' own checks, so it
-/// must require at least what each member requires: the same issuer, and
-/// every scope the member asks for. The problems, naming the app and member.
-fn app_covers_members(app: &App, mounts: &[Mount], at: &str) -> Vec<String> {
-    let mut problems = Vec::new();
-    for (j, member) in app.members.iter().enumerate() {
-        let Some(needed) = mounts.get(member.mount).and_then(|m| m.auth.as_ref()) else {
-            continue;
-        };
-        let why = match &app.auth {
-            None => Some("the app asks for no token".to_owned()),
-            Some(a) if a.issuer != needed.issuer => {
-                Some(format!("the app accepts tokens of {} instead", a.issuer))
-            }
-            Some(a) if a.anonymous && !needed.anonymous => {
-                Some("the app lets callers without a token in (anonymous)".to_owned())
-            }
-            Some(a) => {
-                let missing: Vec<&str> = needed
-                    .scopes
-                    .iter()
-                    .filter(|s| !a.scopes.contains(s))
-                    .map(String::as_str)
-                    .collect();
-                (!missing.is_empty())
-                    .then(|| format!("the app does not require the scopes {}", missing.join(" ")))
-            }
-        };
-        if let Some(why) = why {
-            problems.push(format!(
-                "{at}upstreams[{j}]: member \"{}\" requires a token of {}{}, and {why}: \
-                 an app must require at least what each member does (its `auth`), \
-                 or its members' tools are reachable past their own check",
-                member.upstream,
-                needed.issuer,
-                match needed.scopes.is_empty() {
-                    true => String::new(),
-                    false => format!(" with scopes {}", needed.scopes.join(" ")),
-                },
-            ));
-        }
-    }
-    problems
 }
 
 fn mount_refs(mounts: &[Mount]) -> Vec<app::MountRef<'_>> {
