@@ -1212,3 +1212,48 @@ security_schemes = [{ type = "oauth2", scopes = ["admin"] }]
         "{doc}"
     );
 }
+
+/// `requests_per_minute`: each verified caller has its own budget at an endpoint; past
+/// it, 429 with `Retry-After` for that caller alone, while another caller goes on.
+#[tokio::test]
+async fn each_caller_has_its_own_rate() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let idp = Idp::start(&peers).await;
+    let g = TestGateway::start_with(Config {
+        upstreams: vec![fixture("rated", "/rated/mcp")],
+        auth: Some(AuthConfig {
+            requests_per_minute: Some(3),
+            ..auth_of(&idp, &[])
+        }),
+        ..gw::test_config()
+    })
+    .await;
+    let url = g.url_for("/rated/mcp");
+    let a = idp.token(&url, &["tools:call"]).await;
+    for i in 0..3 {
+        assert_served(&list_with(&url, &a).await, &format!("request {i} of a"));
+    }
+    let (status, headers, body) = list_with(&url, &a).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{}", text(&body));
+    let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=20).contains(&retry), "Retry-After {retry}");
+    assert!(
+        text(&body).contains("requests_per_minute"),
+        "{}",
+        text(&body)
+    );
+    // Another caller (another client, so another subject) has its own budget.
+    let (status, answer) = idp
+        .client_credentials(
+            support::idp::SHORT_LIVED_CLIENT_ID,
+            support::idp::SHORT_LIVED_CLIENT_SECRET,
+            Some(&url),
+            &["tools:call"],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let b = answer["access_token"].as_str().unwrap().to_owned();
+    assert_served(&list_with(&url, &b).await, "the other caller");
+}

@@ -10,7 +10,8 @@
 //! - [`introspection`]: an RFC 7662 introspection answer read as the same
 //!   verdict;
 //! - [`challenge`]: the `WWW-Authenticate` value hosts act on (RFC 6750 §3,
-//!   RFC 9728 §5.1), and the scopes a request lacks.
+//!   RFC 9728 §5.1), and the scopes a request lacks;
+//! - [`rate`]: requests per caller, a token bucket each.
 //!
 //! A verdict is a [`Verified`] caller (its issuer and subject, its scopes)
 //! or a [`Rejection`] that says which challenge answers it.
@@ -20,6 +21,7 @@ pub mod challenge;
 mod claims;
 pub mod introspection;
 pub mod jwt;
+pub mod rate;
 
 pub use jsonwebtoken::Algorithm;
 pub use jsonwebtoken::jwk::JwkSet;

@@ -90,6 +90,9 @@ pub(crate) async fn admit(
             Access::Granted(Caller::new(verified))
         }
     };
+    if let Some(per_minute) = auth.requests_per_minute {
+        gw.identity.rate(per_minute, path, access.digest())?;
+    }
     if !auth.forward_token {
         req.headers_mut().remove(header::AUTHORIZATION);
     }

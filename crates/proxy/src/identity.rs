@@ -40,7 +40,13 @@ use mcp_ui_identity::{Policy, Rejection, Verified, bearer};
 pub struct Identity {
     client: Client,
     issuers: HashMap<String, Arc<Issuer>>,
+    /// Each caller's requests at each endpoint (`requests_per_minute`).
+    rates: std::sync::Mutex<HashMap<u64, mcp_ui_identity::rate::Bucket>>,
 }
+
+/// Most callers whose rate is kept at once; past it the stalest are
+/// forgotten (a forgotten caller starts with a full bucket again).
+const MAX_RATED: usize = 65_536;
 
 impl Identity {
     /// For every issuer the mounts and apps accept (`auths`), with a client
@@ -71,7 +77,41 @@ impl Identity {
             }
         }
         let client = crate::upstream::client::client_for(connect_timeout, &tls)?;
-        Ok(Identity { client, issuers })
+        Ok(Identity {
+            client,
+            issuers,
+            rates: Default::default(),
+        })
+    }
+
+    /// Take one of `caller`'s requests to the endpoint at `path` (`None`:
+    /// the callers without a token), at most `per_minute` a minute: `Err`
+    /// with the 429 that refuses it.
+    pub fn rate(
+        &self,
+        per_minute: u32,
+        path: &str,
+        caller: Option<u64>,
+    ) -> Result<(), Box<Response<Body>>> {
+        use mcp_ui_identity::rate::Bucket;
+        let key =
+            crate::session::pool::digest([path.as_bytes(), &caller.unwrap_or(0).to_le_bytes()]);
+        let now = std::time::Instant::now();
+        let mut rates = self.rates.lock().unwrap_or_else(|e| e.into_inner());
+        if rates.len() >= MAX_RATED && !rates.contains_key(&key) {
+            rates.retain(|_, b| !b.is_full(per_minute, now));
+            if rates.len() >= MAX_RATED
+                && let Some(stalest) = rates.iter().min_by_key(|(_, b)| b.at()).map(|(k, _)| *k)
+            {
+                rates.remove(&stalest);
+            }
+        }
+        let bucket = rates
+            .entry(key)
+            .or_insert_with(|| Bucket::full(per_minute, now));
+        bucket
+            .take(per_minute, now)
+            .map_err(|wait| Box::new(answer::too_many(per_minute, wait)))
     }
 
     /// The caller of a request with `headers` to an endpoint that requires

@@ -114,3 +114,20 @@ pub fn declared_scopes(mount: Option<&crate::overlay::MountOverlays>) -> Vec<Str
     }
     out
 }
+
+/// The answer to a caller past its `requests_per_minute`: 429, with when to
+/// try again.
+pub(super) fn too_many(per_minute: u32, wait: std::time::Duration) -> Response<Body> {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let message = format!(
+        "Too many requests: this caller may send {per_minute} a minute to this endpoint (auth.requests_per_minute); try again in {secs} s"
+    );
+    let mut resp = reply::json(
+        StatusCode::TOO_MANY_REQUESTS,
+        crate::jsonrpc::error_response(None, crate::jsonrpc::code::SERVER_ERROR, &message),
+    );
+    if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    resp
+}

@@ -47,6 +47,11 @@ pub struct AuthConfig {
     /// challenged. Default false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anonymous: Option<bool>,
+    /// Requests a minute each caller (a verified subject; callers without a
+    /// token together) may send to an endpoint; past it, 429 with
+    /// `Retry-After`. Default: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_minute: Option<u32>,
     /// Pass the client's token on to the upstream. Default false: a token
     /// is for the gateway's audience, and an upstream that is no resource of
     /// that audience must not get it (no token passthrough).
@@ -96,6 +101,7 @@ pub struct Auth {
     pub scopes: Vec<String>,
     pub introspection: Option<Introspection>,
     pub anonymous: bool,
+    pub requests_per_minute: Option<u32>,
     pub forward_token: bool,
     pub ca_file: Option<PathBuf>,
 }
@@ -179,6 +185,12 @@ pub fn resolve(
             ));
         }
     }
+    if merged.requests_per_minute == Some(0) {
+        problems.push(format!(
+            "{}: 0 would refuse every request; leave it unset for no limit",
+            field("requests_per_minute")
+        ));
+    }
     let scopes = merged.scopes.unwrap_or_default();
     for s in &scopes {
         let ok = !s.is_empty()
@@ -255,6 +267,7 @@ pub fn resolve(
         scopes,
         introspection,
         anonymous: merged.anonymous.unwrap_or(false),
+        requests_per_minute: merged.requests_per_minute,
         forward_token: merged.forward_token.unwrap_or(false),
         ca_file: merged.ca_file,
     }))
@@ -271,6 +284,7 @@ fn over(top: AuthConfig, own: &AuthConfig) -> AuthConfig {
         scopes: own.scopes.or(top.scopes),
         introspection: own.introspection.or(top.introspection),
         anonymous: own.anonymous.or(top.anonymous),
+        requests_per_minute: own.requests_per_minute.or(top.requests_per_minute),
         forward_token: own.forward_token.or(top.forward_token),
         ca_file: own.ca_file.or(top.ca_file),
     }

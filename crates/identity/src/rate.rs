@@ -1,0 +1,74 @@
+//! Requests per caller: a token bucket per caller and endpoint, so that
+//! one caller cannot starve the others. Pure: the caller passes the time.
+
+use std::time::{Duration, Instant};
+
+/// One caller's bucket: `per_minute` requests a minute, up to `per_minute`
+/// at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    /// A full bucket at `now`.
+    pub fn full(per_minute: u32, now: Instant) -> Bucket {
+        Bucket {
+            tokens: f64::from(per_minute),
+            at: now,
+        }
+    }
+
+    /// Take one request at `now`: `Ok`, or how long until one may be taken.
+    pub fn take(&mut self, per_minute: u32, now: Instant) -> Result<(), Duration> {
+        let rate = f64::from(per_minute) / 60.0;
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * rate).min(f64::from(per_minute));
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            return Ok(());
+        }
+        let wait = (1.0 - self.tokens) / rate;
+        Err(Duration::from_secs_f64(wait.max(0.001)))
+    }
+
+    /// When it was last taken from.
+    pub fn at(&self) -> Instant {
+        self.at
+    }
+
+    /// Whether it has been full again since `now` (forgetting it loses nothing).
+    pub fn is_full(&self, per_minute: u32, now: Instant) -> bool {
+        let rate = f64::from(per_minute) / 60.0;
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens + elapsed * rate >= f64::from(per_minute)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_allows_its_rate_and_says_how_long_to_wait() {
+        let t0 = Instant::now();
+        let mut b = Bucket::full(60, t0);
+        for _ in 0..60 {
+            assert_eq!(b.take(60, t0), Ok(()));
+        }
+        let wait = b.take(60, t0).unwrap_err();
+        assert!((wait.as_secs_f64() - 1.0).abs() < 0.01, "{wait:?}");
+        // A second later, one more.
+        assert_eq!(b.take(60, t0 + Duration::from_secs(1)), Ok(()));
+        assert!(b.take(60, t0 + Duration::from_secs(1)).is_err());
+        assert!(!b.is_full(60, t0 + Duration::from_secs(30)));
+        assert!(b.is_full(60, t0 + Duration::from_secs(61)));
+        // Never more than a minute's worth at once.
+        let mut idle = Bucket::full(2, t0);
+        let later = t0 + Duration::from_secs(3600);
+        assert!(idle.take(2, later).is_ok() && idle.take(2, later).is_ok());
+        assert!(idle.take(2, later).is_err());
+    }
+}
