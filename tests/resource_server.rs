@@ -721,6 +721,8 @@ struct Seen {
     http: String,
     method: String,
     authorization: Option<String>,
+    /// Its `x-user` header (a verified claim the gateway adds).
+    user: Option<String>,
 }
 
 /// An MCP-ish HTTP upstream (JSON answers, no sessions) recording every request, whose
@@ -742,6 +744,13 @@ async fn recording_upstream(
                     .headers()
                     .get("authorization")
                     .map(|v| v.to_str().unwrap_or("(not text)").to_owned());
+                let user = req
+                    .headers()
+                    .get_all("x-user")
+                    .iter()
+                    .map(|v| v.to_str().unwrap_or("(not text)").to_owned())
+                    .collect::<Vec<_>>();
+                let user = (!user.is_empty()).then(|| user.join(" | "));
                 let body = req
                     .into_body()
                     .collect()
@@ -755,6 +764,7 @@ async fn recording_upstream(
                     http: http.clone(),
                     method: method.clone(),
                     authorization: authorization.clone(),
+                    user,
                 });
                 let result = match method.as_str() {
                     "initialize" => json!({
@@ -1256,4 +1266,107 @@ async fn each_caller_has_its_own_rate() {
     assert_eq!(status, StatusCode::OK, "{answer}");
     let b = answer["access_token"].as_str().unwrap().to_owned();
     assert_served(&list_with(&url, &b).await, "the other caller");
+}
+
+/// A stdio MCP server in a few lines of Python whose `whoami` tool answers its
+/// `MCP_USER` environment variable.
+const WHOAMI_SERVER: &str = r#"
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method = m.get("method")
+    if method == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "whoami", "version": "1"}}
+    elif method == "tools/list":
+        r = {"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        r = {"content": [{"type": "text", "text": os.environ.get("MCP_USER", "(unset)")}]}
+    else:
+        r = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+
+/// The verified caller's claims reach the upstream the operator chose, and nothing a
+/// client writes stands in for them: `claims_to_headers` puts `sub` in `x-user` on an
+/// HTTP upstream (a client's own `x-user` is dropped), and `claims_to_env` gives each
+/// caller's own stdio process (`sessions = "conversation"`) its `MCP_USER`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_reach_the_upstream_instead_of_the_token() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let idp = Idp::start(&peers).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let (up, seen) = recording_upstream(stop.clone()).await;
+    let mut http_up = gw::http("recorded", &up.url);
+    http_up.path = Some("/recorded/mcp".into());
+    http_up.auth = own(AuthConfig {
+        claims_to_headers: Some([("x-user".to_owned(), "sub".to_owned())].into()),
+        ..AuthConfig::default()
+    });
+    let mut stdio = gw::stdio("whoami", "python3", &["-c", WHOAMI_SERVER]);
+    stdio.path = Some("/whoami/mcp".into());
+    stdio.sessions = Some(SessionMode::Conversation);
+    stdio.auth = own(AuthConfig {
+        claims_to_env: Some([("MCP_USER".to_owned(), "sub".to_owned())].into()),
+        ..AuthConfig::default()
+    });
+    let g = TestGateway::start_with(Config {
+        upstreams: vec![http_up, stdio],
+        auth: Some(auth_of(&idp, &[])),
+        ..gw::test_config()
+    })
+    .await;
+
+    // HTTP: the claim in the header, a client's forgery dropped.
+    let url = g.url_for("/recorded/mcp");
+    let token = idp.token(&url, &["tools:call"]).await;
+    let (_, claims) = support::idp::decode_jwt(&token);
+    let subject = claims["sub"].as_str().unwrap().to_owned();
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("mcp-protocol-version", VERSION),
+        ("authorization", auth.as_str()),
+        ("x-user", "admin"),
+    ];
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let (status, _, body) = post_json(&url, &headers, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    let users: Vec<Option<String>> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s.user.clone())
+        .collect();
+    assert!(!users.is_empty());
+    assert!(
+        users.iter().all(|u| u.as_deref() == Some(subject.as_str())),
+        "the upstream saw x-user {users:?}, not only {subject}"
+    );
+
+    // stdio: each caller's own process knows its user.
+    let url = g.url_for("/whoami/mcp");
+    let token = idp.token(&url, &["tools:call"]).await;
+    let (_, claims) = support::idp::decode_jwt(&token);
+    let subject = claims["sub"].as_str().unwrap().to_owned();
+    let auth = format!("Bearer {token}");
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "whoami", "arguments": {}, "_meta": {"openai/session": "v1/talk"}}});
+    let headers = [
+        ("mcp-protocol-version", VERSION),
+        ("authorization", auth.as_str()),
+    ];
+    let (status, response_headers, body) = post_json(&url, &headers, body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    let answer = response(&response_headers, &body, &json!(2));
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        subject.as_str(),
+        "{answer}"
+    );
+    stop.cancel();
+    drop(up);
 }

@@ -45,6 +45,7 @@ pub fn verdict(answer: &Value, policy: &Policy, now: u64) -> Result<Verified, Re
             .get("client_id")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        claims: claims.clone(),
     };
     claims::required(verified, policy)
 }

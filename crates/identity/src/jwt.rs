@@ -78,6 +78,7 @@ pub fn claims_verdict(
             .get("client_id")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        claims: claims.clone(),
     };
     claims::required(verified, policy)
 }

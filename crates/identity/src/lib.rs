@@ -85,6 +85,29 @@ pub struct Verified {
     pub expires_at: Option<u64>,
     /// The client it was issued to, when it says.
     pub client_id: Option<String>,
+    /// Every claim of the token (or of the introspection answer).
+    pub claims: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Verified {
+    /// Claim `name` as text, for a header or an environment variable: a
+    /// string as it is, an array of strings space-separated, a number or a
+    /// boolean written out; `None` when absent or an object.
+    pub fn claim_text(&self, name: &str) -> Option<String> {
+        use serde_json::Value;
+        match self.claims.get(name)? {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            Value::Array(a) => Some(
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            _ => None,
+        }
+    }
 }
 
 impl Verified {

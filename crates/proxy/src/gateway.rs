@@ -114,7 +114,11 @@ impl MountState {
 
 /// The request headers a held HTTP session carries: `Authorization` and the
 /// mount's forwarded headers, as the request that opened it sent them.
-fn credentials(mount: &Mount, headers: &http::HeaderMap) -> http::HeaderMap {
+fn credentials(
+    mount: &Mount,
+    headers: &http::HeaderMap,
+    claimed: &http::HeaderMap,
+) -> http::HeaderMap {
     let mut out = http::HeaderMap::new();
     for name in std::iter::once(&http::header::AUTHORIZATION).chain(&mount.forward_headers) {
         for v in headers.get_all(name) {
@@ -122,6 +126,17 @@ fn credentials(mount: &Mount, headers: &http::HeaderMap) -> http::HeaderMap {
             v.set_sensitive(true);
             out.append(name.clone(), v);
         }
+    }
+    // The verified caller's claims, never a client's header of their names.
+    if let Some(auth) = &mount.auth {
+        for (name, _) in &auth.claims_to_headers {
+            out.remove(name);
+        }
+    }
+    for (name, v) in claimed {
+        let mut v = v.clone();
+        v.set_sensitive(true);
+        out.insert(name.clone(), v);
     }
     out
 }
@@ -300,6 +315,7 @@ impl Gateway {
         mount: &MountState,
         key: SlotKey,
         headers: &http::HeaderMap,
+        claimed: &crate::identity::Claimed,
     ) -> Result<Conn, Failure> {
         let pool = &self.pools[mount.index];
         pool.connect(key, |again| async move {
@@ -318,11 +334,13 @@ impl Gateway {
                         &self.limits,
                         &self.client,
                         Some(pool.mux.clone()),
-                        credentials(&mount.config, headers),
+                        credentials(&mount.config, headers, &claimed.headers),
                         Some(on_reopen),
                     )
                 }
-                _ => Box::pin(self.start(mount, Some(pool.mux.clone()))).await?,
+                _ => {
+                    Box::pin(self.start_with(mount, Some(pool.mux.clone()), &claimed.env)).await?
+                }
             };
             let handshake = match key.era {
                 Era::Handshake => {
@@ -365,18 +383,29 @@ impl Gateway {
         mount: &MountState,
         mux: Option<Arc<Mux>>,
     ) -> Result<Arc<MessageSession>, Failure> {
+        self.start_with(mount, mux, &[]).await
+    }
+
+    /// [`Self::start`], a stdio child getting `env` besides the mount's
+    /// (a verified caller's claims, for a process of its own).
+    async fn start_with(
+        &self,
+        mount: &MountState,
+        mux: Option<Arc<Mux>>,
+        env: &[(String, String)],
+    ) -> Result<Arc<MessageSession>, Failure> {
+        let mut config = std::borrow::Cow::Borrowed(&mount.config);
+        if let (false, Transport::Stdio(_)) = (env.is_empty(), &mount.config.transport)
+            && let Transport::Stdio(cmd) = &mut config.to_mut().transport
+        {
+            cmd.env.extend(env.iter().cloned());
+        }
         let sup = Supervisor {
             children: self.children.clone(),
             restarts: mount.restarts.clone(),
         };
         let open = || {
-            upstream::open_supervised(
-                &mount.config,
-                &self.limits,
-                &self.client,
-                mux.clone(),
-                Some(&sup),
-            )
+            upstream::open_supervised(&config, &self.limits, &self.client, mux.clone(), Some(&sup))
         };
         // A command that crashed a moment ago may start again shortly: a
         // request waits that out (within its own time) rather than fail.

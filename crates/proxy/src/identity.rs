@@ -19,7 +19,7 @@ mod answer;
 mod issuer;
 
 pub(crate) use access::gate;
-pub use access::{Access, Caller};
+pub use access::{Access, Caller, Claimed};
 pub use answer::{challenge_value, declared_scopes, metadata, refusal, refusal_for};
 pub use issuer::REFETCH_EVERY;
 

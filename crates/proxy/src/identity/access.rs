@@ -108,3 +108,42 @@ impl Caller {
         }
     }
 }
+
+/// What a verified caller's claims give its upstream connection: headers
+/// (`claims_to_headers`) and, for a process of its own, environment
+/// variables (`claims_to_env`).
+#[derive(Debug, Clone, Default)]
+pub struct Claimed {
+    pub headers: http::HeaderMap,
+    pub env: Vec<(String, String)>,
+}
+
+impl Claimed {
+    /// What `access` gives an upstream of an endpoint that requires `auth`;
+    /// the environment only when the connection is the caller's alone
+    /// (`own_process`).
+    pub fn of(auth: Option<&crate::config::Auth>, access: &Access, own_process: bool) -> Claimed {
+        let (Some(auth), Access::Granted(caller)) = (auth, access) else {
+            return Claimed::default();
+        };
+        let v = &caller.verified;
+        let mut headers = http::HeaderMap::new();
+        for (name, claim) in &auth.claims_to_headers {
+            if let Some(value) = v
+                .claim_text(claim)
+                .and_then(|t| http::HeaderValue::from_str(&t).ok())
+            {
+                headers.insert(name.clone(), value);
+            }
+        }
+        let env = match own_process {
+            true => auth
+                .claims_to_env
+                .iter()
+                .filter_map(|(var, claim)| Some((var.clone(), v.claim_text(claim)?)))
+                .collect(),
+            false => Vec::new(),
+        };
+        Claimed { headers, env }
+    }
+}

@@ -54,6 +54,18 @@ pub(super) fn request_for(
         }
         out.append(name.clone(), v);
     }
+    // The verified caller's claims, never a client's header of their names.
+    if let Some(auth) = &cx.mount.config.auth {
+        for (name, _) in &auth.claims_to_headers {
+            out.remove(name);
+        }
+        let claimed = crate::identity::Claimed::of(Some(auth), &cx.access, false);
+        for (name, v) in &claimed.headers {
+            let mut v = v.clone();
+            v.set_sensitive(true);
+            out.insert(name.clone(), v);
+        }
+    }
     if let Some(sid) = sid {
         out.insert(SESSION_HEADER, sid.clone());
     }

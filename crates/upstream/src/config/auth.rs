@@ -52,6 +52,16 @@ pub struct AuthConfig {
     /// `Retry-After`. Default: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests_per_minute: Option<u32>,
+    /// Headers the upstream gets with the verified caller's claims, header
+    /// name to claim name (`{ "x-user" = "sub", "x-email" = "email" }`); a
+    /// client's own header of such a name never reaches the upstream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claims_to_headers: Option<std::collections::BTreeMap<String, String>>,
+    /// For a stdio upstream with `sessions = "conversation"`: environment
+    /// variables of each caller's own process, variable to claim name
+    /// (`{ MCP_USER = "sub" }`): a single-user server knows its user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claims_to_env: Option<std::collections::BTreeMap<String, String>>,
     /// Pass the client's token on to the upstream. Default false: a token
     /// is for the gateway's audience, and an upstream that is no resource of
     /// that audience must not get it (no token passthrough).
@@ -102,6 +112,10 @@ pub struct Auth {
     pub introspection: Option<Introspection>,
     pub anonymous: bool,
     pub requests_per_minute: Option<u32>,
+    /// Header to claim name.
+    pub claims_to_headers: Vec<(http::HeaderName, String)>,
+    /// Environment variable to claim name.
+    pub claims_to_env: Vec<(String, String)>,
     pub forward_token: bool,
     pub ca_file: Option<PathBuf>,
 }
@@ -123,6 +137,22 @@ impl std::fmt::Debug for Introspection {
             .finish_non_exhaustive()
     }
 }
+
+/// Headers a claim may not be put in: the protocol's and the gateway's own.
+const RESERVED_HEADERS: [&str; 12] = [
+    "authorization",
+    "host",
+    "content-type",
+    "content-length",
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "last-event-id",
+    "traceparent",
+    "tracestate",
+];
 
 /// The algorithms accepted when none are named.
 pub const DEFAULT_ALGORITHMS: [&str; 9] = [
@@ -183,6 +213,38 @@ pub fn resolve(
                 field("algorithms"),
                 DEFAULT_ALGORITHMS.join(", ")
             ));
+        }
+    }
+    let mut claims_to_headers = Vec::new();
+    for (h, claim) in merged.claims_to_headers.clone().unwrap_or_default() {
+        match http::HeaderName::from_bytes(h.as_bytes()) {
+            Ok(name) if RESERVED_HEADERS.contains(&name.as_str()) => problems.push(format!(
+                "{}: \"{h}\" is a header the gateway or the protocol sets itself",
+                field("claims_to_headers")
+            )),
+            Ok(name) if !claim.is_empty() => claims_to_headers.push((name, claim)),
+            _ => problems.push(format!(
+                "{}: \"{h}\" = \"{claim}\" is not a header name and a claim name",
+                field("claims_to_headers")
+            )),
+        }
+    }
+    let mut claims_to_env = Vec::new();
+    for (var, claim) in merged.claims_to_env.clone().unwrap_or_default() {
+        let ok = var
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+            && var
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+            && !claim.is_empty();
+        match ok {
+            true => claims_to_env.push((var, claim)),
+            false => problems.push(format!(
+                "{}: \"{var}\" = \"{claim}\" is not an environment variable (A-Z, 0-9, _) and a claim name",
+                field("claims_to_env")
+            )),
         }
     }
     if merged.requests_per_minute == Some(0) {
@@ -268,6 +330,8 @@ pub fn resolve(
         introspection,
         anonymous: merged.anonymous.unwrap_or(false),
         requests_per_minute: merged.requests_per_minute,
+        claims_to_headers,
+        claims_to_env,
         forward_token: merged.forward_token.unwrap_or(false),
         ca_file: merged.ca_file,
     }))
@@ -285,6 +349,8 @@ fn over(top: AuthConfig, own: &AuthConfig) -> AuthConfig {
         introspection: own.introspection.or(top.introspection),
         anonymous: own.anonymous.or(top.anonymous),
         requests_per_minute: own.requests_per_minute.or(top.requests_per_minute),
+        claims_to_headers: own.claims_to_headers.or(top.claims_to_headers),
+        claims_to_env: own.claims_to_env.or(top.claims_to_env),
         forward_token: own.forward_token.or(top.forward_token),
         ca_file: own.ca_file.or(top.ca_file),
     }

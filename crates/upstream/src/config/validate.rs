@@ -121,6 +121,13 @@ impl Config {
             match super::auth::resolve(top, up.auth.as_ref(), &at, &env) {
                 Ok(auth) => {
                     if let Some(m) = mounts.iter_mut().find(|m| m.name == up.name) {
+                        let per_user = matches!(m.transport, Transport::Stdio(_))
+                            && m.sessions.mode == SessionMode::Conversation;
+                        if auth.as_ref().is_some_and(|a| !a.claims_to_env.is_empty()) && !per_user {
+                            problems.push(format!(
+                                "{at}auth.claims_to_env: only for a stdio upstream with sessions = \"conversation\" (a process per caller); a shared process would carry one caller's claims to all"
+                            ));
+                        }
                         m.auth = auth;
                     }
                 }

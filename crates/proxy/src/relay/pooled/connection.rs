@@ -186,5 +186,11 @@ pub(super) async fn speaks_envelope(cx: &Ctx<'_>) -> Result<bool, Failure> {
 }
 
 pub(super) async fn connect(cx: &Ctx<'_>, key: SlotKey) -> Result<Conn, Failure> {
-    cx.gw.connect(cx.mount, key, cx.headers).await
+    // A process of the caller's own may know its user; a shared one never.
+    let own = matches!(
+        key.lane,
+        Lane::Conversation(_) | Lane::Client(_) | Lane::Single(_)
+    );
+    let claimed = crate::identity::Claimed::of(cx.mount.config.auth.as_ref(), &cx.access, own);
+    cx.gw.connect(cx.mount, key, cx.headers, &claimed).await
 }
