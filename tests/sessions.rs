@@ -6,7 +6,7 @@ mod support;
 
 use hyper::{Method, StatusCode};
 use mcp_ui_gateway::config::Config;
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::clients::{parse_sse, post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
 use tokio_util::sync::CancellationToken;
@@ -585,12 +585,13 @@ fn odd_answer(method: &str, id: &str) -> String {
     )
 }
 
-/// The answer's whole body for `id`: JSON as [`odd_answer`], or (ids that
-/// end in `sse"`) an SSE stream: a comment, an event with an id, an event
-/// name and the message's `data` split over two lines.
-fn odd_body(method: &str, id: &str) -> (&'static str, String) {
+/// The answer's whole body for `id`: JSON as [`odd_answer`], or (`sse`: a
+/// request whose `_meta.form` is `"sse"`) an SSE stream: a comment, an
+/// event with an id, an event name and the message's `data` split over two
+/// lines.
+fn odd_body(method: &str, id: &str, sse: bool) -> (&'static str, String) {
     let answer = odd_answer(method, id);
-    if id.ends_with("sse\"") {
+    if sse {
         let (head, tail) = answer.split_at(answer.find("\"alpha\"").unwrap());
         (
             "text/event-stream",
@@ -637,7 +638,10 @@ async fn http_answers_pass_byte_for_byte() {
                     ),
                 )
             } else {
-                odd_body(&method, &id)
+                // The form the client asked for: its id may not reach the
+                // upstream as written (a shared session's are the
+                // connection's own).
+                odd_body(&method, &id, v["params"]["_meta"]["form"] == "sse")
             };
             r = hyper::Response::new(Full::new(bytes::Bytes::from(text)).boxed());
             r.headers_mut()
@@ -689,12 +693,14 @@ async fn http_answers_pass_byte_for_byte() {
                     "prompts/get" => r#"{"name":"odd"}"#,
                     _ => "{}",
                 };
+                let mut params: Value = serde_json::from_str(params).unwrap();
+                params["_meta"] = json!({ "form": form });
                 let request = format!(
                     r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
                 );
                 let (status, h, body) = post_json(&g.url(), &session, request).await;
                 assert_eq!(status, StatusCode::OK, "{method} {form}");
-                let (mut content_type, mut want) = odd_body(method, &id);
+                let (mut content_type, mut want) = odd_body(method, &id, form == "sse");
                 if shared && form == "sse" {
                     content_type = "application/json";
                     want = odd_answer(method, &id).replacen("\"alpha\"", "\n\"alpha\"", 1);

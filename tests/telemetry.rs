@@ -251,7 +251,8 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
     let meta_parent = format!("00-{META_TRACE}-{META_SPAN}-01");
     let call = json!({"jsonrpc": "2.0", "id": "a", "method": "tools/call",
         "params": {"name": "echo_meta", "arguments": {},
-                   "_meta": {"traceparent": meta_parent, "progressToken": 5}}});
+                   "_meta": {"traceparent": meta_parent, "progressToken": 5,
+                             "x-vendor": {"k": [1, 2]}}}});
     let (status, _, body) = post_json(&gw.url_for("/pipe"), &[], call.to_string()).await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     let answer: Value = serde_json::from_slice(&body).unwrap();
@@ -268,8 +269,17 @@ async fn a_tool_call_is_traced_end_to_end_and_its_context_reaches_the_upstream()
     let expected = format!("00-{META_TRACE}-{}-01", client["span_id"].as_str().unwrap());
     assert_eq!(received["traceparent"], expected.as_str(), "{received}");
     assert_eq!(
-        received["progressToken"], 5,
+        received["x-vendor"],
+        json!({"k": [1, 2]}),
         "other _meta keys pass as sent"
+    );
+    // On a connection several clients may use, the progress token is the
+    // connection's own (mapped back to 5 for the client).
+    assert!(
+        received["progressToken"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("mcp-ui-gateway/p")),
+        "{received}"
     );
 
     // 3. An error is recorded with its JSON-RPC code.
