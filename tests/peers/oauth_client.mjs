@@ -5,13 +5,20 @@
 // then the authorization server's metadata, registers a client (DCR) and asks to be
 // redirected to /authorize. Instead of a browser the script fetches that URL itself, takes
 // the code from the redirect, finishes the exchange (PKCE) and connects again, then lists
-// tools and calls --call (default whoami).
+// tools and calls --call (default whoami) with the JSON object --args (default {}).
+// The "browser" follows the authorization server's own redirects (a login or consent
+// interaction that approves at once, as oidc_provider.mjs has), keeping its cookies, up to
+// the redirect to the redirect URI, which it does not follow; it checks the `state` there.
 //
-//   node tests/peers/oauth_client.mjs URL [--call TOOL] [--timeout S]
+//   node tests/peers/oauth_client.mjs URL [--call TOOL] [--args JSON] [--timeout S]
 //
-// Prints one JSON object on stdout: every HTTP exchange the SDK made (`exchanges`: method,
-// url, status), the protected-resource metadata document it read (`prm`), the access token
-// it obtained (`access_token`, for the test to replay) and the tool result (`call`).
+// Prints one JSON object on stdout: every HTTP exchange the SDK made and the authorization
+// request's (`exchanges`: method, url, status), the redirects followed
+// (`authorization_hops`: url, status, location), the protected-resource metadata document
+// it read (`prm`), the registered client (`client`: client_id, token_endpoint_auth_method),
+// the access token it obtained (`access_token`, for the test to replay), the token response's
+// other fields (`token`: token_type, scope, expires_in, refresh_token present), the listed
+// tools, the revision the session ended on (`protocol_version`) and the tool result (`call`).
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -23,6 +30,7 @@ const opt = (name, dflt) => {
     return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
 };
 const tool = opt('--call', 'whoami');
+const toolArgs = JSON.parse(opt('--args', '{}'));
 const timeoutS = Number(opt('--timeout', '40'));
 setTimeout(() => {
     console.error(`oauth_client: FAILED: timed out after ${timeoutS} s`);
@@ -30,6 +38,7 @@ setTimeout(() => {
 }, timeoutS * 1000).unref();
 
 const exchanges = [];
+const hops = [];
 let prm = null;
 const tracingFetch = async (input, init) => {
     const res = await fetch(input, init);
@@ -72,6 +81,10 @@ class MemoryProvider {
     redirectToAuthorization(authorizationUrl) {
         this.authorizationUrl = authorizationUrl;
     }
+    state() {
+        this.sentState = crypto.randomUUID();
+        return this.sentState;
+    }
     saveCodeVerifier(v) {
         this.verifier = v;
     }
@@ -90,25 +103,63 @@ try {
         if (!(e instanceof UnauthorizedError)) throw e;
     }
     if (!provider.authorizationUrl) throw new Error('the SDK never asked to redirect to /authorize');
-    // The "browser": the demo authorization server approves at once and redirects.
-    const r = await tracingFetch(provider.authorizationUrl, { redirect: 'manual' });
-    const location = r.headers.get('location');
-    if (!location) throw new Error(`/authorize answered ${r.status} without a redirect`);
-    const code = new URL(location).searchParams.get('code');
-    if (!code) throw new Error(`no code in the redirect ${location}`);
+    // The "browser": the authorization server approves at once (perhaps through its own
+    // login and consent pages, redirecting to each and keeping a cookie) and redirects to the
+    // redirect URI, which is not followed: the code is taken from that Location.
+    const cookies = new Map();
+    let at = new URL(provider.authorizationUrl);
+    let callback;
+    for (let hop = 0; hop < 12 && !callback; hop++) {
+        const cookie = [...cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+        const r = await tracingFetch(at, { redirect: 'manual', headers: cookie ? { cookie } : {} });
+        for (const c of r.headers.getSetCookie()) {
+            const [pair] = c.split(';');
+            const eq = pair.indexOf('=');
+            cookies.set(pair.slice(0, eq).trim(), pair.slice(eq + 1).trim());
+        }
+        const location = r.headers.get('location');
+        hops.push({ url: String(at), status: r.status, location });
+        if (!location) throw new Error(`${at} answered ${r.status} without a redirect: ${await r.text()}`);
+        at = new URL(location, at);
+        if (`${at.origin}${at.pathname}` === provider.redirectUrl) callback = at;
+    }
+    if (!callback) throw new Error(`no redirect to ${provider.redirectUrl} after ${hops.length} hops`);
+    const error = callback.searchParams.get('error');
+    if (error) throw new Error(`the authorization server redirected with an error: ${callback}`);
+    if (callback.searchParams.get('state') !== provider.sentState) {
+        throw new Error(`state mismatch: sent ${provider.sentState}, got back ${callback}`);
+    }
+    const code = callback.searchParams.get('code');
+    if (!code) throw new Error(`no code in the redirect ${callback}`);
     await first.finishAuth(code);
 
     const client = new Client({ name: 'oauth-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider, fetch: tracingFetch }));
+    const transport = new StreamableHTTPClientTransport(url, { authProvider: provider, fetch: tracingFetch });
+    await client.connect(transport);
     const tools = await client.listTools();
-    const call = await client.callTool({ name: tool, arguments: {} });
+    const call = await client.callTool({ name: tool, arguments: toolArgs });
+    const protocolVersion = transport.protocolVersion;
     await client.close();
+    const tokens = provider.tokens() ?? {};
     console.log(
         JSON.stringify({
             exchanges,
+            authorization_hops: hops,
             prm,
             authorization_url: String(provider.authorizationUrl),
-            access_token: provider.tokens()?.access_token,
+            client: provider.client && {
+                client_id: provider.client.client_id,
+                token_endpoint_auth_method: provider.client.token_endpoint_auth_method,
+                has_secret: provider.client.client_secret !== undefined
+            },
+            access_token: tokens.access_token,
+            token: {
+                token_type: tokens.token_type,
+                scope: tokens.scope,
+                expires_in: tokens.expires_in,
+                refresh_token: tokens.refresh_token !== undefined
+            },
+            protocol_version: protocolVersion,
             tools: tools.tools.map(t => t.name),
             call
         })
@@ -116,6 +167,6 @@ try {
     process.exit(0);
 } catch (e) {
     console.error(`oauth_client: FAILED: ${e?.stack ?? e}`);
-    console.error(JSON.stringify({ exchanges }));
+    console.error(JSON.stringify({ exchanges, authorization_hops: hops }));
     process.exit(1);
 }

@@ -154,6 +154,10 @@ const cookieKeys = [crypto.randomBytes(32).toString('base64url')];
 function configuration() {
     return {
         jwks: { keys: keys.map(k => ({ ...k })) },
+        // The resource scopes are the authorization server's too: an MCP client registering
+        // by DCR names the scope it was challenged with (`scope` of RFC 7591), and
+        // oidc-provider refuses a registration naming a scope outside this list.
+        scopes: ['openid', 'offline_access', ...SCOPES],
         adapter: model => new MemoryAdapter(model, store),
         clients: [
             {
