@@ -449,7 +449,7 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
         )
         .replace(
             "[tools.list_tasks]\n",
-            "[tools.list_tasks]\nwidget = \"builtin:table\"\n",
+            "[tools.list_tasks]\nwidget = \"builtin:table\"\nsecurity_schemes = [{ type = \"noauth\" }, { type = \"oauth2\", scopes = [\"tasks:read\"] }]\n",
         );
     assert_ne!(
         demo, remapped,
@@ -493,6 +493,20 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
             context()
         );
     }
+    // What each tool requires, from its security schemes (list_tasks
+    // declares noauth and an oauth2 scope; add_task none).
+    assert_eq!(
+        checks["auth_badges"]["list_tasks"],
+        serde_json::json!(["sign-in optional: tasks:read"]),
+        "{}",
+        context()
+    );
+    assert_eq!(
+        checks["auth_badges"]["add_task"],
+        serde_json::json!([]),
+        "{}",
+        context()
+    );
     // The form's call, and its raw request and result.
     assert_eq!(
         checks["form_request"]["params"],

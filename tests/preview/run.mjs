@@ -151,6 +151,8 @@ async function main() {
     summary.checks.page_csp = response.headers()['content-security-policy'] ?? null;
     await page.locator(`#tool-list button[data-tool="${opts.call ?? 'add_task'}"]`).waitFor({ timeout: left(30000) });
     summary.checks.tools = await page.$$eval('#tool-list button[data-tool]', (bs) => bs.map((b) => b.dataset.tool));
+    summary.checks.auth_badges = await page.$$eval('#tool-list button[data-tool]', (bs) =>
+      Object.fromEntries(bs.map((b) => [b.dataset.tool, [...b.querySelectorAll('.badge.auth')].map((x) => x.textContent)])));
     summary.checks.server = await page.textContent('#server');
   });
 

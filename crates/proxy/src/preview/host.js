@@ -428,6 +428,8 @@
       if (Array.isArray(visibility) && visibility.indexOf('model') < 0) {
         badges.push(el('span', { className: 'badge', text: 'app only' }));
       }
+      var auth = authOf(tool);
+      if (auth) badges.push(el('span', { className: 'badge auth', text: auth.text, title: auth.title }));
       var button = el('button', { type: 'button', 'data-tool': tool.name }, [
         el('span', { className: 'name', text: tool.name }, badges),
         tool.title || (tool.annotations && tool.annotations.title)
@@ -437,6 +439,31 @@
       button.addEventListener('click', function () { selectTool(tool.name); });
       ui.toolList.appendChild(el('li', {}, [button]));
     });
+  }
+
+  // What calling the tool requires, from its securitySchemes (what the
+  // gateway enforces with [auth], and what ChatGPT shows): null when it
+  // declares none.
+  function authOf(tool) {
+    var schemes = tool.securitySchemes || (tool._meta && tool._meta.securitySchemes);
+    if (!Array.isArray(schemes) || !schemes.length) return null;
+    var anonymous = false;
+    var oauth = false;
+    var scopes = [];
+    schemes.forEach(function (s) {
+      if (!s || typeof s !== 'object') return;
+      if (s.type === 'noauth') anonymous = true;
+      if (s.type === 'oauth2') {
+        oauth = true;
+        if (Array.isArray(s.scopes)) scopes = scopes.concat(s.scopes);
+      }
+    });
+    if (!oauth) return { text: 'no sign-in', title: 'callable without a token' };
+    var needs = scopes.length ? 'a token with ' + scopes.join(' ') : 'a token';
+    return {
+      text: (anonymous ? 'sign-in optional' : 'sign-in') + (scopes.length ? ': ' + scopes.join(' ') : ''),
+      title: anonymous ? 'callable without a token; signed in, it needs ' + needs : 'needs ' + needs,
+    };
   }
 
   function selectTool(name) {
