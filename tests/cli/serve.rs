@@ -439,3 +439,63 @@ async fn rust_log_reaches_each_crate_by_its_name_and_the_gateways() {
         gateway.terminate(RUN_TIMEOUT).unwrap();
     }
 }
+
+/// Who called is logged only where the operator asks: with `[auth] log_callers =
+/// true` each verified caller's issuer and subject are logged with the request; without
+/// it no log line names the caller. The banner says what each endpoint requires.
+#[tokio::test]
+async fn callers_are_logged_only_when_asked() {
+    let Some((peers, _turn)) = support::peers::setup().await else {
+        return;
+    };
+    let idp = support::idp::Idp::start(&peers).await;
+    for log in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "[auth]\nissuer = {}\nlog_callers = {log}\n\n[[upstream]]\nname = \"fx\"\ncommand = {}\nargs = [\"--protocol\", \"2025\"]\n",
+            serde_json::Value::from(idp.issuer()),
+            serde_json::Value::from(support::upstreams::STDIO_COMMAND),
+        );
+        std::fs::write(dir.path().join("gw.toml"), config).unwrap();
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.args(["serve", "--config", "gw.toml", "--listen", "127.0.0.1:0"])
+            .current_dir(dir.path());
+        let mut gateway = support::process::Proc::spawn("gateway", &mut cmd);
+        let mut banner = String::new();
+        let url = gateway.wait_for("the endpoint line", RUN_TIMEOUT, |_, line| {
+            let url = support::process::endpoint_url(line)?;
+            banner = line.to_owned();
+            Some(url)
+        });
+        assert!(
+            banner.ends_with(&format!("; requires a token of {}", idp.issuer())),
+            "{banner}"
+        );
+        let token = idp.token(&url, &["tools:call"]).await;
+        let (_, claims) = support::idp::decode_jwt(&token);
+        let subject = claims["sub"].as_str().unwrap().to_owned();
+        let auth = format!("Bearer {token}");
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+        let headers = [
+            ("mcp-protocol-version", "2025-11-25"),
+            ("authorization", auth.as_str()),
+        ];
+        let (status, _, _) = support::clients::post_json(&url, &headers, body.to_owned()).await;
+        assert_eq!(status, hyper::StatusCode::OK);
+        let needle = format!("subject={subject}");
+        if log {
+            gateway.wait_for("the caller's log line", RUN_TIMEOUT, |_, line| {
+                (line.contains("caller verified") && line.contains(&needle)).then_some(())
+            });
+        } else {
+            // The request is answered: had it been logged, the line would be there.
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            let said = gateway.stderr();
+            assert!(
+                !said.contains(&needle) && !said.contains("caller verified"),
+                "{said}"
+            );
+        }
+        drop(gateway);
+    }
+}

@@ -87,6 +87,16 @@ pub(crate) async fn admit(
                 .identity
                 .admit(auth, req.headers(), &resource, &metadata)
                 .await?;
+            // Who called is logged only where the operator asks.
+            if auth.log_callers {
+                tracing::info!(
+                    issuer = %verified.issuer,
+                    subject = %verified.subject,
+                    client = verified.client_id.as_deref().unwrap_or(""),
+                    endpoint = path,
+                    "caller verified"
+                );
+            }
             Access::Granted(Caller::new(verified))
         }
     };

@@ -62,6 +62,10 @@ pub struct AuthConfig {
     /// (`{ MCP_USER = "sub" }`): a single-user server knows its user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claims_to_env: Option<std::collections::BTreeMap<String, String>>,
+    /// Log each verified caller (issuer, subject, client) with its request
+    /// id, at `info`. Default false: logs name no one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_callers: Option<bool>,
     /// Pass the client's token on to the upstream. Default false: a token
     /// is for the gateway's audience, and an upstream that is no resource of
     /// that audience must not get it (no token passthrough).
@@ -116,6 +120,7 @@ pub struct Auth {
     pub claims_to_headers: Vec<(http::HeaderName, String)>,
     /// Environment variable to claim name.
     pub claims_to_env: Vec<(String, String)>,
+    pub log_callers: bool,
     pub forward_token: bool,
     pub ca_file: Option<PathBuf>,
 }
@@ -332,6 +337,7 @@ pub fn resolve(
         requests_per_minute: merged.requests_per_minute,
         claims_to_headers,
         claims_to_env,
+        log_callers: merged.log_callers.unwrap_or(false),
         forward_token: merged.forward_token.unwrap_or(false),
         ca_file: merged.ca_file,
     }))
@@ -351,6 +357,7 @@ fn over(top: AuthConfig, own: &AuthConfig) -> AuthConfig {
         requests_per_minute: own.requests_per_minute.or(top.requests_per_minute),
         claims_to_headers: own.claims_to_headers.or(top.claims_to_headers),
         claims_to_env: own.claims_to_env.or(top.claims_to_env),
+        log_callers: own.log_callers.or(top.log_callers),
         forward_token: own.forward_token.or(top.forward_token),
         ca_file: own.ca_file.or(top.ca_file),
     }
