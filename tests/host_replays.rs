@@ -51,7 +51,13 @@ struct Reply {
 }
 
 async fn send(url: &str, headers: &[(&str, &str)], body: &Value) -> Reply {
-    let (status, h, bytes) = post_json(url, headers, body.to_string()).await;
+    let body_text = body.to_string();
+    let bearer = bearer_for(Method::POST, url, headers, &body_text);
+    let mut headers = headers.to_vec();
+    if let Some(b) = &bearer {
+        headers.push(("authorization", b.as_str()));
+    }
+    let (status, h, bytes) = post_json(url, &headers, body_text).await;
     let session = h
         .get("mcp-session-id")
         .map(|v| v.to_str().unwrap().to_owned());
@@ -71,6 +77,60 @@ async fn send(url: &str, headers: &[(&str, &str)], body: &Value) -> Reply {
         session,
         message,
     }
+}
+
+/// A request a replay sent in front of a gateway with `[auth]`, without
+/// its token: to send again as it is, tokenless.
+struct Sent {
+    method: Method,
+    url: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+/// The token the requests of a replay run under [`with_token`] carry, and
+/// the requests they were.
+struct Bearer {
+    authorization: String,
+    sent: std::cell::RefCell<Vec<Sent>>,
+}
+
+tokio::task_local! {
+    static BEARER: Bearer;
+}
+
+/// `replay` with `Authorization: Bearer <token>` on each of its requests:
+/// what it returned and the requests it sent (without the token).
+async fn with_token<T>(token: &str, replay: impl Future<Output = T>) -> (T, Vec<Sent>) {
+    let bearer = Bearer {
+        authorization: format!("Bearer {token}"),
+        sent: Default::default(),
+    };
+    BEARER
+        .scope(bearer, async {
+            let out = replay.await;
+            (out, BEARER.with(|b| b.sent.take()))
+        })
+        .await
+}
+
+/// The `Authorization` of a request under [`with_token`] (`None`
+/// otherwise), the request recorded.
+fn bearer_for(method: Method, url: &str, headers: &[(&str, &str)], body: &str) -> Option<String> {
+    BEARER
+        .try_with(|b| {
+            b.sent.borrow_mut().push(Sent {
+                method,
+                url: url.to_owned(),
+                headers: headers
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+                body: body.to_owned(),
+            });
+            b.authorization.clone()
+        })
+        .ok()
 }
 
 /// `base` with the session id, when there is one (a stateless upstream's
@@ -580,17 +640,15 @@ async fn claude_desktop_two_sessions(url: &str, calls: &[Value]) -> Vec<Value> {
 /// `Accept: text/event-stream` and no session: a stream, not an error it
 /// loops on.
 async fn idle_get(url: &str) {
-    let (status, headers, _stream) = open_sse(
-        Method::GET,
-        url,
-        &[
-            ("accept", "text/event-stream"),
-            ("user-agent", CHATGPT_TOOLS),
-        ],
-        "",
-    )
-    .await
-    .unwrap();
+    let mut h = vec![
+        ("accept", "text/event-stream"),
+        ("user-agent", CHATGPT_TOOLS),
+    ];
+    let bearer = bearer_for(Method::GET, url, &h, "");
+    if let Some(b) = &bearer {
+        h.push(("authorization", b.as_str()));
+    }
+    let (status, headers, _stream) = open_sse(Method::GET, url, &h, "").await.unwrap();
     assert_eq!(status, StatusCode::OK, "the idle GET");
     assert_eq!(headers["content-type"], "text/event-stream");
 }
@@ -933,4 +991,230 @@ async fn a_widgets_own_calls_through_an_app_endpoint() {
     assert!((1..=3).contains(&started), "{started} processes started");
     claude_per_call(&url, &calls).await;
     assert_eq!(processes_started(&g).await, started, "processes started");
+}
+
+/// The replays [`host_patterns_with_tokens`] makes, by name: each returns
+/// the results of its calls (the idle GET, none).
+const PROTECTED_REPLAYS: [&str; 8] = [
+    "ChatGPT tool plane",
+    "ChatGPT batches",
+    "Claude, an initialize per call",
+    "Claude, the id never echoed",
+    "Claude Desktop, two sessions",
+    "ChatGPT tool plane, envelope",
+    "every revision's header, no session",
+    "ChatGPT after a long idle",
+];
+
+async fn replay(name: &str, url: &str, calls: &[Value]) -> Vec<Value> {
+    match name {
+        "ChatGPT tool plane" => chatgpt_tool_plane(url, calls, false).await,
+        "ChatGPT batches" => chatgpt_batches(url, calls).await,
+        "Claude, an initialize per call" => claude_per_call(url, calls).await,
+        "Claude, the id never echoed" => claude_never_echoes(url, calls).await,
+        "Claude Desktop, two sessions" => claude_desktop_two_sessions(url, calls).await,
+        "ChatGPT tool plane, envelope" => chatgpt_tool_plane(url, calls, true).await,
+        "every revision's header, no session" => every_revision_without_a_session(url, calls).await,
+        "ChatGPT after a long idle" => {
+            idle_get(url).await;
+            Vec::new()
+        }
+        other => unreachable!("replay {other}"),
+    }
+}
+
+/// Children the gateway started for the mount of upstream `name`.
+async fn processes_started_for(g: &TestGateway, name: &str) -> u64 {
+    let line = format!("mcp_gateway_processes_started_total{{upstream=\"{name}\"}} ");
+    let text = g.gateway.metrics_text().await;
+    text.lines()
+        .find_map(|l| l.strip_prefix(line.as_str())?.parse().ok())
+        .unwrap_or_else(|| panic!("no {line:?} in /metrics"))
+}
+
+/// The host patterns in front of mounts `[auth]` protects (the OpenID
+/// provider peer as issuer), each request with a token the provider issued
+/// for the mount's URL: every call is answered as in the same replay in
+/// front of the same mounts unprotected (and as the server answers a
+/// well-behaved client), starting as many processes; every request of the
+/// replays sent again without its token is refused with 401 and the
+/// challenge naming the mount's metadata, starting none. On the mount with
+/// `sessions = "conversation"`, ChatGPT's calls naming the same
+/// conversation reach a process of their own for each verified caller
+/// (`test-client`, `short-lived`), and a caller with a fresh token keeps
+/// its own.
+#[tokio::test]
+async fn host_patterns_with_tokens() {
+    use mcp_ui_gateway::config::{AuthConfig, SessionMode};
+    use support::idp::{Idp, SHORT_LIVED_CLIENT_ID, SHORT_LIVED_CLIENT_SECRET, decode_jwt};
+
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let t0 = std::time::Instant::now();
+    let idp = Idp::start(&peers).await;
+    let up = start_upstream(&peers, Kind::Stdio).await;
+    let expected = reference(&up).await;
+    // The Python server over stdio twice: sessions sharing its processes
+    // (the default), and a process per conversation.
+    let mounts = |c: &mut Config| {
+        let mut shared = up.config.clone();
+        shared.name = "py".into();
+        shared.path = Some("/py/mcp".into());
+        let mut talk = up.config.clone();
+        talk.name = "talk".into();
+        talk.path = Some("/talk/mcp".into());
+        talk.sessions = Some(SessionMode::Conversation);
+        c.upstreams = vec![shared, talk];
+    };
+    let open = gateway(&up, mounts).await;
+    let guarded = gateway(&up, |c| {
+        mounts(c);
+        c.auth = Some(AuthConfig {
+            issuer: Some(idp.issuer().to_owned()),
+            ..Default::default()
+        });
+    })
+    .await;
+    let ready = t0.elapsed();
+
+    for (name, path) in [("py", "/py/mcp"), ("talk", "/talk/mcp")] {
+        let t = std::time::Instant::now();
+        let plain_url = open.url_for(path);
+        let url = guarded.url_for(path);
+        let challenge = format!(
+            r#"Bearer resource_metadata="{}""#,
+            guarded.url_for(&format!("/.well-known/oauth-protected-resource{path}"))
+        );
+        let token = idp.token(&url, &["tools:call"]).await;
+        let (mut requests, mut refused) = (0, 0);
+        for pattern in PROTECTED_REPLAYS {
+            let what = format!("{name}: {pattern}");
+            let plain = replay(pattern, &plain_url, &up.calls).await;
+            if pattern != "ChatGPT after a long idle" {
+                assert_eq!(plain, expected, "{what}, unprotected");
+            }
+            let (got, sent) = with_token(&token, replay(pattern, &url, &up.calls)).await;
+            assert_eq!(got, plain, "{what}, with a token");
+            let started = processes_started_for(&guarded, name).await;
+            assert_eq!(
+                started,
+                processes_started_for(&open, name).await,
+                "{what}: processes started with tokens and without"
+            );
+            requests += sent.len();
+            // The same requests without the token (the session ids the
+            // tokened run was given included): the challenge, nothing
+            // started.
+            for s in &sent {
+                let headers: Vec<(&str, &str)> = s
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                let (status, h, body) = match s.method {
+                    Method::POST => post_json(&s.url, &headers, s.body.clone()).await,
+                    _ => {
+                        support::clients::request_raw(
+                            s.method.clone(),
+                            &s.url,
+                            &headers,
+                            s.body.clone(),
+                        )
+                        .await
+                    }
+                };
+                let said = String::from_utf8_lossy(&body);
+                let request = format!("{what}: {} {} without a token", s.method, s.body);
+                assert_eq!(status, StatusCode::UNAUTHORIZED, "{request}: {said}");
+                let challenges: Vec<_> = h.get_all("www-authenticate").iter().collect();
+                assert_eq!(challenges, [challenge.as_str()], "{request}");
+                let m: Value = serde_json::from_slice(&body)
+                    .unwrap_or_else(|e| panic!("{request}: not JSON ({e}): {said}"));
+                assert_eq!(m["jsonrpc"], "2.0", "{request}: {m}");
+                assert_eq!(m["id"], Value::Null, "{request}: {m}");
+                assert_eq!(m["error"]["code"], -32000, "{request}: {m}");
+                assert!(
+                    m["error"]["message"]
+                        .as_str()
+                        .is_some_and(|t| t.starts_with("Unauthorized")),
+                    "{request}: {m}"
+                );
+                refused += 1;
+            }
+            assert_eq!(
+                processes_started_for(&guarded, name).await,
+                started,
+                "{what}: a refused request started a process"
+            );
+        }
+        eprintln!(
+            "[tokens] {name}: {} replays answered as unprotected, {requests} requests with a token, {refused} refused without, {} processes started each way, in {:.1} s",
+            PROTECTED_REPLAYS.len(),
+            processes_started_for(&guarded, name).await,
+            t.elapsed().as_secs_f64()
+        );
+    }
+
+    // Two callers naming the same ChatGPT conversation: a process each;
+    // one caller, with a fresh token, keeps its own.
+    let t = std::time::Instant::now();
+    let url = guarded.url_for("/talk/mcp");
+    let talk = || processes_started_for(&guarded, "talk");
+    let chatgpt = async |token: &str| {
+        let (got, _) = with_token(token, chatgpt_tool_plane(&url, &up.calls, false)).await;
+        assert_eq!(got, expected, "ChatGPT tool plane");
+    };
+    // Unprotected, another run of the tool plane starts nothing: every
+    // caller without a token is the same caller.
+    let before = processes_started_for(&open, "talk").await;
+    let got = chatgpt_tool_plane(&open.url_for("/talk/mcp"), &up.calls, false).await;
+    assert_eq!(got, expected, "unprotected");
+    assert_eq!(
+        processes_started_for(&open, "talk").await,
+        before,
+        "unprotected"
+    );
+    let first = idp.token(&url, &["tools:call"]).await;
+    assert_eq!(decode_jwt(&first).1["sub"], "test-client");
+    let before = talk().await;
+    chatgpt(&first).await;
+    assert_eq!(
+        talk().await,
+        before,
+        "test-client's conversation-1 kept its process (a fresh token)"
+    );
+    let (status, body) = idp
+        .client_credentials(
+            SHORT_LIVED_CLIENT_ID,
+            SHORT_LIVED_CLIENT_SECRET,
+            Some(&url),
+            &["tools:call"],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let other = body["access_token"].as_str().expect("a token").to_owned();
+    assert_eq!(decode_jwt(&other).1["sub"], SHORT_LIVED_CLIENT_ID);
+    chatgpt(&other).await;
+    assert_eq!(
+        talk().await,
+        before + 1,
+        "another subject naming conversation-1: a process of its own"
+    );
+    chatgpt(&other).await;
+    chatgpt(&first).await;
+    assert_eq!(
+        talk().await,
+        before + 1,
+        "each subject's conversation-1 kept its process"
+    );
+    eprintln!(
+        "[tokens] two subjects, one conversation id: {} processes started at the mount, in {:.1} s; gateway and provider ready in {:.1} s, all in {:.1} s",
+        talk().await,
+        t.elapsed().as_secs_f64(),
+        ready.as_secs_f64(),
+        t0.elapsed().as_secs_f64()
+    );
+    guarded.shutdown().await;
+    open.shutdown().await;
 }

@@ -64,9 +64,10 @@ pub(crate) fn session_of(
         .ok_or(Failure::SessionNotFound)?;
     let ended = session.client.is_some_and(|client| {
         app.config.members.iter().any(|m| {
-            gw.mounts
-                .get(m.mount)
-                .is_some_and(|mount| gw.pools[mount.index].ended.contains(&client))
+            gw.mounts.get(m.mount).is_some_and(|mount| {
+                let started = (session.started != 0).then_some(session.started);
+                gw.pools[mount.index].ended.contains(&client, started)
+            })
         })
     });
     match ended {

@@ -51,6 +51,9 @@ pub struct Ctx<'a> {
     /// issuer and subject: what its conversations and held sessions are
     /// keyed by.
     pub caller: Option<u64>,
+    /// When the session its id names started (Unix milliseconds), when the
+    /// id says: an id older than a forgotten end is treated as ended.
+    pub session_started: Option<u64>,
     /// Who the request is to an endpoint that asks for tokens (`[auth]`):
     /// what [`crate::identity::gate`] lets it reach.
     pub access: crate::identity::Access,
@@ -127,13 +130,14 @@ impl<'a> Ctx<'a> {
         mount: &'a MountState,
         headers: &'a HeaderMap,
     ) -> Result<Self, Failure> {
-        let (session, session_host, hello) = resolve_session(gw, mount, headers)?;
+        let (session, session_host, hello, session_started) = resolve_session(gw, mount, headers)?;
         Ok(Ctx {
             gw,
             mount,
             headers,
             session,
             session_host,
+            session_started,
             hello,
             host: session_host.unwrap_or_default(),
             trace: None,
@@ -195,13 +199,17 @@ pub enum SessionRef {
 /// said of itself. An id of this mount always leads somewhere: a session
 /// whose mode changed since its id was sealed is served in the mount's
 /// mode now, as one whose upstream side is gone.
+/// The session a request's id names, with its host, what its client said
+/// and when it started.
+type Resolved = (SessionRef, Option<HostKind>, Option<Hello>, Option<u64>);
+
 fn resolve_session(
     gw: &Gateway,
     mount: &MountState,
     headers: &HeaderMap,
-) -> Result<(SessionRef, Option<HostKind>, Option<Hello>), Failure> {
+) -> Result<Resolved, Failure> {
     let Some(value) = headers.get(SESSION_HEADER) else {
-        return Ok((SessionRef::None, None, None));
+        return Ok((SessionRef::None, None, None, None));
     };
     let token = value
         .to_str()
@@ -237,5 +245,5 @@ fn resolve_session(
         },
         _ => return Err(Failure::SessionNotFound),
     };
-    Ok((session, token.host, token.hello.clone()))
+    Ok((session, token.host, token.hello.clone(), token.started))
 }

@@ -71,6 +71,7 @@ impl<'a> Member<'a> {
                 headers,
                 session,
                 session_host: host,
+                session_started: None,
                 hello,
                 host: host.unwrap_or_default(),
                 trace: None,

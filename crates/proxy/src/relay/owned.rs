@@ -122,7 +122,7 @@ async fn local_session(cx: &Ctx<'_>) -> Result<(Arc<MessageSession>, bool), Fail
     if own && let Some(s) = sessions.get(cx.mount.index, id) {
         return Ok((s, false));
     }
-    if sessions.ended.contains(&(instance, id)) {
+    if sessions.ended.contains(&(instance, id), cx.session_started) {
         return Err(Failure::SessionNotFound);
     }
     if let Some(s) = sessions.revived(cx.mount.index, instance, id) {
@@ -198,7 +198,7 @@ pub fn delete(cx: &Ctx<'_>) -> Response<Body> {
         true => Some(id),
         false => sessions.revived_number(cx.mount.index, instance, id),
     };
-    sessions.ended.insert((instance, id));
+    sessions.ended.insert((instance, id), cx.session_started);
     match number.and_then(|n| sessions.remove(n)) {
         Some(s) => {
             s.end(EndedBy::Client, "ended by the client");

@@ -115,7 +115,7 @@ async fn send_reviving(
     let status = resp.status();
     if !matches!(status, StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST)
         || method == http::Method::DELETE
-        || gw.reopened.is_ended(index, stale)
+        || gw.reopened.is_ended(index, stale, cx.session_started)
     {
         return Ok(resp);
     }
@@ -242,13 +242,13 @@ pub(crate) async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Resp
     if method == http::Method::DELETE
         && let Some(s) = current_session(cx)
     {
-        gw.reopened.end(cx.mount.index, &s);
+        gw.reopened.end(cx.mount.index, &s, cx.session_started);
         if let SessionRef::Http {
             upstream: Some(old),
             ..
         } = &cx.session
         {
-            gw.reopened.end(cx.mount.index, old);
+            gw.reopened.end(cx.mount.index, old, cx.session_started);
         }
     }
     match send_reviving(cx, method, Bytes::new()).await {

@@ -44,13 +44,15 @@ impl Reopened {
     }
 
     /// The client ended `id` (or what stands in for it).
-    pub fn end(&self, mount: usize, id: &str) {
+    /// The client ended `id` (or what stands in for it), of a session that
+    /// started at `started`.
+    pub fn end(&self, mount: usize, id: &str, started: Option<u64>) {
         self.lock().remove(&(mount, id.to_owned()));
-        self.ended.insert((mount, id.to_owned()));
+        self.ended.insert((mount, id.to_owned()), started);
     }
 
-    pub fn is_ended(&self, mount: usize, id: &str) -> bool {
-        self.ended.contains(&(mount, id.to_owned()))
+    pub fn is_ended(&self, mount: usize, id: &str, started: Option<u64>) -> bool {
+        self.ended.contains(&(mount, id.to_owned()), started)
     }
 }
 
@@ -65,8 +67,8 @@ mod tests {
         r.insert(0, "a", "b".into());
         assert_eq!(r.current(0, "a").as_deref(), Some("b"));
         assert_eq!(r.current(1, "a"), None, "another mount's");
-        r.end(0, "a");
+        r.end(0, "a", Some(1));
         assert_eq!(r.current(0, "a"), None);
-        assert!(r.is_ended(0, "a"));
+        assert!(r.is_ended(0, "a", Some(1)));
     }
 }

@@ -33,7 +33,7 @@ pub(super) fn peer(cx: &Ctx<'_>) -> Option<Arc<Peer>> {
 /// A client session that its client ended stays ended.
 pub(crate) fn not_ended(cx: &Ctx<'_>) -> Result<(), Failure> {
     match cx.session {
-        SessionRef::Pooled { client } if pool(cx).ended.contains(&client) => {
+        SessionRef::Pooled { client } if pool(cx).ended.contains(&client, cx.session_started) => {
             Err(Failure::SessionNotFound)
         }
         _ => Ok(()),
@@ -245,7 +245,7 @@ pub(crate) fn end(cx: &Ctx<'_>) -> Result<(), Failure> {
         });
     };
     let pool = pool(cx);
-    pool.ended.insert(client);
+    pool.ended.insert(client, cx.session_started);
     if let Some(peer) = pool.peers().remove(client) {
         peer.close();
     }
