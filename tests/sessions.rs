@@ -777,3 +777,51 @@ for line in sys.stdin:
     }
     g.shutdown().await;
 }
+
+/// Ten requests at once with the id of a session whose process is gone (another
+/// gateway process issued it, with the same `session_key`) open it again once between
+/// them: one child, not ten, and every request answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_id_is_revived_once_however_many_requests_find_it_gone() {
+    let config = || {
+        let mut up = gw::stdio(
+            "fx",
+            support::upstreams::STDIO_COMMAND,
+            &["--protocol", "2025"],
+        );
+        up.sessions = Some(mcp_ui_gateway::config::SessionMode::Client);
+        Config {
+            session_key: Some("ab".repeat(32)),
+            upstreams: vec![up],
+            ..gw::test_config()
+        }
+    };
+    let first = TestGateway::start_with(config()).await;
+    let (sid, _) = opened(&first.url()).await;
+    first.shutdown().await;
+    let second = TestGateway::start_with(config()).await;
+    let url = second.url();
+    let calls = (0..10).map(|i| {
+        let (url, sid) = (url.clone(), sid.clone());
+        async move {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{i}"}}}}}}"#
+            );
+            let headers = [
+                ("mcp-session-id", sid.as_str()),
+                ("mcp-protocol-version", "2025-11-25"),
+            ];
+            post_json(&url, &headers, body).await.0
+        }
+    });
+    let statuses = futures_util::future::join_all(calls).await;
+    assert!(
+        statuses.iter().all(|s| *s == StatusCode::OK),
+        "{statuses:?}"
+    );
+    assert_eq!(
+        second.gateway.children.running(),
+        1,
+        "one child for the one session opened again"
+    );
+}

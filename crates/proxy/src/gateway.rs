@@ -73,6 +73,11 @@ pub struct Gateway {
     pub auth: AuthState,
     /// The issuers of the endpoints that require a token (`[auth]`).
     pub identity: crate::identity::Identity,
+    /// Revivals in flight: of a session this process owns by (mount, the
+    /// instance and number its id names), of an HTTP upstream's session by
+    /// (mount, the upstream id): one at a time each.
+    pub reviving: crate::session::Flights<(usize, [u8; 16], u64)>,
+    pub reopening: crate::session::Flights<(usize, String)>,
     /// Whether `/preview` is served (`Config::preview_enabled`).
     pub preview: bool,
     /// Request counters and latency histograms, served at `/metrics`.
@@ -227,6 +232,8 @@ impl Gateway {
             buffers: Budget::new(limits.max_buffered_bytes),
             auth: AuthState::new(config.public_url.clone(), config.tls_cert.is_some()),
             identity,
+            reviving: Default::default(),
+            reopening: Default::default(),
             preview: config.preview_enabled(),
             metrics: Arc::new(metrics),
         }))

@@ -128,6 +128,12 @@ async fn local_session(cx: &Ctx<'_>) -> Result<(Arc<MessageSession>, bool), Fail
     if let Some(s) = sessions.revived(cx.mount.index, instance, id) {
         return Ok((s, false));
     }
+    // One revival per id: the client's other requests that found it gone
+    // at the same moment wait for it, then use what it opened.
+    let _turn = cx.gw.reviving.turn((cx.mount.index, instance, id)).await;
+    if let Some(s) = sessions.revived(cx.mount.index, instance, id) {
+        return Ok((s, false));
+    }
     let hello = cx.hello.clone().unwrap_or_default();
     let s = cx.gw.revive_session(cx.mount, instance, id, &hello).await?;
     super::ended::watch(cx.gw.metrics.clone(), s.clone());

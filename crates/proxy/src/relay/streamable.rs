@@ -100,6 +100,7 @@ async fn send_reviving(
     body: Bytes,
 ) -> Result<http::Response<UpstreamBody>, Failure> {
     let gw = cx.gw;
+    let used = current_session(cx);
     let req = upstream_request(cx, method.clone(), body.clone());
     let resp = send(&gw.client, cx.upstream(), req, gw.request_timeout())
         .await
@@ -129,7 +130,12 @@ async fn send_reviving(
         return Ok(http::Response::from_parts(parts, answer));
     }
     drop(answer);
-    super::revive::reopen(cx, stale).await?;
+    // One reopening per id: requests that found it forgotten at the same
+    // moment wait for it, then use the session it opened.
+    let _turn = gw.reopening.turn((index, stale.clone())).await;
+    if current_session(cx) == used {
+        super::revive::reopen(cx, stale).await?;
+    }
     let req = upstream_request(cx, method, body);
     send(&gw.client, cx.upstream(), req, gw.request_timeout())
         .await

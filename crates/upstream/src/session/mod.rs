@@ -18,6 +18,7 @@
 
 pub mod app;
 pub mod ended;
+pub mod flights;
 pub mod hello;
 pub mod id;
 pub mod in_flight;
@@ -27,6 +28,7 @@ pub mod reaper;
 pub mod reopened;
 
 pub use ended::Ended;
+pub use flights::Flights;
 pub use hello::{Caps, Hello};
 pub use id::{OpenedIds, Route, SessionKey, Token};
 pub use in_flight::InFlight;
