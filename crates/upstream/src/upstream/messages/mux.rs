@@ -42,6 +42,9 @@ pub(crate) trait Sink: Send + Sync {
 
 /// Most server requests waiting for a client's answer across a mount.
 const MAX_ASKED: usize = 4096;
+/// Most of them waiting for one client: past it that client's oldest is
+/// dropped (its upstream told so), never another client's.
+const MAX_ASKED_PER_CLIENT: usize = 256;
 /// A server request unanswered for this long is forgotten when room is needed.
 const ASKED_TTL: Duration = Duration::from_secs(600);
 
@@ -60,6 +63,18 @@ struct Asked {
     upstream_id: Box<str>,
     peer: Option<u64>,
     at: Instant,
+    /// The client request it was asked for: once that is gone (answered,
+    /// cancelled, its client away) nobody will answer this one.
+    waiter: Option<mpsc::Sender<Delivery>>,
+}
+
+impl Asked {
+    /// Whether a client may still answer it.
+    fn alive(&self) -> bool {
+        self.session.strong_count() > 0
+            && self.at.elapsed() < ASKED_TTL
+            && self.waiter.as_ref().is_none_or(|w| !w.is_closed())
+    }
 }
 
 impl Mux {
@@ -74,34 +89,71 @@ impl Mux {
         self.asked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A new id for a server request of `session`, remembered.
+    /// A new id for a server request of `session`, asked of client `peer`
+    /// for its request `waiter`, remembered. Room is made from what nobody
+    /// will answer (its connection, its client's request or its time gone),
+    /// then from this client's own oldest: one client never pushes out
+    /// another's. A request dropped for room is answered with an error
+    /// upstream, so the server does not wait for it.
     fn remember(
         &self,
         session: Weak<dyn Sink>,
         upstream_id: &RawValue,
         peer: Option<u64>,
+        waiter: Option<mpsc::Sender<Delivery>>,
     ) -> String {
         let ours = format!("\"mcp-ui-gateway/{:016x}\"", rand::rng().next_u64());
-        let mut asked = self.lock();
-        if asked.len() >= MAX_ASKED {
-            asked.retain(|_, a| a.session.strong_count() > 0 && a.at.elapsed() < ASKED_TTL);
-            if asked.len() >= MAX_ASKED {
-                tracing::warn!(
-                    waiting = asked.len(),
-                    "too many server requests wait for clients; forgot them all"
+        let mut dropped = Vec::new();
+        {
+            let mut asked = self.lock();
+            let mine =
+                |asked: &HashMap<String, Asked>| asked.values().filter(|a| a.peer == peer).count();
+            if asked.len() >= MAX_ASKED || mine(&asked) >= MAX_ASKED_PER_CLIENT {
+                let gone: Vec<String> = asked
+                    .iter()
+                    .filter(|(_, a)| !a.alive())
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                dropped.extend(gone.iter().filter_map(|k| asked.remove(k)));
+            }
+            while mine(&asked) >= MAX_ASKED_PER_CLIENT || asked.len() >= MAX_ASKED {
+                // This client's oldest; with none of its own, the oldest.
+                let oldest = asked
+                    .iter()
+                    .filter(|(_, a)| a.peer == peer)
+                    .min_by_key(|(_, a)| a.at)
+                    .or_else(|| asked.iter().min_by_key(|(_, a)| a.at))
+                    .map(|(k, _)| k.clone());
+                let Some(k) = oldest else { break };
+                dropped.extend(asked.remove(&k));
+            }
+            asked.insert(
+                ours.clone(),
+                Asked {
+                    session,
+                    upstream_id: upstream_id.get().into(),
+                    peer,
+                    at: Instant::now(),
+                    waiter,
+                },
+            );
+        }
+        if !dropped.is_empty() {
+            tracing::debug!(
+                dropped = dropped.len(),
+                "server requests no client will answer, or past a client's share, dropped"
+            );
+        }
+        for a in dropped {
+            if let Some(s) = a.session.upgrade().filter(|s| !s.is_closed()) {
+                let error = format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":{},"message":"the gateway dropped this request: its client will not answer it (gone, or {MAX_ASKED_PER_CLIENT} requests already wait for it)"}}}}"#,
+                    a.upstream_id,
+                    code::SERVER_ERROR
                 );
-                asked.clear();
+                let _ = s.send_raw(Bytes::from(error));
             }
         }
-        asked.insert(
-            ours.clone(),
-            Asked {
-                session,
-                upstream_id: upstream_id.get().into(),
-                peer,
-                at: Instant::now(),
-            },
-        );
         ours
     }
 
@@ -221,7 +273,12 @@ pub(super) fn route(
                 &format!("{method}: the client did not declare the capability this request needs"),
             );
         }
-        let ours = mux.remember(me.clone(), id, peer.as_ref().map(|p| p.key()));
+        let ours = mux.remember(
+            me.clone(),
+            id,
+            peer.as_ref().map(|p| p.key()),
+            Some(tx.clone()),
+        );
         let bytes = jsonrpc::splice(message, id, &ours)
             .map(Bytes::from)
             .unwrap_or_else(|| message.clone());

@@ -255,3 +255,69 @@ async fn a_clients_cancellation_reaches_the_upstream_under_its_id() {
     assert!(matches!(next(&mut ra).await, Delivery::Failed(_)));
     assert!(!s.cancel_for(Some(3), cancel, id), "no such client");
 }
+
+/// An upstream connection that records what the gateway sends it.
+struct Recorded(std::sync::Mutex<Vec<Bytes>>);
+
+impl super::Sink for Recorded {
+    fn send_raw(&self, message: Bytes) -> Result<(), crate::outcome::Failure> {
+        self.0.lock().unwrap().push(message);
+        Ok(())
+    }
+    fn is_closed(&self) -> bool {
+        false
+    }
+}
+
+fn raw(s: &str) -> Box<serde_json::value::RawValue> {
+    serde_json::value::RawValue::from_string(s.to_owned()).unwrap()
+}
+
+/// A client flooding the mount with server requests it never answers drops its own
+/// oldest, never another client's (whose answer still reaches its connection), and the
+/// upstream is told of each one dropped; a request whose client's call is gone is the
+/// first to go.
+#[test]
+fn one_client_cannot_push_out_another_clients_server_requests() {
+    let mux = Mux::new(Arc::new(Peers::default()));
+    let up = Arc::new(Recorded(std::sync::Mutex::default()));
+    let sink: Arc<dyn super::Sink> = up.clone();
+    let weak = Arc::downgrade(&sink);
+    let (theirs_tx, _theirs_rx) = mpsc::channel(1);
+    let theirs = mux.remember(weak.clone(), &raw("\"b-1\""), Some(2), Some(theirs_tx));
+    let (flood_tx, flood_rx) = mpsc::channel(1);
+    for i in 0..300 {
+        mux.remember(
+            weak.clone(),
+            &raw(&i.to_string()),
+            Some(1),
+            Some(flood_tx.clone()),
+        );
+    }
+    let count = |peer: u64| mux.lock().values().filter(|a| a.peer == Some(peer)).count();
+    assert_eq!(count(1), super::MAX_ASKED_PER_CLIENT);
+    assert_eq!(count(2), 1, "the other client's request stays");
+    let dropped = up.0.lock().unwrap().len();
+    assert_eq!(dropped, 300 - super::MAX_ASKED_PER_CLIENT);
+    let first: Value = serde_json::from_slice(&up.0.lock().unwrap()[0]).unwrap();
+    assert_eq!(
+        first["id"], 0,
+        "the oldest went first, answered upstream: {first}"
+    );
+    assert_eq!(first["error"]["code"], -32000);
+    // The other client's answer reaches the upstream under the upstream's id.
+    let answer = format!(r#"{{"jsonrpc":"2.0","id":{theirs},"result":{{}}}}"#);
+    let id = jsonrpc::classify_one(answer.as_bytes())
+        .unwrap()
+        .id
+        .unwrap();
+    assert!(matches!(mux.answer(answer.as_bytes(), id), Ok(true)));
+    let last: Value = serde_json::from_slice(up.0.lock().unwrap().last().unwrap()).unwrap();
+    assert_eq!(last["id"], "b-1");
+    // The flooding client's call goes away: its requests are dropped at the next
+    // request of its own, not kept until they expire.
+    drop(flood_rx);
+    let (tx, _rx) = mpsc::channel(1);
+    mux.remember(weak, &raw("\"again\""), Some(1), Some(tx));
+    assert_eq!(count(1), 1);
+}
