@@ -5,6 +5,25 @@
 # then every Rust test: unit, in-process integration (rmcp fixtures) and the
 # real-peer tests (the scale-out test behind HAProxy among them).
 set -euo pipefail
+case "${1:-}" in
+    -h|--help)
+        cat <<'USAGE'
+scripts/test-all.sh [CARGO TEST ARGUMENTS...]
+
+The whole test suite, as CI runs it (.ci/run): installs the pinned test peers
+(scripts/install-peers.sh: npm and Python peers from their lock files, Node 22,
+and Debian's chromium, nginx and haproxy with apt-get, which needs root), checks
+the module graph, the deployment files, formatting and lints, then runs every
+Rust test. Arguments go to `cargo test --all-targets --locked`, e.g.
+`scripts/test-all.sh --no-fail-fast` or `scripts/test-all.sh -- --nocapture`.
+
+Needs: Linux on x86_64 with apt-get (Debian or Ubuntu) as root, Rust 1.88+ with
+rustfmt and clippy, Node.js 20+ with npm, Python 3.11+ with venv and pip, and
+network access to the npm registry, PyPI and the Debian mirrors.
+USAGE
+        exit 0
+        ;;
+esac
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # A run from scratch gains nothing from incremental compilation, whose cache
 # would take gigabytes beside the build (set CARGO_INCREMENTAL=1 to keep it).

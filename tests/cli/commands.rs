@@ -180,3 +180,21 @@ fn install_peers_installs_groups_by_name() {
         text(&out.stdout)
     );
 }
+
+/// `scripts/test-all.sh --help` prints what the suite needs and installs nothing
+/// (before, it started installing the peers).
+#[test]
+fn the_test_command_has_help() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/test-all.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&out.stdout);
+    for needed in ["apt-get", "x86_64", "rustfmt and clippy", "Python 3.11+"] {
+        assert!(said.contains(needed), "{needed} in {said}");
+    }
+    assert!(!said.contains("[test-all]"), "nothing ran: {said}");
+}
