@@ -5,6 +5,26 @@ use serde_json::{Map, Value};
 
 use crate::{Policy, Rejection, Verified};
 
+/// The caller whose held claims are `claims`: its subject, scopes, expiry
+/// and client, refused when it names no subject or lacks a scope every
+/// request needs.
+pub(crate) fn caller(claims: &Map<String, Value>, policy: &Policy) -> Result<Verified, Rejection> {
+    let subject = subject_of(claims)
+        .ok_or_else(|| Rejection::Invalid("the token names no subject".into()))?;
+    let verified = Verified {
+        issuer: policy.issuer.clone(),
+        subject,
+        scopes: crate::scopes_of(claims),
+        expires_at: claims.get("exp").and_then(Value::as_u64),
+        client_id: claims
+            .get("client_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        claims: claims.clone(),
+    };
+    required(verified, policy)
+}
+
 /// `verified`, when it has every scope the policy requires of all requests.
 pub(crate) fn required(verified: Verified, policy: &Policy) -> Result<Verified, Rejection> {
     let missing = verified.missing(&policy.required_scopes);

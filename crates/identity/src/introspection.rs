@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::{Policy, Rejection, Verified, claims, scopes_of};
+use crate::{Policy, Rejection, Verified, claims};
 
 /// The verdict of the answer `answer` (the introspection endpoint's JSON)
 /// at `now` (seconds since the epoch).
@@ -34,18 +34,5 @@ pub fn verdict(answer: &Value, policy: &Policy, now: u64) -> Result<Verified, Re
         ));
     }
     claims::check_times(claims, policy, now, false)?;
-    let subject = claims::subject_of(claims)
-        .ok_or_else(|| Rejection::Invalid("the token names no subject".into()))?;
-    let verified = Verified {
-        issuer: policy.issuer.clone(),
-        subject,
-        scopes: scopes_of(claims),
-        expires_at: claims.get("exp").and_then(Value::as_u64),
-        client_id: claims
-            .get("client_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        claims: claims.clone(),
-    };
-    claims::required(verified, policy)
+    claims::caller(claims, policy)
 }

@@ -15,7 +15,7 @@ use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet, PublicKeyUse};
 use jsonwebtoken::{DecodingKey, Header, Validation};
 use serde_json::{Map, Value};
 
-use crate::{Policy, Rejection, Verified, claims, scopes_of};
+use crate::{Policy, Rejection, Verified, claims};
 
 /// The verdict on `token` (the bearer token's text), signed by a key of
 /// `keys`, at `now` (seconds since the epoch).
@@ -67,20 +67,7 @@ pub fn claims_verdict(
         ));
     }
     claims::check_times(claims, policy, now, true)?;
-    let subject = claims::subject_of(claims)
-        .ok_or_else(|| Rejection::Invalid("the token names no subject".into()))?;
-    let verified = Verified {
-        issuer: policy.issuer.clone(),
-        subject,
-        scopes: scopes_of(claims),
-        expires_at: claims.get("exp").and_then(Value::as_u64),
-        client_id: claims
-            .get("client_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        claims: claims.clone(),
-    };
-    claims::required(verified, policy)
+    claims::caller(claims, policy)
 }
 
 /// The token's header, refused when it is no JWS access token the gateway
