@@ -11,11 +11,14 @@
 //!   verdict;
 //! - [`challenge`]: the `WWW-Authenticate` value hosts act on (RFC 6750 §3,
 //!   RFC 9728 §5.1), and the scopes a request lacks;
-//! - [`rate`]: requests per caller, a token bucket each.
+//! - [`rate`]: requests per caller, a token bucket each;
+//! - [`authority`]: the gateway as an authorization server: its requests,
+//!   clients, grants and the access tokens it signs.
 //!
 //! A verdict is a [`Verified`] caller (its issuer and subject, its scopes)
 //! or a [`Rejection`] that says which challenge answers it.
 
+pub mod authority;
 pub mod bearer;
 pub mod challenge;
 mod claims;

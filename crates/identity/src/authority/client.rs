@@ -1,0 +1,446 @@
+//! A client of the gateway's authorization server: registered by RFC 7591
+//! (the registration sealed into its `client_id`, so that every replica knows
+//! it and nothing is stored), or named by the HTTPS URL of its Client ID
+//! Metadata Document; and the redirect URIs a client may use (OAuth 2.1
+//! §2.3.1, RFC 8252 §7).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::OAuthError;
+
+/// How a client proves itself at the token endpoint (RFC 7591 §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMethod {
+    /// A public client: PKCE only.
+    None,
+    ClientSecretBasic,
+    ClientSecretPost,
+}
+
+impl AuthMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMethod::None => "none",
+            AuthMethod::ClientSecretBasic => "client_secret_basic",
+            AuthMethod::ClientSecretPost => "client_secret_post",
+        }
+    }
+
+    /// Every method the gateway supports, as its metadata lists them.
+    pub const ALL: [AuthMethod; 3] = [
+        AuthMethod::None,
+        AuthMethod::ClientSecretBasic,
+        AuthMethod::ClientSecretPost,
+    ];
+}
+
+/// What the gateway knows of a client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Client {
+    pub redirect_uris: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_uri: Option<String>,
+    pub token_endpoint_auth_method: AuthMethod,
+    /// Whether it may redeem refresh tokens (`grant_types` lists
+    /// `refresh_token`).
+    pub refresh: bool,
+    /// The scopes it registered for (RFC 7591 §2 `scope`), if it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// Bounds on a registration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_redirect_uris: usize,
+    /// The longest redirect URI, client name or client URI.
+    pub max_text: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_redirect_uris: 10,
+            max_text: 2048,
+        }
+    }
+}
+
+/// A registration request's metadata (RFC 7591 §2) read as a client, or the
+/// `invalid_redirect_uri` / `invalid_client_metadata` error refusing it
+/// (§3.2.2). Fields the gateway does not use are ignored; those it does are
+/// held to what it supports.
+pub fn register(metadata: &Value, limits: &Limits) -> Result<Client, OAuthError> {
+    let Some(m) = metadata.as_object() else {
+        return Err(metadata_error("the registration is not a JSON object"));
+    };
+    read(m, limits, false)
+}
+
+/// A Client ID Metadata Document fetched from `url` read as a client: its
+/// `client_id` must be `url` exactly, and a client known only by a URL is
+/// public (`none`): it has no secret, and `private_key_jwt` is not
+/// supported.
+pub fn from_metadata_document(
+    url: &str,
+    doc: &Value,
+    limits: &Limits,
+) -> Result<Client, OAuthError> {
+    let Some(m) = doc.as_object() else {
+        return Err(metadata_error(
+            "the client metadata document is not a JSON object",
+        ));
+    };
+    if m.get("client_id").and_then(Value::as_str) != Some(url) {
+        return Err(metadata_error(
+            "the client metadata document's client_id is not the URL it was fetched from",
+        ));
+    }
+    for secret in ["client_secret", "client_secret_expires_at"] {
+        if m.contains_key(secret) {
+            return Err(metadata_error(format!(
+                "a client metadata document may not carry `{secret}`"
+            )));
+        }
+    }
+    read(m, limits, true)
+}
+
+fn read(m: &Map<String, Value>, limits: &Limits, document: bool) -> Result<Client, OAuthError> {
+    let text = |name: &str| -> Result<Option<String>, OAuthError> {
+        match m.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.len() <= limits.max_text => Ok(Some(s.clone())),
+            Some(Value::String(_)) => Err(metadata_error(format!(
+                "`{name}` is longer than {} bytes",
+                limits.max_text
+            ))),
+            Some(_) => Err(metadata_error(format!("`{name}` is not a string"))),
+        }
+    };
+    let strings = |name: &str| -> Result<Option<Vec<String>>, OAuthError> {
+        match m.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(all)) => all
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .map(Some)
+                .ok_or_else(|| metadata_error(format!("`{name}` is not an array of strings"))),
+            Some(_) => Err(metadata_error(format!("`{name}` is not an array"))),
+        }
+    };
+    let redirect_uris = strings("redirect_uris")?.unwrap_or_default();
+    if redirect_uris.is_empty() {
+        return Err(OAuthError::new(
+            "invalid_redirect_uri",
+            "`redirect_uris` is missing or empty (the authorization code flow needs one)",
+        ));
+    }
+    if redirect_uris.len() > limits.max_redirect_uris {
+        return Err(OAuthError::new(
+            "invalid_redirect_uri",
+            format!("more than {} redirect URIs", limits.max_redirect_uris),
+        ));
+    }
+    for uri in &redirect_uris {
+        if uri.len() > limits.max_text {
+            return Err(OAuthError::new(
+                "invalid_redirect_uri",
+                format!("a redirect URI is longer than {} bytes", limits.max_text),
+            ));
+        }
+        redirect_uri_allowed(uri)
+            .map_err(|why| OAuthError::new("invalid_redirect_uri", format!("{uri:?}: {why}")))?;
+    }
+    let method = match text("token_endpoint_auth_method")?.as_deref() {
+        // RFC 7591 §2: the default is client_secret_basic; a document's client
+        // is public.
+        None if document => AuthMethod::None,
+        None => AuthMethod::ClientSecretBasic,
+        Some("none") => AuthMethod::None,
+        Some("client_secret_basic") if !document => AuthMethod::ClientSecretBasic,
+        Some("client_secret_post") if !document => AuthMethod::ClientSecretPost,
+        Some(other) => {
+            return Err(metadata_error(format!(
+                "token_endpoint_auth_method `{other}` is not supported{}",
+                if document {
+                    " for a client known by its metadata document (only `none`)"
+                } else {
+                    " (none, client_secret_basic, client_secret_post)"
+                }
+            )));
+        }
+    };
+    let grant_types =
+        strings("grant_types")?.unwrap_or_else(|| vec!["authorization_code".to_owned()]);
+    if let Some(other) = grant_types
+        .iter()
+        .find(|g| !matches!(g.as_str(), "authorization_code" | "refresh_token"))
+    {
+        return Err(metadata_error(format!(
+            "grant type `{other}` is not supported (authorization_code, refresh_token)"
+        )));
+    }
+    if !grant_types.iter().any(|g| g == "authorization_code") {
+        return Err(metadata_error(
+            "`grant_types` must include authorization_code",
+        ));
+    }
+    if let Some(types) = strings("response_types")?
+        && types.iter().any(|t| t != "code")
+    {
+        return Err(metadata_error("only the response type `code` is supported"));
+    }
+    let scope = text("scope")?;
+    if let Some(s) = &scope
+        && !s.split(' ').all(super::is_scope_token)
+    {
+        return Err(metadata_error("`scope` is not a list of scope tokens"));
+    }
+    let client_uri = text("client_uri")?;
+    if let Some(u) = &client_uri
+        && !u.starts_with("https://")
+        && !u.starts_with("http://")
+    {
+        return Err(metadata_error("`client_uri` is not an http(s) URL"));
+    }
+    Ok(Client {
+        redirect_uris,
+        client_name: text("client_name")?,
+        client_uri,
+        token_endpoint_auth_method: method,
+        refresh: grant_types.iter().any(|g| g == "refresh_token"),
+        scope,
+    })
+}
+
+fn metadata_error(why: impl Into<String>) -> OAuthError {
+    OAuthError::new("invalid_client_metadata", why)
+}
+
+/// Whether a client may register `uri` as a redirect URI: an absolute URI
+/// without a fragment (RFC 6749 §3.1.2), and `https`; or `http` on a
+/// loopback address (RFC 8252 §7.3); or an app's private-use scheme in
+/// reverse-domain form, such as `com.example.app:/cb` (RFC 8252 §7.1).
+/// Never a scheme a browser runs (`javascript:`, `data:`, …).
+pub fn redirect_uri_allowed(uri: &str) -> Result<(), &'static str> {
+    if uri.contains('#') {
+        return Err("a redirect URI may not have a fragment");
+    }
+    if uri.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+        return Err("a redirect URI may not contain spaces or control characters");
+    }
+    let Some((scheme, rest)) = uri.split_once(':') else {
+        return Err("not an absolute URI");
+    };
+    let scheme = scheme.to_ascii_lowercase();
+    let scheme_ok = scheme
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic())
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+    if !scheme_ok {
+        return Err("not an absolute URI");
+    }
+    match scheme.as_str() {
+        "https" | "http" => {
+            let Some(authority) = rest.strip_prefix("//") else {
+                return Err("not an absolute URI");
+            };
+            let authority = authority.split(['/', '?']).next().unwrap_or_default();
+            if authority.contains('@') {
+                return Err("a redirect URI may not carry user information");
+            }
+            let host = host_of(authority);
+            if host.is_empty() {
+                return Err("a redirect URI needs a host");
+            }
+            if scheme == "http" && !super::is_loopback_host(host) {
+                return Err("http:// is allowed only on a loopback address; use https://");
+            }
+            Ok(())
+        }
+        _ if scheme.contains('.') => Ok(()),
+        _ => Err(
+            "the scheme must be https, http on a loopback address, or an app's reverse-domain scheme",
+        ),
+    }
+}
+
+/// The host of a URI's authority (`host[:port]`, `[v6][:port]`).
+fn host_of(authority: &str) -> &str {
+    if let Some(v6) = authority.strip_prefix('[') {
+        return v6.split(']').next().unwrap_or_default();
+    }
+    authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+}
+
+/// The redirect URI of `client` that `asked` names (OAuth 2.1 §2.3.1: an
+/// exact match; RFC 8252 §7.3: for `http` on a loopback IP address any
+/// port, since a native app's port is chosen when it runs).
+pub fn matches_redirect<'a>(client: &'a Client, asked: &str) -> Option<&'a str> {
+    client
+        .redirect_uris
+        .iter()
+        .find(|r| *r == asked || same_but_loopback_port(r, asked))
+        .map(String::as_str)
+}
+
+fn same_but_loopback_port(registered: &str, asked: &str) -> bool {
+    let split = |u: &str| -> Option<(String, String)> {
+        let rest = u.strip_prefix("http://")?;
+        let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+        let host = host_of(authority);
+        let ip_loopback = host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+        ip_loopback.then(|| (host.to_owned(), path.to_owned()))
+    };
+    match (split(registered), split(asked)) {
+        (Some(r), Some(a)) => r == a,
+        _ => false,
+    }
+}
+
+/// Whether `client_id` is a Client ID Metadata Document URL the gateway may
+/// fetch: `https`, a host (no user information), a path other than `/`, no
+/// fragment and no dot segments.
+pub fn metadata_document_url(client_id: &str) -> Result<(), &'static str> {
+    let Some(rest) = client_id.strip_prefix("https://") else {
+        return Err("a client id URL must be https://");
+    };
+    if client_id.len() > 2048 {
+        return Err("a client id URL may be at most 2048 bytes");
+    }
+    if client_id.contains('#') || client_id.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+        return Err("a client id URL may not have a fragment, spaces or control characters");
+    }
+    let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    if authority.is_empty() || authority.contains('@') {
+        return Err("a client id URL needs a host and no user information");
+    }
+    let path = path.split('?').next().unwrap_or_default();
+    if path.is_empty() || path == "/" {
+        return Err("a client id URL needs a path");
+    }
+    if path.split('/').any(|s| s == "." || s == "..") {
+        return Err("a client id URL may not have dot segments");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn redirect_uris_are_https_loopback_or_an_apps_own_scheme() {
+        for ok in [
+            "https://chatgpt.com/connector_platform_oauth_redirect",
+            "http://127.0.0.1:33418/callback",
+            "http://localhost:6274/oauth/callback",
+            "http://[::1]/cb",
+            "com.example.app:/oauth2redirect",
+            "cursor.app://callback",
+        ] {
+            assert_eq!(redirect_uri_allowed(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "http://evil.example.com/cb",
+            "https://example.com/cb#frag",
+            "javascript:alert(1)",
+            "data:text/html,hi",
+            "https://user@example.com/cb",
+            "/relative",
+            "https:///nohost",
+            "http://127.0.0.1.evil.com/cb",
+        ] {
+            assert!(redirect_uri_allowed(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_loopback_redirect_matches_on_any_port_and_nothing_else_is_loose() {
+        let c = register(
+            &json!({"redirect_uris": ["http://127.0.0.1/callback", "https://app.example.com/cb"], "token_endpoint_auth_method": "none"}),
+            &Limits::default(),
+        )
+        .unwrap();
+        assert!(matches_redirect(&c, "http://127.0.0.1:5555/callback").is_some());
+        assert!(matches_redirect(&c, "http://127.0.0.1:5555/other").is_none());
+        assert!(matches_redirect(&c, "https://app.example.com/cb").is_some());
+        assert!(matches_redirect(&c, "https://app.example.com/cb/").is_none());
+        assert!(matches_redirect(&c, "https://app.example.com:444/cb").is_none());
+        assert!(matches_redirect(&c, "http://localhost:5555/callback").is_none());
+    }
+
+    #[test]
+    fn registrations_are_held_to_what_is_supported() {
+        let limits = Limits::default();
+        let c = register(
+            &json!({"redirect_uris": ["https://a.example/cb"], "client_name": "A", "grant_types": ["authorization_code", "refresh_token"], "unknown": 1}),
+            &limits,
+        )
+        .unwrap();
+        assert_eq!(c.token_endpoint_auth_method, AuthMethod::ClientSecretBasic);
+        assert!(c.refresh);
+        let err = |v: Value| register(&v, &limits).unwrap_err().error;
+        assert_eq!(err(json!({})), "invalid_redirect_uri");
+        assert_eq!(
+            err(json!({"redirect_uris": ["http://a.example/cb"]})),
+            "invalid_redirect_uri"
+        );
+        let many: Vec<String> = (0..11).map(|i| format!("https://a.example/{i}")).collect();
+        assert_eq!(err(json!({"redirect_uris": many})), "invalid_redirect_uri");
+        let uri = ["https://a.example/cb"];
+        assert_eq!(
+            err(json!({"redirect_uris": uri, "grant_types": ["client_credentials"]})),
+            "invalid_client_metadata"
+        );
+        assert_eq!(
+            err(json!({"redirect_uris": uri, "token_endpoint_auth_method": "private_key_jwt"})),
+            "invalid_client_metadata"
+        );
+        assert_eq!(
+            err(json!({"redirect_uris": uri, "response_types": ["token"]})),
+            "invalid_client_metadata"
+        );
+        assert_eq!(
+            err(json!({"redirect_uris": uri, "client_name": "x".repeat(3000)})),
+            "invalid_client_metadata"
+        );
+        assert_eq!(err(json!([1])), "invalid_client_metadata");
+    }
+
+    #[test]
+    fn a_metadata_document_names_itself_and_is_public() {
+        let url = "https://app.example.com/oauth/client.json";
+        let limits = Limits::default();
+        let doc = json!({"client_id": url, "client_name": "App", "redirect_uris": ["https://app.example.com/cb"]});
+        let c = from_metadata_document(url, &doc, &limits).unwrap();
+        assert_eq!(c.token_endpoint_auth_method, AuthMethod::None);
+        let other = json!({"client_id": "https://evil.example/c.json", "redirect_uris": ["https://app.example.com/cb"]});
+        assert!(from_metadata_document(url, &other, &limits).is_err());
+        let secret = json!({"client_id": url, "client_secret": "s", "redirect_uris": ["https://app.example.com/cb"]});
+        assert!(from_metadata_document(url, &secret, &limits).is_err());
+        assert_eq!(metadata_document_url(url), Ok(()));
+        for bad in [
+            "http://app.example.com/c.json",
+            "https://app.example.com",
+            "https://app.example.com/",
+            "https://app.example.com/a/../c.json",
+            "https://u@app.example.com/c.json",
+            "https://app.example.com/c.json#x",
+        ] {
+            assert!(metadata_document_url(bad).is_err(), "{bad}");
+        }
+    }
+}
