@@ -26,6 +26,8 @@
 //   - `short-lived` / `short-lived-secret`: the same, tokens live 2 s;
 //   - `gateway` / `gateway-secret`: no grant; may introspect (and revoke) any token. Other
 //     clients may introspect only their own tokens (introspection says `active: false`).
+//   - with --login-client ID:SECRET:REDIRECT_URI, that confidential client for the
+//     authorization code flow (the gateway's own client when it delegates logins here);
 //   - any client registered by dynamic client registration (`registration_endpoint`, open),
 //     for the authorization code flow with PKCE (always required); the interaction at
 //     `/interaction/:uid` approves at once: login as `test-user`, every scope consented.
@@ -70,6 +72,15 @@ function flag(name, fallback) {
 
 const SCOPES = flag('--scopes', 'tools:read tools:call notes:write admin').split(/\s+/).filter(Boolean);
 const PORT = Number(flag('--port', '0'));
+// A confidential client for the authorization code flow with a fixed redirect URI (the
+// gateway's own client when it is an authorization server delegating the login here):
+// `--login-client ID:SECRET:REDIRECT_URI` (client_secret_basic or client_secret_post).
+const LOGIN_CLIENT = (() => {
+    const spec = flag('--login-client', '');
+    if (!spec) return null;
+    const [id, secret, ...rest] = spec.split(':');
+    return { id, secret, redirect: rest.join(':') };
+})();
 const HOUR = 60 * 60;
 const SHORT_TTL = 2;
 const CLIENTS = {
@@ -180,7 +191,14 @@ function configuration() {
                 grant_types: [],
                 response_types: [],
                 redirect_uris: []
-            }
+            },
+            ...(LOGIN_CLIENT ? [{
+                client_id: LOGIN_CLIENT.id,
+                client_secret: LOGIN_CLIENT.secret,
+                grant_types: ['authorization_code', 'refresh_token'],
+                response_types: ['code'],
+                redirect_uris: [LOGIN_CLIENT.redirect]
+            }] : [])
         ],
         cookies: { keys: cookieKeys },
         pkce: { required: () => true },

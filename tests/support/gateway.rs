@@ -30,6 +30,12 @@ impl TestGateway {
 
     pub async fn start_with(mut config: Config) -> Self {
         config.listen = "127.0.0.1:0".parse().unwrap();
+        Self::start_listening(config).await
+    }
+
+    /// Listening where `config.listen` says (a port a test chose, for a
+    /// `public_url` that must be known before the gateway starts).
+    pub async fn start_listening(config: Config) -> Self {
         let resolved = config.resolve().expect("valid test config");
         let options = mcp_ui_gateway::overlay::LoadOptions {
             max_bytes: config.limits.max_widget_bytes,

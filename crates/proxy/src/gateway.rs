@@ -73,6 +73,8 @@ pub struct Gateway {
     pub auth: AuthState,
     /// The issuers of the endpoints that require a token (`[auth]`).
     pub identity: crate::identity::Identity,
+    /// The gateway as an authorization server (`[authorization_server]`).
+    pub authority: Option<Arc<crate::authority::state::Authority>>,
     /// Revivals in flight: of a session this process owns by (mount, the
     /// instance and number its id names), of an HTTP upstream's session by
     /// (mount, the upstream id): one at a time each.
@@ -161,21 +163,43 @@ impl Gateway {
         resolved: Resolved,
         live: Arc<Live>,
     ) -> Result<Arc<Self>, ConfigError> {
-        let Resolved { mounts, apps } = resolved;
-        let identity = crate::identity::Identity::new(
-            Duration::from_secs(config.limits.connect_timeout_secs),
-            mounts
-                .iter()
-                .filter_map(|m| m.auth.as_ref())
-                .chain(apps.iter().filter_map(|a| a.auth.as_ref())),
-        )
-        .map_err(|problems| ConfigError::Invalid { problems })?;
+        let Resolved {
+            mounts,
+            apps,
+            authorization_server,
+        } = resolved;
         let key = match &config.session_key {
             Some(hex) => SessionKey::from_hex(hex).map_err(|e| ConfigError::Invalid {
                 problems: vec![format!("session_key: {e}")],
             })?,
             None => SessionKey::random(),
         };
+        let connect_timeout = Duration::from_secs(config.limits.connect_timeout_secs);
+        let authority = match authorization_server {
+            Some(a) => {
+                if config.session_key.is_none() {
+                    tracing::warn!(
+                        "session_key is unset: codes, refresh tokens and registered clients are sealed with a key made at start; they stop working when this process ends, and replicas do not accept each other's"
+                    );
+                }
+                Some(Arc::new(
+                    crate::authority::state::Authority::new(a, key.clone(), connect_timeout)
+                        .map_err(|problems| ConfigError::Invalid { problems })?,
+                ))
+            }
+            None => None,
+        };
+        let identity = crate::identity::Identity::new(
+            connect_timeout,
+            mounts
+                .iter()
+                .filter_map(|m| m.auth.as_ref())
+                .chain(apps.iter().filter_map(|a| a.auth.as_ref())),
+            authority
+                .as_ref()
+                .map(|a| (a.issuer().to_owned(), a.key_set().clone())),
+        )
+        .map_err(|problems| ConfigError::Invalid { problems })?;
         let mut instance = [0u8; 16];
         rand::rng().fill_bytes(&mut instance);
         let metrics = Metrics::new(mounts.iter().map(|m| m.name.clone()));
@@ -232,6 +256,7 @@ impl Gateway {
             buffers: Budget::new(limits.max_buffered_bytes),
             auth: AuthState::new(config.public_url.clone(), config.tls_cert.is_some()),
             identity,
+            authority,
             reviving: Default::default(),
             reopening: Default::default(),
             preview: config.preview_enabled(),

@@ -16,7 +16,7 @@
 
 mod access;
 mod answer;
-mod issuer;
+pub(crate) mod issuer;
 
 pub(crate) use access::gate;
 pub use access::{Access, Caller, Claimed};
@@ -51,11 +51,19 @@ const MAX_RATED: usize = 65_536;
 impl Identity {
     /// For every issuer the mounts and apps accept (`auths`), with a client
     /// trusting each one's `ca_file`.
+    ///
+    /// `own`: the gateway's own issuer and key set, when it is an
+    /// authorization server: its tokens are checked against those keys, as
+    /// any issuer's are against what it publishes, with nothing fetched.
     pub fn new<'a>(
         connect_timeout: Duration,
         auths: impl Iterator<Item = &'a Auth>,
+        own: Option<(String, mcp_ui_identity::JwkSet)>,
     ) -> Result<Identity, Vec<String>> {
         let mut issuers = HashMap::new();
+        if let Some((issuer, keys)) = own {
+            issuers.insert(issuer.clone(), Arc::new(Issuer::with_keys(&issuer, keys)));
+        }
         let mut tls = Vec::new();
         for a in auths {
             if issuers.contains_key(&a.issuer) {

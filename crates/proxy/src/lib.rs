@@ -28,6 +28,7 @@
 pub mod app_endpoint;
 pub mod assets;
 pub mod auth;
+pub mod authority;
 pub mod endpoint;
 pub mod gateway;
 pub mod health;

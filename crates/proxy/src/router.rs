@@ -56,6 +56,14 @@ impl Service<Request<Incoming>> for Router {
         if path == "/healthz" {
             return ready(text(StatusCode::OK, "ok\n"));
         }
+        if let Some(authority) = &gw.authority
+            && let Some(endpoint) = authority.endpoint(path)
+        {
+            let authority = authority.clone();
+            return Box::pin(async move {
+                Ok(crate::authority::serve(&authority, &gw, endpoint, req).await)
+            });
+        }
         if let Some(target) = auth::prm_target(path) {
             if let auth::PrmTarget::Mount(p) = target
                 && let Some(app) = gw.app_at(p).cloned()

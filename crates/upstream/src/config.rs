@@ -10,6 +10,7 @@
 
 pub mod app;
 pub mod auth;
+pub mod authorization;
 mod load;
 mod problems;
 mod schema;
@@ -17,6 +18,7 @@ mod validate;
 
 pub use app::{App, AppConfig, Member, MemberConfig};
 pub use auth::{Auth, AuthConfig, AuthSetting, Introspection, IntrospectionConfig};
+pub use authorization::{AuthorizationServer, AuthorizationServerConfig, Provider, ProviderConfig};
 pub use load::{ConfigError, Overrides, load};
 pub use schema::{AuthChallenge, Config, Limits, SessionMode, Telemetry, UpstreamConfig};
 pub use validate::{ConversationKey, Mount, Resolved, Sessions, StdioCommand, Transport};

@@ -45,6 +45,8 @@ pub(super) struct Issuer {
     /// One fetch at a time.
     fetching: tokio::sync::Mutex<()>,
     introspected: Mutex<HashMap<[u8; 32], Kept>>,
+    /// Its keys are given, never fetched (the gateway's own issuer).
+    fixed: bool,
 }
 
 /// An introspection verdict, and until when it holds.
@@ -58,7 +60,7 @@ struct Found {
 
 /// The name the issuer's requests go by in the HTTP client (its TLS
 /// settings, its errors).
-pub(super) fn client_name(issuer: &str) -> String {
+pub(crate) fn client_name(issuer: &str) -> String {
     format!("auth:{issuer}")
 }
 
@@ -91,7 +93,15 @@ impl Issuer {
             asked: Mutex::new(None),
             fetching: tokio::sync::Mutex::new(()),
             introspected: Mutex::new(HashMap::new()),
+            fixed: false,
         }
+    }
+
+    /// An issuer whose key set is `keys`, never fetched.
+    pub(super) fn with_keys(issuer: &str, keys: JwkSet) -> Issuer {
+        let i = Issuer::new(issuer);
+        i.keys.store(Some(Arc::new((keys, Instant::now()))));
+        Issuer { fixed: true, ..i }
     }
 
     pub(super) async fn verify_jwt(
@@ -100,6 +110,13 @@ impl Issuer {
         token: &str,
         policy: &Policy,
     ) -> Result<Verified, Outcome> {
+        if self.fixed {
+            let keys = self
+                .keys
+                .load_full()
+                .ok_or_else(|| Unavailable("no keys".into()))?;
+            return jwt::verify(token, &keys.0, policy, now()).map_err(Outcome::from);
+        }
         let fresh = self
             .keys
             .load_full()
@@ -287,7 +304,7 @@ impl Issuer {
 }
 
 /// The metadata URLs of `issuer`, in the order they are tried.
-fn metadata_urls(issuer: &str) -> Vec<String> {
+pub(crate) fn metadata_urls(issuer: &str) -> Vec<String> {
     let Ok(uri) = issuer.parse::<http::Uri>() else {
         return Vec::new();
     };
@@ -315,7 +332,7 @@ fn metadata_urls(issuer: &str) -> Vec<String> {
 }
 
 /// GET a JSON document from the issuer, bounded in time and size.
-async fn fetch_json(client: &Client, issuer: &str, url: &str) -> Result<Value, String> {
+pub(crate) async fn fetch_json(client: &Client, issuer: &str, url: &str) -> Result<Value, String> {
     let uri: http::Uri = url.parse().map_err(|_| format!("{url}: not a URL"))?;
     let mut req = Request::new(Full::new(Bytes::new()));
     *req.uri_mut() = uri;
@@ -324,7 +341,7 @@ async fn fetch_json(client: &Client, issuer: &str, url: &str) -> Result<Value, S
     read_json(client, issuer, url, req).await
 }
 
-async fn read_json(
+pub(crate) async fn read_json(
     client: &Client,
     issuer: &str,
     url: &str,

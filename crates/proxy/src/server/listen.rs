@@ -310,14 +310,16 @@ async fn accept(
         // its own). Its services are always ready: no `poll_ready` needed.
         let app = std::cell::RefCell::new(app.clone());
         let this = conn.clone();
-        let service = hyper::service::service_fn(move |req| {
-            let active = this.begin();
-            let answer = app.borrow_mut().call(req);
-            async move {
-                let resp = answer.await?;
-                Ok::<_, std::convert::Infallible>(resp.map(|b| Tracked::new(b, active)))
-            }
-        });
+        let service =
+            hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(crate::authority::Peer(peer));
+                let active = this.begin();
+                let answer = app.borrow_mut().call(req);
+                async move {
+                    let resp = answer.await?;
+                    Ok::<_, std::convert::Infallible>(resp.map(|b| Tracked::new(b, active)))
+                }
+            });
         let served = Served {
             builder: builder.clone(),
             conn,

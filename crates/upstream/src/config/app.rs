@@ -345,7 +345,7 @@ mod tests {
         let c = config(&format!(
             "{UPSTREAMS}\n[[app]]\nname = \"suite\"\nupstreams = [\"time\", {{ upstream = \"notes\", prefix = \"n_\" }}]\n"
         ));
-        let Resolved { mounts, apps } = c.resolve().unwrap();
+        let Resolved { mounts, apps, .. } = c.resolve().unwrap();
         assert_eq!(apps[0].path, "/suite/mcp");
         assert_eq!(mounts[0].path, "/time/mcp", "members keep their own path");
         assert_eq!(

@@ -167,22 +167,31 @@ pub const DEFAULT_ALGORITHMS: [&str; 9] = [
 /// What `own` (a mount's or app's `auth`, at `at`) and the top-level
 /// `[auth]` make of an endpoint's auth: `None` for a public one. Every
 /// problem names its field.
+///
+/// `own_issuer` is the gateway's own issuer when it is an authorization
+/// server (`[authorization_server]`): the issuer of an endpoint that names
+/// none.
 pub fn resolve(
     top: Option<&AuthConfig>,
     own: Option<&AuthSetting>,
     at: &str,
+    own_issuer: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Auth>, Vec<String>> {
-    let merged = match (top, own) {
+    let mut merged = match (top, own) {
         (_, Some(AuthSetting::Enabled(false))) | (None, None) => return Ok(None),
-        (None, Some(AuthSetting::Enabled(true))) => {
+        (None, Some(AuthSetting::Enabled(true))) if own_issuer.is_none() => {
             return Err(vec![format!(
                 "{at}auth: `true` needs an [auth] table with an issuer"
             )]);
         }
+        (None, Some(AuthSetting::Enabled(true))) => AuthConfig::default(),
         (Some(top), None | Some(AuthSetting::Enabled(true))) => top.clone(),
         (top, Some(AuthSetting::Table(own))) => over(top.cloned().unwrap_or_default(), own),
     };
+    if merged.issuer.is_none() {
+        merged.issuer = own_issuer.map(str::to_owned);
+    }
     let field = |name: &str| format!("{at}auth.{name}");
     let mut problems = Vec::new();
     let issuer = match merged.issuer.as_deref() {
@@ -260,10 +269,7 @@ pub fn resolve(
     }
     let scopes = merged.scopes.unwrap_or_default();
     for s in &scopes {
-        let ok = !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\');
-        if !ok {
+        if !is_scope_token(s) {
             problems.push(format!(
                 "{}: \"{s}\" is not a scope (printable ASCII without spaces, quotes or backslashes)",
                 field("scopes")
@@ -363,6 +369,14 @@ fn over(top: AuthConfig, own: &AuthConfig) -> AuthConfig {
     }
 }
 
+/// Whether `s` is a scope token (RFC 6749 §3.3: printable ASCII but space,
+/// `"` and `\`).
+pub(crate) fn is_scope_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+}
+
 /// Whether `url` may name an authorization server: `https://`, or
 /// `http://` on a loopback address (OAuth 2.1 §1.5); no query or fragment.
 pub fn issuer_url(url: &str) -> Result<(), &'static str> {
@@ -405,7 +419,7 @@ mod tests {
     #[test]
     fn endpoints_inherit_override_or_opt_out() {
         let t = top();
-        let inherited = resolve(Some(&t), None, "upstream[0].", &no_env)
+        let inherited = resolve(Some(&t), None, "upstream[0].", None, &no_env)
             .unwrap()
             .unwrap();
         assert_eq!(inherited.issuer, "https://login.example.com");
@@ -416,13 +430,15 @@ mod tests {
             (60, false)
         );
         let off = AuthSetting::Enabled(false);
-        assert_eq!(resolve(Some(&t), Some(&off), "", &no_env), Ok(None));
-        assert_eq!(resolve(None, None, "", &no_env), Ok(None));
+        assert_eq!(resolve(Some(&t), Some(&off), "", None, &no_env), Ok(None));
+        assert_eq!(resolve(None, None, "", None, &no_env), Ok(None));
         let own = AuthSetting::Table(Box::new(AuthConfig {
             scopes: Some(vec!["notes:read".into()]),
             ..AuthConfig::default()
         }));
-        let mine = resolve(Some(&t), Some(&own), "", &no_env).unwrap().unwrap();
+        let mine = resolve(Some(&t), Some(&own), "", None, &no_env)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (mine.issuer.as_str(), mine.scopes.as_slice()),
             ("https://login.example.com", &["notes:read".to_owned()][..])
@@ -442,7 +458,7 @@ mod tests {
             }),
             ..AuthConfig::default()
         }));
-        let problems = resolve(None, Some(&bad), "upstream[1].", &no_env).unwrap_err();
+        let problems = resolve(None, Some(&bad), "upstream[1].", None, &no_env).unwrap_err();
         let text = problems.join("\n");
         for expected in [
             "upstream[1].auth.issuer: \"http://login.example.com\" must be https://",
@@ -454,7 +470,13 @@ mod tests {
         ] {
             assert!(text.contains(expected), "{expected} in {text}");
         }
-        let missing = resolve(None, Some(&AuthSetting::Enabled(true)), "app[0].", &no_env);
+        let missing = resolve(
+            None,
+            Some(&AuthSetting::Enabled(true)),
+            "app[0].",
+            None,
+            &no_env,
+        );
         assert!(missing.unwrap_err()[0].contains("app[0].auth: `true` needs an [auth] table"));
         // A loopback issuer may be http; a secret from the environment is read.
         let local = AuthSetting::Table(Box::new(AuthConfig {
@@ -467,7 +489,9 @@ mod tests {
             ..AuthConfig::default()
         }));
         let env = |v: &str| (v == "GW_SECRET").then(|| "s3cret".to_owned());
-        let ok = resolve(None, Some(&local), "", &env).unwrap().unwrap();
+        let ok = resolve(None, Some(&local), "", None, &env)
+            .unwrap()
+            .unwrap();
         assert_eq!(ok.introspection.as_ref().unwrap().client_secret, "s3cret");
         assert!(
             !format!("{ok:?}").contains("s3cret"),

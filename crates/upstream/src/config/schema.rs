@@ -71,6 +71,10 @@ pub struct Config {
     /// no token is asked for, and a client's is passed to its upstream.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auth: Option<super::auth::AuthConfig>,
+    /// The gateway as the hosts' authorization server, signing users in with
+    /// an identity provider (see [`authorization`](super::authorization)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authorization_server: Option<super::authorization::AuthorizationServerConfig>,
 }
 
 impl Default for Config {
@@ -92,6 +96,7 @@ impl Default for Config {
             upstreams: Vec::new(),
             apps: Vec::new(),
             auth: None,
+            authorization_server: None,
         }
     }
 }

@@ -99,6 +99,8 @@ pub struct Mount {
 pub struct Resolved {
     pub mounts: Vec<Mount>,
     pub apps: Vec<App>,
+    /// The gateway as an authorization server, when configured.
+    pub authorization_server: Option<super::authorization::AuthorizationServer>,
 }
 
 impl Config {
@@ -115,10 +117,16 @@ impl Config {
                 Vec::new()
             });
         let env = |var: &str| std::env::var(var).ok();
+        let authorization_server = self.authorization_server.as_ref().and_then(|a| {
+            super::authorization::resolve(a, self.public_url.as_deref(), &env)
+                .map_err(|errs| problems.extend(errs))
+                .ok()
+        });
+        let own_issuer = authorization_server.as_ref().map(|a| a.issuer.as_str());
         let top = self.auth.as_ref();
         for (i, up) in self.upstreams.iter().enumerate() {
             let at = format!("upstream[{i}].");
-            match super::auth::resolve(top, up.auth.as_ref(), &at, &env) {
+            match super::auth::resolve(top, up.auth.as_ref(), &at, own_issuer, &env) {
                 Ok(auth) => {
                     if let Some(m) = mounts.iter_mut().find(|m| m.name == up.name) {
                         let per_user = matches!(m.transport, Transport::Stdio(_))
@@ -136,7 +144,7 @@ impl Config {
         }
         for (i, a) in self.apps.iter().enumerate() {
             let at = format!("app[{i}].");
-            match super::auth::resolve(top, a.auth.as_ref(), &at, &env) {
+            match super::auth::resolve(top, a.auth.as_ref(), &at, own_issuer, &env) {
                 Ok(auth) => {
                     if let Some(app) = apps.iter_mut().find(|x| x.name == a.name) {
                         app.auth = auth;
@@ -150,8 +158,26 @@ impl Config {
                 Err(errs) => problems.extend(errs),
             }
         }
+        if let Some(a) = &authorization_server {
+            let protected = mounts
+                .iter()
+                .filter_map(|m| m.auth.as_ref())
+                .chain(apps.iter().filter_map(|x| x.auth.as_ref()))
+                .filter(|auth| auth.issuer == a.issuer)
+                .count();
+            if protected == 0 {
+                problems.push(format!(
+                    "authorization_server: no mount or app accepts its tokens: add [auth] (its issuer defaults to \"{}\")",
+                    a.issuer
+                ));
+            }
+        }
         if problems.is_empty() {
-            Ok(Resolved { mounts, apps })
+            Ok(Resolved {
+                mounts,
+                apps,
+                authorization_server,
+            })
         } else {
             Err(ConfigError::Invalid { problems })
         }

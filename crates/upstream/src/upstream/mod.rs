@@ -13,6 +13,7 @@ pub mod held;
 pub(crate) mod legacy_sse;
 pub mod messages;
 pub mod stdio;
+pub mod vetted;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,0 +1,188 @@
+//! The authorization server's state: its configuration, the key that seals
+//! what travels between steps, its signing keys, the provider, the clients
+//! known, what is remembered between requests, and the paths it answers at.
+
+use std::time::Duration;
+
+use http::Response;
+
+use super::basics::too_many;
+use super::endpoints::{self, Endpoint};
+use super::{clients, provider, store::Store};
+use crate::config::AuthorizationServer;
+use crate::reply::Body;
+use crate::session::SessionKey;
+use mcp_ui_identity::JwkSet;
+use mcp_ui_identity::authority::signing::{Signer, key_set};
+
+/// The gateway's authorization server.
+pub struct Authority {
+    pub config: AuthorizationServer,
+    /// Seals everything that travels between steps.
+    pub(super) key: SessionKey,
+    /// The first signs; all are published.
+    pub(super) signers: Vec<Signer>,
+    pub(super) keys: JwkSet,
+    pub(super) provider: provider::Provider,
+    pub(super) clients: clients::Clients,
+    pub(super) store: Store,
+    pub(super) registrations: std::sync::Mutex<
+        std::collections::HashMap<std::net::IpAddr, mcp_ui_identity::rate::Bucket>,
+    >,
+    pub(super) endpoints: endpoints::Paths,
+}
+
+impl Authority {
+    /// The authorization server `config` describes, sealing with `key`; the
+    /// signing keys are read now (a missing or bad file is an error naming
+    /// it).
+    pub fn new(
+        config: AuthorizationServer,
+        key: SessionKey,
+        connect_timeout: Duration,
+    ) -> Result<Authority, Vec<String>> {
+        let mut problems = Vec::new();
+        let mut signers = Vec::new();
+        for (i, path) in config.signing_keys.iter().enumerate() {
+            match std::fs::read(path) {
+                Ok(pem) => match Signer::from_pem(&pem) {
+                    Ok(s) => signers.push(s),
+                    Err(e) => problems.push(format!(
+                        "authorization_server.signing_keys[{i}]: {}: {e}",
+                        path.display()
+                    )),
+                },
+                Err(e) => problems.push(format!(
+                    "authorization_server.signing_keys[{i}]: {}: {e}",
+                    path.display()
+                )),
+            }
+        }
+        if config.signing_keys.is_empty() {
+            match generated_key() {
+                Ok(s) => {
+                    tracing::warn!(
+                        kid = s.kid(),
+                        "authorization_server.signing_keys is unset: access tokens are signed with a key made at start; they stop verifying when this process ends, and replicas do not accept each other's"
+                    );
+                    signers.push(s);
+                }
+                Err(e) => problems.push(format!(
+                    "authorization_server: no signing key could be made: {e}"
+                )),
+            }
+        }
+        let provider =
+            provider::Provider::new(&config.provider, connect_timeout).map_err(|e| vec![e])?;
+        let clients = clients::Clients::new(&config.documents).map_err(|e| vec![e])?;
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let keys = key_set(&signers);
+        let endpoints = endpoints::Paths::new(&config.issuer);
+        Ok(Authority {
+            key,
+            keys,
+            signers,
+            provider,
+            clients,
+            store: Store::memory(),
+            registrations: Default::default(),
+            endpoints,
+            config,
+        })
+    }
+
+    /// The issuer: the gateway's `public_url`.
+    pub fn issuer(&self) -> &str {
+        &self.config.issuer
+    }
+
+    /// The published key set (the resource server checks the gateway's
+    /// tokens against it, as any issuer's).
+    pub fn key_set(&self) -> &JwkSet {
+        &self.keys
+    }
+
+    /// Whether its cookies are `Secure` (the issuer is https).
+    pub(super) fn secure(&self) -> bool {
+        self.config.issuer.starts_with("https://")
+    }
+
+    /// The URL of `endpoint`.
+    pub(super) fn url(&self, endpoint: Endpoint) -> String {
+        format!(
+            "{}{}",
+            endpoints::origin(&self.config.issuer),
+            self.endpoints.path(endpoint)
+        )
+    }
+
+    /// Where the provider sends the user back.
+    pub(super) fn callback_url(&self) -> String {
+        self.url(Endpoint::Callback)
+    }
+
+    /// The authorization endpoint asked `request` again (to show the
+    /// consent page to a user other than the one a remembered consent names).
+    pub(super) fn authorize_again(
+        &self,
+        request: &mcp_ui_identity::authority::authorize::Request,
+    ) -> String {
+        let scope = request.scopes.join(" ");
+        let mut pairs = vec![
+            ("response_type", "code"),
+            ("client_id", request.client_id.as_str()),
+            ("code_challenge", request.code_challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            ("resource", request.resource.as_str()),
+        ];
+        if request.redirect_uri_sent {
+            pairs.push(("redirect_uri", &request.redirect_uri));
+        }
+        if let Some(s) = &request.state {
+            pairs.push(("state", s));
+        }
+        if !scope.is_empty() {
+            pairs.push(("scope", &scope));
+        }
+        mcp_ui_identity::authority::authorize::redirect_to(&self.url(Endpoint::Authorize), &pairs)
+    }
+
+    /// Which of its endpoints `path` is, if any.
+    pub fn endpoint(&self, path: &str) -> Option<Endpoint> {
+        self.endpoints.at(path)
+    }
+
+    /// Take one registration from `peer`'s allowance: `Err` with the 429.
+    pub(super) fn rate_registration(
+        &self,
+        peer: Option<std::net::IpAddr>,
+    ) -> Result<(), Box<Response<Body>>> {
+        use mcp_ui_identity::rate::Bucket;
+        let per_minute = self.config.registration.per_minute;
+        let ip = peer.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+        let now = std::time::Instant::now();
+        let mut rates = self.registrations.lock().unwrap_or_else(|e| e.into_inner());
+        if rates.len() >= 65_536 && !rates.contains_key(&ip) {
+            rates.retain(|_, b| !b.is_full(per_minute, now));
+        }
+        if rates.len() >= 65_536 && !rates.contains_key(&ip) {
+            return Err(Box::new(too_many(Duration::from_secs(60))));
+        }
+        rates
+            .entry(ip)
+            .or_insert_with(|| Bucket::full(per_minute, now))
+            .take(per_minute, now)
+            .map_err(|wait| Box::new(too_many(wait)))
+    }
+}
+
+/// An EC P-256 key made now (aws-lc-rs).
+fn generated_key() -> Result<Signer, String> {
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    let pair =
+        EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).map_err(|e| e.to_string())?;
+    let der = pair.to_pkcs8v1().map_err(|e| e.to_string())?;
+    Signer::from_ec_pkcs8_der(der.as_ref())
+}

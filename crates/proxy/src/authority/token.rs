@@ -1,0 +1,308 @@
+//! The token endpoint (OAuth 2.1 §3.2): the client authenticated as it
+//! registered, a code redeemed once (its PKCE verifier, redirect URI and
+//! resource checked) or a refresh token rotated (its reuse revokes its
+//! whole family, OAuth 2.1 §4.3.1); access tokens signed for the resource
+//! granted. And revocation (RFC 7009) of refresh tokens.
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use serde_json::json;
+
+use super::basics::{oauth_error, read_body};
+use super::sealed::{self, Purpose};
+use super::state::Authority;
+use crate::reply::{self, Body};
+use mcp_ui_identity::authority::OAuthError;
+use mcp_ui_identity::authority::params::Params;
+use mcp_ui_identity::authority::signing::AccessToken;
+use mcp_ui_identity::authority::token::{self as rules, Code, Presented, Refresh};
+
+/// The largest token or revocation request.
+const MAX_BODY: usize = 16 * 1024;
+
+pub(super) async fn serve(a: &Authority, req: Request<Incoming>) -> Response<Body> {
+    let (form, presented, client) = match authenticated(a, req).await {
+        Ok(x) => x,
+        Err(r) => return *r,
+    };
+    let now = super::basics::now();
+    let grant = match form.one("grant_type") {
+        Ok(g) => g,
+        Err(e) => return bad(&e),
+    };
+    let result = match grant {
+        Some("authorization_code") => by_code(a, &form, &presented, &client, now),
+        Some("refresh_token") if client.client.refresh => by_refresh(a, &form, &presented, now),
+        Some("refresh_token") => Err(OAuthError::new(
+            "unauthorized_client",
+            "the client did not register the refresh_token grant",
+        )),
+        Some(other) => Err(OAuthError::new(
+            "unsupported_grant_type",
+            format!(
+                "the grant type `{other}` is not supported (authorization_code, refresh_token)"
+            ),
+        )),
+        None => Err(OAuthError::request("`grant_type` is missing")),
+    };
+    match result {
+        Ok(body) => reply::json(StatusCode::OK, Bytes::from(body.to_string())),
+        Err(e) if e.error == "temporarily_unavailable" => {
+            oauth_error(StatusCode::SERVICE_UNAVAILABLE, &e)
+        }
+        Err(e) => bad(&e),
+    }
+}
+
+/// The form of a token or revocation request and its authenticated client;
+/// or the answer refusing it.
+async fn authenticated(
+    a: &Authority,
+    req: Request<Incoming>,
+) -> Result<(Params, Presented, super::clients::Known), Box<Response<Body>>> {
+    let (parts, body) = read_body(req, MAX_BODY).await?;
+    if !super::basics::content_type_is(&parts, "application/x-www-form-urlencoded") {
+        return Err(Box::new(bad(&OAuthError::request(
+            "the request is a form (Content-Type: application/x-www-form-urlencoded)",
+        ))));
+    }
+    let form = Params::parse(&body);
+    let authorization = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes);
+    let basic = authorization.is_some();
+    let presented =
+        rules::presented(authorization, &form).map_err(|e| Box::new(unauthorized(&e, basic)))?;
+    let known = a
+        .clients
+        .find(&a.key, &presented.client_id)
+        .await
+        .map_err(|e| Box::new(unauthorized(&e, basic)))?;
+    rules::authenticate(&presented, &known.client, known.secret.as_deref())
+        .map_err(|e| Box::new(unauthorized(&e, basic)))?;
+    Ok((form, presented, known))
+}
+
+fn by_code(
+    a: &Authority,
+    form: &Params,
+    presented: &Presented,
+    client: &super::clients::Known,
+    now: u64,
+) -> Result<serde_json::Value, OAuthError> {
+    let grant = |why: &str| OAuthError::new("invalid_grant", why);
+    let Some(text) = form.one("code")? else {
+        return Err(OAuthError::request("`code` is missing"));
+    };
+    let code: Code = sealed::open(&a.key, Purpose::Code, text)
+        .ok_or_else(|| grant("the code is not one this server issued"))?;
+    rules::redeem_code(form, &presented.client_id, &code, now)?;
+    let family_until = now + a.config.refresh_token_ttl_secs;
+    match a
+        .store
+        .first_use(&format!("code:{}", code.id), code.expires_at, now)
+    {
+        Ok(true) => {}
+        Ok(false) => {
+            // RFC 6749 §4.1.2: a code used twice revokes what it gave.
+            a.store.revoke(&code.id, family_until, now);
+            tracing::warn!(client = %short(&presented.client_id), "an authorization code was redeemed twice: its refresh tokens are revoked");
+            return Err(grant(
+                "the code was already used; the tokens it gave are revoked",
+            ));
+        }
+        Err(_) => return Err(busy()),
+    }
+    let request = &code.request;
+    issue(
+        a,
+        Grant {
+            client_id: &presented.client_id,
+            subject: &code.subject,
+            resource: &request.resource,
+            scopes: &request.scopes,
+            granted: &request.scopes,
+            auth_time: code.auth_time,
+            family: &code.id,
+            upstream: code.upstream.as_deref(),
+            refresh: client.client.refresh,
+        },
+        now,
+    )
+}
+
+fn by_refresh(
+    a: &Authority,
+    form: &Params,
+    presented: &Presented,
+    now: u64,
+) -> Result<serde_json::Value, OAuthError> {
+    let grant = |why: &str| OAuthError::new("invalid_grant", why);
+    let Some(text) = form.one("refresh_token")? else {
+        return Err(OAuthError::request("`refresh_token` is missing"));
+    };
+    let refresh: Refresh = sealed::open(&a.key, Purpose::Refresh, text)
+        .ok_or_else(|| grant("the refresh token is not one this server issued"))?;
+    let scopes = rules::redeem_refresh(form, &presented.client_id, &refresh, now)?;
+    if a.store.is_revoked(&refresh.family, now) {
+        return Err(grant("the refresh token has been revoked"));
+    }
+    match a
+        .store
+        .first_use(&format!("refresh:{}", refresh.id), refresh.expires_at, now)
+    {
+        Ok(true) => {}
+        Ok(false) => {
+            a.store.revoke(
+                &refresh.family,
+                refresh
+                    .expires_at
+                    .max(now + a.config.refresh_token_ttl_secs),
+                now,
+            );
+            tracing::warn!(client = %short(&presented.client_id), "a refresh token was used twice: its family is revoked");
+            return Err(grant(
+                "the refresh token was already used: every token of its family is revoked",
+            ));
+        }
+        Err(_) => return Err(busy()),
+    }
+    issue(
+        a,
+        Grant {
+            client_id: &presented.client_id,
+            subject: &refresh.subject,
+            resource: &refresh.resource,
+            scopes: &scopes,
+            granted: &refresh.scopes,
+            auth_time: refresh.auth_time,
+            family: &refresh.family,
+            upstream: refresh.upstream.as_deref(),
+            refresh: true,
+        },
+        now,
+    )
+}
+
+/// What a token answer is issued for.
+struct Grant<'a> {
+    client_id: &'a str,
+    subject: &'a str,
+    resource: &'a str,
+    /// The access token's scopes.
+    scopes: &'a [String],
+    /// The authorization's: the refresh token keeps them (RFC 6749 §6).
+    granted: &'a [String],
+    auth_time: u64,
+    family: &'a str,
+    upstream: Option<&'a str>,
+    refresh: bool,
+}
+
+/// The token answer: an access token signed for the resource, and a new
+/// refresh token of the family when the client may refresh.
+fn issue(a: &Authority, g: Grant<'_>, now: u64) -> Result<serde_json::Value, OAuthError> {
+    let ttl = a.config.access_token_ttl_secs;
+    let id = super::basics::random_text(18);
+    let access = AccessToken {
+        issuer: &a.config.issuer,
+        subject: g.subject,
+        audience: g.resource,
+        client_id: g.client_id,
+        scopes: g.scopes,
+        issued_at: now,
+        expires_at: now + ttl,
+        id: &id,
+        auth_time: g.auth_time,
+        upstream: g.upstream,
+    };
+    let signer = a.signers.first().ok_or_else(busy)?;
+    let token = signer.sign(&access.claims()).map_err(|e| {
+        tracing::error!("an access token could not be signed: {e}");
+        OAuthError::new("server_error", "the access token could not be signed")
+    })?;
+    let mut body = json!({
+        "access_token": token,
+        "token_type": "Bearer",
+        "expires_in": ttl,
+        "scope": g.scopes.join(" "),
+    });
+    if g.refresh {
+        let refresh = Refresh {
+            id: super::basics::random_text(18),
+            family: g.family.to_owned(),
+            client_id: g.client_id.to_owned(),
+            subject: g.subject.to_owned(),
+            resource: g.resource.to_owned(),
+            scopes: g.granted.to_vec(),
+            auth_time: g.auth_time,
+            expires_at: now + a.config.refresh_token_ttl_secs,
+            upstream: g.upstream.map(str::to_owned),
+        };
+        if let serde_json::Value::Object(m) = &mut body {
+            m.insert(
+                "refresh_token".into(),
+                sealed::seal(&a.key, Purpose::Refresh, &refresh).into(),
+            );
+        }
+    }
+    tracing::info!(client = %short(g.client_id), resource = %g.resource, "issued an access token");
+    Ok(body)
+}
+
+/// Revocation (RFC 7009): a refresh token revokes its family; anything
+/// else is answered 200 as well (§2.2: an invalid token is no error).
+pub(super) async fn revoke(a: &Authority, req: Request<Incoming>) -> Response<Body> {
+    let (form, presented, _) = match authenticated(a, req).await {
+        Ok(x) => x,
+        Err(r) => return *r,
+    };
+    let now = super::basics::now();
+    if let Ok(Some(token)) = form.one("token")
+        && let Some(refresh) = sealed::open::<Refresh>(&a.key, Purpose::Refresh, token)
+        && refresh.client_id == presented.client_id
+    {
+        a.store
+            .revoke(&refresh.family, refresh.expires_at.max(now), now);
+        tracing::info!(client = %short(&presented.client_id), "a refresh token family was revoked");
+    }
+    reply::status(StatusCode::OK)
+}
+
+fn bad(e: &OAuthError) -> Response<Body> {
+    oauth_error(StatusCode::BAD_REQUEST, e)
+}
+
+/// `invalid_client` is 401, with a Basic challenge when the client tried
+/// Basic (RFC 6749 §5.2).
+fn unauthorized(e: &OAuthError, basic: bool) -> Response<Body> {
+    if e.error != "invalid_client" {
+        return bad(e);
+    }
+    let mut r = oauth_error(StatusCode::UNAUTHORIZED, e);
+    if basic {
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"token\""),
+        );
+    }
+    r
+}
+
+fn busy() -> OAuthError {
+    OAuthError::new(
+        "temporarily_unavailable",
+        "the server is too busy to record this redemption; try again",
+    )
+}
+
+/// A client id short enough for a log line (sealed ids are long).
+fn short(client_id: &str) -> &str {
+    match client_id.starts_with("https://") {
+        true => client_id,
+        false => &client_id[..client_id.len().min(16)],
+    }
+}

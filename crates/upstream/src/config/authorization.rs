@@ -1,0 +1,446 @@
+//! `[authorization_server]`: the gateway as the hosts' OAuth 2.1
+//! authorization server, its issuer the gateway's `public_url`. Hosts
+//! register with it (RFC 7591, or a Client ID Metadata Document) and sign in
+//! through it; the login itself is the operator's identity provider's, with
+//! a client registered there:
+//!
+//! ```toml
+//! public_url = "https://mcp.example.com"
+//! [auth]                                    # the issuer defaults to public_url
+//! scopes = ["mcp"]
+//! [authorization_server]
+//! signing_keys = ["/etc/mcp-ui-gateway/signing.pem"]
+//! [authorization_server.provider]
+//! issuer = "https://accounts.google.com"    # or the endpoints, for GitHub
+//! client_id = "1234.apps.googleusercontent.com"
+//! client_secret_env = "GOOGLE_CLIENT_SECRET"
+//! ```
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::auth::issuer_url;
+
+/// `[authorization_server]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthorizationServerConfig {
+    /// The identity provider users sign in with.
+    pub provider: ProviderConfig,
+    /// Private keys (PEM: EC P-256 or P-384, Ed25519, RSA) the access
+    /// tokens are signed with: the first signs, every one is published, so a
+    /// key listed second still verifies the tokens it signed. Unset: a key
+    /// made at start, for this process only (its tokens die with it, and
+    /// replicas do not accept each other's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signing_keys: Vec<PathBuf>,
+    /// Scopes clients may be granted besides those the endpoints require
+    /// and their overlays declare.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// Lifetime of an access token. Default 3600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_token_ttl_secs: Option<u64>,
+    /// Lifetime of a refresh token (each use replaces it). Default 30 days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token_ttl_secs: Option<u64>,
+    /// How long a user's consent to a client is remembered by their browser.
+    /// Default 30 days; 0 asks every time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consent_days: Option<u32>,
+    /// Dynamic client registration (RFC 7591).
+    #[serde(default)]
+    pub registration: RegistrationConfig,
+    /// Clients known by the HTTPS URL of their metadata document.
+    #[serde(default)]
+    pub client_metadata_documents: MetadataDocumentsConfig,
+}
+
+/// The identity provider, and the client the gateway has there.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Its name on the consent page ("Google"). Default: its host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// An OpenID provider, whose endpoints are discovered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// The endpoints of a provider without discovery (GitHub), or overriding
+    /// what discovery finds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization_endpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint: Option<String>,
+    /// Where the subject is read when there is no ID token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub userinfo_endpoint: Option<String>,
+    #[serde(default)]
+    pub client_id: String,
+    /// The secret, written here (prefer `client_secret_env`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret_env: Option<String>,
+    /// How the gateway authenticates at the provider's token endpoint:
+    /// `client_secret_basic` (default) or `client_secret_post`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_auth_method: Option<String>,
+    /// Scopes asked of the provider. Default `["openid"]` with an issuer,
+    /// none without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// The claim (of the ID token, else of the user info) naming the user.
+    /// Default `sub` (GitHub: `id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject_claim: Option<String>,
+    /// A PEM bundle of the certificate authorities to trust for the provider
+    /// instead of the system's roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+}
+
+/// `[authorization_server.registration]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RegistrationConfig {
+    pub enabled: bool,
+    /// Registrations a minute from one address; past it, 429.
+    pub per_minute: u32,
+    pub max_redirect_uris: usize,
+    /// The largest registration request.
+    pub max_bytes: usize,
+}
+
+impl Default for RegistrationConfig {
+    fn default() -> Self {
+        RegistrationConfig {
+            enabled: true,
+            per_minute: 10,
+            max_redirect_uris: 10,
+            max_bytes: 16 * 1024,
+        }
+    }
+}
+
+/// `[authorization_server.client_metadata_documents]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetadataDocumentsConfig {
+    pub enabled: bool,
+    /// The largest document fetched.
+    pub max_bytes: usize,
+    pub timeout_secs: u64,
+    /// How long a fetched document is used before it is fetched again.
+    pub cache_secs: u64,
+    /// Hosts whose documents may be fetched although they resolve to a
+    /// private or loopback address (never otherwise: a client id must not
+    /// make the gateway reach into its own network).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub private_hosts: Vec<String>,
+    /// A PEM bundle of certificate authorities trusted for documents besides
+    /// the system's roots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Default for MetadataDocumentsConfig {
+    fn default() -> Self {
+        MetadataDocumentsConfig {
+            enabled: true,
+            max_bytes: 5 * 1024,
+            timeout_secs: 5,
+            cache_secs: 300,
+            private_hosts: Vec::new(),
+            ca_file: None,
+        }
+    }
+}
+
+/// How the gateway authenticates at the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderAuth {
+    Basic,
+    Post,
+}
+
+/// The provider, every rule checked and its secret read.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Provider {
+    pub name: String,
+    pub issuer: Option<String>,
+    pub authorization_endpoint: Option<String>,
+    pub token_endpoint: Option<String>,
+    pub userinfo_endpoint: Option<String>,
+    pub client_id: String,
+    pub client_secret: String,
+    pub auth: ProviderAuth,
+    pub scopes: Vec<String>,
+    pub subject_claim: String,
+    pub ca_file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Provider {
+    // The secret is never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider")
+            .field("name", &self.name)
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `[authorization_server]`, every rule checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizationServer {
+    /// The gateway's `public_url`, without a trailing slash: the `iss` of
+    /// its tokens and metadata.
+    pub issuer: String,
+    pub provider: Provider,
+    pub signing_keys: Vec<PathBuf>,
+    pub scopes: Vec<String>,
+    pub access_token_ttl_secs: u64,
+    pub refresh_token_ttl_secs: u64,
+    pub consent_days: u32,
+    pub registration: RegistrationConfig,
+    pub documents: MetadataDocumentsConfig,
+}
+
+/// The issuer `[authorization_server]` makes of `public_url`.
+pub fn issuer_of(public_url: &str) -> String {
+    public_url.trim_end_matches('/').to_owned()
+}
+
+/// `config` checked, with the gateway's `public_url`. Every problem names
+/// its field.
+pub fn resolve(
+    config: &AuthorizationServerConfig,
+    public_url: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<AuthorizationServer, Vec<String>> {
+    let mut problems = Vec::new();
+    let at = "authorization_server";
+    let issuer = match public_url {
+        Some(u) => {
+            if let Err(why) = issuer_url(u.trim_end_matches('/')) {
+                problems.push(format!(
+                    "public_url: \"{u}\" {why} (it is the issuer of [{at}])"
+                ));
+            }
+            issuer_of(u)
+        }
+        None => {
+            problems.push(format!(
+                "public_url: needed by [{at}]: it is the issuer clients see, and must not change with the Host a request names"
+            ));
+            String::new()
+        }
+    };
+    let p = &config.provider;
+    let pf = |name: &str| format!("{at}.provider.{name}");
+    let url = |name: &str, v: &Option<String>, problems: &mut Vec<String>| {
+        if let Some(u) = v
+            && let Err(why) = issuer_url(u)
+        {
+            problems.push(format!("{}: \"{u}\" {why}", pf(name)));
+        }
+    };
+    url("issuer", &p.issuer, &mut problems);
+    url(
+        "authorization_endpoint",
+        &p.authorization_endpoint,
+        &mut problems,
+    );
+    url("token_endpoint", &p.token_endpoint, &mut problems);
+    url("userinfo_endpoint", &p.userinfo_endpoint, &mut problems);
+    if p.issuer.is_none() && (p.authorization_endpoint.is_none() || p.token_endpoint.is_none()) {
+        problems.push(format!(
+            "{}: missing: name the provider's issuer (OpenID Connect discovery), or its authorization_endpoint and token_endpoint",
+            pf("issuer")
+        ));
+    }
+    if p.issuer.is_none() && p.userinfo_endpoint.is_none() {
+        problems.push(format!(
+            "{}: missing: without an issuer there is no ID token, and the user is read from the user info",
+            pf("userinfo_endpoint")
+        ));
+    }
+    if p.client_id.is_empty() {
+        problems.push(format!(
+            "{}: missing (the client registered for the gateway at the provider)",
+            pf("client_id")
+        ));
+    }
+    let secret = match (&p.client_secret, &p.client_secret_env) {
+        (Some(s), None) => s.clone(),
+        (None, Some(var)) => env(var).unwrap_or_else(|| {
+            problems.push(format!(
+                "{}: the environment variable {var} is not set",
+                pf("client_secret_env")
+            ));
+            String::new()
+        }),
+        (Some(_), Some(_)) => {
+            problems.push(format!(
+                "{}: set client_secret or client_secret_env, not both",
+                pf("client_secret")
+            ));
+            String::new()
+        }
+        (None, None) => {
+            problems.push(format!(
+                "{}: missing (or client_secret_env)",
+                pf("client_secret")
+            ));
+            String::new()
+        }
+    };
+    let auth = match p.token_endpoint_auth_method.as_deref() {
+        None | Some("client_secret_basic") => ProviderAuth::Basic,
+        Some("client_secret_post") => ProviderAuth::Post,
+        Some(other) => {
+            problems.push(format!(
+                "{}: \"{other}\" is not client_secret_basic or client_secret_post",
+                pf("token_endpoint_auth_method")
+            ));
+            ProviderAuth::Basic
+        }
+    };
+    let scopes = p.scopes.clone().unwrap_or_else(|| match p.issuer {
+        Some(_) => vec!["openid".to_owned()],
+        None => Vec::new(),
+    });
+    for (field, list) in [
+        (pf("scopes"), &scopes),
+        (format!("{at}.scopes"), &config.scopes),
+    ] {
+        for s in list {
+            if !super::auth::is_scope_token(s) {
+                problems.push(format!("{field}: \"{s}\" is not a scope token"));
+            }
+        }
+    }
+    let name = p.name.clone().unwrap_or_else(|| {
+        p.issuer
+            .as_deref()
+            .or(p.authorization_endpoint.as_deref())
+            .and_then(|u| u.parse::<http::Uri>().ok())
+            .and_then(|u| u.host().map(str::to_owned))
+            .unwrap_or_else(|| "the identity provider".to_owned())
+    });
+    let ttl = |name: &str, v: Option<u64>, default: u64, max: u64, problems: &mut Vec<String>| {
+        let v = v.unwrap_or(default);
+        if v == 0 || v > max {
+            problems.push(format!("{at}.{name}: {v} must be between 1 and {max}"));
+        }
+        v
+    };
+    let access = ttl(
+        "access_token_ttl_secs",
+        config.access_token_ttl_secs,
+        3600,
+        86_400,
+        &mut problems,
+    );
+    let refresh = ttl(
+        "refresh_token_ttl_secs",
+        config.refresh_token_ttl_secs,
+        30 * 86_400,
+        365 * 86_400,
+        &mut problems,
+    );
+    let reg = &config.registration;
+    if reg.enabled && (reg.per_minute == 0 || reg.max_redirect_uris == 0 || reg.max_bytes < 256) {
+        problems.push(format!(
+            "{at}.registration: per_minute and max_redirect_uris must be at least 1, max_bytes at least 256"
+        ));
+    }
+    let docs = &config.client_metadata_documents;
+    if docs.enabled && (docs.max_bytes < 256 || docs.timeout_secs == 0) {
+        problems.push(format!(
+            "{at}.client_metadata_documents: max_bytes must be at least 256 and timeout_secs at least 1"
+        ));
+    }
+    if !docs.enabled && !reg.enabled {
+        problems.push(format!(
+            "{at}: with neither registration nor client_metadata_documents enabled, no client could sign in"
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(AuthorizationServer {
+        issuer,
+        provider: Provider {
+            name,
+            issuer: p.issuer.clone(),
+            authorization_endpoint: p.authorization_endpoint.clone(),
+            token_endpoint: p.token_endpoint.clone(),
+            userinfo_endpoint: p.userinfo_endpoint.clone(),
+            client_id: p.client_id.clone(),
+            client_secret: secret,
+            auth,
+            scopes,
+            subject_claim: p.subject_claim.clone().unwrap_or_else(|| "sub".to_owned()),
+            ca_file: p.ca_file.clone(),
+        },
+        signing_keys: config.signing_keys.clone(),
+        scopes: config.scopes.clone(),
+        access_token_ttl_secs: access,
+        refresh_token_ttl_secs: refresh,
+        consent_days: config.consent_days.unwrap_or(30),
+        registration: reg.clone(),
+        documents: docs.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn google() -> AuthorizationServerConfig {
+        AuthorizationServerConfig {
+            provider: ProviderConfig {
+                issuer: Some("https://accounts.google.com".into()),
+                client_id: "gw.apps.googleusercontent.com".into(),
+                client_secret_env: Some("GOOGLE_SECRET".into()),
+                ..ProviderConfig::default()
+            },
+            ..AuthorizationServerConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_provider_needs_its_client_and_the_gateway_a_public_url() {
+        let env = |v: &str| (v == "GOOGLE_SECRET").then(|| "s3cret".to_owned());
+        let ok = resolve(&google(), Some("https://mcp.example.com/"), &env).unwrap();
+        assert_eq!(ok.issuer, "https://mcp.example.com");
+        assert_eq!(ok.provider.scopes, ["openid"]);
+        assert_eq!(ok.provider.name, "accounts.google.com");
+        assert!(!format!("{ok:?}").contains("s3cret"));
+        let problems = resolve(&google(), None, &|_| None).unwrap_err().join("\n");
+        assert!(
+            problems.contains("public_url: needed by [authorization_server]"),
+            "{problems}"
+        );
+        assert!(
+            problems
+                .contains("client_secret_env: the environment variable GOOGLE_SECRET is not set"),
+            "{problems}"
+        );
+        let mut github = google();
+        github.provider.issuer = None;
+        github.provider.authorization_endpoint =
+            Some("https://github.com/login/oauth/authorize".into());
+        let problems = resolve(&github, Some("https://mcp.example.com"), &env)
+            .unwrap_err()
+            .join("\n");
+        assert!(problems.contains("provider.issuer: missing"), "{problems}");
+        assert!(
+            problems.contains("provider.userinfo_endpoint: missing"),
+            "{problems}"
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! A GET of a URL someone else chose (a client's metadata document): its
+//! host resolved, every address checked before any connection (no loopback,
+//! private, link-local, shared, documentation or multicast address, unless
+//! the host is one the operator allows), then a connection to a checked
+//! address only, so the name cannot resolve elsewhere in between; HTTPS
+//! only, HTTP/1.1, no redirects, bounded in time and size.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper_util::rt::TokioIo;
+
+use crate::tls::upstream::{Connector, UpstreamTls};
+
+/// How vetted fetches connect.
+pub struct Vetted {
+    connector: Arc<Connector>,
+    /// Hosts that may resolve to addresses that are not public.
+    private_hosts: Vec<String>,
+}
+
+impl Vetted {
+    /// Trusting the system's roots and those of `ca_file`, if any.
+    pub fn new(
+        ca_file: Option<std::path::PathBuf>,
+        private_hosts: Vec<String>,
+    ) -> Result<Vetted, String> {
+        let settings = match ca_file {
+            Some(f) => UpstreamTls::trusting(f),
+            None => UpstreamTls::default(),
+        };
+        let connector = Connector::new(&settings, &mut crate::tls::upstream::system_roots)?;
+        Ok(Vetted {
+            connector: Arc::new(connector),
+            private_hosts: private_hosts
+                .into_iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect(),
+        })
+    }
+
+    /// The body of `url` (`https://` only) when it answers 200 with at most
+    /// `max_bytes`, within `timeout` in all.
+    pub async fn get(
+        &self,
+        url: &str,
+        accept: &str,
+        max_bytes: usize,
+        timeout: Duration,
+    ) -> Result<Bytes, String> {
+        tokio::time::timeout(timeout, self.fetch(url, accept, max_bytes))
+            .await
+            .map_err(|_| format!("{url}: no whole answer within {} s", timeout.as_secs()))?
+    }
+
+    async fn fetch(&self, url: &str, accept: &str, max_bytes: usize) -> Result<Bytes, String> {
+        let uri: http::Uri = url.parse().map_err(|_| format!("{url}: not a URL"))?;
+        if uri.scheme_str() != Some("https") {
+            return Err(format!("{url}: only https:// is fetched"));
+        }
+        let host = uri.host().ok_or_else(|| format!("{url}: no host"))?;
+        let bare = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
+        let port = uri.port_u16().unwrap_or(443);
+        let allowed_private = self.private_hosts.contains(&bare);
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((bare.as_str(), port))
+            .await
+            .map_err(|e| format!("{url}: {host} does not resolve ({e})"))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(format!("{url}: {host} does not resolve"));
+        }
+        if !allowed_private && let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+            return Err(format!(
+                "{url}: {host} resolves to {}, which is not a public address",
+                bad.ip()
+            ));
+        }
+        let tcp = tokio::net::TcpStream::connect(addrs[0])
+            .await
+            .map_err(|e| format!("{url}: cannot connect to {}: {e}", addrs[0]))?;
+        let (tls, _) = self.connector.connect(&bare, port, tcp).await?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let authority = uri.authority().map(|a| a.as_str()).unwrap_or(host);
+        let req = http::Request::get(path)
+            .header(http::header::HOST, authority)
+            .header(http::header::ACCEPT, accept)
+            .header(
+                http::header::USER_AGENT,
+                concat!("mcp-ui-gateway/", env!("CARGO_PKG_VERSION")),
+            )
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| format!("{url}: {e}"))?;
+        let resp = sender
+            .send_request(req)
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        if resp.status() != http::StatusCode::OK {
+            return Err(format!(
+                "{url}: answered {} (redirects are not followed)",
+                resp.status()
+            ));
+        }
+        let body = Limited::new(resp.into_body(), max_bytes)
+            .collect()
+            .await
+            .map_err(|_| format!("{url}: larger than {max_bytes} bytes, or cut short"))?;
+        Ok(body.to_bytes())
+    }
+}
+
+/// Whether `ip` is an address on the public internet: not loopback,
+/// unspecified, private (RFC 1918, RFC 4193), link-local, shared
+/// (RFC 6598), benchmarking, documentation, multicast, broadcast or
+/// reserved; an IPv4-mapped IPv6 address is judged as its IPv4 address.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_unspecified()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || v4.is_multicast()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 192 && b == 0 && c == 0)
+                || (a == 198 && (18..20).contains(&b))
+                || a >= 240)
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || first == 0x2001 && v6.segments()[1] == 0x0db8
+                || first == 0x0064 && v6.segments()[1] == 0xff9b)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_public_addresses_are_public() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "192.0.2.1",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "2001:db8::1",
+            "64:ff9b::a00:1",
+        ] {
+            assert!(!is_public(private.parse().unwrap()), "{private}");
+        }
+        for public in ["1.1.1.1", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            assert!(is_public(public.parse().unwrap()), "{public}");
+        }
+    }
+}

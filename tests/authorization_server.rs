@@ -1,0 +1,617 @@
+//! The gateway as the hosts' authorization server (`[authorization_server]`), delegating
+//! the login to a real OpenID provider (panva's `oidc-provider`, `tests/support/idp.rs`)
+//! with the gateway's own confidential client there: RFC 8414 metadata, dynamic client
+//! registration (RFC 7591), the consent page, the provider's login (its own state, nonce and
+//! PKCE), the code with `iss` (RFC 9207), access tokens the gateway signs (RFC 9068) that its
+//! own resource server accepts, rotating refresh tokens; and the attacks: code replay, PKCE
+//! downgrade, mismatched redirect URIs, a foreign `resource`, forged state, a consent form
+//! sent from elsewhere, a registration flood, a refresh token reused.
+//!
+//! The protected upstream is the fixture server over stdio. Needs the peers of
+//! `scripts/install-peers.sh`; with `MCP_UI_SKIP_PEERS=1` a missing install is a skip.
+
+mod support;
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use hyper::{Method, StatusCode};
+use mcp_ui_gateway::config::{
+    AuthConfig, AuthorizationServerConfig, Config, ProviderConfig, UpstreamConfig,
+};
+use serde_json::{Value, json};
+use support::browser_agent::{Browser, encode_form, hidden_field, query_of};
+use support::clients::{post_json, request_raw};
+use support::gateway::{self as gw, TestGateway};
+use support::idp::Idp;
+use support::peers::{Peers, setup};
+use support::upstreams::STDIO_COMMAND;
+
+const LOGIN_CLIENT: &str = "gateway-login";
+const LOGIN_SECRET: &str = "gateway-login-secret";
+/// Where the test clients want their answers (never fetched).
+const REDIRECT: &str = "http://127.0.0.1:9/callback";
+const VERSION: &str = "2025-11-25";
+
+/// The gateway (as authorization server, in front of the fixture at `/notes`) and the
+/// provider it delegates logins to.
+struct World {
+    gw: TestGateway,
+    _idp: Idp,
+    issuer: String,
+}
+
+impl World {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.issuer)
+    }
+
+    fn resource(&self) -> String {
+        self.url("/notes")
+    }
+}
+
+/// A port free now, for a gateway whose `public_url` must be known before it starts.
+async fn free_port() -> u16 {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn fixture() -> UpstreamConfig {
+    let mut up = gw::stdio("notes", STDIO_COMMAND, &["--protocol", "2025"]);
+    up.path = Some("/notes".into());
+    up
+}
+
+async fn world(peers: &Peers, tweak: impl FnOnce(&mut AuthorizationServerConfig)) -> World {
+    let port = free_port().await;
+    let issuer = format!("http://127.0.0.1:{port}");
+    let idp = Idp::start_with_login_client(
+        peers,
+        LOGIN_CLIENT,
+        LOGIN_SECRET,
+        &format!("{issuer}/oauth/callback"),
+    )
+    .await;
+    let mut server = AuthorizationServerConfig {
+        provider: ProviderConfig {
+            name: Some("Test IdP".into()),
+            issuer: Some(idp.issuer().to_owned()),
+            client_id: LOGIN_CLIENT.into(),
+            client_secret: Some(LOGIN_SECRET.into()),
+            ..ProviderConfig::default()
+        },
+        scopes: vec!["notes:write".into()],
+        ..AuthorizationServerConfig::default()
+    };
+    tweak(&mut server);
+    let config = Config {
+        listen: format!("127.0.0.1:{port}").parse().unwrap(),
+        public_url: Some(issuer.clone()),
+        session_key: Some("ab".repeat(32)),
+        upstreams: vec![fixture()],
+        auth: Some(AuthConfig {
+            scopes: Some(vec!["tools:call".into()]),
+            ..AuthConfig::default()
+        }),
+        authorization_server: Some(server),
+        ..gw::test_config()
+    };
+    let gw = TestGateway::start_listening(config).await;
+    World {
+        gw,
+        _idp: idp,
+        issuer,
+    }
+}
+
+async fn get_json(url: &str) -> (StatusCode, Value) {
+    let (status, _, body) = request_raw(Method::GET, url, &[], "").await;
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+async fn form(
+    url: &str,
+    pairs: &[(&str, &str)],
+    basic: Option<(&str, &str)>,
+) -> (StatusCode, hyper::HeaderMap, Value) {
+    let auth = basic.map(|(id, secret)| {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"))
+        )
+    });
+    let mut headers = vec![("content-type", "application/x-www-form-urlencoded")];
+    if let Some(a) = &auth {
+        headers.push(("authorization", a));
+    }
+    let (status, h, body) = request_raw(Method::POST, url, &headers, encode_form(pairs)).await;
+    (
+        status,
+        h,
+        serde_json::from_slice(&body).unwrap_or(Value::Null),
+    )
+}
+
+/// Register a client by RFC 7591: its id (and secret, for a confidential one).
+async fn register(w: &World, metadata: Value) -> (StatusCode, Value) {
+    let (status, _, body) = post_json(&w.url("/oauth/register"), &[], metadata.to_string()).await;
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+async fn public_client(w: &World) -> String {
+    let (status, reg) = register(
+        w,
+        json!({"client_name": "Test Host", "redirect_uris": [REDIRECT],
+               "token_endpoint_auth_method": "none",
+               "grant_types": ["authorization_code", "refresh_token"]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{reg}");
+    reg["client_id"].as_str().unwrap().to_owned()
+}
+
+const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+
+fn authorize_url(w: &World, client_id: &str, extra: &[(&str, &str)]) -> String {
+    let resource = w.resource();
+    let mut pairs = vec![
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", REDIRECT),
+        ("state", "st-123"),
+        ("code_challenge", CHALLENGE),
+        ("code_challenge_method", "S256"),
+        ("resource", resource.as_str()),
+        ("scope", "tools:call notes:write openid"),
+    ];
+    for (k, v) in extra {
+        pairs.retain(|(x, _)| x != k);
+        if !v.is_empty() {
+            pairs.push((k, v));
+        }
+    }
+    format!("{}?{}", w.url("/oauth/authorize"), encode_form(&pairs))
+}
+
+/// The whole sign-in in `browser`: the consent page answered `decision`, the provider's
+/// login, back to the client's redirect URI. The URL the client receives.
+async fn sign_in(w: &World, browser: &mut Browser, url: &str, decision: &str) -> String {
+    let (status, _, body, at) = browser.navigate(url, REDIRECT).await;
+    if at.starts_with(REDIRECT) {
+        return at;
+    }
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "{at}: {}",
+        String::from_utf8_lossy(&body)
+    );
+    let ticket = hidden_field(&body, "ticket").expect("the consent page's form");
+    let form = encode_form(&[
+        ("ticket", &ticket),
+        ("decision", decision),
+        ("remember", "1"),
+    ]);
+    let (_, _, _, end) = browser
+        .submit(&w.url("/oauth/authorize"), &form, REDIRECT)
+        .await;
+    assert!(
+        end.starts_with(REDIRECT),
+        "ended at {end}: {:?}",
+        browser.visited
+    );
+    end
+}
+
+fn param(url: &str, name: &str) -> Option<String> {
+    query_of(url)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+}
+
+async fn redeem(w: &World, client_id: &str, code: &str) -> (StatusCode, Value) {
+    let (status, h, body) = form(
+        &w.url("/oauth/token"),
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", REDIRECT),
+            ("code_verifier", VERIFIER),
+            ("client_id", client_id),
+            ("resource", &w.resource()),
+        ],
+        None,
+    )
+    .await;
+    if status == StatusCode::OK {
+        assert_eq!(h.get("cache-control").unwrap(), "no-store");
+    }
+    (status, body)
+}
+
+async fn refresh(w: &World, client_id: &str, token: &str) -> (StatusCode, Value) {
+    let (status, _, body) = form(
+        &w.url("/oauth/token"),
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", token),
+            ("client_id", client_id),
+        ],
+        None,
+    )
+    .await;
+    (status, body)
+}
+
+fn claims(jwt: &str) -> Value {
+    let payload = jwt.split('.').nth(1).unwrap();
+    serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+/// `initialize` then `tools/call echo` at `/notes` with `token`: the echo, or the status.
+async fn call_echo(w: &World, token: &str) -> Result<String, StatusCode> {
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("mcp-protocol-version", VERSION),
+        ("authorization", bearer.as_str()),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "as-test", "version": "1"}}});
+    let (status, h, _) = post_json(&w.resource(), &headers, init.to_string()).await;
+    if status != StatusCode::OK {
+        return Err(status);
+    }
+    let session = h
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let mut with = headers.to_vec();
+    with.push(("mcp-session-id", &session));
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post_json(&w.resource(), &with, note.to_string()).await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "signed in"}}});
+    let (status, _, body) = post_json(&w.resource(), &with, call.to_string()).await;
+    if status != StatusCode::OK {
+        return Err(status);
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test]
+async fn a_host_registers_signs_in_at_the_provider_and_calls_a_tool() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let w = world(&peers, |_| {}).await;
+
+    // RFC 8414 metadata, at both well-known paths; the endpoint's metadata names the gateway.
+    let (status, meta) = get_json(&w.url("/.well-known/oauth-authorization-server")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(meta["issuer"], w.issuer);
+    assert_eq!(meta["code_challenge_methods_supported"], json!(["S256"]));
+    assert_eq!(meta["authorization_response_iss_parameter_supported"], true);
+    assert_eq!(meta["client_id_metadata_document_supported"], true);
+    assert_eq!(meta["registration_endpoint"], w.url("/oauth/register"));
+    assert_eq!(
+        get_json(&w.url("/.well-known/openid-configuration"))
+            .await
+            .1,
+        meta
+    );
+    let (_, prm) = get_json(&w.url("/.well-known/oauth-protected-resource/notes")).await;
+    assert_eq!(prm["authorization_servers"], json!([w.issuer]));
+    assert_eq!(prm["resource"], w.resource());
+
+    // Without a token: challenged.
+    assert_eq!(
+        call_echo(&w, "not-a-token").await,
+        Err(StatusCode::UNAUTHORIZED)
+    );
+
+    let client_id = public_client(&w).await;
+    let mut browser = Browser::new();
+    let back = sign_in(
+        &w,
+        &mut browser,
+        &authorize_url(&w, &client_id, &[]),
+        "allow",
+    )
+    .await;
+    assert_eq!(param(&back, "state").as_deref(), Some("st-123"));
+    assert_eq!(
+        param(&back, "iss").as_deref(),
+        Some(w.issuer.as_str()),
+        "RFC 9207 iss"
+    );
+    let code = param(&back, "code").expect("a code");
+    // The user went through the provider.
+    assert!(
+        browser
+            .visited
+            .iter()
+            .any(|u| u.starts_with(w._idp.issuer())),
+        "{:?}",
+        browser.visited
+    );
+
+    let (status, tokens) = redeem(&w, &client_id, &code).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    assert_eq!(tokens["token_type"], "Bearer");
+    assert_eq!(
+        tokens["scope"], "tools:call notes:write",
+        "openid is the provider's, not granted here"
+    );
+    let access = tokens["access_token"].as_str().unwrap();
+    let c = claims(access);
+    assert_eq!(
+        (c["iss"].as_str(), c["aud"].as_str()),
+        (Some(w.issuer.as_str()), Some(w.resource().as_str()))
+    );
+    assert_eq!(c["sub"], support::idp::ACCOUNT, "the provider's subject");
+    assert_eq!(c["client_id"], client_id.as_str());
+    let header: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(access.split('.').next().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["typ"], "at+jwt");
+    let (_, keys) = get_json(&w.url("/oauth/jwks.json")).await;
+    assert_eq!(keys["keys"][0]["kid"], header["kid"]);
+
+    // The gateway's own resource server accepts it.
+    let echoed = call_echo(&w, access)
+        .await
+        .expect("the tool call with the token");
+    assert!(echoed.contains("signed in"), "{echoed}");
+
+    // Refresh: a new pair; the old refresh token, used again, revokes the family.
+    let first = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let (status, second) = refresh(&w, &client_id, &first).await;
+    assert_eq!(status, StatusCode::OK, "{second}");
+    assert_ne!(second["refresh_token"], first.as_str());
+    assert!(
+        call_echo(&w, second["access_token"].as_str().unwrap())
+            .await
+            .is_ok()
+    );
+    let (status, reused) = refresh(&w, &client_id, &first).await;
+    assert_eq!(
+        (status, reused["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant"))
+    );
+    let (status, after) = refresh(&w, &client_id, second["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(
+        (status, after["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "the family is revoked"
+    );
+
+    // The consent is remembered in this browser: straight to the provider, no page.
+    let again = sign_in(
+        &w,
+        &mut browser,
+        &authorize_url(&w, &client_id, &[]),
+        "allow",
+    )
+    .await;
+    assert!(param(&again, "code").is_some(), "{again}");
+    w.gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn attacks_on_the_flow_are_refused() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let w = world(&peers, |a| a.registration.per_minute = 5).await;
+    let client_id = public_client(&w).await;
+    let mut browser = Browser::new();
+
+    // Code replay: the second redemption fails, and revokes what the first gave.
+    let back = sign_in(
+        &w,
+        &mut browser,
+        &authorize_url(&w, &client_id, &[]),
+        "allow",
+    )
+    .await;
+    let code = param(&back, "code").unwrap();
+    let (status, tokens) = redeem(&w, &client_id, &code).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    let (status, replay) = redeem(&w, &client_id, &code).await;
+    assert_eq!(
+        (status, replay["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant"))
+    );
+    let (_, revoked) = refresh(&w, &client_id, tokens["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(revoked["error"], "invalid_grant");
+
+    // A wrong verifier, another redirect URI or another resource at the token endpoint.
+    let back = sign_in(
+        &w,
+        &mut browser,
+        &authorize_url(&w, &client_id, &[]),
+        "allow",
+    )
+    .await;
+    let code = param(&back, "code").unwrap();
+    for (k, v, error) in [
+        ("code_verifier", "x".repeat(43), "invalid_grant"),
+        (
+            "redirect_uri",
+            "http://127.0.0.1:9/other".to_owned(),
+            "invalid_grant",
+        ),
+        ("resource", w.url("/elsewhere"), "invalid_target"),
+    ] {
+        let mut pairs = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("redirect_uri", REDIRECT),
+            ("code_verifier", VERIFIER),
+            ("client_id", client_id.as_str()),
+        ];
+        pairs.retain(|(x, _)| *x != k);
+        pairs.push((k, &v));
+        let (status, body, _) = {
+            let (s, _, b) = form(&w.url("/oauth/token"), &pairs, None).await;
+            (s, b, ())
+        };
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (StatusCode::BAD_REQUEST, Some(error)),
+            "{k}"
+        );
+    }
+    // Another client cannot redeem it.
+    let other = public_client(&w).await;
+    assert_eq!(redeem(&w, &other, &code).await.1["error"], "invalid_grant");
+
+    // PKCE downgrade and a foreign resource: refused back to the client, with iss.
+    for (extra, error) in [
+        (vec![("code_challenge_method", "plain")], "invalid_request"),
+        (
+            vec![("code_challenge", ""), ("code_challenge_method", "")],
+            "invalid_request",
+        ),
+        (
+            vec![("resource", "https://evil.example/mcp")],
+            "invalid_target",
+        ),
+    ] {
+        let (status, h, _, _) = browser
+            .request(Method::GET, &authorize_url(&w, &client_id, &extra), None)
+            .await;
+        assert_eq!(status, StatusCode::FOUND, "{extra:?}");
+        let to = h.get("location").unwrap().to_str().unwrap();
+        assert!(to.starts_with(REDIRECT), "{to}");
+        assert_eq!(param(to, "error").as_deref(), Some(error), "{extra:?}");
+        assert_eq!(param(to, "iss").as_deref(), Some(w.issuer.as_str()));
+    }
+
+    // A redirect URI the client did not register, or an unknown client: shown, never sent.
+    for url in [
+        authorize_url(
+            &w,
+            &client_id,
+            &[("redirect_uri", "https://evil.example/cb")],
+        ),
+        authorize_url(&w, "made-up-client", &[]),
+    ] {
+        let (status, h, body, _) = browser.request(Method::GET, &url, None).await;
+        assert_eq!(
+            status,
+            StatusCode::BAD_REQUEST,
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
+        assert!(h.get("location").is_none());
+        assert_eq!(h.get("x-frame-options").unwrap(), "DENY");
+    }
+
+    // Forged state at the callback.
+    let (status, _, _, _) = browser
+        .request(
+            Method::GET,
+            &w.url("/oauth/callback?state=forged&code=abc"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // A consent form sent from another browser (the binding cookie missing): refused.
+    let mut fresh = Browser::new();
+    let (status, _, page, _) = fresh
+        .request(Method::GET, &authorize_url(&w, &client_id, &[]), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let ticket = hidden_field(&page, "ticket").unwrap();
+    let mut attacker_victim = Browser::new();
+    let (status, _, _, _) = attacker_victim
+        .request(
+            Method::POST,
+            &w.url("/oauth/authorize"),
+            Some(&encode_form(&[("ticket", &ticket), ("decision", "allow")])),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // Deny: the client hears access_denied.
+    let denied = sign_in(&w, &mut fresh, &authorize_url(&w, &client_id, &[]), "deny").await;
+    assert_eq!(param(&denied, "error").as_deref(), Some("access_denied"));
+
+    // Registrations: a redirect URI that is not https (or loopback http) is refused; a
+    // flood gets 429.
+    let (status, body) = register(&w, json!({"redirect_uris": ["http://evil.example/cb"]})).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_redirect_uri"))
+    );
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(register(&w, json!({"redirect_uris": [REDIRECT]})).await.0);
+    }
+    assert!(
+        statuses.contains(&StatusCode::TOO_MANY_REQUESTS),
+        "{statuses:?}"
+    );
+
+    // A confidential client must present its secret, the way it registered.
+    w.gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_confidential_client_authenticates_as_it_registered() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let w = world(&peers, |_| {}).await;
+    let (status, reg) = register(
+        &w,
+        json!({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{reg}");
+    let (id, secret) = (
+        reg["client_id"].as_str().unwrap(),
+        reg["client_secret"].as_str().unwrap(),
+    );
+    assert_eq!(reg["client_secret_expires_at"], 0);
+    let mut browser = Browser::new();
+    let back = sign_in(&w, &mut browser, &authorize_url(&w, id, &[]), "allow").await;
+    let code = param(&back, "code").unwrap();
+    let pairs = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", VERIFIER),
+    ];
+    let (status, h, body) = form(&w.url("/oauth/token"), &pairs, Some((id, "wrong"))).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("invalid_client"))
+    );
+    assert!(h.get("www-authenticate").is_some());
+    let mut post = pairs.to_vec();
+    post.push(("client_id", id));
+    post.push(("client_secret", secret));
+    let (status, _, body) = form(&w.url("/oauth/token"), &post, None).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("invalid_client")),
+        "registered for Basic"
+    );
+    let (status, _, body) = form(&w.url("/oauth/token"), &pairs, Some((id, secret))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    w.gw.shutdown().await;
+}
