@@ -64,6 +64,14 @@ fn fixture() -> UpstreamConfig {
 }
 
 async fn world(peers: &Peers, tweak: impl FnOnce(&mut AuthorizationServerConfig)) -> World {
+    world_with(peers, tweak, vec![fixture()]).await
+}
+
+async fn world_with(
+    peers: &Peers,
+    tweak: impl FnOnce(&mut AuthorizationServerConfig),
+    upstreams: Vec<UpstreamConfig>,
+) -> World {
     let port = free_port().await;
     let issuer = format!("http://127.0.0.1:{port}");
     let idp = Idp::start_with_login_client(
@@ -89,7 +97,7 @@ async fn world(peers: &Peers, tweak: impl FnOnce(&mut AuthorizationServerConfig)
         listen: format!("127.0.0.1:{port}").parse().unwrap(),
         public_url: Some(issuer.clone()),
         session_key: Some("ab".repeat(32)),
-        upstreams: vec![fixture()],
+        upstreams,
         auth: Some(AuthConfig {
             scopes: Some(vec!["tools:call".into()]),
             ..AuthConfig::default()
@@ -258,6 +266,13 @@ fn claims(jwt: &str) -> Value {
 
 /// `initialize` then `tools/call echo` at `/notes` with `token`: the echo, or the status.
 async fn call_echo(w: &World, token: &str) -> Result<String, StatusCode> {
+    call_tool(w, "/notes", "echo", token).await
+}
+
+/// `initialize` then `tools/call` of `tool` at `path` with `token`: the answer, or the
+/// status.
+async fn call_tool(w: &World, path: &str, tool: &str, token: &str) -> Result<String, StatusCode> {
+    let url = w.url(path);
     let bearer = format!("Bearer {token}");
     let headers = [
         ("mcp-protocol-version", VERSION),
@@ -266,21 +281,30 @@ async fn call_echo(w: &World, token: &str) -> Result<String, StatusCode> {
     ];
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "as-test", "version": "1"}}});
-    let (status, h, _) = post_json(&w.resource(), &headers, init.to_string()).await;
+    let (status, h, body) = post_json(&url, &headers, init.to_string()).await;
     if status != StatusCode::OK {
+        eprintln!(
+            "initialize at {url}: {status} {}",
+            String::from_utf8_lossy(&body)
+        );
         return Err(status);
     }
     let session = h
         .get("mcp-session-id")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
+        .map(|v| v.to_str().unwrap().to_owned());
     let mut with = headers.to_vec();
-    with.push(("mcp-session-id", &session));
+    if let Some(s) = &session {
+        with.push(("mcp-session-id", s));
+    }
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    post_json(&w.resource(), &with, note.to_string()).await;
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "signed in"}}});
-    let (status, _, body) = post_json(&w.resource(), &with, call.to_string()).await;
+    post_json(&url, &with, note.to_string()).await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {"text": "signed in"}}});
+    let (status, _, body) = post_json(&url, &with, call.to_string()).await;
     if status != StatusCode::OK {
+        eprintln!(
+            "tools/call at {url}: {status} {}",
+            String::from_utf8_lossy(&body)
+        );
         return Err(status);
     }
     Ok(String::from_utf8_lossy(&body).into_owned())
@@ -722,4 +746,196 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// A stdio MCP server in a few lines of Python whose `whoami` tool answers its
+/// `PROVIDER_TOKEN` environment variable.
+const ENV_SERVER: &str = r#"
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method = m.get("method")
+    if method == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "env", "version": "1"}}
+    elif method == "tools/list":
+        r = {"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        r = {"content": [{"type": "text", "text": os.environ.get("PROVIDER_TOKEN", "(unset)")}]}
+    else:
+        r = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+
+/// The text of the first content item of the JSON-RPC answer in `body`.
+fn tool_text(body: &str) -> String {
+    let json = body
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(body);
+    let v: Value = serde_json::from_str(json).unwrap_or_else(|_| panic!("not JSON: {body}"));
+    v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A single-user server becomes one per signed-in user: the user's access token at the
+/// identity provider (`provider_access_token`) reaches each user's own stdio process as an
+/// environment variable, and an HTTP upstream as `Authorization: Bearer`, never the
+/// gateway's token; it is the user's token (the provider's user info accepts it).
+#[tokio::test]
+async fn the_providers_token_reaches_the_upstream_as_the_user() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let stop = tokio_util::sync::CancellationToken::new();
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let log = seen.clone();
+    let recorder = support::upstreams::spawn_server(stop.clone(), "/mcp", move |req: hyper::Request<hyper::body::Incoming>| {
+        let log = log.clone();
+        async move {
+            use http_body_util::BodyExt as _;
+            let auth = req.headers().get("authorization").map(|v| v.to_str().unwrap_or("").to_owned()).unwrap_or_default();
+            let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            log.lock().unwrap().push(auth.clone());
+            let result = match v["method"].as_str().unwrap_or_default() {
+                "initialize" => json!({"protocolVersion": v["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "rec", "version": "1"}}),
+                "tools/call" => json!({"content": [{"type": "text", "text": auth}]}),
+                _ => json!({}),
+            };
+            let (status, text) = match v.get("id") {
+                Some(id) => (StatusCode::OK, json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()),
+                None => (StatusCode::ACCEPTED, String::new()),
+            };
+            let mut r: support::upstreams::BoxResponse = hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(text)).boxed());
+            *r.status_mut() = status;
+            r.headers_mut().insert("content-type", "application/json".parse().unwrap());
+            r
+        }
+    })
+    .await
+    .unwrap();
+    let mut http_up = gw::http("github-like", &recorder.url);
+    http_up.path = Some("/http".into());
+    http_up.auth = Some(mcp_ui_gateway::config::AuthSetting::Table(Box::new(
+        AuthConfig {
+            claims_to_headers: Some(
+                [(
+                    "authorization".to_owned(),
+                    "provider_access_token".to_owned(),
+                )]
+                .into(),
+            ),
+            ..AuthConfig::default()
+        },
+    )));
+    let mut stdio = gw::stdio("single-user", "python3", &["-c", ENV_SERVER]);
+    stdio.path = Some("/stdio".into());
+    stdio.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    stdio.auth = Some(mcp_ui_gateway::config::AuthSetting::Table(Box::new(
+        AuthConfig {
+            claims_to_env: Some(
+                [(
+                    "PROVIDER_TOKEN".to_owned(),
+                    "provider_access_token".to_owned(),
+                )]
+                .into(),
+            ),
+            ..AuthConfig::default()
+        },
+    )));
+    let w = world_with(&peers, |_| {}, vec![fixture(), http_up, stdio]).await;
+    let client_id = public_client(&w).await;
+    let mut browser = Browser::new();
+    let mut tokens = Vec::new();
+    for path in ["/stdio", "/http"] {
+        let resource = w.url(path);
+        let url = authorize_url(&w, &client_id, &[("resource", &resource), ("scope", "")]);
+        let back = sign_in(&w, &mut browser, &url, "allow").await;
+        let code = param(&back, "code").unwrap();
+        let (status, _, t) = form(
+            &w.url("/oauth/token"),
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", VERIFIER),
+                ("client_id", &client_id),
+            ],
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{t}");
+        tokens.push(t);
+    }
+    let ours = tokens[0]["access_token"].as_str().unwrap();
+    // The gateway's token carries the provider's sealed: not readable in its claims.
+    assert!(!claims(ours).to_string().contains("provider_access_token"));
+    let in_env = tool_text(
+        &call_tool(&w, "/stdio", "whoami", ours)
+            .await
+            .expect("the stdio call"),
+    );
+    assert!(
+        !in_env.is_empty() && in_env != "(unset)" && in_env != ours,
+        "{in_env}"
+    );
+    let header = tool_text(
+        &call_tool(
+            &w,
+            "/http",
+            "whoami",
+            tokens[1]["access_token"].as_str().unwrap(),
+        )
+        .await
+        .expect("the HTTP call"),
+    );
+    let provider_token = header
+        .strip_prefix("Bearer ")
+        .unwrap_or_else(|| panic!("{header}"));
+    assert!(
+        !seen.lock().unwrap().iter().any(|a| a.contains(ours)),
+        "the gateway's token never reaches the upstream"
+    );
+    // Both are the user's tokens at the provider: its user info answers with the user.
+    let idp_meta = get_json(&format!(
+        "{}/.well-known/openid-configuration",
+        w._idp.issuer()
+    ))
+    .await
+    .1;
+    for t in [in_env.as_str(), provider_token] {
+        let bearer = format!("Bearer {t}");
+        let (status, _, body) = request_raw(
+            Method::GET,
+            idp_meta["userinfo_endpoint"].as_str().unwrap(),
+            &[("authorization", &bearer)],
+            "",
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        let info: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(info["sub"], support::idp::ACCOUNT);
+    }
+    // After a refresh the upstream still gets the user's token.
+    let (status, renewed) =
+        refresh(&w, &client_id, tokens[1]["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(status, StatusCode::OK, "{renewed}");
+    let again = tool_text(
+        &call_tool(
+            &w,
+            "/http",
+            "whoami",
+            renewed["access_token"].as_str().unwrap(),
+        )
+        .await
+        .unwrap(),
+    );
+    assert!(again.starts_with("Bearer "), "{again}");
+    stop.cancel();
+    w.gw.shutdown().await;
 }

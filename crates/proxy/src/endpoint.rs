@@ -87,6 +87,10 @@ pub(crate) async fn admit(
                 .identity
                 .admit(auth, req.headers(), &resource, &metadata)
                 .await?;
+            let verified = match &gw.authority {
+                Some(a) => a.reveal(verified),
+                None => verified,
+            };
             // Who called is logged only where the operator asks.
             if auth.log_callers {
                 tracing::info!(

@@ -107,10 +107,14 @@ async fn finish(
         .exchange(&endpoints, code, &a.callback_url(), &login.verifier)
         .await
     {
-        Ok(tokens) => a.provider.subject(&endpoints, &tokens, &login.nonce).await,
+        Ok(tokens) => a
+            .provider
+            .subject(&endpoints, &tokens, &login.nonce)
+            .await
+            .map(|s| (s, tokens)),
         Err(why) => Err(why),
     };
-    let subject = match subject {
+    let (subject, tokens) = match subject {
         Ok(s) => s,
         Err(why) => {
             tracing::warn!(provider = %a.provider.config.name, "a sign-in failed: {why}");
@@ -121,6 +125,13 @@ async fn finish(
         }
     };
     let now = super::basics::now();
+    // The provider's tokens travel on, sealed, only where an upstream acts
+    // as the user there.
+    let upstream = match a.config.provider_tokens {
+        true => sealed::ProviderTokens::from_answer(&tokens.answer, now, None)
+            .map(|t| sealed::seal(&a.key, Purpose::Upstream, &t)),
+        false => None,
+    };
     let mut remembered = sealed::remembered_in(&a.key, headers);
     if let Some(earlier) = &login.consented_as
         && *earlier != subject
@@ -139,7 +150,7 @@ async fn finish(
         subject: subject.clone(),
         auth_time: now,
         expires_at: now + CODE_SECS,
-        upstream: None,
+        upstream,
     };
     let sealed_code = sealed::seal(&a.key, Purpose::Code, &code);
     let mut r = redirect(

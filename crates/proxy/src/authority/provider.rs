@@ -188,12 +188,36 @@ impl Provider {
         redirect_uri: &str,
         verifier: &str,
     ) -> Result<Tokens, String> {
-        let mut form = vec![
+        let form = vec![
             ("grant_type", "authorization_code"),
             ("code", code),
             ("redirect_uri", redirect_uri),
             ("code_verifier", verifier),
         ];
+        self.token_request(e, form, "the code").await
+    }
+
+    /// New tokens for the user, for the provider's `refresh_token`.
+    pub(super) async fn refresh(
+        &self,
+        e: &Endpoints,
+        refresh_token: &str,
+    ) -> Result<Tokens, String> {
+        let form = vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+        ];
+        self.token_request(e, form, "the refresh token").await
+    }
+
+    /// A request to the provider's token endpoint with the gateway's client
+    /// credentials.
+    async fn token_request(
+        &self,
+        e: &Endpoints,
+        mut form: Vec<(&str, &str)>,
+        what: &str,
+    ) -> Result<Tokens, String> {
         let c = &self.config;
         if c.auth == ProviderAuth::Post {
             form.push(("client_id", &c.client_id));
@@ -231,7 +255,7 @@ impl Provider {
                 Ok(Tokens { answer: m })
             }
             Value::Object(m) => Err(format!(
-                "the identity provider refused the code: {}",
+                "the identity provider refused {what}: {}",
                 m.get("error")
                     .and_then(Value::as_str)
                     .unwrap_or("no access token in its answer")

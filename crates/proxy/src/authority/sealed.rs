@@ -24,6 +24,8 @@ pub(super) enum Purpose {
     Refresh,
     /// The consents a browser remembers (a cookie).
     Consent,
+    /// The provider's tokens for a user, inside the gateway's tokens.
+    Upstream,
 }
 
 impl Purpose {
@@ -35,6 +37,7 @@ impl Purpose {
             Purpose::Code => b"mcp-ui-gateway/oauth/code",
             Purpose::Refresh => b"mcp-ui-gateway/oauth/refresh",
             Purpose::Consent => b"mcp-ui-gateway/oauth/consent",
+            Purpose::Upstream => b"mcp-ui-gateway/oauth/upstream",
         }
     }
 }
@@ -94,6 +97,40 @@ pub(super) struct Login {
     /// skipped for it: another user signing in is asked again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consented_as: Option<String>,
+}
+
+/// The identity provider's tokens for a user, for an upstream that acts as
+/// them there (`provider_access_token`): sealed inside the gateway's code,
+/// access and refresh tokens, readable by no one else.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct ProviderTokens {
+    pub access_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// When the access token expires, if the provider said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+}
+
+impl ProviderTokens {
+    /// Read from a provider's token answer; a refresh that names no new
+    /// refresh token keeps `previous`'s.
+    pub fn from_answer(
+        answer: &serde_json::Map<String, serde_json::Value>,
+        now: u64,
+        previous: Option<&ProviderTokens>,
+    ) -> Option<ProviderTokens> {
+        let text = |k: &str| answer.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+        Some(ProviderTokens {
+            access_token: text("access_token")?,
+            refresh_token: text("refresh_token")
+                .or_else(|| previous.and_then(|p| p.refresh_token.clone())),
+            expires_at: answer
+                .get("expires_in")
+                .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()))
+                .map(|s| now + s),
+        })
+    }
 }
 
 /// One consent a browser remembers.

@@ -149,6 +149,33 @@ impl Authority {
         mcp_ui_identity::authority::authorize::redirect_to(&self.url(Endpoint::Authorize), &pairs)
     }
 
+    /// `verified`, a caller of the gateway's own tokens, with the provider's
+    /// access token it carries sealed made readable as the claim
+    /// `provider_access_token` (for `claims_to_headers` and
+    /// `claims_to_env`), and the sealed claim removed. Anyone else's
+    /// caller is returned as it is.
+    pub fn reveal(&self, mut verified: mcp_ui_identity::Verified) -> mcp_ui_identity::Verified {
+        use mcp_ui_identity::authority::signing::UPSTREAM_CLAIM;
+        if verified.issuer != self.config.issuer {
+            return verified;
+        }
+        let Some(serde_json::Value::String(sealed_tokens)) = verified.claims.remove(UPSTREAM_CLAIM)
+        else {
+            return verified;
+        };
+        if let Some(tokens) = super::sealed::open::<super::sealed::ProviderTokens>(
+            &self.key,
+            super::sealed::Purpose::Upstream,
+            &sealed_tokens,
+        ) {
+            verified.claims.insert(
+                crate::config::auth::PROVIDER_ACCESS_TOKEN.into(),
+                tokens.access_token.into(),
+            );
+        }
+        verified
+    }
+
     /// Which of its endpoints `path` is, if any.
     pub fn endpoint(&self, path: &str) -> Option<Endpoint> {
         self.endpoints.at(path)

@@ -11,7 +11,7 @@ use hyper::body::Incoming;
 use serde_json::json;
 
 use super::basics::{oauth_error, read_body};
-use super::sealed::{self, Purpose};
+use super::sealed::{self, ProviderTokens, Purpose};
 use super::state::Authority;
 use crate::reply::{self, Body};
 use mcp_ui_identity::authority::OAuthError;
@@ -34,7 +34,9 @@ pub(super) async fn serve(a: &Authority, req: Request<Incoming>) -> Response<Bod
     };
     let result = match grant {
         Some("authorization_code") => by_code(a, &form, &presented, &client, now),
-        Some("refresh_token") if client.client.refresh => by_refresh(a, &form, &presented, now),
+        Some("refresh_token") if client.client.refresh => {
+            by_refresh(a, &form, &presented, now).await
+        }
         Some("refresh_token") => Err(OAuthError::new(
             "unauthorized_client",
             "the client did not register the refresh_token grant",
@@ -134,7 +136,7 @@ fn by_code(
     )
 }
 
-fn by_refresh(
+async fn by_refresh(
     a: &Authority,
     form: &Params,
     presented: &Presented,
@@ -170,6 +172,10 @@ fn by_refresh(
         }
         Err(_) => return Err(busy()),
     }
+    let upstream = match &refresh.upstream {
+        Some(sealed_tokens) => Some(provider_tokens(a, sealed_tokens, now).await?),
+        None => None,
+    };
     issue(
         a,
         Grant {
@@ -180,11 +186,58 @@ fn by_refresh(
             granted: &refresh.scopes,
             auth_time: refresh.auth_time,
             family: &refresh.family,
-            upstream: refresh.upstream.as_deref(),
+            upstream: upstream.as_deref(),
             refresh: true,
         },
         now,
     )
+}
+
+/// The provider's tokens for the user, refreshed at the provider when its
+/// access token would expire before a new access token of the gateway's:
+/// sealed again.
+async fn provider_tokens(
+    a: &Authority,
+    sealed_tokens: &str,
+    now: u64,
+) -> Result<String, OAuthError> {
+    let again = |why: &str| OAuthError::new("invalid_grant", format!("{why}; sign in again"));
+    let tokens: ProviderTokens = sealed::open(&a.key, Purpose::Upstream, sealed_tokens)
+        .ok_or_else(|| again("the identity provider's tokens cannot be read"))?;
+    let fresh_enough = tokens
+        .expires_at
+        .is_none_or(|exp| exp > now + a.config.access_token_ttl_secs);
+    if fresh_enough {
+        return Ok(sealed_tokens.to_owned());
+    }
+    let Some(refresh_token) = &tokens.refresh_token else {
+        return match tokens.expires_at.is_some_and(|exp| exp > now) {
+            true => Ok(sealed_tokens.to_owned()),
+            false => Err(again(
+                "the identity provider's access token has expired and cannot be refreshed",
+            )),
+        };
+    };
+    let endpoints = a.provider.endpoints().await.map_err(|why| {
+        tracing::warn!("the provider's tokens could not be refreshed: {why}");
+        OAuthError::new(
+            "temporarily_unavailable",
+            "the identity provider cannot be reached",
+        )
+    })?;
+    match a.provider.refresh(&endpoints, refresh_token).await {
+        Ok(answer) => {
+            let renewed = ProviderTokens::from_answer(&answer.answer, now, Some(&tokens))
+                .ok_or_else(|| again("the identity provider's answer has no access token"))?;
+            Ok(sealed::seal(&a.key, Purpose::Upstream, &renewed))
+        }
+        Err(why) => {
+            tracing::info!("the identity provider did not refresh a user's tokens: {why}");
+            Err(again(
+                "the identity provider no longer accepts this sign-in",
+            ))
+        }
+    }
 }
 
 /// What a token answer is issued for.
@@ -205,7 +258,18 @@ struct Grant<'a> {
 /// The token answer: an access token signed for the resource, and a new
 /// refresh token of the family when the client may refresh.
 fn issue(a: &Authority, g: Grant<'_>, now: u64) -> Result<serde_json::Value, OAuthError> {
-    let ttl = a.config.access_token_ttl_secs;
+    // An access token carrying the provider's lives no longer than it.
+    let provider_expiry = g
+        .upstream
+        .and_then(|u| sealed::open::<ProviderTokens>(&a.key, Purpose::Upstream, u))
+        .and_then(|t| t.expires_at);
+    let ttl = match provider_expiry {
+        Some(exp) => a
+            .config
+            .access_token_ttl_secs
+            .min(exp.saturating_sub(now).max(1)),
+        None => a.config.access_token_ttl_secs,
+    };
     let id = super::basics::random_text(18);
     let access = AccessToken {
         issuer: &a.config.issuer,

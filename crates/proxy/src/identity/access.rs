@@ -129,8 +129,11 @@ impl Claimed {
         let v = &caller.verified;
         let mut headers = http::HeaderMap::new();
         for (name, claim) in &auth.claims_to_headers {
+            // The provider's token in `authorization` is a bearer token.
+            let bearer = name == http::header::AUTHORIZATION;
             if let Some(value) = v
                 .claim_text(claim)
+                .map(|t| if bearer { format!("Bearer {t}") } else { t })
                 .and_then(|t| http::HeaderValue::from_str(&t).ok())
             {
                 headers.insert(name.clone(), value);

@@ -125,6 +125,18 @@ pub struct Auth {
     pub ca_file: Option<PathBuf>,
 }
 
+impl Auth {
+    /// Whether it passes the provider's token for the user on
+    /// ([`PROVIDER_ACCESS_TOKEN`]).
+    pub fn wants_provider_token(&self) -> bool {
+        self.claims_to_headers
+            .iter()
+            .map(|(_, c)| c)
+            .chain(self.claims_to_env.iter().map(|(_, c)| c))
+            .any(|c| c == PROVIDER_ACCESS_TOKEN)
+    }
+}
+
 /// The introspection client, its secret read.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Introspection {
@@ -142,6 +154,13 @@ impl std::fmt::Debug for Introspection {
             .finish_non_exhaustive()
     }
 }
+
+/// The pseudo-claim naming the user's access token at the identity provider
+/// the gateway signed them in with (`[authorization_server]`): mapped by
+/// `claims_to_headers` or `claims_to_env`, it reaches the upstream, which
+/// then acts as that user at the provider. It is the only claim that may be
+/// put in `authorization` (as `Bearer …`).
+pub const PROVIDER_ACCESS_TOKEN: &str = "provider_access_token";
 
 /// Headers a claim may not be put in: the protocol's and the gateway's own.
 const RESERVED_HEADERS: [&str; 12] = [
@@ -232,6 +251,15 @@ pub fn resolve(
     let mut claims_to_headers = Vec::new();
     for (h, claim) in merged.claims_to_headers.clone().unwrap_or_default() {
         match http::HeaderName::from_bytes(h.as_bytes()) {
+            Ok(name) if name == http::header::AUTHORIZATION && claim == PROVIDER_ACCESS_TOKEN => {
+                if merged.forward_token == Some(true) {
+                    problems.push(format!(
+                        "{}: \"authorization\" carries the provider's token, so the client's cannot be forwarded too (forward_token)",
+                        field("claims_to_headers")
+                    ));
+                }
+                claims_to_headers.push((name, claim));
+            }
             Ok(name) if RESERVED_HEADERS.contains(&name.as_str()) => problems.push(format!(
                 "{}: \"{h}\" is a header the gateway or the protocol sets itself",
                 field("claims_to_headers")

@@ -206,6 +206,9 @@ pub struct AuthorizationServer {
     pub consent_days: u32,
     pub registration: RegistrationConfig,
     pub documents: MetadataDocumentsConfig,
+    /// Some endpoint passes the provider's token for the user on
+    /// (`provider_access_token`): it is kept, sealed, in the gateway's tokens.
+    pub provider_tokens: bool,
 }
 
 /// The issuer `[authorization_server]` makes of `public_url`.
@@ -393,6 +396,7 @@ pub fn resolve(
         consent_days: config.consent_days.unwrap_or(30),
         registration: reg.clone(),
         documents: docs.clone(),
+        provider_tokens: false,
     })
 }
 

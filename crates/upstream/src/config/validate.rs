@@ -158,6 +158,20 @@ impl Config {
                 Err(errs) => problems.extend(errs),
             }
         }
+        let mut authorization_server = authorization_server;
+        let provider_tokens = mounts
+            .iter()
+            .filter_map(|m| m.auth.as_ref())
+            .chain(apps.iter().filter_map(|x| x.auth.as_ref()))
+            .any(|a| a.wants_provider_token());
+        match &mut authorization_server {
+            Some(a) => a.provider_tokens = provider_tokens,
+            None if provider_tokens => problems.push(format!(
+                "auth.claims_to_headers / claims_to_env: \"{}\" is known only for users the gateway signs in ([authorization_server])",
+                super::auth::PROVIDER_ACCESS_TOKEN
+            )),
+            None => {}
+        }
         if let Some(a) = &authorization_server {
             let protected = mounts
                 .iter()

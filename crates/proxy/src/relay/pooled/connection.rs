@@ -46,6 +46,20 @@ fn caller(cx: &Ctx<'_>) -> u64 {
             parts.push(v.as_bytes());
         }
     }
+    // A process started with the caller's claims in its environment serves
+    // those claims only: a new provider token starts a new process.
+    let claimed = cx
+        .mount
+        .config
+        .auth
+        .as_ref()
+        .filter(|a| !a.claims_to_env.is_empty())
+        .map(|a| crate::identity::Claimed::of(Some(a), &cx.access, true).env)
+        .unwrap_or_default();
+    for (var, value) in &claimed {
+        parts.push(var.as_bytes());
+        parts.push(value.as_bytes());
+    }
     digest(parts)
 }
 
