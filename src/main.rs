@@ -226,6 +226,13 @@ async fn serve(args: ServeArgs) -> ExitCode {
             cli::describe_auth(app.config.auth.as_ref(), config.auth.is_some())
         );
     }
+    if let Some(a) = &gateway.authority {
+        say!(
+            "Authorization server: {} (metadata at {scheme}://{addr}/.well-known/oauth-authorization-server); users sign in with {}",
+            a.issuer(),
+            a.config.provider.name
+        );
+    }
     if gateway.preview {
         say!(
             "Preview: {scheme}://{addr}{}",
