@@ -5,17 +5,22 @@
 //! PKCE), the code with `iss` (RFC 9207), access tokens the gateway signs (RFC 9068) that its
 //! own resource server accepts, rotating refresh tokens; and the attacks: code replay, PKCE
 //! downgrade, mismatched redirect URIs, a foreign `resource`, forged state, a consent form
-//! sent from elsewhere, a registration flood, a refresh token reused.
+//! sent from elsewhere, a registration flood, a refresh token reused; clients known by
+//! their metadata document, fetched under SSRF rules.
 //!
 //! The protected upstream is the fixture server over stdio. Needs the peers of
 //! `scripts/install-peers.sh`; with `MCP_UI_SKIP_PEERS=1` a missing install is a skip.
 
 mod support;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::Full;
 use hyper::{Method, StatusCode};
+use hyper_util::rt::TokioIo;
 use mcp_ui_gateway::config::{
     AuthConfig, AuthorizationServerConfig, Config, ProviderConfig, UpstreamConfig,
 };
@@ -25,6 +30,7 @@ use support::clients::{post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
 use support::idp::Idp;
 use support::peers::{Peers, setup};
+use support::pki::{Ca, Validity};
 use support::upstreams::STDIO_COMMAND;
 
 const LOGIN_CLIENT: &str = "gateway-login";
@@ -637,6 +643,173 @@ async fn a_confidential_client_authenticates_as_it_registered() {
     let (status, _, body) = form(&w.url("/oauth/token"), &pairs, Some((id, secret))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     tokio::time::sleep(Duration::from_millis(1)).await;
+    w.gw.shutdown().await;
+}
+
+/// An HTTPS server at 127.0.0.1 for clients' metadata documents, its certificate (for the
+/// address) from a test authority whose PEM is in `ca_file`.
+struct DocumentHost {
+    /// `https://127.0.0.1:PORT`.
+    origin: String,
+    ca_file: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl DocumentHost {
+    /// Answers a GET of each URL with `doc(url)`, until the test ends.
+    async fn start(doc: impl Fn(&str) -> Value + Send + Sync + 'static) -> DocumentHost {
+        use rustls_pki_types::pem::PemObject;
+        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+        let ca = Ca::new("Document CA");
+        let leaf = ca.server(&["127.0.0.1"], Validity::Now);
+        let certs = CertificateDer::pem_slice_iter(leaf.cert.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_slice(leaf.key.as_bytes()).unwrap();
+        let tls =
+            rustls::ServerConfig::builder_with_provider(mcp_ui_gateway::tls::crypto::provider())
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(certs, key)
+                .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("https://{}", listener.local_addr().unwrap());
+        let (doc, base) = (Arc::new(doc), origin.clone());
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, doc, base) = (acceptor.clone(), doc.clone(), base.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let answer = hyper::service::service_fn(move |req: hyper::Request<_>| {
+                        let body = doc(&format!("{base}{}", req.uri())).to_string();
+                        let mut r = hyper::Response::new(Full::new(Bytes::from(body)));
+                        r.headers_mut()
+                            .insert("content-type", "application/json".parse().unwrap());
+                        async move { Ok::<_, std::convert::Infallible>(r) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), answer)
+                        .await;
+                });
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let ca_file = dir.path().join("document-ca.pem");
+        std::fs::write(&ca_file, &ca.pem).unwrap();
+        DocumentHost {
+            origin,
+            ca_file,
+            _dir: dir,
+        }
+    }
+}
+
+/// A public client's metadata document, as served from `url`.
+fn document(url: &str) -> Value {
+    json!({"client_id": url, "client_name": "Doc Host", "redirect_uris": [REDIRECT],
+           "token_endpoint_auth_method": "none"})
+}
+
+/// A client known only by the URL of its metadata document, never registered: the gateway
+/// fetches the document (from 127.0.0.1, allowed by `private_hosts`, under a certificate
+/// from the authority in `ca_file`), names the URL on the consent page, and the sign-in
+/// ends in a token for that client which the resource server accepts.
+#[tokio::test]
+async fn a_client_known_by_its_metadata_document_signs_in() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let docs = DocumentHost::start(document).await;
+    let w = world(&peers, |a| {
+        a.client_metadata_documents.private_hosts = vec!["127.0.0.1".into()];
+        a.client_metadata_documents.ca_file = Some(docs.ca_file.clone());
+    })
+    .await;
+    let client_id = format!("{}/client.json", docs.origin);
+    let url = authorize_url(&w, &client_id, &[]);
+
+    let (status, _, page, _) = Browser::new().request(Method::GET, &url, None).await;
+    let page = String::from_utf8_lossy(&page);
+    assert_eq!(status, StatusCode::OK, "{page}");
+    // (Nothing in the URL needs escaping.)
+    assert!(
+        page.contains(&format!("<code>{client_id}</code>")),
+        "{page}"
+    );
+
+    let back = sign_in(&w, &mut Browser::new(), &url, "allow").await;
+    let code = param(&back, "code").expect("a code");
+    let (status, tokens) = redeem(&w, &client_id, &code).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    let access = tokens["access_token"].as_str().unwrap();
+    assert_eq!(claims(access)["client_id"], client_id.as_str());
+    let echoed = call_echo(&w, access).await.expect("the tool call");
+    assert!(echoed.contains("signed in"), "{echoed}");
+    w.gw.shutdown().await;
+}
+
+/// The authorize request of `client_id` is refused with a page (400) saying `why`, and
+/// nothing is sent to the client.
+async fn refused_page(w: &World, client_id: &str, why: &str) {
+    let url = authorize_url(w, client_id, &[]);
+    let (status, h, page, _) = Browser::new().request(Method::GET, &url, None).await;
+    let page = String::from_utf8_lossy(&page);
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{client_id}: {page}");
+    assert!(h.get("location").is_none(), "{client_id}");
+    assert!(page.contains(why), "{client_id}: {page}");
+}
+
+/// Metadata documents are fetched under the SSRF rules: not from a loopback address the
+/// operator did not allow (although its certificate would be trusted), not over plain
+/// HTTP; and a document naming another `client_id`, or larger than `max_bytes`, is refused.
+#[tokio::test]
+async fn metadata_documents_are_fetched_under_ssrf_rules() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let docs = DocumentHost::start(|url| match url.rsplit('/').next() {
+        Some("impostor.json") => document(&url.replace("impostor", "client")),
+        Some("big.json") => {
+            let mut d = document(url);
+            d["padding"] = "x".repeat(256).into();
+            d
+        }
+        _ => document(url),
+    })
+    .await;
+    let good = format!("{}/client.json", docs.origin);
+
+    let w = world(&peers, |a| {
+        a.client_metadata_documents.ca_file = Some(docs.ca_file.clone());
+    })
+    .await;
+    refused_page(&w, &good, "not a public address").await;
+    w.gw.shutdown().await;
+
+    let w = world(&peers, |a| {
+        a.client_metadata_documents.private_hosts = vec!["127.0.0.1".into()];
+        a.client_metadata_documents.ca_file = Some(docs.ca_file.clone());
+        a.client_metadata_documents.max_bytes = 256;
+    })
+    .await;
+    let (status, _, _, _) = Browser::new()
+        .request(Method::GET, &authorize_url(&w, &good, &[]), None)
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "allowed, the same document is fetched"
+    );
+    let impostor = format!("{}/impostor.json", docs.origin);
+    refused_page(&w, &impostor, "is not the URL it was fetched from").await;
+    let plain = good.replacen("https://", "http://", 1);
+    refused_page(&w, &plain, "not registered here").await;
+    let big = format!("{}/big.json", docs.origin);
+    refused_page(&w, &big, "larger than 256 bytes").await;
     w.gw.shutdown().await;
 }
 
