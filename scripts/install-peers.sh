@@ -10,7 +10,9 @@
 #   Debian's chromium (apt-get), for the browser tests in tests/browser; playwright-core
 #   drives that binary and never downloads a browser of its own
 #   Debian's nginx and haproxy (apt-get), TLS terminators in front of real servers for
-#   the TLS tests, and haproxy the load balancer of tests/scale_out.rs (started by the tests on 127.0.0.1; the packages' own services are
+#   the TLS tests, and haproxy the load balancer of tests/scale_out.rs; and Debian's
+#   redis-server, the store replicas of the authorization server share in
+#   tests/authorization_server.rs (started by the tests on 127.0.0.1; the packages' own services are
 #   never started)
 #   tests/widgets/vite-app/package-lock.json -> its node_modules (npm ci): the React +
 #     Vite widget the browser tests build (react, react-dom, vite, ext-apps, a web font)
@@ -30,7 +32,7 @@
 #   scripts/install-peers.sh --only deploy     one group, or several: --only python,deploy
 #
 # Groups: node (tests/peers), widgets (the two widget projects; Node on PATH),
-# browser (chromium), proxies (nginx, haproxy), python (the venvs of the peers,
+# browser (chromium), proxies (nginx, haproxy, redis-server), python (the venvs of the peers,
 # the 2025-era peers, the bench and the OTLP receiver), deploy (hadolint, kubernetes-validate,
 # kubectl, for scripts/check-deploy.sh). --only installs what it names, always,
 # and leaves the stamp alone.
@@ -120,6 +122,7 @@ installed_ok() {
     command -v chromium >/dev/null &&
     command -v nginx >/dev/null &&
     command -v haproxy >/dev/null &&
+    command -v redis-server >/dev/null &&
     "$VENV/bin/python" -c 'import h2' 2>/dev/null &&
     [[ -f "$NODE_MODULES/undici/package.json" ]] &&
     [[ -x "$VENV/bin/python" ]] &&
@@ -201,8 +204,8 @@ fi
 
 # --- TLS terminators (Debian's nginx and haproxy) ---------------------------
 if want proxies; then
-if ! command -v nginx >/dev/null || ! command -v haproxy >/dev/null; then
-    command -v apt-get >/dev/null || die "nginx/haproxy not found and apt-get not available"
+if ! command -v nginx >/dev/null || ! command -v haproxy >/dev/null || ! command -v redis-server >/dev/null; then
+    command -v apt-get >/dev/null || die "nginx/haproxy/redis-server not found and apt-get not available"
     export DEBIAN_FRONTEND=noninteractive
     # The packages would start their services (nginx on every interface's port 80):
     # the tests start their own on 127.0.0.1, so the install starts none.
@@ -214,14 +217,15 @@ if ! command -v nginx >/dev/null || ! command -v haproxy >/dev/null; then
     fi
     step "apt-get update"
     run_bounded 300 apt-get update -qq
-    step "apt-get install nginx haproxy"
-    run_bounded 600 apt-get install -y -qq --no-install-recommends nginx haproxy >/dev/null \
-        || die "apt-get install nginx haproxy failed"
+    step "apt-get install nginx haproxy redis-server"
+    run_bounded 600 apt-get install -y -qq --no-install-recommends nginx haproxy redis-server >/dev/null \
+        || die "apt-get install nginx haproxy redis-server failed"
     [[ "$own_policy" == 1 ]] && rm -f /usr/sbin/policy-rc.d
 fi
 command -v nginx >/dev/null || die "nginx still not on PATH after apt-get install"
 command -v haproxy >/dev/null || die "haproxy still not on PATH after apt-get install"
-step "nginx: $(nginx -v 2>&1 | head -1); haproxy: $(haproxy -v 2>&1 | head -1)"
+command -v redis-server >/dev/null || die "redis-server still not on PATH after apt-get install"
+step "nginx: $(nginx -v 2>&1 | head -1); haproxy: $(haproxy -v 2>&1 | head -1); $(redis-server --version | head -1)"
 fi
 
 # --- Python peers -----------------------------------------------------------

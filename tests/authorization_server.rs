@@ -45,6 +45,8 @@ struct World {
     gw: TestGateway,
     _idp: Idp,
     issuer: String,
+    /// What the gateway was started with (for a replica).
+    config: Config,
 }
 
 impl World {
@@ -111,11 +113,12 @@ async fn world_with(
         authorization_server: Some(server),
         ..gw::test_config()
     };
-    let gw = TestGateway::start_listening(config).await;
+    let gw = TestGateway::start_listening(config.clone()).await;
     World {
         gw,
         _idp: idp,
         issuer,
+        config,
     }
 }
 
@@ -1110,5 +1113,152 @@ async fn the_providers_token_reaches_the_upstream_as_the_user() {
     );
     assert!(again.starts_with("Bearer "), "{again}");
     stop.cancel();
+    w.gw.shutdown().await;
+}
+
+/// Debian's redis-server on a free loopback port, nothing persisted; killed when dropped.
+async fn redis() -> (support::process::Proc, String) {
+    let port = free_port().await;
+    let mut cmd = std::process::Command::new("redis-server");
+    cmd.args([
+        "--port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+    ]);
+    let mut proc = support::process::Proc::spawn("redis-server", &mut cmd);
+    proc.wait_for_async("Redis ready", Duration::from_secs(20), |_, line| {
+        line.contains("Ready to accept connections").then_some(())
+    })
+    .await;
+    (proc, format!("redis://127.0.0.1:{port}/0"))
+}
+
+/// Replicas sharing a Redis store (`authorization_server.store`) and a signing key: a
+/// code redeemed at one is refused at the other, a refresh token reused at another
+/// replica revokes its family everywhere, each replica's tokens are accepted by the
+/// other, and with Redis gone a redemption is refused (503), never allowed twice.
+#[tokio::test]
+async fn replicas_sharing_a_store_recognise_every_replay() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let (mut redis_proc, url) = redis().await;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("signing.pem");
+    std::fs::write(&key, rcgen::KeyPair::generate().unwrap().serialize_pem()).unwrap();
+    let w = world(&peers, |a| {
+        a.store = Some(url.clone());
+        a.signing_keys = vec![key.clone()];
+    })
+    .await;
+    let mut other = w.config.clone();
+    other.listen = format!("127.0.0.1:{}", free_port().await).parse().unwrap();
+    let b = TestGateway::start_listening(other).await;
+    let at_b = |path: &str| b.url_for(path);
+    let client_id = public_client(&w).await;
+    let mut browser = Browser::new();
+    let back = sign_in(
+        &w,
+        &mut browser,
+        &authorize_url(&w, &client_id, &[]),
+        "allow",
+    )
+    .await;
+    let code = param(&back, "code").unwrap();
+    let (status, tokens) = redeem(&w, &client_id, &code).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    let pairs = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", VERIFIER),
+        ("client_id", client_id.as_str()),
+    ];
+    let (status, _, replay) = form(&at_b("/oauth/token"), &pairs, None).await;
+    assert_eq!(
+        (status, replay["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "replayed at the other replica"
+    );
+
+    // The replay revoked what the code gave, at both replicas.
+    let (_, revoked) = refresh(&w, &client_id, tokens["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(revoked["error"], "invalid_grant");
+
+    // Refresh at B; the old token reused at A revokes the family, B's new one included.
+    let back = sign_in(
+        &w,
+        &mut browser,
+        &authorize_url(&w, &client_id, &[]),
+        "allow",
+    )
+    .await;
+    let (status, tokens) = redeem(&w, &client_id, &param(&back, "code").unwrap()).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    let first = tokens["refresh_token"].as_str().unwrap();
+    let refresh_at = |url: String, token: String| {
+        let client_id = client_id.clone();
+        async move {
+            form(
+                &url,
+                &[
+                    ("grant_type", "refresh_token"),
+                    ("refresh_token", &token),
+                    ("client_id", &client_id),
+                ],
+                None,
+            )
+            .await
+        }
+    };
+    let (status, _, second) = refresh_at(at_b("/oauth/token"), first.to_owned()).await;
+    assert_eq!(status, StatusCode::OK, "{second}");
+    // B's access token is accepted at A (one signing key, one issuer).
+    assert!(
+        call_echo(&w, second["access_token"].as_str().unwrap())
+            .await
+            .is_ok()
+    );
+    let (status, _, reused) = refresh_at(w.url("/oauth/token"), first.to_owned()).await;
+    assert_eq!(
+        (status, reused["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant"))
+    );
+    let (status, _, revoked) = refresh_at(
+        w.url("/oauth/token"),
+        second["refresh_token"].as_str().unwrap().to_owned(),
+    )
+    .await;
+    assert_eq!(
+        (status, revoked["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "the family is revoked"
+    );
+
+    // Redis gone: a redemption is refused, not allowed twice.
+    let back = sign_in(
+        &w,
+        &mut browser,
+        &authorize_url(&w, &client_id, &[]),
+        "allow",
+    )
+    .await;
+    let code = param(&back, "code").unwrap();
+    redis_proc.kill_tree();
+    let (status, body) = redeem(&w, &client_id, &code).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some("temporarily_unavailable")
+        ),
+        "{body}"
+    );
+    b.shutdown().await;
     w.gw.shutdown().await;
 }

@@ -75,6 +75,10 @@ impl Authority {
         let provider =
             provider::Provider::new(&config.provider, connect_timeout).map_err(|e| vec![e])?;
         let clients = clients::Clients::new(&config.documents).map_err(|e| vec![e])?;
+        let store = match &config.store {
+            Some(url) => Store::redis(url).map_err(|e| vec![e])?,
+            None => Store::memory(),
+        };
         if !problems.is_empty() {
             return Err(problems);
         }
@@ -86,7 +90,7 @@ impl Authority {
             signers,
             provider,
             clients,
-            store: Store::memory(),
+            store,
             registrations: Default::default(),
             endpoints,
             config,

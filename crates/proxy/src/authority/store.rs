@@ -4,9 +4,14 @@
 //! refresh tokens revoked. Each entry is kept until what it names would
 //! have expired anyway.
 //!
-//! In this process's memory: a code or refresh token replayed to another
-//! replica, or after a restart, is not recognised as used. The bound is the
-//! code's lifetime (60 s) and, for refresh tokens, their family's.
+//! Two stores, by `authorization_server.store`:
+//! - `memory` (the default): this process's memory. A code or refresh token
+//!   replayed to another replica, or after a restart, is not recognised as
+//!   used; the bound is the code's lifetime (60 s) and, for refresh tokens,
+//!   their family's.
+//! - `redis://…`: a Redis server every replica shares (`SET … NX EXAT`, one
+//!   round trip a redemption). A redemption it cannot record (Redis down) is
+//!   refused, never allowed twice: sign-ins stop while it is unreachable.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -16,39 +21,157 @@ use std::sync::Mutex;
 /// never allowed twice).
 const MAX_ENTRIES: usize = 1_000_000;
 
-pub struct Store {
-    used: Mutex<HashMap<String, u64>>,
-    revoked: Mutex<HashMap<String, u64>>,
+pub enum Store {
+    Memory(Memory),
+    Redis(Redis),
 }
 
-/// The store is full of live entries.
+/// The store cannot record or answer (full, or unreachable).
 #[derive(Debug)]
-pub struct Full;
+pub struct Unavailable(pub String);
+
+/// Keys in a shared Redis are prefixed with this.
+const PREFIX: &str = "mcp-ui-gateway:oauth:";
 
 impl Store {
     pub(super) fn memory() -> Store {
-        Store {
+        Store::Memory(Memory {
             used: Mutex::new(HashMap::new()),
             revoked: Mutex::new(HashMap::new()),
-        }
+        })
+    }
+
+    /// A Redis store at `url` (`redis://`, `rediss://`, `unix://`); it is
+    /// connected on first use, and again after a failure.
+    pub(super) fn redis(url: &str) -> Result<Store, String> {
+        let client =
+            redis::Client::open(url).map_err(|e| format!("authorization_server.store: {e}"))?;
+        Ok(Store::Redis(Redis {
+            client,
+            connection: tokio::sync::Mutex::new(None),
+        }))
     }
 
     /// Record `id` as used until `until`: `Ok(true)` the first time,
     /// `Ok(false)` after.
-    pub(super) fn first_use(&self, id: &str, until: u64, now: u64) -> Result<bool, Full> {
-        insert(&self.used, id, until, now)
+    pub(super) async fn first_use(
+        &self,
+        id: &str,
+        until: u64,
+        now: u64,
+    ) -> Result<bool, Unavailable> {
+        match self {
+            Store::Memory(m) => insert(&m.used, id, until, now)
+                .map_err(|_| Unavailable("the store of redeemed codes is full".into())),
+            Store::Redis(r) => r.set_once(&format!("{PREFIX}used:{id}"), until, now).await,
+        }
     }
 
     /// Revoke the family `id` until `until`.
-    pub(super) fn revoke(&self, family: &str, until: u64, now: u64) {
-        let _ = insert(&self.revoked, family, until, now);
+    pub(super) async fn revoke(
+        &self,
+        family: &str,
+        until: u64,
+        now: u64,
+    ) -> Result<(), Unavailable> {
+        match self {
+            Store::Memory(m) => {
+                let _ = insert(&m.revoked, family, until, now);
+                Ok(())
+            }
+            Store::Redis(r) => r
+                .set_once(&format!("{PREFIX}revoked:{family}"), until, now)
+                .await
+                .map(|_| ()),
+        }
     }
 
-    pub(super) fn is_revoked(&self, family: &str, now: u64) -> bool {
-        let map = self.revoked.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(family).is_some_and(|until| *until > now)
+    pub(super) async fn is_revoked(&self, family: &str, now: u64) -> Result<bool, Unavailable> {
+        match self {
+            Store::Memory(m) => {
+                let map = m.revoked.lock().unwrap_or_else(|e| e.into_inner());
+                Ok(map.get(family).is_some_and(|until| *until > now))
+            }
+            Store::Redis(r) => r.exists(&format!("{PREFIX}revoked:{family}")).await,
+        }
     }
 }
+
+/// This process's memory.
+pub struct Memory {
+    used: Mutex<HashMap<String, u64>>,
+    revoked: Mutex<HashMap<String, u64>>,
+}
+
+/// A Redis server the replicas share.
+pub struct Redis {
+    client: redis::Client,
+    connection: tokio::sync::Mutex<Option<redis::aio::MultiplexedConnection>>,
+}
+
+/// How long a Redis command may take.
+const REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+impl Redis {
+    async fn connection(&self) -> Result<redis::aio::MultiplexedConnection, Unavailable> {
+        let mut held = self.connection.lock().await;
+        if let Some(c) = held.as_ref() {
+            return Ok(c.clone());
+        }
+        let c = tokio::time::timeout(
+            REDIS_TIMEOUT,
+            self.client.get_multiplexed_async_connection(),
+        )
+        .await
+        .map_err(|_| Unavailable("Redis did not answer in time".into()))?
+        .map_err(|e| Unavailable(format!("Redis: {e}")))?;
+        *held = Some(c.clone());
+        Ok(c)
+    }
+
+    /// A failed command drops the connection: the next one connects again.
+    async fn forget(&self) {
+        *self.connection.lock().await = None;
+    }
+
+    async fn run<T: redis::FromRedisValue>(&self, cmd: redis::Cmd) -> Result<T, Unavailable> {
+        let mut c = self.connection().await?;
+        match tokio::time::timeout(REDIS_TIMEOUT, cmd.query_async::<T>(&mut c)).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => {
+                self.forget().await;
+                Err(Unavailable(format!("Redis: {e}")))
+            }
+            Err(_) => {
+                self.forget().await;
+                Err(Unavailable("Redis did not answer in time".into()))
+            }
+        }
+    }
+
+    /// `SET key 1 NX EXAT until`: whether it was set now.
+    async fn set_once(&self, key: &str, until: u64, now: u64) -> Result<bool, Unavailable> {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(key)
+            .arg(1)
+            .arg("NX")
+            .arg("EXAT")
+            .arg(until.max(now + 1));
+        let set: Option<String> = self.run(cmd).await?;
+        Ok(set.is_some())
+    }
+
+    async fn exists(&self, key: &str) -> Result<bool, Unavailable> {
+        let mut cmd = redis::cmd("EXISTS");
+        cmd.arg(key);
+        let n: u64 = self.run(cmd).await?;
+        Ok(n > 0)
+    }
+}
+
+/// The memory store is full of live entries.
+#[derive(Debug)]
+struct Full;
 
 fn insert(map: &Mutex<HashMap<String, u64>>, id: &str, until: u64, now: u64) -> Result<bool, Full> {
     let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
@@ -71,14 +194,14 @@ fn insert(map: &Mutex<HashMap<String, u64>>, id: &str, until: u64, now: u64) -> 
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_id_is_used_once_until_it_expires() {
+    #[tokio::test]
+    async fn an_id_is_used_once_until_it_expires() {
         let s = Store::memory();
-        assert!(s.first_use("c1", 100, 10).unwrap());
-        assert!(!s.first_use("c1", 100, 20).unwrap());
-        assert!(s.first_use("c1", 200, 100).unwrap());
-        s.revoke("f1", 50, 10);
-        assert!(s.is_revoked("f1", 40));
-        assert!(!s.is_revoked("f1", 50));
+        assert!(s.first_use("c1", 100, 10).await.unwrap());
+        assert!(!s.first_use("c1", 100, 20).await.unwrap());
+        assert!(s.first_use("c1", 200, 100).await.unwrap());
+        s.revoke("f1", 50, 10).await.unwrap();
+        assert!(s.is_revoked("f1", 40).await.unwrap());
+        assert!(!s.is_revoked("f1", 50).await.unwrap());
     }
 }

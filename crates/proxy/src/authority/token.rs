@@ -13,6 +13,7 @@ use serde_json::json;
 use super::basics::{oauth_error, read_body};
 use super::sealed::{self, ProviderTokens, Purpose};
 use super::state::Authority;
+use super::store::Unavailable;
 use crate::reply::{self, Body};
 use mcp_ui_identity::authority::OAuthError;
 use mcp_ui_identity::authority::params::Params;
@@ -33,7 +34,7 @@ pub(super) async fn serve(a: &Authority, req: Request<Incoming>) -> Response<Bod
         Err(e) => return bad(&e),
     };
     let result = match grant {
-        Some("authorization_code") => by_code(a, &form, &presented, &client, now),
+        Some("authorization_code") => by_code(a, &form, &presented, &client, now).await,
         Some("refresh_token") if client.client.refresh => {
             by_refresh(a, &form, &presented, now).await
         }
@@ -88,7 +89,7 @@ async fn authenticated(
     Ok((form, presented, known))
 }
 
-fn by_code(
+async fn by_code(
     a: &Authority,
     form: &Params,
     presented: &Presented,
@@ -106,17 +107,21 @@ fn by_code(
     match a
         .store
         .first_use(&format!("code:{}", code.id), code.expires_at, now)
+        .await
     {
         Ok(true) => {}
         Ok(false) => {
             // RFC 6749 §4.1.2: a code used twice revokes what it gave.
-            a.store.revoke(&code.id, family_until, now);
+            a.store
+                .revoke(&code.id, family_until, now)
+                .await
+                .map_err(busy)?;
             tracing::warn!(client = %short(&presented.client_id), "an authorization code was redeemed twice: its refresh tokens are revoked");
             return Err(grant(
                 "the code was already used; the tokens it gave are revoked",
             ));
         }
-        Err(_) => return Err(busy()),
+        Err(e) => return Err(busy(e)),
     }
     let request = &code.request;
     issue(
@@ -149,28 +154,33 @@ async fn by_refresh(
     let refresh: Refresh = sealed::open(&a.key, Purpose::Refresh, text)
         .ok_or_else(|| grant("the refresh token is not one this server issued"))?;
     let scopes = rules::redeem_refresh(form, &presented.client_id, &refresh, now)?;
-    if a.store.is_revoked(&refresh.family, now) {
+    if a.store
+        .is_revoked(&refresh.family, now)
+        .await
+        .map_err(busy)?
+    {
         return Err(grant("the refresh token has been revoked"));
     }
     match a
         .store
         .first_use(&format!("refresh:{}", refresh.id), refresh.expires_at, now)
+        .await
     {
         Ok(true) => {}
         Ok(false) => {
-            a.store.revoke(
-                &refresh.family,
-                refresh
-                    .expires_at
-                    .max(now + a.config.refresh_token_ttl_secs),
-                now,
-            );
+            let until = refresh
+                .expires_at
+                .max(now + a.config.refresh_token_ttl_secs);
+            a.store
+                .revoke(&refresh.family, until, now)
+                .await
+                .map_err(busy)?;
             tracing::warn!(client = %short(&presented.client_id), "a refresh token was used twice: its family is revoked");
             return Err(grant(
                 "the refresh token was already used: every token of its family is revoked",
             ));
         }
-        Err(_) => return Err(busy()),
+        Err(e) => return Err(busy(e)),
     }
     let upstream = match &refresh.upstream {
         Some(sealed_tokens) => Some(provider_tokens(a, sealed_tokens, now).await?),
@@ -283,7 +293,10 @@ fn issue(a: &Authority, g: Grant<'_>, now: u64) -> Result<serde_json::Value, OAu
         auth_time: g.auth_time,
         upstream: g.upstream,
     };
-    let signer = a.signers.first().ok_or_else(busy)?;
+    let signer = a
+        .signers
+        .first()
+        .ok_or_else(|| OAuthError::new("server_error", "no signing key"))?;
     let token = signer.sign(&access.claims()).map_err(|e| {
         tracing::error!("an access token could not be signed: {e}");
         OAuthError::new("server_error", "the access token could not be signed")
@@ -329,8 +342,13 @@ pub(super) async fn revoke(a: &Authority, req: Request<Incoming>) -> Response<Bo
         && let Some(refresh) = sealed::open::<Refresh>(&a.key, Purpose::Refresh, token)
         && refresh.client_id == presented.client_id
     {
-        a.store
-            .revoke(&refresh.family, refresh.expires_at.max(now), now);
+        if let Err(e) = a
+            .store
+            .revoke(&refresh.family, refresh.expires_at.max(now), now)
+            .await
+        {
+            return oauth_error(StatusCode::SERVICE_UNAVAILABLE, &busy(e));
+        }
         tracing::info!(client = %short(&presented.client_id), "a refresh token family was revoked");
     }
     reply::status(StatusCode::OK)
@@ -356,10 +374,12 @@ fn unauthorized(e: &OAuthError, basic: bool) -> Response<Body> {
     r
 }
 
-fn busy() -> OAuthError {
+/// A redemption the store cannot record is refused (never allowed twice).
+fn busy(why: Unavailable) -> OAuthError {
+    tracing::warn!("a redemption could not be recorded: {}", why.0);
     OAuthError::new(
         "temporarily_unavailable",
-        "the server is too busy to record this redemption; try again",
+        "this redemption cannot be recorded now; try again",
     )
 }
 

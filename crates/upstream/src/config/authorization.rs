@@ -55,6 +55,12 @@ pub struct AuthorizationServerConfig {
     /// Clients known by the HTTPS URL of their metadata document.
     #[serde(default)]
     pub client_metadata_documents: MetadataDocumentsConfig,
+    /// Where redeemed codes and refresh tokens and revoked families are
+    /// remembered: `"memory"` (the default: this process; a replay to
+    /// another replica is not recognised) or a Redis URL every replica
+    /// shares (`redis://host:6379/0`, `unix:///run/redis.sock`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
 }
 
 /// The identity provider, and the client the gateway has there.
@@ -206,6 +212,8 @@ pub struct AuthorizationServer {
     pub consent_days: u32,
     pub registration: RegistrationConfig,
     pub documents: MetadataDocumentsConfig,
+    /// `None`: this process's memory; else the Redis URL.
+    pub store: Option<String>,
     /// Some endpoint passes the provider's token for the user on
     /// (`provider_access_token`): it is kept, sealed, in the gateway's tokens.
     pub provider_tokens: bool,
@@ -366,6 +374,18 @@ pub fn resolve(
             "{at}.client_metadata_documents: max_bytes must be at least 256 and timeout_secs at least 1"
         ));
     }
+    let store = match config.store.as_deref() {
+        None | Some("memory") => None,
+        Some(url) if url.starts_with("redis://") || url.starts_with("unix://") => {
+            Some(url.to_owned())
+        }
+        Some(other) => {
+            problems.push(format!(
+                "{at}.store: \"{other}\" is not \"memory\" or a Redis URL (redis://host:port/db, unix:///path)"
+            ));
+            None
+        }
+    };
     if !docs.enabled && !reg.enabled {
         problems.push(format!(
             "{at}: with neither registration nor client_metadata_documents enabled, no client could sign in"
@@ -396,6 +416,7 @@ pub fn resolve(
         consent_days: config.consent_days.unwrap_or(30),
         registration: reg.clone(),
         documents: docs.clone(),
+        store,
         provider_tokens: false,
     })
 }
