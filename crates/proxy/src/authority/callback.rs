@@ -175,8 +175,14 @@ async fn finish(
     r
 }
 
+/// Remember `all` (newest first) in the browser: as many as fit in a cookie.
 fn set_remembered(a: &Authority, r: &mut Response<Body>, all: &[Remembered]) {
-    let value = sealed::seal(&a.key, Purpose::Consent, &all);
+    let mut kept = all.len();
+    let mut value = sealed::seal(&a.key, Purpose::Consent, &all);
+    while value.len() > sealed::MAX_COOKIE && kept > 0 {
+        kept -= 1;
+        value = sealed::seal(&a.key, Purpose::Consent, &&all[..kept]);
+    }
     let max_age = u64::from(a.config.consent_days) * 86_400;
     let path = a.endpoints.prefix();
     if let Some(c) = sealed::set_cookie(REMEMBERED, &value, &path, max_age, a.secure(), "Lax") {

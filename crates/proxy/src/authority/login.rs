@@ -166,8 +166,14 @@ pub(super) async fn begin(
         &login.nonce,
         &pkce::challenge_of(&login.verifier),
     );
-    let mut r = redirect(status, &to);
     let sealed_login = sealed::seal(&a.key, Purpose::Login, &login);
+    if sealed_login.len() > sealed::MAX_COOKIE {
+        return page::error(
+            StatusCode::BAD_REQUEST,
+            "This sign-in request is too large for the browser to carry (its redirect URI, state or client id): the application should send shorter ones.",
+        );
+    }
+    let mut r = redirect(status, &to);
     let path = a.endpoints.path(Endpoint::Callback);
     if let Some(c) = sealed::set_cookie(
         &sealed::login_cookie(&login.state),

@@ -53,6 +53,15 @@ pub(super) async fn serve(a: &Authority, req: Request<Incoming>) -> Response<Bod
         issued_at: now,
     };
     let client_id = sealed::seal(&a.key, Purpose::Client, &sealed);
+    if client_id.len() > sealed::MAX_CLIENT_ID {
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            &OAuthError::new(
+                "invalid_client_metadata",
+                "the registration is too large to be carried in a client id: register fewer or shorter redirect URIs and names",
+            ),
+        );
+    }
     tracing::info!(
         client_name = registered.client_name.as_deref().unwrap_or(""),
         redirect_uris = ?registered.redirect_uris,

@@ -42,6 +42,14 @@ impl Purpose {
     }
 }
 
+/// The longest registered client id: it travels in URLs and, sealed again,
+/// in the login cookie.
+pub(super) const MAX_CLIENT_ID: usize = 1536;
+
+/// The longest cookie value set: browsers keep about 4 KB a cookie, and drop
+/// a longer one without a word.
+pub(super) const MAX_COOKIE: usize = 4000;
+
 /// The longest sealed value opened: anything longer is refused unread.
 const MAX_SEALED: usize = 8192;
 
