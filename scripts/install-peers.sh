@@ -114,6 +114,7 @@ installed_ok() {
     [[ -f "$NODE_MODULES/playwright-core/package.json" ]] &&
     [[ -f "$NODE_MODULES/supergateway/dist/index.js" ]] &&
     [[ -f "$NODE_MODULES/oidc-provider/lib/index.js" ]] &&
+    [[ -f "$NODE_MODULES/@modelcontextprotocol/inspector/clients/cli/build/index.js" ]] &&
     [[ -x "$NODE_MODULES/@esbuild/linux-x64/bin/esbuild" ]] &&
     [[ -f "$VITE_APP/node_modules/vite/bin/vite.js" ]] &&
     [[ -f "$VITE_APP/node_modules/react-dom/package.json" ]] &&
@@ -145,7 +146,7 @@ start=$SECONDS
 # --- Node peers -------------------------------------------------------------
 if want node; then
 step "node $(node --version), npm $(npm --version)"
-step "npm ci in tests/peers (server-everything, TS SDK v1 and v2, conformance 0.1.16 and 0.2.0-alpha.12, Node 22 binary, ext-apps, esbuild, playwright-core, supergateway, oidc-provider)"
+step "npm ci in tests/peers (server-everything, TS SDK v1 and v2, conformance 0.1.16 and 0.2.0-alpha.12, Node 22 binary, ext-apps, esbuild, playwright-core, supergateway, oidc-provider, MCP Inspector)"
 (
     cd "$PEERS"
     # --ignore-scripts: none of the pinned packages needs an install script, and

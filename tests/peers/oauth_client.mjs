@@ -11,6 +11,15 @@
 // the redirect to the redirect URI, which it does not follow; it checks the `state` there.
 //
 //   node tests/peers/oauth_client.mjs URL [--call TOOL] [--args JSON] [--timeout S]
+//        [--browser] [--refresh-after S]
+//
+// With --browser a real browser signs in instead (browser_sign_in.mjs: headless Chromium
+// answers the authorization server's consent page and the identity provider's login form),
+// and the code is taken from the URL it reaches the redirect URI with. With --refresh-after
+// S the tool is called again S seconds after the first call, on the same connection: once
+// the access token has expired the server answers 401 and the SDK refreshes it
+// (`refresh_token` grant) before calling again (`second_call`, `grants`: the grant_type of
+// every token request, in order).
 //
 // Prints one JSON object on stdout: every HTTP exchange the SDK made and the authorization
 // request's (`exchanges`: method, url, status), the redirects followed
@@ -32,6 +41,8 @@ const opt = (name, dflt) => {
 const tool = opt('--call', 'whoami');
 const toolArgs = JSON.parse(opt('--args', '{}'));
 const timeoutS = Number(opt('--timeout', '40'));
+const inBrowser = process.argv.includes('--browser');
+const refreshAfterS = Number(opt('--refresh-after', '0'));
 setTimeout(() => {
     console.error(`oauth_client: FAILED: timed out after ${timeoutS} s`);
     process.exit(1);
@@ -39,10 +50,16 @@ setTimeout(() => {
 
 const exchanges = [];
 const hops = [];
+const grants = [];
 let prm = null;
+let browser = null;
 const tracingFetch = async (input, init) => {
     const res = await fetch(input, init);
     const u = String(input instanceof Request ? input.url : input);
+    if (typeof init?.body === 'string' || init?.body instanceof URLSearchParams) {
+        const grant = new URLSearchParams(String(init.body)).get('grant_type');
+        if (grant) grants.push(grant);
+    }
     exchanges.push({ method: init?.method ?? 'GET', url: u, status: res.status });
     if (u.includes('/.well-known/oauth-protected-resource') && res.ok) {
         prm = await res.clone().json();
@@ -109,6 +126,14 @@ try {
     const cookies = new Map();
     let at = new URL(provider.authorizationUrl);
     let callback;
+    if (inBrowser) {
+        const { signIn } = await import('./browser_sign_in.mjs');
+        browser = await signIn(String(provider.authorizationUrl), {
+            redirectUri: provider.redirectUrl,
+            timeoutMs: (timeoutS * 1000) / 2
+        });
+        callback = new URL(browser.callback);
+    }
     for (let hop = 0; hop < 12 && !callback; hop++) {
         const cookie = [...cookies].map(([k, v]) => `${k}=${v}`).join('; ');
         const r = await tracingFetch(at, { redirect: 'manual', headers: cookie ? { cookie } : {} });
@@ -138,6 +163,12 @@ try {
     await client.connect(transport);
     const tools = await client.listTools();
     const call = await client.callTool({ name: tool, arguments: toolArgs });
+    const firstToken = provider.tokens()?.access_token;
+    let secondCall = null;
+    if (refreshAfterS > 0) {
+        await new Promise(r => setTimeout(r, refreshAfterS * 1000));
+        secondCall = await client.callTool({ name: tool, arguments: toolArgs });
+    }
     const protocolVersion = transport.protocolVersion;
     await client.close();
     const tokens = provider.tokens() ?? {};
@@ -161,7 +192,11 @@ try {
             },
             protocol_version: protocolVersion,
             tools: tools.tools.map(t => t.name),
-            call
+            call,
+            browser,
+            grants,
+            first_access_token: firstToken,
+            second_call: secondCall
         })
     );
     process.exit(0);

@@ -31,6 +31,10 @@
 //   - any client registered by dynamic client registration (`registration_endpoint`, open),
 //     for the authorization code flow with PKCE (always required); the interaction at
 //     `/interaction/:uid` approves at once: login as `test-user`, every scope consented.
+//     With --login-form the login is a page a browser fills in instead: a form (fields
+//     `login` and `password`, button "Sign in") posted to `/interaction/:uid/login`; any
+//     login name is accepted with the password `correct horse` and becomes the subject;
+//     another password shows the form again with "Wrong password". Consent stays automatic.
 // Only opaque tokens can be introspected or revoked: oidc-provider answers
 // `400 unsupported_token_type` for a JWT.
 //
@@ -81,6 +85,9 @@ const LOGIN_CLIENT = (() => {
     const [id, secret, ...rest] = spec.split(':');
     return { id, secret, redirect: rest.join(':') };
 })();
+// A login page a browser fills in (see the header), instead of logging in at once.
+const LOGIN_FORM = process.argv.includes('--login-form');
+const PASSWORD = 'correct horse';
 const HOUR = 60 * 60;
 const SHORT_TTL = 2;
 const CLIENTS = {
@@ -313,10 +320,33 @@ async function verify(issuer, body) {
     }
 }
 
-// Auto-approving interaction: login as ACCOUNT, then consent to everything asked.
+const escapeHtml = s => String(s).replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
+
+function loginPage(res, uid, message) {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+    res.end(`<!doctype html><html><head><title>Sign in to the test provider</title></head><body>
+<h1>Sign in to the test provider</h1>${message ? `<p id="error">${escapeHtml(message)}</p>` : ''}
+<form method="post" action="/interaction/${escapeHtml(uid)}/login">
+<label>Login <input name="login" autocomplete="username"></label>
+<label>Password <input name="password" type="password" autocomplete="current-password"></label>
+<button type="submit">Sign in</button></form></body></html>`);
+}
+
+// The login form's answer: the login name, if the password is right.
+async function submitLogin(provider, req, res) {
+    const { uid, prompt } = await provider.interactionDetails(req, res);
+    if (prompt.name !== 'login') throw new Error(`a login posted to a ${prompt.name} prompt`);
+    const form = new URLSearchParams(await readBody(req));
+    const login = (form.get('login') ?? '').trim();
+    if (!login || form.get('password') !== PASSWORD) return loginPage(res, uid, 'Wrong password');
+    await provider.interactionFinished(req, res, { login: { accountId: login } }, { mergeWithLastSubmission: false });
+}
+
+// The interaction: login as ACCOUNT (or by the login form), then consent to everything asked.
 async function interaction(provider, req, res) {
-    const { prompt, grantId, session, params } = await provider.interactionDetails(req, res);
+    const { uid, prompt, grantId, session, params } = await provider.interactionDetails(req, res);
     if (prompt.name === 'login') {
+        if (LOGIN_FORM) return loginPage(res, uid);
         await provider.interactionFinished(req, res, { login: { accountId: ACCOUNT } }, { mergeWithLastSubmission: false });
         return;
     }
@@ -353,6 +383,9 @@ const server = http.createServer(async (req, res) => {
         }
         if (req.method === 'POST' && pathname === '/admin/verify') {
             return send(res, 200, await verify(issuer, await readBody(req)));
+        }
+        if (req.method === 'POST' && /^\/interaction\/[^/]+\/login$/.test(pathname)) {
+            return await submitLogin(current.provider, req, res);
         }
         if (req.method === 'GET' && pathname.startsWith('/interaction/')) {
             return await interaction(current.provider, req, res);

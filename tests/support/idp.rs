@@ -62,15 +62,19 @@ impl Idp {
     }
 
     /// The provider with [`DEFAULT_SCOPES`] and a confidential login client `id`/`secret`
-    /// whose one redirect URI is `redirect_uri` (`--login-client`).
+    /// whose one redirect URI is `redirect_uri` (`--login-client`), and the other flags
+    /// of `extra` (`--login-form`: a login page for a browser to fill in).
     pub async fn start_with_login_client(
         peers: &Peers,
         id: &str,
         secret: &str,
         redirect_uri: &str,
+        extra: &[&str],
     ) -> Idp {
         let spec = format!("{id}:{secret}:{redirect_uri}");
-        Idp::start_with_args(peers, &DEFAULT_SCOPES, &["--login-client", &spec]).await
+        let mut args = vec!["--login-client", &spec];
+        args.extend_from_slice(extra);
+        Idp::start_with_args(peers, &DEFAULT_SCOPES, &args).await
     }
 
     async fn start_with_args(peers: &Peers, scopes: &[&str], extra: &[&str]) -> Idp {

@@ -246,7 +246,10 @@ impl Gateway {
             )
             .map_err(|problems| ConfigError::Invalid { problems })?,
             limits: limits.clone(),
-            origin_policy: Arc::new(OriginPolicy::new(config)),
+            origin_policy: Arc::new(
+                OriginPolicy::new(config)
+                    .with_open_paths(authority.as_ref().map(|a| a.paths()).unwrap_or_default()),
+            ),
             in_flight: Arc::default(),
             rounds: Arc::new(Rounds::new(MAX_ROUNDS)),
             live,

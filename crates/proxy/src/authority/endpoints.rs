@@ -75,6 +75,23 @@ impl Paths {
         format!("{}/oauth", self.base)
     }
 
+    /// Every path it answers at.
+    pub(super) fn all(&self) -> Vec<String> {
+        let mut all = self.metadata.to_vec();
+        all.extend(
+            [
+                Endpoint::Keys,
+                Endpoint::Register,
+                Endpoint::Authorize,
+                Endpoint::Callback,
+                Endpoint::Token,
+                Endpoint::Revoke,
+            ]
+            .map(|e| self.path(e)),
+        );
+        all
+    }
+
     /// The path of `endpoint` (for the issuer's URL to be put before it).
     pub(super) fn path(&self, endpoint: Endpoint) -> String {
         let name = match endpoint {

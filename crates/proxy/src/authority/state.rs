@@ -180,6 +180,13 @@ impl Authority {
         verified
     }
 
+    /// Every path it answers at: open to any `Origin`, as its defences are
+    /// PKCE, client authentication and a `SameSite=Strict` cookie, not the
+    /// page a request came from.
+    pub fn paths(&self) -> Vec<String> {
+        self.endpoints.all()
+    }
+
     /// Which of its endpoints `path` is, if any.
     pub fn endpoint(&self, path: &str) -> Option<Endpoint> {
         self.endpoints.at(path)

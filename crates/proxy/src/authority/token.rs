@@ -136,6 +136,7 @@ async fn by_code(
             family: &code.id,
             upstream: code.upstream.as_deref(),
             refresh: client.client.refresh,
+            by: "authorization_code",
         },
         now,
     )
@@ -198,6 +199,7 @@ async fn by_refresh(
             family: &refresh.family,
             upstream: upstream.as_deref(),
             refresh: true,
+            by: "refresh_token",
         },
         now,
     )
@@ -263,6 +265,8 @@ struct Grant<'a> {
     family: &'a str,
     upstream: Option<&'a str>,
     refresh: bool,
+    /// How it was asked for (`grant_type`), for the log.
+    by: &'static str,
 }
 
 /// The token answer: an access token signed for the resource, and a new
@@ -326,7 +330,7 @@ fn issue(a: &Authority, g: Grant<'_>, now: u64) -> Result<serde_json::Value, OAu
             );
         }
     }
-    tracing::info!(client = %short(g.client_id), resource = %g.resource, "issued an access token");
+    tracing::info!(client = %short(g.client_id), resource = %g.resource, grant = g.by, "issued an access token");
     Ok(body)
 }
 

@@ -66,9 +66,11 @@ where
             Some(Failure::DuplicateHost)
         } else if !self.policy.host_allowed(&req) {
             Some(Failure::HostNotAllowed)
-        } else if crate::assets::claims(req.uri().path()) {
+        } else if crate::assets::claims(req.uri().path()) || self.policy.open(req.uri().path()) {
             // Widget files are public and immutable, and every host's
-            // sandboxed frame (whatever its origin) must load them.
+            // sandboxed frame (whatever its origin) must load them; the
+            // authorization server's endpoints take any page's requests
+            // (a consent form sends `Origin: null`).
             None
         } else {
             req.headers()
@@ -90,6 +92,8 @@ pub struct OriginPolicy {
     hosts: Vec<String>,
     origins: Vec<String>,
     any_origin: bool,
+    /// Paths any origin may call (the authorization server's).
+    open_paths: Vec<String>,
 }
 
 impl OriginPolicy {
@@ -107,7 +111,21 @@ impl OriginPolicy {
                 .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
                 .collect(),
             any_origin: config.allowed_origins.iter().any(|o| o == "*"),
+            open_paths: Vec::new(),
         }
+    }
+
+    /// The same, with `paths` open to any origin: requests from any page
+    /// are taken, and their answers readable by it (never with
+    /// credentials).
+    pub fn with_open_paths(mut self, paths: Vec<String>) -> Self {
+        self.open_paths = paths;
+        self
+    }
+
+    /// Whether any origin may call `path`.
+    pub(crate) fn open(&self, path: &str) -> bool {
+        self.open_paths.iter().any(|p| p == path)
     }
 
     pub(crate) fn host_allowed<B>(&self, req: &Request<B>) -> bool {

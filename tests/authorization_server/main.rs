@@ -10,7 +10,11 @@
 //!
 //! The protected upstream is the fixture server over stdio. Needs the peers of
 //! `scripts/install-peers.sh`; with `MCP_UI_SKIP_PEERS=1` a missing install is a skip.
+//! In `browsers`, the official SDK clients and the MCP Inspector sign a user in through
+//! headless Chromium.
 
+mod browsers;
+#[path = "../support/mod.rs"]
 mod support;
 
 use std::sync::Arc;
@@ -80,13 +84,38 @@ async fn world_with(
     tweak: impl FnOnce(&mut AuthorizationServerConfig),
     upstreams: Vec<UpstreamConfig>,
 ) -> World {
+    world_set_up(peers, tweak, upstreams, Setup::default()).await
+}
+
+/// How a world differs from the usual one.
+#[derive(Default)]
+struct Setup {
+    /// The provider asks for a login name and password on a page (`--login-form`), which
+    /// a browser fills in, instead of signing `test-user` in at once.
+    login_form: bool,
+    /// `[auth] clock_skew_secs` (60 by default): 0 to see a short-lived token expire.
+    clock_skew_secs: Option<u64>,
+}
+
+async fn world_set_up(
+    peers: &Peers,
+    tweak: impl FnOnce(&mut AuthorizationServerConfig),
+    upstreams: Vec<UpstreamConfig>,
+    setup: Setup,
+) -> World {
     let port = free_port().await;
     let issuer = format!("http://127.0.0.1:{port}");
+    let idp_args: &[&str] = if setup.login_form {
+        &["--login-form"]
+    } else {
+        &[]
+    };
     let idp = Idp::start_with_login_client(
         peers,
         LOGIN_CLIENT,
         LOGIN_SECRET,
         &format!("{issuer}/oauth/callback"),
+        idp_args,
     )
     .await;
     let mut server = AuthorizationServerConfig {
@@ -108,6 +137,7 @@ async fn world_with(
         upstreams,
         auth: Some(AuthConfig {
             scopes: Some(vec!["tools:call".into()]),
+            clock_skew_secs: setup.clock_skew_secs,
             ..AuthConfig::default()
         }),
         authorization_server: Some(server),
