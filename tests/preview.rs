@@ -621,3 +621,103 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
         summary["timings_ms"]["total"]
     );
 }
+
+/// A widget calling, through `/preview`'s `window.openai`, a tool whose
+/// `_meta.ui.visibility` is model-only (`add_task` with `visibility =
+/// ["model"]`), one without `openai/widgetAccessible` (`list_tasks`, which
+/// its overlay gives neither a widget nor a visibility), and an app-only
+/// helper (`refresh_tasks`): the first two are refused as MCP Apps hosts and
+/// ChatGPT refuse them, the widget gets the error, and the page's log says
+/// why, naming the tool and the overlay key that allows it; the third is
+/// called. (Before: the preview called every tool a widget named.)
+#[test]
+fn preview_refuses_a_widget_the_calls_hosts_refuse_and_says_why() {
+    if !browser_ready("the /preview refusal test") {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let overlays = temp.path().join("overlays");
+    copy_dir(&root().join("overlays"), &overlays);
+    copy_dir(
+        &root().join("tests/preview/calls-tools"),
+        &overlays.join("widgets/calls-tools"),
+    );
+    let demo = std::fs::read_to_string(overlays.join("demo.toml")).unwrap();
+    let remapped = demo
+        .replace(
+            "[tools.complete_task]\nwidget = \"task-board\"",
+            "[tools.complete_task]\nwidget = \"calls-tools\"",
+        )
+        .replace(
+            "[tools.add_task]\nwidget = \"task-board\"",
+            "[tools.add_task]\nwidget = \"task-board\"\nvisibility = [\"model\"]",
+        );
+    assert!(
+        remapped.contains("widget = \"calls-tools\"")
+            && remapped.contains("visibility = [\"model\"]"),
+        "overlays/demo.toml maps complete_task and add_task to task-board"
+    );
+    std::fs::write(overlays.join("demo.toml"), remapped).unwrap();
+    let (mut gateway, lines) = start_gateway(&overlays, &[]);
+    let base = base_url(lines.last().unwrap());
+    lines_until(&mut gateway, "Preview: ");
+
+    let (summary, context) = drive(
+        &mut gateway,
+        "preview-refusals",
+        &[
+            OsStr::new("--url"),
+            OsStr::new(&format!("{base}/preview")),
+            OsStr::new("--call"),
+            OsStr::new("complete_task"),
+            OsStr::new("--args"),
+            OsStr::new(r#"{"id":1}"#),
+            OsStr::new("--expect"),
+            OsStr::new("all calls answered"),
+        ],
+    );
+    let checks = &summary["checks"];
+    let shown = checks["widget_text"].as_str().unwrap_or_default();
+    let line = |tool: &str| {
+        shown
+            .lines()
+            .find(|l| l.starts_with(&format!("{tool}: ")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let model_only = line("add_task");
+    assert!(
+        model_only.starts_with("add_task: refused: ")
+            && model_only.contains("lacks \"app\"")
+            && model_only.contains("[tools.add_task]"),
+        "{model_only:?}\n{context}"
+    );
+    let not_accessible = line("list_tasks");
+    assert!(
+        not_accessible.starts_with("list_tasks: refused: ")
+            && not_accessible.contains("openai/widgetAccessible")
+            && not_accessible.contains("[tools.list_tasks]"),
+        "{not_accessible:?}\n{context}"
+    );
+    assert_eq!(line("refresh_tasks"), "refresh_tasks: called", "{context}");
+    let logged: Vec<&str> = checks["bridge_log_errors"]
+        .as_array()
+        .map(|l| l.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for tool in ["add_task", "list_tasks"] {
+        assert!(
+            logged
+                .iter()
+                .any(|entry| entry.contains("tools/call refused")
+                    && entry.contains(&format!("the widget may not call \"{tool}\""))
+                    && entry.contains(r#"set visibility = ["model", "app"]"#)
+                    && entry.contains(&format!("[tools.{tool}]"))),
+            "the log says why {tool} was refused: {logged:?}\n{context}"
+        );
+    }
+    assert!(
+        !logged.iter().any(|entry| entry.contains("refresh_tasks")),
+        "{logged:?}\n{context}"
+    );
+    drop(gateway);
+}

@@ -19,7 +19,8 @@
 // --args, an object) and wait until its widget shows TEXT; --count SELECTOR reports how
 // many elements of the widget match. The summary says how long the page's own thread
 // was held at most from the click on (checks.page_stall_ms, a 20 ms heartbeat), how
-// many characters the result panel and the bridge log hold, and the widget's text.
+// many characters the result panel and the bridge log hold, the bridge log's errors,
+// and the widget's text.
 //
 // --builtin-table: list_tasks renders the built-in table (widget = "builtin:table")
 // --openai-widget: complete_task renders a widget that only knows window.openai
@@ -422,6 +423,8 @@ async function callOne(page) {
     });
     summary.checks.bridge_log_chars = await page.$$eval('#bridge-log li',
       (lis) => lis.reduce((n, li) => n + li.textContent.length + (li.title || '').length, 0));
+    summary.checks.bridge_log_errors = await page.$$eval('#bridge-log li[data-kind="error"]',
+      (lis) => lis.map((li) => li.textContent.slice(0, 1000)));
   });
   await endClean(page);
 }

@@ -974,6 +974,29 @@
     }
   }
 
+  // Why the hosts would refuse the widget a call of the tool `name`, naming
+  // the tool and what to set in the overlay; null when they would allow it.
+  // MCP Apps hosts refuse a tool whose _meta.ui.visibility lacks "app";
+  // ChatGPT one without _meta["openai/widgetAccessible"] = true. A name the
+  // mount does not list goes to the server, which answers for it.
+  function refusedToWidget(name) {
+    var tool = state.tools.filter(function (t) { return t.name === name; })[0];
+    if (!tool) return null;
+    var visibility = uiMeta(tool).visibility;
+    var key = /^[A-Za-z0-9_-]+$/.test(name) ? name : JSON.stringify(name);
+    var fix = '; to let widgets call it, set visibility = ["model", "app"] (or ["app"]) under [tools.' + key +
+      '] in the mount\'s overlay';
+    if (Array.isArray(visibility) && visibility.indexOf('app') < 0) {
+      return 'the widget may not call ' + JSON.stringify(name) + ': its _meta.ui.visibility ' + JSON.stringify(visibility) +
+        ' lacks "app", and MCP Apps hosts refuse a widget\'s call to such a tool' + fix;
+    }
+    if ((tool._meta || {})['openai/widgetAccessible'] !== true) {
+      return 'the widget may not call ' + JSON.stringify(name) + ': it lacks _meta["openai/widgetAccessible"] = true, and ' +
+        'ChatGPT refuses a widget\'s call to such a tool' + fix + ' (the gateway then writes openai/widgetAccessible)';
+    }
+    return null;
+  }
+
   async function onViewRequest(view, id, method, params) {
     switch (method) {
       case 'ui/initialize':
@@ -991,6 +1014,17 @@
       case 'ping':
         return {};
       case 'tools/call': {
+        var refused = refusedToWidget(params.name);
+        if (refused) {
+          log('error', 'host', 'tools/call refused', refused);
+          ui.requestOrigin.textContent = '(from the widget)';
+          ui.resultState.textContent = '(refused)';
+          ui.rawResult.textContent = refused;
+          ui.resultNote.hidden = true;
+          var no = new Error(refused);
+          no.code = -32000;
+          throw no;
+        }
         var response = await callTool(params, '(from the widget)');
         if (response.error) {
           var err = new Error(response.error.message);

@@ -6,8 +6,12 @@
   if (window.openai || window.parent === window) return;
   var host = window.parent;
   var seq = 0;
-  var pending = {};
-  var stateKey = null;
+  var pending = Object.create(null);
+  // Widget state: at most 1 MiB of JSON text (a fifth of what a browser
+  // keeps for an origin).
+  var MAX_STATE = 1048576;
+  var PREFIX = 'openai-widget-state:';
+  var bound = null;
   var g = {
     theme: 'light', locale: navigator.language || 'en-US', displayMode: 'inline', maxHeight: null,
     view: { mode: 'inline', params: null }, safeArea: { insets: { top: 0, right: 0, bottom: 0, left: 0 } },
@@ -52,25 +56,56 @@
       return Promise.reject(new Error('window.openai.' + name + ' has no counterpart in the MCP Apps bridge this host speaks'));
     };
   }
-  // Widget state outlives the frame where the frame's origin keeps storage,
-  // keyed by the tool call.
-  function store(value) {
-    try { if (stateKey) localStorage.setItem(stateKey, JSON.stringify(value)); } catch (e) { /* no storage here */ }
+  // Widget state outlives the frame where the frame's origin keeps storage:
+  // a record naming the widget and the call, under a key made of both and
+  // checked again on restore, so what another document of the origin wrote
+  // for another widget or call (or under a key of its own) is never taken.
+  // A full storage gives up the bridge's oldest records first.
+  function store(json) {
+    var key = PREFIX + JSON.stringify(bound);
+    var record = JSON.stringify({ widget: bound[0], call: bound[1], at: Date.now() }).slice(0, -1) + ',"state":' + json + '}';
+    try {
+      for (;;) {
+        try { return localStorage.setItem(key, record); } catch (e) {
+          var oldest = null, at = Infinity;
+          for (var i = 0; i < localStorage.length; i++) {
+            var k = localStorage.key(i), t = k !== key && k.indexOf(PREFIX) === 0 && /"at":(\d+)/.exec(localStorage.getItem(k));
+            if (t && +t[1] < at) { at = +t[1]; oldest = k; }
+          }
+          if (!oldest) throw e;
+          localStorage.removeItem(oldest);
+        }
+      }
+    } catch (e) {
+      // A frame without storage (an opaque origin) keeps state for no remount, by design.
+      if (e.name !== 'SecurityError') console.warn('window.openai.setWidgetState: not kept for a remount (' + e.message + ')');
+    }
   }
   function restore() {
     try {
-      var saved = stateKey && localStorage.getItem(stateKey);
-      if (saved) set({ widgetState: JSON.parse(saved) });
-    } catch (e) { /* no storage here */ }
+      var saved = JSON.parse(localStorage.getItem(PREFIX + JSON.stringify(bound)));
+      if (saved.widget === bound[0] && JSON.stringify(saved.call) === JSON.stringify(bound[1]) && 'state' in saved) {
+        set({ widgetState: saved.state });
+      }
+    } catch (e) { /* none, or no storage here */ }
+  }
+  function refuse(why) {
+    var e = new Error('window.openai.setWidgetState: ' + why + '; neither kept nor sent');
+    console.warn(e.message);
+    return Promise.reject(e);
   }
 
   var api = {
     callTool: function (name, args) {
       return request('tools/call', { name: name, arguments: args || {} }).then(function (r) {
-        var text = (r && r.content || []).filter(function (c) { return c && c.type === 'text'; })[0];
+        // The result's own keys defined, not assigned: a "__proto__" key
+        // stays a key and never becomes the object's prototype.
         var out = {};
-        for (var k in r) out[k] = r[k];
-        out.result = text ? text.text : '';
+        Object.keys(Object(r)).forEach(function (k) {
+          Object.defineProperty(out, k, { value: r[k], enumerable: true, writable: true, configurable: true });
+        });
+        var text = [].concat(out.content || []).filter(function (c) { return c && c.type === 'text'; })[0];
+        out.result = text ? String(text.text) : '';
         out.meta = r && r._meta;
         return out;
       });
@@ -88,8 +123,11 @@
       });
     },
     setWidgetState: function (s) {
+      var json;
+      try { json = JSON.stringify(s) || 'null'; } catch (e) { return refuse(e.message); }
+      if (json.length > MAX_STATE) return refuse(json.length + ' characters of JSON, over the limit of ' + MAX_STATE);
       set({ widgetState: s });
-      store(s);
+      if (bound) store(json);
       return request('ui/update-model-context', { structuredContent: { widgetState: s } }).then(function () {});
     },
     notifyIntrinsicHeight: function (h) { notify('ui/notifications/size-changed', { height: Math.ceil(Number(h) || 0) }); },
@@ -145,8 +183,9 @@
   }).then(function (r) {
     var c = r && r.hostContext || {};
     set(fromContext(c));
-    var id = c.toolInfo && c.toolInfo.id;
-    if (id != null) { stateKey = 'openai-widget-state:' + id; restore(); }
+    var info = c.toolInfo || {}, meta = info.tool && info.tool._meta || {};
+    var uri = meta.ui && meta.ui.resourceUri || meta['ui/resourceUri'] || meta['openai/outputTemplate'];
+    if (info.id != null && typeof uri === 'string') { bound = [uri, info.id]; restore(); }
     notify('ui/notifications/initialized');
     if (window.ResizeObserver) {
       var watch = new ResizeObserver(size);
