@@ -21,6 +21,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use serde_json::Value;
+use support::clients::post_json;
 use support::peers::*;
 use support::process::{Proc, truncate};
 
@@ -404,6 +405,113 @@ async fn tools_and_resources_lists_are_byte_identical_through_every_upstream_tra
         failures.join("\n")
     );
     println!("[lossless] done in {:.1?}", t0.elapsed());
+}
+
+/// The one JSON-RPC message of a POST's answer: the body of a JSON answer,
+/// the `data` of an SSE one's only message event.
+fn answer_message(
+    url: &str,
+    (status, headers, body): (hyper::StatusCode, hyper::HeaderMap, bytes::Bytes),
+) -> String {
+    assert_eq!(
+        status,
+        200,
+        "{url} answered initialize {status}: {}",
+        String::from_utf8_lossy(&body)
+    );
+    let sse = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"));
+    match sse {
+        false => String::from_utf8(body.to_vec()).expect("a JSON answer is UTF-8"),
+        true => {
+            let events = support::clients::parse_sse(&body);
+            let data: Vec<&str> = events
+                .iter()
+                .map(|e| e.data.as_str())
+                .filter(|d| !d.is_empty())
+                .collect();
+            assert_eq!(data.len(), 1, "{url}: one message expected in {events:?}");
+            data[0].to_owned()
+        }
+    }
+}
+
+/// `message` written to a fresh stdio server's standard input, and the first
+/// line it writes back.
+async fn stdio_answer(command: &[String], message: &str) -> String {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut child = tokio::process::Command::new(&command[0])
+        .args(&command[1..])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the stdio server");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(format!("{message}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("the stdio server answers within 20 s")
+        .unwrap()
+        .expect("the stdio server answers before it ends");
+    child.kill().await.ok();
+    line
+}
+
+/// README promises every message passes through unchanged. In the default
+/// `shared` mode the gateway answers a client's `initialize` from its own
+/// handshake with the upstream: the answer is the upstream's own bytes (its
+/// key order: server-everything writes `result` before `jsonrpc` and `id`),
+/// with only the id changed to the client's.
+#[tokio::test]
+async fn initialize_answers_are_the_upstreams_bytes_in_the_default_shared_mode() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let initialize = r#"{"jsonrpc":"2.0","id":"client-7","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bytes","version":"1"}}}"#;
+    let (_server, http_url) = start_everything(&peers, "streamableHttp").await;
+    let direct_http = answer_message(&http_url, post_json(&http_url, &[], initialize).await);
+    let stdio = everything_stdio_command(&peers);
+    let direct_stdio = stdio_answer(&stdio, initialize).await;
+    assert!(
+        direct_http.starts_with(r#"{"result":"#),
+        "server-everything no longer writes `result` first, so this test proves less: {direct_http}"
+    );
+    let mut failures = Vec::new();
+    for (upstream, direct) in [
+        (Upstream::Http(&http_url), &direct_http),
+        (Upstream::Stdio(&stdio), &direct_stdio),
+    ] {
+        let label = match upstream {
+            Upstream::Http(_) => "streamable HTTP",
+            _ => "stdio",
+        };
+        let gateway = Gateway::start(&peers, label, upstream).await;
+        // Twice: the first client's answer comes from the handshake the
+        // gateway makes for it, the second's from the one it keeps.
+        for client in ["first", "second"] {
+            let via = answer_message(&gateway.url, post_json(&gateway.url, &[], initialize).await);
+            match &via == direct {
+                true => println!("[lossless] initialize over {label}, {client} client: the upstream's {} bytes", via.len()),
+                false => failures.push(format!(
+                    "initialize over {label}, {client} client:\n  direct:  {direct}\n  gateway: {via}"
+                )),
+            }
+        }
+        gateway.stop().await;
+    }
+    assert!(
+        failures.is_empty(),
+        "not the upstream's bytes:\n{}",
+        failures.join("\n")
+    );
 }
 
 // ---------------------------------------------------------------------------------------

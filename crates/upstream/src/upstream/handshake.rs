@@ -20,6 +20,8 @@ use crate::protocol;
 /// What the upstream answered the gateway's `initialize`.
 #[derive(Debug)]
 pub struct Handshake {
+    /// The whole response, as the upstream wrote it.
+    pub reply: Bytes,
     /// The `result` object, as the upstream wrote it.
     pub result: Box<RawValue>,
     /// The revision it settled on.
@@ -32,6 +34,37 @@ impl Handshake {
     /// [`protocol::negotiate`] picks for both.
     pub fn answer(&self, id: &RawValue, asked: &str) -> Bytes {
         let version = protocol::negotiate(asked, &self.version);
+        self.spliced(id, version)
+            .unwrap_or_else(|| self.rebuilt(id, version))
+    }
+
+    /// The upstream's own response with only the id (and, for a client of
+    /// an older revision, the `protocolVersion` value) changed: its key
+    /// order, spacing and every other byte kept.
+    fn spliced(&self, id: &RawValue, version: &str) -> Option<Bytes> {
+        #[derive(serde::Deserialize)]
+        struct Envelope<'a> {
+            #[serde(borrow)]
+            id: &'a RawValue,
+            #[serde(borrow)]
+            result: Versioned<'a>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Versioned<'a> {
+            #[serde(borrow, rename = "protocolVersion")]
+            version: &'a RawValue,
+        }
+        let e: Envelope<'_> = serde_json::from_slice(&self.reply).ok()?;
+        let mut parts = vec![(e.id, id.get().to_owned())];
+        if version != self.version {
+            parts.push((e.result.version, serde_json::to_string(version).ok()?));
+        }
+        jsonrpc::splice_all(&self.reply, &parts).map(Bytes::from)
+    }
+
+    /// The answer in the gateway's own envelope, for a response the
+    /// upstream wrote in a shape [`Self::spliced`] cannot keep.
+    fn rebuilt(&self, id: &RawValue, version: &str) -> Bytes {
         let result = match version == self.version {
             true => self.result.get().to_owned(),
             false => match serde_json::from_str::<Value>(self.result.get()) {
@@ -77,7 +110,11 @@ pub async fn initialize(
             None,
         )
         .await?;
-    Ok(Handshake { result, version })
+    Ok(Handshake {
+        reply,
+        result,
+        version,
+    })
 }
 
 /// Ask `server/discover` under the 2026-07-28 envelope: the result when the
@@ -179,15 +216,52 @@ fn protocol_error(session: &MessageSession, detail: String) -> Failure {
 mod tests {
     use super::*;
 
+    fn handshake(reply: &str) -> Handshake {
+        let m = jsonrpc::classify_one(reply.as_bytes()).unwrap();
+        let result = m.result.unwrap().to_owned();
+        let version = serde_json::from_str::<Value>(result.get()).unwrap()["protocolVersion"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        Handshake {
+            reply: Bytes::copy_from_slice(reply.as_bytes()),
+            result,
+            version,
+        }
+    }
+
+    #[test]
+    fn a_local_answer_keeps_the_upstreams_bytes_and_key_order() {
+        // As server-filesystem writes it: `result` first, then `jsonrpc`, `id`.
+        let h = handshake(
+            r#"{"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"fs","version":"0.6.2"}},"jsonrpc":"2.0","id":1}"#,
+        );
+        let id = RawValue::from_string(r#""client-7""#.into()).unwrap();
+        assert_eq!(
+            &h.answer(&id, "2025-06-18")[..],
+            br#"{"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"fs","version":"0.6.2"}},"jsonrpc":"2.0","id":"client-7"}"#
+        );
+        // An older client: the version changes, and nothing else.
+        assert_eq!(
+            &h.answer(&id, "2025-03-26")[..],
+            br#"{"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"fs","version":"0.6.2"}},"jsonrpc":"2.0","id":"client-7"}"#
+        );
+        // Spacing is the upstream's too.
+        let spaced = handshake(
+            "{\"jsonrpc\": \"2.0\", \"id\": 1, \"result\": {\"protocolVersion\": \"2025-06-18\", \"x\": -0}}",
+        );
+        let zero = RawValue::from_string("0".into()).unwrap();
+        assert_eq!(
+            &spaced.answer(&zero, "2025-06-18")[..],
+            "{\"jsonrpc\": \"2.0\", \"id\": 0, \"result\": {\"protocolVersion\": \"2025-06-18\", \"x\": -0}}".as_bytes()
+        );
+    }
+
     #[test]
     fn a_local_answer_speaks_the_revision_both_know() {
-        let h = Handshake {
-            result: RawValue::from_string(
-                r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}"#.into(),
-            )
-            .unwrap(),
-            version: "2025-11-25".into(),
-        };
+        let h = handshake(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#,
+        );
         let id = RawValue::from_string("7".into()).unwrap();
         let same = h.answer(&id, "2025-11-25");
         assert_eq!(
