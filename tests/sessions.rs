@@ -825,3 +825,113 @@ async fn a_stale_id_is_revived_once_however_many_requests_find_it_gone() {
         "one child for the one session opened again"
     );
 }
+
+/// 2,000 junk bearer tokens once opened 2,006 upstream sessions, each held
+/// until its idle limit: a mount holds at most `limits.max_mount_connections`
+/// sessions for callers, the least recently used idle one ended (with a
+/// DELETE upstream) for a new one, so junk tokens churn among themselves and
+/// the upstream's sessions stay within the limit.
+#[tokio::test]
+async fn held_sessions_stay_within_the_mounts_limit_the_least_recently_used_ending() {
+    use http_body_util::{BodyExt as _, Full};
+    use std::sync::{Arc, Mutex};
+    use support::upstreams::{HttpFlavor, plain, start_http};
+    let up = start_http(HttpFlavor::StatefulSse).await.unwrap();
+    // What reached the upstream: sessions opened, and ended with a DELETE.
+    let counts: Arc<Mutex<(usize, usize)>> = Arc::default();
+    let log = counts.clone();
+    let target = up.url.clone();
+    let front = support::upstreams::spawn_server(
+        CancellationToken::new(),
+        "/mcp",
+        move |req: hyper::Request<hyper::body::Incoming>| {
+            let (target, log) = (target.clone(), log.clone());
+            async move {
+                if req.method() == Method::GET {
+                    return plain(StatusCode::METHOD_NOT_ALLOWED, "no GET stream here");
+                }
+                let (parts, body) = req.into_parts();
+                let body = body.collect().await.unwrap().to_bytes();
+                if parts.method == Method::DELETE {
+                    log.lock().unwrap().1 += 1;
+                } else if String::from_utf8_lossy(&body).contains(r#""method":"initialize""#) {
+                    log.lock().unwrap().0 += 1;
+                }
+                let mut headers: Vec<(&str, String)> = Vec::new();
+                for name in [
+                    "content-type",
+                    "accept",
+                    "mcp-protocol-version",
+                    "mcp-session-id",
+                ] {
+                    if let Some(v) = parts.headers.get(name) {
+                        headers.push((name, v.to_str().unwrap().to_owned()));
+                    }
+                }
+                let headers: Vec<(&str, &str)> =
+                    headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+                let (status, h, bytes) = request_raw(parts.method, &target, &headers, body).await;
+                let mut r = hyper::Response::new(Full::new(bytes).boxed());
+                *r.status_mut() = status;
+                for name in ["content-type", "mcp-session-id"] {
+                    if let Some(v) = h.get(name) {
+                        r.headers_mut().insert(name, v.clone());
+                    }
+                }
+                r
+            }
+        },
+    )
+    .await
+    .unwrap();
+    let mut config = Config {
+        upstreams: vec![gw::http("tasks", &front.url)],
+        ..gw::test_config()
+    };
+    config.limits.max_mount_connections = 8;
+    let g = TestGateway::start_with(config).await;
+    let call = |text: &str| {
+        json!({"jsonrpc":"2.0","id":text,"method":"tools/call",
+            "params":{"name":"echo","arguments":{"text":text}}})
+        .to_string()
+    };
+    let post = |token: String, text: String| {
+        let url = g.url();
+        async move {
+            let auth = format!("Bearer {token}");
+            let headers = [
+                ("authorization", auth.as_str()),
+                ("mcp-protocol-version", "2025-11-25"),
+            ];
+            let (status, headers, body) = post_json(&url, &headers, call(&text)).await;
+            assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+            assert_eq!(
+                message(&headers, &body)["result"]["content"][0]["text"],
+                text
+            );
+        }
+    };
+    post("alice".into(), "alice's first".into()).await;
+    for i in 0..40 {
+        post(format!("junk-{i}"), format!("junk {i}")).await;
+        let (live, _, _) = g.gateway.pools[0].counts();
+        assert!(
+            live <= 8,
+            "{live} upstream sessions held after {} tokens",
+            i + 2
+        );
+    }
+    let ended = support::clients::wait_until(std::time::Duration::from_secs(10), || {
+        let (opened, deleted) = *counts.lock().unwrap();
+        (opened - deleted <= 8).then_some((opened, deleted))
+    })
+    .await;
+    let (opened, deleted) = *counts.lock().unwrap();
+    assert!(
+        ended.is_some(),
+        "{opened} upstream sessions opened, {deleted} ended with a DELETE: more than 8 left open"
+    );
+    assert_eq!(opened, 41, "one session per token");
+    // A new token still gets a session: room is made, nobody is refused.
+    post("bob".into(), "bob's".into()).await;
+}

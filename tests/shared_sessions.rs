@@ -509,3 +509,171 @@ async fn a_conversation_is_bound_to_its_callers_credentials() {
         "one child per caller of the conversation, the first caller's kept"
     );
 }
+
+/// New conversation keys once started 256 processes in under 4 s, after
+/// which every stdio mount answered 503 for `conversation_idle_secs`. One
+/// caller holds at most `limits.max_caller_connections` conversations of a
+/// mount: its new one ends its own least recently used idle one, never
+/// another caller's; when every one of its own is busy it is refused, 503
+/// with `Retry-After` and the id of the request refused.
+#[tokio::test]
+async fn a_caller_flooding_conversations_ends_only_its_own_and_is_refused_only_when_all_are_busy() {
+    let mut up = gw::stdio("fixture", STDIO_COMMAND, &["--protocol", "2025"]);
+    up.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    let mut config = Config {
+        upstreams: vec![up],
+        ..gw::test_config()
+    };
+    config.limits.max_caller_connections = 3;
+    let g = TestGateway::start_with(config).await;
+    let url = g.url();
+    let running = || g.gateway.children.running();
+    let started = || g.gateway.pools[0].counts().1;
+    let call = |talk: &str, id: u32, tool: Value| {
+        let mut m = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":tool});
+        m["params"]["_meta"] = json!({"openai/session": talk});
+        m.to_string()
+    };
+    let echo = |text: &str| json!({"name":"echo","arguments":{"text":text}});
+    let alice = [("authorization", "Bearer alice")];
+    let (status, _, _) = post_json(&url, &alice, call("v1/alice", 1, echo("hi"))).await;
+    assert_eq!(status, StatusCode::OK);
+    // A flood of new conversations from a caller with no credentials.
+    for i in 0..30 {
+        let (status, headers, body) =
+            post_json(&url, &[], call(&format!("v1/flood-{i}"), i, echo("flood"))).await;
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(
+            response(&headers, &body)["result"]["content"][0]["text"],
+            "flood"
+        );
+    }
+    let settled = support::clients::wait_until(WAIT, || (running() <= 4).then_some(())).await;
+    assert!(
+        settled.is_some(),
+        "{} processes after 30 conversations of one caller (3 its own at most, and alice's)",
+        running()
+    );
+    // Alice's conversation was not ended for the flood: no process started.
+    let before = started();
+    let (status, headers, body) = post_json(&url, &alice, call("v1/alice", 2, echo("again"))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        response(&headers, &body)["result"]["content"][0]["text"],
+        "again"
+    );
+    assert_eq!(started(), before, "alice's process was kept");
+    // Every conversation of the caller busy: the next is refused, saying so.
+    let slow = json!({"name":"slow","arguments":{"ms":3000}});
+    let mut busy = Vec::new();
+    for i in 0..3 {
+        let (url, body) = (
+            url.clone(),
+            call(&format!("v1/busy-{i}"), 100 + i, slow.clone()),
+        );
+        busy.push(tokio::spawn(
+            async move { post_json(&url, &[], body).await },
+        ));
+    }
+    let all_busy = support::clients::wait_until(WAIT, || {
+        let waiting: usize = g.gateway.pools[0].live().iter().map(|s| s.waiting()).sum();
+        (waiting >= 3).then_some(())
+    })
+    .await;
+    assert!(all_busy.is_some(), "three slow calls waiting");
+    let (status, headers, body) = post_json(&url, &[], call("v1/one-more", 77, echo("x"))).await;
+    assert_eq!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    assert_eq!(headers["retry-after"], "1");
+    let refusal: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        refusal["id"], 77,
+        "the refusal names the request: {refusal}"
+    );
+    let text = refusal["error"]["message"].as_str().unwrap();
+    assert!(text.contains("limits.max_caller_connections"), "{text}");
+    // Alice is not refused for it.
+    let (status, _, _) = post_json(&url, &alice, call("v1/alice-2", 3, echo("fine"))).await;
+    assert_eq!(status, StatusCode::OK);
+    for b in busy {
+        let (status, _, _) = b.await.unwrap();
+        assert_eq!(status, StatusCode::OK);
+    }
+}
+
+/// Tables that once grew without a count: at the process limit, every
+/// failed start of a new conversation left a place behind (150,000 keys: RSS
+/// 31 to 57 MB, kept 600 s); and client sessions of a shared connection had
+/// no limit (60,000 added 12.6 MB, kept 3,600 s). A failed start leaves
+/// nothing; past `limits.max_client_sessions` the least recently used are
+/// forgotten, and a forgotten session goes on working.
+#[tokio::test]
+async fn failed_starts_and_forgotten_client_sessions_leave_no_table_growing() {
+    let mut talk = gw::stdio("talk", STDIO_COMMAND, &["--protocol", "2025"]);
+    talk.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    let shared = gw::stdio("shared", STDIO_COMMAND, &["--protocol", "2025"]);
+    let mut config = Config {
+        upstreams: vec![talk, shared],
+        ..gw::test_config()
+    };
+    config.limits.max_stdio_children = 2;
+    config.limits.max_client_sessions = 16;
+    let g = TestGateway::start_with(config).await;
+    let talk_url = g.url_for("/talk/mcp");
+    let shared_url = g.url_for("/shared/mcp");
+    // The shared mount's connection takes one process; a busy conversation
+    // the other.
+    let first = Client::open(&shared_url, json!({})).await;
+    let slow = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow",
+        "arguments":{"ms":3000},"_meta":{"openai/session":"v1/busy"}}});
+    let busy = {
+        let url = talk_url.clone();
+        tokio::spawn(async move { post_json(&url, &[], slow.to_string()).await })
+    };
+    let waiting = support::clients::wait_until(WAIT, || {
+        (g.gateway.pools[0]
+            .live()
+            .iter()
+            .map(|s| s.waiting())
+            .sum::<usize>()
+            == 1)
+            .then_some(())
+    })
+    .await;
+    assert!(waiting.is_some(), "the slow call is waiting");
+    for i in 0..200 {
+        let m = json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"echo",
+            "arguments":{"text":"x"},"_meta":{"openai/session":format!("v1/new-{i}")}}});
+        let (status, headers, body) = post_json(&talk_url, &[], m.to_string()).await;
+        assert_eq!(
+            status,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
+        assert_eq!(headers["retry-after"], "1");
+        let refusal: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(refusal["id"], i, "{refusal}");
+    }
+    assert_eq!(
+        g.gateway.pools[0].places(),
+        1,
+        "200 failed starts left places behind"
+    );
+    assert_eq!(busy.await.unwrap().0, StatusCode::OK);
+    // 300 client sessions of the shared connection (Claude opens one per call).
+    for _ in 0..300 {
+        Client::open(&shared_url, json!({})).await;
+        let kept = g.gateway.pools[1].peers().len();
+        assert!(kept <= 16, "{kept} client sessions kept");
+    }
+    // The first, long forgotten, still works.
+    let v = first
+        .call(json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still here"}}}))
+        .await;
+    assert_eq!(v["result"]["content"][0]["text"], "still here");
+}

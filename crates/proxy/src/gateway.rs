@@ -148,6 +148,32 @@ fn credentials(
     out
 }
 
+/// How long a new stdio process waits for the place of one ended for it:
+/// past SIGTERM's grace, its group is killed.
+const CHILD_PLACE_WAIT: Duration = Duration::from_secs(3);
+
+/// Each mount's pool, holding what `limits` allows: per mount, per caller,
+/// and, for every mount together, as many upstream connections as client
+/// connections (`max_connections`: half the descriptors are theirs).
+fn pools(mounts: &[crate::config::Mount], limits: &crate::config::Limits) -> Vec<Pool> {
+    let total = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let cap = limits
+        .max_connections
+        .unwrap_or_else(crate::server::fd::default_max_connections);
+    mounts
+        .iter()
+        .map(|m| {
+            let room = crate::session::pool::Room {
+                per_mount: limits.max_mount_connections,
+                per_caller: limits.max_caller_connections,
+                total: total.clone(),
+                cap,
+            };
+            Pool::with_room(&m.name, m.sessions.pool, room, limits.max_client_sessions)
+        })
+        .collect()
+}
+
 /// Claude's widget domain for the mount at `path` behind `public_url`: the
 /// hash of its public endpoint URL, the same URL its protected-resource
 /// metadata names.
@@ -222,7 +248,7 @@ impl Gateway {
         Ok(Arc::new(Gateway {
             telemetry,
             sessions: Arc::new(Owned::new(mounts.len(), limits.max_sessions)),
-            pools: Arc::new(mounts.iter().map(|m| Pool::new(m.sessions.pool)).collect()),
+            pools: Arc::new(pools(&mounts, limits)),
             reopened: Default::default(),
             readiness: Readiness::new(mounts.len()),
             mounts: mounts
@@ -349,11 +375,12 @@ impl Gateway {
         &self,
         mount: &MountState,
         key: SlotKey,
+        owner: u64,
         headers: &http::HeaderMap,
         claimed: &crate::identity::Claimed,
     ) -> Result<Conn, Failure> {
         let pool = &self.pools[mount.index];
-        pool.connect(key, |again| async move {
+        pool.connect(key, owner, |again| async move {
             let session = match &mount.config.transport {
                 Transport::Http { url } => {
                     let pools = Arc::downgrade(&self.pools);
@@ -374,7 +401,15 @@ impl Gateway {
                     )
                 }
                 _ => {
-                    Box::pin(self.start_with(mount, Some(pool.mux.clone()), &claimed.env)).await?
+                    let start = || self.start_with(mount, Some(pool.mux.clone()), &claimed.env);
+                    match Box::pin(start()).await {
+                        Err(Failure::Upstream(crate::outcome::UpstreamError::ChildLimit { .. }))
+                            if self.end_idlest_child().await =>
+                        {
+                            Box::pin(start()).await?
+                        }
+                        other => other?,
+                    }
                 }
             };
             let handshake = match key.era {
@@ -406,6 +441,34 @@ impl Gateway {
             Ok(Conn { session, handshake })
         })
         .await
+    }
+
+    /// At `limits.max_stdio_children`: end the least recently used idle
+    /// stdio process of a caller's own, on any mount, and wait (a moment)
+    /// for its place; whether one came free.
+    async fn end_idlest_child(&self) -> bool {
+        let idlest = self
+            .pools
+            .iter()
+            .zip(&self.mounts)
+            .filter(|(_, m)| matches!(m.config.transport, Transport::Stdio(_)))
+            .filter_map(|(p, _)| Some((p.idlest()?, p)))
+            .max_by_key(|(idle, _)| *idle);
+        let Some((_, pool)) = idlest else {
+            return false;
+        };
+        if !pool.end_idlest("a new stdio process (limits.max_stdio_children)") {
+            return false;
+        }
+        // Its place is given back once its process group has ended.
+        let until = tokio::time::Instant::now() + CHILD_PLACE_WAIT;
+        while self.children.running() >= self.limits.max_stdio_children {
+            if tokio::time::Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
     }
 
     /// How long the gateway's own opening of a connection may take.

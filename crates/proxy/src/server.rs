@@ -4,7 +4,7 @@
 //! connection closed first), and the graceful shutdown that drains them.
 
 mod conn;
-mod fd;
+pub(crate) mod fd;
 mod listen;
 
 pub use fd::raise_fd_limit;

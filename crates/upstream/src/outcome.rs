@@ -209,6 +209,17 @@ pub enum Failure {
     // === the gateway's ===
     #[error("this gateway already serves {max} sessions (limits.max_sessions)")]
     Full { max: usize },
+    /// No room for another upstream connection of a mount: `who` (this
+    /// mount, or the caller on it) holds `max` and every one is busy.
+    #[error(
+        "upstream '{upstream}' has no room for another connection: {who} already holds {max}, each with a request in flight (limits.{limit}); try again shortly"
+    )]
+    Crowded {
+        upstream: String,
+        who: &'static str,
+        max: usize,
+        limit: &'static str,
+    },
     /// An answer to read whole that does not fit in the memory budget for
     /// such answers; `at_least` is how much of it was known.
     #[error(
@@ -246,6 +257,7 @@ impl Failure {
     pub fn side(&self) -> Side {
         match self {
             Failure::Full { .. }
+            | Failure::Crowded { .. }
             | Failure::BufferFull { .. }
             | Failure::Upstream(UpstreamError::ChildLimit { .. }) => Side::Gateway,
             Failure::Upstream(_) | Failure::Ended { .. } | Failure::Stream { .. } => Side::Upstream,
@@ -297,6 +309,7 @@ impl Failure {
             | Failure::OriginNotAllowed
             | Failure::TooManyInFlight { .. }
             | Failure::Full { .. }
+            | Failure::Crowded { .. }
             | Failure::BufferFull { .. }
             | Failure::Upstream(_)
             | Failure::Ended { .. }
@@ -359,26 +372,28 @@ impl Failure {
     /// The answer to an exchange that failed so. A request's upstream
     /// failure (or cancellation) is answered in-band, 200 with an error for
     /// its id, which is what a client shows its user; everything else is an
-    /// HTTP error whose body is an id-less JSON-RPC error (the 429 and the 503
-    /// of a full memory budget name the request they refused). The response
-    /// carries its [`Outcome`].
+    /// HTTP error whose body is an id-less JSON-RPC error, except refusals at
+    /// a limit (429, and the gateway's 503s): they name the request they
+    /// refused and carry `Retry-After`. The response carries its [`Outcome`].
     pub fn respond(&self, id: Option<&RawValue>) -> Response<Body> {
         let in_band =
             id.is_some() && (self.side() == Side::Upstream || matches!(self, Failure::Cancelled));
-        let mut r = match (in_band, self) {
+        // A refusal at a limit names the request it refused, and says when
+        // to try again.
+        let at_limit =
+            matches!(self, Failure::TooManyInFlight { .. }) || self.side() == Side::Gateway;
+        let mut r = match (in_band, at_limit) {
             (true, _) => reply::json(StatusCode::OK, self.body(id)),
-            (false, Failure::TooManyInFlight { .. } | Failure::BufferFull { .. }) => {
-                reply::json(self.status(), self.body(id))
-            }
-            (false, _) => reply::json(self.status(), self.body(None)),
+            (false, true) => reply::json(self.status(), self.body(id)),
+            (false, false) => reply::json(self.status(), self.body(None)),
         };
         let h = r.headers_mut();
+        if at_limit {
+            h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
         match self {
             Failure::MethodNotAllowed { allow, .. } => {
                 h.insert(header::ALLOW, HeaderValue::from_static(allow));
-            }
-            Failure::TooManyInFlight { .. } | Failure::BufferFull { .. } => {
-                h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             Failure::Refused { challenges, .. } => {
                 for c in challenges {
@@ -467,6 +482,14 @@ mod tests {
         assert_eq!(r.status(), StatusCode::BAD_GATEWAY);
         let r = Failure::Full { max: 1 }.respond(Some(&id()));
         assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "1");
+        let children = Failure::Upstream(UpstreamError::ChildLimit {
+            upstream: "a".into(),
+            max: 2,
+        });
+        let r = children.respond(Some(&id()));
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "1");
         let r = Failure::TooManyInFlight { max: 1 }.respond(Some(&id()));
         assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(r.headers()[header::RETRY_AFTER], "1");

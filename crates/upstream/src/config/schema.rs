@@ -192,6 +192,24 @@ pub struct Limits {
     /// Most stdio children running at once across every stdio upstream; a
     /// session that would start one more is refused with 503.
     pub max_stdio_children: usize,
+    /// Most upstream connections one mount holds for callers rather than
+    /// for client sessions of their own: conversations (a stdio process or
+    /// a connection each), held HTTP sessions (one per caller's
+    /// credentials) and the shared pool's places. At the limit the least
+    /// recently used idle one is ended for a new one; when every one has a
+    /// request in flight the new one is refused with 503 and `Retry-After`.
+    pub max_mount_connections: usize,
+    /// Most of those one caller holds on one mount (a caller: the subject
+    /// the gateway verified and the credentials it forwards, `Authorization`
+    /// and `forward_headers`; callers with none are one caller). At the
+    /// limit the caller's own least recently used idle one is ended for its
+    /// new one, so one caller's many never push out another's.
+    pub max_caller_connections: usize,
+    /// Most client sessions a mount's shared connections keep state for
+    /// (what each declared, its log level, messages kept for its GET
+    /// stream); beyond, the least recently used with no GET stream open are
+    /// forgotten, and go on with what their session id carries.
+    pub max_client_sessions: usize,
     /// A client connection must deliver a complete request head within this
     /// long of connecting, or of sending the head's first byte; a request
     /// body must keep arriving at a floor rate from then on.
@@ -236,6 +254,9 @@ impl Default for Limits {
             conversation_idle_secs: 600,
             max_in_flight_per_session: 64,
             max_stdio_children: 256,
+            max_mount_connections: 128,
+            max_caller_connections: 32,
+            max_client_sessions: 16 * 1024,
             header_read_timeout_secs: 10,
             idle_connection_secs: 120,
             max_connections: None,

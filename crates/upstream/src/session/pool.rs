@@ -77,7 +77,10 @@ pub struct Conn {
 /// ended.
 #[derive(Default)]
 pub struct Slot {
-    conn: tokio::sync::Mutex<Option<Conn>>,
+    /// The caller whose own connection this is (a digest of its
+    /// credentials); 0 for a place of the mount's shared pool.
+    owner: u64,
+    conn: Arc<tokio::sync::Mutex<Option<Conn>>>,
     /// The connection in use, readable without waiting for a start.
     live: Mutex<Option<Arc<MessageSession>>>,
     born: std::sync::OnceLock<Instant>,
@@ -85,6 +88,24 @@ pub struct Slot {
 }
 
 impl Slot {
+    fn owned_by(owner: u64) -> Slot {
+        Slot {
+            owner,
+            ..Slot::default()
+        }
+    }
+
+    /// Whether the place holds nothing: no connection open, none starting.
+    fn is_vacant(&self) -> bool {
+        self.live().is_none() && self.conn.try_lock().is_ok()
+    }
+
+    /// Whether the connection may be ended to make room: open, with no
+    /// request waiting, not starting.
+    fn is_idle(&self) -> bool {
+        self.live().is_some_and(|s| s.waiting() == 0) && self.conn.try_lock().is_ok()
+    }
+
     fn touch(&self) {
         let born = *self.born.get_or_init(Instant::now);
         self.last_ms
@@ -114,10 +135,36 @@ const UNKNOWN: u8 = 0;
 const YES: u8 = 1;
 const NO: u8 = 2;
 
+/// How many connections a mount's pool may hold: all told (`per_mount`),
+/// those of one caller (`per_caller`), and those of every mount together
+/// (`total`, shared by the pools of one gateway, against `cap`).
+#[derive(Clone, Debug)]
+pub struct Room {
+    pub per_mount: usize,
+    pub per_caller: usize,
+    pub total: Arc<std::sync::atomic::AtomicUsize>,
+    pub cap: usize,
+}
+
+impl Room {
+    /// No limit (tests, and pools that hold a few places).
+    pub fn unlimited() -> Room {
+        Room {
+            per_mount: usize::MAX,
+            per_caller: usize::MAX,
+            total: Arc::default(),
+            cap: usize::MAX,
+        }
+    }
+}
+
 /// A mount's connections that no client session owns.
 pub struct Pool {
     pub mux: Arc<Mux>,
     size: usize,
+    room: Room,
+    /// The upstream's name, for what is logged and refused.
+    upstream: String,
     slots: Mutex<HashMap<SlotKey, Arc<Slot>>>,
     /// The last handshake the upstream answered with each credentials, for
     /// local `initialize`s.
@@ -135,9 +182,18 @@ pub struct Pool {
 impl Pool {
     /// A pool of `size` places per era and credentials.
     pub fn new(size: usize) -> Self {
+        Pool::with_room("upstream", size, Room::unlimited(), usize::MAX)
+    }
+
+    /// A pool of `size` places per era and credentials for `upstream`,
+    /// holding what `room` allows, keeping state for at most `clients`
+    /// client sessions.
+    pub fn with_room(upstream: &str, size: usize, room: Room, clients: usize) -> Self {
         Pool {
-            mux: Mux::new(Arc::new(Peers::default())),
+            mux: Mux::new(Arc::new(Peers::with_max(clients))),
             size: size.max(1),
+            room,
+            upstream: upstream.to_owned(),
             slots: Mutex::default(),
             init: Mutex::default(),
             envelope: AtomicU8::new(UNKNOWN),
@@ -150,6 +206,80 @@ impl Pool {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SlotKey, Arc<Slot>>> {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Change the places, keeping the count of every pool's places true.
+    fn change<R>(&self, f: impl FnOnce(&mut HashMap<SlotKey, Arc<Slot>>) -> R) -> R {
+        let mut slots = self.lock();
+        let before = slots.len();
+        let r = f(&mut slots);
+        let after = slots.len();
+        if after > before {
+            self.room.total.fetch_add(after - before, Ordering::Relaxed);
+        } else {
+            self.room.total.fetch_sub(before - after, Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// Make room for one more place of `owner`'s, in `slots`: forget the
+    /// vacant places, then, where a limit is reached, end the least
+    /// recently used idle connection that counts against it (the caller's
+    /// own first, so that one caller's many never push out another's);
+    /// refused when every one that counts is busy. The ended connections
+    /// are given back to be closed outside the lock.
+    fn make_room(
+        &self,
+        slots: &mut HashMap<SlotKey, Arc<Slot>>,
+        owner: u64,
+        evicted: &mut Vec<Arc<Slot>>,
+    ) -> Result<(), Failure> {
+        slots.retain(|_, s| !s.is_vacant());
+        // The mount's shared places are nobody's: never ended for room.
+        let mine = |s: &Slot| owner != 0 && s.owner == owner;
+        let limits = [
+            (
+                owner != 0 && slots.values().filter(|s| mine(s)).count() >= self.room.per_caller,
+                "the caller",
+                self.room.per_caller,
+                "max_caller_connections",
+                true,
+            ),
+            (
+                slots.len() >= self.room.per_mount,
+                "the mount",
+                self.room.per_mount,
+                "max_mount_connections",
+                false,
+            ),
+            (
+                self.room.total.load(Ordering::Relaxed) >= self.room.cap,
+                "the gateway",
+                self.room.cap,
+                "max_connections",
+                false,
+            ),
+        ];
+        for (full, who, max, limit, own) in limits {
+            if !full {
+                continue;
+            }
+            let victim = slots
+                .iter()
+                .filter(|(_, s)| s.owner != 0 && (!own || mine(s)) && s.is_idle())
+                .max_by_key(|(_, s)| s.idle())
+                .map(|(k, _)| *k);
+            let Some(key) = victim else {
+                return Err(Failure::Crowded {
+                    upstream: self.upstream.clone(),
+                    who,
+                    max,
+                    limit,
+                });
+            };
+            evicted.extend(slots.remove(&key));
+        }
+        Ok(())
     }
 
     pub fn peers(&self) -> &Arc<Peers> {
@@ -245,21 +375,47 @@ impl Pool {
         }
     }
 
-    /// The connection of `key`, started by `start` when there is none or it
-    /// ended. `start` gets whether this is a restart.
-    pub async fn connect<F, Fut>(&self, key: SlotKey, start: F) -> Result<Conn, Failure>
+    /// The connection of `key`, `owner`'s own (0: a shared place), started
+    /// by `start` when there is none or it ended; a new place is made room
+    /// for ([`Self::make_room`]). `start` gets whether this is a restart.
+    pub async fn connect<F, Fut>(&self, key: SlotKey, owner: u64, start: F) -> Result<Conn, Failure>
     where
         F: FnOnce(bool) -> Fut,
         Fut: Future<Output = Result<Conn, Failure>>,
     {
-        let slot = self.lock().entry(key).or_default().clone();
-        slot.touch();
-        let mut conn = slot.conn.lock().await;
-        if let Some(c) = conn.as_ref().filter(|c| !c.session.is_closed()) {
-            return Ok(c.clone());
-        }
+        let mut attempts = 0;
+        let (slot, mut conn) = loop {
+            let slot = self.place(key, owner)?;
+            slot.touch();
+            let conn = slot.conn.clone().lock_owned().await;
+            if let Some(c) = conn.as_ref().filter(|c| !c.session.is_closed()) {
+                return Ok(c.clone());
+            }
+            // A place ended for room (or forgotten as vacant) while this
+            // waited for it: a connection started there would be counted
+            // and reaped by nobody, so the place is made again.
+            let kept = self.lock().get(&key).is_some_and(|s| Arc::ptr_eq(s, &slot));
+            attempts += 1;
+            if kept || attempts >= 3 {
+                break (slot, conn);
+            }
+        };
         let again = conn.is_some();
-        let c = start(again).await?;
+        let c = match start(again).await {
+            Ok(c) => c,
+            Err(e) => {
+                // A place that never held a connection is not kept for it.
+                if !again {
+                    drop(conn);
+                    self.change(|slots| {
+                        if slots.get(&key).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+                            slots.remove(&key);
+                        }
+                    });
+                }
+                return Err(e);
+            }
+        };
         self.started.fetch_add(1, Ordering::Relaxed);
         if again {
             self.revived.fetch_add(1, Ordering::Relaxed);
@@ -271,6 +427,67 @@ impl Pool {
         *slot.live.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.session.clone());
         *conn = Some(c.clone());
         Ok(c)
+    }
+
+    /// The place of `key`, made (with room made for it) when there is none.
+    fn place(&self, key: SlotKey, owner: u64) -> Result<Arc<Slot>, Failure> {
+        let mut evicted = Vec::new();
+        let slot = self.change(|slots| match slots.get(&key) {
+            Some(s) => Ok(s.clone()),
+            None => {
+                self.make_room(slots, owner, &mut evicted)?;
+                let s = Arc::new(Slot::owned_by(owner));
+                s.touch();
+                slots.insert(key, s.clone());
+                Ok(s)
+            }
+        });
+        for s in &evicted {
+            if let Some(session) = s.live() {
+                tracing::info!(upstream = %self.upstream, idle_secs = s.idle().as_secs(), "an idle connection ended to make room for another");
+                session.end(
+                    EndedBy::Gateway,
+                    "ended to make room for another connection (limits.max_mount_connections, max_caller_connections)",
+                );
+            }
+        }
+        slot
+    }
+
+    /// How long the least recently used idle connection of a caller's own
+    /// has been unused, if there is one: the first to end when the gateway
+    /// runs out of something every mount shares (stdio children).
+    pub fn idlest(&self) -> Option<Duration> {
+        self.lock()
+            .values()
+            .filter(|s| s.owner != 0 && s.is_idle())
+            .map(|s| s.idle())
+            .max()
+    }
+
+    /// End the least recently used idle connection of a caller's own, to
+    /// make room for `why`; whether there was one.
+    pub fn end_idlest(&self, why: &str) -> bool {
+        let slot = self.change(|slots| {
+            let key = slots
+                .iter()
+                .filter(|(_, s)| s.owner != 0 && s.is_idle())
+                .max_by_key(|(_, s)| s.idle())
+                .map(|(k, _)| *k)?;
+            slots.remove(&key)
+        });
+        let Some(session) = slot.as_ref().and_then(|s| s.live()) else {
+            return false;
+        };
+        tracing::info!(upstream = %self.upstream, "an idle connection ended to make room for {why}");
+        session.end(EndedBy::Gateway, format!("ended to make room for {why}"));
+        true
+    }
+
+    /// The places kept: connections open or starting, and ended ones whose
+    /// place is not yet forgotten.
+    pub fn places(&self) -> usize {
+        self.lock().len()
     }
 
     /// Whether a connection of `era` with `creds` is open (the upstream is
@@ -290,7 +507,7 @@ impl Pool {
     /// End and forget the connection of `key` (a request's own connection,
     /// once answered).
     pub fn end(&self, key: &SlotKey, reason: &str) {
-        let slot = self.lock().remove(key);
+        let slot = self.change(|slots| slots.remove(key));
         if let Some(s) = slot.and_then(|s| s.live()) {
             s.end(EndedBy::Gateway, reason);
         }
@@ -299,15 +516,14 @@ impl Pool {
     /// End the connections of client session `client`'s own (its client
     /// ended it).
     pub fn end_client(&self, client: u64, reason: &str) {
-        let own: Vec<Arc<Slot>> = {
-            let mut slots = self.lock();
+        let own: Vec<Arc<Slot>> = self.change(|slots| {
             let keys: Vec<SlotKey> = slots
                 .keys()
                 .filter(|k| k.lane == Lane::Client(client))
                 .copied()
                 .collect();
             keys.iter().filter_map(|k| slots.remove(k)).collect()
-        };
+        });
         for s in own.iter().filter_map(|s| s.live()) {
             s.end(EndedBy::Gateway, reason);
         }
@@ -332,8 +548,7 @@ impl Pool {
     /// `session`; conversations and the others: `conversation`), and forget
     /// the client sessions idle beyond `session` with no stream open.
     pub(crate) fn reap(&self, session: Duration, conversation: Duration) {
-        let idle: Vec<(SlotKey, Arc<Slot>)> = {
-            let mut slots = self.lock();
+        let idle: Vec<(SlotKey, Arc<Slot>)> = self.change(|slots| {
             let mut gone = Vec::new();
             slots.retain(|key, slot| {
                 let limit = key.lane.idle_limit(session, conversation);
@@ -345,7 +560,7 @@ impl Pool {
                 keep
             });
             gone
-        };
+        });
         for (key, slot) in idle {
             if let Some(s) = slot.live() {
                 let limit = key.lane.idle_limit(session, conversation);
@@ -355,9 +570,14 @@ impl Pool {
                 );
             }
         }
-        for peer in self.mux.peers.reap(session) {
+        let forgotten = self.mux.peers.reap(session);
+        let forgotten = forgotten
+            .iter()
+            .map(|p| p.key())
+            .chain(self.mux.peers.take_evicted());
+        for key in forgotten {
             for s in self.live() {
-                s.forget_peer(peer.key());
+                s.forget_peer(key);
             }
         }
         self.mux.purge();
@@ -365,7 +585,7 @@ impl Pool {
 
     /// End every connection (shutdown).
     pub fn close_all(&self, reason: &str) {
-        let slots: Vec<Arc<Slot>> = self.lock().drain().map(|(_, s)| s).collect();
+        let slots: Vec<Arc<Slot>> = self.change(|slots| slots.drain().map(|(_, s)| s).collect());
         for s in slots.iter().filter_map(|s| s.live()) {
             s.end(EndedBy::Gateway, reason);
         }
@@ -407,19 +627,19 @@ mod tests {
     async fn a_slot_starts_once_and_again_when_its_connection_ended() {
         let pool = Pool::new(1);
         let key = pool.pick(Era::Handshake, 0, Caps::default());
-        let a = pool.connect(key, |again| async move {
+        let a = pool.connect(key, 0, |again| async move {
             assert!(!again);
             Ok(conn("a"))
         });
         let a = a.await.unwrap();
         let same = pool
-            .connect(key, |_| async { panic!("started twice") })
+            .connect(key, 0, |_| async { panic!("started twice") })
             .await
             .unwrap();
         assert!(Arc::ptr_eq(&a.session, &same.session));
         a.session.close("exited");
         let b = pool
-            .connect(key, |again| async move {
+            .connect(key, 0, |again| async move {
                 assert!(again);
                 Ok(conn("b"))
             })
@@ -435,7 +655,7 @@ mod tests {
         let none = Caps::default();
         let first = pool.pick(Era::Handshake, 0, none);
         let c = pool
-            .connect(first, |_| async { Ok(conn("a")) })
+            .connect(first, 0, |_| async { Ok(conn("a")) })
             .await
             .unwrap();
         // Idle: the started place is taken.
@@ -466,17 +686,158 @@ mod tests {
             ..shared
         };
         let s = pool
-            .connect(shared, |_| async { Ok(conn("s")) })
+            .connect(shared, 0, |_| async { Ok(conn("s")) })
             .await
             .unwrap();
         let t = pool
-            .connect(talk, |_| async { Ok(conn("t")) })
+            .connect(talk, 0, |_| async { Ok(conn("t")) })
             .await
             .unwrap();
         tokio::time::advance(Duration::from_secs(120)).await;
         pool.reap(Duration::from_secs(3600), Duration::from_secs(60));
         assert!(t.session.is_closed(), "a quiet conversation ends");
         assert!(!s.session.is_closed(), "the pool stays");
+    }
+
+    fn room(per_mount: usize, per_caller: usize) -> Room {
+        Room {
+            per_mount,
+            per_caller,
+            ..Room::unlimited()
+        }
+    }
+
+    fn talk(n: u64) -> SlotKey {
+        SlotKey {
+            era: Era::Handshake,
+            creds: 0,
+            caps: Caps::default(),
+            lane: Lane::Conversation(n),
+        }
+    }
+
+    async fn open(pool: &Pool, n: u64, owner: u64) -> Result<Conn, Failure> {
+        pool.connect(
+            talk(n),
+            owner,
+            |_| async move { Ok(conn(&format!("c{n}"))) },
+        )
+        .await
+    }
+
+    async fn busy(c: &Conn) -> impl Sized + use<> {
+        c.session
+            .request(
+                br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#,
+                &RawValueOf::one(),
+                None,
+            )
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_at_its_limit_ends_its_own_least_recently_used_connection() {
+        let pool = Pool::with_room("u", 1, room(10, 2), usize::MAX);
+        let other = open(&pool, 100, 7).await.unwrap();
+        let first = open(&pool, 1, 3).await.unwrap();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let second = open(&pool, 2, 3).await.unwrap();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let third = open(&pool, 3, 3).await.unwrap();
+        assert!(
+            first.session.is_closed(),
+            "the caller's least recently used ends"
+        );
+        assert!(!second.session.is_closed() && !third.session.is_closed());
+        assert!(
+            !other.session.is_closed(),
+            "another caller's is never ended for it"
+        );
+        // Busy connections are not ended: the caller is refused, with why.
+        let _a = busy(&second).await;
+        let _b = busy(&third).await;
+        let refused = open(&pool, 4, 3).await.err().expect("refused");
+        assert!(matches!(
+            refused,
+            Failure::Crowded {
+                who: "the caller",
+                max: 2,
+                ..
+            }
+        ));
+        assert!(
+            refused
+                .to_string()
+                .contains("limits.max_caller_connections"),
+            "{refused}"
+        );
+        assert_eq!(refused.status(), http::StatusCode::SERVICE_UNAVAILABLE);
+        // Another caller still has room.
+        assert!(open(&pool, 5, 8).await.is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_mount_ends_its_least_recently_used_idle_connection_or_refuses() {
+        let pool = Pool::with_room("u", 1, room(2, 2), usize::MAX);
+        let a = open(&pool, 1, 1).await.unwrap();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let b = open(&pool, 2, 2).await.unwrap();
+        let _b = busy(&b).await;
+        let c = open(&pool, 3, 3).await.unwrap();
+        assert!(a.session.is_closed(), "the idle one ends");
+        let _c = busy(&c).await;
+        let refused = open(&pool, 4, 4).await.err().expect("refused");
+        assert!(matches!(
+            refused,
+            Failure::Crowded {
+                who: "the mount",
+                ..
+            }
+        ));
+        // Every pool of a gateway counts against one cap.
+        let total = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let capped = |name| {
+            Pool::with_room(
+                name,
+                1,
+                Room {
+                    total: total.clone(),
+                    cap: 2,
+                    ..Room::unlimited()
+                },
+                usize::MAX,
+            )
+        };
+        let (p, q) = (capped("p"), capped("q"));
+        let x = open(&p, 1, 1).await.unwrap();
+        let _x = busy(&x).await;
+        let y = open(&q, 1, 1).await.unwrap();
+        let _y = busy(&y).await;
+        let refused = open(&q, 2, 2).await.err().expect("refused");
+        assert!(matches!(
+            refused,
+            Failure::Crowded {
+                who: "the gateway",
+                ..
+            }
+        ));
+        drop(_x);
+        p.end(&talk(1), "done");
+        assert!(open(&q, 2, 2).await.is_ok(), "room again once one is gone");
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_failed_to_start_leaves_no_place_behind() {
+        let pool = Pool::new(1);
+        for n in 0..100 {
+            let failed = pool
+                .connect(talk(n), 5, |_| async { Err(Failure::Full { max: 1 }) })
+                .await;
+            assert!(failed.is_err());
+        }
+        assert_eq!(pool.lock().len(), 0);
+        assert_eq!(pool.room.total.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -206,5 +206,14 @@ pub(super) async fn connect(cx: &Ctx<'_>, key: SlotKey) -> Result<Conn, Failure>
         Lane::Conversation(_) | Lane::Client(_) | Lane::Single(_)
     );
     let claimed = crate::identity::Claimed::of(cx.mount.config.auth.as_ref(), &cx.access, own);
-    cx.gw.connect(cx.mount, key, cx.headers, &claimed).await
+    // Whose connection it is, for the limits on what one caller holds: a
+    // caller's own, or a place of the pool (an HTTP upstream's is held with
+    // the caller's credentials: it is theirs; the others are everyone's).
+    let owner = match own {
+        true => caller(cx),
+        false => key.creds,
+    };
+    cx.gw
+        .connect(cx.mount, key, owner, cx.headers, &claimed)
+        .await
 }

@@ -175,13 +175,68 @@ impl Peer {
     }
 }
 
-/// A mount's client sessions on shared connections, by number.
-#[derive(Default)]
+/// A mount's client sessions on shared connections, by number: at most
+/// `max`, beyond which the least recently used with no GET stream open are
+/// forgotten (a forgotten session goes on: its id carries what it declared;
+/// what it asked since, its log level, is back to the default).
 pub struct Peers {
     map: Mutex<HashMap<u64, Arc<Peer>, foldhash::fast::RandomState>>,
+    max: usize,
+    /// Sessions forgotten to make room, for the connections to forget too.
+    evicted: Mutex<Vec<u64>>,
+}
+
+impl Default for Peers {
+    fn default() -> Self {
+        Peers::with_max(usize::MAX)
+    }
 }
 
 impl Peers {
+    /// At most `max` client sessions (at least 16).
+    pub fn with_max(max: usize) -> Peers {
+        Peers {
+            map: Mutex::default(),
+            max: max.max(16),
+            evicted: Mutex::default(),
+        }
+    }
+
+    /// The client sessions forgotten to make room since last asked.
+    pub(crate) fn take_evicted(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.evicted.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Forget the least recently used sixteenth of the sessions with no GET
+    /// stream open (a few at a time, so a full table costs one scan per
+    /// many new sessions).
+    fn make_room(&self, map: &mut HashMap<u64, Arc<Peer>, foldhash::fast::RandomState>) {
+        let mut quiet: Vec<(Duration, u64)> = map
+            .values()
+            .filter(|p| !p.has_stream())
+            .map(|p| (p.idle(), p.key))
+            .collect();
+        let n = (self.max / 16).clamp(1, quiet.len().max(1));
+        if quiet.len() > n {
+            quiet.select_nth_unstable_by(n, |a, b| b.0.cmp(&a.0));
+            quiet.truncate(n);
+        }
+        let mut evicted = self.evicted.lock().unwrap_or_else(|e| e.into_inner());
+        for (_, key) in quiet {
+            if let Some(p) = map.remove(&key) {
+                p.close();
+                evicted.push(key);
+            }
+        }
+        if !evicted.is_empty() {
+            tracing::debug!(
+                forgotten = evicted.len(),
+                max = self.max,
+                "client sessions forgotten to make room (limits.max_client_sessions)"
+            );
+        }
+    }
+
     fn lock(
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Peer>, foldhash::fast::RandomState>> {
@@ -192,11 +247,15 @@ impl Peers {
     /// not seen it (a new session, or one whose id outlived the process
     /// that issued it).
     pub fn get_or_insert(&self, key: u64, caps: Caps) -> Arc<Peer> {
-        let peer = self
-            .lock()
+        let mut map = self.lock();
+        if map.len() >= self.max && !map.contains_key(&key) {
+            self.make_room(&mut map);
+        }
+        let peer = map
             .entry(key)
             .or_insert_with(|| Peer::new(key, caps))
             .clone();
+        drop(map);
         peer.touch();
         peer
     }
@@ -272,6 +331,34 @@ mod tests {
         assert!(!p.wants_log(level_rank("warning").unwrap()));
         assert!(p.wants_log(level_rank("alert").unwrap()));
         assert_eq!(level_rank("loud"), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn past_its_limit_the_least_recently_used_without_a_stream_are_forgotten() {
+        let peers = Peers::with_max(32);
+        let streaming = peers.get_or_insert(1, Caps::default());
+        let _stream = streaming.attach_stream();
+        for key in 2..=32 {
+            peers.get_or_insert(key, Caps::default());
+            tokio::time::advance(Duration::from_millis(10)).await;
+        }
+        // Session 2 is the least recently used but one; 3 is touched again.
+        peers.get_or_insert(3, Caps::default());
+        for key in 100..1_100 {
+            peers.get_or_insert(key, Caps::default());
+            assert!(peers.len() <= 32, "{} sessions kept", peers.len());
+        }
+        assert!(
+            peers.get(1).is_some(),
+            "a session with its stream open stays"
+        );
+        assert!(
+            peers.get(2).is_none(),
+            "the least recently used is forgotten"
+        );
+        let evicted = peers.take_evicted();
+        assert!(evicted.contains(&2) && !evicted.contains(&1));
+        assert!(peers.take_evicted().is_empty(), "each told once");
     }
 
     #[tokio::test(start_paused = true)]
