@@ -679,6 +679,55 @@ async fn a_confidential_client_authenticates_as_it_registered() {
     w.gw.shutdown().await;
 }
 
+/// A registered client is sealed into its id, so nothing is stored per registration; one
+/// unused (no authorization or token request) for `registration.unused_client_secs` is
+/// forgotten all the same: its id is refused as unknown, and its host registers again. A
+/// client in use is kept, past its registration's age.
+#[tokio::test]
+async fn a_registered_client_unused_for_its_window_is_forgotten() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let w = world(&peers, |a| a.registration.unused_client_secs = 6).await;
+    let t0 = std::time::Instant::now();
+    let (used, unused) = (public_client(&w).await, public_client(&w).await);
+    let consent = |client: String| {
+        let url = authorize_url(&w, &client, &[]);
+        async move {
+            let (status, _, page, _) = Browser::new().request(Method::GET, &url, None).await;
+            (status, String::from_utf8_lossy(&page).into_owned())
+        }
+    };
+    tokio::time::sleep(Duration::from_millis(3_500).saturating_sub(t0.elapsed())).await;
+    let (status, page) = consent(used.clone()).await;
+    assert_eq!(status, StatusCode::OK, "used within its window: {page}");
+    tokio::time::sleep(Duration::from_millis(7_500).saturating_sub(t0.elapsed())).await;
+    let (status, page) = consent(used.clone()).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "used 4 s ago, registered 7.5 s ago: kept: {page}"
+    );
+    refused_page(&w, &unused, "went unused for more than 6 s").await;
+    // At the token endpoint too: 401 invalid_client.
+    let pairs = [
+        ("grant_type", "authorization_code"),
+        ("code", "whatever"),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", VERIFIER),
+        ("client_id", unused.as_str()),
+    ];
+    let (status, _, body) = form(&w.url("/oauth/token"), &pairs, None).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("invalid_client")),
+        "{body}"
+    );
+    // And it stays forgotten: refusing it recorded no use.
+    refused_page(&w, &unused, "register again").await;
+    w.gw.shutdown().await;
+}
+
 /// An HTTPS server at 127.0.0.1 for clients' metadata documents, its certificate (for the
 /// address) from a test authority whose PEM is in `ca_file`.
 struct DocumentHost {

@@ -22,6 +22,15 @@ pub(super) fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// `secs` as a person says it: "90 days", "12 hours", "5 s".
+pub(super) fn span(secs: u64) -> String {
+    match secs {
+        s if s >= 86_400 && s % 86_400 == 0 => format!("{} days", s / 86_400),
+        s if s >= 3_600 && s % 3_600 == 0 => format!("{} hours", s / 3_600),
+        s => format!("{s} s"),
+    }
+}
+
 /// Random bytes as base64url text: ids, states, nonces, verifiers.
 pub(super) fn random_text(bytes: usize) -> String {
     use base64::Engine as _;

@@ -32,6 +32,8 @@ pub(super) struct Clients {
 pub(super) struct Known {
     pub client: Arc<Client>,
     pub secret: Option<String>,
+    /// When a registered client was registered (none for a document's).
+    pub issued_at: Option<u64>,
 }
 
 impl Clients {
@@ -67,6 +69,7 @@ impl Clients {
             return Ok(Known {
                 client,
                 secret: None,
+                issued_at: None,
             });
         }
         let registered: Registered = sealed::open(key, Purpose::Client, client_id)
@@ -74,6 +77,7 @@ impl Clients {
         Ok(Known {
             client: Arc::new(registered.client),
             secret: registered.secret,
+            issued_at: Some(registered.issued_at),
         })
     }
 

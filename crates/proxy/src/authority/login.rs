@@ -34,7 +34,7 @@ pub(super) async fn authorize(
         Ok(id) => id,
         Err(r) => return refused(a, r),
     };
-    let known = match a.clients.find(&a.key, client_id).await {
+    let known = match a.client(client_id).await {
         Ok(k) => k,
         Err(e) => return refused(a, Refusal::Shown(e)),
     };

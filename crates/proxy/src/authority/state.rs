@@ -13,6 +13,7 @@ use crate::config::AuthorizationServer;
 use crate::reply::Body;
 use crate::session::SessionKey;
 use mcp_ui_identity::JwkSet;
+use mcp_ui_identity::authority::OAuthError;
 use mcp_ui_identity::authority::signing::{Signer, key_set};
 
 /// The gateway's authorization server.
@@ -77,7 +78,7 @@ impl Authority {
         let clients = clients::Clients::new(&config.documents).map_err(|e| vec![e])?;
         let store = match &config.store {
             Some(url) => Store::redis(url).map_err(|e| vec![e])?,
-            None => Store::memory(),
+            None => Store::memory(super::basics::now()),
         };
         if !problems.is_empty() {
             return Err(problems);
@@ -95,6 +96,39 @@ impl Authority {
             endpoints,
             config,
         })
+    }
+
+    /// The client `client_id` names, or `invalid_client` saying why not: one
+    /// it registered and that has gone unused for
+    /// `registration.unused_client_secs` is forgotten. Its use now is
+    /// recorded (with the store out of reach, it is not refused for that).
+    pub(super) async fn client(&self, client_id: &str) -> Result<clients::Known, OAuthError> {
+        let known = self.clients.find(&self.key, client_id).await?;
+        let window = self.config.registration.unused_client_secs;
+        let Some(issued_at) = known.issued_at.filter(|_| window > 0) else {
+            return Ok(known);
+        };
+        let id = super::sealed::digest(client_id);
+        match self
+            .store
+            .client_in_use(&id, issued_at, window, super::basics::now())
+            .await
+        {
+            Ok(true) => Ok(known),
+            Ok(false) => Err(OAuthError::new(
+                "invalid_client",
+                format!(
+                    "the client is not registered here: it went unused for more than {} (registration.unused_client_secs); register again",
+                    super::basics::span(window)
+                ),
+            )),
+            Err(super::store::Unavailable(why)) => {
+                tracing::warn!(
+                    "when the client was last used is not known ({why}); it is taken as in use"
+                );
+                Ok(known)
+            }
+        }
     }
 
     /// The issuer: the gateway's `public_url`.

@@ -12,6 +12,11 @@
 //! - `redis://…`: a Redis server every replica shares (`SET … NX EXAT`, one
 //!   round trip a redemption). A redemption it cannot record (Redis down) is
 //!   refused, never allowed twice: sign-ins stop while it is unreachable.
+//!
+//! Both also keep when each registered client was last used, so that one
+//! unused for `registration.unused_client_secs` is forgotten. The memory
+//! store knows nothing from before its start: a client it has not seen is
+//! given a full period from then, so a restart never forgets a client in use.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -34,11 +39,53 @@ pub struct Unavailable(pub String);
 const PREFIX: &str = "mcp-ui-gateway:oauth:";
 
 impl Store {
-    pub(super) fn memory() -> Store {
+    pub(super) fn memory(now: u64) -> Store {
         Store::Memory(Memory {
             used: Mutex::new(HashMap::new()),
             revoked: Mutex::new(HashMap::new()),
+            clients: Mutex::new(HashMap::new()),
+            started: now,
         })
+    }
+
+    /// Whether the registered client `client` (a digest of its id), issued
+    /// at `issued_at`, has been used within the last `window` seconds (or
+    /// was issued within them); if so, its use now is recorded for another
+    /// `window`. A client found unused is not recorded: it stays forgotten.
+    pub(super) async fn client_in_use(
+        &self,
+        client: &str,
+        issued_at: u64,
+        window: u64,
+        now: u64,
+    ) -> Result<bool, Unavailable> {
+        let recent = |t: u64| t.saturating_add(window) > now;
+        match self {
+            Store::Memory(m) => {
+                let mut map = m.clients.lock().unwrap_or_else(|e| e.into_inner());
+                let seen = map.get(client).is_some_and(|until| *until > now);
+                if !(seen || recent(issued_at) || recent(m.started)) {
+                    return Ok(false);
+                }
+                if map.len() >= MAX_ENTRIES {
+                    map.retain(|_, u| *u > now);
+                }
+                if map.len() < MAX_ENTRIES {
+                    map.insert(client.to_owned(), now + window);
+                }
+                Ok(true)
+            }
+            Store::Redis(r) => {
+                let key = format!("{PREFIX}client:{client}");
+                if !recent(issued_at) && !r.exists(&key).await? {
+                    return Ok(false);
+                }
+                let mut cmd = redis::cmd("SET");
+                cmd.arg(&key).arg(1).arg("EXAT").arg(now + window.max(1));
+                let _: Option<String> = r.run(cmd).await?;
+                Ok(true)
+            }
+        }
     }
 
     /// A Redis store at `url` (`redis://`, `rediss://`, `unix://`); it is
@@ -101,6 +148,10 @@ impl Store {
 pub struct Memory {
     used: Mutex<HashMap<String, u64>>,
     revoked: Mutex<HashMap<String, u64>>,
+    /// Registered clients, until when each counts as in use.
+    clients: Mutex<HashMap<String, u64>>,
+    /// When this process started keeping them.
+    started: u64,
 }
 
 /// A Redis server the replicas share.
@@ -196,12 +247,29 @@ mod tests {
 
     #[tokio::test]
     async fn an_id_is_used_once_until_it_expires() {
-        let s = Store::memory();
+        let s = Store::memory(0);
         assert!(s.first_use("c1", 100, 10).await.unwrap());
         assert!(!s.first_use("c1", 100, 20).await.unwrap());
         assert!(s.first_use("c1", 200, 100).await.unwrap());
         s.revoke("f1", 50, 10).await.unwrap();
         assert!(s.is_revoked("f1", 40).await.unwrap());
         assert!(!s.is_revoked("f1", 50).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_client_unused_for_its_window_is_forgotten_and_one_in_use_is_kept() {
+        // Started at 1,000; clients count as in use for 100 s after a use.
+        let s = Store::memory(1_000);
+        // Issued before the start: given a full window from the start.
+        assert!(s.client_in_use("old", 10, 100, 1_050).await.unwrap());
+        // Used at 1,050: in use until 1,150, and again when used.
+        assert!(s.client_in_use("old", 10, 100, 1_140).await.unwrap());
+        assert!(s.client_in_use("old", 10, 100, 1_230).await.unwrap());
+        // Never used since the start, past the window: forgotten, and stays so.
+        assert!(!s.client_in_use("idle", 10, 100, 1_101).await.unwrap());
+        assert!(!s.client_in_use("idle", 10, 100, 1_102).await.unwrap());
+        // Issued recently: in use; unused past its window: forgotten.
+        assert!(s.client_in_use("new", 1_200, 100, 1_210).await.unwrap());
+        assert!(!s.client_in_use("new", 1_200, 100, 1_311).await.unwrap());
     }
 }

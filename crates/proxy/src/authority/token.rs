@@ -80,8 +80,7 @@ async fn authenticated(
     let presented =
         rules::presented(authorization, &form).map_err(|e| Box::new(unauthorized(&e, basic)))?;
     let known = a
-        .clients
-        .find(&a.key, &presented.client_id)
+        .client(&presented.client_id)
         .await
         .map_err(|e| Box::new(unauthorized(&e, basic)))?;
     rules::authenticate(&presented, &known.client, known.secret.as_deref())

@@ -117,6 +117,10 @@ pub struct RegistrationConfig {
     pub max_redirect_uris: usize,
     /// The largest registration request.
     pub max_bytes: usize,
+    /// A registered client not used (an authorization or a token request)
+    /// for this long is forgotten: its `client_id` is refused as unknown and
+    /// its host registers again. 0: never. Default 90 days.
+    pub unused_client_secs: u64,
 }
 
 impl Default for RegistrationConfig {
@@ -126,6 +130,7 @@ impl Default for RegistrationConfig {
             per_minute: 10,
             max_redirect_uris: 10,
             max_bytes: 16 * 1024,
+            unused_client_secs: 90 * 24 * 3600,
         }
     }
 }
