@@ -29,7 +29,8 @@ use mcp_ui_gateway::config::{
     AuthConfig, AuthorizationServerConfig, Config, ProviderConfig, UpstreamConfig,
 };
 use serde_json::{Value, json};
-use support::browser_agent::{Browser, encode_form, hidden_field, query_of};
+use support::browser_agent::{Browser, Page, encode_form, hidden_field, query_of};
+use support::clients::resolve_url;
 use support::clients::{post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
 use support::idp::Idp;
@@ -676,6 +677,98 @@ async fn a_confidential_client_authenticates_as_it_registered() {
     let (status, _, body) = form(&w.url("/oauth/token"), &pairs, Some((id, secret))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     tokio::time::sleep(Duration::from_millis(1)).await;
+    w.gw.shutdown().await;
+}
+
+/// Log in on the provider's login page `page` as `login`, and follow to the client's
+/// redirect URI (or the page shown instead).
+async fn log_in_at_the_provider(browser: &mut Browser, page: Page, login: &str) -> Page {
+    let html = String::from_utf8_lossy(&page.2).into_owned();
+    let action = html
+        .split("action=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("not the provider's login form at {}: {html}", page.3));
+    let url = resolve_url(&page.3, action).unwrap();
+    let form = encode_form(&[("login", login), ("password", "correct horse")]);
+    browser.submit(&url, &form, REDIRECT).await
+}
+
+/// A consent is remembered per user: in a browser where one user allowed a client, another
+/// user signing in for the same client is asked, not given a code on the first one's word.
+#[tokio::test]
+async fn a_consent_remembered_for_one_user_is_asked_again_of_another() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let setup_ = Setup {
+        login_form: true,
+        ..Setup::default()
+    };
+    let w = world_set_up(&peers, |_| {}, vec![fixture()], setup_).await;
+    let client_id = public_client(&w).await;
+    let url = authorize_url(&w, &client_id, &[]);
+    let mut browser = Browser::new();
+    // Ada allows the client, remembered, and signs in.
+    let (status, _, body, at) = browser.navigate(&url, REDIRECT).await;
+    assert_eq!(status, StatusCode::OK, "{at}");
+    let ticket = hidden_field(&body, "ticket").expect("the consent page's form");
+    let form = encode_form(&[
+        ("ticket", &ticket),
+        ("decision", "allow"),
+        ("remember", "1"),
+    ]);
+    let login = browser
+        .submit(&w.url("/oauth/authorize"), &form, REDIRECT)
+        .await;
+    let back = log_in_at_the_provider(&mut browser, login, "ada").await.3;
+    let code = param(&back, "code").unwrap_or_else(|| panic!("no code: {back}"));
+    let (status, tokens) = redeem(&w, &client_id, &code).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    assert_eq!(
+        claims(tokens["access_token"].as_str().unwrap())["sub"],
+        "ada"
+    );
+    // Ada signs out at the provider; Grace signs in in the same browser.
+    browser.forget(|name| !name.starts_with("mcp_ui_"));
+    assert!(
+        browser.cookie("mcp_ui_consent").is_some(),
+        "ada's consent is remembered"
+    );
+    let login = browser.navigate(&url, REDIRECT).await;
+    assert!(
+        String::from_utf8_lossy(&login.2).contains("Sign in to the test provider"),
+        "the remembered consent goes straight to the provider: {}",
+        login.3
+    );
+    let asked = log_in_at_the_provider(&mut browser, login, "grace").await;
+    assert!(
+        param(&asked.3, "code").is_none(),
+        "grace was given a code on ada's consent: {}",
+        asked.3
+    );
+    assert_eq!(asked.0, StatusCode::OK, "{}", asked.3);
+    let ticket = hidden_field(&asked.2, "ticket").expect("grace is shown the consent page");
+    // Grace allows it too: her code names her.
+    let form = encode_form(&[
+        ("ticket", &ticket),
+        ("decision", "allow"),
+        ("remember", "1"),
+    ]);
+    let back = browser
+        .submit(&w.url("/oauth/authorize"), &form, REDIRECT)
+        .await;
+    let back = match param(&back.3, "code") {
+        Some(_) => back.3,
+        None => log_in_at_the_provider(&mut browser, back, "grace").await.3,
+    };
+    let code = param(&back, "code").unwrap_or_else(|| panic!("no code: {back}"));
+    let (status, tokens) = redeem(&w, &client_id, &code).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    assert_eq!(
+        claims(tokens["access_token"].as_str().unwrap())["sub"],
+        "grace"
+    );
     w.gw.shutdown().await;
 }
 

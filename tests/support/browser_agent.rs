@@ -47,6 +47,11 @@ impl Browser {
         self.cookies.clear();
     }
 
+    /// Forget the cookies whose name `forget` picks (a signing out somewhere).
+    pub fn forget(&mut self, forget: impl Fn(&str) -> bool) {
+        self.cookies.retain(|(_, _, name, _)| !forget(name));
+    }
+
     fn cookie_header(&self, url: &str) -> Option<String> {
         let (host, path) = host_and_path(url);
         let all: Vec<String> = self
