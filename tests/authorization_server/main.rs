@@ -772,6 +772,100 @@ async fn a_consent_remembered_for_one_user_is_asked_again_of_another() {
     w.gw.shutdown().await;
 }
 
+/// The `kid` of a JWT's header.
+fn kid(jwt: &str) -> String {
+    let header = jwt.split('.').next().unwrap();
+    let header: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(header)
+            .unwrap(),
+    )
+    .unwrap();
+    header["kid"].as_str().unwrap().to_owned()
+}
+
+/// The signing keys rotate as docs/oauth.md says, a restart at each step: the new key added
+/// second (published, signing nothing), then first (signing), then the old one dropped.
+/// A token the old key signed works until its key is dropped; the keys published at each
+/// step are the configured ones.
+#[tokio::test]
+async fn signing_keys_rotate_without_failing_a_live_token() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new) = (dir.path().join("old.pem"), dir.path().join("new.pem"));
+    for path in [&old, &new] {
+        std::fs::write(path, rcgen::KeyPair::generate().unwrap().serialize_pem()).unwrap();
+    }
+    let w = world(&peers, |a| a.signing_keys = vec![old.clone()]).await;
+    let client_id = public_client(&w).await;
+    let back = sign_in(
+        &w,
+        &mut Browser::new(),
+        &authorize_url(&w, &client_id, &[]),
+        "allow",
+    )
+    .await;
+    let (status, tokens) = redeem(&w, &client_id, &param(&back, "code").unwrap()).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    let first = tokens["access_token"].as_str().unwrap().to_owned();
+    let mut refresh_token = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let old_kid = kid(&first);
+    let World {
+        gw,
+        _idp,
+        issuer,
+        config,
+    } = w;
+    gw.shutdown().await;
+    let mut world = Some((_idp, issuer, config));
+    for (step, keys) in [
+        ("the new key added second", vec![old.clone(), new.clone()]),
+        ("the new key made first", vec![new.clone(), old.clone()]),
+        ("the old key dropped", vec![new.clone()]),
+    ] {
+        let (idp, issuer, mut config) = world.take().unwrap();
+        config.authorization_server.as_mut().unwrap().signing_keys = keys.clone();
+        let w = World {
+            gw: TestGateway::start_listening(config.clone()).await,
+            _idp: idp,
+            issuer,
+            config,
+        };
+        let (_, jwks) = get_json(&w.url("/oauth/jwks.json")).await;
+        assert_eq!(
+            jwks["keys"].as_array().unwrap().len(),
+            keys.len(),
+            "{step}: {jwks}"
+        );
+        let (status, tokens) = refresh(&w, &client_id, &refresh_token).await;
+        assert_eq!(status, StatusCode::OK, "{step}: {tokens}");
+        refresh_token = tokens["refresh_token"].as_str().unwrap().to_owned();
+        let fresh = tokens["access_token"].as_str().unwrap();
+        let signer = kid(fresh);
+        assert_eq!(
+            signer == old_kid,
+            keys[0] == old,
+            "{step}: signed by the first key"
+        );
+        assert!(call_echo(&w, fresh).await.is_ok(), "{step}: a new token");
+        let with_first = call_echo(&w, &first).await;
+        match keys.contains(&old) {
+            true => assert!(with_first.is_ok(), "{step}: the first token still works"),
+            false => assert_eq!(with_first, Err(StatusCode::UNAUTHORIZED), "{step}"),
+        }
+        let World {
+            gw,
+            _idp,
+            issuer,
+            config,
+        } = w;
+        gw.shutdown().await;
+        world = Some((_idp, issuer, config));
+    }
+}
+
 /// A registered client is sealed into its id, so nothing is stored per registration; one
 /// unused (no authorization or token request) for `registration.unused_client_secs` is
 /// forgotten all the same: its id is refused as unknown, and its host registers again. A
