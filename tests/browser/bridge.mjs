@@ -6,7 +6,7 @@
 // answers its ui/* requests and records what it posts; a second document of
 // origin B plays the other document of the same origin. Prints a JSON summary.
 //
-//   node tests/browser/bridge.mjs [--case proto|state-size|planted|all] [--timeout SECONDS]
+//   node tests/browser/bridge.mjs [--case proto|state-size|planted|foreign|all] [--timeout SECONDS]
 //
 // proto: tools/call answered with a result whose "__proto__" key holds
 //   {"isError": true, …}; what window.openai.callTool resolves with.
@@ -16,6 +16,9 @@
 //   earlier bridge used, and under any key holding state of another widget or
 //   call), then the widget mounted for a call; then its own state across a
 //   remount, and the same call id with another widget, another call id.
+// foreign: another frame of the host page (another origin) posts the widget a
+//   tool result, a theme change and answers to every request id while the
+//   widget's callTool waits for the host; what the widget then holds.
 //
 // Exit status: 0 when the run completed (the checks are the caller's, on the
 // summary), 1 when it could not, 2 on bad usage or a missing peer. Only
@@ -35,7 +38,7 @@ const BRIDGE = join(ROOT, 'crates/overlay/src/overlay/widget/openai_bridge.js');
 const started = Date.now();
 
 function usage(message) {
-  process.stderr.write(`bridge.mjs: ${message}\nusage: node tests/browser/bridge.mjs [--case proto|state-size|planted|all] [--timeout SECONDS]\n`);
+  process.stderr.write(`bridge.mjs: ${message}\nusage: node tests/browser/bridge.mjs [--case proto|state-size|planted|foreign|all] [--timeout SECONDS]\n`);
   process.exit(2);
 }
 const opts = { case: 'all', timeout: 60 };
@@ -45,7 +48,7 @@ for (let i = 0; i < argv.length; i += 2) {
   if (!key || i + 1 >= argv.length) usage(`unknown argument or missing value: ${argv[i]}`);
   opts[key] = argv[i + 1];
 }
-const CASES = ['proto', 'state-size', 'planted'];
+const CASES = ['proto', 'state-size', 'planted', 'foreign'];
 if (opts.case !== 'all' && !CASES.includes(opts.case)) usage(`--case: ${opts.case}`);
 opts.timeout = Number(opts.timeout);
 if (!Number.isFinite(opts.timeout) || opts.timeout <= 0) usage('--timeout must be a positive number');
@@ -110,7 +113,8 @@ window.addEventListener('message', function (ev) {
       hostContext: { theme: 'light', toolInfo: { id: JSON.parse(q.get('call')),
         tool: { name: 'show', _meta: { ui: { resourceUri: q.get('uri') } } } } } };
   } else if (m.method === 'tools/call') result = JSON.parse(q.get('result'));
-  frame.contentWindow.postMessage({ jsonrpc: '2.0', id: m.id, result: result }, '*');
+  var answer = function () { frame.contentWindow.postMessage({ jsonrpc: '2.0', id: m.id, result: result }, '*'); };
+  if (m.method === 'tools/call' && q.get('delay')) setTimeout(answer, Number(q.get('delay'))); else answer();
 });
 frame.src = q.get('widget');
 </script>`;
@@ -122,6 +126,21 @@ const PLANT_PAGE = `<!doctype html><meta charset=utf-8><script>
 var plant = JSON.parse(new URLSearchParams(location.search).get('plant'));
 Object.keys(plant).forEach(function (k) { localStorage.setItem(k, plant[k]); });
 window.__planted = Object.keys(plant).length;
+</script>`;
+
+// Another frame of the host page: posts the widget (the host page's first
+// frame) what only its host may say, as if it were the host.
+const FOREIGN_PAGE = `<!doctype html><meta charset=utf-8><script>
+var widget = parent.frames[0];
+widget.postMessage({ jsonrpc: '2.0', method: 'ui/notifications/tool-result',
+  params: { structuredContent: { forged: true }, content: [] } }, '*');
+widget.postMessage({ jsonrpc: '2.0', method: 'ui/notifications/host-context-changed',
+  params: { theme: 'forged' } }, '*');
+for (var id = 0; id < 64; id++) {
+  widget.postMessage({ jsonrpc: '2.0', id: id, result: { structuredContent: { forged: true }, content: [] } }, '*');
+  widget.postMessage({ jsonrpc: '2.0', id: String(id), result: { structuredContent: { forged: true }, content: [] } }, '*');
+}
+window.__posted = true;
 </script>`;
 
 function serve(pages) {
@@ -144,6 +163,7 @@ function serve(pages) {
 
 async function main() {
   const hostOrigin = await serve({ '/': HOST_PAGE });
+  const foreignOrigin = await serve({ '/foreign.html': FOREIGN_PAGE });
   const widgetOrigin = await serve({ '/widget.html': WIDGET_PAGE, '/plant.html': PLANT_PAGE });
   const home = mkdtempSync(join(tmpdir(), 'mcp-bridge-home-'));
   cleanups.push(() => rmSync(home, { recursive: true, force: true }));
@@ -169,10 +189,11 @@ async function main() {
 
   // The widget mounted for `call` of the widget `uri`, initialised; its frame.
   // `sandbox`: the frame's sandbox attribute (none by default).
-  const mount = async ({ call = 7, uri = 'ui://board/v1.html', result = {}, sandbox } = {}) => {
+  const mount = async ({ call = 7, uri = 'ui://board/v1.html', result = {}, sandbox, delay } = {}) => {
     const q = new URLSearchParams({ call: JSON.stringify(call), uri, widget: `${widgetOrigin}/widget.html`,
       result: typeof result === 'string' ? result : JSON.stringify(result) });
     if (sandbox !== undefined) q.set('sandbox', sandbox);
+    if (delay !== undefined) q.set('delay', String(delay));
     await page.goto(`${hostOrigin}/?${q}`, { waitUntil: 'load', timeout: 20000 });
     await page.waitForFunction(() => window.__host && window.__host.initialized, null, { timeout: 15000, polling: 50 });
     const frame = page.frames().find((f) => f.url().startsWith(`${widgetOrigin}/widget.html`));
@@ -278,6 +299,25 @@ async function main() {
     await look.goto(`${widgetOrigin}/plant.html?${new URLSearchParams({ plant: '{}' })}`, { waitUntil: 'load', timeout: 10000 });
     out.storage_keys = await look.evaluate(() => Object.keys(localStorage));
     await look.close();
+  }
+
+  if (cases.includes('foreign')) {
+    const frame = await mount({ result: { structuredContent: { genuine: true }, content: [] }, delay: 1500 });
+    await frame.evaluate(() => {
+      window.__call = window.openai.callTool('show', {}).then((r) => r, (e) => ({ failed: String(e) }));
+    });
+    // Another frame of the host page, once the widget's call waits.
+    await page.evaluate((src) => new Promise((done) => {
+      const f = document.createElement('iframe');
+      f.onload = () => done();
+      f.src = src;
+      document.body.appendChild(f);
+    }), `${foreignOrigin}/foreign.html`);
+    await page.waitForTimeout(200);
+    const during = await frame.evaluate(() => ({ toolOutput: window.openai.toolOutput ?? null, theme: window.openai.theme ?? null }));
+    const result = await frame.evaluate(() => window.__call);
+    const after = await frame.evaluate(() => ({ toolOutput: window.openai.toolOutput ?? null, theme: window.openai.theme ?? null }));
+    summary.cases.foreign = { during, result, after, foreign_frames: page.frames().filter((f) => f.url().startsWith(foreignOrigin)).length };
   }
 }
 

@@ -98,6 +98,31 @@ fn bridge_case(case: &str) -> Value {
     summary["cases"][case].clone()
 }
 
+/// Another frame of the host page (another origin) posts the widget a tool
+/// result, a theme change, and answers under every request id while the
+/// widget's `callTool` waits for its host: the bridge takes messages from its
+/// host only, so the widget's `toolOutput` and theme stay as they were and
+/// its call resolves with the host's answer, not the forged one.
+#[test]
+fn messages_from_another_frame_are_ignored_by_the_bridge() {
+    if !peers_ready() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let got = bridge_case("foreign");
+    assert_eq!(got["foreign_frames"], 1, "the other frame posted: {got}");
+    for when in ["during", "after"] {
+        assert_eq!(got[when]["toolOutput"], Value::Null, "{when}: {got}");
+        assert_ne!(got[when]["theme"], "forged", "{when}: {got}");
+    }
+    assert_eq!(got["result"]["structuredContent"]["genuine"], true, "{got}");
+    assert_eq!(
+        got["result"]["structuredContent"]["forged"],
+        Value::Null,
+        "{got}"
+    );
+}
+
 /// A tool result whose `"__proto__"` key (an own key, as a JSON parser and
 /// the structured clone leave it) holds `{"isError": true}`: what `callTool`
 /// resolves with keeps it as a key and has the ordinary prototype. (Before:
