@@ -234,34 +234,26 @@ impl Pool {
         owner: u64,
         evicted: &mut Vec<Arc<Slot>>,
     ) -> Result<(), Failure> {
+        let before = slots.len();
         slots.retain(|_, s| !s.is_vacant());
         // The mount's shared places are nobody's: never ended for room.
         let mine = |s: &Slot| owner != 0 && s.owner == owner;
         let limits = [
-            (
-                owner != 0 && slots.values().filter(|s| mine(s)).count() >= self.room.per_caller,
-                "the caller",
-                self.room.per_caller,
-                "max_caller_connections",
-                true,
-            ),
-            (
-                slots.len() >= self.room.per_mount,
-                "the mount",
-                self.room.per_mount,
-                "max_mount_connections",
-                false,
-            ),
-            (
-                self.room.total.load(Ordering::Relaxed) >= self.room.cap,
-                "the gateway",
-                self.room.cap,
-                "max_connections",
-                false,
-            ),
+            ("the caller", self.room.per_caller, "max_caller_connections"),
+            ("the mount", self.room.per_mount, "max_mount_connections"),
+            ("the gateway", self.room.cap, "max_connections"),
         ];
-        for (full, who, max, limit, own) in limits {
-            if !full {
+        for (who, max, limit) in limits {
+            let own = who == "the caller";
+            // Counted as they are now, what this call already ended included
+            // (every pool's total learns of it when the change is done).
+            let held = match who {
+                "the caller" if owner == 0 => continue,
+                "the caller" => slots.values().filter(|s| mine(s)).count(),
+                "the mount" => slots.len(),
+                _ => (self.room.total.load(Ordering::Relaxed) + slots.len()).saturating_sub(before),
+            };
+            if held < max {
                 continue;
             }
             let victim = slots
