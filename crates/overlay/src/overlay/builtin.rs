@@ -19,6 +19,8 @@ use super::widget::{Widget, compact};
 
 mod schema;
 #[cfg(test)]
+mod script_tests;
+#[cfg(test)]
 mod tests;
 pub mod view;
 

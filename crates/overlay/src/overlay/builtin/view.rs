@@ -84,8 +84,9 @@ pub struct View {
 }
 
 /// A button on each record: calls `tool` with `arguments`, in which a
-/// string starting with `/` is a JSON pointer into the record (`"/id"`) and
-/// anything else is sent as written.
+/// string starting with `/` is a JSON pointer into the record (`"/id"`),
+/// inside arrays and tables too (`["/id"]`), and anything else is sent as
+/// written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Action {
