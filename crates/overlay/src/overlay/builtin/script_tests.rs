@@ -129,3 +129,29 @@ arguments = { entityNames = ["/name", "/owner/name"], scope = { id = "/id", tags
     );
     assert!(root.contains("Forget: done."), "{root}");
 }
+
+#[test]
+fn a_key_value_date_time_follows_the_locale_and_keeps_its_iso_text() {
+    let html = compiled(Kind::Kv, "");
+    let steps = json!([result(json!({
+        "created": "2026-03-04T05:06:07Z",
+        "due": "2026-05-01",
+        "code": "2026-05-01-x",
+        "count": 3
+    }))]);
+    let Some((root, _)) = run(&html, steps) else {
+        return;
+    };
+    assert!(
+        root.contains(
+            r#"<time datetime="2026-03-04T05:06:07Z" title="2026-03-04T05:06:07Z">Mar 4, 2026, 5:06"#
+        ),
+        "{root}"
+    );
+    assert!(
+        root.contains(r#"<time datetime="2026-05-01" title="2026-05-01">May 1, 2026</time>"#),
+        "{root}"
+    );
+    // Not a date: as written.
+    assert!(root.contains("<dd>2026-05-01-x</dd>"), "{root}");
+}
