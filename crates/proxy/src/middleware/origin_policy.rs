@@ -174,7 +174,7 @@ impl OriginPolicy {
         logged.insert(host.clone());
         if logged.len() > MAX_LOGGED_HOSTS {
             tracing::warn!(
-                "refused requests for {MAX_LOGGED_HOSTS} different Host values; \
+                "refused requests for more than {MAX_LOGGED_HOSTS} different Host values; \
                  further ones are refused without a log line"
             );
             return;
@@ -185,7 +185,7 @@ impl OriginPolicy {
         }
         let name = strip_port(&host);
         tracing::warn!(
-            host = %host,
+            host = ?host,
             "refused a request for Host {host:?} (403): the name is not accepted; to serve it, \
              add {name:?} to `allowed_hosts` at the top of the configuration file (before any \
              [section]), or to MCP_UI_GATEWAY_ALLOWED_HOSTS (e.g. '[{name:?}]')"
