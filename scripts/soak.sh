@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Soak the release gateway: 1,000 sessions for 10 minutes (after a 60 s
 # warm-up) with mixed calls and overlay reloads, all on 127.0.0.1.
-# See examples/soak.rs for what it drives and checks.
+# See examples/soak/ for what it drives and checks.
 #
 #   scripts/soak.sh                          # 1,000 sessions, 600 s
 #   SOAK_SESSIONS=100 SOAK_SECS=30 SOAK_WARMUP_SECS=10 scripts/soak.sh   # a quick run

@@ -12,7 +12,8 @@
 //!   the three transports, the probe, trace export, outcomes;
 //! - `mcp-ui-rewrite`: the pure rewrites and the plan that picks one;
 //! - `mcp-ui-overlay`: the operator's overlay files, compiled;
-//! - `mcp-ui-wire`: JSON-RPC envelopes, SSE events, protocol revisions.
+//! - `mcp-ui-wire`: JSON-RPC envelopes, SSE events, protocol revisions,
+//!   percent-decoding.
 //!
 //! Their modules are re-exported here under their own names
 //! (`mcp_ui_gateway::relay`, `::config`, `::overlay`, …), one path for each
@@ -29,4 +30,4 @@ pub use mcp_ui_proxy::{
 };
 pub use mcp_ui_rewrite::{combine, rewrite};
 pub use mcp_ui_upstream::{config, outcome, probe, reply, session, telemetry, tls, upstream};
-pub use mcp_ui_wire::{jsonrpc, protocol, sse};
+pub use mcp_ui_wire::{jsonrpc, percent, protocol, sse};

@@ -204,3 +204,52 @@ async fn a_killed_gateway_leaves_no_children() {
     // SIGTERM is ignored: they go at the guardian's SIGKILL after the grace.
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
+
+/// The stdio child the startup probe starts (to compare the overlays with
+/// the tools) is ended by the probe once it has listed them: the log says
+/// so at info level, even when its group outlives SIGTERM, and never reads
+/// like a crash.
+#[tokio::test]
+async fn the_startup_probe_says_it_ended_the_process_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("overlays")).unwrap();
+    std::fs::write(
+        dir.path().join("overlays/kid.toml"),
+        "[tools.add_task]\ntitle = \"Add a task\"\n",
+    )
+    .unwrap();
+    let pids = dir.path().join("pids");
+    let script = format!(
+        "echo $$ > {f}; (trap '' TERM; exec sleep 300) & echo $! >> {f}; exec {gw} demo-server",
+        f = pids.display(),
+        gw = env!("CARGO_BIN_EXE_mcp-ui-gateway"),
+    );
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--name", "kid"])
+        .args(["--", "sh", "-c", &script])
+        .current_dir(dir.path())
+        .env("RUST_LOG", "info");
+    let mut gateway = Proc::spawn("gateway", &mut cmd);
+    let kids = read_pids(&pids).await;
+    gateway.wait_for("the probe's end", BOUND, |_, line| {
+        line.contains("the startup probe ended the stdio upstream it started")
+            .then_some(())
+    });
+    gone(kids, "the probe's child").await;
+    assert!(support::process::signal("TERM", &[gateway.pid]));
+    let (_, out, err) = gateway.finish(BOUND).expect("the gateway exits");
+    let log = format!("{out}{err}");
+    let probe_line = log
+        .lines()
+        .find(|l| l.contains("the startup probe ended"))
+        .unwrap();
+    assert!(
+        probe_line.contains("INFO") && probe_line.contains("outlived SIGTERM"),
+        "{probe_line}"
+    );
+    let warned: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("stdio upstream"))
+        .collect();
+    assert!(warned.is_empty(), "{warned:?}\n{log}");
+}

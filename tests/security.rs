@@ -111,6 +111,70 @@ async fn tokens_and_the_session_key_are_never_logged() {
     );
 }
 
+/// A public name in `allowed_hosts` keeps the loopback names of a loopback
+/// listener (the preview and local clients), and a refused `Host` is logged
+/// once, with the setting that accepts it.
+#[tokio::test]
+async fn allowed_hosts_keeps_loopback_names_and_a_refusal_says_how_to_fix_it() {
+    let upstream = start_http(HttpFlavor::StatefulSse).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(&config, "allowed_hosts = [\"gw.example.com\"]\n").unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-ui-gateway"));
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &upstream.url,
+    ])
+    .arg("--config")
+    .arg(&config)
+    .current_dir(dir.path())
+    .env("MCP_UI_GATEWAY_SHUTDOWN_GRACE_SECS", "2");
+    let mut gateway = Proc::spawn("gateway", &mut cmd);
+    let url = gateway.wait_for("its endpoint", BOUND, |stream, line| {
+        endpoint_url(line).filter(|_| stream == Stream::Stdout)
+    });
+    let port = url.rsplit(':').next().unwrap().split('/').next().unwrap();
+    let preview = url.replace("/mcp", "/preview");
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "gw.example.com".to_owned(),
+    ] {
+        let (status, _, body) = request_raw(Method::GET, &preview, &[("host", &host)], "").await;
+        assert_eq!(status, StatusCode::OK, "/preview for Host {host}: {body:?}");
+        let (status, _, _) = post_json(&url, &[("host", &host)], INIT).await;
+        assert_eq!(status, StatusCode::OK, "the endpoint for Host {host}");
+    }
+    for _ in 0..3 {
+        let (status, _, _) = post_json(&url, &[("host", "evil.example:8787")], INIT).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+    }
+    assert!(signal("TERM", &[gateway.pid]));
+    let (exit, out, log) = gateway
+        .finish(BOUND)
+        .unwrap_or_else(|e| panic!("the gateway did not exit: {e}"));
+    assert!(exit.success(), "exit {exit}\n{log}");
+    let said: Vec<&str> = out
+        .lines()
+        .chain(log.lines())
+        .filter(|l| l.contains("evil.example"))
+        .collect();
+    assert_eq!(
+        said.len(),
+        1,
+        "one line for the refused Host:\n{out}\n{log}"
+    );
+    let line = said[0];
+    assert!(
+        line.contains("WARN") && line.contains("allowed_hosts") && line.contains("403"),
+        "{line}"
+    );
+}
+
 #[test]
 fn configuration_errors_do_not_print_the_session_key() {
     let dir = tempfile::tempdir().unwrap();

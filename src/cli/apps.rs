@@ -12,7 +12,7 @@ use crate::auth;
 use crate::combine::names::collision_message;
 use crate::combine::{Names, list};
 use crate::config::{App, Limits, Mount, Transport};
-use crate::probe;
+use crate::probe::{self, Prober};
 
 /// The collisions of every app's members' tools, one message each, as the
 /// app would answer them; a member that cannot be listed is said too.
@@ -30,7 +30,7 @@ pub async fn collisions(
             let Some(mount) = mounts.iter().find(|m| m.name == member.upstream) else {
                 continue;
             };
-            let listing = match probe::list_tools(mount, limits).await {
+            let listing = match probe::list_tools(mount, limits, Prober::Command).await {
                 Ok(l) => l,
                 // Behind OAuth: its names are not known without a token.
                 Err(e) if e.requires_authorization() => {

@@ -29,7 +29,7 @@ use crate::overlay::load::WIDGETS_DIR;
 use crate::overlay::{
     BridgeKind, Inspection, LoadError, LoadOptions, RenderSite, ToolSite, inspect_dir_with,
 };
-use crate::probe::{self, Listing};
+use crate::probe::{self, Listing, Prober};
 use crate::rewrite::listing::findings;
 
 #[derive(Debug, Clone, Default)]
@@ -186,7 +186,7 @@ pub async fn run(
                 mount.name,
                 describe_transport(mount)
             );
-            match probe::list_tools(mount, limits).await {
+            match probe::list_tools(mount, limits, Prober::Command).await {
                 Ok(listing) => {
                     let from = listing
                         .server()

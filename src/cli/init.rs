@@ -20,7 +20,7 @@ use super::{describe_transport, list};
 use crate::config::{Limits, Mount};
 use crate::overlay::builtin;
 use crate::overlay::{Inspection, inspect_dir_within};
-use crate::probe::{self, Listing};
+use crate::probe::{self, Listing, Prober};
 use crate::rewrite::call::is_text_wrapper_schema;
 use crate::rewrite::file_param_problems;
 
@@ -110,7 +110,7 @@ pub async fn run(
             mount.name,
             describe_transport(mount)
         );
-        let listing = match probe::list_tools(mount, limits).await {
+        let listing = match probe::list_tools(mount, limits, Prober::Command).await {
             Ok(listing) => listing,
             Err(e) => {
                 outcome.failures.push(e.to_string());

@@ -502,9 +502,10 @@ async fn the_probe_lists_a_streamable_http_server_with_a_session() {
         connect_timeout_secs: 5,
         ..Limits::default()
     };
-    let listing = mcp_ui_gateway::probe::list_tools(&mount, &limits)
-        .await
-        .unwrap();
+    let listing =
+        mcp_ui_gateway::probe::list_tools(&mount, &limits, mcp_ui_gateway::probe::Prober::Command)
+            .await
+            .unwrap();
     let mut names: Vec<&str> = listing.names().collect();
     names.sort_unstable();
     assert_eq!(

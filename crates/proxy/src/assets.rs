@@ -18,9 +18,9 @@ use std::ops::Range;
 
 use http::header::{self, HeaderValue};
 use http::{Method, Response, StatusCode};
-use percent_encoding::percent_decode_str;
 
 use crate::overlay::OverlaySet;
+use crate::percent::{Plus, percent_decode};
 use crate::reply::{Body, empty, full, text};
 
 /// The path every served widget file is under.
@@ -41,7 +41,7 @@ pub fn serve(
 ) -> Response<Body> {
     let found = path
         .strip_prefix(PREFIX)
-        .and_then(|rest| percent_decode_str(rest).decode_utf8().ok())
+        .and_then(|rest| percent_decode(rest, Plus::Itself).utf8())
         .and_then(|rest| {
             let (prefix, file) = rest.split_once('/')?;
             set.widgets().asset(prefix, file)

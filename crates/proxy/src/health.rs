@@ -77,7 +77,7 @@ async fn probe(upstreams: &Upstreams<'_>, m: usize) -> Verdict {
     let mount = upstreams.mounts[m];
     match tokio::time::timeout(
         PROBE_TIMEOUT,
-        crate::probe::list_tools(mount, upstreams.limits),
+        crate::probe::list_tools(mount, upstreams.limits, crate::probe::Prober::Readiness),
     )
     .await
     {

@@ -20,6 +20,7 @@ use http::{Method, Response, StatusCode, Uri};
 use serde::Deserialize;
 
 use crate::config::Mount;
+use crate::percent::{Plus, percent_decode};
 use crate::reply::{Body, empty, full, text};
 
 /// Where the page is served.
@@ -171,7 +172,7 @@ pub(crate) fn declared_csp(query: Option<&str>) -> DeclaredCsp {
         .into_iter()
         .flat_map(|q| q.split('&'))
         .find_map(|pair| pair.strip_prefix("csp="))
-        .and_then(percent_decode)
+        .and_then(query_value)
         .and_then(|json| serde_json::from_str(&json).ok())
         .unwrap_or_default()
 }
@@ -224,10 +225,9 @@ pub(crate) fn widget_csp(csp: &DeclaredCsp) -> String {
 
 /// A query value: `+` is a space, `%XX` a byte (form encoding, as browsers
 /// write a query); the text must be UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
-    let spaced = s.replace('+', " ");
-    let decoded = percent_encoding::percent_decode_str(&spaced).decode_utf8();
-    decoded.ok().map(std::borrow::Cow::into_owned)
+fn query_value(s: &str) -> Option<String> {
+    let decoded = percent_decode(s, Plus::Space).utf8();
+    decoded.map(std::borrow::Cow::into_owned)
 }
 
 #[cfg(test)]

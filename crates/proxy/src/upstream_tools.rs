@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::config::{Limits, Mount};
 use crate::live::Live;
 use crate::overlay::OverlaySet;
-use crate::probe;
+use crate::probe::{self, Prober};
 use crate::rewrite::listing::{self, Findings, Listed, ListedPage};
 
 /// The tools each upstream last listed, by mount.
@@ -125,8 +125,12 @@ pub async fn compare_at_start(
     let overlays = live.load();
     let overlaid = mounts.iter().filter(|m| overlays.sources().has(&m.name));
     // Each wait of a probe is bounded by the configured limits.
-    let listings =
-        overlaid.map(|mount| async move { (mount, probe::list_tools(mount, limits).await) });
+    let listings = overlaid.map(|mount| async move {
+        (
+            mount,
+            probe::list_tools(mount, limits, Prober::Startup).await,
+        )
+    });
     for (mount, listed) in futures_util::future::join_all(listings).await {
         match listed {
             Ok(listing) => {

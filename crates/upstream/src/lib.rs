@@ -28,4 +28,4 @@ pub mod tls;
 pub mod upstream;
 
 use mcp_ui_overlay::{host, overlay, spelling};
-use mcp_ui_wire::{jsonrpc, protocol, sse};
+use mcp_ui_wire::{jsonrpc, percent, protocol, sse};

@@ -14,10 +14,12 @@
 
 mod client;
 mod outcome;
+mod prober;
 mod round_trip;
 #[cfg(test)]
 mod tests;
 
 pub use client::list_tools;
 pub use outcome::Listing;
+pub use prober::Prober;
 pub use round_trip::PROTOCOL_VERSION;

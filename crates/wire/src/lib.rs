@@ -7,8 +7,10 @@
 //! - [`sse`]: an incremental server-sent-events parser that keeps each
 //!   event's exact bytes, and the framing of the gateway's own events;
 //! - [`protocol`]: the MCP revisions, their two eras, and the client
-//!   capabilities a message declares.
+//!   capabilities a message declares;
+//! - [`percent`]: percent-decoding of paths, queries and header lists.
 
 pub mod jsonrpc;
+pub mod percent;
 pub mod protocol;
 pub mod sse;

@@ -19,6 +19,8 @@ use super::widget::{Widget, compact};
 
 mod schema;
 #[cfg(test)]
+mod script_tests;
+#[cfg(test)]
 mod tests;
 pub mod view;
 
@@ -97,7 +99,7 @@ impl Kind {
     pub fn options(self) -> &'static [&'static str] {
         match self {
             Kind::Table => &[
-                "data", "heading", "columns", "sort", "empty", "actions", "refresh",
+                "data", "heading", "columns", "sort", "empty", "actions", "refresh", "domain",
             ],
             Kind::Card => &[
                 "data",
@@ -110,6 +112,7 @@ impl Kind {
                 "empty",
                 "actions",
                 "refresh",
+                "domain",
             ],
             Kind::List => &[
                 "data",
@@ -119,10 +122,11 @@ impl Kind {
                 "empty",
                 "actions",
                 "refresh",
+                "domain",
             ],
-            Kind::Chart => &["data", "heading", "type", "x", "y", "empty"],
-            Kind::Kv => &["data", "heading", "fields"],
-            Kind::Markdown => &["data", "heading"],
+            Kind::Chart => &["data", "heading", "type", "x", "y", "empty", "domain"],
+            Kind::Kv => &["data", "heading", "fields", "domain"],
+            Kind::Markdown => &["data", "heading", "domain"],
         }
     }
 
@@ -196,6 +200,7 @@ pub fn compile(mount: &str, name: &str, kind: Kind, view: &View, cx: Context<'_>
             resource_domains: Some(view.image_domains.clone().unwrap_or_default()),
             ..Csp::default()
         }),
+        domain: view.domain.clone(),
         ..WidgetManifest::default()
     };
     let html = document(kind, &options_json(kind, view, cx));

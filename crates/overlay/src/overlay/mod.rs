@@ -19,6 +19,7 @@
 //! ([`crate::rewrite`] depends on this module, not the reverse).
 
 pub mod builtin;
+mod domain;
 mod format;
 pub mod load;
 mod memo;

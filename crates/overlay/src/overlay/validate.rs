@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::format::{RenderTool, SecurityScheme, ToolOverlay, WidgetDomain, WidgetManifest};
+use super::format::{RenderTool, SecurityScheme, ToolOverlay, WidgetManifest};
 use super::set::MountOverlays;
 use super::widget;
 
@@ -18,8 +18,8 @@ mod names;
 mod problem;
 #[cfg(test)]
 mod tests;
+mod widget_domain;
 
-pub(crate) use csp::chatgpt_domain;
 pub use csp::{claude_domain, domain, origin, origin_allowed, url_origin};
 pub use names::{nearest, unknown_tool};
 pub use problem::Problem;
@@ -244,28 +244,8 @@ pub fn manifest(manifest: &WidgetManifest) -> Vec<Problem> {
     {
         problems.push(Problem::new("base", reason));
     }
-    match &manifest.domain {
-        None => {}
-        Some(WidgetDomain::One(value)) => {
-            if let Err(reason) = domain(value) {
-                problems.push(Problem::new("domain", reason));
-            }
-        }
-        Some(WidgetDomain::PerHost(hosts)) => {
-            type Rule = fn(&str) -> Result<(), String>;
-            let rules: [(&str, &Option<String>, Rule); 3] = [
-                ("domain.chatgpt", &hosts.chatgpt, chatgpt_domain),
-                ("domain.claude", &hosts.claude, claude_domain),
-                ("domain.other", &hosts.other, domain),
-            ];
-            for (place, value, rule) in rules {
-                if let Some(value) = value
-                    && let Err(reason) = rule(value)
-                {
-                    problems.push(Problem::new(place, reason));
-                }
-            }
-        }
+    if let Some(value) = &manifest.domain {
+        widget_domain::check("domain", value, &mut problems);
     }
     if let Some(modes) = &manifest.display_modes {
         if modes.is_empty() {

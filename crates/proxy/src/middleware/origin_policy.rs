@@ -1,10 +1,12 @@
 //! Which `Host` and `Origin` values the gateway accepts: the defence against
-//! DNS rebinding (a loopback gateway answers only loopback names unless
-//! `allowed_hosts` says otherwise) and the origins whose browser pages may
-//! call it (CORS). A request with two `Host` headers is refused (RFC 9112):
-//! the policy must not judge one while a later hop reads the other.
+//! DNS rebinding (a loopback gateway answers loopback names, and only the
+//! names `allowed_hosts` adds) and the origins whose browser pages may call
+//! it (CORS). A request with two `Host` headers is refused (RFC 9112): the
+//! policy must not judge one while a later hop reads the other. A refused
+//! `Host` is logged once, with the setting that would accept it.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use http::header::{self, HeaderValue};
@@ -65,6 +67,7 @@ where
         let refused = if duplicate {
             Some(Failure::DuplicateHost)
         } else if !self.policy.host_allowed(&req) {
+            self.policy.log_refusal(&req);
             Some(Failure::HostNotAllowed)
         } else if crate::assets::claims(req.uri().path()) || self.policy.open(req.uri().path()) {
             // Widget files are public and immutable, and every host's
@@ -85,11 +88,20 @@ where
     }
 }
 
+/// The most distinct refused `Host` values logged: past it, a page trying
+/// names by the thousand (DNS rebinding) does not fill the log.
+const MAX_LOGGED_HOSTS: usize = 32;
+
 /// Which `Host` and `Origin` values are accepted.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct OriginPolicy {
-    loopback_only: bool,
+    /// The listener is on a loopback address: loopback names are accepted
+    /// whatever `allowed_hosts` adds (the preview and local clients keep
+    /// working once a public name is configured).
+    loopback_listener: bool,
     hosts: Vec<String>,
+    /// The refused `Host` values already logged.
+    logged: Mutex<HashSet<String>>,
     origins: Vec<String>,
     any_origin: bool,
     /// Paths any origin may call (the authorization server's).
@@ -99,7 +111,7 @@ pub struct OriginPolicy {
 impl OriginPolicy {
     pub fn new(config: &Config) -> Self {
         OriginPolicy {
-            loopback_only: config.listen.ip().is_loopback() && config.allowed_hosts.is_empty(),
+            loopback_listener: config.listen.ip().is_loopback(),
             hosts: config
                 .allowed_hosts
                 .iter()
@@ -111,6 +123,7 @@ impl OriginPolicy {
                 .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
                 .collect(),
             any_origin: config.allowed_origins.iter().any(|o| o == "*"),
+            logged: Mutex::default(),
             open_paths: Vec::new(),
         }
     }
@@ -129,15 +142,8 @@ impl OriginPolicy {
     }
 
     pub(crate) fn host_allowed<B>(&self, req: &Request<B>) -> bool {
-        let host: std::borrow::Cow<'_, str> = match req.headers().get(header::HOST) {
-            Some(h) => match h.to_str() {
-                Ok(h) => h.into(),
-                Err(_) => return false,
-            },
-            None => match req.uri().authority() {
-                Some(a) => a.to_string().into(),
-                None => return false,
-            },
+        let Some(host) = host_of(req) else {
+            return false;
         };
         let bare = strip_port(&host);
         if self
@@ -147,10 +153,43 @@ impl OriginPolicy {
         {
             return true;
         }
-        if self.loopback_only {
+        if self.loopback_listener {
             return is_loopback_name(bare);
         }
         self.hosts.is_empty()
+    }
+
+    /// Logs, once per `Host` value, that a request for it was refused and
+    /// how to accept it.
+    fn log_refusal<B>(&self, req: &Request<B>) {
+        let host = match (host_of(req), req.headers().get(header::HOST)) {
+            (Some(host), _) => host.into_owned(),
+            (None, Some(raw)) => String::from_utf8_lossy(raw.as_bytes()).into_owned(),
+            (None, None) => String::new(),
+        };
+        let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
+        if logged.len() > MAX_LOGGED_HOSTS || logged.contains(&host) {
+            return;
+        }
+        logged.insert(host.clone());
+        if logged.len() > MAX_LOGGED_HOSTS {
+            tracing::warn!(
+                "refused requests for more than {MAX_LOGGED_HOSTS} different Host values; \
+                 further ones are refused without a log line"
+            );
+            return;
+        }
+        if host.is_empty() {
+            tracing::warn!("refused a request without a Host header (403)");
+            return;
+        }
+        let name = strip_port(&host);
+        tracing::warn!(
+            host = ?host,
+            "refused a request for Host {host:?} (403): the name is not accepted; to serve it, \
+             add {name:?} to `allowed_hosts` at the top of the configuration file (before any \
+             [section]), or to MCP_UI_GATEWAY_ALLOWED_HOSTS (e.g. '[{name:?}]')"
+        );
     }
 
     pub fn origin_allowed(&self, origin: &HeaderValue) -> bool {
@@ -165,6 +204,14 @@ impl OriginPolicy {
             return false;
         };
         matches!(scheme, "http" | "https") && is_loopback_name(strip_port(rest))
+    }
+}
+
+/// The request's `Host` header, or the authority of its target (HTTP/2).
+fn host_of<B>(req: &Request<B>) -> Option<std::borrow::Cow<'_, str>> {
+    match req.headers().get(header::HOST) {
+        Some(h) => h.to_str().ok().map(Into::into),
+        None => req.uri().authority().map(|a| a.to_string().into()),
     }
 }
 
@@ -225,6 +272,26 @@ mod tests {
         ] {
             assert!(!p.host_allowed(&req(bad)), "{bad}");
         }
+    }
+
+    #[test]
+    fn loopback_bind_with_allowed_hosts_keeps_loopback_names() {
+        let p = policy("127.0.0.1:0", &["gw.example.com"], &[]);
+        for ok in [
+            "gw.example.com",
+            "localhost",
+            "localhost:8787",
+            "127.0.0.1:1",
+            "[::1]:80",
+        ] {
+            assert!(p.host_allowed(&req(ok)), "{ok}");
+        }
+        for bad in ["evil.example", "127.0.0.1.evil.example"] {
+            assert!(!p.host_allowed(&req(bad)), "{bad}");
+        }
+        // On a public address, only the names listed.
+        let p = policy("0.0.0.0:0", &["gw.example.com"], &[]);
+        assert!(!p.host_allowed(&req("localhost:8787")));
     }
 
     #[tokio::test]

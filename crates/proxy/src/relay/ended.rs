@@ -68,7 +68,7 @@ pub fn watch(metrics: Arc<Metrics>, session: Arc<MessageSession>) {
         let end = match session.ended_by() {
             Some(EndedBy::Gateway) => SessionEnd::Ended,
             Some(EndedBy::Upstream) | None => SessionEnd::UpstreamClosed,
-            Some(EndedBy::Client | EndedBy::Unopened) => return,
+            Some(EndedBy::Client | EndedBy::Unopened | EndedBy::Probe) => return,
         };
         metrics.record_session(None, end, session.age());
     });

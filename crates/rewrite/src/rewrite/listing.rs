@@ -1,8 +1,9 @@
 //! The overlays against an upstream's live `tools/list`: the rules no file
 //! alone can decide (a tool that is not listed, a file parameter its input
 //! schema cannot carry, a built-in widget's keys missing from its output
-//! schema, result shaping that cannot work, a render tool whose name the
-//! upstream takes). `check` runs them on the listing it fetches; `serve` on
+//! schema or its actions' arguments that the called tool's input schema
+//! wants as arrays, result shaping that cannot work, a render tool whose
+//! name the upstream takes). `check` runs them on the listing it fetches; `serve` on
 //! the listing passing through, at start and after each reload. Both say
 //! the same `file:line: key: reason`.
 
@@ -195,6 +196,67 @@ fn builtin_calls(
             out.problems.push(finding(&key, reason));
         }
     }
+    array_arguments(view, listed, finding, out);
+}
+
+/// An action's argument written as one text (a pointer or a literal) where
+/// the called tool's input schema wants an array: the widget sends the
+/// record's value (or the text) as it is, and the tool gets no list.
+fn array_arguments(
+    view: &View,
+    listed: &dyn Listed,
+    finding: &dyn Fn(&str, String) -> LoadError,
+    out: &mut Findings,
+) {
+    for (i, action) in view.actions.iter().flatten().enumerate() {
+        let Some(properties) = listed
+            .tool(&action.tool)
+            .and_then(|t| t.pointer("/inputSchema/properties"))
+        else {
+            continue;
+        };
+        for (name, value) in action.arguments.iter().flatten() {
+            let Some(text) = value.as_str() else {
+                continue;
+            };
+            if !properties.get(name).is_some_and(wants_array) {
+                continue;
+            }
+            let tool = &action.tool;
+            let reason = if text.starts_with('/') {
+                format!(
+                    "`{text}` sends the record's value as it is, and `{tool}`'s input schema wants an array for `{name}`; write [\"{text}\"] to send it in an array (unless that value is an array itself)"
+                )
+            } else {
+                format!(
+                    "`{text}` is sent as a text, and `{tool}`'s input schema wants an array for `{name}`; write [\"{text}\"]"
+                )
+            };
+            out.warnings.push(finding(
+                &format!("view.actions[{i}].arguments.{name}"),
+                reason,
+            ));
+        }
+    }
+}
+
+/// Whether a schema takes arrays only (or null): `type = "array"`, or
+/// `anyOf`/`oneOf` alternatives that are arrays or null.
+fn wants_array(schema: &Value) -> bool {
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => {
+            let alternatives = schema.get("anyOf").or_else(|| schema.get("oneOf"));
+            let Some(alternatives) = alternatives.and_then(Value::as_array) else {
+                return false;
+            };
+            let null = |s: &Value| s.get("type").and_then(Value::as_str) == Some("null");
+            return alternatives.iter().any(wants_array)
+                && alternatives.iter().all(|a| wants_array(a) || null(a));
+        }
+    };
+    types.contains(&"array") && types.iter().all(|t| matches!(*t, "array" | "null"))
 }
 
 /// A built-in widget's keys and pointers against the live output schema,

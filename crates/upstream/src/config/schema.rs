@@ -19,8 +19,9 @@ pub struct Config {
     /// 64 hexadecimal characters sealing session ids. Give every replica the
     /// same key; unset means a random key per process.
     pub session_key: Option<String>,
-    /// Extra values accepted in the `Host` header. With a loopback `listen`
-    /// only loopback names are accepted by default (DNS-rebinding protection).
+    /// Extra values accepted in the `Host` header. With a loopback `listen`,
+    /// loopback names are always accepted, and only they by default
+    /// (DNS-rebinding protection). A refused `Host` is logged once.
     pub allowed_hosts: Vec<String>,
     /// Browser origins allowed to call the gateway (CORS and `Origin`
     /// checks), e.g. `https://inspector.example.com`. Loopback origins are

@@ -10,6 +10,7 @@ use http_body_util::Full;
 use serde_json::{Value, json};
 
 use super::outcome::{Listing, ProbeError, protocol};
+use super::prober::Prober;
 use super::round_trip::{
     CLIENT_NAME, Conn, HttpConn, PROTOCOL_HEADER, PROTOCOL_VERSION, SESSION_HEADER, error_text,
     http_exchange, http_post, messages_exchange,
@@ -17,6 +18,7 @@ use super::round_trip::{
 use crate::config::{Limits, Mount, Transport};
 use crate::jsonrpc::Kind;
 use crate::outcome::UpstreamError;
+use crate::upstream::messages::EndedBy;
 use crate::upstream::{self, client as up_client};
 
 /// Most `tools/list` pages followed: an upstream whose cursors never end must
@@ -24,8 +26,8 @@ use crate::upstream::{self, client as up_client};
 pub(crate) const MAX_PAGES: usize = 1000;
 
 /// Lists every tool of `mount`'s upstream: one MCP session, opened and ended
-/// here.
-pub async fn list_tools(mount: &Mount, limits: &Limits) -> Result<Listing, ProbeError> {
+/// here, on behalf of `by`.
+pub async fn list_tools(mount: &Mount, limits: &Limits, by: Prober) -> Result<Listing, ProbeError> {
     let connect = Duration::from_secs(limits.connect_timeout_secs);
     let client =
         up_client::client_for(connect, std::slice::from_ref(mount)).map_err(|problems| {
@@ -51,6 +53,7 @@ pub async fn list_tools(mount: &Mount, limits: &Limits) -> Result<Listing, Probe
         timeout: Duration::from_secs(limits.request_timeout_secs),
         connect,
         limit: limits.max_message_bytes,
+        by,
     };
     let listing = probe.run().await;
     probe.end().await;
@@ -67,6 +70,8 @@ struct Probe {
     connect: Duration,
     /// Largest message accepted.
     limit: usize,
+    /// On whose behalf.
+    by: Prober,
 }
 
 impl Probe {
@@ -141,7 +146,7 @@ impl Probe {
     /// stops a stdio child.
     async fn end(&mut self) {
         match &self.conn {
-            Conn::Messages(session) => session.close("ended by the check"),
+            Conn::Messages(session) => session.end(EndedBy::Probe, self.by.ending()),
             Conn::Http(http) => {
                 let Some(session) = &http.session else {
                     return;

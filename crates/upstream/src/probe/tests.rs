@@ -55,7 +55,9 @@ done
 
 #[tokio::test]
 async fn stdio_pages_are_followed_and_server_requests_answered() {
-    let listing = list_tools(&sh("paged", PAGED), &limits(10)).await.unwrap();
+    let listing = list_tools(&sh("paged", PAGED), &limits(10), Prober::Command)
+        .await
+        .unwrap();
     assert_eq!(listing.names().collect::<Vec<_>>(), ["first", "second"]);
     assert_eq!(listing.protocol_version, "2025-06-18");
     assert_eq!(listing.server().as_deref(), Some("paged 1.0"));
@@ -63,7 +65,7 @@ async fn stdio_pages_are_followed_and_server_requests_answered() {
 
 #[tokio::test]
 async fn an_exiting_child_is_named() {
-    let err = list_tools(&sh("gone", "exit 7"), &limits(10))
+    let err = list_tools(&sh("gone", "exit 7"), &limits(10), Prober::Command)
         .await
         .unwrap_err()
         .to_string();
@@ -72,7 +74,7 @@ async fn an_exiting_child_is_named() {
 
 #[tokio::test]
 async fn a_silent_child_times_out() {
-    let err = list_tools(&sh("mute", "sleep 30"), &limits(1))
+    let err = list_tools(&sh("mute", "sleep 30"), &limits(1), Prober::Command)
         .await
         .unwrap_err()
         .to_string();
@@ -90,7 +92,7 @@ while IFS= read -r line; do
   esac
 done
 "#;
-    let err = list_tools(&sh("loop", script), &limits(10))
+    let err = list_tools(&sh("loop", script), &limits(10), Prober::Command)
         .await
         .unwrap_err()
         .to_string();
@@ -120,7 +122,7 @@ async fn an_http_refusal_is_named() {
         cache: Default::default(),
         auth: None,
     };
-    let err = list_tools(&mount, &limits(5))
+    let err = list_tools(&mount, &limits(5), Prober::Command)
         .await
         .unwrap_err()
         .to_string();
@@ -153,7 +155,9 @@ async fn an_upstream_that_wants_a_token_is_told_apart() {
         cache: Default::default(),
         auth: None,
     };
-    let err = list_tools(&mount, &limits(5)).await.unwrap_err();
+    let err = list_tools(&mount, &limits(5), Prober::Command)
+        .await
+        .unwrap_err();
     assert!(err.requires_authorization(), "{err}");
     assert!(err.to_string().contains("answered 401"), "{err}");
     let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
@@ -206,7 +210,7 @@ async fn a_trickling_http_body_times_out() {
         auth: None,
     };
     let started = std::time::Instant::now();
-    let err = list_tools(&mount, &limits(1))
+    let err = list_tools(&mount, &limits(1), Prober::Command)
         .await
         .unwrap_err()
         .to_string();

@@ -10,6 +10,7 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use super::export::Target;
 use super::sampler::Sampler;
 use crate::config::Telemetry;
+use crate::percent::{Plus, percent_decode};
 
 /// The default `service.name`.
 pub(crate) const SERVICE_NAME: &str = "mcp-ui-gateway";
@@ -162,16 +163,15 @@ pub fn resolve(
 fn pairs(list: &str) -> Vec<(String, String)> {
     list.split(',')
         .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.trim().to_owned(), percent_decode(v.trim())))
+        .map(|(k, v)| (k.trim().to_owned(), decode(v.trim())))
         .filter(|(k, _)| !k.is_empty())
         .collect()
 }
 
-/// A `%XX` sequence is a byte; anything else, a malformed `%` included, is
-/// itself (the OpenTelemetry SDKs' leniency).
-fn percent_decode(s: &str) -> String {
-    let decoded = percent_encoding::percent_decode_str(s);
-    decoded.decode_utf8_lossy().into_owned()
+/// A `%XX` sequence is a byte; anything else, a malformed `%` or a `+`
+/// included, is itself (the OpenTelemetry SDKs' leniency).
+fn decode(s: &str) -> String {
+    percent_decode(s, Plus::Itself).lossy().into_owned()
 }
 
 #[cfg(test)]

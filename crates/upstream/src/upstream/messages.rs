@@ -80,6 +80,9 @@ pub enum EndedBy {
     Gateway,
     /// It never opened for the client (`initialize` failed).
     Unopened,
+    /// A probe of the gateway's own (listing the tools at start, for
+    /// readiness or a command) was done with it.
+    Probe,
 }
 
 /// Removes a request's routing entry if it is dropped before its response
@@ -210,6 +213,11 @@ impl MessageSession {
     /// How long since the session started.
     pub fn age(&self) -> std::time::Duration {
         self.created.elapsed()
+    }
+
+    /// Why the session ended, as first said; `None` while it is open.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.get().map(String::as_str)
     }
 
     /// Who ended the session; `None` while it is open.

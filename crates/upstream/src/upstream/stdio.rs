@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use tokio::process::Command;
 
-use super::messages::{MessageSession, Mux};
+use super::messages::{EndedBy, MessageSession, Mux};
 use crate::config::{Limits, StdioCommand};
 use crate::outcome::UpstreamError;
 use group::Group;
@@ -155,11 +155,19 @@ pub(crate) fn spawn_supervised(
             restarts.crashed(s.upstream(), &reason);
         }
         let took_ms = ending_started.elapsed().as_millis() as u64;
-        match ending {
-            Ending::Killed => {
+        let probe = (s.ended_by() == Some(EndedBy::Probe)).then(|| s.reason().unwrap_or_default());
+        match (probe, ending) {
+            // The probe's own doing, however the process took it.
+            (Some(probe), Ending::Killed) => {
+                tracing::info!(upstream = %s.upstream(), pid, exit = %reason, took_ms, "{probe} (its process group outlived SIGTERM by {} s and was killed)", KILL_GRACE.as_secs());
+            }
+            (Some(probe), _) => {
+                tracing::info!(upstream = %s.upstream(), pid, exit = %reason, ?ending, took_ms, "{probe}");
+            }
+            (None, Ending::Killed) => {
                 tracing::warn!(upstream = %s.upstream(), pid, %reason, took_ms, "stdio upstream ended; its process group outlived SIGTERM by {} s and was killed", KILL_GRACE.as_secs());
             }
-            _ => {
+            (None, _) => {
                 tracing::info!(upstream = %s.upstream(), pid, %reason, ?ending, took_ms, "stdio upstream ended");
             }
         }

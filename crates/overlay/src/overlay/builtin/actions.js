@@ -5,13 +5,14 @@
 function kitActions(rec, K, name) {
   'use strict';
   var box = K.h('div', { className: 'actions' });
+  // Every string starting with "/", however deep in arrays and tables, is
+  // a JSON pointer into the record ({ ids = ["/id"] } sends the record's id
+  // in an array); anything else is sent as written. JSON.parse keeps a
+  // "__proto__" key a key.
   function args(a) {
-    var out = {};
-    Object.keys(a.arguments).forEach(function (k) {
-      var v = a.arguments[k];
-      out[k] = typeof v === 'string' && v.charAt(0) === '/' ? K.get(rec, v) : v;
+    return JSON.parse(JSON.stringify(a.arguments), function (k, v) {
+      return typeof v === 'string' && v.charAt(0) === '/' ? K.get(rec, v) : v;
     });
-    return out;
   }
   function run(a) {
     Array.prototype.forEach.call(box.querySelectorAll('button'), function (b) { b.disabled = true; });

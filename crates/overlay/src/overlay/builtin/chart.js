@@ -18,7 +18,11 @@ function kitRender(rows, K, root) {
     return e;
   }
   function num(v) { var n = typeof v === 'number' ? v : Number(v); return isFinite(n) ? n : null; }
-  function label(r, i) { var v = x ? K.show(K.get(r, x)) : ''; return typeof v === 'string' && v !== '' ? v : String(i + 1); }
+  function label(r, i) {
+    var v = x ? K.show(K.get(r, x)) : '';
+    if (v && v.nodeType) v = v.textContent;
+    return typeof v === 'string' && v !== '' ? v : String(i + 1);
+  }
   var lo = 0, hi = 0;
   rows.forEach(function (r) { ys.forEach(function (f) { var n = num(K.get(r, f.key)); if (n !== null) { lo = Math.min(lo, n); hi = Math.max(hi, n); } }); });
   if (hi === lo) hi = lo + 1;

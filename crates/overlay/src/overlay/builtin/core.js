@@ -58,12 +58,16 @@
   }
   function when(v) {
     var d = typeof v === 'number' ? new Date(v < 1e11 ? v * 1000 : v) : new Date(String(v));
-    return isNaN(d.getTime()) ? null : d;
+    return isNaN(d) ? null : d;
   }
-  // A value as text (or a link), with the host's locale.
+  // RFC 3339: a date-time with its offset, or a plain date.
+  var ISO = /^\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d))?$/;
+  // A value as text (or a link, or a <time> keeping the ISO text), with the
+  // host's locale. A text that is an RFC 3339 date (and time) is one.
   function show(v, f) {
-    var format = (f && f.format) || 'text';
+    var format = (f && f.format) || (ISO.test(v) ? (v.length > 10 ? 'datetime' : 'date') : 'text');
     if (v == null || v === '') return '';
+    // An unknown currency or locale throws: plain text then.
     try {
       if (format === 'link') { var u = safeUrl(v); return u ? link(u) : String(v); }
       if (format === 'boolean' || typeof v === 'boolean') return v === true ? 'Yes' : v === false ? 'No' : String(v);
@@ -71,20 +75,21 @@
         var d = when(v);
         if (!d) return String(v);
         var o = format === 'date' ? { dateStyle: 'medium' } : { dateStyle: 'medium', timeStyle: 'short' };
-        if (format === 'date' && /^\d{4}-\d\d-\d\d$/.test(String(v))) o.timeZone = 'UTC';
-        return new Intl.DateTimeFormat(locale, o).format(d);
+        if (format === 'date' && /^\d{4}-\d\d-\d\d$/.test(v)) o.timeZone = 'UTC';
+        var iso = typeof v === 'string' ? v : d.toISOString();
+        return h('time', { datetime: iso, title: iso, text: new Intl.DateTimeFormat(locale, o).format(d) });
       }
-      if (format === 'number' || format === 'percent' || format === 'currency') {
-        var n = typeof v === 'number' ? v : Number(v);
+      if (numeric(f)) {
+        var n = Number(v);
         if (isNaN(n)) return String(v);
         var no = format === 'percent' ? { style: 'percent', maximumFractionDigits: 1 }
           : format === 'currency' ? { style: 'currency', currency: f.currency } : {};
         return new Intl.NumberFormat(locale, no).format(n);
       }
-    } catch (e) { /* an unknown currency or locale: plain text */ }
+    } catch (e) {}
     return typeof v === 'object' ? JSON.stringify(v) : String(v);
   }
-  function numeric(f) { return f && /^(number|percent|currency)$/.test(f.format || ''); }
+  function numeric(f) { return f && /^(number|percent|currency)$/.test(f.format); }
   function keysOf(rows, scalars) {
     var keys = [];
     rows.slice(0, 50).forEach(function (r) {
@@ -117,7 +122,7 @@
     else call(r.tool, r.input ? input : r.arguments).then(show, function () { show(last); });
   }
 
-  var K = { opts: O, h: h, get: get, show: show, title: title, human: human, numeric: numeric,
+  var K = { opts: O, h: h, get: get, show: show, title: title, numeric: numeric,
     keysOf: keysOf, note: note, announce: announce, safeUrl: safeUrl, link: link,
     call: call, done: done, text: firstText };
   K.actions = typeof kitActions === 'function' && O.actions ? function (rec, name) { return kitActions(rec, K, name); } : function () { return null; };

@@ -14,6 +14,6 @@ function kitRender(items, K, root) {
     if (it == null || typeof it !== 'object') return K.h('li', {}, [K.show(it)]);
     var one = primary ? K.show(K.get(it, primary)) : JSON.stringify(it);
     var two = secondary ? K.show(K.get(it, secondary)) : '';
-    return K.h('li', {}, [K.h('strong', {}, [one]), two === '' ? null : K.h('span', { className: 'second' }, [two]), K.actions(it, String(one))]);
+    return K.h('li', {}, [K.h('strong', {}, [one]), two === '' ? null : K.h('span', { className: 'second' }, [two]), K.actions(it, typeof one === 'string' ? one : one.textContent)]);
   })));
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::overlay::validate::builtin::{against_schema, view as check_view};
 use crate::overlay::validate::tool as check_tool;
-use crate::overlay::{ToolOverlay, load_dir};
+use crate::overlay::{HostDomains, ToolOverlay, WidgetDomain, load_dir};
 
 /// The budget of one compiled built-in document, its options included
 /// (uncompressed): hosts fetch it on every new template URI.
@@ -83,6 +83,7 @@ fn maximal(kind: Kind) -> View {
         chart: Some(view::ChartType::Line),
         x: Some("month".into()),
         y: Some(fields.into_iter().take(6).collect()),
+        domain: Some(WidgetDomain::One("https://widgets.example.com".into())),
     };
     let allowed = kind.options();
     let keep = |name: &str| allowed.contains(&name);
@@ -104,6 +105,7 @@ fn maximal(kind: Kind) -> View {
         chart: all.chart.filter(|_| keep("type")),
         x: all.x.filter(|_| keep("x")),
         y: all.y.filter(|_| keep("y")),
+        domain: all.domain.filter(|_| keep("domain")),
     }
 }
 
@@ -421,6 +423,60 @@ widget = "builtin:kv"
     assert_ne!(other, name);
     assert_eq!(set.widgets_for("demo").len(), 2);
     assert_eq!(set.widgets_for("other").len(), 1);
+}
+
+/// A built-in widget takes a widget domain as a widget folder's manifest
+/// does: ChatGPT's origin reaches `_meta.ui.domain` and
+/// `openai/widgetDomain`, Claude's its `_meta.ui.domain`; a value in the
+/// wrong form is refused where it is written.
+#[test]
+fn a_builtin_widget_gets_the_widget_domain_its_view_sets() {
+    use crate::host::{HostKind, Target};
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("demo.toml"),
+        r#"
+[tools.list_tasks]
+widget = "builtin:table"
+view = { domain = { chatgpt = "https://tasks.example.com", claude = "c0ffee.claudemcpcontent.com" } }
+
+[tools.get_task]
+widget = "builtin:kv"
+view = { domain = "https://task.example.com" }
+"#,
+    )
+    .unwrap();
+    let set = load_dir(dir.path()).unwrap();
+    let demo = set.mount("demo").unwrap();
+    let widget = |tool: &str| {
+        let name = demo.tool(tool).unwrap().widget.clone().unwrap();
+        set.widgets().get(&name).unwrap().clone()
+    };
+    let table = widget("list_tasks");
+    let chatgpt = table.meta_for(&Target::new(HostKind::ChatGpt, None));
+    assert_eq!(chatgpt["openai/widgetDomain"], "https://tasks.example.com");
+    assert_eq!(chatgpt["ui"]["domain"], "https://tasks.example.com");
+    let claude = table.meta_for(&Target::new(HostKind::Claude, None));
+    assert_eq!(claude["ui"]["domain"], "c0ffee.claudemcpcontent.com");
+    assert!(!claude.contains_key("openai/widgetDomain"));
+    let kv = widget("get_task");
+    let chatgpt = kv.meta_for(&Target::new(HostKind::ChatGpt, None));
+    assert_eq!(chatgpt["openai/widgetDomain"], "https://task.example.com");
+    // The domain is part of the resource, not of the document's options.
+    assert!(!kv.html.contains("task.example.com"));
+
+    let view: View = toml::from_str("domain = { chatgpt = \"tasks.example.com\" }").unwrap();
+    assert_eq!(
+        view.domain,
+        Some(WidgetDomain::PerHost(HostDomains {
+            chatgpt: Some("tasks.example.com".into()),
+            ..HostDomains::default()
+        }))
+    );
+    let mut problems = Vec::new();
+    check_view(Some("builtin:list"), Some(&view), &mut problems);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].place, "view.domain.chatgpt");
 }
 
 #[test]

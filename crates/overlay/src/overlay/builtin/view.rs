@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::overlay::domain::WidgetDomain;
+
 /// `[tools.<name>.view]`: the options of a built-in widget. Which apply
 /// depends on the kind ([`Kind::options`]); the rest are refused.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
@@ -81,11 +83,16 @@ pub struct View {
         skip_serializing_if = "Option::is_none"
     )]
     pub y: Option<Vec<Field>>,
+    /// Every kind: the widget's sandbox domain (`_meta.ui.domain` and
+    /// `openai/widgetDomain`), as a widget manifest's `domain` gives it.
+    #[serde(skip_serializing)]
+    pub(crate) domain: Option<WidgetDomain>,
 }
 
 /// A button on each record: calls `tool` with `arguments`, in which a
-/// string starting with `/` is a JSON pointer into the record (`"/id"`) and
-/// anything else is sent as written.
+/// string starting with `/` is a JSON pointer into the record (`"/id"`),
+/// inside arrays and tables too (`["/id"]`), and anything else is sent as
+/// written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Action {
@@ -175,7 +182,7 @@ impl View {
     /// The options that are set, by name (for the per-kind rule).
     pub fn set(&self) -> Vec<&'static str> {
         let mut set = Vec::new();
-        let options: [(&str, bool); 17] = [
+        let options: [(&str, bool); 18] = [
             ("data", self.data.is_some()),
             ("heading", self.heading.is_some()),
             ("columns", self.columns.is_some()),
@@ -193,6 +200,7 @@ impl View {
             ("type", self.chart.is_some()),
             ("x", self.x.is_some()),
             ("y", self.y.is_some()),
+            ("domain", self.domain.is_some()),
         ];
         for (name, on) in options {
             if on {

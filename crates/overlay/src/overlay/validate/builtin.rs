@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::csp::origin;
 use super::names::nearest;
 use super::problem::Problem;
+use super::widget_domain;
 use crate::overlay::builtin::view::Confirm;
 use crate::overlay::builtin::{self, Field, Format, Kind, Resolved, Shape, View};
 use crate::overlay::builtin::{default_array, pointer_segment, resolve_pointer};
@@ -91,6 +92,9 @@ pub fn view(widget: Option<&str>, view: Option<&View>, problems: &mut Vec<Proble
         if let Err(reason) = origin(domain) {
             problems.push(Problem::new(format!("view.image_domains[{i}]"), reason));
         }
+    }
+    if let Some(domain) = &view.domain {
+        widget_domain::check("view.domain", domain, problems);
     }
 }
 

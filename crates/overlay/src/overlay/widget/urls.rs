@@ -2,7 +2,8 @@
 //! `?query#fragment`, the candidate URLs of a `srcset`, and a served file's
 //! path as it goes in its URL.
 
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+use mcp_ui_wire::percent::{Plus, percent_decode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use super::paths::normalize;
 
@@ -75,7 +76,7 @@ pub(super) fn classify(reference: &str, dir: &str, base: &str) -> Reference {
     // `app.js?v=2` and `app.css#x` name the file before the `?`/`#`; a
     // `%20` in it is a space of the file's name.
     let path = reference.split(['?', '#']).next().unwrap_or_default();
-    let Ok(decoded) = percent_decode_str(path).decode_utf8() else {
+    let Some(decoded) = percent_decode(path, Plus::Itself).utf8() else {
         return Reference::Invalid("is not UTF-8 once its %-escapes are decoded".into());
     };
     let (dir, path) = match decoded.strip_prefix('/') {

@@ -72,6 +72,36 @@ fn the_tools_builtin_actions_call_must_be_listed() {
     );
 }
 
+/// An action's argument written as one pointer or text where the called
+/// tool wants an array is warned about; one written as an array, or for a
+/// parameter that also takes a text, is not.
+#[test]
+fn an_action_argument_the_called_tool_wants_as_an_array_is_warned_about() {
+    let tools = vec![
+        json!({"name": "list_tasks"}),
+        json!({"name": "delete_entities", "inputSchema": {"type": "object", "properties": {
+            "entityNames": {"type": "array", "items": {"type": "string"}},
+            "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+            "ids": {"type": "array"},
+            "note": {"type": ["string", "array"]},
+            "reason": {"type": "string"}
+        }}}),
+    ];
+    let site = site(
+        "widget = \"builtin:list\"\n[view]\nactions = [{ label = \"Forget\", tool = \"delete_entities\", arguments = { entityNames = \"/name\", tags = \"urgent\", ids = [\"/id\"], note = \"/note\", reason = \"/why\" } }]\n",
+    );
+    let found = findings([&site], [], &tools);
+    assert!(found.problems.is_empty(), "{:?}", found.problems);
+    let warnings: Vec<String> = found.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        [
+            "overlays/demo.toml:3: tools.list_tasks.view.actions[0].arguments.entityNames: `/name` sends the record's value as it is, and `delete_entities`'s input schema wants an array for `entityNames`; write [\"/name\"] to send it in an array (unless that value is an array itself)",
+            "overlays/demo.toml:3: tools.list_tasks.view.actions[0].arguments.tags: `urgent` is sent as a text, and `delete_entities`'s input schema wants an array for `tags`; write [\"urgent\"]",
+        ]
+    );
+}
+
 /// A listing that kept only the names (what `serve` keeps of the tools it
 /// does not overlay) still finds unknown tools.
 #[test]
