@@ -147,16 +147,62 @@ pub fn findings(input: &Input<'_>) -> Vec<Finding> {
                 out.push(widget_domain(widget, public_url));
             }
         }
+        // Built-in widgets take theirs from their `view`.
+        let builtin = |widget: &str| widget.starts_with("builtin:");
+        for site in input.tools {
+            let Some(overlay) = &site.overlay else {
+                continue;
+            };
+            if overlay.widget.as_deref().is_some_and(builtin)
+                && !gives_chatgpt(overlay.view.as_ref().and_then(|v| v.domain()))
+            {
+                let place = format!("tools.{}.view.domain", toml_key(&site.key));
+                out.push(builtin_domain(&site.file, site.line, place, public_url));
+            }
+        }
+        for site in input.renders {
+            if builtin(&site.render.widget)
+                && !gives_chatgpt(site.render.view.as_ref().and_then(|v| v.domain()))
+            {
+                let place = format!("render.{}.view.domain", toml_key(&site.key));
+                out.push(builtin_domain(&site.file, site.line, place, public_url));
+            }
+        }
     }
     out
 }
 
 /// Whether the manifest gives ChatGPT a widget domain.
 pub fn has_chatgpt_domain(manifest: &WidgetManifest) -> bool {
-    match &manifest.domain {
+    gives_chatgpt(manifest.domain.as_ref())
+}
+
+fn gives_chatgpt(domain: Option<&WidgetDomain>) -> bool {
+    match domain {
         Some(WidgetDomain::One(_)) => true,
         Some(WidgetDomain::PerHost(hosts)) => hosts.chatgpt.is_some(),
         None => false,
+    }
+}
+
+/// [`Rule::WidgetDomain`] for a built-in widget (its `view` at `place` of
+/// `file`) with no ChatGPT domain, while the public URL is known.
+fn builtin_domain(
+    file: &std::path::Path,
+    line: Option<usize>,
+    place: String,
+    public_url: &str,
+) -> Finding {
+    let origin = url_origin(public_url).unwrap_or_else(|| public_url.to_owned());
+    let message = format!(
+        "ChatGPT requires a unique widget domain for app submission, and the built-in widget at {place} has none for ChatGPT: give it an origin unique to this app, such as public_url's: `{place} = {{ chatgpt = \"{origin}\" }}` (a table keeps Claude's domain derived from public_url)"
+    );
+    Finding {
+        rule: Rule::WidgetDomain,
+        file: file.to_path_buf(),
+        line,
+        place: Some(place),
+        message,
     }
 }
 

@@ -393,3 +393,63 @@ fn tools_of_unconfigured_or_unlisted_upstream_tools_are_left_alone() {
 fn rule_ids_are_printed_under_app_directory() {
     assert_eq!(Rule::OauthInBand.to_string(), "app-directory/oauth-in-band");
 }
+
+/// Built-in widgets take their domain from `view.domain`: one some tool or
+/// render tool shows without a domain for ChatGPT is named at that key.
+#[test]
+fn a_builtin_widget_without_a_chatgpt_domain_is_named_at_its_view() {
+    let view = |toml: &str| -> Option<crate::overlay::builtin::view::View> {
+        Some(toml::from_str(toml).unwrap())
+    };
+    let builtin = |v| ToolOverlay {
+        widget: Some("builtin:table".into()),
+        view: v,
+        ..Default::default()
+    };
+    let sites = [
+        site("bare", builtin(None)),
+        site(
+            "claude_only",
+            builtin(view("domain = { claude = \"c.example.com\" }")),
+        ),
+        site(
+            "given",
+            builtin(view("domain = \"https://tasks.example.com\"")),
+        ),
+    ];
+    let renders = [RenderSite {
+        file: PathBuf::from("overlays/demo.toml"),
+        line: Some(20),
+        mount: "demo".into(),
+        name: "show".into(),
+        key: "show".into(),
+        render: RenderTool {
+            widget: "builtin:kv".into(),
+            view: view("domain = { chatgpt = \"https://kv.example.com\" }"),
+            ..Default::default()
+        },
+    }];
+    let upstreams = [upstream(None)];
+    let input = |public_url| Input {
+        tools: &sites,
+        renders: &renders,
+        widgets: &[],
+        upstreams: &upstreams,
+        public_url,
+    };
+    assert!(findings(&input(None)).is_empty());
+    let found = findings(&input(Some("https://gw.example.com/base")));
+    let places: Vec<&str> = found.iter().filter_map(|f| f.place.as_deref()).collect();
+    assert_eq!(
+        places,
+        ["tools.bare.view.domain", "tools.claude_only.view.domain"]
+    );
+    assert_eq!(rules(&found), [Rule::WidgetDomain, Rule::WidgetDomain]);
+    assert!(
+        found[0]
+            .message
+            .contains("`tools.bare.view.domain = { chatgpt = \"https://gw.example.com\" }`"),
+        "{}",
+        found[0].message
+    );
+}

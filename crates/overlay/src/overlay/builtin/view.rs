@@ -166,6 +166,11 @@ pub enum ChartType {
 }
 
 impl View {
+    /// The widget's sandbox domain, as its `domain` option gives it.
+    pub fn domain(&self) -> Option<&WidgetDomain> {
+        self.domain.as_ref()
+    }
+
     /// The tools the widget calls (its actions', then the refresh), each
     /// with the key that names it (`view.actions[0].tool`, `view.refresh`).
     pub fn calls(&self) -> impl Iterator<Item = (String, &str)> {
