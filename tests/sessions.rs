@@ -396,6 +396,35 @@ async fn an_http_upstream_that_forgot_the_session_gets_another_in_its_place() {
     assert_eq!(status, StatusCode::NOT_FOUND, "ended by its client");
 }
 
+/// A request to a front of `target` sent on as it came (its MCP headers and
+/// body), and the answer back with its content type and session id.
+async fn relay(
+    target: &str,
+    parts: hyper::http::request::Parts,
+    body: bytes::Bytes,
+) -> support::upstreams::BoxResponse {
+    use http_body_util::{BodyExt as _, Full};
+    let names = [
+        "content-type",
+        "accept",
+        "mcp-protocol-version",
+        "mcp-session-id",
+    ];
+    let headers: Vec<(&str, &str)> = names
+        .iter()
+        .filter_map(|n| Some((*n, parts.headers.get(*n)?.to_str().ok()?)))
+        .collect();
+    let (status, h, bytes) = request_raw(parts.method, target, &headers, body).await;
+    let mut r = hyper::Response::new(Full::new(bytes).boxed());
+    *r.status_mut() = status;
+    for name in ["content-type", "mcp-session-id"] {
+        if let Some(v) = h.get(name) {
+            r.headers_mut().insert(name, v.clone());
+        }
+    }
+    r
+}
+
 /// What the upstream saw of one request: its `Authorization` and session id.
 type Seen = (Option<String>, Option<String>);
 
@@ -405,7 +434,7 @@ type Seen = (Option<String>, Option<String>);
 /// credentials only: two tokens, two upstream sessions, never crossed.
 #[tokio::test]
 async fn held_sessions_answer_sessionless_requests_and_never_cross_credentials() {
-    use http_body_util::{BodyExt as _, Full};
+    use http_body_util::BodyExt as _;
     let (demo, _stop) = demo_http().await;
     let seen: std::sync::Arc<std::sync::Mutex<Vec<Seen>>> = Default::default();
     let log = seen.clone();
@@ -420,29 +449,8 @@ async fn held_sessions_answer_sessionless_requests_and_never_cross_credentials()
                 log.lock()
                     .unwrap()
                     .push((header("authorization"), header("mcp-session-id")));
-                let mut headers: Vec<(&str, String)> = Vec::new();
-                for name in [
-                    "content-type",
-                    "accept",
-                    "mcp-protocol-version",
-                    "mcp-session-id",
-                ] {
-                    if let Some(v) = header(name) {
-                        headers.push((name, v));
-                    }
-                }
-                let headers: Vec<(&str, &str)> =
-                    headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
                 let body = body.collect().await.unwrap().to_bytes();
-                let (status, h, bytes) = request_raw(parts.method, &demo, &headers, body).await;
-                let mut r = hyper::Response::new(Full::new(bytes).boxed());
-                *r.status_mut() = status;
-                for name in ["content-type", "mcp-session-id"] {
-                    if let Some(v) = h.get(name) {
-                        r.headers_mut().insert(name, v.clone());
-                    }
-                }
-                r
+                relay(&demo, parts, body).await
             }
         },
     )
@@ -833,7 +841,7 @@ async fn a_stale_id_is_revived_once_however_many_requests_find_it_gone() {
 /// the upstream's sessions stay within the limit.
 #[tokio::test]
 async fn held_sessions_stay_within_the_mounts_limit_the_least_recently_used_ending() {
-    use http_body_util::{BodyExt as _, Full};
+    use http_body_util::BodyExt as _;
     use std::sync::{Arc, Mutex};
     use support::upstreams::{HttpFlavor, plain, start_http};
     let up = start_http(HttpFlavor::StatefulSse).await.unwrap();
@@ -857,28 +865,7 @@ async fn held_sessions_stay_within_the_mounts_limit_the_least_recently_used_endi
                 } else if String::from_utf8_lossy(&body).contains(r#""method":"initialize""#) {
                     log.lock().unwrap().0 += 1;
                 }
-                let mut headers: Vec<(&str, String)> = Vec::new();
-                for name in [
-                    "content-type",
-                    "accept",
-                    "mcp-protocol-version",
-                    "mcp-session-id",
-                ] {
-                    if let Some(v) = parts.headers.get(name) {
-                        headers.push((name, v.to_str().unwrap().to_owned()));
-                    }
-                }
-                let headers: Vec<(&str, &str)> =
-                    headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
-                let (status, h, bytes) = request_raw(parts.method, &target, &headers, body).await;
-                let mut r = hyper::Response::new(Full::new(bytes).boxed());
-                *r.status_mut() = status;
-                for name in ["content-type", "mcp-session-id"] {
-                    if let Some(v) = h.get(name) {
-                        r.headers_mut().insert(name, v.clone());
-                    }
-                }
-                r
+                relay(&target, parts, body).await
             }
         },
     )
