@@ -253,6 +253,16 @@ async fn sign_in(w: &World, browser: &mut Browser, url: &str, decision: &str) ->
     end
 }
 
+/// The whole sign-in of `client_id` in `browser`, allowed, and its code redeemed: the
+/// code and the tokens.
+async fn signed_in(w: &World, browser: &mut Browser, client_id: &str) -> (String, Value) {
+    let back = sign_in(w, browser, &authorize_url(w, client_id, &[]), "allow").await;
+    let code = param(&back, "code").unwrap_or_else(|| panic!("no code: {back}"));
+    let (status, tokens) = redeem(w, client_id, &code).await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    (code, tokens)
+}
+
 fn param(url: &str, name: &str) -> Option<String> {
     query_of(url)
         .into_iter()
@@ -482,16 +492,7 @@ async fn attacks_on_the_flow_are_refused() {
     let mut browser = Browser::new();
 
     // Code replay: the second redemption fails, and revokes what the first gave.
-    let back = sign_in(
-        &w,
-        &mut browser,
-        &authorize_url(&w, &client_id, &[]),
-        "allow",
-    )
-    .await;
-    let code = param(&back, "code").unwrap();
-    let (status, tokens) = redeem(&w, &client_id, &code).await;
-    assert_eq!(status, StatusCode::OK, "{tokens}");
+    let (code, tokens) = signed_in(&w, &mut browser, &client_id).await;
     let (status, replay) = redeem(&w, &client_id, &code).await;
     assert_eq!(
         (status, replay["error"].as_str()),
@@ -800,15 +801,7 @@ async fn signing_keys_rotate_without_failing_a_live_token() {
     }
     let w = world(&peers, |a| a.signing_keys = vec![old.clone()]).await;
     let client_id = public_client(&w).await;
-    let back = sign_in(
-        &w,
-        &mut Browser::new(),
-        &authorize_url(&w, &client_id, &[]),
-        "allow",
-    )
-    .await;
-    let (status, tokens) = redeem(&w, &client_id, &param(&back, "code").unwrap()).await;
-    assert_eq!(status, StatusCode::OK, "{tokens}");
+    let (_, tokens) = signed_in(&w, &mut Browser::new(), &client_id).await;
     let first = tokens["access_token"].as_str().unwrap().to_owned();
     let mut refresh_token = tokens["refresh_token"].as_str().unwrap().to_owned();
     let old_kid = kid(&first);
@@ -1428,16 +1421,7 @@ async fn replicas_sharing_a_store_recognise_every_replay() {
     let at_b = |path: &str| b.url_for(path);
     let client_id = public_client(&w).await;
     let mut browser = Browser::new();
-    let back = sign_in(
-        &w,
-        &mut browser,
-        &authorize_url(&w, &client_id, &[]),
-        "allow",
-    )
-    .await;
-    let code = param(&back, "code").unwrap();
-    let (status, tokens) = redeem(&w, &client_id, &code).await;
-    assert_eq!(status, StatusCode::OK, "{tokens}");
+    let (code, tokens) = signed_in(&w, &mut browser, &client_id).await;
     let pairs = [
         ("grant_type", "authorization_code"),
         ("code", code.as_str()),
@@ -1457,15 +1441,7 @@ async fn replicas_sharing_a_store_recognise_every_replay() {
     assert_eq!(revoked["error"], "invalid_grant");
 
     // Refresh at B; the old token reused at A revokes the family, B's new one included.
-    let back = sign_in(
-        &w,
-        &mut browser,
-        &authorize_url(&w, &client_id, &[]),
-        "allow",
-    )
-    .await;
-    let (status, tokens) = redeem(&w, &client_id, &param(&back, "code").unwrap()).await;
-    assert_eq!(status, StatusCode::OK, "{tokens}");
+    let (_, tokens) = signed_in(&w, &mut browser, &client_id).await;
     let first = tokens["refresh_token"].as_str().unwrap();
     let refresh_at = |url: String, token: String| {
         let client_id = client_id.clone();
