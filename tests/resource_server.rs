@@ -1268,27 +1268,6 @@ async fn each_caller_has_its_own_rate() {
     assert_served(&list_with(&url, &b).await, "the other caller");
 }
 
-/// A stdio MCP server in a few lines of Python whose `whoami` tool answers its
-/// `MCP_USER` environment variable.
-const WHOAMI_SERVER: &str = r#"
-import json, os, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m:
-        continue
-    method = m.get("method")
-    if method == "initialize":
-        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
-             "serverInfo": {"name": "whoami", "version": "1"}}
-    elif method == "tools/list":
-        r = {"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]}
-    elif method == "tools/call":
-        r = {"content": [{"type": "text", "text": os.environ.get("MCP_USER", "(unset)")}]}
-    else:
-        r = {}
-    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
-"#;
-
 /// The verified caller's claims reach the upstream the operator chose, and nothing a
 /// client writes stands in for them: `claims_to_headers` puts `sub` in `x-user` on an
 /// HTTP upstream (a client's own `x-user` is dropped), and `claims_to_env` gives each
@@ -1307,7 +1286,11 @@ async fn claims_reach_the_upstream_instead_of_the_token() {
         claims_to_headers: Some([("x-user".to_owned(), "sub".to_owned())].into()),
         ..AuthConfig::default()
     });
-    let mut stdio = gw::stdio("whoami", "python3", &["-c", WHOAMI_SERVER]);
+    let mut stdio = gw::stdio(
+        "whoami",
+        "python3",
+        &["-c", support::upstreams::ENV_ECHO_SERVER, "MCP_USER"],
+    );
     stdio.path = Some("/whoami/mcp".into());
     stdio.sessions = Some(SessionMode::Conversation);
     stdio.auth = own(AuthConfig {

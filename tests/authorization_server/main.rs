@@ -1183,27 +1183,6 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-/// A stdio MCP server in a few lines of Python whose `whoami` tool answers its
-/// `PROVIDER_TOKEN` environment variable.
-const ENV_SERVER: &str = r#"
-import json, os, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m:
-        continue
-    method = m.get("method")
-    if method == "initialize":
-        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
-             "serverInfo": {"name": "env", "version": "1"}}
-    elif method == "tools/list":
-        r = {"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]}
-    elif method == "tools/call":
-        r = {"content": [{"type": "text", "text": os.environ.get("PROVIDER_TOKEN", "(unset)")}]}
-    else:
-        r = {}
-    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
-"#;
-
 /// The text of the first content item of the JSON-RPC answer in `body`.
 fn tool_text(body: &str) -> String {
     let json = body
@@ -1268,7 +1247,11 @@ async fn the_providers_token_reaches_the_upstream_as_the_user() {
             ..AuthConfig::default()
         },
     )));
-    let mut stdio = gw::stdio("single-user", "python3", &["-c", ENV_SERVER]);
+    let mut stdio = gw::stdio(
+        "single-user",
+        "python3",
+        &["-c", support::upstreams::ENV_ECHO_SERVER, "PROVIDER_TOKEN"],
+    );
     stdio.path = Some("/stdio".into());
     stdio.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
     stdio.auth = Some(mcp_ui_gateway::config::AuthSetting::Table(Box::new(

@@ -51,6 +51,29 @@ pub const MESSAGES_PATH: &str = "/messages";
 /// Path of the fixture bin, for stdio upstreams and rmcp's child-process transport.
 pub const STDIO_COMMAND: &str = env!("CARGO_BIN_EXE_mcp-fixture-server");
 
+/// A stdio MCP server in a few lines of Python (`python3 -c ENV_ECHO_SERVER
+/// VAR`) whose `whoami` tool answers its environment variable `VAR`: what
+/// the gateway started it with.
+pub const ENV_ECHO_SERVER: &str = r#"
+import json, os, sys
+var = sys.argv[1]
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method = m.get("method")
+    if method == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "whoami", "version": "1"}}
+    elif method == "tools/list":
+        r = {"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        r = {"content": [{"type": "text", "text": os.environ.get(var, "(unset)")}]}
+    else:
+        r = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+
 /// How long shutdown waits for open connections (long-lived SSE streams) to close.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);
