@@ -104,6 +104,13 @@ async fn next_json(reader: &mut SseReader) -> Value {
     }
 }
 
+/// The fixture over stdio, mounted as `name` with `sessions = "conversation"`.
+fn conversation_mount(name: &str) -> mcp_ui_gateway::config::UpstreamConfig {
+    let mut up = gw::stdio(name, STDIO_COMMAND, &["--protocol", "2025"]);
+    up.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    up
+}
+
 async fn shared_fixture() -> TestGateway {
     TestGateway::start_with(Config {
         upstreams: vec![gw::stdio("fixture", STDIO_COMMAND, &["--protocol", "2025"])],
@@ -287,8 +294,7 @@ async fn sessionless_requests_share_the_connection_with_sessions() {
 /// connection ends once it has been quiet for `limits.conversation_idle_secs`.
 #[tokio::test]
 async fn conversations_each_get_a_connection_that_ends_when_they_go_quiet() {
-    let mut up = gw::stdio("fixture", STDIO_COMMAND, &["--protocol", "2025"]);
-    up.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    let up = conversation_mount("fixture");
     let mut config = Config {
         upstreams: vec![up],
         ..gw::test_config()
@@ -353,8 +359,7 @@ async fn conversations_each_get_a_connection_that_ends_when_they_go_quiet() {
 /// The key can be a header too.
 #[tokio::test]
 async fn a_conversation_can_be_named_by_a_header() {
-    let mut up = gw::stdio("fixture", STDIO_COMMAND, &["--protocol", "2025"]);
-    up.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    let mut up = conversation_mount("fixture");
     up.conversation_key = Some("header:x-conversation".into());
     let g = TestGateway::start_with(Config {
         upstreams: vec![up],
@@ -474,8 +479,7 @@ async fn a_lone_minus_zero_is_answered() {
 /// first caller keeps finding its own.
 #[tokio::test]
 async fn a_conversation_is_bound_to_its_callers_credentials() {
-    let mut up = gw::stdio("fixture", STDIO_COMMAND, &["--protocol", "2025"]);
-    up.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    let up = conversation_mount("fixture");
     let g = TestGateway::start_with(Config {
         upstreams: vec![up],
         ..gw::test_config()
@@ -518,8 +522,7 @@ async fn a_conversation_is_bound_to_its_callers_credentials() {
 /// with `Retry-After` and the id of the request refused.
 #[tokio::test]
 async fn a_caller_flooding_conversations_ends_only_its_own_and_is_refused_only_when_all_are_busy() {
-    let mut up = gw::stdio("fixture", STDIO_COMMAND, &["--protocol", "2025"]);
-    up.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    let up = conversation_mount("fixture");
     let mut config = Config {
         upstreams: vec![up],
         ..gw::test_config()
@@ -613,8 +616,7 @@ async fn a_caller_flooding_conversations_ends_only_its_own_and_is_refused_only_w
 /// forgotten, and a forgotten session goes on working.
 #[tokio::test]
 async fn failed_starts_and_forgotten_client_sessions_leave_no_table_growing() {
-    let mut talk = gw::stdio("talk", STDIO_COMMAND, &["--protocol", "2025"]);
-    talk.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    let talk = conversation_mount("talk");
     let shared = gw::stdio("shared", STDIO_COMMAND, &["--protocol", "2025"]);
     let mut config = Config {
         upstreams: vec![talk, shared],
