@@ -256,12 +256,7 @@ impl Pool {
             if held < max {
                 continue;
             }
-            let victim = slots
-                .iter()
-                .filter(|(_, s)| s.owner != 0 && (!own || mine(s)) && s.is_idle())
-                .max_by_key(|(_, s)| s.idle())
-                .map(|(k, _)| *k);
-            let Some(key) = victim else {
+            let Some((key, _)) = idlest_of(slots, |s| !own || mine(s)) else {
                 return Err(Failure::Crowded {
                     upstream: self.upstream.clone(),
                     who,
@@ -435,45 +430,37 @@ impl Pool {
             }
         });
         for s in &evicted {
-            if let Some(session) = s.live() {
-                tracing::info!(upstream = %self.upstream, idle_secs = s.idle().as_secs(), "an idle connection ended to make room for another");
-                session.end(
-                    EndedBy::Gateway,
-                    "ended to make room for another connection (limits.max_mount_connections, max_caller_connections)",
-                );
-            }
+            self.end_for_room(
+                s,
+                "another connection (limits.max_mount_connections, max_caller_connections)",
+            );
         }
         slot
+    }
+
+    /// End the idle connection of `slot`, whose place was given up to make
+    /// room for `why`; whether there was one.
+    fn end_for_room(&self, slot: &Slot, why: &str) -> bool {
+        let Some(session) = slot.live() else {
+            return false;
+        };
+        tracing::info!(upstream = %self.upstream, idle_secs = slot.idle().as_secs(), "an idle connection ended to make room for {why}");
+        session.end(EndedBy::Gateway, format!("ended to make room for {why}"));
+        true
     }
 
     /// How long the least recently used idle connection of a caller's own
     /// has been unused, if there is one: the first to end when the gateway
     /// runs out of something every mount shares (stdio children).
     pub fn idlest(&self) -> Option<Duration> {
-        self.lock()
-            .values()
-            .filter(|s| s.owner != 0 && s.is_idle())
-            .map(|s| s.idle())
-            .max()
+        idlest_of(&self.lock(), |_| true).map(|(_, idle)| idle)
     }
 
     /// End the least recently used idle connection of a caller's own, to
     /// make room for `why`; whether there was one.
     pub fn end_idlest(&self, why: &str) -> bool {
-        let slot = self.change(|slots| {
-            let key = slots
-                .iter()
-                .filter(|(_, s)| s.owner != 0 && s.is_idle())
-                .max_by_key(|(_, s)| s.idle())
-                .map(|(k, _)| *k)?;
-            slots.remove(&key)
-        });
-        let Some(session) = slot.as_ref().and_then(|s| s.live()) else {
-            return false;
-        };
-        tracing::info!(upstream = %self.upstream, "an idle connection ended to make room for {why}");
-        session.end(EndedBy::Gateway, format!("ended to make room for {why}"));
-        true
+        let slot = self.change(|slots| slots.remove(&idlest_of(slots, |_| true)?.0));
+        slot.is_some_and(|s| self.end_for_room(&s, why))
     }
 
     /// The places kept: connections open or starting, and ended ones whose
@@ -582,6 +569,20 @@ impl Pool {
             s.end(EndedBy::Gateway, reason);
         }
     }
+}
+
+/// The least recently used idle connection of a caller's own that `pick`
+/// takes (the mount's shared places are nobody's: never ended for room),
+/// and how long it has been unused.
+fn idlest_of(
+    slots: &HashMap<SlotKey, Arc<Slot>>,
+    pick: impl Fn(&Slot) -> bool,
+) -> Option<(SlotKey, Duration)> {
+    slots
+        .iter()
+        .filter(|(_, s)| s.owner != 0 && s.is_idle() && pick(s))
+        .map(|(k, s)| (*k, s.idle()))
+        .max_by_key(|(_, idle)| *idle)
 }
 
 /// A digest of `parts` (credentials, a conversation key) that does not
