@@ -272,23 +272,33 @@ pub fn splice(buf: &[u8], part: &RawValue, new: &str) -> Option<Vec<u8>> {
 /// [`splice`] for several raw values of `buf` at once (they must not
 /// overlap); `None` when one is not part of `buf`.
 pub fn splice_all(buf: &[u8], parts: &[(&RawValue, String)]) -> Option<Vec<u8>> {
-    let mut at: Vec<(usize, usize, &str)> = parts
+    let mut at: Vec<(std::ops::Range<usize>, &[u8])> = parts
         .iter()
-        .map(|(part, new)| {
-            let start = offset_in(buf, part.get())?;
-            Some((start, start + part.get().len(), new.as_str()))
-        })
+        .map(|(part, new)| Some((span_in(buf, part)?, new.as_bytes())))
         .collect::<Option<_>>()?;
-    at.sort_by_key(|(start, _, _)| *start);
-    let mut out = Vec::with_capacity(buf.len() + parts.iter().map(|(_, n)| n.len()).sum::<usize>());
+    splice_spans(buf, &mut at)
+}
+
+/// Where a raw value borrowed from `buf` lies in it.
+pub fn span_in(buf: &[u8], part: &RawValue) -> Option<std::ops::Range<usize>> {
+    let start = offset_in(buf, part.get())?;
+    Some(start..start + part.get().len())
+}
+
+/// `buf` with each range replaced by its bytes, every other byte kept;
+/// `None` when ranges overlap or leave `buf`.
+pub fn splice_spans(buf: &[u8], parts: &mut [(std::ops::Range<usize>, &[u8])]) -> Option<Vec<u8>> {
+    parts.sort_by_key(|(at, _)| at.start);
+    let grown: usize = parts.iter().map(|(_, new)| new.len()).sum();
+    let mut out = Vec::with_capacity(buf.len() + grown);
     let mut from = 0;
-    for (start, end, new) in at {
-        if start < from {
+    for (at, new) in parts.iter() {
+        if at.start < from || at.end > buf.len() {
             return None;
         }
-        out.extend_from_slice(&buf[from..start]);
-        out.extend_from_slice(new.as_bytes());
-        from = end;
+        out.extend_from_slice(&buf[from..at.start]);
+        out.extend_from_slice(new);
+        from = at.end;
     }
     out.extend_from_slice(&buf[from..]);
     Some(out)

@@ -5,6 +5,7 @@
 //! connection is gone, starts here; the result is what the gateway answers
 //! a client's `initialize` with when it starts nothing for it.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,40 +27,53 @@ pub struct Handshake {
     pub result: Box<RawValue>,
     /// The revision it settled on.
     pub version: String,
+    /// Where in `reply` its id and its `protocolVersion` value are (found
+    /// once: every local answer splices them).
+    spans: Option<(Range<usize>, Range<usize>)>,
 }
 
 impl Handshake {
+    pub fn new(reply: Bytes, result: Box<RawValue>, version: String) -> Handshake {
+        let spans = spans(&reply);
+        Handshake {
+            reply,
+            result,
+            version,
+            spans,
+        }
+    }
+
     /// The answer to a client's `initialize` with request id `id` that asked
     /// for revision `asked`: the upstream's result, speaking the revision
     /// [`protocol::negotiate`] picks for both.
     pub fn answer(&self, id: &RawValue, asked: &str) -> Bytes {
         let version = protocol::negotiate(asked, &self.version);
-        self.spliced(id, version)
-            .unwrap_or_else(|| self.rebuilt(id, version))
+        match &self.spans {
+            Some(spans) => self.spliced(spans, id, version),
+            None => self.rebuilt(id, version),
+        }
     }
 
     /// The upstream's own response with only the id (and, for a client of
     /// an older revision, the `protocolVersion` value) changed: its key
     /// order, spacing and every other byte kept.
-    fn spliced(&self, id: &RawValue, version: &str) -> Option<Bytes> {
-        #[derive(serde::Deserialize)]
-        struct Envelope<'a> {
-            #[serde(borrow)]
-            id: &'a RawValue,
-            #[serde(borrow)]
-            result: Versioned<'a>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Versioned<'a> {
-            #[serde(borrow, rename = "protocolVersion")]
-            version: &'a RawValue,
-        }
-        let e: Envelope<'_> = serde_json::from_slice(&self.reply).ok()?;
-        let mut parts = vec![(e.id, id.get().to_owned())];
-        if version != self.version {
-            parts.push((e.result.version, serde_json::to_string(version).ok()?));
-        }
-        jsonrpc::splice_all(&self.reply, &parts).map(Bytes::from)
+    fn spliced(
+        &self,
+        (id_at, version_at): &(Range<usize>, Range<usize>),
+        id: &RawValue,
+        version: &str,
+    ) -> Bytes {
+        let version = match version == self.version {
+            true => &self.reply[version_at.clone()],
+            false => &serde_json::to_vec(version).expect("strings serialise")[..],
+        };
+        let mut parts = [
+            (id_at.clone(), id.get().as_bytes()),
+            (version_at.clone(), version),
+        ];
+        let out = jsonrpc::splice_spans(&self.reply, &mut parts)
+            .expect("spans found in the reply, apart");
+        Bytes::from(out)
     }
 
     /// The answer in the gateway's own envelope, for a response the
@@ -80,6 +94,28 @@ impl Handshake {
             id.get()
         ))
     }
+}
+
+/// Where the id and the result's `protocolVersion` value are in `reply`;
+/// `None` for a reply in a shape that cannot be spliced (a duplicate key).
+fn spans(reply: &[u8]) -> Option<(Range<usize>, Range<usize>)> {
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        id: &'a RawValue,
+        #[serde(borrow)]
+        result: Versioned<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Versioned<'a> {
+        #[serde(borrow, rename = "protocolVersion")]
+        version: &'a RawValue,
+    }
+    let e: Envelope<'_> = serde_json::from_slice(reply).ok()?;
+    let id = jsonrpc::span_in(reply, e.id)?;
+    let version = jsonrpc::span_in(reply, e.result.version)?;
+    // Apart, as a JSON object's values are.
+    (id.end <= version.start || version.end <= id.start).then_some((id, version))
 }
 
 /// Send `initialize` with `params`, then `notifications/initialized`;
@@ -110,11 +146,7 @@ pub async fn initialize(
             None,
         )
         .await?;
-    Ok(Handshake {
-        reply,
-        result,
-        version,
-    })
+    Ok(Handshake::new(reply, result, version))
 }
 
 /// Ask `server/discover` under the 2026-07-28 envelope: the result when the
@@ -223,11 +255,7 @@ mod tests {
             .as_str()
             .unwrap()
             .to_owned();
-        Handshake {
-            reply: Bytes::copy_from_slice(reply.as_bytes()),
-            result,
-            version,
-        }
+        Handshake::new(Bytes::copy_from_slice(reply.as_bytes()), result, version)
     }
 
     #[test]
