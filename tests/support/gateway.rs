@@ -33,9 +33,32 @@ impl TestGateway {
         Self::start_listening(config).await
     }
 
-    /// Listening where `config.listen` says (a port a test chose, for a
-    /// `public_url` that must be known before the gateway starts).
+    /// Listening where `config.listen` says.
     pub async fn start_listening(config: Config) -> Self {
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .expect("bind");
+        Self::start_on(config, listener)
+    }
+
+    /// On a port of 127.0.0.1 the system chooses, with `public_url` set to
+    /// it (unless the configuration names one): the socket is bound first
+    /// and handed to the gateway, so no other process can take the port
+    /// between the two.
+    pub async fn start_public(mut config: Config) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("a bound address");
+        config.listen = addr;
+        if config.public_url.is_none() {
+            config.public_url = Some(format!("http://{addr}"));
+        }
+        Self::start_on(config, listener)
+    }
+
+    /// Serving on `listener`, already bound where `config.listen` says.
+    pub fn start_on(config: Config, listener: tokio::net::TcpListener) -> Self {
         let resolved = config.resolve().expect("valid test config");
         let options = mcp_ui_gateway::overlay::LoadOptions {
             max_bytes: config.limits.max_widget_bytes,
@@ -44,9 +67,7 @@ impl TestGateway {
         };
         let live = Live::open_with(&config.overlays, options).expect("valid overlays");
         let gateway = Gateway::new(&config, resolved, live).expect("gateway");
-        let server = Server::bind(gateway.clone(), config.listen)
-            .await
-            .expect("bind");
+        let server = Server::on(gateway.clone(), listener);
         let addr = server.local_addr();
         let stop = CancellationToken::new();
         let task = tokio::spawn(server.run(stop.clone(), Duration::from_secs(2)));

@@ -30,11 +30,19 @@ pub struct Server {
 impl Server {
     pub async fn bind(gateway: Arc<Gateway>, addr: SocketAddr) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
-        Ok(Server {
+        Ok(Server::on(gateway, listener))
+    }
+
+    /// Serve on a socket already bound: its address (a port the system
+    /// chose) can be known, and written into the configuration as
+    /// `public_url`, before the gateway is made, with no moment at which
+    /// another process could take the port.
+    pub fn on(gateway: Arc<Gateway>, listener: TcpListener) -> Self {
+        Server {
             listener,
             gateway,
             tls: None,
-        })
+        }
     }
 
     /// Serve HTTPS: every connection begins with a TLS handshake, which must
