@@ -16,6 +16,7 @@
 mod browsers;
 #[path = "../support/mod.rs"]
 mod support;
+mod tokens;
 
 use std::sync::Arc;
 use std::time::Duration;
