@@ -155,11 +155,11 @@ async fn refreshes_and_token_requests_past_their_rate_get_429_with_retry_after()
     w.gw.shutdown().await;
 }
 
-/// The number of keys in the Redis at `url`, by `redis-cli`.
+/// The number of keys in the Redis at `url` (`unix://…`), by `redis-cli`.
 fn redis_keys(url: &str) -> usize {
-    let port = url.rsplit(':').next().unwrap().split('/').next().unwrap();
+    let socket = url.strip_prefix("unix://").unwrap();
     let out = std::process::Command::new("redis-cli")
-        .args(["-p", port, "DBSIZE"])
+        .args(["-s", socket, "DBSIZE"])
         .output()
         .expect("redis-cli");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -175,7 +175,7 @@ async fn in_redis_a_family_is_the_same_keys_whatever_its_rotations_at_either_rep
     let Some((peers, _guard)) = setup().await else {
         return;
     };
-    let (_redis, url) = super::redis().await;
+    let (_redis, url, _dir) = super::redis().await;
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("signing.pem");
     std::fs::write(&key, rcgen::KeyPair::generate().unwrap().serialize_pem()).unwrap();
