@@ -219,3 +219,155 @@ async fn in_redis_a_family_is_the_same_keys_whatever_its_rotations_at_either_rep
     b.shutdown().await;
     w.gw.shutdown().await;
 }
+
+/// `pairs` posted to the revocation endpoint the metadata names: the status and body.
+async fn revoke(w: &World, pairs: &[(&str, &str)]) -> (StatusCode, Value) {
+    let (_, meta) = super::get_json(&w.url("/.well-known/oauth-authorization-server")).await;
+    let endpoint = meta["revocation_endpoint"]
+        .as_str()
+        .expect("a revocation endpoint");
+    let (status, _, body) = form(endpoint, pairs, None).await;
+    (status, body)
+}
+
+/// Revocation (RFC 7009): another client presenting a client's refresh token revokes
+/// nothing (200, and the owner refreshes as before); tokens the server does not know, and
+/// access tokens, are answered 200 (§2.2); the owner revoking its refresh token ends the
+/// sign-in: its next refresh is refused `invalid_grant`. A client that does not
+/// authenticate is refused.
+#[tokio::test]
+async fn a_client_revokes_its_own_refresh_tokens_and_no_one_elses() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let w = world(&peers, |_| {}).await;
+    let (owner, other) = (public_client(&w).await, public_client(&w).await);
+    let (_, tokens) = signed_in(&w, &mut Browser::new(), &owner).await;
+    let first = tokens["refresh_token"].as_str().unwrap();
+    let (status, body) = revoke(&w, &[("token", first), ("client_id", &other)]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, renewed) = refresh(&w, &owner, first).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "another client revoked the owner's sign-in: {renewed}"
+    );
+    let current = renewed["refresh_token"].as_str().unwrap();
+    let access = renewed["access_token"].as_str().unwrap();
+    for token in ["not-a-token-of-this-server", access] {
+        let (status, body) = revoke(&w, &[("token", token), ("client_id", &owner)]).await;
+        assert_eq!(status, StatusCode::OK, "{token}: {body}");
+    }
+    let (status, body) = revoke(&w, &[("token", current), ("client_id", "made-up-client")]).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("invalid_client"))
+    );
+    let (status, renewed) = refresh(&w, &owner, current).await;
+    assert_eq!(status, StatusCode::OK, "{renewed}");
+    let current = renewed["refresh_token"].as_str().unwrap();
+    let (status, body) = revoke(
+        &w,
+        &[
+            ("token", current),
+            ("token_type_hint", "refresh_token"),
+            ("client_id", &owner),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, after) = refresh(&w, &owner, current).await;
+    assert_eq!(
+        (status, after["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "the owner's revocation revoked nothing"
+    );
+    w.gw.shutdown().await;
+}
+
+/// Scopes end to end: a client asking for a scope the resource does not offer is granted
+/// only what it offers (the token answer's `scope` and the token's claim agree); the
+/// resource server enforces exactly that (`tools:call` is required: a token granted only
+/// `notes:write` is refused 403 `insufficient_scope`, one granted `tools:call` is served);
+/// a refresh asking for more than was granted is refused `invalid_scope`, one asking for
+/// less gets less, and the sign-in keeps what it was granted.
+#[tokio::test]
+async fn scopes_granted_are_what_the_resource_offers_and_enforces() {
+    let Some((peers, _guard)) = setup().await else {
+        return;
+    };
+    let w = world(&peers, |_| {}).await;
+    let client_id = public_client(&w).await;
+    let granted = |scope: &'static str| {
+        let url = super::authorize_url(&w, &client_id, &[("scope", scope)]);
+        let w = &w;
+        let client_id = client_id.clone();
+        async move {
+            let back = super::sign_in(w, &mut Browser::new(), &url, "allow").await;
+            let code = super::param(&back, "code").unwrap_or_else(|| panic!("{back}"));
+            let (status, tokens) = super::redeem(w, &client_id, &code).await;
+            assert_eq!(status, StatusCode::OK, "{tokens}");
+            let claim = super::claims(tokens["access_token"].as_str().unwrap())["scope"].clone();
+            assert_eq!(claim, tokens["scope"], "the claim and the answer agree");
+            tokens
+        }
+    };
+    let offered = granted("tools:call admin").await;
+    assert_eq!(offered["scope"], "tools:call", "admin is not offered");
+    let access = offered["access_token"].as_str().unwrap();
+    assert!(super::call_echo(&w, access).await.is_ok());
+
+    let narrow = granted("notes:write").await;
+    assert_eq!(narrow["scope"], "notes:write");
+    assert_eq!(
+        super::call_echo(&w, narrow["access_token"].as_str().unwrap()).await,
+        Err(StatusCode::FORBIDDEN),
+        "the resource requires tools:call, which this token was not granted"
+    );
+
+    let both = granted("tools:call notes:write").await;
+    assert_eq!(both["scope"], "tools:call notes:write");
+    let token = both["refresh_token"].as_str().unwrap();
+    for more in ["tools:call notes:write admin", "openid"] {
+        let (status, _, body) = form(
+            &w.url("/oauth/token"),
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", token),
+                ("client_id", &client_id),
+                ("scope", more),
+            ],
+            None,
+        )
+        .await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("invalid_scope")),
+            "{more}: {body}"
+        );
+    }
+    let (status, _, less) = form(
+        &w.url("/oauth/token"),
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", token),
+            ("client_id", &client_id),
+            ("scope", "tools:call"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{less}");
+    assert_eq!(less["scope"], "tools:call");
+    assert_eq!(
+        super::claims(less["access_token"].as_str().unwrap())["scope"],
+        "tools:call"
+    );
+    let (status, again) = refresh(&w, &client_id, less["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(
+        again["scope"], "tools:call notes:write",
+        "the grant is kept"
+    );
+    w.gw.shutdown().await;
+}
