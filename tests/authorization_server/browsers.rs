@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::support::peers::{CLIENT_LIMIT, Peers, indent, run_to_end, setup};
 use super::support::process::{Proc, Stream};
-use super::{Setup, World, claims, fixture, free_port, world_set_up};
+use super::{Setup, World, claims, fixture, world_set_up};
 
 /// The gateway's access tokens live this long here: short enough to see one expire.
 const ACCESS_TTL_SECS: u64 = 3;
@@ -214,13 +214,13 @@ async fn the_mcp_inspector_signs_in_through_a_browser_and_refreshes() {
     };
     let w = signing_in_world(&peers).await;
     let home = tempfile::tempdir().unwrap();
-    let callback = format!("http://127.0.0.1:{}/oauth/callback", free_port().await);
 
     // The first run: no token, so an interactive sign-in. Without a terminal the Inspector
     // does it when told to open a browser (MCP_AUTO_OPEN_ENABLED); the one it would open
     // does nothing (BROWSER=true), and it says where to go, which the test's Chromium does.
+    // Its callback server binds port 0, and its redirect URI names the port it got.
     let mut cmd = inspector(&peers, &w, home.path(), "first");
-    cmd.args(["--callback-url", &callback])
+    cmd.args(["--callback-url", "http://127.0.0.1:0/oauth/callback"])
         .env("MCP_AUTO_OPEN_ENABLED", "true")
         .env("BROWSER", "true");
     let mut run = Proc::spawn("MCP Inspector CLI (sign-in)", &mut cmd);
@@ -237,6 +237,11 @@ async fn the_mcp_inspector_signs_in_through_a_browser_and_refreshes() {
     assert!(
         url.starts_with(&w.url("/oauth/authorize?")),
         "the Inspector sends the user to the gateway: {url}"
+    );
+    let callback = super::param(&url, "redirect_uri").expect("a redirect URI");
+    assert!(
+        callback.starts_with("http://127.0.0.1:") && !callback.starts_with("http://127.0.0.1:0/"),
+        "the port its callback server got: {callback}"
     );
     let mut browser = node(&peers);
     browser

@@ -38,7 +38,7 @@ pub fn id_token_claims(id_token: &str) -> Result<Map<String, Value>, String> {
 
 /// `claims` checked: `iss` exactly, `aud` naming the gateway's client (and
 /// `azp` it when there are several), not expired, and the nonce the gateway
-/// sent.
+/// sent, present (an ID token without one is refused).
 pub fn check_id_token(claims: &Map<String, Value>, expect: &Expect<'_>) -> Result<(), String> {
     if claims.get("iss").and_then(Value::as_str) != Some(expect.issuer) {
         return Err("the ID token is from another issuer".into());
@@ -62,11 +62,12 @@ pub fn check_id_token(claims: &Map<String, Value>, expect: &Expect<'_>) -> Resul
         Some(_) => return Err("the ID token has expired".into()),
         None => return Err("the ID token has no expiry".into()),
     }
-    let nonce = claims
-        .get("nonce")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if !bool::from(nonce.as_bytes().ct_eq(expect.nonce.as_bytes())) {
+    // OpenID Connect Core §3.1.3.7 rule 11: the nonce must be present and
+    // the one sent; a missing one is never taken as an empty one.
+    let Some(nonce) = claims.get("nonce").and_then(Value::as_str) else {
+        return Err("the ID token has no nonce".into());
+    };
+    if expect.nonce.is_empty() || !bool::from(nonce.as_bytes().ct_eq(expect.nonce.as_bytes())) {
         return Err("the ID token's nonce is not the one sent".into());
     }
     Ok(())
@@ -120,6 +121,20 @@ mod tests {
         assert!(with("exp", json!(50)).is_err());
         assert!(with("nonce", json!("n2")).is_err());
         assert!(id_token_claims("a.b").is_err());
+        let mut no_nonce = good.as_object().unwrap().clone();
+        no_nonce.remove("nonce");
+        assert_eq!(
+            check_id_token(&no_nonce, &expect),
+            Err("the ID token has no nonce".into())
+        );
+        // Neither present nor sent is no match: a missing nonce never passes.
+        let sent_none = Expect {
+            nonce: "",
+            ..expect
+        };
+        assert!(check_id_token(&no_nonce, &sent_none).is_err());
+        assert!(with("nonce", json!("")).is_err());
+        assert!(with("nonce", json!(1)).is_err());
         assert_eq!(
             subject(&json!({"id": 42}).as_object().unwrap().clone(), "id").as_deref(),
             Some("42")

@@ -30,6 +30,8 @@ pub struct Authority {
     pub(super) registrations: std::sync::Mutex<
         std::collections::HashMap<std::net::IpAddr, mcp_ui_identity::rate::Bucket>,
     >,
+    /// Token requests by client (a digest of its id) and address.
+    pub(super) token_requests: std::sync::Mutex<Rates>,
     pub(super) endpoints: endpoints::Paths,
 }
 
@@ -78,7 +80,7 @@ impl Authority {
         let clients = clients::Clients::new(&config.documents).map_err(|e| vec![e])?;
         let store = match &config.store {
             Some(url) => Store::redis(url).map_err(|e| vec![e])?,
-            None => Store::memory(super::basics::now()),
+            None => Store::memory(super::basics::random_text(12), super::basics::now()),
         };
         if !problems.is_empty() {
             return Err(problems);
@@ -93,6 +95,7 @@ impl Authority {
             clients,
             store,
             registrations: Default::default(),
+            token_requests: Default::default(),
             endpoints,
             config,
         })
@@ -122,13 +125,19 @@ impl Authority {
                     super::basics::span(window)
                 ),
             )),
-            Err(super::store::Unavailable(why)) => {
+            Err(super::store::Unavailable { why, .. }) => {
                 tracing::warn!(
                     "when the client was last used is not known ({why}); it is taken as in use"
                 );
                 Ok(known)
             }
         }
+    }
+
+    /// How many codes and families its memory store holds (none with
+    /// Redis).
+    pub fn remembered(&self) -> super::store::Remembered {
+        self.store.remembered()
     }
 
     /// The issuer: the gateway's `public_url`.
@@ -226,6 +235,34 @@ impl Authority {
         self.endpoints.at(path)
     }
 
+    /// Take one token or revocation request from the allowance of
+    /// `client_id` at `peer` (`token_endpoint.per_minute`): `Err` with the
+    /// 429.
+    pub(super) fn rate_token_request(
+        &self,
+        client_id: &str,
+        peer: Option<std::net::IpAddr>,
+    ) -> Result<(), Box<Response<Body>>> {
+        let per_minute = self.config.token_endpoint.per_minute;
+        if per_minute == 0 {
+            return Ok(());
+        }
+        let ip = peer.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+        let key = (super::sealed::digest(client_id), ip);
+        let mut rates = self
+            .token_requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        rates
+            .take(key, per_minute, std::time::Instant::now())
+            .map_err(|wait| {
+                Box::new(super::token::too_many(
+                    wait,
+                    format!("more than {per_minute} token requests a minute from this client at this address (authorization_server.token_endpoint.per_minute)"),
+                ))
+            })
+    }
+
     /// Take one registration from `peer`'s allowance: `Err` with the 429.
     pub(super) fn rate_registration(
         &self,
@@ -247,6 +284,51 @@ impl Authority {
             .or_insert_with(|| Bucket::full(per_minute, now))
             .take(per_minute, now)
             .map_err(|wait| Box::new(too_many(wait)))
+    }
+}
+
+/// Most clients and addresses whose token requests are counted.
+const MAX_RATED: usize = 65_536;
+
+/// The token requests of each client and address: a bucket each, at most
+/// [`MAX_RATED`]. Past it, the buckets full again are swept (at most once a
+/// second, never on every request), and if none is, one is forgotten to make
+/// room (it starts full again): a flood of clients and addresses costs
+/// a bounded table, and refuses no one for want of room.
+#[derive(Default)]
+pub(super) struct Rates {
+    buckets: std::collections::HashMap<(String, std::net::IpAddr), mcp_ui_identity::rate::Bucket>,
+    swept: Option<std::time::Instant>,
+}
+
+impl Rates {
+    /// Take one of `key`'s requests at `now`, `per_minute` a minute: `Err`
+    /// with how long until one may go.
+    fn take(
+        &mut self,
+        key: (String, std::net::IpAddr),
+        per_minute: u32,
+        now: std::time::Instant,
+    ) -> Result<(), Duration> {
+        use mcp_ui_identity::rate::Bucket;
+        if self.buckets.len() >= MAX_RATED && !self.buckets.contains_key(&key) {
+            if self
+                .swept
+                .is_none_or(|at| now.saturating_duration_since(at) >= Duration::from_secs(1))
+            {
+                self.buckets.retain(|_, b| !b.is_full(per_minute, now));
+                self.swept = Some(now);
+            }
+            if self.buckets.len() >= MAX_RATED
+                && let Some(any) = self.buckets.keys().next().cloned()
+            {
+                self.buckets.remove(&any);
+            }
+        }
+        self.buckets
+            .entry(key)
+            .or_insert_with(|| Bucket::full(per_minute, now))
+            .take(per_minute, now)
     }
 }
 

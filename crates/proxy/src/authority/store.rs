@@ -1,51 +1,172 @@
-//! What the authorization server remembers between requests: the codes
-//! and refresh tokens already redeemed (each is good once: a second use is
-//! an attack, RFC 6749 §4.1.2 and OAuth 2.1 §4.3.1), and the families of
-//! refresh tokens revoked. Each entry is kept until what it names would
-//! have expired anyway.
+//! What the authorization server remembers between requests, each in a
+//! table of its own:
+//! - the codes redeemed, each until it expires (60 s): a code is good once,
+//!   and a second use revokes what the first gave (RFC 6749 §4.1.2);
+//! - one entry per sign-in that holds refresh tokens (a family): the
+//!   generation of its one live token, and the pace of its refreshes.
+//!   Redeeming a refresh token advances the generation at once (a
+//!   compare-and-set); a token of another generation is a replay and ends
+//!   the family (RFC 9700 §4.14.2, OAuth 2.1 §4.3.1). A rotation replaces the
+//!   entry, so however often a client refreshes, its sign-in costs one entry.
+//!   A family the store does not hold is over: revocation removes it;
+//! - when each registered client was last used, so that one unused for
+//!   `registration.unused_client_secs` is forgotten.
 //!
 //! Two stores, by `authorization_server.store`:
-//! - `memory` (the default): this process's memory. A code or refresh token
-//!   replayed to another replica, or after a restart, is not recognised as
-//!   used; the bound is the code's lifetime (60 s) and, for refresh tokens,
-//!   their family's.
-//! - `redis://…`: a Redis server every replica shares (`SET … NX EXAT`, one
-//!   round trip a redemption). A redemption it cannot record (Redis down) is
-//!   refused, never allowed twice: sign-ins stop while it is unreachable.
+//! - `memory` (the default): this process's memory, each table bounded
+//!   ([`memory`]). A code replayed to another replica is not recognised
+//!   there. A refresh token another process issued (before a restart, or
+//!   another replica) is taken on as its family's latest when its family is
+//!   unknown here or behind it (nothing here says otherwise), and the family
+//!   is kept from then on; a client never seen since the start is given a
+//!   full period.
+//! - `redis://…`: a Redis server every replica shares ([`redis`]): a code is
+//!   `SET … NX EXAT`, a family a hash changed by one script, atomically. A
+//!   redemption it cannot record (Redis down) is refused, never allowed
+//!   twice: sign-ins and refreshes stop while it is unreachable.
 //!
-//! Both also keep when each registered client was last used, so that one
-//! unused for `registration.unused_client_secs` is forgotten. The memory
-//! store knows nothing from before its start: a client it has not seen is
-//! given a full period from then, so a restart never forgets a client in use.
+//! Every user keeps at most `sign_ins_per_user` families: a sign-in past it
+//! ends that user's family refreshed longest ago, so that no user can fill
+//! what others need.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+mod memory;
+mod redis;
 
-/// Most entries kept; past it, expired ones are dropped, and if none has
-/// expired the store refuses (a redemption it cannot record is refused,
-/// never allowed twice).
-const MAX_ENTRIES: usize = 1_000_000;
+use mcp_ui_identity::authority::token::Rotation;
+
+pub use memory::Memory;
+pub use redis::Redis;
 
 pub enum Store {
     Memory(Memory),
     Redis(Redis),
 }
 
-/// The store cannot record or answer (full, or unreachable).
+/// The store cannot record or answer (full, or unreachable); when it can
+/// say, the seconds until it may.
 #[derive(Debug)]
-pub struct Unavailable(pub String);
+pub struct Unavailable {
+    pub why: String,
+    pub retry_after: Option<u64>,
+}
 
-/// Keys in a shared Redis are prefixed with this.
-const PREFIX: &str = "mcp-ui-gateway:oauth:";
+impl Unavailable {
+    pub(super) fn new(why: impl Into<String>) -> Unavailable {
+        Unavailable {
+            why: why.into(),
+            retry_after: None,
+        }
+    }
+}
+
+/// A family as a token names it.
+pub(super) struct FamilyRef<'a> {
+    pub id: &'a str,
+    /// The digest of its user's subject: what `sign_ins_per_user` counts by.
+    pub user: &'a str,
+    /// When its latest token expires: the entry is kept until then.
+    pub until: u64,
+}
+
+/// How many entries the store holds, in this process's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Remembered {
+    pub codes: usize,
+    pub families: usize,
+}
 
 impl Store {
-    pub(super) fn memory(now: u64) -> Store {
-        Store::Memory(Memory {
-            used: Mutex::new(HashMap::new()),
-            revoked: Mutex::new(HashMap::new()),
-            clients: Mutex::new(HashMap::new()),
-            started: now,
-        })
+    /// This process's memory, known as `id` in the refresh tokens it keeps.
+    pub(super) fn memory(id: String, now: u64) -> Store {
+        Store::Memory(Memory::new(
+            id,
+            now,
+            memory::MAX_CODES,
+            memory::MAX_FAMILIES,
+        ))
+    }
+
+    /// What the refresh tokens it keeps the families of carry to name it:
+    /// a memory store's id, nothing for a shared one.
+    pub(super) fn id(&self) -> &str {
+        match self {
+            Store::Memory(m) => m.id(),
+            Store::Redis(_) => "",
+        }
+    }
+
+    /// A Redis store at `url` (`redis://`, `rediss://`, `unix://`); it is
+    /// connected on first use, and again after a failure.
+    pub(super) fn redis(url: &str) -> Result<Store, String> {
+        Redis::at(url).map(Store::Redis)
+    }
+
+    /// Record the code `id` as redeemed until `until`: `Ok(true)` the first
+    /// time, `Ok(false)` after.
+    pub(super) async fn first_use(
+        &self,
+        id: &str,
+        until: u64,
+        now: u64,
+    ) -> Result<bool, Unavailable> {
+        match self {
+            Store::Memory(m) => m.first_use(id, until, now),
+            Store::Redis(r) => r.first_use(id, until, now).await,
+        }
+    }
+
+    /// Begin `family`, its first token of generation 0, for a user who keeps
+    /// at most `per_user` families.
+    pub(super) async fn open(
+        &self,
+        family: &FamilyRef<'_>,
+        per_user: u32,
+        now_ms: u64,
+    ) -> Result<(), Unavailable> {
+        match self {
+            Store::Memory(m) => {
+                m.open(family, per_user, now_ms);
+                Ok(())
+            }
+            Store::Redis(r) => r.open(family, per_user, now_ms).await,
+        }
+    }
+
+    /// Redeem the token of generation `presented` of `family`, issued by
+    /// the store `issued_by` (its [`Store::id`]), refreshes paced at
+    /// `limits.0` a minute, a user keeping `limits.1` families.
+    pub(super) async fn rotate(
+        &self,
+        family: &FamilyRef<'_>,
+        presented: u64,
+        issued_by: &str,
+        limits: (u32, u32),
+        now_ms: u64,
+    ) -> Result<Rotation, Unavailable> {
+        let (per_minute, per_user) = limits;
+        match self {
+            Store::Memory(m) => {
+                Ok(m.rotate(family, presented, issued_by, per_minute, per_user, now_ms))
+            }
+            Store::Redis(r) => r.rotate(family, presented, per_minute, now_ms).await,
+        }
+    }
+
+    /// End `family` (revoked, or replayed): none of its tokens is redeemed
+    /// again. `issued_by` is the store that issued the token naming it.
+    pub(super) async fn end(
+        &self,
+        family: &FamilyRef<'_>,
+        issued_by: &str,
+        now: u64,
+    ) -> Result<(), Unavailable> {
+        match self {
+            Store::Memory(m) => {
+                m.end(family, issued_by, now);
+                Ok(())
+            }
+            Store::Redis(r) => r.end(family).await,
+        }
     }
 
     /// Whether the registered client `client` (a digest of its id), issued
@@ -59,217 +180,18 @@ impl Store {
         window: u64,
         now: u64,
     ) -> Result<bool, Unavailable> {
-        let recent = |t: u64| t.saturating_add(window) > now;
         match self {
-            Store::Memory(m) => {
-                let mut map = m.clients.lock().unwrap_or_else(|e| e.into_inner());
-                let seen = map.get(client).is_some_and(|until| *until > now);
-                if !(seen || recent(issued_at) || recent(m.started)) {
-                    return Ok(false);
-                }
-                if map.len() >= MAX_ENTRIES {
-                    map.retain(|_, u| *u > now);
-                }
-                if map.len() < MAX_ENTRIES {
-                    map.insert(client.to_owned(), now + window);
-                }
-                Ok(true)
-            }
-            Store::Redis(r) => {
-                let key = format!("{PREFIX}client:{client}");
-                if !recent(issued_at) && !r.exists(&key).await? {
-                    return Ok(false);
-                }
-                let mut cmd = redis::cmd("SET");
-                cmd.arg(&key).arg(1).arg("EXAT").arg(now + window.max(1));
-                let _: Option<String> = r.run(cmd).await?;
-                Ok(true)
-            }
+            Store::Memory(m) => Ok(m.client_in_use(client, issued_at, window, now)),
+            Store::Redis(r) => r.client_in_use(client, issued_at, window, now).await,
         }
     }
 
-    /// A Redis store at `url` (`redis://`, `rediss://`, `unix://`); it is
-    /// connected on first use, and again after a failure.
-    pub(super) fn redis(url: &str) -> Result<Store, String> {
-        let client =
-            redis::Client::open(url).map_err(|e| format!("authorization_server.store: {e}"))?;
-        Ok(Store::Redis(Redis {
-            client,
-            connection: tokio::sync::Mutex::new(None),
-        }))
-    }
-
-    /// Record `id` as used until `until`: `Ok(true)` the first time,
-    /// `Ok(false)` after.
-    pub(super) async fn first_use(
-        &self,
-        id: &str,
-        until: u64,
-        now: u64,
-    ) -> Result<bool, Unavailable> {
+    /// How many codes and families this process's memory holds (none with
+    /// Redis).
+    pub(super) fn remembered(&self) -> Remembered {
         match self {
-            Store::Memory(m) => insert(&m.used, id, until, now)
-                .map_err(|_| Unavailable("the store of redeemed codes is full".into())),
-            Store::Redis(r) => r.set_once(&format!("{PREFIX}used:{id}"), until, now).await,
+            Store::Memory(m) => m.remembered(),
+            Store::Redis(_) => Remembered::default(),
         }
-    }
-
-    /// Revoke the family `id` until `until`.
-    pub(super) async fn revoke(
-        &self,
-        family: &str,
-        until: u64,
-        now: u64,
-    ) -> Result<(), Unavailable> {
-        match self {
-            Store::Memory(m) => {
-                let _ = insert(&m.revoked, family, until, now);
-                Ok(())
-            }
-            Store::Redis(r) => r
-                .set_once(&format!("{PREFIX}revoked:{family}"), until, now)
-                .await
-                .map(|_| ()),
-        }
-    }
-
-    pub(super) async fn is_revoked(&self, family: &str, now: u64) -> Result<bool, Unavailable> {
-        match self {
-            Store::Memory(m) => {
-                let map = m.revoked.lock().unwrap_or_else(|e| e.into_inner());
-                Ok(map.get(family).is_some_and(|until| *until > now))
-            }
-            Store::Redis(r) => r.exists(&format!("{PREFIX}revoked:{family}")).await,
-        }
-    }
-}
-
-/// This process's memory.
-pub struct Memory {
-    used: Mutex<HashMap<String, u64>>,
-    revoked: Mutex<HashMap<String, u64>>,
-    /// Registered clients, until when each counts as in use.
-    clients: Mutex<HashMap<String, u64>>,
-    /// When this process started keeping them.
-    started: u64,
-}
-
-/// A Redis server the replicas share.
-pub struct Redis {
-    client: redis::Client,
-    connection: tokio::sync::Mutex<Option<redis::aio::MultiplexedConnection>>,
-}
-
-/// How long a Redis command may take.
-const REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
-
-impl Redis {
-    async fn connection(&self) -> Result<redis::aio::MultiplexedConnection, Unavailable> {
-        let mut held = self.connection.lock().await;
-        if let Some(c) = held.as_ref() {
-            return Ok(c.clone());
-        }
-        let c = tokio::time::timeout(
-            REDIS_TIMEOUT,
-            self.client.get_multiplexed_async_connection(),
-        )
-        .await
-        .map_err(|_| Unavailable("Redis did not answer in time".into()))?
-        .map_err(|e| Unavailable(format!("Redis: {e}")))?;
-        *held = Some(c.clone());
-        Ok(c)
-    }
-
-    /// A failed command drops the connection: the next one connects again.
-    async fn forget(&self) {
-        *self.connection.lock().await = None;
-    }
-
-    async fn run<T: redis::FromRedisValue>(&self, cmd: redis::Cmd) -> Result<T, Unavailable> {
-        let mut c = self.connection().await?;
-        match tokio::time::timeout(REDIS_TIMEOUT, cmd.query_async::<T>(&mut c)).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => {
-                self.forget().await;
-                Err(Unavailable(format!("Redis: {e}")))
-            }
-            Err(_) => {
-                self.forget().await;
-                Err(Unavailable("Redis did not answer in time".into()))
-            }
-        }
-    }
-
-    /// `SET key 1 NX EXAT until`: whether it was set now.
-    async fn set_once(&self, key: &str, until: u64, now: u64) -> Result<bool, Unavailable> {
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(key)
-            .arg(1)
-            .arg("NX")
-            .arg("EXAT")
-            .arg(until.max(now + 1));
-        let set: Option<String> = self.run(cmd).await?;
-        Ok(set.is_some())
-    }
-
-    async fn exists(&self, key: &str) -> Result<bool, Unavailable> {
-        let mut cmd = redis::cmd("EXISTS");
-        cmd.arg(key);
-        let n: u64 = self.run(cmd).await?;
-        Ok(n > 0)
-    }
-}
-
-/// The memory store is full of live entries.
-#[derive(Debug)]
-struct Full;
-
-fn insert(map: &Mutex<HashMap<String, u64>>, id: &str, until: u64, now: u64) -> Result<bool, Full> {
-    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(u) = map.get(id)
-        && *u > now
-    {
-        return Ok(false);
-    }
-    if map.len() >= MAX_ENTRIES {
-        map.retain(|_, u| *u > now);
-        if map.len() >= MAX_ENTRIES {
-            return Err(Full);
-        }
-    }
-    map.insert(id.to_owned(), until);
-    Ok(true)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn an_id_is_used_once_until_it_expires() {
-        let s = Store::memory(0);
-        assert!(s.first_use("c1", 100, 10).await.unwrap());
-        assert!(!s.first_use("c1", 100, 20).await.unwrap());
-        assert!(s.first_use("c1", 200, 100).await.unwrap());
-        s.revoke("f1", 50, 10).await.unwrap();
-        assert!(s.is_revoked("f1", 40).await.unwrap());
-        assert!(!s.is_revoked("f1", 50).await.unwrap());
-    }
-
-    #[tokio::test]
-    async fn a_client_unused_for_its_window_is_forgotten_and_one_in_use_is_kept() {
-        // Started at 1,000; clients count as in use for 100 s after a use.
-        let s = Store::memory(1_000);
-        // Issued before the start: given a full window from the start.
-        assert!(s.client_in_use("old", 10, 100, 1_050).await.unwrap());
-        // Used at 1,050: in use until 1,150, and again when used.
-        assert!(s.client_in_use("old", 10, 100, 1_140).await.unwrap());
-        assert!(s.client_in_use("old", 10, 100, 1_230).await.unwrap());
-        // Never used since the start, past the window: forgotten, and stays so.
-        assert!(!s.client_in_use("idle", 10, 100, 1_101).await.unwrap());
-        assert!(!s.client_in_use("idle", 10, 100, 1_102).await.unwrap());
-        // Issued recently: in use; unused past its window: forgotten.
-        assert!(s.client_in_use("new", 1_200, 100, 1_210).await.unwrap());
-        assert!(!s.client_in_use("new", 1_200, 100, 1_311).await.unwrap());
     }
 }

@@ -1,8 +1,11 @@
 //! The token endpoint (OAuth 2.1 §3.2): the client authenticated as it
 //! registered, a code redeemed once (its PKCE verifier, redirect URI and
-//! resource checked) or a refresh token rotated (its reuse revokes its
-//! whole family, OAuth 2.1 §4.3.1); access tokens signed for the resource
-//! granted. And revocation (RFC 7009) of refresh tokens.
+//! resource checked) or a refresh token rotated (its family's generation
+//! advanced once; a token of another generation ends the whole family,
+//! OAuth 2.1 §4.3.1, RFC 9700 §4.14.2); access tokens signed for the
+//! resource granted. And revocation (RFC 7009) of refresh tokens. Each
+//! client at each address, and each family's refreshes, are rate limited
+//! (`token_endpoint`): past it, 429 with `Retry-After`.
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
@@ -10,15 +13,15 @@ use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use serde_json::json;
 
-use super::basics::{oauth_error, read_body};
+use super::basics::{Peer, oauth_error, read_body};
 use super::sealed::{self, ProviderTokens, Purpose};
 use super::state::Authority;
-use super::store::Unavailable;
+use super::store::{FamilyRef, Unavailable};
 use crate::reply::{self, Body};
 use mcp_ui_identity::authority::OAuthError;
 use mcp_ui_identity::authority::params::Params;
 use mcp_ui_identity::authority::signing::AccessToken;
-use mcp_ui_identity::authority::token::{self as rules, Code, Presented, Refresh};
+use mcp_ui_identity::authority::token::{self as rules, Code, Presented, Refresh, Rotation};
 
 /// The largest token or revocation request.
 const MAX_BODY: usize = 16 * 1024;
@@ -38,25 +41,72 @@ pub(super) async fn serve(a: &Authority, req: Request<Incoming>) -> Response<Bod
         Some("refresh_token") if client.client.refresh => {
             by_refresh(a, &form, &presented, now).await
         }
-        Some("refresh_token") => Err(OAuthError::new(
+        Some("refresh_token") => Err(Refused::OAuth(OAuthError::new(
             "unauthorized_client",
             "the client did not register the refresh_token grant",
-        )),
-        Some(other) => Err(OAuthError::new(
+        ))),
+        Some(other) => Err(Refused::OAuth(OAuthError::new(
             "unsupported_grant_type",
             format!(
                 "the grant type `{other}` is not supported (authorization_code, refresh_token)"
             ),
-        )),
-        None => Err(OAuthError::request("`grant_type` is missing")),
+        ))),
+        None => Err(Refused::OAuth(OAuthError::request(
+            "`grant_type` is missing",
+        ))),
     };
     match result {
         Ok(body) => reply::json(StatusCode::OK, Bytes::from(body.to_string())),
-        Err(e) if e.error == "temporarily_unavailable" => {
+        Err(Refused::OAuth(e)) if e.error == "temporarily_unavailable" => {
             oauth_error(StatusCode::SERVICE_UNAVAILABLE, &e)
         }
-        Err(e) => bad(&e),
+        Err(Refused::OAuth(e)) => bad(&e),
+        Err(Refused::Answer(r)) => *r,
     }
+}
+
+/// Why a grant is refused: an OAuth error (400, or 503 when the server
+/// cannot answer now), or an answer of its own (a 429, a 503 saying when).
+enum Refused {
+    OAuth(OAuthError),
+    Answer(Box<Response<Body>>),
+}
+
+impl From<OAuthError> for Refused {
+    fn from(e: OAuthError) -> Refused {
+        Refused::OAuth(e)
+    }
+}
+
+impl From<Unavailable> for Refused {
+    fn from(why: Unavailable) -> Refused {
+        let retry = why.retry_after;
+        let e = busy(why);
+        match retry {
+            None => Refused::OAuth(e),
+            Some(secs) => {
+                let mut r = oauth_error(StatusCode::SERVICE_UNAVAILABLE, &e);
+                if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+                    r.headers_mut().insert(header::RETRY_AFTER, v);
+                }
+                Refused::Answer(Box::new(r))
+            }
+        }
+    }
+}
+
+/// 429 with `Retry-After` (whole seconds, at least one) and an OAuth error
+/// saying `why`.
+pub(super) fn too_many(wait: std::time::Duration, why: String) -> Response<Body> {
+    let mut r = oauth_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        &OAuthError::new("temporarily_unavailable", format!("{why}; try again later")),
+    );
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    if let Ok(v) = HeaderValue::from_str(&secs.max(1).to_string()) {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
 }
 
 /// The form of a token or revocation request and its authenticated client;
@@ -65,6 +115,7 @@ async fn authenticated(
     a: &Authority,
     req: Request<Incoming>,
 ) -> Result<(Params, Presented, super::clients::Known), Box<Response<Body>>> {
+    let peer = req.extensions().get::<Peer>().map(|p| p.0.ip());
     let (parts, body) = read_body(req, MAX_BODY).await?;
     if !super::basics::content_type_is(&parts, "application/x-www-form-urlencoded") {
         return Err(Box::new(bad(&OAuthError::request(
@@ -79,6 +130,7 @@ async fn authenticated(
     let basic = authorization.is_some();
     let presented =
         rules::presented(authorization, &form).map_err(|e| Box::new(unauthorized(&e, basic)))?;
+    a.rate_token_request(&presented.client_id, peer)?;
     let known = a
         .client(&presented.client_id)
         .await
@@ -94,36 +146,37 @@ async fn by_code(
     presented: &Presented,
     client: &super::clients::Known,
     now: u64,
-) -> Result<serde_json::Value, OAuthError> {
+) -> Result<serde_json::Value, Refused> {
     let grant = |why: &str| OAuthError::new("invalid_grant", why);
     let Some(text) = form.one("code")? else {
-        return Err(OAuthError::request("`code` is missing"));
+        return Err(OAuthError::request("`code` is missing").into());
     };
     let code: Code = sealed::open(&a.key, Purpose::Code, text)
         .ok_or_else(|| grant("the code is not one this server issued"))?;
     rules::redeem_code(form, &presented.client_id, &code, now)?;
-    let family_until = now + a.config.refresh_token_ttl_secs;
-    match a
+    let user = sealed::digest(&code.subject);
+    let family = FamilyRef {
+        id: &code.id,
+        user: &user,
+        until: now + a.config.refresh_token_ttl_secs,
+    };
+    if !a
         .store
         .first_use(&format!("code:{}", code.id), code.expires_at, now)
-        .await
+        .await?
     {
-        Ok(true) => {}
-        Ok(false) => {
-            // RFC 6749 §4.1.2: a code used twice revokes what it gave.
-            a.store
-                .revoke(&code.id, family_until, now)
-                .await
-                .map_err(busy)?;
-            tracing::warn!(client = %short(&presented.client_id), "an authorization code was redeemed twice: its refresh tokens are revoked");
-            return Err(grant(
-                "the code was already used; the tokens it gave are revoked",
-            ));
-        }
-        Err(e) => return Err(busy(e)),
+        // RFC 6749 §4.1.2: a code used twice revokes what it gave.
+        a.store.end(&family, a.store.id(), now).await?;
+        tracing::warn!(client = %short(&presented.client_id), "an authorization code was redeemed twice: its refresh tokens are revoked");
+        return Err(grant("the code was already used; the tokens it gave are revoked").into());
+    }
+    if client.client.refresh {
+        a.store
+            .open(&family, a.config.sign_ins_per_user, now_ms())
+            .await?;
     }
     let request = &code.request;
-    issue(
+    Ok(issue(
         a,
         Grant {
             client_id: &presented.client_id,
@@ -133,12 +186,13 @@ async fn by_code(
             granted: &request.scopes,
             auth_time: code.auth_time,
             family: &code.id,
+            generation: 0,
             upstream: code.upstream.as_deref(),
             refresh: client.client.refresh,
             by: "authorization_code",
         },
         now,
-    )
+    )?)
 }
 
 async fn by_refresh(
@@ -146,47 +200,64 @@ async fn by_refresh(
     form: &Params,
     presented: &Presented,
     now: u64,
-) -> Result<serde_json::Value, OAuthError> {
+) -> Result<serde_json::Value, Refused> {
     let grant = |why: &str| OAuthError::new("invalid_grant", why);
     let Some(text) = form.one("refresh_token")? else {
-        return Err(OAuthError::request("`refresh_token` is missing"));
+        return Err(OAuthError::request("`refresh_token` is missing").into());
     };
     let refresh: Refresh = sealed::open(&a.key, Purpose::Refresh, text)
         .ok_or_else(|| grant("the refresh token is not one this server issued"))?;
     let scopes = rules::redeem_refresh(form, &presented.client_id, &refresh, now)?;
-    if a.store
-        .is_revoked(&refresh.family, now)
-        .await
-        .map_err(busy)?
-    {
-        return Err(grant("the refresh token has been revoked"));
-    }
-    match a
+    let user = sealed::digest(&refresh.subject);
+    let family = FamilyRef {
+        id: &refresh.family,
+        user: &user,
+        until: now + a.config.refresh_token_ttl_secs,
+    };
+    let limits = (
+        a.config.token_endpoint.refreshes_per_minute,
+        a.config.sign_ins_per_user,
+    );
+    let rotation = a
         .store
-        .first_use(&format!("refresh:{}", refresh.id), refresh.expires_at, now)
-        .await
-    {
-        Ok(true) => {}
-        Ok(false) => {
-            let until = refresh
-                .expires_at
-                .max(now + a.config.refresh_token_ttl_secs);
-            a.store
-                .revoke(&refresh.family, until, now)
-                .await
-                .map_err(busy)?;
+        .rotate(
+            &family,
+            refresh.generation,
+            &refresh.store,
+            limits,
+            now_ms(),
+        )
+        .await?;
+    let generation = match rotation {
+        Rotation::Rotated(f) => f.generation,
+        Rotation::TooSoon(ms) => {
+            let per_minute = limits.0;
+            return Err(Refused::Answer(Box::new(too_many(
+                std::time::Duration::from_millis(ms),
+                format!(
+                    "this sign-in refreshed more than {per_minute} times a minute (authorization_server.token_endpoint.refreshes_per_minute); the refresh token stays good"
+                ),
+            ))));
+        }
+        Rotation::Reused => {
             tracing::warn!(client = %short(&presented.client_id), "a refresh token was used twice: its family is revoked");
             return Err(grant(
                 "the refresh token was already used: every token of its family is revoked",
-            ));
+            )
+            .into());
         }
-        Err(e) => return Err(busy(e)),
-    }
+        Rotation::Ended => {
+            return Err(grant(
+                "the refresh token's sign-in has ended (revoked, replaced or forgotten); sign in again",
+            )
+            .into());
+        }
+    };
     let upstream = match &refresh.upstream {
         Some(sealed_tokens) => Some(provider_tokens(a, sealed_tokens, now).await?),
         None => None,
     };
-    issue(
+    Ok(issue(
         a,
         Grant {
             client_id: &presented.client_id,
@@ -196,12 +267,20 @@ async fn by_refresh(
             granted: &refresh.scopes,
             auth_time: refresh.auth_time,
             family: &refresh.family,
+            generation,
             upstream: upstream.as_deref(),
             refresh: true,
             by: "refresh_token",
         },
         now,
-    )
+    )?)
+}
+
+/// Milliseconds since the epoch: the pace of refreshes.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The provider's tokens for the user, refreshed at the provider when its
@@ -262,6 +341,8 @@ struct Grant<'a> {
     granted: &'a [String],
     auth_time: u64,
     family: &'a str,
+    /// The new refresh token's place in its family.
+    generation: u64,
     upstream: Option<&'a str>,
     refresh: bool,
     /// How it was asked for (`grant_type`), for the log.
@@ -312,8 +393,9 @@ fn issue(a: &Authority, g: Grant<'_>, now: u64) -> Result<serde_json::Value, OAu
     });
     if g.refresh {
         let refresh = Refresh {
-            id: super::basics::random_text(18),
             family: g.family.to_owned(),
+            generation: g.generation,
+            store: a.store.id().to_owned(),
             client_id: g.client_id.to_owned(),
             subject: g.subject.to_owned(),
             resource: g.resource.to_owned(),
@@ -345,11 +427,13 @@ pub(super) async fn revoke(a: &Authority, req: Request<Incoming>) -> Response<Bo
         && let Some(refresh) = sealed::open::<Refresh>(&a.key, Purpose::Refresh, token)
         && refresh.client_id == presented.client_id
     {
-        if let Err(e) = a
-            .store
-            .revoke(&refresh.family, refresh.expires_at.max(now), now)
-            .await
-        {
+        let user = sealed::digest(&refresh.subject);
+        let family = FamilyRef {
+            id: &refresh.family,
+            user: &user,
+            until: refresh.expires_at.max(now),
+        };
+        if let Err(e) = a.store.end(&family, &refresh.store, now).await {
             return oauth_error(StatusCode::SERVICE_UNAVAILABLE, &busy(e));
         }
         tracing::info!(client = %short(&presented.client_id), "a refresh token family was revoked");
@@ -379,7 +463,7 @@ fn unauthorized(e: &OAuthError, basic: bool) -> Response<Body> {
 
 /// A redemption the store cannot record is refused (never allowed twice).
 fn busy(why: Unavailable) -> OAuthError {
-    tracing::warn!("a redemption could not be recorded: {}", why.0);
+    tracing::warn!("a redemption could not be recorded: {}", why.why);
     OAuthError::new(
         "temporarily_unavailable",
         "this redemption cannot be recorded now; try again",

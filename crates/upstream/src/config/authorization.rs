@@ -49,6 +49,14 @@ pub struct AuthorizationServerConfig {
     /// Default 30 days; 0 asks every time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consent_days: Option<u32>,
+    /// Sign-ins (each a family of refresh tokens) one user keeps at once;
+    /// a sign-in past it ends that user's sign-in refreshed longest ago.
+    /// Default 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sign_ins_per_user: Option<u32>,
+    /// The token and revocation endpoints' rate limits.
+    #[serde(default)]
+    pub token_endpoint: TokenEndpointConfig,
     /// Dynamic client registration (RFC 7591).
     #[serde(default)]
     pub registration: RegistrationConfig,
@@ -135,6 +143,29 @@ impl Default for RegistrationConfig {
     }
 }
 
+/// `[authorization_server.token_endpoint]`: how often clients may ask.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TokenEndpointConfig {
+    /// Token and revocation requests a minute of one client from one
+    /// address (in bursts of up to a minute's worth); past it, 429. 0: no
+    /// limit.
+    pub per_minute: u32,
+    /// Refreshes a minute of one sign-in (a family of refresh tokens), at
+    /// every replica together; past it, 429 and the refresh token stays
+    /// good.
+    pub refreshes_per_minute: u32,
+}
+
+impl Default for TokenEndpointConfig {
+    fn default() -> Self {
+        TokenEndpointConfig {
+            per_minute: 1200,
+            refreshes_per_minute: 30,
+        }
+    }
+}
+
 /// `[authorization_server.client_metadata_documents]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -215,6 +246,8 @@ pub struct AuthorizationServer {
     pub access_token_ttl_secs: u64,
     pub refresh_token_ttl_secs: u64,
     pub consent_days: u32,
+    pub sign_ins_per_user: u32,
+    pub token_endpoint: TokenEndpointConfig,
     pub registration: RegistrationConfig,
     pub documents: MetadataDocumentsConfig,
     /// `None`: this process's memory; else the Redis URL.
@@ -373,6 +406,15 @@ pub fn resolve(
             "{at}.registration: per_minute and max_redirect_uris must be at least 1, max_bytes at least 256"
         ));
     }
+    let sign_ins_per_user = config.sign_ins_per_user.unwrap_or(100);
+    if sign_ins_per_user == 0 {
+        problems.push(format!("{at}.sign_ins_per_user: must be at least 1"));
+    }
+    if config.token_endpoint.refreshes_per_minute == 0 {
+        problems.push(format!(
+            "{at}.token_endpoint.refreshes_per_minute: must be at least 1"
+        ));
+    }
     let docs = &config.client_metadata_documents;
     if docs.enabled && (docs.max_bytes < 256 || docs.timeout_secs == 0) {
         problems.push(format!(
@@ -419,6 +461,8 @@ pub fn resolve(
         access_token_ttl_secs: access,
         refresh_token_ttl_secs: refresh,
         consent_days: config.consent_days.unwrap_or(30),
+        sign_ins_per_user,
+        token_endpoint: config.token_endpoint.clone(),
         registration: reg.clone(),
         documents: docs.clone(),
         store,
