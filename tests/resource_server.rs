@@ -13,6 +13,10 @@
 
 mod support;
 
+// What the upstream learns of the caller.
+#[path = "resource_server/claims.rs"]
+mod claims;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -723,6 +727,8 @@ struct Seen {
     authorization: Option<String>,
     /// Its `x-user` header (a verified claim the gateway adds).
     user: Option<String>,
+    /// Every header it came with.
+    headers: HeaderMap,
 }
 
 /// An MCP-ish HTTP upstream (JSON answers, no sessions) recording every request, whose
@@ -740,6 +746,7 @@ async fn recording_upstream(
             async move {
                 let path = req.uri().path().to_owned();
                 let http = req.method().to_string();
+                let headers = req.headers().clone();
                 let authorization = req
                     .headers()
                     .get("authorization")
@@ -765,6 +772,7 @@ async fn recording_upstream(
                     method: method.clone(),
                     authorization: authorization.clone(),
                     user,
+                    headers,
                 });
                 let result = match method.as_str() {
                     "initialize" => json!({
