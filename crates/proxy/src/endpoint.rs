@@ -75,7 +75,6 @@ pub(crate) async fn admit(
             "no valid Host header\n",
         )));
     };
-    let resource = crate::auth::resource_url(&base, path);
     let metadata = crate::auth::prm_url(&base, path);
     use crate::identity::{Access, Caller};
     let anonymous = auth.anonymous && req.headers().get(header::AUTHORIZATION).is_none();
@@ -83,9 +82,10 @@ pub(crate) async fn admit(
         // What such a caller may reach is judged per request, once read.
         true => Access::Anonymous,
         false => {
+            let audience = audience(gw, auth, path)?;
             let verified = gw
                 .identity
-                .admit(auth, req.headers(), &resource, &metadata)
+                .admit(auth, req.headers(), &audience, &metadata)
                 .await?;
             let verified = match &gw.authority {
                 Some(a) => a.reveal(verified),
@@ -112,6 +112,27 @@ pub(crate) async fn admit(
     }
     req.extensions_mut().insert(access);
     Ok(())
+}
+
+/// The audience tokens for the endpoint at `path` must name: `audience`,
+/// else the endpoint's URL under `public_url`. Never made of the request
+/// (its `Host` is the caller's word), so without either (which `check`
+/// refuses) every token is refused.
+fn audience(
+    gw: &Gateway,
+    auth: &crate::config::Auth,
+    path: &str,
+) -> Result<String, Box<Response<Body>>> {
+    if let Some(a) = &auth.audience {
+        return Ok(a.clone());
+    }
+    match gw.auth.public_url() {
+        Some(base) => Ok(crate::auth::resource_url(base, path)),
+        None => Err(Box::new(crate::reply::text(
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            "the endpoint has no audience to check tokens against (set public_url or auth.audience)\n",
+        ))),
+    }
 }
 
 async fn post(gw: &Arc<Gateway>, mount: &MountState, req: Request<Incoming>) -> Response<Body> {

@@ -123,12 +123,14 @@ impl Identity {
     }
 
     /// The caller of a request with `headers` to an endpoint that requires
-    /// `auth`, whose resource URL is `resource`; or the answer refusing it.
+    /// `auth`, whose tokens must name `audience` (the endpoint's URL under
+    /// `public_url`, or `auth.audience`: never made of the request); or the
+    /// answer refusing it.
     pub async fn admit(
         &self,
         auth: &Auth,
         headers: &HeaderMap,
-        resource: &str,
+        audience: &str,
         metadata_url: &str,
     ) -> Result<Verified, Box<Response<Body>>> {
         let refuse = |r: Rejection| Box::new(refusal(auth, metadata_url, &r));
@@ -145,7 +147,7 @@ impl Identity {
         let Some(issuer) = self.issuers.get(&auth.issuer) else {
             return Err(refuse(Rejection::Invalid("no issuer is configured".into())));
         };
-        let policy = policy(auth, resource);
+        let policy = policy(auth, audience);
         let verdict = match token.split('.').count() {
             3 => issuer.verify_jwt(&self.client, token, &policy).await,
             _ => issuer.introspect(&self.client, auth, token, &policy).await,
@@ -164,11 +166,12 @@ impl Identity {
     }
 }
 
-/// The policy of an endpoint requiring `auth`, at `resource`.
-fn policy(auth: &Auth, resource: &str) -> Policy {
+/// The policy of an endpoint requiring `auth`, whose tokens must name
+/// `audience`.
+fn policy(auth: &Auth, audience: &str) -> Policy {
     Policy {
         issuer: auth.issuer.clone(),
-        audiences: vec![auth.audience.clone().unwrap_or_else(|| resource.to_owned())],
+        audiences: vec![audience.to_owned()],
         algorithms: auth
             .algorithms
             .iter()

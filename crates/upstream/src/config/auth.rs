@@ -377,6 +377,38 @@ pub fn resolve(
     }))
 }
 
+/// An endpoint `[auth]` protects, for the rules across endpoints: where its
+/// settings are (`upstream[0].`), what it is called (`upstream "notes"`)
+/// and what it requires.
+pub struct Protected<'a> {
+    pub at: String,
+    pub label: String,
+    pub auth: &'a Auth,
+}
+
+/// The rules across the endpoints `[auth]` protects.
+///
+/// - The audience a token must name is the endpoint's URL under
+///   `public_url`, or `audience`: never one made of the request's `Host`,
+///   which the caller writes (a token another resource server was given
+///   would pass with that server's name in `Host`). Without `public_url`,
+///   every protected endpoint needs its `audience`.
+pub fn across_endpoints(public_url: Option<&str>, protected: &[Protected<'_>]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let unnamed: Vec<&str> = protected
+        .iter()
+        .filter(|p| p.auth.audience.is_none())
+        .map(|p| p.label.as_str())
+        .collect();
+    if public_url.is_none() && !unnamed.is_empty() {
+        problems.push(format!(
+            "public_url: missing; [auth] protects {}, whose tokens must name the endpoint's URL as their audience, and without public_url that URL would be made of each request's Host header, which the caller writes: set the URL clients reach the gateway at, such as public_url = \"https://gw.example.com\" (for a local try: public_url = \"http://127.0.0.1:8787\"), or the audience tokens are issued for (auth.audience)",
+            unnamed.join(", ")
+        ));
+    }
+    problems
+}
+
 /// `own`'s settings over `top`'s.
 fn over(top: AuthConfig, own: &AuthConfig) -> AuthConfig {
     let own = own.clone();
