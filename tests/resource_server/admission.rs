@@ -1,6 +1,7 @@
 //! Who is let in, by rules no request can bend: the audience is the configured URL's,
-//! never the request's `Host`; a caller without a token reads widgets and nothing else;
-//! and only access tokens are accepted, whatever else the issuer signs.
+//! never the request's `Host`; a batch costs each of its requests; a caller without a
+//! token reads widgets and nothing else; and only access tokens are accepted, whatever
+//! else the issuer signs.
 
 use super::*;
 
@@ -85,6 +86,105 @@ async fn the_expected_audience_never_follows_the_host_header() {
     let bearer = format!("Bearer {ours}");
     let answer = tools_list(&url, &[("authorization", &bearer), ("host", other_host)]).await;
     assert_served(&answer, "the gateway's token, whatever the Host");
+    g.shutdown().await;
+}
+
+/// `requests_per_minute` counts JSON-RPC requests, not HTTP requests: each request of a
+/// batch costs one, and a batch that does not fit is refused whole (429 with
+/// `Retry-After`, nothing of it sent), leaving the budget for what fits. A batch larger
+/// than a minute's budget is refused saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_costs_each_of_its_requests() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let idp = Idp::start(&peers).await;
+    let g = TestGateway::start_public(Config {
+        upstreams: vec![fixture("rated", "/rated/mcp")],
+        auth: Some(AuthConfig {
+            requests_per_minute: Some(5),
+            ..auth_of(&idp, &[])
+        }),
+        ..gw::test_config()
+    })
+    .await;
+    let url = g.url_for("/rated/mcp");
+    let token = idp.token(&url, &["tools:call"]).await;
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("mcp-protocol-version", "2025-03-26"),
+        ("authorization", auth.as_str()),
+    ];
+    let batch = |ids: std::ops::Range<u64>| {
+        Value::Array(
+            ids.map(|id| {
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": format!("call {id}")}}})
+            })
+            .collect(),
+        )
+        .to_string()
+    };
+    let too_many = |answer: &Answer, what: &str| {
+        let (status, headers, body) = answer;
+        assert_eq!(
+            *status,
+            StatusCode::TOO_MANY_REQUESTS,
+            "{what}: {}",
+            text(body)
+        );
+        let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!((1..=60).contains(&retry), "{what}: Retry-After {retry}");
+        text(body)
+    };
+
+    // Four calls in one batch: four of the five.
+    let (status, answer_headers, body) = post_json(&url, &headers, batch(1..5)).await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    for id in 1..5 {
+        let m = response(&answer_headers, &body, &json!(id));
+        assert_eq!(
+            m["result"]["content"][0]["text"],
+            format!("call {id}"),
+            "{m}"
+        );
+    }
+    // Two more do not fit: refused whole.
+    let said = too_many(
+        &post_json(&url, &headers, batch(5..7)).await,
+        "a batch of 2",
+    );
+    assert!(said.contains("requests_per_minute"), "{said}");
+    // The one left is still there, and then none.
+    let (status, _, body) = post_json(&url, &headers, batch(7..8)).await;
+    assert_eq!(status, StatusCode::OK, "the fifth call: {}", text(&body));
+    too_many(
+        &post_json(&url, &headers, batch(8..9)).await,
+        "a sixth call",
+    );
+
+    // Another caller: a batch larger than a minute's budget can never go.
+    let (status, answer) = idp
+        .client_credentials(
+            support::idp::SHORT_LIVED_CLIENT_ID,
+            support::idp::SHORT_LIVED_CLIENT_SECRET,
+            Some(&url),
+            &["tools:call"],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let other = format!("Bearer {}", answer["access_token"].as_str().unwrap());
+    let headers = [
+        ("mcp-protocol-version", "2025-03-26"),
+        ("authorization", other.as_str()),
+    ];
+    let said = too_many(
+        &post_json(&url, &headers, batch(1..7)).await,
+        "a batch of 6",
+    );
+    assert!(said.contains("6 requests"), "{said}");
+    let (status, _, body) = post_json(&url, &headers, batch(1..6)).await;
+    assert_eq!(status, StatusCode::OK, "a batch of 5: {}", text(&body));
     g.shutdown().await;
 }
 

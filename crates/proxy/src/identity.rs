@@ -92,16 +92,21 @@ impl Identity {
         })
     }
 
-    /// Take one of `caller`'s requests to the endpoint at `path` (`None`:
-    /// the callers without a token), at most `per_minute` a minute: `Err`
-    /// with the 429 that refuses it.
+    /// Take `cost` of `caller`'s requests (a batch's, or one) to the
+    /// endpoint at `path` (`None`: the callers without a token), at most
+    /// `per_minute` a minute, all or none: `Err` with the 429 that refuses
+    /// them.
     pub fn rate(
         &self,
         per_minute: u32,
         path: &str,
         caller: Option<u64>,
+        cost: u32,
     ) -> Result<(), Box<Response<Body>>> {
         use mcp_ui_identity::rate::Bucket;
+        if !Bucket::fits(cost, per_minute) {
+            return Err(Box::new(answer::too_large(per_minute, cost)));
+        }
         let key =
             crate::session::pool::digest([path.as_bytes(), &caller.unwrap_or(0).to_le_bytes()]);
         let now = std::time::Instant::now();
@@ -118,8 +123,8 @@ impl Identity {
             .entry(key)
             .or_insert_with(|| Bucket::full(per_minute, now));
         bucket
-            .take(per_minute, now)
-            .map_err(|wait| Box::new(answer::too_many(per_minute, wait)))
+            .take_many(cost, per_minute, now)
+            .map_err(|wait| Box::new(answer::too_many(per_minute, cost, wait)))
     }
 
     /// The caller of a request with `headers` to an endpoint that requires

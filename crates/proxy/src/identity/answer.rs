@@ -72,6 +72,11 @@ pub(super) fn unavailable(why: &str) -> Response<Body> {
     resp
 }
 
+/// `wait` in whole seconds, rounded up (a `Retry-After`).
+fn whole_secs(wait: std::time::Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
+}
+
 /// The protected-resource metadata (RFC 9728 §2) of an endpoint that
 /// requires `auth`, at `resource`, whose tools' overlays declare the
 /// scopes `declared`.
@@ -115,18 +120,35 @@ pub fn declared_scopes(mount: Option<&crate::overlay::MountOverlays>) -> Vec<Str
     out
 }
 
-/// The answer to a caller past its `requests_per_minute`: 429, with when to
-/// try again.
-pub(super) fn too_many(per_minute: u32, wait: std::time::Duration) -> Response<Body> {
-    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+/// The answer to a caller past its `requests_per_minute` with `cost`
+/// requests (a batch's, or one): 429, with when to try again.
+pub(super) fn too_many(per_minute: u32, cost: u32, wait: std::time::Duration) -> Response<Body> {
+    let secs = whole_secs(wait);
+    let these = match cost {
+        1 => String::new(),
+        n => format!(" (this batch is {n} requests, each counted)"),
+    };
     let message = format!(
-        "Too many requests: this caller may send {per_minute} a minute to this endpoint (auth.requests_per_minute); try again in {secs} s"
+        "Too many requests: this caller may send {per_minute} a minute to this endpoint (auth.requests_per_minute){these}; try again in {secs} s"
     );
+    rate_refusal(&message, secs)
+}
+
+/// The answer to a batch of `cost` requests, more than a caller may send
+/// in a minute (`per_minute`): 429, whatever it waits.
+pub(super) fn too_large(per_minute: u32, cost: u32) -> Response<Body> {
+    let message = format!(
+        "Too many requests: a batch of {cost} requests is more than this caller may send in a minute ({per_minute}, auth.requests_per_minute); send it in smaller batches"
+    );
+    rate_refusal(&message, 60)
+}
+
+fn rate_refusal(message: &str, retry_secs: u64) -> Response<Body> {
     let mut resp = reply::json(
         StatusCode::TOO_MANY_REQUESTS,
-        crate::jsonrpc::error_response(None, crate::jsonrpc::code::SERVER_ERROR, &message),
+        crate::jsonrpc::error_response(None, crate::jsonrpc::code::SERVER_ERROR, message),
     );
-    if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+    if let Ok(v) = HeaderValue::from_str(&retry_secs.to_string()) {
         resp.headers_mut().insert(header::RETRY_AFTER, v);
     }
     resp
