@@ -13,11 +13,14 @@
 
 mod support;
 
-// The rules of admission, the claims passed on, a module each.
+// The rules of admission, the claims passed on, and the introspection answers kept, a
+// module each.
 #[path = "resource_server/admission.rs"]
 mod admission;
 #[path = "resource_server/claims.rs"]
 mod claims;
+#[path = "resource_server/introspection.rs"]
+mod introspection;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -7,8 +7,8 @@
 //! restart), opaque tokens introspected (RFC 7662, answers kept within
 //! their lifetime), and the challenges that answer a refusal.
 //!
-//! Tokens are never logged or kept: a cached introspection answer is keyed
-//! by the token's SHA-256.
+//! Tokens are never logged or kept: a kept introspection answer is keyed
+//! by the token's SHA-256, with the endpoint and client that asked.
 
 //! - `access`: who a request is once admitted, and what it may reach;
 //! - `issuer`: one issuer's metadata, keys and introspection answers;
@@ -60,16 +60,28 @@ impl Identity {
         auths: impl Iterator<Item = &'a Auth>,
         own: Option<(String, mcp_ui_identity::JwkSet)>,
     ) -> Result<Identity, Vec<String>> {
+        let auths: Vec<&Auth> = auths.collect();
+        // An issuer's introspection calls are bounded once, as its
+        // endpoints say (`check` refuses endpoints that disagree).
+        let bounds = |issuer: &str| {
+            auths
+                .iter()
+                .filter(|a| a.issuer == issuer)
+                .find_map(|a| a.introspection.as_ref())
+                .map_or_else(issuer::Bounds::default, issuer::Bounds::of)
+        };
         let mut issuers = HashMap::new();
         if let Some((issuer, keys)) = own {
-            issuers.insert(issuer.clone(), Arc::new(Issuer::with_keys(&issuer, keys)));
+            let own = Issuer::with_keys(&issuer, keys, bounds(&issuer));
+            issuers.insert(issuer.clone(), Arc::new(own));
         }
         let mut tls = Vec::new();
-        for a in auths {
+        for a in auths.iter().copied() {
             if issuers.contains_key(&a.issuer) {
                 continue;
             }
-            issuers.insert(a.issuer.clone(), Arc::new(Issuer::new(&a.issuer)));
+            let issuer = Issuer::new(&a.issuer, bounds(&a.issuer));
+            issuers.insert(a.issuer.clone(), Arc::new(issuer));
             if let (Some(ca), Ok(url)) = (&a.ca_file, a.issuer.parse::<http::Uri>()) {
                 tls.push(Mount {
                     name: issuer::client_name(&a.issuer),
@@ -161,7 +173,15 @@ impl Identity {
             Ok(v) => Ok(v),
             Err(Outcome::Unavailable(why)) => {
                 tracing::warn!(issuer = %auth.issuer, "a token could not be checked: {why}");
-                Err(Box::new(answer::unavailable(&why)))
+                Err(Box::new(answer::unavailable(
+                    &why,
+                    answer::UNAVAILABLE_RETRY,
+                )))
+            }
+            Err(Outcome::Throttled(why, retry)) => {
+                // A flood would flood the log too: said where asked.
+                tracing::debug!(issuer = %auth.issuer, "a token was not checked: {why}");
+                Err(Box::new(answer::unavailable(&why, retry)))
             }
             Err(Outcome::Refused(r)) => {
                 tracing::debug!(issuer = %auth.issuer, status = r.status(), "token refused: {}", r.description().unwrap_or_default());

@@ -58,17 +58,21 @@ pub fn challenge_value(auth: &Auth, metadata_url: &str, r: &Rejection) -> Option
     HeaderValue::from_str(&challenge::www_authenticate(metadata_url, &wanted, r)).ok()
 }
 
-/// The answer when the issuer cannot be asked: 503, to try again, never a
+/// When to try again after the issuer could not be reached.
+pub(super) const UNAVAILABLE_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The answer when the issuer cannot be asked (unreachable, or asked as
+/// often as the gateway may): 503, to try again after `retry`, never a
 /// challenge that would send the client to sign in again for nothing.
-pub(super) fn unavailable(why: &str) -> Response<Body> {
-    let message =
-        format!("the authorization server could not be reached to check the token: {why}");
+pub(super) fn unavailable(why: &str, retry: std::time::Duration) -> Response<Body> {
+    let message = format!("the authorization server could not be asked to check the token: {why}");
     let mut resp = reply::json(
         StatusCode::SERVICE_UNAVAILABLE,
         crate::jsonrpc::error_response(None, crate::jsonrpc::code::SERVER_ERROR, &message),
     );
-    resp.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("10"));
+    if let Ok(v) = HeaderValue::from_str(&whole_secs(retry).to_string()) {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
+    }
     resp
 }
 

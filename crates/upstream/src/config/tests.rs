@@ -404,3 +404,58 @@ fn auth_needs_a_public_url_or_an_audience() {
             .is_ok()
     );
 }
+
+/// `[auth.introspection]`'s bounds: never 0, and one per issuer (its calls
+/// are bounded once, whichever endpoint asks).
+#[test]
+fn introspection_bounds_are_one_per_issuer() {
+    let read = |text: &str| -> Config {
+        figment::Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::string(text))
+            .extract()
+            .unwrap()
+    };
+    let with = |own: &str| {
+        read(&format!(
+            "public_url = \"https://gw.example.com\"\n\
+             [auth]\nissuer = \"https://login.example.com\"\n\
+             [auth.introspection]\nclient_id = \"gw\"\nclient_secret = \"s\"\n\
+             [[upstream]]\nname = \"notes\"\ncommand = \"n\"\n\
+             [[upstream]]\nname = \"tasks\"\ncommand = \"t\"\n{own}\n"
+        ))
+    };
+    let r = with("").resolve().unwrap();
+    let i = r.mounts[0]
+        .auth
+        .as_ref()
+        .unwrap()
+        .introspection
+        .as_ref()
+        .unwrap();
+    assert_eq!((i.calls_per_minute, i.max_concurrent_calls), (600, 8));
+    let problems = |own: &str| match with(own).resolve() {
+        Err(ConfigError::Invalid { problems }) => problems.join("\n"),
+        other => panic!("{own}: {other:?}"),
+    };
+    let text = problems(
+        "auth = { introspection = { client_id = \"gw\", client_secret = \"s\", calls_per_minute = 60 } }",
+    );
+    assert!(
+        text.contains("upstream[1].auth.introspection.calls_per_minute: 60, but 600 for upstream \"notes\" at the same issuer"),
+        "{text}"
+    );
+    let text = problems(
+        "auth = { introspection = { client_id = \"gw\", client_secret = \"s\", calls_per_minute = 0, max_concurrent_calls = 0 } }",
+    );
+    for field in ["calls_per_minute", "max_concurrent_calls"] {
+        assert!(
+            text.contains(&format!(
+                "upstream[1].auth.introspection.{field}: 0 would refuse"
+            )),
+            "{text}"
+        );
+    }
+    // Another issuer has bounds of its own.
+    let other = "auth = { issuer = \"https://other.example.com\", introspection = { client_id = \"gw\", client_secret = \"s\", calls_per_minute = 60 } }";
+    assert!(with(other).resolve().is_ok());
+}
