@@ -395,14 +395,18 @@ async fn stdio_reference(command: &[String], calls: &[Value]) -> Vec<Value> {
     out
 }
 
-/// A gateway in front of `up`, with `tune` applied to its configuration.
+/// A gateway in front of `up`, with `tune` applied to its configuration (with
+/// `[auth]`, at a `public_url`: the audience of its tokens).
 async fn gateway(up: &Upstream, tune: impl FnOnce(&mut Config)) -> TestGateway {
     let mut config = Config {
         upstreams: vec![up.config.clone()],
         ..gw::test_config()
     };
     tune(&mut config);
-    TestGateway::start_with(config).await
+    match config.auth {
+        Some(_) => TestGateway::start_public(config).await,
+        None => TestGateway::start_with(config).await,
+    }
 }
 
 /// Children the gateway started for its mounts (from `/metrics`).

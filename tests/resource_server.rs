@@ -13,6 +13,15 @@
 
 mod support;
 
+// The rules of admission, the claims passed on, and the introspection answers kept, a
+// module each.
+#[path = "resource_server/admission.rs"]
+mod admission;
+#[path = "resource_server/claims.rs"]
+mod claims;
+#[path = "resource_server/introspection.rs"]
+mod introspection;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -310,7 +319,7 @@ async fn a_protected_mount_challenges_then_serves_a_valid_token() {
     };
     let t0 = Instant::now();
     let idp = Idp::start(&peers).await;
-    let g = TestGateway::start_with(Config {
+    let g = TestGateway::start_public(Config {
         upstreams: vec![fixture("notes", "/notes/mcp"), fixture("ec", "/es256/mcp")],
         auth: Some(auth_of(&idp, &["tools:call"])),
         ..gw::test_config()
@@ -433,7 +442,7 @@ async fn tokens_it_must_refuse_are_refused() {
     let mut auth = auth_of(&idp, &["tools:call"]);
     // No tolerance: the short-lived token is expired as soon as its `exp` passes.
     auth.clock_skew_secs = Some(0);
-    let g = TestGateway::start_with(Config {
+    let g = TestGateway::start_public(Config {
         upstreams: vec![fixture("a", "/a/mcp"), fixture("b", "/b/mcp")],
         auth: Some(auth),
         ..gw::test_config()
@@ -557,7 +566,7 @@ async fn rotated_keys_need_no_restart() {
     };
     let t0 = Instant::now();
     let idp = Idp::start(&peers).await;
-    let g = TestGateway::start_with(Config {
+    let g = TestGateway::start_public(Config {
         upstreams: vec![fixture("notes", "/mcp")],
         auth: Some(auth_of(&idp, &["tools:call"])),
         ..gw::test_config()
@@ -637,7 +646,7 @@ async fn opaque_tokens_are_introspected() {
     wrong.auth = own(introspecting("not-the-secret"));
     let mut good = fixture("good", "/opaque/mcp");
     good.auth = own(introspecting(INTROSPECTION_CLIENT_SECRET));
-    let g = TestGateway::start_with(Config {
+    let g = TestGateway::start_public(Config {
         upstreams: vec![good, wrong, fixture("plain", "/opaque/plain/mcp")],
         auth: Some(auth_of(&idp, &["tools:call"])),
         ..gw::test_config()
@@ -723,6 +732,8 @@ struct Seen {
     authorization: Option<String>,
     /// Its `x-user` header (a verified claim the gateway adds).
     user: Option<String>,
+    /// Every header it came with.
+    headers: HeaderMap,
 }
 
 /// An MCP-ish HTTP upstream (JSON answers, no sessions) recording every request, whose
@@ -740,6 +751,7 @@ async fn recording_upstream(
             async move {
                 let path = req.uri().path().to_owned();
                 let http = req.method().to_string();
+                let headers = req.headers().clone();
                 let authorization = req
                     .headers()
                     .get("authorization")
@@ -765,6 +777,7 @@ async fn recording_upstream(
                     method: method.clone(),
                     authorization: authorization.clone(),
                     user,
+                    headers,
                 });
                 let result = match method.as_str() {
                     "initialize" => json!({
@@ -825,7 +838,7 @@ async fn the_token_stays_at_the_gateway() {
         forward_token: Some(true),
         ..AuthConfig::default()
     });
-    let g = TestGateway::start_with(Config {
+    let g = TestGateway::start_public(Config {
         upstreams: vec![
             mount("kept", None),
             mount("forwarded", forwarding),
@@ -916,7 +929,7 @@ async fn a_public_mount_and_an_app() {
     let idp = Idp::start(&peers).await;
     let mut public = fixture("public", "/public/mcp");
     public.auth = Some(AuthSetting::Enabled(false));
-    let g = TestGateway::start_with(Config {
+    let g = TestGateway::start_public(Config {
         upstreams: vec![public, fixture("private", "/private/mcp")],
         apps: vec![AppConfig {
             name: "suite".into(),
@@ -1011,7 +1024,7 @@ async fn conversations_are_keyed_by_the_verified_subject() {
     let idp = Idp::start(&peers).await;
     let mut up = fixture("talk", "/mcp");
     up.sessions = Some(SessionMode::Conversation);
-    let g = TestGateway::start_with(Config {
+    let g = TestGateway::start_public(Config {
         upstreams: vec![up],
         auth: Some(auth_of(&idp, &["tools:call"])),
         ..gw::test_config()
@@ -1137,7 +1150,7 @@ security_schemes = [{ type = "oauth2", scopes = ["admin"] }]
         ..gw::test_config()
     };
     config.limits.request_timeout_secs = 20;
-    let g = TestGateway::start_with(config).await;
+    let g = TestGateway::start_public(config).await;
     let url = g.url_for("/mixed/mcp");
     let metadata = prm_url(&g, "/mixed/mcp");
 
@@ -1231,7 +1244,7 @@ async fn each_caller_has_its_own_rate() {
         return;
     };
     let idp = Idp::start(&peers).await;
-    let g = TestGateway::start_with(Config {
+    let g = TestGateway::start_public(Config {
         upstreams: vec![fixture("rated", "/rated/mcp")],
         auth: Some(AuthConfig {
             requests_per_minute: Some(3),
@@ -1297,7 +1310,7 @@ async fn claims_reach_the_upstream_instead_of_the_token() {
         claims_to_env: Some([("MCP_USER".to_owned(), "sub".to_owned())].into()),
         ..AuthConfig::default()
     });
-    let g = TestGateway::start_with(Config {
+    let g = TestGateway::start_public(Config {
         upstreams: vec![http_up, stdio],
         auth: Some(auth_of(&idp, &[])),
         ..gw::test_config()
@@ -1428,7 +1441,7 @@ async fn an_sdk_client_signs_in(sdk: OAuthSdk, label: &str) {
     };
     let t0 = Instant::now();
     let idp = Idp::start(&peers).await;
-    let g = TestGateway::start_with(Config {
+    let g = TestGateway::start_public(Config {
         upstreams: vec![
             fixture("notes", "/notes/mcp"),
             fixture("other", "/other/mcp"),

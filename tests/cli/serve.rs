@@ -442,17 +442,19 @@ async fn rust_log_reaches_each_crate_by_its_name_and_the_gateways() {
 
 /// Who called is logged only where the operator asks: with `[auth] log_callers =
 /// true` each verified caller's issuer and subject are logged with the request; without
-/// it no log line names the caller. The banner says what each endpoint requires.
+/// it no log line names the caller. The banner says what each endpoint requires. (The
+/// port is the system's choice, so the tokens' audience is named, not `public_url`.)
 #[tokio::test]
 async fn callers_are_logged_only_when_asked() {
     let Some((peers, _turn)) = support::peers::setup().await else {
         return;
     };
     let idp = support::idp::Idp::start(&peers).await;
+    let audience = "http://127.0.0.1:9/mcp";
     for log in [true, false] {
         let dir = tempfile::tempdir().unwrap();
         let config = format!(
-            "[auth]\nissuer = {}\nlog_callers = {log}\n\n[[upstream]]\nname = \"fx\"\ncommand = {}\nargs = [\"--protocol\", \"2025\"]\n",
+            "[auth]\nissuer = {}\naudience = \"{audience}\"\nlog_callers = {log}\n\n[[upstream]]\nname = \"fx\"\ncommand = {}\nargs = [\"--protocol\", \"2025\"]\n",
             serde_json::Value::from(idp.issuer()),
             serde_json::Value::from(support::upstreams::STDIO_COMMAND),
         );
@@ -471,7 +473,7 @@ async fn callers_are_logged_only_when_asked() {
             banner.ends_with(&format!("; requires a token of {}", idp.issuer())),
             "{banner}"
         );
-        let token = idp.token(&url, &["tools:call"]).await;
+        let token = idp.token(audience, &["tools:call"]).await;
         let (_, claims) = support::idp::decode_jwt(&token);
         let subject = claims["sub"].as_str().unwrap().to_owned();
         let auth = format!("Bearer {token}");

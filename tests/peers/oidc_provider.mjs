@@ -53,6 +53,18 @@
 //   POST /admin/verify      body: the token (or `token=…`); verifies it with jose against
 //                           the current JWKS, issuer and typ at+jwt. Answers
 //                           {"valid":true,"header":…,"payload":…} or {"valid":false,"error":…}.
+//   POST /admin/mint        body: {"header":{…},"claims":{…}} (JSON); a JWT of exactly those
+//                           claims signed by the provider's CURRENT key for `header.alg`
+//                           (RS256 unless named; ES256 takes the EC key), the header as
+//                           given (`kid` defaults to that key's id, `typ` is left out unless
+//                           given): what the issuer would sign, for checks no token it
+//                           issues can reach (another `typ`, array claims). Answers
+//                           {"access_token":…,"kid":…,"alg":…}.
+//   GET  /admin/counts      what the provider was asked: {"introspections":N,"most_at_once":M}
+//                           (introspection requests received, and most in progress at once).
+//   POST /admin/slow?introspection_ms=MS
+//                           every introspection answer waits MS first (0: none); answers
+//                           {"introspection_ms":MS}.
 
 import * as crypto from 'node:crypto';
 import * as http from 'node:http';
@@ -309,6 +321,35 @@ async function foreignToken(issuer, query) {
     return { access_token: token, kid: header.kid, alg };
 }
 
+// A JWT of the given header and claims, signed with the current key of its algorithm.
+async function mint(body) {
+    const { header = {}, claims = {} } = JSON.parse(body);
+    const alg = header.alg ?? 'RS256';
+    const key = keys.find(k => k.alg === alg);
+    if (!key) throw new Error(`no current key for ${alg}`);
+    const protectedHeader = { ...header, alg, kid: header.kid ?? key.kid };
+    const token = await new jose.SignJWT(claims)
+        .setProtectedHeader(protectedHeader)
+        .sign(await jose.importJWK(key, alg));
+    return { access_token: token, kid: protectedHeader.kid, alg };
+}
+
+// What /admin/counts reports, and the delay /admin/slow sets.
+const asked = { introspections: 0, inProgress: 0, mostAtOnce: 0, delayMs: 0 };
+
+// An introspection request, counted (and delayed as /admin/slow says) before the provider
+// answers it.
+async function introspection(req, res) {
+    asked.introspections += 1;
+    asked.inProgress += 1;
+    asked.mostAtOnce = Math.max(asked.mostAtOnce, asked.inProgress);
+    res.once('close', () => {
+        asked.inProgress -= 1;
+    });
+    if (asked.delayMs > 0) await new Promise(resolve => setTimeout(resolve, asked.delayMs));
+    return current.handle(req, res);
+}
+
 async function verify(issuer, body) {
     const token = body.startsWith('token=') ? new URLSearchParams(body).get('token') : body.trim();
     try {
@@ -383,6 +424,19 @@ const server = http.createServer(async (req, res) => {
         }
         if (req.method === 'POST' && pathname === '/admin/verify') {
             return send(res, 200, await verify(issuer, await readBody(req)));
+        }
+        if (req.method === 'POST' && pathname === '/admin/mint') {
+            return send(res, 200, await mint(await readBody(req)));
+        }
+        if (req.method === 'GET' && pathname === '/admin/counts') {
+            return send(res, 200, { introspections: asked.introspections, most_at_once: asked.mostAtOnce });
+        }
+        if (req.method === 'POST' && pathname === '/admin/slow') {
+            asked.delayMs = Math.max(0, Number(searchParams.get('introspection_ms') ?? 0));
+            return send(res, 200, { introspection_ms: asked.delayMs });
+        }
+        if (pathname === new URL(current.provider.urlFor('introspection')).pathname) {
+            return await introspection(req, res);
         }
         if (req.method === 'POST' && /^\/interaction\/[^/]+\/login$/.test(pathname)) {
             return await submitLogin(current.provider, req, res);

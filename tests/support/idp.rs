@@ -3,7 +3,8 @@
 //! `tests/peers/README.md`) on 127.0.0.1, with the pinned Node 22. [`Idp`] starts it, waits
 //! (bounded) for its `READY {…}` line and kills it by PID when dropped; its methods get
 //! tokens by the client credentials grant (RFC 8707 `resource`), introspect and revoke
-//! them, rotate the signing keys and mint forgeries.
+//! them, rotate the signing keys, mint forgeries and tokens of any header and claims signed
+//! with the provider's own key, and tell how often it was asked to introspect.
 //!
 //! What the peer issues for a resource `http://127.0.0.1[:PORT]/…`:
 //! - a path segment `opaque` (`…/opaque/mcp`): opaque tokens, to introspect;
@@ -286,6 +287,69 @@ impl Idp {
     pub async fn verify(&self, token: &str) -> Value {
         let url = format!("{}/admin/verify", self.issuer);
         self.post_form(&url, None, &[("token", token)]).await.1
+    }
+
+    /// A JWT of exactly `claims` with the header `header` (its `alg` RS256 unless named,
+    /// its `kid` the provider's current key's unless named), signed by the provider's own
+    /// current key: what the issuer would sign, for what no token it issues shows (another
+    /// `typ`, claims of any shape).
+    pub async fn mint(&self, header: Value, claims: Value) -> String {
+        let url = format!("{}/admin/mint", self.issuer);
+        let body = serde_json::json!({"header": header, "claims": claims}).to_string();
+        let (status, _, answer) = request_raw(
+            Method::POST,
+            &url,
+            &[("content-type", "application/json")],
+            body,
+        )
+        .await;
+        let json = json_body(&url, &answer);
+        assert_eq!(status, StatusCode::OK, "mint answered {json}");
+        access_token(json)
+    }
+
+    /// The claims of an access token of [`CLIENT_ID`] for `resource` with `scopes`, as the
+    /// provider writes them (for [`Idp::mint`] to change).
+    pub fn access_claims(&self, resource: &str, scopes: &[&str]) -> Value {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs();
+        serde_json::json!({
+            "jti": format!("minted-{now}-{}", scopes.join("-")),
+            "sub": CLIENT_ID,
+            "iat": now,
+            "exp": now + TOKEN_TTL.as_secs(),
+            "scope": scopes.join(" "),
+            "client_id": CLIENT_ID,
+            "iss": self.issuer,
+            "aud": resource,
+        })
+    }
+
+    /// How many introspection requests the provider has received, and the most it had in
+    /// progress at once.
+    pub async fn introspections(&self) -> (u64, u64) {
+        let counts = self
+            .get_json(&format!("{}/admin/counts", self.issuer))
+            .await;
+        let n = |k: &str| {
+            counts[k]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{k} in {counts}"))
+        };
+        (n("introspections"), n("most_at_once"))
+    }
+
+    /// Every introspection answer from now on waits `delay` first.
+    pub async fn slow_introspection(&self, delay: Duration) {
+        let url = format!(
+            "{}/admin/slow?introspection_ms={}",
+            self.issuer,
+            delay.as_millis()
+        );
+        let (status, body) = self.post_form(&url, None, &[]).await;
+        assert_eq!(status, StatusCode::OK, "slow answered {body}");
     }
 
     async fn get_json(&self, url: &str) -> Value {

@@ -93,22 +93,19 @@ pub struct Verified {
 }
 
 impl Verified {
-    /// Claim `name` as text, for a header or an environment variable: a
-    /// string as it is, an array of strings space-separated, a number or a
-    /// boolean written out; `None` when absent or an object.
+    /// Claim `name` as text, for a header or an environment variable, in
+    /// one encoding that reads back as the token said it: a string as it
+    /// is, a number or a boolean written out, an array or an object as its
+    /// compact JSON, members in the token's order (`["Finance Admins","b"]`:
+    /// no element split or lost); `None` when absent or `null`.
     pub fn claim_text(&self, name: &str) -> Option<String> {
         use serde_json::Value;
         match self.claims.get(name)? {
+            Value::Null => None,
             Value::String(s) => Some(s.clone()),
             Value::Number(n) => Some(n.to_string()),
             Value::Bool(b) => Some(b.to_string()),
-            Value::Array(a) => Some(
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            ),
-            _ => None,
+            whole @ (Value::Array(_) | Value::Object(_)) => Some(whole.to_string()),
         }
     }
 }

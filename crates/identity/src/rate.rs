@@ -22,16 +22,30 @@ impl Bucket {
 
     /// Take one request at `now`: `Ok`, or how long until one may be taken.
     pub fn take(&mut self, per_minute: u32, now: Instant) -> Result<(), Duration> {
+        self.take_many(1, per_minute, now)
+    }
+
+    /// Take `cost` requests at once at `now` (a batch): all of them, or
+    /// none and how long until all may be taken. A cost above `per_minute`
+    /// never fits; [`Bucket::fits`] says so first.
+    pub fn take_many(&mut self, cost: u32, per_minute: u32, now: Instant) -> Result<(), Duration> {
         let rate = f64::from(per_minute) / 60.0;
         let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
         self.tokens = (self.tokens + elapsed * rate).min(f64::from(per_minute));
         self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
+        let cost = f64::from(cost);
+        if self.tokens >= cost {
+            self.tokens -= cost;
             return Ok(());
         }
-        let wait = (1.0 - self.tokens) / rate;
+        let wait = (cost - self.tokens) / rate;
         Err(Duration::from_secs_f64(wait.max(0.001)))
+    }
+
+    /// Whether `cost` requests at once can ever be taken: at most a
+    /// minute's worth.
+    pub fn fits(cost: u32, per_minute: u32) -> bool {
+        cost <= per_minute
     }
 
     /// When it was last taken from.
@@ -70,5 +84,18 @@ mod tests {
         let later = t0 + Duration::from_secs(3600);
         assert!(idle.take(2, later).is_ok() && idle.take(2, later).is_ok());
         assert!(idle.take(2, later).is_err());
+    }
+
+    #[test]
+    fn a_batch_is_taken_whole_or_not_at_all() {
+        let t0 = Instant::now();
+        let mut b = Bucket::full(5, t0);
+        assert_eq!(b.take_many(4, 5, t0), Ok(()));
+        // Two do not fit in the one left: refused, and nothing taken.
+        let wait = b.take_many(2, 5, t0).unwrap_err();
+        assert!((wait.as_secs_f64() - 12.0).abs() < 0.01, "{wait:?}");
+        assert_eq!(b.take(5, t0), Ok(()));
+        assert!(b.take(5, t0).is_err());
+        assert!(Bucket::fits(5, 5) && !Bucket::fits(6, 5));
     }
 }

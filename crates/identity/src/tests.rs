@@ -358,3 +358,50 @@ fn challenges_say_where_to_sign_in_and_what_went_wrong() {
             .ends_with(r#"error_description="a ?quoted? ? thing?""#)
     );
 }
+
+#[test]
+fn a_claim_is_written_as_text_that_reads_back_as_it_was() {
+    let claims = json!({
+        "sub": "alice \"the\" admin",
+        "groups": ["Finance Admins", "b", 7, null],
+        "one": ["solo"],
+        "level": 3,
+        "ratio": 2.5,
+        "admin": true,
+        "profile": {"team": "ops", "tags": ["a b"]},
+        "nothing": null,
+        "empty": [],
+    });
+    let v = Verified {
+        issuer: ISSUER.into(),
+        subject: "alice".into(),
+        scopes: Vec::new(),
+        expires_at: None,
+        client_id: None,
+        claims: claims.as_object().cloned().unwrap_or_default(),
+    };
+    let text = |name: &str| v.claim_text(name);
+    // A string as itself; a number or boolean written out.
+    assert_eq!(text("sub").as_deref(), Some("alice \"the\" admin"));
+    assert_eq!(text("level").as_deref(), Some("3"));
+    assert_eq!(text("ratio").as_deref(), Some("2.5"));
+    assert_eq!(text("admin").as_deref(), Some("true"));
+    // An array or object as its compact JSON: no element lost or split.
+    assert_eq!(
+        text("groups").as_deref(),
+        Some(r#"["Finance Admins","b",7,null]"#)
+    );
+    assert_eq!(text("one").as_deref(), Some(r#"["solo"]"#));
+    assert_eq!(text("empty").as_deref(), Some("[]"));
+    assert_eq!(
+        text("profile").as_deref(),
+        Some(r#"{"team":"ops","tags":["a b"]}"#)
+    );
+    for name in ["groups", "profile", "empty"] {
+        let back: Value = serde_json::from_str(&text(name).unwrap()).unwrap();
+        assert_eq!(back, claims[name], "{name}");
+    }
+    // Null or absent: nothing is set.
+    assert_eq!(text("nothing"), None);
+    assert_eq!(text("absent"), None);
+}

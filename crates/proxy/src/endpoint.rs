@@ -61,8 +61,9 @@ pub async fn serve(
 
 /// A request to an endpoint at `path` that requires `auth`: its caller
 /// verified and put in its extensions ([`crate::identity::Caller`]), its
-/// token taken out unless the upstream is to get it; or the answer that
-/// refuses it.
+/// token taken out unless the upstream is to get it, and its share of the
+/// caller's `requests_per_minute` taken (a POST's once its body says how
+/// many requests it holds, [`Rated`]); or the answer that refuses it.
 pub(crate) async fn admit(
     gw: &Gateway,
     auth: &crate::config::Auth,
@@ -75,7 +76,6 @@ pub(crate) async fn admit(
             "no valid Host header\n",
         )));
     };
-    let resource = crate::auth::resource_url(&base, path);
     let metadata = crate::auth::prm_url(&base, path);
     use crate::identity::{Access, Caller};
     let anonymous = auth.anonymous && req.headers().get(header::AUTHORIZATION).is_none();
@@ -83,9 +83,10 @@ pub(crate) async fn admit(
         // What such a caller may reach is judged per request, once read.
         true => Access::Anonymous,
         false => {
+            let audience = audience(gw, auth, path)?;
             let verified = gw
                 .identity
-                .admit(auth, req.headers(), &resource, &metadata)
+                .admit(auth, req.headers(), &audience, &metadata)
                 .await?;
             let verified = match &gw.authority {
                 Some(a) => a.reveal(verified),
@@ -105,13 +106,73 @@ pub(crate) async fn admit(
         }
     };
     if let Some(per_minute) = auth.requests_per_minute {
-        gw.identity.rate(per_minute, path, access.digest())?;
+        let rated = Rated {
+            per_minute,
+            path: path.to_owned(),
+            caller: access.digest(),
+        };
+        match *req.method() {
+            Method::POST => {
+                req.extensions_mut().insert(rated);
+            }
+            _ => rated.take(gw, 1)?,
+        }
     }
     if !auth.forward_token {
         req.headers_mut().remove(header::AUTHORIZATION);
     }
     req.extensions_mut().insert(access);
     Ok(())
+}
+
+/// The audience tokens for the endpoint at `path` must name: `audience`,
+/// else the endpoint's URL under `public_url`. Never made of the request
+/// (its `Host` is the caller's word), so without either (which `check`
+/// refuses) every token is refused.
+fn audience(
+    gw: &Gateway,
+    auth: &crate::config::Auth,
+    path: &str,
+) -> Result<String, Box<Response<Body>>> {
+    if let Some(a) = &auth.audience {
+        return Ok(a.clone());
+    }
+    match gw.auth.public_url() {
+        Some(base) => Ok(crate::auth::resource_url(base, path)),
+        None => Err(Box::new(crate::reply::text(
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            "the endpoint has no audience to check tokens against (set public_url or auth.audience)\n",
+        ))),
+    }
+}
+
+/// A POST's caller, whose `requests_per_minute` at the endpoint is taken
+/// once its body is read: one for each request of a batch.
+#[derive(Clone)]
+pub(crate) struct Rated {
+    per_minute: u32,
+    path: String,
+    caller: Option<u64>,
+}
+
+impl Rated {
+    fn take(&self, gw: &Gateway, cost: u32) -> Result<(), Box<Response<Body>>> {
+        gw.identity
+            .rate(self.per_minute, &self.path, self.caller, cost)
+    }
+}
+
+/// What a POST body costs of its caller's rate: its JSON-RPC requests and
+/// notifications (each of a batch), at least one.
+fn cost_of(body: &[u8]) -> u32 {
+    use crate::jsonrpc::{self, Kind};
+    match jsonrpc::classify(body) {
+        Ok(jsonrpc::Body::Batch(items)) => {
+            let asked = items.iter().filter(|(m, _)| m.kind != Kind::Response);
+            u32::try_from(asked.count()).unwrap_or(u32::MAX).max(1)
+        }
+        _ => 1,
+    }
 }
 
 async fn post(gw: &Arc<Gateway>, mount: &MountState, req: Request<Incoming>) -> Response<Body> {
@@ -142,10 +203,17 @@ pub(crate) async fn post_body(
     }
     let (parts, body) = req.into_parts();
     let patience = Duration::from_secs(gw.limits.header_read_timeout_secs);
-    match read_body(body, gw.limits.max_body_bytes, patience).await {
-        Ok(bytes) => Ok((parts, bytes)),
-        Err(failure) => Err(failure.respond(None)),
+    let bytes = match read_body(body, gw.limits.max_body_bytes, patience).await {
+        Ok(bytes) => bytes,
+        Err(failure) => return Err(failure.respond(None)),
+    };
+    // A batch goes whole or not at all.
+    if let Some(rated) = parts.extensions.get::<Rated>() {
+        rated
+            .take(gw, cost_of(&bytes))
+            .map_err(|refused| *refused)?;
     }
+    Ok((parts, bytes))
 }
 
 /// Read a request body of at most `limit` bytes. It must arrive within

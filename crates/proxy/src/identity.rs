@@ -7,8 +7,8 @@
 //! restart), opaque tokens introspected (RFC 7662, answers kept within
 //! their lifetime), and the challenges that answer a refusal.
 //!
-//! Tokens are never logged or kept: a cached introspection answer is keyed
-//! by the token's SHA-256.
+//! Tokens are never logged or kept: a kept introspection answer is keyed
+//! by the token's SHA-256, with the endpoint and client that asked.
 
 //! - `access`: who a request is once admitted, and what it may reach;
 //! - `issuer`: one issuer's metadata, keys and introspection answers;
@@ -60,16 +60,28 @@ impl Identity {
         auths: impl Iterator<Item = &'a Auth>,
         own: Option<(String, mcp_ui_identity::JwkSet)>,
     ) -> Result<Identity, Vec<String>> {
+        let auths: Vec<&Auth> = auths.collect();
+        // An issuer's introspection calls are bounded once, as its
+        // endpoints say (`check` refuses endpoints that disagree).
+        let bounds = |issuer: &str| {
+            auths
+                .iter()
+                .filter(|a| a.issuer == issuer)
+                .find_map(|a| a.introspection.as_ref())
+                .map_or_else(issuer::Bounds::default, issuer::Bounds::of)
+        };
         let mut issuers = HashMap::new();
         if let Some((issuer, keys)) = own {
-            issuers.insert(issuer.clone(), Arc::new(Issuer::with_keys(&issuer, keys)));
+            let own = Issuer::with_keys(&issuer, keys, bounds(&issuer));
+            issuers.insert(issuer.clone(), Arc::new(own));
         }
         let mut tls = Vec::new();
-        for a in auths {
+        for a in auths.iter().copied() {
             if issuers.contains_key(&a.issuer) {
                 continue;
             }
-            issuers.insert(a.issuer.clone(), Arc::new(Issuer::new(&a.issuer)));
+            let issuer = Issuer::new(&a.issuer, bounds(&a.issuer));
+            issuers.insert(a.issuer.clone(), Arc::new(issuer));
             if let (Some(ca), Ok(url)) = (&a.ca_file, a.issuer.parse::<http::Uri>()) {
                 tls.push(Mount {
                     name: issuer::client_name(&a.issuer),
@@ -92,16 +104,21 @@ impl Identity {
         })
     }
 
-    /// Take one of `caller`'s requests to the endpoint at `path` (`None`:
-    /// the callers without a token), at most `per_minute` a minute: `Err`
-    /// with the 429 that refuses it.
+    /// Take `cost` of `caller`'s requests (a batch's, or one) to the
+    /// endpoint at `path` (`None`: the callers without a token), at most
+    /// `per_minute` a minute, all or none: `Err` with the 429 that refuses
+    /// them.
     pub fn rate(
         &self,
         per_minute: u32,
         path: &str,
         caller: Option<u64>,
+        cost: u32,
     ) -> Result<(), Box<Response<Body>>> {
         use mcp_ui_identity::rate::Bucket;
+        if !Bucket::fits(cost, per_minute) {
+            return Err(Box::new(answer::too_large(per_minute, cost)));
+        }
         let key =
             crate::session::pool::digest([path.as_bytes(), &caller.unwrap_or(0).to_le_bytes()]);
         let now = std::time::Instant::now();
@@ -118,17 +135,19 @@ impl Identity {
             .entry(key)
             .or_insert_with(|| Bucket::full(per_minute, now));
         bucket
-            .take(per_minute, now)
-            .map_err(|wait| Box::new(answer::too_many(per_minute, wait)))
+            .take_many(cost, per_minute, now)
+            .map_err(|wait| Box::new(answer::too_many(per_minute, cost, wait)))
     }
 
     /// The caller of a request with `headers` to an endpoint that requires
-    /// `auth`, whose resource URL is `resource`; or the answer refusing it.
+    /// `auth`, whose tokens must name `audience` (the endpoint's URL under
+    /// `public_url`, or `auth.audience`: never made of the request); or the
+    /// answer refusing it.
     pub async fn admit(
         &self,
         auth: &Auth,
         headers: &HeaderMap,
-        resource: &str,
+        audience: &str,
         metadata_url: &str,
     ) -> Result<Verified, Box<Response<Body>>> {
         let refuse = |r: Rejection| Box::new(refusal(auth, metadata_url, &r));
@@ -145,7 +164,7 @@ impl Identity {
         let Some(issuer) = self.issuers.get(&auth.issuer) else {
             return Err(refuse(Rejection::Invalid("no issuer is configured".into())));
         };
-        let policy = policy(auth, resource);
+        let policy = policy(auth, audience);
         let verdict = match token.split('.').count() {
             3 => issuer.verify_jwt(&self.client, token, &policy).await,
             _ => issuer.introspect(&self.client, auth, token, &policy).await,
@@ -154,7 +173,15 @@ impl Identity {
             Ok(v) => Ok(v),
             Err(Outcome::Unavailable(why)) => {
                 tracing::warn!(issuer = %auth.issuer, "a token could not be checked: {why}");
-                Err(Box::new(answer::unavailable(&why)))
+                Err(Box::new(answer::unavailable(
+                    &why,
+                    answer::UNAVAILABLE_RETRY,
+                )))
+            }
+            Err(Outcome::Throttled(why, retry)) => {
+                // A flood would flood the log too: said where asked.
+                tracing::debug!(issuer = %auth.issuer, "a token was not checked: {why}");
+                Err(Box::new(answer::unavailable(&why, retry)))
             }
             Err(Outcome::Refused(r)) => {
                 tracing::debug!(issuer = %auth.issuer, status = r.status(), "token refused: {}", r.description().unwrap_or_default());
@@ -164,11 +191,12 @@ impl Identity {
     }
 }
 
-/// The policy of an endpoint requiring `auth`, at `resource`.
-fn policy(auth: &Auth, resource: &str) -> Policy {
+/// The policy of an endpoint requiring `auth`, whose tokens must name
+/// `audience`.
+fn policy(auth: &Auth, audience: &str) -> Policy {
     Policy {
         issuer: auth.issuer.clone(),
-        audiences: vec![auth.audience.clone().unwrap_or_else(|| resource.to_owned())],
+        audiences: vec![audience.to_owned()],
         algorithms: auth
             .algorithms
             .iter()

@@ -58,18 +58,27 @@ pub fn challenge_value(auth: &Auth, metadata_url: &str, r: &Rejection) -> Option
     HeaderValue::from_str(&challenge::www_authenticate(metadata_url, &wanted, r)).ok()
 }
 
-/// The answer when the issuer cannot be asked: 503, to try again, never a
+/// When to try again after the issuer could not be reached.
+pub(super) const UNAVAILABLE_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The answer when the issuer cannot be asked (unreachable, or asked as
+/// often as the gateway may): 503, to try again after `retry`, never a
 /// challenge that would send the client to sign in again for nothing.
-pub(super) fn unavailable(why: &str) -> Response<Body> {
-    let message =
-        format!("the authorization server could not be reached to check the token: {why}");
+pub(super) fn unavailable(why: &str, retry: std::time::Duration) -> Response<Body> {
+    let message = format!("the authorization server could not be asked to check the token: {why}");
     let mut resp = reply::json(
         StatusCode::SERVICE_UNAVAILABLE,
         crate::jsonrpc::error_response(None, crate::jsonrpc::code::SERVER_ERROR, &message),
     );
-    resp.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("10"));
+    if let Ok(v) = HeaderValue::from_str(&whole_secs(retry).to_string()) {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
+    }
     resp
+}
+
+/// `wait` in whole seconds, rounded up (a `Retry-After`).
+fn whole_secs(wait: std::time::Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
 }
 
 /// The protected-resource metadata (RFC 9728 §2) of an endpoint that
@@ -115,18 +124,35 @@ pub fn declared_scopes(mount: Option<&crate::overlay::MountOverlays>) -> Vec<Str
     out
 }
 
-/// The answer to a caller past its `requests_per_minute`: 429, with when to
-/// try again.
-pub(super) fn too_many(per_minute: u32, wait: std::time::Duration) -> Response<Body> {
-    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+/// The answer to a caller past its `requests_per_minute` with `cost`
+/// requests (a batch's, or one): 429, with when to try again.
+pub(super) fn too_many(per_minute: u32, cost: u32, wait: std::time::Duration) -> Response<Body> {
+    let secs = whole_secs(wait);
+    let these = match cost {
+        1 => String::new(),
+        n => format!(" (this batch is {n} requests, each counted)"),
+    };
     let message = format!(
-        "Too many requests: this caller may send {per_minute} a minute to this endpoint (auth.requests_per_minute); try again in {secs} s"
+        "Too many requests: this caller may send {per_minute} a minute to this endpoint (auth.requests_per_minute){these}; try again in {secs} s"
     );
+    rate_refusal(&message, secs)
+}
+
+/// The answer to a batch of `cost` requests, more than a caller may send
+/// in a minute (`per_minute`): 429, whatever it waits.
+pub(super) fn too_large(per_minute: u32, cost: u32) -> Response<Body> {
+    let message = format!(
+        "Too many requests: a batch of {cost} requests is more than this caller may send in a minute ({per_minute}, auth.requests_per_minute); send it in smaller batches"
+    );
+    rate_refusal(&message, 60)
+}
+
+fn rate_refusal(message: &str, retry_secs: u64) -> Response<Body> {
     let mut resp = reply::json(
         StatusCode::TOO_MANY_REQUESTS,
-        crate::jsonrpc::error_response(None, crate::jsonrpc::code::SERVER_ERROR, &message),
+        crate::jsonrpc::error_response(None, crate::jsonrpc::code::SERVER_ERROR, message),
     );
-    if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+    if let Ok(v) = HeaderValue::from_str(&retry_secs.to_string()) {
         resp.headers_mut().insert(header::RETRY_AFTER, v);
     }
     resp

@@ -1,9 +1,12 @@
 //! One issuer: its metadata found (RFC 8414, then OpenID Connect
 //! Discovery), its key set fetched, and fetched again when a token names a
-//! key it lacks; opaque tokens introspected (RFC 7662), the answers kept
-//! within their lifetime.
+//! key it lacks; opaque tokens introspected (RFC 7662, `introspect`: the
+//! answers kept within their lifetime, the calls bounded).
 
-use std::collections::HashMap;
+mod introspect;
+
+pub(super) use introspect::Bounds;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -14,9 +17,8 @@ use http::header::{self, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
 use serde_json::Value;
 
-use crate::config::Auth;
 use crate::upstream::client::{Client, send};
-use mcp_ui_identity::{JwkSet, Policy, Rejection, Verified, introspection, jwt};
+use mcp_ui_identity::{JwkSet, Policy, Rejection, Verified, jwt};
 
 /// A token naming a key the set lacks fetches the set again at most this
 /// often (a flood of made-up key ids cannot make the gateway hammer the
@@ -27,12 +29,6 @@ const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
 /// Each fetch from the issuer is bounded in time and size.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 const FETCH_MAX_BYTES: usize = 1024 * 1024;
-/// An introspection answer is kept at most this long (and never past the
-/// token's expiry); a refusal for this long.
-const INTROSPECTED_FOR: Duration = Duration::from_secs(300);
-const REFUSED_FOR: Duration = Duration::from_secs(5);
-/// Most introspection answers kept at once.
-const MAX_INTROSPECTED: usize = 10_000;
 
 /// What the gateway knows of one issuer.
 pub(super) struct Issuer {
@@ -44,13 +40,11 @@ pub(super) struct Issuer {
     asked: Mutex<Option<Instant>>,
     /// One fetch at a time.
     fetching: tokio::sync::Mutex<()>,
-    introspected: Mutex<HashMap<[u8; 32], Kept>>,
+    /// Introspection answers kept, and the bounds on the calls.
+    introspected: introspect::Introspected,
     /// Its keys are given, never fetched (the gateway's own issuer).
     fixed: bool,
 }
-
-/// An introspection verdict, and until when it holds.
-type Kept = (Result<Verified, Rejection>, Instant);
 
 #[derive(Debug)]
 struct Found {
@@ -69,6 +63,9 @@ pub(super) enum Outcome {
     Refused(Rejection),
     /// The issuer could not be asked (its keys, its introspection).
     Unavailable(String),
+    /// The issuer is asked as often as the gateway may ask it: why, and
+    /// when to try again.
+    Throttled(String, Duration),
 }
 use Outcome::{Refused, Unavailable};
 
@@ -85,21 +82,22 @@ fn now() -> u64 {
 }
 
 impl Issuer {
-    pub(super) fn new(issuer: &str) -> Issuer {
+    /// `issuer`, its introspection calls within `bounds`.
+    pub(super) fn new(issuer: &str, bounds: Bounds) -> Issuer {
         Issuer {
             issuer: issuer.to_owned(),
             found: ArcSwapOption::empty(),
             keys: ArcSwapOption::empty(),
             asked: Mutex::new(None),
             fetching: tokio::sync::Mutex::new(()),
-            introspected: Mutex::new(HashMap::new()),
+            introspected: introspect::Introspected::new(bounds),
             fixed: false,
         }
     }
 
     /// An issuer whose key set is `keys`, never fetched.
-    pub(super) fn with_keys(issuer: &str, keys: JwkSet) -> Issuer {
-        let i = Issuer::new(issuer);
+    pub(super) fn with_keys(issuer: &str, keys: JwkSet, bounds: Bounds) -> Issuer {
+        let i = Issuer::new(issuer, bounds);
         i.keys.store(Some(Arc::new((keys, Instant::now()))));
         Issuer { fixed: true, ..i }
     }
@@ -232,75 +230,6 @@ impl Issuer {
             tried.join("; ")
         )))
     }
-
-    pub(super) async fn introspect(
-        &self,
-        client: &Client,
-        auth: &Auth,
-        token: &str,
-        policy: &Policy,
-    ) -> Result<Verified, Outcome> {
-        let Some(with) = &auth.introspection else {
-            return Err(Refused(Rejection::Invalid(
-                "the token is not a JWT, and opaque tokens are not accepted here (no introspection is configured)".into(),
-            )));
-        };
-        let digest: [u8; 32] = {
-            use sha2::Digest;
-            sha2::Sha256::digest(token.as_bytes()).into()
-        };
-        if let Some((verdict, until)) = self.cached(&digest)
-            && Instant::now() < until
-        {
-            return verdict.map_err(Outcome::from);
-        }
-        let endpoint = match &with.endpoint {
-            Some(e) => e.clone(),
-            None => self
-                .found(client)
-                .await?
-                .introspection_endpoint
-                .clone()
-                .ok_or_else(|| {
-                    Unavailable(format!(
-                        "{}'s metadata names no introspection_endpoint",
-                        self.issuer
-                    ))
-                })?,
-        };
-        let answer = introspection_request(client, &self.issuer, &endpoint, with, token)
-            .await
-            .map_err(Unavailable)?;
-        let verdict = introspection::verdict(&answer, policy, now());
-        let keep = match &verdict {
-            Ok(v) => {
-                let left = v.expires_at.map_or(INTROSPECTED_FOR, |exp| {
-                    Duration::from_secs(exp.saturating_sub(now()))
-                });
-                left.min(INTROSPECTED_FOR)
-            }
-            Err(_) => REFUSED_FOR,
-        };
-        self.keep(digest, verdict.clone(), Instant::now() + keep);
-        verdict.map_err(Outcome::from)
-    }
-
-    fn cached(&self, digest: &[u8; 32]) -> Option<Kept> {
-        let map = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(digest).cloned()
-    }
-
-    fn keep(&self, digest: [u8; 32], verdict: Result<Verified, Rejection>, until: Instant) {
-        let mut map = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= MAX_INTROSPECTED {
-            let now = Instant::now();
-            map.retain(|_, (_, u)| *u > now);
-        }
-        // Still full of live answers: this one is asked again next time.
-        if map.len() < MAX_INTROSPECTED {
-            map.insert(digest, (verdict, until));
-        }
-    }
 }
 
 /// The metadata URLs of `issuer`, in the order they are tried.
@@ -383,43 +312,6 @@ async fn lenient_keys(client: &Client, issuer: &str, uri: &str) -> Result<JwkSet
         })
         .unwrap_or_default();
     Ok(JwkSet { keys })
-}
-
-/// POST the token to the introspection endpoint (RFC 7662 §2.1), the
-/// gateway's client authenticated with HTTP Basic (RFC 6749 §2.3.1).
-async fn introspection_request(
-    client: &Client,
-    issuer: &str,
-    endpoint: &str,
-    with: &crate::config::Introspection,
-    token: &str,
-) -> Result<Value, String> {
-    use base64::Engine as _;
-    let enc = |s: &str| {
-        percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
-    };
-    let uri: http::Uri = endpoint
-        .parse()
-        .map_err(|_| format!("{endpoint}: not a URL"))?;
-    let body = format!("token={}&token_type_hint=access_token", enc(token));
-    let mut req = Request::new(Full::new(Bytes::from(body)));
-    *req.method_mut() = http::Method::POST;
-    *req.uri_mut() = uri;
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
-        "{}:{}",
-        enc(&with.client_id),
-        enc(&with.client_secret)
-    ));
-    let h = req.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/x-www-form-urlencoded"),
-    );
-    h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-    let mut auth = HeaderValue::from_str(&format!("Basic {basic}")).map_err(|e| e.to_string())?;
-    auth.set_sensitive(true);
-    h.insert(header::AUTHORIZATION, auth);
-    read_json(client, issuer, endpoint, req).await
 }
 
 #[cfg(test)]

@@ -91,7 +91,25 @@ pub struct IntrospectionConfig {
     /// The endpoint. Default: the issuer metadata's `introspection_endpoint`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// Introspection calls a minute to the issuer, whichever endpoint asks
+    /// (a token already answered costs none); past it a token the gateway
+    /// has no answer for gets 503 with `Retry-After`. Default
+    /// [`INTROSPECTION_CALLS_PER_MINUTE`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls_per_minute: Option<u32>,
+    /// Introspection calls to the issuer in progress at once; the others
+    /// wait their turn (at most a few seconds, then 503). Default
+    /// [`INTROSPECTION_MAX_CONCURRENT_CALLS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_calls: Option<u32>,
 }
+
+/// Introspection calls a minute to one issuer, when `calls_per_minute` is
+/// unset: ten a second, in bursts of up to a minute's worth.
+pub const INTROSPECTION_CALLS_PER_MINUTE: u32 = 600;
+/// Introspection calls to one issuer at once, when `max_concurrent_calls`
+/// is unset.
+pub const INTROSPECTION_MAX_CONCURRENT_CALLS: u32 = 8;
 
 /// A mount's or app's `auth`: `false` (public), or a table over `[auth]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,12 +155,14 @@ impl Auth {
     }
 }
 
-/// The introspection client, its secret read.
+/// The introspection client, its secret read, and the bounds on its calls.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Introspection {
     pub client_id: String,
     pub client_secret: String,
     pub endpoint: Option<String>,
+    pub calls_per_minute: u32,
+    pub max_concurrent_calls: u32,
 }
 
 impl std::fmt::Debug for Introspection {
@@ -151,6 +171,8 @@ impl std::fmt::Debug for Introspection {
         f.debug_struct("Introspection")
             .field("client_id", &self.client_id)
             .field("endpoint", &self.endpoint)
+            .field("calls_per_minute", &self.calls_per_minute)
+            .field("max_concurrent_calls", &self.max_concurrent_calls)
             .finish_non_exhaustive()
     }
 }
@@ -350,10 +372,25 @@ pub fn resolve(
                     field("introspection.endpoint")
                 ));
             }
+            for (name, value) in [
+                ("calls_per_minute", c.calls_per_minute),
+                ("max_concurrent_calls", c.max_concurrent_calls),
+            ] {
+                if value == Some(0) {
+                    problems.push(format!(
+                        "{}: 0 would refuse every opaque token; leave it unset for the default",
+                        field(&format!("introspection.{name}"))
+                    ));
+                }
+            }
             secret.map(|client_secret| Introspection {
                 client_id: c.client_id,
                 client_secret,
                 endpoint: c.endpoint,
+                calls_per_minute: c.calls_per_minute.unwrap_or(INTROSPECTION_CALLS_PER_MINUTE),
+                max_concurrent_calls: c
+                    .max_concurrent_calls
+                    .unwrap_or(INTROSPECTION_MAX_CONCURRENT_CALLS),
             })
         }
     };
@@ -375,6 +412,71 @@ pub fn resolve(
         forward_token: merged.forward_token.unwrap_or(false),
         ca_file: merged.ca_file,
     }))
+}
+
+/// An endpoint `[auth]` protects, for the rules across endpoints: where its
+/// settings are (`upstream[0].`), what it is called (`upstream "notes"`)
+/// and what it requires.
+pub struct Protected<'a> {
+    pub at: String,
+    pub label: String,
+    pub auth: &'a Auth,
+}
+
+/// The rules across the endpoints `[auth]` protects.
+///
+/// - The audience a token must name is the endpoint's URL under
+///   `public_url`, or `audience`: never one made of the request's `Host`,
+///   which the caller writes (a token another resource server was given
+///   would pass with that server's name in `Host`). Without `public_url`,
+///   every protected endpoint needs its `audience`.
+/// - An issuer's introspection calls are bounded once, whichever endpoint
+///   asks: the endpoints introspecting at one issuer must agree on the
+///   bounds.
+pub fn across_endpoints(public_url: Option<&str>, protected: &[Protected<'_>]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let unnamed: Vec<&str> = protected
+        .iter()
+        .filter(|p| p.auth.audience.is_none())
+        .map(|p| p.label.as_str())
+        .collect();
+    if public_url.is_none() && !unnamed.is_empty() {
+        problems.push(format!(
+            "public_url: missing; [auth] protects {}, whose tokens must name the endpoint's URL as their audience, and without public_url that URL would be made of each request's Host header, which the caller writes: set the URL clients reach the gateway at, such as public_url = \"https://gw.example.com\" (for a local try: public_url = \"http://127.0.0.1:8787\"), or the audience tokens are issued for (auth.audience)",
+            unnamed.join(", ")
+        ));
+    }
+    // Per issuer, the first endpoint introspecting there and its bounds.
+    let mut first: std::collections::HashMap<&str, (&str, &Introspection)> = Default::default();
+    for p in protected {
+        let Some(mine) = &p.auth.introspection else {
+            continue;
+        };
+        let Some(&(theirs, other)) = first.get(p.auth.issuer.as_str()) else {
+            first.insert(&p.auth.issuer, (&p.label, mine));
+            continue;
+        };
+        for (name, a, b) in [
+            (
+                "calls_per_minute",
+                mine.calls_per_minute,
+                other.calls_per_minute,
+            ),
+            (
+                "max_concurrent_calls",
+                mine.max_concurrent_calls,
+                other.max_concurrent_calls,
+            ),
+        ] {
+            if a != b {
+                problems.push(format!(
+                    "{}auth.introspection.{name}: {a}, but {b} for {} at the same issuer ({}): an issuer's introspection calls are bounded once, whichever endpoint asks; set the same on both",
+                    p.at, theirs, p.auth.issuer
+                ));
+            }
+        }
+    }
+    problems
 }
 
 /// `own`'s settings over `top`'s.

@@ -158,6 +158,10 @@ impl Config {
                 Err(errs) => problems.extend(errs),
             }
         }
+        problems.extend(super::auth::across_endpoints(
+            self.public_url.as_deref(),
+            &protected(&mounts, &apps),
+        ));
         let mut authorization_server = authorization_server;
         let provider_tokens = mounts
             .iter()
@@ -223,6 +227,25 @@ impl Config {
             _ => {}
         }
     }
+}
+
+/// The endpoints `[auth]` protects, mounts first, for the rules across them.
+fn protected<'a>(mounts: &'a [Mount], apps: &'a [App]) -> Vec<super::auth::Protected<'a>> {
+    let mounts = mounts.iter().enumerate().filter_map(|(i, m)| {
+        Some(super::auth::Protected {
+            at: format!("upstream[{i}]."),
+            label: format!("upstream \"{}\"", m.name),
+            auth: m.auth.as_ref()?,
+        })
+    });
+    let apps = apps.iter().enumerate().filter_map(|(i, a)| {
+        Some(super::auth::Protected {
+            at: format!("app[{i}]."),
+            label: format!("app \"{}\"", a.name),
+            auth: a.auth.as_ref()?,
+        })
+    });
+    mounts.chain(apps).collect()
 }
 
 /// `[limits]`: every count, size and time that must not be 0, and the
