@@ -14,6 +14,7 @@
 //! headless Chromium.
 
 mod browsers;
+mod redirects;
 #[path = "../support/mod.rs"]
 mod support;
 

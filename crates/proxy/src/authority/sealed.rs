@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use crate::session::SessionKey;
 use mcp_ui_identity::authority::authorize::Request;
 use mcp_ui_identity::authority::client::Client;
+use mcp_ui_identity::urls::RedirectUri;
 
 /// What a sealed value is for.
 #[derive(Debug, Clone, Copy)]
@@ -146,7 +147,7 @@ impl ProviderTokens {
 pub(super) struct Remembered {
     /// The digest of the client's id (ids may be long).
     pub client: String,
-    pub redirect_uri: String,
+    pub redirect_uri: RedirectUri,
     pub subject: String,
     pub until: u64,
 }
