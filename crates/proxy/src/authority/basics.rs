@@ -89,14 +89,15 @@ pub(super) async fn read_body(
     }
 }
 
-/// Whether the request's `Content-Type` is `want` (parameters ignored).
+/// Whether the request's `Content-Type` is the media type `want` (its
+/// parameters aside; RFC 9110 §8.3.1: type and subtype in any case).
 pub(super) fn content_type_is(parts: &http::request::Parts, want: &str) -> bool {
     parts
         .headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case(want))
+        .and_then(crate::endpoint::media_type)
+        .is_some_and(|m| m.essence_str().eq_ignore_ascii_case(want))
 }
 
 /// A redirect (303 See Other after a form, 302 otherwise) to `to`.
