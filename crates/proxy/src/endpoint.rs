@@ -191,25 +191,8 @@ fn content_type_is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .and_then(media_type)
+        .and_then(crate::authority::media_type)
         .is_some_and(|m| m.type_() == mime::APPLICATION && m.subtype() == mime::JSON)
-}
-
-/// `text` read as a media type or range (RFC 9110 §8.3.1, §12.5.1), by the
-/// `mime` crate; the optional whitespace RFC 9110 §5.6.6 allows before a
-/// `;`, which `mime` does not take, is dropped first.
-pub(crate) fn media_type(text: &str) -> Option<mime::Mime> {
-    let text = text.trim();
-    match text.contains([' ', '\t']) {
-        false => text.parse().ok(),
-        true => text
-            .split(';')
-            .map(str::trim_end)
-            .collect::<Vec<_>>()
-            .join(";")
-            .parse()
-            .ok(),
-    }
 }
 
 /// Whether `Accept` admits both `application/json` and `text/event-stream`,
@@ -234,7 +217,7 @@ pub(crate) fn accepts(headers: &HeaderMap, media: &str) -> bool {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(list_items)
-        .filter_map(media_type)
+        .filter_map(crate::authority::media_type)
         .any(|range| {
             let weight = range
                 .get_param("q")

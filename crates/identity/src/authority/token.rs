@@ -4,6 +4,7 @@
 
 use headers::Authorization;
 use headers::authorization::Basic;
+use mcp_ui_wire::percent::{Plus, percent_decode};
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
@@ -58,10 +59,10 @@ pub fn presented(authorization: Option<&[u8]>, form: &Params) -> Result<Presente
         })?;
     // RFC 6749 §2.3.1: each part is form-encoded before it is put in Basic.
     let decode = |part: &str, what: &str| {
-        percent_encoding::percent_decode_str(&part.replace('+', " "))
-            .decode_utf8()
+        percent_decode(part, Plus::Space)
+            .utf8()
             .map(|s| s.into_owned())
-            .map_err(|_| invalid_client(&format!("the Basic credentials' {what} is not UTF-8")))
+            .ok_or_else(|| invalid_client(&format!("the Basic credentials' {what} is not UTF-8")))
     };
     let id = decode(basic.0.username(), "client id")?;
     let secret = decode(basic.0.password(), "secret")?;
