@@ -67,6 +67,7 @@ const CORPUS: &[&str] = &[
     "http://127.1:5555/callback",
     "http://127.0.0.1.:5555/callback",
     "http://127.0.0.1:80/callback",
+    "http://127.0.0.1:33418",
     "http://127.0.0.1:99999/callback",
     "HTTP://127.0.0.1:5555/callback",
     "http://localhost:5555/callback",

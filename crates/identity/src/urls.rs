@@ -38,6 +38,26 @@ pub fn as_written(text: &str) -> Result<Url, String> {
     Ok(url)
 }
 
+/// `text` parsed as [`as_written`] does, but that an `http(s)` URL of a
+/// host alone may go without the `/` of its empty path
+/// (`http://127.0.0.1:33418`, as some native clients register it): the
+/// parser adds it, and a browser goes to the same place.
+pub fn as_written_or_rootless(text: &str) -> Result<Url, String> {
+    match as_written(text) {
+        Err(why) => match Url::parse(&format!("{text}/")) {
+            Ok(url)
+                if url.is_special()
+                    && url.path() == "/"
+                    && url.as_str().strip_suffix('/') == Some(text) =>
+            {
+                Ok(url)
+            }
+            _ => Err(why),
+        },
+        ok => ok,
+    }
+}
+
 /// Whether `host` is a loopback IP address: in `127.0.0.0/8`, or `::1`
 /// (an IPv4-mapped IPv6 address is not: RFC 8252 §7.3 names these two).
 pub fn loopback_ip(host: Option<Host<&str>>) -> bool {
@@ -59,17 +79,23 @@ fn has_user_info(url: &Url) -> bool {
 }
 
 /// A redirect URI a client may register or ask for: written as a browser
-/// reads it, without user information or a fragment (RFC 6749 §3.1.2), and
+/// reads it ([`as_written_or_rootless`]), kept as it was written (OAuth
+/// compares redirect URIs as strings), without user information or a
+/// fragment (RFC 6749 §3.1.2), and
 /// `https` with a host; `http` on a loopback host (RFC 8252 §7.3, §8.3); or
 /// an app's private-use scheme in reverse-domain form, such as
 /// `com.example.app:/cb` (§7.1). Never a scheme a browser runs
 /// (`javascript:`, `data:`, …).
 #[derive(Clone, PartialEq, Eq)]
-pub struct RedirectUri(Url);
+pub struct RedirectUri {
+    url: Url,
+    /// As written: the parser's serialisation, or it without its final `/`.
+    text: String,
+}
 
 impl RedirectUri {
     pub fn parse(text: &str) -> Result<RedirectUri, String> {
-        let url = as_written(text)?;
+        let url = as_written_or_rootless(text)?;
         if url.fragment().is_some() {
             return Err("a redirect URI may not have a fragment".into());
         }
@@ -88,15 +114,20 @@ impl RedirectUri {
                 return Err("the scheme must be https, http on a loopback address, or an app's reverse-domain scheme".into());
             }
         }
-        Ok(RedirectUri(url))
+        Ok(RedirectUri {
+            url,
+            text: text.to_owned(),
+        })
     }
 
+    /// As the client wrote it.
     pub fn as_str(&self) -> &str {
-        self.0.as_str()
+        &self.text
     }
 
+    /// As the parser reads it.
     pub fn url(&self) -> &Url {
-        &self.0
+        &self.url
     }
 
     /// Whether it may be asked for on any port: `http` on a loopback IP
@@ -104,16 +135,16 @@ impl RedirectUri {
     /// §7.3). `localhost` is matched exactly: it may not resolve to the
     /// loopback interface (§8.3).
     pub fn any_port(&self) -> bool {
-        self.0.scheme() == "http" && loopback_ip(self.0.host())
+        self.url.scheme() == "http" && loopback_ip(self.url.host())
     }
 
     /// Whether a request asking for `asked` may be answered at it, this
-    /// being the URI registered: the same URI (OAuth 2.1 §2.3.1, RFC 9700
-    /// §4.1.1: exact matching), or for a loopback IP literal the same host,
-    /// path and query on any port (RFC 8252 §7.3).
+    /// being the URI registered: the same string (OAuth 2.1 §2.3.1,
+    /// RFC 9700 §4.1.1: exact matching), or for a loopback IP literal the
+    /// same host, path and query on any port (RFC 8252 §7.3).
     pub fn admits(&self, asked: &RedirectUri) -> bool {
-        let (r, a) = (&self.0, &asked.0);
-        r == a
+        let (r, a) = (&self.url, &asked.url);
+        self.text == asked.text
             || (self.any_port()
                 && asked.any_port()
                 && r.host() == a.host()
@@ -125,7 +156,7 @@ impl RedirectUri {
     /// (RFC 6749 §3.1.2: a query it has is kept), serialised by the parser
     /// that checked it.
     pub fn with_query<'a>(&self, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
-        let mut url = self.0.clone();
+        let mut url = self.url.clone();
         url.query_pairs_mut().extend_pairs(pairs);
         url.into()
     }

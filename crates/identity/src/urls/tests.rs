@@ -33,7 +33,6 @@ fn a_url_is_taken_only_as_a_browser_writes_it() {
         ("http:127.0.0.1/cb", "http://127.0.0.1/cb"),
         ("http:/\\evil.example/cb", "http://evil.example/cb"),
         (" https://app.example/cb", "https://app.example/cb"),
-        ("https://app.example", "https://app.example/"),
         ("https://àpp.example/cb", "xn--"),
     ] {
         let why = as_written(bad).unwrap_err();
@@ -43,6 +42,27 @@ fn a_url_is_taken_only_as_a_browser_writes_it() {
         );
     }
     assert!(as_written("http://127.0.0.1:99999/cb").is_err());
+    // A host alone may go without its `/`, and nothing else may.
+    for (rootless, read) in [
+        ("https://app.example", "https://app.example/"),
+        ("http://127.0.0.1:33418", "http://127.0.0.1:33418/"),
+    ] {
+        assert!(as_written(rootless).is_err());
+        assert_eq!(
+            as_written_or_rootless(rootless)
+                .map(String::from)
+                .as_deref(),
+            Ok(read)
+        );
+    }
+    for bad in [
+        "https://app.example?x",
+        "https://APP.example",
+        "http://127.0.0.1:80",
+        "http://127.0.0.1:5555\\@evil.example",
+    ] {
+        assert!(as_written_or_rootless(bad).is_err(), "{bad}");
+    }
     assert!(as_written("/relative").is_err());
 }
 
@@ -112,6 +132,16 @@ fn a_loopback_ip_literal_is_free_in_its_port_and_in_nothing_else() {
     ] {
         assert!(!admits(other), "{other}");
     }
+    // Registered without the `/` of its path, as some native apps do.
+    let rootless = redirect("http://127.0.0.1:33418");
+    assert_eq!(rootless.as_str(), "http://127.0.0.1:33418");
+    assert!(rootless.admits(&redirect("http://127.0.0.1:33418")));
+    assert!(rootless.admits(&redirect("http://127.0.0.1:5555/")));
+    assert!(!rootless.admits(&redirect("http://127.0.0.1:5555/cb")));
+    assert_eq!(
+        rootless.with_query([("code", "c")]),
+        "http://127.0.0.1:33418/?code=c"
+    );
     let v6 = redirect("http://[::1]/cb?app=1");
     assert!(v6.admits(&redirect("http://[::1]:8080/cb?app=1")));
     assert!(!v6.admits(&redirect("http://[::1]:8080/cb?app=2")));
@@ -126,6 +156,7 @@ fn every_other_redirect_uri_is_matched_exactly() {
         ("https://app.example/cb", "https://app.example/cb/"),
         ("https://app.example/cb", "https://app.example/CB"),
         ("https://app.example/cb", "https://app.example/cb?x=1"),
+        ("https://app.example", "https://app.example/"),
         ("https://127.0.0.1/cb", "https://127.0.0.1:8443/cb"),
         ("com.example.app:/cb", "com.example.app:/cb2"),
     ] {
