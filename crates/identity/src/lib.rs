@@ -13,7 +13,9 @@
 //!   RFC 9728 §5.1), and the scopes a request lacks;
 //! - [`rate`]: requests per caller, a token bucket each;
 //! - [`authority`]: the gateway as an authorization server: its requests,
-//!   clients, grants and the access tokens it signs.
+//!   clients, grants and the access tokens it signs;
+//! - [`urls`]: URLs as a browser reads them (redirect URIs, client id URLs,
+//!   resources), parsed once by the WHATWG URL Standard.
 //!
 //! A verdict is a [`Verified`] caller (its issuer and subject, its scopes)
 //! or a [`Rejection`] that says which challenge answers it.
@@ -25,6 +27,7 @@ mod claims;
 pub mod introspection;
 pub mod jwt;
 pub mod rate;
+pub mod urls;
 
 pub use jsonwebtoken::Algorithm;
 pub use jsonwebtoken::jwk::JwkSet;

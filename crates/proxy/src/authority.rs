@@ -50,7 +50,7 @@ use crate::gateway::Gateway;
 use crate::reply::{self, Body};
 use mcp_ui_identity::authority::authorize::Resource;
 
-pub use basics::Peer;
+pub use basics::{Peer, media_type};
 pub use endpoints::Endpoint;
 use state::Authority;
 

@@ -188,13 +188,7 @@ pub(crate) async fn post_body(
     gw: &Gateway,
     req: Request<Incoming>,
 ) -> Result<(http::request::Parts, Bytes), Response<Body>> {
-    let json = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));
-    if !json {
+    if !content_type_is_json(req.headers()) {
         return Err(Failure::UnsupportedMediaType.respond(None));
     }
     if !accepts_json_and_sse(req.headers()) {
@@ -259,8 +253,18 @@ pub(crate) async fn read_body(
     })
 }
 
+/// Whether `Content-Type` is `application/json` (its parameters aside; type
+/// and subtype in any case, RFC 9110 §8.3.1).
+fn content_type_is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(crate::authority::media_type)
+        .is_some_and(|m| m.type_() == mime::APPLICATION && m.subtype() == mime::JSON)
+}
+
 /// Whether `Accept` admits both `application/json` and `text/event-stream`,
-/// as a POST's must: the usual exact value at once, anything else item by item.
+/// as a POST's must: the usual exact value at once, anything else parsed.
 pub(crate) fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
     let mut all = headers.get_all(header::ACCEPT).iter();
     if let (Some(v), None) = (all.next(), all.next())
@@ -271,20 +275,48 @@ pub(crate) fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
     accepts(headers, "application/json") && accepts(headers, "text/event-stream")
 }
 
-/// Whether `Accept` admits `media` (wildcards count; no header does not).
+/// Whether `Accept` admits `media` (`type/subtype`): a media range of it,
+/// of its type (`type/*`) or of any (`*/*`) with a weight above 0
+/// (RFC 9110 §12.5.1: `q=0` is "not acceptable"). No header does not.
 pub(crate) fn accepts(headers: &HeaderMap, media: &str) -> bool {
-    let (ty, _) = media.split_once('/').expect("type/subtype");
-    headers.get_all(header::ACCEPT).iter().any(|v| {
-        v.as_bytes().split(|&b| b == b',').any(|item| {
-            let item = item.split(|&b| b == b';').next().unwrap_or_default();
-            let item = item.trim_ascii();
-            item.eq_ignore_ascii_case(media.as_bytes())
-                || item == b"*/*"
-                || item
-                    .strip_suffix(b"/*")
-                    .is_some_and(|t| t.eq_ignore_ascii_case(ty.as_bytes()))
+    let (ty, sub) = media.split_once('/').expect("type/subtype");
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(list_items)
+        .filter_map(crate::authority::media_type)
+        .any(|range| {
+            let weight = range
+                .get_param("q")
+                .map_or(Some(1.0), |q| q.as_str().parse::<f32>().ok());
+            let star = |s: &str| s == "*";
+            weight.is_some_and(|w| w > 0.0)
+                && ((star(range.type_().as_str()) && star(range.subtype().as_str()))
+                    || (range.type_().as_str().eq_ignore_ascii_case(ty)
+                        && (star(range.subtype().as_str())
+                            || range.subtype().as_str().eq_ignore_ascii_case(sub))))
         })
-    })
+}
+
+/// The items of a comma-separated header list (RFC 9110 §5.6.1), a comma
+/// inside a quoted parameter value (§5.6.4) not ending one.
+fn list_items(value: &str) -> Vec<&str> {
+    let (mut items, mut start, mut quoted, mut escaped) = (Vec::new(), 0, false, false);
+    for (i, b) in value.bytes().enumerate() {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' if quoted => escaped = true,
+            b'"' => quoted = !quoted,
+            b',' if !quoted => {
+                items.push(&value[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&value[start..]);
+    items
 }
 
 #[cfg(test)]
@@ -292,6 +324,24 @@ mod tests {
     use http::HeaderValue;
 
     use super::*;
+
+    #[test]
+    fn content_type_is_a_media_type() {
+        let mut h = HeaderMap::new();
+        for (value, json) in [
+            ("application/json", true),
+            ("Application/JSON; charset=utf-8", true),
+            ("application/json ;charset=\"utf-8\"", true),
+            ("application/jsonx", false),
+            ("application/json-seq", false),
+            ("text/json", false),
+            ("application/json, text/plain", false),
+            ("", false),
+        ] {
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(value));
+            assert_eq!(content_type_is_json(&h), json, "{value}");
+        }
+    }
 
     #[test]
     fn accept_matching() {
@@ -311,6 +361,16 @@ mod tests {
             ("application/json,text/event-stream;q=0.9", true),
             ("application/json", false),
             ("*/*", true),
+            ("application/*, text/*", true),
+            ("APPLICATION/JSON, Text/Event-Stream", true),
+            ("application/json, text/event-stream;q=0", false),
+            ("*/*;q=0, application/json", false),
+            ("application/json;x=\"a,text/event-stream\"", false),
+            ("application/json;x=\"a,b\", text/event-stream;q=0.5", true),
+            ("text/event-stream;q=0.001, application/json;q=1", true),
+            ("application/json, text/event-stream;q=x", false),
+            ("application/json ; q=1 , text/event-stream\t;q=0.9", true),
+            ("", false),
         ] {
             h.insert(header::ACCEPT, HeaderValue::from_static(value));
             assert_eq!(accepts_json_and_sse(&h), both, "{value}");

@@ -2,13 +2,15 @@
 //! before anything is shown or anyone is sent anywhere: the client's
 //! redirect URI, PKCE with S256, the `resource` (RFC 8707) among the
 //! gateway's protected endpoints, the scopes granted; and the redirects that
-//! carry its answer, each with `iss` (RFC 9207).
+//! carry its answer, each with `iss` (RFC 9207), to the redirect URI as it
+//! was checked ([`RedirectUri::with_query`]).
 
 use serde::{Deserialize, Serialize};
 
 use super::client::{Client, matches_redirect};
 use super::params::{Params, encode};
 use super::{OAuthError, pkce};
+use crate::urls::{RedirectUri, names_resource};
 
 /// A protected endpoint tokens may be asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,8 +33,8 @@ pub const MAX_STATE: usize = 1024;
 pub struct Request {
     pub client_id: String,
     /// The redirect URI the answer goes to, as the client sent it (or the
-    /// client's only one, when it sent none).
-    pub redirect_uri: String,
+    /// client's only one, when it sent none): the URI checked.
+    pub redirect_uri: RedirectUri,
     /// Whether the client sent `redirect_uri` (then the token request must
     /// send it too, OAuth 2.1 §4.1.3).
     pub redirect_uri_sent: bool,
@@ -54,7 +56,7 @@ pub enum Refusal {
     Shown(OAuthError),
     /// Anything else is sent to the client's redirect URI.
     Redirected {
-        redirect_uri: String,
+        redirect_uri: Box<RedirectUri>,
         state: Option<String>,
         error: OAuthError,
     },
@@ -81,14 +83,18 @@ pub fn check(
 ) -> Result<Request, Refusal> {
     let sent = params.one("redirect_uri").map_err(Refusal::Shown)?;
     let redirect_uri = match sent {
-        Some(asked) => match matches_redirect(client, asked) {
-            Some(_) => asked.to_owned(),
-            None => {
-                return Err(Refusal::Shown(OAuthError::request(format!(
-                    "the redirect URI {asked:?} is not one this client registered"
-                ))));
+        Some(asked) => {
+            let refused = |why: &str| {
+                Refusal::Shown(OAuthError::request(format!(
+                    "the redirect URI {asked:?} is not one this client registered{why}"
+                )))
+            };
+            let parsed = RedirectUri::parse(asked).map_err(|why| refused(&format!(": {why}")))?;
+            if matches_redirect(client, &parsed).is_none() {
+                return Err(refused(""));
             }
-        },
+            parsed
+        }
         None => match client.redirect_uris.as_slice() {
             [only] => only.clone(),
             _ => {
@@ -102,7 +108,7 @@ pub fn check(
     // back to it.
     let state = params.one("state").ok().flatten().map(str::to_owned);
     let refuse = |error: OAuthError| Refusal::Redirected {
-        redirect_uri: redirect_uri.clone(),
+        redirect_uri: Box::new(redirect_uri.clone()),
         state: state.clone(),
         error,
     };
@@ -179,7 +185,7 @@ fn pick_resource<'a>(
         )),
         ([one], _) => resources
             .iter()
-            .find(|r| r.url == *one || r.url == one.trim_end_matches('/'))
+            .find(|r| names_resource(one, &r.url))
             .ok_or_else(|| {
                 OAuthError::new(
                     "invalid_target",
@@ -212,7 +218,9 @@ pub fn grant_scopes(asked: Option<&str>, resource: &Resource) -> Vec<String> {
 }
 
 /// `redirect_uri` with `pairs` added to its query (RFC 6749 §3.1.2: a
-/// query it has is kept).
+/// query it has is kept): for the gateway's own endpoints and the
+/// provider's, whose URLs have no query (`issuer_url`); a client's redirect
+/// URI is a [`RedirectUri`].
 pub fn redirect_to(redirect_uri: &str, pairs: &[(&str, &str)]) -> String {
     let sep = if redirect_uri.contains('?') { '&' } else { '?' };
     format!("{redirect_uri}{sep}{}", encode(pairs.iter().copied()))
@@ -221,7 +229,7 @@ pub fn redirect_to(redirect_uri: &str, pairs: &[(&str, &str)]) -> String {
 /// Where a refused request's client is sent: its redirect URI with `error`,
 /// `error_description`, `state` and `iss`.
 pub fn error_redirect(
-    redirect_uri: &str,
+    redirect_uri: &RedirectUri,
     state: Option<&str>,
     error: &OAuthError,
     issuer: &str,
@@ -234,7 +242,7 @@ pub fn error_redirect(
         pairs.push(("state", s));
     }
     pairs.push(("iss", issuer));
-    redirect_to(redirect_uri, &pairs)
+    redirect_uri.with_query(pairs)
 }
 
 /// Where an approved request's client is sent: its redirect URI with the
@@ -245,7 +253,7 @@ pub fn code_redirect(request: &Request, code: &str, issuer: &str) -> String {
         pairs.push(("state", s));
     }
     pairs.push(("iss", issuer));
-    redirect_to(&request.redirect_uri, &pairs)
+    request.redirect_uri.with_query(pairs)
 }
 
 #[cfg(test)]
@@ -257,7 +265,7 @@ mod tests {
 
     fn client() -> Client {
         Client {
-            redirect_uris: vec!["https://app.example/cb".into()],
+            redirect_uris: vec![RedirectUri::parse("https://app.example/cb").unwrap()],
             client_name: Some("App".into()),
             client_uri: None,
             token_endpoint_auth_method: AuthMethod::None,
@@ -362,5 +370,61 @@ mod tests {
             error_of(ask(&format!("{}&state=again", good()))),
             ("invalid_request", true)
         );
+    }
+
+    #[test]
+    fn a_loopback_redirect_is_answered_on_its_port_and_only_there() {
+        let mut c = client();
+        c.redirect_uris = vec![RedirectUri::parse("http://127.0.0.1/callback").unwrap()];
+        let ask = |redirect: &str, extra: &str| {
+            let sent = &encode([("x", redirect)])[2..];
+            let q = good().replace("https%3A%2F%2Fapp.example%2Fcb", sent) + extra;
+            check(&Params::parse(q.as_bytes()), "c1", &c, &resources())
+        };
+        let r = ask("http://127.0.0.1:5555/callback", "").unwrap();
+        assert_eq!(
+            code_redirect(&r, "C", "https://gw.example"),
+            "http://127.0.0.1:5555/callback?code=C&state=xyz&iss=https%3A%2F%2Fgw.example"
+        );
+        let Err(Refusal::Redirected {
+            redirect_uri,
+            state,
+            error,
+        }) = ask("http://127.0.0.1:5555/callback", "&response_type=token")
+        else {
+            panic!("a refusal sent back");
+        };
+        assert!(
+            error_redirect(
+                &redirect_uri,
+                state.as_deref(),
+                &error,
+                "https://gw.example"
+            )
+            .starts_with("http://127.0.0.1:5555/callback?error=invalid_request&")
+        );
+        for bad in [
+            "http://127.0.0.1:1@evil.example/callback",
+            "http://127.0.0.1:5555\\@evil.example/callback",
+            "http://127.0.0.1:5555%2F@evil.example/callback",
+            "http://2130706433:5555/callback",
+            "http://127.0.0.1:5555/callback/",
+            "http://localhost:5555/callback",
+        ] {
+            assert_eq!(error_of(ask(bad, "")), ("invalid_request", false), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_resource_is_named_as_a_browser_reads_it() {
+        for named in [
+            "https%3A%2F%2Fgw.example%2Fnotes%2F",
+            "https%3A%2F%2FGW.example%2Fnotes",
+        ] {
+            let q = good().replace("https%3A%2F%2Fgw.example%2Fnotes", named);
+            assert_eq!(ask(&q).unwrap().resource, "https://gw.example/notes");
+        }
+        let q = good().replace("%2Fnotes", "%2Fnotes%23x");
+        assert_eq!(error_of(ask(&q)), ("invalid_target", true));
     }
 }

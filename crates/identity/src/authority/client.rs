@@ -2,12 +2,14 @@
 //! (the registration sealed into its `client_id`, so that every replica knows
 //! it and nothing is stored), or named by the HTTPS URL of its Client ID
 //! Metadata Document; and the redirect URIs a client may use (OAuth 2.1
-//! §2.3.1, RFC 8252 §7).
+//! §2.3.1, RFC 8252 §7), parsed as a browser parses them
+//! ([`crate::urls::RedirectUri`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::OAuthError;
+use crate::urls::{self, RedirectUri, Url};
 
 /// How a client proves itself at the token endpoint (RFC 7591 §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,7 +41,7 @@ impl AuthMethod {
 /// What the gateway knows of a client.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Client {
-    pub redirect_uris: Vec<String>,
+    pub redirect_uris: Vec<RedirectUri>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -147,16 +149,19 @@ fn read(m: &Map<String, Value>, limits: &Limits, document: bool) -> Result<Clien
             format!("more than {} redirect URIs", limits.max_redirect_uris),
         ));
     }
-    for uri in &redirect_uris {
-        if uri.len() > limits.max_text {
-            return Err(OAuthError::new(
-                "invalid_redirect_uri",
-                format!("a redirect URI is longer than {} bytes", limits.max_text),
-            ));
-        }
-        redirect_uri_allowed(uri)
-            .map_err(|why| OAuthError::new("invalid_redirect_uri", format!("{uri:?}: {why}")))?;
-    }
+    let redirect_uris = redirect_uris
+        .iter()
+        .map(|uri| {
+            if uri.len() > limits.max_text {
+                return Err(OAuthError::new(
+                    "invalid_redirect_uri",
+                    format!("a redirect URI is longer than {} bytes", limits.max_text),
+                ));
+            }
+            RedirectUri::parse(uri)
+                .map_err(|why| OAuthError::new("invalid_redirect_uri", format!("{uri:?}: {why}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let method = match text("token_endpoint_auth_method")?.as_deref() {
         // RFC 7591 §2: the default is client_secret_basic; a document's client
         // is public.
@@ -204,8 +209,7 @@ fn read(m: &Map<String, Value>, limits: &Limits, document: bool) -> Result<Clien
     }
     let client_uri = text("client_uri")?;
     if let Some(u) = &client_uri
-        && !u.starts_with("https://")
-        && !u.starts_with("http://")
+        && !Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "https" | "http"))
     {
         return Err(metadata_error("`client_uri` is not an http(s) URL"));
     }
@@ -223,117 +227,17 @@ fn metadata_error(why: impl Into<String>) -> OAuthError {
     OAuthError::new("invalid_client_metadata", why)
 }
 
-/// Whether a client may register `uri` as a redirect URI: an absolute URI
-/// without a fragment (RFC 6749 §3.1.2), and `https`; or `http` on a
-/// loopback address (RFC 8252 §7.3); or an app's private-use scheme in
-/// reverse-domain form, such as `com.example.app:/cb` (RFC 8252 §7.1).
-/// Never a scheme a browser runs (`javascript:`, `data:`, …).
-pub fn redirect_uri_allowed(uri: &str) -> Result<(), &'static str> {
-    if uri.contains('#') {
-        return Err("a redirect URI may not have a fragment");
-    }
-    if uri.bytes().any(|b| b.is_ascii_control() || b == b' ') {
-        return Err("a redirect URI may not contain spaces or control characters");
-    }
-    let Some((scheme, rest)) = uri.split_once(':') else {
-        return Err("not an absolute URI");
-    };
-    let scheme = scheme.to_ascii_lowercase();
-    let scheme_ok = scheme
-        .bytes()
-        .next()
-        .is_some_and(|b| b.is_ascii_alphabetic())
-        && scheme
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
-    if !scheme_ok {
-        return Err("not an absolute URI");
-    }
-    match scheme.as_str() {
-        "https" | "http" => {
-            let Some(authority) = rest.strip_prefix("//") else {
-                return Err("not an absolute URI");
-            };
-            let authority = authority.split(['/', '?']).next().unwrap_or_default();
-            if authority.contains('@') {
-                return Err("a redirect URI may not carry user information");
-            }
-            let host = host_of(authority);
-            if host.is_empty() {
-                return Err("a redirect URI needs a host");
-            }
-            if scheme == "http" && !super::is_loopback_host(host) {
-                return Err("http:// is allowed only on a loopback address; use https://");
-            }
-            Ok(())
-        }
-        _ if scheme.contains('.') => Ok(()),
-        _ => Err(
-            "the scheme must be https, http on a loopback address, or an app's reverse-domain scheme",
-        ),
-    }
+/// The redirect URI of `client` that `asked` may stand for
+/// ([`RedirectUri::admits`]: exactly, or on any port of a loopback IP
+/// literal).
+pub fn matches_redirect<'a>(client: &'a Client, asked: &RedirectUri) -> Option<&'a RedirectUri> {
+    client.redirect_uris.iter().find(|r| r.admits(asked))
 }
 
-/// The host of a URI's authority (`host[:port]`, `[v6][:port]`).
-fn host_of(authority: &str) -> &str {
-    if let Some(v6) = authority.strip_prefix('[') {
-        return v6.split(']').next().unwrap_or_default();
-    }
-    authority.rsplit_once(':').map_or(authority, |(h, _)| h)
-}
-
-/// The redirect URI of `client` that `asked` names (OAuth 2.1 §2.3.1: an
-/// exact match; RFC 8252 §7.3: for `http` on a loopback IP address any
-/// port, since a native app's port is chosen when it runs).
-pub fn matches_redirect<'a>(client: &'a Client, asked: &str) -> Option<&'a str> {
-    client
-        .redirect_uris
-        .iter()
-        .find(|r| *r == asked || same_but_loopback_port(r, asked))
-        .map(String::as_str)
-}
-
-fn same_but_loopback_port(registered: &str, asked: &str) -> bool {
-    let split = |u: &str| -> Option<(String, String)> {
-        let rest = u.strip_prefix("http://")?;
-        let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-        let host = host_of(authority);
-        let ip_loopback = host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-        ip_loopback.then(|| (host.to_owned(), path.to_owned()))
-    };
-    match (split(registered), split(asked)) {
-        (Some(r), Some(a)) => r == a,
-        _ => false,
-    }
-}
-
-/// Whether `client_id` is a Client ID Metadata Document URL the gateway may
-/// fetch: `https`, a host (no user information), a path other than `/`, no
-/// fragment and no dot segments.
-pub fn metadata_document_url(client_id: &str) -> Result<(), &'static str> {
-    let Some(rest) = client_id.strip_prefix("https://") else {
-        return Err("a client id URL must be https://");
-    };
-    if client_id.len() > 2048 {
-        return Err("a client id URL may be at most 2048 bytes");
-    }
-    if client_id.contains('#') || client_id.bytes().any(|b| b.is_ascii_control() || b == b' ') {
-        return Err("a client id URL may not have a fragment, spaces or control characters");
-    }
-    let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    if authority.is_empty() || authority.contains('@') {
-        return Err("a client id URL needs a host and no user information");
-    }
-    let path = path.split('?').next().unwrap_or_default();
-    if path.is_empty() || path == "/" {
-        return Err("a client id URL needs a path");
-    }
-    if path.split('/').any(|s| s == "." || s == "..") {
-        return Err("a client id URL may not have dot segments");
-    }
-    Ok(())
+/// `client_id` as a Client ID Metadata Document URL the gateway may fetch
+/// ([`urls::client_id_url`]): the URL fetched.
+pub fn metadata_document_url(client_id: &str) -> Result<Url, String> {
+    urls::client_id_url(client_id)
 }
 
 #[cfg(test)]
@@ -351,7 +255,10 @@ mod tests {
             "com.example.app:/oauth2redirect",
             "cursor.app://callback",
         ] {
-            assert_eq!(redirect_uri_allowed(ok), Ok(()), "{ok}");
+            assert_eq!(
+                RedirectUri::parse(ok).map(|r| r.to_string()).as_deref(),
+                Ok(ok)
+            );
         }
         for bad in [
             "http://evil.example.com/cb",
@@ -362,8 +269,10 @@ mod tests {
             "/relative",
             "https:///nohost",
             "http://127.0.0.1.evil.com/cb",
+            "http://127.0.0.1:1@evil.example/callback",
+            "http://127.0.0.1:5555\\@evil.example/callback",
         ] {
-            assert!(redirect_uri_allowed(bad).is_err(), "{bad}");
+            assert!(RedirectUri::parse(bad).is_err(), "{bad}");
         }
     }
 
@@ -374,7 +283,14 @@ mod tests {
             &Limits::default(),
         )
         .unwrap();
+        let matches_redirect = |c: &Client, asked: &str| {
+            RedirectUri::parse(asked)
+                .ok()
+                .and_then(|a| matches_redirect(c, &a).cloned())
+        };
         assert!(matches_redirect(&c, "http://127.0.0.1:5555/callback").is_some());
+        assert!(matches_redirect(&c, "http://127.0.0.1:1@evil.example/callback").is_none());
+        assert!(matches_redirect(&c, "http://127.0.0.1:5555\\@evil.example/callback").is_none());
         assert!(matches_redirect(&c, "http://127.0.0.1:5555/other").is_none());
         assert!(matches_redirect(&c, "https://app.example.com/cb").is_some());
         assert!(matches_redirect(&c, "https://app.example.com/cb/").is_none());
@@ -431,7 +347,10 @@ mod tests {
         assert!(from_metadata_document(url, &other, &limits).is_err());
         let secret = json!({"client_id": url, "client_secret": "s", "redirect_uris": ["https://app.example.com/cb"]});
         assert!(from_metadata_document(url, &secret, &limits).is_err());
-        assert_eq!(metadata_document_url(url), Ok(()));
+        assert_eq!(
+            metadata_document_url(url).map(String::from).as_deref(),
+            Ok(url)
+        );
         for bad in [
             "http://app.example.com/c.json",
             "https://app.example.com",

@@ -2,7 +2,9 @@
 //! client authenticates (§2.3.1), and the code or refresh token it redeems,
 //! as the gateway sealed them.
 
-use base64::Engine as _;
+use headers::Authorization;
+use headers::authorization::Basic;
+use mcp_ui_wire::percent::{Plus, percent_decode};
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
@@ -47,32 +49,23 @@ pub fn presented(authorization: Option<&[u8]>, form: &Params) -> Result<Presente
             "the client authenticates twice (HTTP Basic and `client_secret`): use one",
         ));
     }
-    let text = std::str::from_utf8(header)
+    let value = http::HeaderValue::from_bytes(header)
         .map_err(|_| invalid_client("the Authorization header is not text"))?;
-    let Some(encoded) = text
-        .split_once(' ')
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))
-        .map(|(_, v)| v.trim())
-    else {
-        return Err(invalid_client(
-            "the token endpoint takes HTTP Basic client authentication",
-        ));
+    let basic = <Authorization<Basic> as headers::Header>::decode(&mut std::iter::once(&value))
+        .map_err(|_| {
+            invalid_client(
+                "the token endpoint takes HTTP Basic client authentication (base64 of `id:secret`)",
+            )
+        })?;
+    // RFC 6749 §2.3.1: each part is form-encoded before it is put in Basic.
+    let decode = |part: &str, what: &str| {
+        percent_decode(part, Plus::Space)
+            .utf8()
+            .map(|s| s.into_owned())
+            .ok_or_else(|| invalid_client(&format!("the Basic credentials' {what} is not UTF-8")))
     };
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| invalid_client("the Basic credentials are not base64 text"))?;
-    let (id, secret) = decoded
-        .split_once(':')
-        .ok_or_else(|| invalid_client("the Basic credentials have no `:`"))?;
-    let decode = |s: &str| -> String {
-        form_urlencoded::parse(format!("x={s}").as_bytes())
-            .next()
-            .map(|(_, v)| v.into_owned())
-            .unwrap_or_default()
-    };
-    let (id, secret) = (decode(id), decode(secret));
+    let id = decode(basic.0.username(), "client id")?;
+    let secret = decode(basic.0.password(), "secret")?;
     if form_id.is_some_and(|f| f != id) {
         return Err(invalid_client(
             "`client_id` differs from the Basic credentials' client",
@@ -336,7 +329,7 @@ pub fn pace(per_minute: u32) -> (u64, u64) {
 fn same_resource(form: &Params, granted: &str) -> Result<(), OAuthError> {
     match form.all("resource").as_slice() {
         [] => Ok(()),
-        [one] if *one == granted || one.trim_end_matches('/') == granted => Ok(()),
+        [one] if crate::urls::names_resource(one, granted) => Ok(()),
         [one] => Err(OAuthError::new(
             "invalid_target",
             format!("{one:?} is not the resource this grant is for"),
@@ -348,6 +341,7 @@ fn same_resource(form: &Params, granted: &str) -> Result<(), OAuthError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
 
     const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
     const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
@@ -357,7 +351,7 @@ mod tests {
             id: "k1".into(),
             request: Request {
                 client_id: "c1".into(),
-                redirect_uri: "https://app.example/cb".into(),
+                redirect_uri: crate::urls::RedirectUri::parse("https://app.example/cb").unwrap(),
                 redirect_uri_sent: true,
                 state: None,
                 code_challenge: CHALLENGE.into(),
@@ -387,6 +381,33 @@ mod tests {
             ("c:1", Some("s&x"), AuthMethod::ClientSecretBasic)
         );
         assert!(presented(Some(basic.as_bytes()), &form("client_secret=s")).is_err());
+        // The scheme in any case; `+` is a space and a raw `&` is itself (form
+        // decoding of one value, not of a query); a secret with `:` is kept whole.
+        let basic = |plain: &str, scheme: &str| {
+            let b = format!(
+                "{scheme} {}",
+                base64::engine::general_purpose::STANDARD.encode(plain)
+            );
+            presented(Some(b.as_bytes()), &form("grant_type=x"))
+        };
+        let p = basic("a&b+c:s:t%3D", "bAsIc").unwrap();
+        assert_eq!(
+            (p.client_id.as_str(), p.secret.as_deref()),
+            ("a&b c", Some("s:t="))
+        );
+        for (plain, scheme) in [("no-colon", "Basic"), ("c:s", "Bearer"), ("c:%FF", "Basic")] {
+            assert_eq!(
+                basic(plain, scheme).unwrap_err().error,
+                "invalid_client",
+                "{scheme} {plain}"
+            );
+        }
+        assert_eq!(
+            presented(Some(b"Basic !!!"), &form("grant_type=x"))
+                .unwrap_err()
+                .error,
+            "invalid_client"
+        );
         let post = presented(None, &form("client_id=c1&client_secret=s")).unwrap();
         assert_eq!(post.method, AuthMethod::ClientSecretPost);
         assert_eq!(

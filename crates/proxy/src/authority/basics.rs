@@ -89,14 +89,32 @@ pub(super) async fn read_body(
     }
 }
 
-/// Whether the request's `Content-Type` is `want` (parameters ignored).
+/// Whether the request's `Content-Type` is the media type `want` (its
+/// parameters aside; RFC 9110 §8.3.1: type and subtype in any case).
 pub(super) fn content_type_is(parts: &http::request::Parts, want: &str) -> bool {
     parts
         .headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case(want))
+        .and_then(media_type)
+        .is_some_and(|m| m.essence_str().eq_ignore_ascii_case(want))
+}
+
+/// `text` read as a media type or range (RFC 9110 §8.3.1, §12.5.1), by the
+/// `mime` crate; the optional whitespace RFC 9110 §5.6.6 allows before a
+/// `;`, which `mime` does not take, is dropped first.
+pub fn media_type(text: &str) -> Option<mime::Mime> {
+    let text = text.trim();
+    match text.contains([' ', '\t']) {
+        false => text.parse().ok(),
+        true => text
+            .split(';')
+            .map(str::trim_end)
+            .collect::<Vec<_>>()
+            .join(";")
+            .parse()
+            .ok(),
+    }
 }
 
 /// A redirect (303 See Other after a form, 302 otherwise) to `to`.

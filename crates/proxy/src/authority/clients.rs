@@ -1,6 +1,7 @@
 //! A client by its `client_id`: a registration the gateway sealed into the
-//! id, or the HTTPS URL of the client's metadata document, fetched under the
-//! SSRF rules of [`Vetted`] and kept for `cache_secs`.
+//! id, or the HTTPS URL of the client's metadata document, parsed once as a
+//! browser parses it (`client::metadata_document_url`), fetched as parsed
+//! under the SSRF rules of [`Vetted`] and kept for `cache_secs`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,6 +12,7 @@ use crate::session::SessionKey;
 use crate::upstream::vetted::Vetted;
 use mcp_ui_identity::authority::OAuthError;
 use mcp_ui_identity::authority::client::{self, Client, Limits};
+use mcp_ui_identity::urls::Url;
 
 use super::sealed::{self, Purpose, Registered};
 
@@ -64,8 +66,8 @@ impl Clients {
                     "clients known by a metadata document URL are not accepted here (client_metadata_documents.enabled)",
                 ));
             };
-            client::metadata_document_url(client_id).map_err(invalid)?;
-            let client = self.document(vetted, client_id).await?;
+            let url = client::metadata_document_url(client_id).map_err(|why| invalid(&why))?;
+            let client = self.document(vetted, &url).await?;
             return Ok(Known {
                 client,
                 secret: None,
@@ -81,10 +83,10 @@ impl Clients {
         })
     }
 
-    async fn document(&self, vetted: &Vetted, url: &str) -> Result<Arc<Client>, OAuthError> {
+    async fn document(&self, vetted: &Vetted, url: &Url) -> Result<Arc<Client>, OAuthError> {
         {
             let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((found, at)) = kept.get(url) {
+            if let Some((found, at)) = kept.get(url.as_str()) {
                 let fresh_for = match found {
                     Ok(_) => Duration::from_secs(self.config.cache_secs),
                     Err(_) => FAILED_FOR,
@@ -100,7 +102,7 @@ impl Clients {
             .await
         {
             Ok(body) => match serde_json::from_slice(&body) {
-                Ok(doc) => client::from_metadata_document(url, &doc, &Limits::default())
+                Ok(doc) => client::from_metadata_document(url.as_str(), &doc, &Limits::default())
                     .map(Arc::new)
                     .map_err(|e| {
                         invalid(&format!("the client metadata document: {}", e.description))
@@ -118,7 +120,7 @@ impl Clients {
         if kept.len() >= MAX_KEPT {
             kept.clear();
         }
-        kept.insert(url.to_owned(), (found.clone(), Instant::now()));
+        kept.insert(url.as_str().to_owned(), (found.clone(), Instant::now()));
         found
     }
 }

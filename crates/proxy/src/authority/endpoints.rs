@@ -1,7 +1,10 @@
 //! The paths the authorization server answers at, from its issuer
 //! (`public_url`): its metadata where RFC 8414 §3.1 and OpenID Connect
 //! Discovery put it (the issuer's path inserted after the well-known prefix,
-//! and appended), and its endpoints under the issuer's path.
+//! and appended), and its endpoints under the issuer's path. The issuer is
+//! read as a browser reads it (`config::auth::issuer_url` held it to that).
+
+use mcp_ui_identity::urls::Url;
 
 /// One of the authorization server's endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,8 +39,7 @@ pub(super) struct Paths {
 
 impl Paths {
     pub(super) fn new(issuer: &str) -> Paths {
-        let path = issuer
-            .parse::<http::Uri>()
+        let path = Url::parse(issuer)
             .map(|u| u.path().trim_end_matches('/').to_owned())
             .unwrap_or_default();
         Paths {
@@ -107,14 +109,10 @@ impl Paths {
     }
 }
 
-/// The scheme and authority of `url`.
+/// The origin of `url` (its scheme, host and port), as a browser writes it.
 pub(super) fn origin(url: &str) -> String {
-    match url.parse::<http::Uri>() {
-        Ok(u) => format!(
-            "{}://{}",
-            u.scheme_str().unwrap_or("https"),
-            u.authority().map(|a| a.as_str()).unwrap_or_default()
-        ),
+    match Url::parse(url) {
+        Ok(u) => u.origin().ascii_serialization(),
         Err(_) => url.to_owned(),
     }
 }
@@ -148,5 +146,11 @@ mod tests {
         );
         assert_eq!(tenant.at("/t1/oauth/authorize"), Some(Endpoint::Authorize));
         assert_eq!(tenant.at("/oauth/authorize"), None);
+        assert_eq!(
+            origin("https://gw.example.com/t1"),
+            "https://gw.example.com"
+        );
+        assert_eq!(origin("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
+        assert_eq!(origin("http://[::1]:8080/t1"), "http://[::1]:8080");
     }
 }

@@ -1,8 +1,10 @@
 //! What the authorization server seals with the gateway's session key
 //! (XChaCha20-Poly1305, the purpose as associated data, so that nothing
 //! sealed for one purpose opens as another), and the cookies that carry
-//! some of it in the user's browser.
+//! some of it in the user's browser (read and written by the `cookie`
+//! crate, RFC 6265).
 
+use cookie::{Cookie, SameSite};
 use http::HeaderMap;
 use http::header::{self, HeaderValue};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -10,6 +12,7 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use crate::session::SessionKey;
 use mcp_ui_identity::authority::authorize::Request;
 use mcp_ui_identity::authority::client::Client;
+use mcp_ui_identity::urls::RedirectUri;
 
 /// What a sealed value is for.
 #[derive(Debug, Clone, Copy)]
@@ -146,7 +149,7 @@ impl ProviderTokens {
 pub(super) struct Remembered {
     /// The digest of the client's id (ids may be long).
     pub client: String,
-    pub redirect_uri: String,
+    pub redirect_uri: RedirectUri,
     pub subject: String,
     pub until: u64,
 }
@@ -178,20 +181,22 @@ pub(super) fn digest(text: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&d[..18])
 }
 
-/// The value of cookie `name` in `headers`.
+/// The value of cookie `name` in `headers` (the first, when a browser sends
+/// two: RFC 6265 §5.4 puts the one of the longer path first).
 pub(super) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
+        .flat_map(Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == name)
+        .and_then(|c| c.value_raw())
 }
 
 /// A `Set-Cookie` value: HttpOnly, `Secure` when the issuer is https, for
-/// `path`, living `max_age` seconds (0 removes it).
+/// `path`, living `max_age` seconds (0 removes it), `same_site` `Strict` or
+/// `Lax`. `None` when it cannot be written in a header.
 pub(super) fn set_cookie(
     name: &str,
     value: &str,
@@ -200,11 +205,19 @@ pub(super) fn set_cookie(
     secure: bool,
     same_site: &str,
 ) -> Option<HeaderValue> {
-    let secure = if secure { "; Secure" } else { "" };
-    HeaderValue::from_str(&format!(
-        "{name}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite={same_site}{secure}"
-    ))
-    .ok()
+    let same_site = match same_site {
+        "Strict" => SameSite::Strict,
+        _ => SameSite::Lax,
+    };
+    let max_age = cookie::time::Duration::seconds(i64::try_from(max_age).ok()?);
+    let c = Cookie::build((name, value))
+        .path(path)
+        .max_age(max_age)
+        .http_only(true)
+        .same_site(same_site)
+        .secure(secure)
+        .build();
+    HeaderValue::from_str(&c.to_string()).ok()
 }
 
 #[cfg(test)]
@@ -228,5 +241,36 @@ mod tests {
         h.insert(header::COOKIE, HeaderValue::from_static("a=1; b=two=2"));
         assert_eq!(cookie(&h, "b"), Some("two=2"));
         assert_eq!(cookie(&h, "c"), None);
+    }
+
+    #[test]
+    fn cookies_are_read_and_written_as_rfc_6265_says() {
+        let mut h = HeaderMap::new();
+        h.append(
+            header::COOKIE,
+            HeaderValue::from_static("  a = 1 ;b=2;;c; mcp_ui_x=v1"),
+        );
+        h.append(header::COOKIE, HeaderValue::from_static("mcp_ui_x=v2; d=4"));
+        assert_eq!(cookie(&h, "a"), Some("1"));
+        assert_eq!(cookie(&h, "b"), Some("2"));
+        assert_eq!(cookie(&h, "mcp_ui_x"), Some("v1"));
+        assert_eq!(cookie(&h, "d"), Some("4"));
+        assert_eq!(cookie(&h, "mcp_ui"), None);
+        let set = set_cookie("n", "v", "/oauth", 600, true, "Strict").unwrap();
+        let parsed = Cookie::parse(set.to_str().unwrap()).unwrap();
+        assert_eq!((parsed.name(), parsed.value()), ("n", "v"));
+        assert_eq!(parsed.path(), Some("/oauth"));
+        assert_eq!(parsed.max_age(), Some(cookie::time::Duration::seconds(600)));
+        assert_eq!(parsed.http_only(), Some(true));
+        assert_eq!(parsed.secure(), Some(true));
+        assert_eq!(parsed.same_site(), Some(SameSite::Strict));
+        let gone = set_cookie("n", "", "/oauth", 0, false, "Lax").unwrap();
+        let gone = Cookie::parse(gone.to_str().unwrap()).unwrap();
+        assert_eq!(gone.max_age(), Some(cookie::time::Duration::ZERO));
+        assert_eq!(
+            (gone.secure(), gone.same_site()),
+            (None, Some(SameSite::Lax))
+        );
+        assert!(set_cookie("n", "a\nb", "/", 1, false, "Lax").is_none());
     }
 }

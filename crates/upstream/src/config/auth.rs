@@ -507,27 +507,37 @@ pub(crate) fn is_scope_token(s: &str) -> bool {
             .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
 }
 
-/// Whether `url` may name an authorization server: `https://`, or
-/// `http://` on a loopback address (OAuth 2.1 §1.5); no query or fragment.
-pub fn issuer_url(url: &str) -> Result<(), &'static str> {
-    let uri: http::Uri = url.parse().map_err(|_| "is not a URL")?;
-    let host = uri.host().ok_or("has no host")?;
-    if uri.query().is_some() || url.contains('#') {
-        return Err("must have no query or fragment");
+/// `text` as the URL of an authorization server or one of its endpoints:
+/// `https://`, or `http://` on a loopback address (OAuth 2.1 §1.5); no user
+/// information, query or fragment; and written as a browser reads it (the
+/// WHATWG URL Standard; a host without a path may go without its `/`), so
+/// that the URL checked is the URL fetched, whichever parser fetches it.
+pub fn issuer_url(text: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(text).map_err(|_| "is not a URL".to_owned())?;
+    let read = url.as_str();
+    if read != text && !(url.path() == "/" && read.strip_suffix('/') == Some(text)) {
+        return Err(format!("is not written as a browser reads it ({read:?})"));
     }
-    match uri.scheme_str() {
-        Some("https") => Ok(()),
-        Some("http") if is_loopback(host) => Ok(()),
-        _ => Err("must be https:// (http:// only on a loopback address)"),
+    if !url.has_host() {
+        return Err("has no host".into());
     }
-}
-
-fn is_loopback(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("must have no user information".into());
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err("must have no query or fragment".into());
+    }
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => false,
+    };
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if loopback => Ok(url),
+        _ => Err("must be https:// (http:// only on a loopback address)".into()),
+    }
 }
 
 #[cfg(test)]
@@ -573,6 +583,42 @@ mod tests {
             (mine.issuer.as_str(), mine.scopes.as_slice()),
             ("https://login.example.com", &["notes:read".to_owned()][..])
         );
+    }
+
+    #[test]
+    fn an_issuer_is_a_url_written_as_a_browser_reads_it() {
+        for ok in [
+            "https://login.example.com",
+            "https://login.example.com/",
+            "https://login.example.com/realms/tools",
+            "http://127.0.0.1:8080",
+            "http://[::1]:8080/idp",
+            "http://localhost:8080",
+        ] {
+            assert!(issuer_url(ok).is_ok(), "{ok}: {:?}", issuer_url(ok));
+        }
+        for (bad, why) in [
+            ("http://login.example.com", "must be https://"),
+            ("http://127.0.0.1.evil.example", "must be https://"),
+            ("http://[::ffff:7f00:1]", "must be https://"),
+            ("https://user@login.example.com", "no user information"),
+            ("http://127.0.0.1:1@evil.example", "no user information"),
+            ("https://login.example.com/?x=1", "no query or fragment"),
+            ("https://login.example.com/#x", "no query or fragment"),
+            (
+                "https://login.example.com\\@evil.example",
+                "as a browser reads it",
+            ),
+            ("http://2130706433:8080", "as a browser reads it"),
+            ("HTTPS://Login.example.com", "as a browser reads it"),
+            ("https://login.example.com:443/x", "as a browser reads it"),
+            ("https://login.example.com/a/../b", "as a browser reads it"),
+            ("https:login.example.com", "as a browser reads it"),
+            ("login.example.com", "is not a URL"),
+        ] {
+            let got = issuer_url(bad).unwrap_err();
+            assert!(got.contains(why), "{bad}: {got}");
+        }
     }
 
     #[test]

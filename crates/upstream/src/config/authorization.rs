@@ -375,8 +375,8 @@ pub fn resolve(
         p.issuer
             .as_deref()
             .or(p.authorization_endpoint.as_deref())
-            .and_then(|u| u.parse::<http::Uri>().ok())
-            .and_then(|u| u.host().map(str::to_owned))
+            .and_then(|u| issuer_url(u).ok())
+            .and_then(|u| u.host_str().map(str::to_owned))
             .unwrap_or_else(|| "the identity provider".to_owned())
     });
     let ttl = |name: &str, v: Option<u64>, default: u64, max: u64, problems: &mut Vec<String>| {

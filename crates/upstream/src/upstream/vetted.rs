@@ -3,7 +3,9 @@
 //! private, link-local, shared, documentation or multicast address, unless
 //! the host is one the operator allows), then a connection to a checked
 //! address only, so the name cannot resolve elsewhere in between; HTTPS
-//! only, HTTP/1.1, no redirects, bounded in time and size.
+//! only, HTTP/1.1, no redirects, bounded in time and size. The URL comes
+//! parsed (the WHATWG URL Standard, as the caller checked it), and the
+//! request is made of its parts: what was checked is what is fetched.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -46,7 +48,7 @@ impl Vetted {
     /// `max_bytes`, within `timeout` in all.
     pub async fn get(
         &self,
-        url: &str,
+        url: &url::Url,
         accept: &str,
         max_bytes: usize,
         timeout: Duration,
@@ -56,17 +58,20 @@ impl Vetted {
             .map_err(|_| format!("{url}: no whole answer within {} s", timeout.as_secs()))?
     }
 
-    async fn fetch(&self, url: &str, accept: &str, max_bytes: usize) -> Result<Bytes, String> {
-        let uri: http::Uri = url.parse().map_err(|_| format!("{url}: not a URL"))?;
-        if uri.scheme_str() != Some("https") {
+    async fn fetch(&self, url: &url::Url, accept: &str, max_bytes: usize) -> Result<Bytes, String> {
+        use url::{Host, Position};
+        if url.scheme() != "https" {
             return Err(format!("{url}: only https:// is fetched"));
         }
-        let host = uri.host().ok_or_else(|| format!("{url}: no host"))?;
-        let bare = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase();
-        let port = uri.port_u16().unwrap_or(443);
+        // The name resolved and the TLS server name: a domain as the parser
+        // wrote it (in lower case, IDNA applied), an address without brackets.
+        let (host, bare) = match url.host() {
+            Some(Host::Domain(d)) => (d.to_owned(), d.to_owned()),
+            Some(Host::Ipv4(ip)) => (ip.to_string(), ip.to_string()),
+            Some(Host::Ipv6(ip)) => (format!("[{ip}]"), ip.to_string()),
+            None => return Err(format!("{url}: no host")),
+        };
+        let port = url.port_or_known_default().unwrap_or(443);
         let allowed_private = self.private_hosts.contains(&bare);
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host((bare.as_str(), port))
             .await
@@ -91,8 +96,8 @@ impl Vetted {
         tokio::spawn(async move {
             let _ = conn.await;
         });
-        let path = uri.path_and_query().map_or("/", |p| p.as_str());
-        let authority = uri.authority().map(|a| a.as_str()).unwrap_or(host);
+        let path = &url[Position::BeforePath..Position::AfterQuery];
+        let authority = &url[Position::BeforeHost..Position::AfterPort];
         let req = http::Request::get(path)
             .header(http::header::HOST, authority)
             .header(http::header::ACCEPT, accept)
