@@ -11,11 +11,12 @@
 //! The protected upstream is the fixture server over stdio. Needs the peers of
 //! `scripts/install-peers.sh`; with `MCP_UI_SKIP_PEERS=1` a missing install is a skip.
 //! In `browsers`, the official SDK clients and the MCP Inspector sign a user in through
-//! headless Chromium; `redirects` drives hostile redirect URIs through the gateway and reads
-//! where it sends the browser with Node's WHATWG URL; `callback` attacks the provider's answer (another login's state, a
-//! mix-up's `iss`, a hostile provider's ID tokens); `tokens` floods and rate-limits the
-//! token endpoint, revokes, and checks the scopes granted end to end; `logs` captures a
-//! sign-in's log at TRACE and finds no secret in it.
+//! headless Chromium; `redirects` drives hostile redirect URIs through the gateway and
+//! reads where it sends the browser with Node's WHATWG URL; `callback` attacks the
+//! provider's answer (another login's state, a mix-up's `iss`, a hostile provider's ID
+//! tokens); `tokens` floods and rate-limits the token endpoint, revokes, and checks the
+//! scopes granted end to end; `logs` captures a sign-in's log at TRACE and finds no
+//! secret in it.
 
 mod browsers;
 mod callback;
