@@ -7,7 +7,8 @@
 //! connection the gateway `initialize`d itself, or one of the 2026-07-28
 //! envelope, which has no handshake), the credentials it was opened with
 //! (an HTTP upstream's held sessions are never shared across different
-//! `Authorization` or forwarded headers), and its lane (a pool place, a
+//! `Authorization` or forwarded headers, nor a connection opened with a
+//! caller's claims across different claim values), and its lane (a pool place, a
 //! conversation, one client session, or one request). A slot starts its
 //! connection on first use and again whenever the connection is found gone
 //! (a crashed child, an upstream that forgot its session): connections come
@@ -31,7 +32,8 @@ use crate::upstream::messages::{EndedBy, MessageSession, Mux, Peers};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SlotKey {
     pub era: Era,
-    /// A digest of the credentials the connection carries (0: none).
+    /// A digest of the credentials and claims the connection carries (0:
+    /// none).
     pub creds: u64,
     /// The client capabilities the gateway declared opening it: what a
     /// server offers can depend on them (a tool that asks the client for its
@@ -129,6 +131,10 @@ impl Slot {
             .filter(|s| !s.is_closed())
     }
 }
+
+/// Most handshakes a pool keeps for local `initialize`s: one per
+/// credentials (a held HTTP session's caller and claims).
+const MAX_HANDSHAKES: usize = 4096;
 
 /// Whether the upstream speaks the 2026-07-28 envelope: not known yet, yes, no.
 const UNKNOWN: u8 = 0;
@@ -408,12 +414,35 @@ impl Pool {
             self.revived.fetch_add(1, Ordering::Relaxed);
         }
         if let Some(h) = &c.handshake {
-            let mut init = self.init.lock().unwrap_or_else(|e| e.into_inner());
-            init.insert(key.creds, h.clone());
+            self.keep_handshake(key.creds, h.clone());
         }
         *slot.live.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.session.clone());
         *conn = Some(c.clone());
         Ok(c)
+    }
+
+    /// Keep `h` as the handshake of `creds`, for local `initialize`s. At
+    /// most [`MAX_HANDSHAKES`] are kept: past it, those of credentials with
+    /// no connection open are forgotten (a forgotten one is asked again).
+    fn keep_handshake(&self, creds: u64, h: Arc<Handshake>) {
+        let full = |init: &HashMap<u64, Arc<Handshake>>| {
+            init.len() >= MAX_HANDSHAKES && !init.contains_key(&creds)
+        };
+        if full(&self.init.lock().unwrap_or_else(|e| e.into_inner())) {
+            let open: std::collections::HashSet<u64> = self
+                .lock()
+                .iter()
+                .filter(|(_, s)| s.live().is_some())
+                .map(|(k, _)| k.creds)
+                .collect();
+            let mut init = self.init.lock().unwrap_or_else(|e| e.into_inner());
+            init.retain(|c, _| open.contains(c));
+            if full(&init) {
+                init.clear();
+            }
+        }
+        let mut init = self.init.lock().unwrap_or_else(|e| e.into_inner());
+        init.insert(creds, h);
     }
 
     /// The place of `key`, made (with room made for it) when there is none.
@@ -831,6 +860,48 @@ mod tests {
         }
         assert_eq!(pool.lock().len(), 0);
         assert_eq!(pool.room.total.load(Ordering::Relaxed), 0);
+    }
+
+    /// One handshake is kept per credentials for local `initialize`s, and
+    /// no more than [`MAX_HANDSHAKES`] however many callers came and went:
+    /// past it those with no connection open are forgotten.
+    #[tokio::test]
+    async fn the_handshakes_kept_are_bounded() {
+        let pool = Pool::new(1);
+        let handshake = || {
+            let reply = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25"}}"#;
+            let result = serde_json::value::RawValue::from_string(
+                r#"{"protocolVersion":"2025-11-25"}"#.to_owned(),
+            )
+            .unwrap();
+            Arc::new(Handshake::new(
+                bytes::Bytes::from_static(reply.as_bytes()),
+                result,
+                "2025-11-25".into(),
+            ))
+        };
+        let open = |creds: u64| {
+            let key = pool.pick(Era::Handshake, creds, Caps::default());
+            let h = handshake();
+            pool.connect(key, creds, move |_| async move {
+                Ok(Conn {
+                    handshake: Some(h),
+                    ..conn("c")
+                })
+            })
+        };
+        let kept = open(1).await.unwrap();
+        for creds in 2..=(MAX_HANDSHAKES as u64 + 10) {
+            let c = open(creds).await.unwrap();
+            c.session.close("its caller went away");
+        }
+        let init = pool.init.lock().unwrap();
+        assert!(init.len() <= MAX_HANDSHAKES, "{} kept", init.len());
+        assert!(
+            init.contains_key(&1),
+            "the one with a connection open stays"
+        );
+        drop(kept);
     }
 
     #[test]
