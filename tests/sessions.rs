@@ -4,6 +4,9 @@
 
 mod support;
 
+#[path = "sessions/identity.rs"]
+mod identity;
+
 use hyper::{Method, StatusCode};
 use mcp_ui_gateway::config::Config;
 use serde_json::{Value, json};

@@ -118,7 +118,9 @@ fn check_baseline(label: &str, checks: &Checks) -> Result<(), String> {
 }
 
 /// Every check of the conformance suite that the 2026 build of a server passes through
-/// the gateway, its 2025 build (stood in for by the gateway) does not fail.
+/// the gateway, its 2025 build (stood in for by the gateway) does not fail; and every
+/// upstream passes `input-required-result-validate-input` (invalid `inputResponses`
+/// refused) through the gateway, with no WARNING.
 #[tokio::test]
 async fn conformance_2026_for_a_2025_server_matches_its_2026_build() {
     let Some((peers, _turn)) = setup().await else {
@@ -171,6 +173,30 @@ async fn conformance_2026_for_a_2025_server_matches_its_2026_build() {
         }
     }
     let mut failures = Vec::new();
+    // Invalid `inputResponses` (a number, `null`) are a protocol error whatever the
+    // upstream: the gateway answers them as the revision says, never a complete result.
+    for (checks, label) in runs.iter().zip(&names) {
+        let weak: Vec<String> = checks
+            .iter()
+            .filter(|(c, _)| c.starts_with("input-required-result-validate-input "))
+            .filter(|(_, s)| *s != "SUCCESS")
+            .map(|(c, s)| format!("  {c}: {s}"))
+            .collect();
+        let ran = checks
+            .keys()
+            .any(|c| c.starts_with("input-required-result-validate-input "));
+        if !ran || !weak.is_empty() {
+            failures.push(format!(
+                "{label} through the gateway: input-required-result-validate-input {}:\n{}",
+                if ran {
+                    "is not a success"
+                } else {
+                    "did not run"
+                },
+                weak.join("\n")
+            ));
+        }
+    }
     for (pair, new, old, new_label) in [
         (
             "mcp-server-time over stdio",

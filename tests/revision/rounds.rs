@@ -9,7 +9,10 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::support::peers::setup;
-use crate::{Answer, Findings, Front, Kind, Servers, all_caps, ask, eventually, request};
+use crate::{
+    Answer, Findings, Front, Kind, Servers, all_caps, ask, eventually, post, request,
+    revision_headers,
+};
 
 const NAME: &str = "Ada";
 const SAMPLED: &str = "sampled by the revision test";
@@ -94,6 +97,8 @@ fn invalid_state(a: &Answer, id: u64) -> Result<(), String> {
 struct Caller {
     url: String,
     next_id: u64,
+    /// Its `Authorization`, which tells callers apart on a mount without `[auth]`.
+    who: Option<&'static str>,
 }
 
 impl Caller {
@@ -105,7 +110,16 @@ impl Caller {
     /// Calls `tool` (every capability declared); the answer and its id.
     async fn call(&mut self, tool: &str, extra: Value) -> Result<(Answer, u64), String> {
         let id = self.id();
-        let a = ask(&self.url, &call(id, tool, extra, all_caps())).await?;
+        let body = call(id, tool, extra, all_caps());
+        let a = match self.who {
+            None => ask(&self.url, &body).await?,
+            Some(who) => {
+                let mut h = revision_headers(&body);
+                h.push(("authorization", who.to_owned()));
+                let h: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
+                post(&self.url, &h, &body).await?
+            }
+        };
         Ok((a, id))
     }
 
@@ -307,6 +321,7 @@ async fn server_requests_become_input_required_rounds() {
         let mut caller = Caller {
             url: front.url(kind),
             next_id: 0,
+            who: None,
         };
         let at = kind.label();
         let c = &mut caller;
@@ -348,6 +363,7 @@ async fn server_requests_become_input_required_rounds() {
         let mut caller = Caller {
             url: short.url(kind),
             next_id: 100,
+            who: None,
         };
         let before = match servers.proc(kind) {
             Some(p) => cancellations(&p.stderr()),
@@ -386,5 +402,107 @@ async fn server_requests_become_input_required_rounds() {
     }
     short.gateway.stop().await;
     findings.assert_none(&front, "server-to-client requests as input_required rounds");
+    front.gateway.stop().await;
+}
+
+/// Checks that `a` refuses request `id` for the caller's open rounds: 429 with
+/// `Retry-After`, `-32000` naming `limits.max_rounds_per_caller`.
+fn beyond_rounds(a: &Answer, id: u64) -> Result<(), String> {
+    let error = a.refused(429, -32000, &json!(id))?;
+    let named = error["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("limits.max_rounds_per_caller"));
+    let retry = a
+        .headers
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    match (named, retry) {
+        (true, Some(secs)) if secs >= 1 => Ok(()),
+        _ => Err(format!("no limit named, or no Retry-After: {a}")),
+    }
+}
+
+/// What a round's retry gets once the connection its call waited on was ended for
+/// another's: an error saying so, with its id.
+fn ended_for_room(a: &Answer, id: u64) -> Result<(), String> {
+    let said = a.body["error"]["message"].as_str().unwrap_or_default();
+    match a.body["id"] == json!(id) && said.contains("to make room") {
+        true => Ok(()),
+        false => Err(format!("not an error saying its connection made room: {a}")),
+    }
+}
+
+/// Rounds left open never keep another caller out, and one caller's are bounded: on
+/// a `sessions = "shared"` stdio mount (legacy_server.py) allowed 4 connections, caller
+/// A holds 2 rounds (`max_rounds_per_caller = 2`) and its third is refused (429,
+/// `Retry-After`, its id, the limit named); caller C's 2 rounds fill the mount; then
+/// caller B's call, which may be asked (every capability declared), is served on a
+/// connection the least recently used round made room for, whose retry is told so;
+/// every other round is answered.
+#[tokio::test]
+async fn open_rounds_are_bounded_per_caller_and_never_keep_another_out() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let kinds = [Kind::Stdio];
+    let servers = Servers::start(&peers, &kinds).await;
+    let limits = "[limits]\nmax_mount_connections = 4\nmax_caller_connections = 4\n\
+                  max_rounds_per_caller = 2\n";
+    let mount = servers.table(&peers, Kind::Stdio, "stdio", "path = \"/stdio/mcp\"");
+    let front = Front::start(&peers, "stdio", None, &format!("{limits}\n{mount}")).await;
+    let url = front.url(Kind::Stdio);
+    let caller = |who, next_id| Caller {
+        url: url.clone(),
+        next_id,
+        who: Some(who),
+    };
+    let (mut a, mut b, mut c) = (
+        caller("Bearer caller-a", 0),
+        caller("Bearer caller-b", 300),
+        caller("Bearer caller-c", 600),
+    );
+    let mut f = Findings::default();
+    let mut rounds = Vec::new();
+    for i in 1..=2 {
+        let round = a.first("ask_name", "elicitation/create").await;
+        rounds.extend(
+            f.note(format!("caller a's round {i}"), round)
+                .map(|r| ("a", i, r)),
+        );
+    }
+    let over = a.call("ask_name", json!({})).await;
+    f.note(
+        "caller a's third round, past max_rounds_per_caller",
+        over.and_then(|(answer, id)| beyond_rounds(&answer, id)),
+    );
+    for i in 1..=2 {
+        let round = c.first("ask_name", "elicitation/create").await;
+        rounds.extend(
+            f.note(format!("caller c's round {i}"), round)
+                .map(|r| ("c", i, r)),
+        );
+    }
+    let plain = b.call("get_time", json!({})).await;
+    f.note(
+        "caller b's call with every capability declared, the mount full of rounds",
+        plain.and_then(|(answer, _)| text_of(&answer)),
+    );
+    for (who, i, round) in &rounds {
+        let asker = if *who == "a" { &mut a } else { &mut c };
+        let what = format!("caller {who}'s round {i} answered");
+        let answered = asker
+            .retry("ask_name", &round.state, round.answered(NAME))
+            .await;
+        // The least recently used round, caller a's second, made room for b's call.
+        let verdict = answered.and_then(|(answer, id)| match (*who, *i) {
+            ("a", 2) => ended_for_room(&answer, id),
+            _ => text_of(&answer).and_then(|t| match t == format!("Hello, {NAME}") {
+                true => Ok(()),
+                false => Err(format!("answered {t:?}")),
+            }),
+        });
+        f.note(what, verdict);
+    }
+    f.assert_none(&front, "open rounds and other callers");
     front.gateway.stop().await;
 }

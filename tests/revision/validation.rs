@@ -179,6 +179,51 @@ fn cases() -> Vec<Case> {
         body,
         Some((400, -32022)),
     );
+    // `inputResponses` and `requestState` as the revision types them: an object of
+    // results (an elicitation's, a sampling's, a roots listing), and a string.
+    let elicited = json!({"action": "accept", "content": {"name": "Ada"}});
+    for (what, id, extra) in [
+        (
+            "inputResponses a number",
+            "responses-number",
+            json!({"inputResponses": 12345}),
+        ),
+        (
+            "inputResponses null",
+            "responses-null",
+            json!({"inputResponses": null}),
+        ),
+        (
+            "an input response that is a number",
+            "response-number",
+            json!({"inputResponses": {"user_name": 12345}}),
+        ),
+        (
+            "an input response that is no result the revision has",
+            "response-shapeless",
+            json!({"inputResponses": {"user_name": {"name": "Ada"}}}),
+        ),
+        (
+            "requestState a number",
+            "state-number",
+            json!({"requestState": 7}),
+        ),
+    ] {
+        let mut body = get_time(id);
+        body["params"]
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        add(what, with_headers(&body, |_| {}), body, Some((400, -32602)));
+    }
+    let mut body = get_time("responses-unasked");
+    body["params"]["inputResponses"] = json!({"unasked": elicited});
+    add(
+        "an input response nothing asked for, without a state (served: ignored)",
+        with_headers(&body, |_| {}),
+        body,
+        None,
+    );
     for (method, id, params) in [
         (
             "initialize",
@@ -220,12 +265,14 @@ fn cases() -> Vec<Case> {
 /// gateway, whatever the upstream (legacy_server.py over stdio, legacy SSE and
 /// streamable HTTP): a missing or malformed `_meta` 400 `-32602`; `Mcp-Method` or
 /// `Mcp-Name` (plain or base64) contradicting the body, missing under a 2026-07-28
-/// `MCP-Protocol-Version`, or repeated, 400 `-32020`; a header naming 2026-07-28 over a
+/// `MCP-Protocol-Version`, or repeated, 400 `-32020`; `inputResponses` that is not an
+/// object of results (a number, `null`, an entry a number or no result the revision
+/// has) or a `requestState` that is not a string, 400 `-32602`; a header naming 2026-07-28 over a
 /// body naming another revision 400 `-32020`; an unsupported revision 400 `-32022` with
 /// `data.supported` and `data.requested`; the methods the revision removed, and any
 /// outside it, 404 `-32601`. Every error carries the request's id. The forms the
 /// revision allows (base64 and padded `Mcp-Name`, the hosts' 2025 header over a body of
-/// the revision) are served, with `resultType`.
+/// the revision, an input response nothing asked for) are served, with `resultType`.
 #[tokio::test]
 async fn requests_of_the_revision_are_validated() {
     let Some((peers, _turn)) = setup().await else {

@@ -138,6 +138,16 @@ pub async fn start_http(flavor: HttpFlavor) -> anyhow::Result<Upstream> {
 }
 
 pub async fn start_http_with(flavor: HttpFlavor, mode: ProtocolMode) -> anyhow::Result<Upstream> {
+    start_http_watched(flavor, mode, |_| {}).await
+}
+
+/// [`start_http_with`], `watch` seeing every request's head before the fixture
+/// answers it (what an upstream is told besides the messages).
+pub async fn start_http_watched(
+    flavor: HttpFlavor,
+    mode: ProtocolMode,
+    watch: impl Fn(&Request<Incoming>) + Clone + Send + Sync + 'static,
+) -> anyhow::Result<Upstream> {
     let shutdown = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(flavor == HttpFlavor::StatefulSse)
@@ -152,6 +162,7 @@ pub async fn start_http_with(flavor: HttpFlavor, mode: ProtocolMode) -> anyhow::
     );
     let handler = move |request: Request<Incoming>| {
         let mcp = mcp.clone();
+        watch(&request);
         async move {
             if request.uri().path() == MCP_PATH {
                 mcp.handle(request).await

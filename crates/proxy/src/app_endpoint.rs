@@ -72,8 +72,8 @@ pub async fn serve(
         Method::GET if !accepts(req.headers(), "text/event-stream") => {
             Failure::NotAcceptable("text/event-stream").respond(None)
         }
-        Method::GET => stream::get(gw, app, req.headers()).await,
-        Method::DELETE => delete(gw, app, req.headers()).await,
+        Method::GET => stream::get(gw, app, req.headers(), &access_of(&req)).await,
+        Method::DELETE => delete(gw, app, req.headers(), &access_of(&req)).await,
         Method::OPTIONS => cors::preflight(),
         _ => Failure::MethodNotAllowed {
             allow: "GET, POST, DELETE, OPTIONS",
@@ -83,10 +83,23 @@ pub async fn serve(
     }
 }
 
+/// Who the request is, as the app admitted it.
+fn access_of(req: &Request<Incoming>) -> crate::identity::Access {
+    req.extensions()
+        .get::<crate::identity::Access>()
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// The end of a session: each member's ends (its own connections with it),
 /// and the app's id is refused from then on.
-async fn delete(gw: &Arc<Gateway>, app: &AppState, headers: &HeaderMap) -> Response<Body> {
-    let session = match session_of(gw, app, headers) {
+async fn delete(
+    gw: &Arc<Gateway>,
+    app: &AppState,
+    headers: &HeaderMap,
+    access: &crate::identity::Access,
+) -> Response<Body> {
+    let session = match session_of(gw, app, headers, access) {
         Ok(s) if s.client.is_some() => s,
         Ok(_) => {
             return Failure::MethodNotAllowed {

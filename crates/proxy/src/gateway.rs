@@ -95,7 +95,8 @@ pub struct Gateway {
 pub(crate) type Rounds = crate::relay::parked::Parked<Box<dyn std::any::Any + Send>>;
 
 /// Most requests waiting for their client's input at once: past it a new
-/// round is refused (nobody else's is dropped for it).
+/// round is refused (nobody else's is dropped for it); each caller's are
+/// bounded too (`limits.max_rounds_per_caller`).
 const MAX_ROUNDS: usize = 4096;
 
 /// One mount: where it is served and what it fronts.
@@ -277,7 +278,7 @@ impl Gateway {
                     .with_open_paths(authority.as_ref().map(|a| a.paths()).unwrap_or_default()),
             ),
             in_flight: Arc::default(),
-            rounds: Arc::new(Rounds::new(MAX_ROUNDS)),
+            rounds: Arc::new(Rounds::new(MAX_ROUNDS, limits.max_rounds_per_caller)),
             live,
             upstream_tools: Arc::default(),
             shutdown: CancellationToken::new(),

@@ -74,12 +74,13 @@ pub async fn post(
         Err(e) => return exchange.finish_body(Failure::from(e).respond(None)),
     };
     exchange.set_method(MethodId::of_body(&parsed));
-    let resp = match Ctx::new(gw, mount, &parts.headers) {
+    let access = parts
+        .extensions
+        .get::<crate::identity::Access>()
+        .cloned()
+        .unwrap_or_default();
+    let resp = match Ctx::new(gw, mount, &parts.headers, &access) {
         Ok(mut cx) => {
-            if let Some(access) = parts.extensions.get::<crate::identity::Access>() {
-                cx.caller = access.digest();
-                cx.access = access.clone();
-            }
             if let jsonrpc::Body::Single(m) = &parsed {
                 cx.judge_host(m);
                 let http = matches!(mount.config.transport, Transport::Http { .. });
@@ -457,18 +458,23 @@ pub(crate) async fn bodyless(
     mount: &MountState,
     req: Request<Incoming>,
 ) -> Response<Body> {
-    bodyless_parts(gw, mount, req.method(), req.headers()).await
+    let access = req
+        .extensions()
+        .get::<crate::identity::Access>()
+        .cloned()
+        .unwrap_or_default();
+    bodyless_parts(gw, mount, req.method(), req.headers(), &access).await
 }
 
-/// [`bodyless`] from a request's method and headers (an app endpoint's
-/// stream from one of its members).
+/// [`bodyless`] from a request's method, headers and caller.
 pub(crate) async fn bodyless_parts(
     gw: &Arc<Gateway>,
     mount: &MountState,
     method: &Method,
     headers: &http::HeaderMap,
+    access: &crate::identity::Access,
 ) -> Response<Body> {
-    let cx = match Ctx::new(gw, mount, headers) {
+    let cx = match Ctx::new(gw, mount, headers, access) {
         Ok(cx) => cx,
         Err(failure) => return failure.respond(None),
     };

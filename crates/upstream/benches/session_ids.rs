@@ -7,7 +7,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mcp_ui_overlay::host::HostKind;
-use mcp_ui_upstream::session::{Route, SessionKey, Token};
+use mcp_ui_upstream::session::{Owner, Route, SessionKey, Token};
 
 /// The gateway binary's allocator, so the figures are the binary's.
 #[global_allocator]
@@ -20,6 +20,7 @@ fn session_ids(c: &mut Criterion) {
         route: Route::Http {
             upstream_session: Some("6f1c2b9e-5d0a-4c3e-9a57-0b2f8e1d4c6a".into()),
         },
+        owner: Owner::Open,
         host: Some(HostKind::ChatGpt),
         started: Some(1_790_000_000_000),
         hello: None,

@@ -45,22 +45,25 @@ pub fn of<'a>(
     ))
 }
 
-/// The app session the headers name; a client with none is sessionless
-/// with every member. A session its client ended stays ended.
+/// The app session the headers name, for a request admitted as `access`;
+/// a client with none is sessionless with every member. A session its
+/// client ended stays ended, and one made for another caller is unknown.
 pub(crate) fn session_of(
     gw: &Gateway,
     app: &AppState,
     headers: &HeaderMap,
+    access: &crate::identity::Access,
 ) -> Result<AppSession, Failure> {
     let n = app.config.members.len();
     let Some(value) = headers.get(SESSION_HEADER) else {
         return Ok(AppSession::sessionless(&app.config.name, n));
     };
+    let owner = crate::relay::context::owner_of(access);
     let session = value
         .to_str()
         .ok()
         .and_then(|v| AppSession::open(&gw.key, v, n))
-        .filter(|s| s.app == app.config.name && s.failed.len() == n)
+        .filter(|s| s.app == app.config.name && s.failed.len() == n && s.owner == owner)
         .ok_or(Failure::SessionNotFound)?;
     let ended = session.client.is_some_and(|client| {
         app.config.members.iter().any(|m| {

@@ -84,8 +84,12 @@ pub async fn post(
             .get(http::header::USER_AGENT)
             .and_then(|v| v.to_str().ok());
         let host = crate::host::detect(None, Some("initialize"), message.params, agent);
-        return initialize(gw, app, (headers, caller), body, id, hello, host).await;
+        return initialize(gw, app, (headers, &access), body, id, hello, host).await;
     }
+    let session = match session_of(gw, app, headers, &access) {
+        Ok(s) => s,
+        Err(f) => return f.respond(None),
+    };
     // A session's requests waiting upstream are bounded, as on a mount.
     let _in_flight = match headers.get(SESSION_HEADER) {
         Some(sid) if kind == MessageKind::Request => {
@@ -96,10 +100,6 @@ pub async fn post(
             }
         }
         _ => None,
-    };
-    let session = match session_of(gw, app, headers) {
-        Ok(s) => s,
-        Err(f) => return f.respond(None),
     };
     let x = Exchange {
         gw,

@@ -29,8 +29,9 @@ pub async fn get(
     gw: &Arc<Gateway>,
     app: &AppState,
     headers: &http::HeaderMap,
+    access: &crate::identity::Access,
 ) -> http::Response<Body> {
-    let session = match session_of(gw, app, headers) {
+    let session = match session_of(gw, app, headers, access) {
         Ok(s) => s,
         Err(f) => return f.respond(None),
     };

@@ -9,9 +9,10 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use crate::config::SessionMode;
 use crate::gateway::{Gateway, MountState};
 use crate::host::{self, HostKind, Target};
+use crate::identity::Access;
 use crate::jsonrpc::Message;
 use crate::outcome::Failure;
-use crate::session::{Hello, Route};
+use crate::session::{Hello, Owner, Route};
 use crate::telemetry::Traced;
 
 pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -56,7 +57,10 @@ pub struct Ctx<'a> {
     pub session_started: Option<u64>,
     /// Who the request is to an endpoint that asks for tokens (`[auth]`):
     /// what [`crate::identity::gate`] lets it reach.
-    pub access: crate::identity::Access,
+    pub access: Access,
+    /// Whom the sessions this exchange opens are for: the caller of
+    /// `access`, the one a session id it names must have been made for.
+    pub owner: Owner,
 }
 
 /// The headers of a 2026-07-28 request, as its body says them: hosts send
@@ -122,15 +126,29 @@ pub(crate) fn name_header(name: &str) -> HeaderValue {
     }
 }
 
+/// Whom a request admitted as `access` opens sessions for.
+pub(crate) fn owner_of(access: &Access) -> Owner {
+    match access {
+        Access::Open => Owner::Open,
+        Access::Anonymous => Owner::Anonymous,
+        Access::Granted(c) => Owner::caller(&c.verified.issuer, &c.verified.subject),
+    }
+}
+
 impl<'a> Ctx<'a> {
-    /// The exchange of a request to `mount` with these headers; a session id
-    /// that is not one of this mount's is refused.
+    /// The exchange of a request to `mount` with these headers, admitted as
+    /// `access`; a session id that is not one of this mount's, or was made
+    /// for another caller, is refused as unknown (404, `-32001`): whether
+    /// it exists is not said.
     pub fn new(
         gw: &'a Arc<Gateway>,
         mount: &'a MountState,
         headers: &'a HeaderMap,
+        access: &Access,
     ) -> Result<Self, Failure> {
-        let (session, session_host, hello, session_started) = resolve_session(gw, mount, headers)?;
+        let owner = owner_of(access);
+        let (session, session_host, hello, session_started) =
+            resolve_session(gw, mount, headers, owner)?;
         Ok(Ctx {
             gw,
             mount,
@@ -144,8 +162,9 @@ impl<'a> Ctx<'a> {
             envelope: None,
             app_claude_domain: None,
             declared: None,
-            caller: None,
-            access: Default::default(),
+            caller: access.digest(),
+            access: access.clone(),
+            owner,
         })
     }
 
@@ -195,18 +214,20 @@ pub enum SessionRef {
     },
 }
 
-/// The session `headers` name, the host that opened it and what its client
-/// said of itself. An id of this mount always leads somewhere: a session
-/// whose mode changed since its id was sealed is served in the mount's
-/// mode now, as one whose upstream side is gone.
 /// The session a request's id names, with its host, what its client said
 /// and when it started.
 type Resolved = (SessionRef, Option<HostKind>, Option<Hello>, Option<u64>);
 
+/// The session `headers` name, the host that opened it and what its client
+/// said of itself, when its id is this mount's and was made for `owner`.
+/// An id of this mount always leads somewhere: a session whose mode changed
+/// since its id was sealed is served in the mount's mode now, as one whose
+/// upstream side is gone.
 fn resolve_session(
     gw: &Gateway,
     mount: &MountState,
     headers: &HeaderMap,
+    owner: Owner,
 ) -> Result<Resolved, Failure> {
     let Some(value) = headers.get(SESSION_HEADER) else {
         return Ok((SessionRef::None, None, None, None));
@@ -216,7 +237,7 @@ fn resolve_session(
         .ok()
         .and_then(|v| gw.opened_ids.open(&gw.key, v))
         .ok_or(Failure::SessionNotFound)?;
-    if token.mount != mount.config.name {
+    if token.mount != mount.config.name || token.owner != owner {
         return Err(Failure::SessionNotFound);
     }
     let pooled = mount.config.sessions.mode != SessionMode::Client;

@@ -155,6 +155,14 @@ impl Waiting {
         self.deadline = Instant::now() + timeout;
     }
 
+    /// The request is set aside for its client's input (`true`: a
+    /// 2026-07-28 round), or taken up again.
+    pub(super) fn park(&self, parked: bool) {
+        if let Some(g) = &self.guard {
+            g.park(parked);
+        }
+    }
+
     /// Count `exchange` when the wait is over.
     pub(super) fn counted(mut self, exchange: crate::metrics::Exchange) -> Waiting {
         self.exchange = Some(exchange);

@@ -79,8 +79,10 @@ impl<'a> Member<'a> {
                 app_claude_domain: claude_domain,
                 declared: None,
                 caller,
-                // The app judged what its caller may reach.
+                // The app judged what its caller may reach, and holds the
+                // session its id names.
                 access: Default::default(),
+                owner: Default::default(),
             },
         }
     }

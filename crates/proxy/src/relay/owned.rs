@@ -165,6 +165,7 @@ fn finish_initialize(
             instance: cx.gw.instance,
             id: local,
         },
+        owner: cx.owner,
         host: Some(cx.host),
         started: Some(crate::session::id::now_millis()),
         hello: Some(hello),

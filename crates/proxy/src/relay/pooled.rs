@@ -39,6 +39,7 @@ use connection::{connect, default_key, pool, slot_key};
 pub(crate) use client::{Listener, new_client};
 pub use client::{Mailbox, delete, get};
 pub(super) use client::{end, mailbox, not_ended, open};
+pub(super) use connection::caller;
 pub use connection::creds;
 
 /// The upstream's answer to the gateway's `initialize` under the request's

@@ -15,6 +15,16 @@
 //! client never comes back is dropped at its deadline, which cancels it
 //! upstream. Parked requests live in this process: with several replicas,
 //! a retry must reach the one that gave the state (docs/hosts.md).
+//!
+//! A parked request keeps the connection it waits on: the upstream's next
+//! question, after its answers, says on the wire neither which request it
+//! is for nor whose, so a request that may be asked never shares its
+//! connection with another's round (`relay::pooled`). What that costs is
+//! bounded: each caller has at most `limits.max_rounds_per_caller` rounds
+//! open (past it, 429 with `Retry-After`), and a connection whose requests
+//! are all parked is ended for another caller's connection when a limit
+//! leaves no room (after the idle ones: its rounds' clients are told so
+//! when they come back), so open rounds never keep another caller out.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -26,6 +36,7 @@ use serde_json::{Map, Value, json};
 
 use super::context::Ctx;
 use super::deliver::{self, Interrupt, Next, Waiting};
+use super::parked::Full;
 use crate::gateway::Gateway;
 use crate::jsonrpc::{self, Kind, code};
 use crate::protocol::Caps;
@@ -50,6 +61,35 @@ struct Parked {
     bound: u64,
     /// The client's capabilities, as its first request declared them.
     caps: Caps,
+    /// The caller whose round it is.
+    owner: u64,
+}
+
+/// What answers the request a round was to be given for: the round, or
+/// the error that ends it (with `Retry-After` for a bound reached).
+struct Given {
+    status: StatusCode,
+    body: Bytes,
+    retry_after: Option<u64>,
+}
+
+impl Given {
+    fn of(status: StatusCode, body: Bytes) -> Given {
+        Given {
+            status,
+            body,
+            retry_after: None,
+        }
+    }
+
+    fn response(self) -> http::Response<Body> {
+        let mut r = reply::json(self.status, self.body);
+        if let Some(secs) = self.retry_after {
+            r.headers_mut()
+                .insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
+        }
+        r
+    }
 }
 
 /// One request of the upstream's, in the round.
@@ -73,23 +113,23 @@ pub(super) async fn answer(cx: &Ctx<'_>, mut waiting: Waiting) -> http::Response
     if let Next::Related(b) = &first
         && is_request(b)
     {
-        let (status, bytes) = park.input_required(b.clone(), waiting).await;
-        return reply::json(status, bytes);
+        return park.input_required(b.clone(), waiting).await.response();
     }
     let interrupt = Interrupt {
         takes: is_request,
-        then: Box::new(move |b, w| Box::pin(async move { park.input_required(b, w).await.1 })),
+        then: Box::new(move |b, w| Box::pin(async move { park.input_required(b, w).await.body })),
     };
     deliver::respond_until(cx, first, waiting, None, false, Some(interrupt))
 }
 
 /// What puts a request's round in place: the gateway, the mount, what the
-/// request is and declared.
+/// request is and declared, and whose it is.
 struct Parking {
     gw: Arc<Gateway>,
     mount: usize,
     bound: u64,
     caps: Caps,
+    owner: u64,
 }
 
 /// The capability a request of the upstream needs of the client, as the
@@ -120,13 +160,14 @@ impl Parking {
             mount: cx.mount.index,
             bound: bound(&a.method, a.uri.as_deref().or(a.name.as_deref())),
             caps: a.caps,
+            owner: super::pooled::caller(cx),
         })
     }
 
     /// The answer to the client for the upstream's request `first` (and
     /// any it asks with it): an `input_required` result, the request
     /// parked; or the error that ends it.
-    async fn input_required(self, first: Bytes, mut waiting: Waiting) -> (StatusCode, Bytes) {
+    async fn input_required(self, first: Bytes, mut waiting: Waiting) -> Given {
         let mut asked = Vec::new();
         let mut next = Some(first);
         loop {
@@ -143,8 +184,10 @@ impl Parking {
                 // What else the upstream says meanwhile (progress, logs)
                 // has no place in an `input_required` result.
                 Ok(Next::Related(_)) => {}
-                Ok(Next::Response(b)) => return (status(&b), b),
-                Ok(Next::Failed(f)) => return (f.status(), f.body(Some(waiting.id()))),
+                Ok(Next::Response(b)) => return Given::of(status(&b), b),
+                Ok(Next::Failed(f)) => {
+                    return Given::of(f.status(), f.body(Some(waiting.id())));
+                }
                 Err(_) => break,
             }
         }
@@ -164,7 +207,7 @@ impl Parking {
                 "message": format!("the upstream asks the client for {names:?}, which it did not declare"),
                 "data": { "requiredCapabilities": missing },
             });
-            return (
+            return Given::of(
                 StatusCode::BAD_REQUEST,
                 error_response(waiting.id(), &error),
             );
@@ -206,32 +249,32 @@ impl Parking {
         }
     }
 
-    /// Park the request and give the client its round.
-    fn park(self, waiting: Waiting, asked: Vec<Asked>) -> (StatusCode, Bytes) {
+    /// Park the request and give the client its round; past a bound on
+    /// open rounds (the caller's, the gateway's), the error that says so.
+    fn park(self, waiting: Waiting, asked: Vec<Asked>) -> Given {
         let id = waiting.id().to_owned();
         let wait = self.gw.request_timeout().min(MAX_WAIT);
         let requests = input_requests(&asked);
+        waiting.park(true);
         let parked: Box<dyn std::any::Any + Send> = Box::new(Parked {
             waiting,
             asked,
             mount: self.mount,
             bound: self.bound,
             caps: self.caps,
+            owner: self.owner,
         });
-        let key = match self.gw.rounds.insert(parked) {
+        let until = tokio::time::Instant::now() + wait;
+        let key = match self.gw.rounds.insert(self.owner, until, parked, ended) {
             Ok(key) => key,
-            Err(back) => {
+            Err((back, full)) => {
                 if let Ok(p) = back.downcast::<Parked>() {
                     self.refuse_upstream(
                         &p.asked,
-                        "the gateway holds too many requests waiting for input",
+                        "its client has too many requests waiting for input",
                     );
                 }
-                let error = json!({
-                    "code": code::SERVER_ERROR,
-                    "message": "the gateway holds too many requests waiting for their client's input; try again later",
-                });
-                return (StatusCode::SERVICE_UNAVAILABLE, error_response(&id, &error));
+                return beyond(&id, full);
             }
         };
         // Its deadline: dropped then (which cancels it upstream) unless
@@ -249,7 +292,41 @@ impl Parking {
             "requestState": seal(&self.gw, self.mount, key, self.bound, wait),
         });
         let body = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, id.get());
-        (StatusCode::OK, Bytes::from(body))
+        Given::of(StatusCode::OK, Bytes::from(body))
+    }
+}
+
+/// Whether a parked request can no longer be answered: its connection
+/// ended (ended to make room, or by its upstream).
+fn ended(p: &Box<dyn std::any::Any + Send>) -> bool {
+    p.downcast_ref::<Parked>()
+        .is_some_and(|p| p.waiting.session.is_closed())
+}
+
+/// The refusal of request `id`'s round past a bound on open rounds: the
+/// caller's (429) or the gateway's (503), with when to try again.
+fn beyond(id: &RawValue, full: Full) -> Given {
+    let (status, message, retry_after) = match full {
+        Full::Owner { max, retry_after } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "this caller already has {max} requests waiting for their client's input (limits.max_rounds_per_caller); answer one, or try again once one has expired"
+            ),
+            retry_after,
+        ),
+        Full::All { max, retry_after } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the gateway holds {max} requests waiting for their client's input, as many as it keeps; try again later"
+            ),
+            retry_after,
+        ),
+    };
+    let error = json!({ "code": code::SERVER_ERROR, "message": message });
+    Given {
+        status,
+        body: error_response(id, &error),
+        retry_after: Some(retry_after.as_secs_f64().ceil().max(1.0) as u64),
     }
 }
 
@@ -410,7 +487,9 @@ pub(super) async fn resume(
         mount,
         bound,
         caps,
+        owner,
     } = *parked;
+    waiting.park(false);
     waiting.resume(id, gw.request_timeout());
     let mut unanswered = Vec::new();
     for a in asked {
@@ -432,9 +511,9 @@ pub(super) async fn resume(
             mount,
             bound,
             caps,
+            owner,
         };
-        let (status, bytes) = park.park(waiting, unanswered);
-        return Some(reply::json(status, bytes));
+        return Some(park.park(waiting, unanswered).response());
     }
     Some(answer(cx, waiting).await)
 }

@@ -210,6 +210,7 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()
                     route: Route::Http {
                         upstream_session: Some(up.to_owned()),
                     },
+                    owner: cx.owner,
                     host: Some(cx.host),
                     started: Some(crate::session::id::now_millis()),
                     hello: cx.hello.clone(),

@@ -11,6 +11,10 @@
 //! `MCP-Protocol-Version` of any other value must name the body's revision;
 //! `Mcp-Method` and `Mcp-Name`, when sent, must say what the body says, and
 //! a client whose header names the revision must send them.
+//!
+//! A retry's `inputResponses` and `requestState` are held to the types the
+//! revision gives them (SEP-2322) before anything is served: a protocol
+//! error, `-32602`, whatever the upstream would have made of them.
 
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
@@ -278,7 +282,54 @@ pub fn check(
             Refusal::new(code::METHOD_NOT_FOUND, "Method not found").with_data(json!(method))
         );
     }
-    Ok(())
+    params.as_ref().map_or(Ok(()), input)
+}
+
+/// `inputResponses` and `requestState` as the revision types them: an
+/// object whose every member is an `InputResponse`, and a string. Either
+/// may be absent; `null` is neither.
+fn input(params: &Map<String, Value>) -> Result<(), Refusal> {
+    if params.get("requestState").is_some_and(|s| !s.is_string()) {
+        return Err(Refusal::new(
+            code::INVALID_PARAMS,
+            "params.requestState must be a string",
+        ));
+    }
+    let Some(responses) = params.get("inputResponses") else {
+        return Ok(());
+    };
+    let Some(responses) = responses.as_object() else {
+        return Err(Refusal::new(
+            code::INVALID_PARAMS,
+            "params.inputResponses must be an object of input responses",
+        ));
+    };
+    match responses.iter().find(|(_, r)| !is_input_response(r)) {
+        Some((key, _)) => Err(Refusal::new(
+            code::INVALID_PARAMS,
+            format!(
+                "params.inputResponses[{}] must be the result of an elicitation, a sampling or a roots listing",
+                Value::from(key.as_str())
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether `v` is an `InputResponse`: an `ElicitResult` (its `action`), a
+/// `CreateMessageResult` (its `role`, `content` and `model`) or a
+/// `ListRootsResult` (its `roots`), as the revision's schema requires them.
+fn is_input_response(v: &Value) -> bool {
+    let Some(r) = v.as_object() else {
+        return false;
+    };
+    let elicited = r.get("action").is_some_and(Value::is_string);
+    let sampled = r.get("role").is_some_and(Value::is_string)
+        && r.get("content")
+            .is_some_and(|c| c.is_object() || c.is_array())
+        && r.get("model").is_some_and(Value::is_string);
+    let roots = r.get("roots").is_some_and(Value::is_array);
+    elicited || sampled || roots
 }
 
 /// For an upstream of the handshake era, which the gateway stands in for:

@@ -48,6 +48,54 @@ fn missing_or_malformed_meta_is_invalid_params() {
     assert_eq!((r.status, r.code), (400, -32602));
 }
 
+/// SEP-2322's `inputResponses` and `requestState`: an object of results and a
+/// string, or absent; anything else (the conformance suite's `12345` and
+/// `null`) is a protocol error, whatever the upstream.
+#[test]
+fn input_responses_are_results_and_states_strings() {
+    let elicited = r#"{"action":"accept","content":{"name":"Ada"}}"#;
+    let sampled = r#"{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}"#;
+    let roots = r#"{"roots":[{"uri":"file:///tmp"}]}"#;
+    for served in [
+        format!(r#"{{"name":"a",{META}}}"#),
+        format!(r#"{{"name":"a","inputResponses":{{}},{META}}}"#),
+        format!(
+            r#"{{"name":"a","requestState":"s","inputResponses":{{"e":{elicited},"s":{sampled},"r":{roots},"unasked":{elicited}}},{META}}}"#
+        ),
+    ] {
+        let p = raw(&served);
+        assert_eq!(
+            check("tools/call", Some(&p), &Headers::default()),
+            Ok(()),
+            "{served}"
+        );
+    }
+    for bad in [
+        r#""inputResponses":12345"#,
+        r#""inputResponses":null"#,
+        r#""inputResponses":[]"#,
+        r#""inputResponses":{"user_name":12345}"#,
+        r#""inputResponses":{"user_name":null}"#,
+        r#""inputResponses":{"user_name":{"name":"Ada"}}"#,
+        r#""inputResponses":{"s":{"role":"assistant","content":{}}}"#,
+        r#""requestState":7"#,
+        r#""requestState":null"#,
+    ] {
+        let r = refused(
+            "tools/call",
+            &format!(r#"{{"name":"a",{bad},{META}}}"#),
+            Headers::default(),
+        );
+        assert_eq!((r.status, r.code), (400, -32602), "{bad}");
+    }
+    let r = refused(
+        "resources/read",
+        &format!(r#"{{"uri":"ui://x","inputResponses":{{"a \"b\"":1}},{META}}}"#),
+        Headers::default(),
+    );
+    assert!(r.message.contains(r#"["a \"b\""]"#), "{}", r.message);
+}
+
 #[test]
 fn headers_that_contradict_the_body_are_a_mismatch() {
     let params = format!(r#"{{"name":"a",{META}}}"#);

@@ -206,6 +206,11 @@ pub struct Limits {
     /// limit the caller's own least recently used idle one is ended for its
     /// new one, so one caller's many never push out another's.
     pub max_caller_connections: usize,
+    /// Most 2026-07-28 requests one caller (as for `max_caller_connections`)
+    /// may have waiting for its client's input (`input_required` rounds)
+    /// on one gateway; past it, its next round is refused with 429 and
+    /// `Retry-After`.
+    pub max_rounds_per_caller: usize,
     /// Most client sessions a mount's shared connections keep state for
     /// (what each declared, its log level, messages kept for its GET
     /// stream); beyond, the least recently used with no GET stream open are
@@ -257,6 +262,7 @@ impl Default for Limits {
             max_stdio_children: 256,
             max_mount_connections: 128,
             max_caller_connections: 32,
+            max_rounds_per_caller: 32,
             max_client_sessions: 16 * 1024,
             header_read_timeout_secs: 10,
             idle_connection_secs: 120,

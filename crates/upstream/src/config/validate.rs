@@ -293,6 +293,7 @@ fn check_limits(limits: &Limits, problems: &mut Vec<String>) {
         ("max_stdio_children", limits.max_stdio_children == 0),
         ("max_mount_connections", limits.max_mount_connections == 0),
         ("max_caller_connections", limits.max_caller_connections == 0),
+        ("max_rounds_per_caller", limits.max_rounds_per_caller == 0),
         ("max_client_sessions", limits.max_client_sessions == 0),
         ("max_buffered_bytes", limits.max_buffered_bytes == 0),
         ("max_widget_bytes", limits.max_widget_bytes == 0),

@@ -6,17 +6,23 @@
 //! session: any replica holding the key serves the next request, opening
 //! what it needs with the capabilities the id carries.
 //!
+//! It names the caller it was made for, as a mount's id does
+//! ([`super::id::Owner`]): a request naming it is served only for that
+//! caller. Ids sealed before they named one open as an open endpoint's.
+//!
 //! Ids of the first format (each member's own session id, sealed inside)
 //! still open: as a session of a number drawn from the id.
 
 use super::hello::Hello;
-use super::id::{MAX_MOUNT_NAME, MAX_SEALED_ID, SessionKey};
+use super::id::{MAX_MOUNT_NAME, MAX_SEALED_ID, Owner, SessionKey};
 use crate::host::HostKind;
 
 const AAD_V1: &[u8] = b"mcp-ui-gateway/app-session/v1";
 const AAD: &[u8] = b"mcp-ui-gateway/app-session/v2";
 const VERSION_V1: u8 = 1;
-const VERSION: u8 = 2;
+/// Sealed under [`AAD`] too: the second format, which named no caller.
+const VERSION_V2: u8 = 2;
+const VERSION: u8 = 3;
 
 /// The sealed content of an app's client session id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +31,8 @@ pub struct AppSession {
     /// The client's session number with each member; `None` for a client
     /// that has no session (it sent no id).
     pub client: Option<u64>,
+    /// The caller the session was made for.
+    pub owner: Owner,
     /// The host that initialized the session.
     pub host: Option<HostKind>,
     /// When the session began (Unix milliseconds; 0 when not known).
@@ -48,6 +56,7 @@ impl AppSession {
         AppSession {
             app: app.to_owned(),
             client: None,
+            owner: Owner::Open,
             host: None,
             started: 0,
             hello: None,
@@ -69,6 +78,7 @@ impl AppSession {
         out.push(app.len() as u8);
         out.extend_from_slice(app);
         out.extend_from_slice(&self.client.unwrap_or(0).to_be_bytes());
+        self.owner.encode(&mut out);
         out.push(self.host.map_or(u8::MAX, HostKind::code));
         out.extend_from_slice(&self.started.to_be_bytes());
         let failed = &self.failed[..self.failed.len().min(255)];
@@ -103,12 +113,17 @@ impl AppSession {
 fn decode(plain: &[u8]) -> Option<AppSession> {
     let mut r = plain;
     let r = &mut r;
-    if take(r, 1)? != [VERSION] {
+    let version = take(r, 1)?[0];
+    if version != VERSION && version != VERSION_V2 {
         return None;
     }
     let len = take(r, 1)?[0] as usize;
     let app = String::from_utf8(take(r, len)?.to_vec()).ok()?;
     let client = u64::from_be_bytes(take(r, 8)?.try_into().ok()?);
+    let owner = match version {
+        VERSION_V2 => Owner::Open,
+        _ => Owner::decode_from(r)?,
+    };
     let host = match take(r, 1)?[0] {
         u8::MAX => None,
         code => Some(HostKind::from_code(code)),
@@ -129,6 +144,7 @@ fn decode(plain: &[u8]) -> Option<AppSession> {
     Some(AppSession {
         app,
         client: (client != 0).then_some(client),
+        owner,
         host,
         started,
         hello,
@@ -167,6 +183,7 @@ fn decode_v1(plain: &[u8], id: &str) -> Option<AppSession> {
     Some(AppSession {
         app,
         client: Some(super::pool::digest([id.as_bytes()]) | 1),
+        owner: Owner::Open,
         host: None,
         started: 0,
         hello: None,
@@ -191,6 +208,7 @@ mod tests {
         let s = AppSession {
             app: "suite".into(),
             client: Some(42),
+            owner: Owner::caller("https://login.example.com", "alice"),
             host: Some(HostKind::Claude),
             started: 1_700_000_000_000,
             hello: Some(Hello::gateway("2025-06-18")),
@@ -211,6 +229,7 @@ mod tests {
             route: Route::Http {
                 upstream_session: None,
             },
+            owner: Owner::Open,
             host: None,
             started: None,
             hello: None,
@@ -221,6 +240,7 @@ mod tests {
         let long = AppSession {
             app: "a".repeat(MAX_MOUNT_NAME),
             client: Some(u64::MAX),
+            owner: Owner::Caller([0xff; 32]),
             host: Some(HostKind::Other),
             started: u64::MAX,
             hello: Some(Hello {
@@ -231,6 +251,30 @@ mod tests {
             failed: vec![true; 255],
         };
         assert_eq!(AppSession::open(&key, &long.seal(&key), 255), Some(long));
+    }
+
+    /// An id of the second format, which named no caller, opens as an
+    /// open endpoint's.
+    #[test]
+    fn second_format_ids_open_as_an_open_endpoints() {
+        let key = SessionKey::from_bytes(&[7; 32]);
+        let s = AppSession {
+            app: "suite".into(),
+            client: Some(42),
+            owner: Owner::Open,
+            host: Some(HostKind::Claude),
+            started: 1_700_000_000_000,
+            hello: None,
+            failed: vec![false, true],
+        };
+        let mut plain = vec![VERSION_V2, 5];
+        plain.extend_from_slice(b"suite");
+        plain.extend_from_slice(&42u64.to_be_bytes());
+        plain.push(HostKind::Claude.code());
+        plain.extend_from_slice(&1_700_000_000_000u64.to_be_bytes());
+        plain.extend_from_slice(&[2, 0b10]);
+        let id = key.seal_bytes(AAD, &plain);
+        assert_eq!(AppSession::open(&key, &id, 2), Some(s));
     }
 
     /// An id of the first format opens, as a session of a number drawn

@@ -14,6 +14,13 @@
 //! of itself at `initialize` ([`Hello`]): its revision, capabilities and
 //! name, with which a session whose upstream side is gone is opened again.
 //!
+//! An id names the caller it was made for ([`Owner`]): on an endpoint that
+//! asks for tokens, a request naming it is served only for that caller,
+//! as the MCP security best practices bind a session to its user
+//! (`<user_id>:<session_id>`). The caller is a digest of its issuer and
+//! subject that every process computes alike, so replicas sharing the key
+//! agree on it; the sealing keeps it private.
+//!
 //! A session whose upstream connection the gateway shares between clients
 //! (`sessions = "shared"` or `"conversation"`) names no connection at all,
 //! only the client session ([`Route::Pooled`]): any process holding the key
@@ -28,7 +35,9 @@ use rand::RngCore;
 use super::hello::Hello;
 use crate::host::HostKind;
 
-const VERSION: u8 = 1;
+/// The layout sealed now; ids of the first (without an [`Owner`]) still open.
+const VERSION: u8 = 2;
+const VERSION_V1: u8 = 1;
 const AAD: &[u8] = b"mcp-ui-gateway/session/v1";
 const NONCE_LEN: usize = 24;
 const TAG_LEN: usize = 16;
@@ -42,11 +51,22 @@ pub(crate) const MAX_MOUNT_NAME: usize = 255;
 /// Most bytes a sealed [`Hello`] takes: capabilities and three strings of
 /// at most 255 bytes, each with its length.
 const MAX_HELLO: usize = 2 + 3 * 256;
+/// Most bytes a sealed [`Owner`] takes: its kind and a digest.
+const MAX_OWNER: usize = 1 + 32;
 /// The longest id [`SessionKey::seal`] makes, so the longest [`SessionKey::open`]
-/// looks at: version, kind, mount length, mount, flag, id length, id, host,
-/// start, hello.
+/// looks at: version, kind, mount length, mount, flag, id length, id, owner,
+/// host, start, hello.
 pub(crate) const MAX_SEALED_ID: usize = base64_len(
-    NONCE_LEN + 3 + MAX_MOUNT_NAME + 3 + MAX_UPSTREAM_SESSION_ID + 1 + 8 + MAX_HELLO + TAG_LEN,
+    NONCE_LEN
+        + 3
+        + MAX_MOUNT_NAME
+        + 3
+        + MAX_UPSTREAM_SESSION_ID
+        + MAX_OWNER
+        + 1
+        + 8
+        + MAX_HELLO
+        + TAG_LEN,
 );
 
 /// Length of `n` bytes in unpadded base64.
@@ -72,11 +92,74 @@ pub enum Route {
     Pooled { client: u64 },
 }
 
+/// Whom a session was made for: a request naming its id is served only
+/// for the same (no token is not any token).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Owner {
+    /// Whoever calls an endpoint that asks for no token; also the owner of
+    /// an id sealed before ids named one.
+    #[default]
+    Open,
+    /// A caller without a token, on an endpoint that lets such callers in
+    /// (`anonymous = true`).
+    Anonymous,
+    /// A verified caller: the SHA-256 of its issuer and subject
+    /// ([`Owner::caller`]).
+    Caller([u8; 32]),
+}
+
+impl Owner {
+    /// The verified caller `subject` of `issuer`: the same digest in every
+    /// process, so that replicas sharing the session key agree, and for
+    /// every token of that user (a refreshed one keeps its sessions).
+    pub fn caller(issuer: &str, subject: &str) -> Owner {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"mcp-ui-gateway/session-owner/v1");
+        for part in [issuer, subject] {
+            h.update((part.len() as u64).to_be_bytes());
+            h.update(part.as_bytes());
+        }
+        let mut digest = [0u8; 32];
+        digest.copy_from_slice(&h.finalize());
+        Owner::Caller(digest)
+    }
+
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Owner::Open => out.push(0),
+            Owner::Anonymous => out.push(1),
+            Owner::Caller(d) => {
+                out.push(2);
+                out.extend_from_slice(d);
+            }
+        }
+    }
+
+    /// An owner read from the front of `r`, which it advances.
+    pub(crate) fn decode_from(r: &mut &[u8]) -> Option<Owner> {
+        let (&kind, rest) = r.split_first()?;
+        let (owner, rest) = match kind {
+            0 => (Owner::Open, rest),
+            1 => (Owner::Anonymous, rest),
+            2 => {
+                let (digest, rest) = rest.split_at_checked(32)?;
+                (Owner::Caller(digest.try_into().ok()?), rest)
+            }
+            _ => return None,
+        };
+        *r = rest;
+        Some(owner)
+    }
+}
+
 /// The sealed content of a downstream session id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Token {
     pub mount: String,
     pub route: Route,
+    /// The caller the session was made for.
+    pub owner: Owner,
     /// The host that initialized the session; `None` in an id sealed before
     /// ids carried it.
     pub host: Option<HostKind>,
@@ -234,6 +317,8 @@ impl OpenedIds {
 // Layout: version, kind, mount (u8 length + bytes), then per kind:
 // Http: flag, u16 length + upstream session id; Local: 16-byte instance, u64 id;
 // Pooled: u64 client;
+// then the owner (its kind, and a caller's 32-byte digest; absent from ids of
+// the first version),
 // then the host's byte (absent from ids sealed before hosts were recorded),
 // then the start, u64 Unix milliseconds (absent from ids sealed before starts
 // were; only after a host's byte), then the hello (absent from ids sealed
@@ -264,6 +349,7 @@ fn encode(token: &Token) -> Vec<u8> {
         }
         Route::Pooled { client } => out.extend_from_slice(&client.to_be_bytes()),
     }
+    token.owner.encode(&mut out);
     // Each later part only after every earlier one: the tail is read by length.
     let host = token.host.unwrap_or_default();
     let started = token.started.or(token.hello.as_ref().map(|_| 0));
@@ -281,7 +367,8 @@ fn encode(token: &Token) -> Vec<u8> {
 
 fn decode(bytes: &[u8]) -> Option<Token> {
     let mut r = Reader(bytes);
-    if r.u8()? != VERSION {
+    let version = r.u8()?;
+    if version != VERSION && version != VERSION_V1 {
         return None;
     }
     let kind = r.u8()?;
@@ -308,6 +395,10 @@ fn decode(bytes: &[u8]) -> Option<Token> {
         },
         _ => return None,
     };
+    let owner = match version {
+        VERSION_V1 => Owner::Open,
+        _ => Owner::decode_from(&mut r.0)?,
+    };
     let (host, started, hello) = match r.0 {
         [] => (None, None, None),
         [code] => (Some(HostKind::from_code(*code)), None, None),
@@ -331,6 +422,7 @@ fn decode(bytes: &[u8]) -> Option<Token> {
     Some(Token {
         mount,
         route,
+        owner,
         host,
         started,
         hello,

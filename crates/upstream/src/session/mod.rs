@@ -30,6 +30,6 @@ pub mod reopened;
 pub use ended::Ended;
 pub use flights::Flights;
 pub use hello::{Caps, Hello};
-pub use id::{OpenedIds, Route, SessionKey, Token};
+pub use id::{OpenedIds, Owner, Route, SessionKey, Token};
 pub use in_flight::InFlight;
 pub use owned::{Held, Owned};

@@ -7,7 +7,8 @@
 //! connection the gateway `initialize`d itself, or one of the 2026-07-28
 //! envelope, which has no handshake), the credentials it was opened with
 //! (an HTTP upstream's held sessions are never shared across different
-//! `Authorization` or forwarded headers), and its lane (a pool place, a
+//! `Authorization` or forwarded headers, nor a connection opened with a
+//! caller's claims across different claim values), and its lane (a pool place, a
 //! conversation, one client session, or one request). A slot starts its
 //! connection on first use and again whenever the connection is found gone
 //! (a crashed child, an upstream that forgot its session): connections come
@@ -31,7 +32,8 @@ use crate::upstream::messages::{EndedBy, MessageSession, Mux, Peers};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SlotKey {
     pub era: Era,
-    /// A digest of the credentials the connection carries (0: none).
+    /// A digest of the credentials and claims the connection carries (0:
+    /// none).
     pub creds: u64,
     /// The client capabilities the gateway declared opening it: what a
     /// server offers can depend on them (a tool that asks the client for its
@@ -106,6 +108,14 @@ impl Slot {
         self.live().is_some_and(|s| s.waiting() == 0) && self.conn.try_lock().is_ok()
     }
 
+    /// Whether the connection may be ended to make room once no idle one
+    /// is left: open, not starting, and every request on it set aside for
+    /// its client's input (2026-07-28 rounds, which end with it: their
+    /// clients are told so when they come back).
+    fn is_set_aside(&self) -> bool {
+        self.live().is_some_and(|s| s.only_parked()) && self.conn.try_lock().is_ok()
+    }
+
     fn touch(&self) {
         let born = *self.born.get_or_init(Instant::now);
         self.last_ms
@@ -129,6 +139,10 @@ impl Slot {
             .filter(|s| !s.is_closed())
     }
 }
+
+/// Most handshakes a pool keeps for local `initialize`s: one per
+/// credentials (a held HTTP session's caller and claims).
+const MAX_HANDSHAKES: usize = 4096;
 
 /// Whether the upstream speaks the 2026-07-28 envelope: not known yet, yes, no.
 const UNKNOWN: u8 = 0;
@@ -225,8 +239,9 @@ impl Pool {
     /// Make room for one more place of `owner`'s, in `slots`: forget the
     /// vacant places, then, where a limit is reached, end the least
     /// recently used idle connection that counts against it (the caller's
-    /// own first, so that one caller's many never push out another's);
-    /// refused when every one that counts is busy. The ended connections
+    /// own first, so that one caller's many never push out another's),
+    /// else the least recently used whose requests all wait for their
+    /// clients' input; refused when every one that counts is busy. The ended connections
     /// are given back to be closed outside the lock.
     fn make_room(
         &self,
@@ -408,12 +423,35 @@ impl Pool {
             self.revived.fetch_add(1, Ordering::Relaxed);
         }
         if let Some(h) = &c.handshake {
-            let mut init = self.init.lock().unwrap_or_else(|e| e.into_inner());
-            init.insert(key.creds, h.clone());
+            self.keep_handshake(key.creds, h.clone());
         }
         *slot.live.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.session.clone());
         *conn = Some(c.clone());
         Ok(c)
+    }
+
+    /// Keep `h` as the handshake of `creds`, for local `initialize`s. At
+    /// most [`MAX_HANDSHAKES`] are kept: past it, those of credentials with
+    /// no connection open are forgotten (a forgotten one is asked again).
+    fn keep_handshake(&self, creds: u64, h: Arc<Handshake>) {
+        let full = |init: &HashMap<u64, Arc<Handshake>>| {
+            init.len() >= MAX_HANDSHAKES && !init.contains_key(&creds)
+        };
+        if full(&self.init.lock().unwrap_or_else(|e| e.into_inner())) {
+            let open: std::collections::HashSet<u64> = self
+                .lock()
+                .iter()
+                .filter(|(_, s)| s.live().is_some())
+                .map(|(k, _)| k.creds)
+                .collect();
+            let mut init = self.init.lock().unwrap_or_else(|e| e.into_inner());
+            init.retain(|c, _| open.contains(c));
+            if full(&init) {
+                init.clear();
+            }
+        }
+        let mut init = self.init.lock().unwrap_or_else(|e| e.into_inner());
+        init.insert(creds, h);
     }
 
     /// The place of `key`, made (with room made for it) when there is none.
@@ -444,16 +482,24 @@ impl Pool {
         let Some(session) = slot.live() else {
             return false;
         };
-        tracing::info!(upstream = %self.upstream, idle_secs = slot.idle().as_secs(), "an idle connection ended to make room for {why}");
+        let what = match session.waiting() {
+            0 => "an idle connection",
+            _ => "a connection whose requests all wait for their clients' input",
+        };
+        tracing::info!(upstream = %self.upstream, idle_secs = slot.idle().as_secs(), "{what} ended to make room for {why}");
         session.end(EndedBy::Gateway, format!("ended to make room for {why}"));
         true
     }
 
-    /// How long the least recently used idle connection of a caller's own
-    /// has been unused, if there is one: the first to end when the gateway
-    /// runs out of something every mount shares (stdio children).
-    pub fn idlest(&self) -> Option<Duration> {
-        idlest_of(&self.lock(), |_| true).map(|(_, idle)| idle)
+    /// The connection of a caller's own that would end first for room, if
+    /// there is one: whether it is idle (else its requests all wait for
+    /// their clients' input) and how long it has been unused. The gateway
+    /// ends the greatest of every mount's when it runs out of something
+    /// they share (stdio children): idle ones before those.
+    pub fn idlest(&self) -> Option<(bool, Duration)> {
+        let slots = self.lock();
+        let (key, idle) = idlest_of(&slots, |_| true)?;
+        Some((slots.get(&key).is_some_and(|s| s.is_idle()), idle))
     }
 
     /// End the least recently used idle connection of a caller's own, to
@@ -571,18 +617,22 @@ impl Pool {
     }
 }
 
-/// The least recently used idle connection of a caller's own that `pick`
-/// takes (the mount's shared places are nobody's: never ended for room),
-/// and how long it has been unused.
+/// The connection of a caller's own that `pick` takes to end for room, and
+/// how long it has been unused: the least recently used idle one, else the
+/// least recently used whose requests all wait for their clients' input
+/// (the mount's shared places are nobody's: never ended for room).
 fn idlest_of(
     slots: &HashMap<SlotKey, Arc<Slot>>,
     pick: impl Fn(&Slot) -> bool,
 ) -> Option<(SlotKey, Duration)> {
-    slots
-        .iter()
-        .filter(|(_, s)| s.owner != 0 && s.is_idle() && pick(s))
-        .map(|(k, s)| (*k, s.idle()))
-        .max_by_key(|(_, idle)| *idle)
+    let lru = |spare: fn(&Slot) -> bool| {
+        slots
+            .iter()
+            .filter(|(_, s)| s.owner != 0 && spare(s) && pick(s))
+            .map(|(k, s)| (*k, s.idle()))
+            .max_by_key(|(_, idle)| *idle)
+    };
+    lru(Slot::is_idle).or_else(|| lru(Slot::is_set_aside))
 }
 
 /// A digest of `parts` (credentials, a conversation key) that does not
@@ -718,7 +768,12 @@ mod tests {
         .await
     }
 
-    async fn busy(c: &Conn) -> impl Sized + use<> {
+    async fn busy(
+        c: &Conn,
+    ) -> (
+        tokio::sync::mpsc::Receiver<crate::upstream::messages::Delivery>,
+        crate::upstream::messages::PendingGuard,
+    ) {
         c.session
             .request(
                 br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#,
@@ -820,6 +875,44 @@ mod tests {
         assert!(open(&q, 2, 2).await.is_ok(), "room again once one is gone");
     }
 
+    /// A connection whose requests all wait for their client's input (a
+    /// 2026-07-28 round) is ended for room, after the idle ones: open
+    /// rounds never keep another caller out. One with a request running
+    /// is not; nor the mount's shared places.
+    #[tokio::test(start_paused = true)]
+    async fn connections_whose_requests_all_wait_for_input_make_room_after_idle_ones() {
+        let pool = Pool::with_room("u", 1, room(3, 3), usize::MAX);
+        let shared = pool
+            .connect(talk(0), 0, |_| async { Ok(conn("shared")) })
+            .await
+            .unwrap();
+        let (_r0, parked_on_shared) = busy(&shared).await;
+        parked_on_shared.park(true);
+        let rounds = open(&pool, 1, 1).await.unwrap();
+        let (_r1, parked) = busy(&rounds).await;
+        parked.park(true);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let idle = open(&pool, 2, 2).await.unwrap();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(pool.idlest().map(|(idle, _)| idle), Some(true));
+        let third = open(&pool, 3, 3).await.unwrap();
+        assert!(idle.session.is_closed(), "the idle one ends first");
+        assert!(!rounds.session.is_closed());
+        let _running = busy(&third).await;
+        assert_eq!(pool.idlest().map(|(idle, _)| idle), Some(false));
+        let fourth = open(&pool, 4, 4).await.unwrap();
+        assert!(
+            rounds.session.is_closed(),
+            "then the one whose requests all wait for their client"
+        );
+        assert!(!shared.session.is_closed(), "a shared place is nobody's");
+        // Taken up again, a round's request runs: its connection is not
+        // ended for room.
+        let _running = busy(&fourth).await;
+        let refused = open(&pool, 5, 5).await.err().expect("refused");
+        assert!(matches!(refused, Failure::Crowded { .. }), "{refused}");
+    }
+
     #[tokio::test]
     async fn a_connection_that_failed_to_start_leaves_no_place_behind() {
         let pool = Pool::new(1);
@@ -831,6 +924,48 @@ mod tests {
         }
         assert_eq!(pool.lock().len(), 0);
         assert_eq!(pool.room.total.load(Ordering::Relaxed), 0);
+    }
+
+    /// One handshake is kept per credentials for local `initialize`s, and
+    /// no more than [`MAX_HANDSHAKES`] however many callers came and went:
+    /// past it those with no connection open are forgotten.
+    #[tokio::test]
+    async fn the_handshakes_kept_are_bounded() {
+        let pool = Pool::new(1);
+        let handshake = || {
+            let reply = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25"}}"#;
+            let result = serde_json::value::RawValue::from_string(
+                r#"{"protocolVersion":"2025-11-25"}"#.to_owned(),
+            )
+            .unwrap();
+            Arc::new(Handshake::new(
+                bytes::Bytes::from_static(reply.as_bytes()),
+                result,
+                "2025-11-25".into(),
+            ))
+        };
+        let open = |creds: u64| {
+            let key = pool.pick(Era::Handshake, creds, Caps::default());
+            let h = handshake();
+            pool.connect(key, creds, move |_| async move {
+                Ok(Conn {
+                    handshake: Some(h),
+                    ..conn("c")
+                })
+            })
+        };
+        let kept = open(1).await.unwrap();
+        for creds in 2..=(MAX_HANDSHAKES as u64 + 10) {
+            let c = open(creds).await.unwrap();
+            c.session.close("its caller went away");
+        }
+        let init = pool.init.lock().unwrap();
+        assert!(init.len() <= MAX_HANDSHAKES, "{} kept", init.len());
+        assert!(
+            init.contains_key(&1),
+            "the one with a connection open stays"
+        );
+        drop(kept);
     }
 
     #[test]

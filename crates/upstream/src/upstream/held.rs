@@ -14,8 +14,10 @@
 //! the upstream. It is ended with a DELETE when the session ends.
 //!
 //! The credentials of the request that opened it (`Authorization` and the
-//! mount's forwarded headers) go with every message: the pool never gives a
-//! held session to a request with other credentials.
+//! mount's forwarded headers) and its caller's claims (`claims_to_headers`)
+//! go with every message, and with its stream: the pool never gives a held
+//! session to a request with other credentials, or whose caller's token
+//! says other claims (that one gets a session opened with its own).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -49,7 +51,7 @@ struct Pipe {
     client: Client,
     limit: usize,
     timeout: Duration,
-    /// Sent with every request: the opener's credentials.
+    /// Sent with every request: the opener's credentials and claims.
     headers: HeaderMap,
     sid: Mutex<Option<HeaderValue>>,
     version: Mutex<Option<HeaderValue>>,

@@ -101,6 +101,13 @@ impl PendingGuard {
     pub fn timed_out(mut self, secs: u64) {
         self.gave_up_after = Some(secs);
     }
+
+    /// The request is set aside for its client's input (`true`), or taken
+    /// up again: a connection where every request is set aside may be
+    /// ended for room ([`MessageSession::only_parked`]).
+    pub fn park(&self, parked: bool) {
+        self.session.set_parked(&self.key, self.seq, parked);
+    }
 }
 
 impl Drop for PendingGuard {

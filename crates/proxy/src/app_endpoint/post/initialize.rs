@@ -26,15 +26,17 @@ use crate::session::app::AppSession;
 pub(super) async fn initialize(
     gw: &Arc<Gateway>,
     app: &AppState,
-    (headers, caller): (&HeaderMap, Option<u64>),
+    (headers, access): (&HeaderMap, &crate::identity::Access),
     body: Bytes,
     id: Value,
     hello: Hello,
     host: crate::host::HostKind,
 ) -> Response<Body> {
+    let caller = access.digest();
     let mut session = AppSession {
         app: app.config.name.clone(),
         client: Some(crate::relay::pooled::new_client()),
+        owner: crate::relay::context::owner_of(access),
         host: Some(host),
         started: crate::session::id::now_millis(),
         hello: Some(hello),

@@ -60,6 +60,7 @@ pub(super) async fn initialize(
     let token = Token {
         mount: cx.upstream().to_owned(),
         route: Route::Pooled { client },
+        owner: cx.owner,
         host: Some(cx.host),
         started: Some(crate::session::id::now_millis()),
         hello: Some(hello),

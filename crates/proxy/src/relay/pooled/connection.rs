@@ -17,19 +17,30 @@ pub(super) fn pool<'a>(cx: &Ctx<'a>) -> &'a Pool {
 }
 
 /// The credentials a connection for this request carries: an HTTP
-/// upstream's held session is the requester's alone.
+/// upstream's held session is the requester's alone, and so is a process
+/// started with its claims in its environment. Either carries the claim
+/// values it was opened with, and serves only requests whose caller's
+/// claims are the same ([`carried`]).
 pub fn creds(cx: &Ctx<'_>) -> u64 {
-    if !matches!(cx.mount.config.transport, Transport::Http { .. }) {
-        return 0;
+    let http = matches!(cx.mount.config.transport, Transport::Http { .. });
+    let env = cx
+        .mount
+        .config
+        .auth
+        .as_ref()
+        .is_some_and(|a| !a.claims_to_env.is_empty());
+    match http || env {
+        true => carried(cx),
+        false => 0,
     }
-    caller(cx)
 }
 
 /// The credentials the request comes with (`Authorization` and the mount's
-/// `forward_headers`), as a digest: what a conversation's connection is
-/// bound to, on every transport, so that naming another caller's
-/// conversation reaches a connection of one's own.
-fn caller(cx: &Ctx<'_>) -> u64 {
+/// `forward_headers`) and the caller the gateway verified, as a digest:
+/// whose a connection is, what a conversation's connection is bound to on
+/// every transport (naming another caller's conversation reaches a
+/// connection of one's own), and what the limits on one caller count by.
+pub(crate) fn caller(cx: &Ctx<'_>) -> u64 {
     let verified = cx.caller.map(u64::to_le_bytes);
     let mut parts: Vec<&[u8]> = Vec::new();
     // The subject the gateway verified, and whatever credentials still go
@@ -46,17 +57,28 @@ fn caller(cx: &Ctx<'_>) -> u64 {
             parts.push(v.as_bytes());
         }
     }
-    // A process started with the caller's claims in its environment serves
-    // those claims only: a new provider token starts a new process.
-    let claimed = cx
-        .mount
-        .config
-        .auth
-        .as_ref()
-        .filter(|a| !a.claims_to_env.is_empty())
-        .map(|a| crate::identity::Claimed::of(Some(a), &cx.access, true).env)
-        .unwrap_or_default();
-    for (var, value) in &claimed {
+    digest(parts)
+}
+
+/// The caller and the claims its connection would carry to the upstream
+/// (`claims_to_headers` with every request, `claims_to_env` in a process's
+/// environment), as a digest. Claims are fixed when a connection opens: a
+/// held HTTP session's headers go with each of its requests and its stream,
+/// a process keeps its environment. So a caller whose new token says other
+/// claims (a group dropped) gets a connection opened with them, never one
+/// carrying the old ones; a token that still says the old ones keeps the
+/// old connection.
+fn carried(cx: &Ctx<'_>) -> u64 {
+    let claimed = crate::identity::Claimed::of(cx.mount.config.auth.as_ref(), &cx.access, true);
+    let caller = caller(cx).to_le_bytes();
+    let mut parts: Vec<&[u8]> = vec![b"caller", &caller];
+    for (name, value) in &claimed.headers {
+        parts.push(b"header");
+        parts.push(name.as_str().as_bytes());
+        parts.push(value.as_bytes());
+    }
+    for (var, value) in &claimed.env {
+        parts.push(b"env");
         parts.push(var.as_bytes());
         parts.push(value.as_bytes());
     }
@@ -207,11 +229,12 @@ pub(super) async fn connect(cx: &Ctx<'_>, key: SlotKey) -> Result<Conn, Failure>
     );
     let claimed = crate::identity::Claimed::of(cx.mount.config.auth.as_ref(), &cx.access, own);
     // Whose connection it is, for the limits on what one caller holds: a
-    // caller's own, or a place of the pool (an HTTP upstream's is held with
-    // the caller's credentials: it is theirs; the others are everyone's).
-    let owner = match own {
+    // caller's own, or a place of the pool (one held with the caller's
+    // credentials or claims is theirs, whatever the claims; the others are
+    // everyone's).
+    let owner = match own || key.creds != 0 {
         true => caller(cx),
-        false => key.creds,
+        false => 0,
     };
     cx.gw
         .connect(cx.mount, key, owner, cx.headers, &claimed)

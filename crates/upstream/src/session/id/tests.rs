@@ -6,6 +6,7 @@ fn http(s: Option<&str>) -> Token {
         route: Route::Http {
             upstream_session: s.map(Into::into),
         },
+        owner: Owner::Open,
         host: Some(HostKind::Claude),
         started: Some(1_790_000_000_123),
         hello: None,
@@ -24,6 +25,7 @@ fn seal_open_round_trip() {
                 instance: [7; 16],
                 id: u64::MAX,
             },
+            owner: Owner::Anonymous,
             host: Some(HostKind::ChatGpt),
             started: None,
             hello: None,
@@ -31,6 +33,7 @@ fn seal_open_round_trip() {
         Token {
             mount: "tasks".into(),
             route: Route::Pooled { client: 42 },
+            owner: Owner::caller("https://login.example.com", "alice"),
             host: Some(HostKind::Claude),
             started: Some(7),
             hello: Some(Hello::of_initialize(Some(&serde_json::json!({
@@ -70,6 +73,7 @@ fn the_longest_ids_sealed_are_opened() {
             route: Route::Http {
                 upstream_session: Some("s".repeat(len)),
             },
+            owner: Owner::Caller([0xff; 32]),
             host: Some(HostKind::Other),
             started: Some(u64::MAX),
             hello: Some(Hello {
@@ -84,7 +88,7 @@ fn the_longest_ids_sealed_are_opened() {
         assert!(id.len() <= MAX_SEALED_ID, "{} > {MAX_SEALED_ID}", id.len());
         assert_eq!(key.open(&id), Some(token), "{len}");
     }
-    assert_eq!(MAX_SEALED_ID, 6902);
+    assert_eq!(MAX_SEALED_ID, 6946);
     assert!(!carries_upstream_id(
         &"s".repeat(MAX_UPSTREAM_SESSION_ID + 1)
     ));
@@ -130,6 +134,51 @@ fn ids_without_a_start_or_a_host_still_open() {
     assert_eq!(key.open(&seal_plain(&plain)), Some(old));
     plain.extend_from_slice(&[2, 2]);
     assert_eq!(key.open(&seal_plain(&plain)), None);
+}
+
+/// An id of the first layout, which named no caller, opens as an open
+/// endpoint's: a request with a token or none on an endpoint that asks for
+/// one is not its owner.
+#[test]
+fn ids_of_the_first_layout_open_as_an_open_endpoints() {
+    let key = SessionKey::random();
+    let token = Token {
+        hello: Some(Hello::gateway("2025-11-25")),
+        ..http(Some("up-1"))
+    };
+    let mut plain = encode(&token);
+    let owner_at = 3 + token.mount.len() + 3 + "up-1".len();
+    assert_eq!(plain.remove(owner_at), 0, "the open owner's byte");
+    plain[0] = VERSION_V1;
+    assert_eq!(key.open(&key.seal_bytes(AAD, &plain)), Some(token));
+    // An owner this layout does not know is no id.
+    let mut bad = encode(&http(None));
+    let owner_at = 3 + "time".len() + 1;
+    bad[owner_at] = 3;
+    assert_eq!(key.open(&key.seal_bytes(AAD, &bad)), None);
+}
+
+/// A caller is the same whoever computes it, and another caller (or the
+/// same names split otherwise) is another.
+#[test]
+fn owners_name_their_caller_alone() {
+    let alice = Owner::caller("https://login.example.com", "alice");
+    assert_eq!(alice, Owner::caller("https://login.example.com", "alice"));
+    for other in [
+        Owner::caller("https://login.example.com", "bob"),
+        Owner::caller("https://login.example.co", "malice"),
+        Owner::caller("https://other.example.com", "alice"),
+        Owner::Anonymous,
+        Owner::Open,
+    ] {
+        assert_ne!(alice, other);
+    }
+    let key = SessionKey::random();
+    let token = Token {
+        owner: alice,
+        ..http(Some("x"))
+    };
+    assert_eq!(key.open(&key.seal(&token)).map(|t| t.owner), Some(alice));
 }
 
 #[test]

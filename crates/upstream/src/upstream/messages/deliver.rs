@@ -74,7 +74,7 @@ impl MessageSession {
                         }
                         _ => message.clone(),
                     };
-                    Target::Request(p.tx, Delivery::Final(bytes))
+                    p.target(Delivery::Final(bytes))
                 }
                 _ => match (progress_of(&st, &parsed, &message), &self.mux) {
                     (Some(target), _) => target,
@@ -94,6 +94,11 @@ impl MessageSession {
         match target {
             Target::Request(tx, d) => {
                 let _ = tx.send(d).await;
+            }
+            Target::Parked(tx, d) => {
+                if tx.try_send(d).is_err() {
+                    tracing::debug!(upstream = %self.upstream, "a message for a request waiting for its client's input found no room; dropped");
+                }
             }
             Target::Stream(tx, m) => {
                 let _ = tx.send(m).await;

@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::peer::{Peer, Peers, level_rank};
+use super::peer::{Peers, level_rank};
 use super::state::{Delivery, State, Target};
 use crate::jsonrpc::{self, Kind, Message, code};
 use crate::outcome::Failure;
@@ -196,15 +196,12 @@ impl Mux {
 /// its newest waiting request: the request the upstream names (`related`),
 /// else the only client with requests waiting here (a client with no
 /// session counts as one client per request).
-fn candidate(
-    st: &State,
-    related: Option<&str>,
-) -> Option<(Option<Arc<Peer>>, mpsc::Sender<Delivery>)> {
+fn candidate<'a>(st: &'a State, related: Option<&str>) -> Option<&'a super::state::Pending> {
     if let Some(p) = related
         .and_then(|k| st.pending.get(k))
         .filter(|p| !p.own && !p.tx.is_closed())
     {
-        return Some((p.peer.clone(), p.tx.clone()));
+        return Some(p);
     }
     let mut found: Option<(u64, bool, &super::state::Pending)> = None;
     for p in st.pending.values().filter(|p| !p.own && !p.tx.is_closed()) {
@@ -222,7 +219,7 @@ fn candidate(
             Some(_) => return None,
         }
     }
-    found.map(|(_, _, p)| (p.peer.clone(), p.tx.clone()))
+    found.map(|(_, _, p)| p)
 }
 
 #[derive(Deserialize)]
@@ -258,7 +255,7 @@ pub(super) fn route(
             let pong = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.get());
             return Target::Upstream(Bytes::from(pong));
         }
-        let Some((peer, tx)) = candidate(st, related) else {
+        let Some(p) = candidate(st, related) else {
             return refusal(
                 id,
                 &format!(
@@ -266,7 +263,7 @@ pub(super) fn route(
                 ),
             );
         };
-        let caps = peer.as_ref().map(|p| p.caps()).unwrap_or_default();
+        let caps = p.peer.as_ref().map(|p| p.caps()).unwrap_or_default();
         if !caps.answers(method) {
             return refusal(
                 id,
@@ -276,13 +273,13 @@ pub(super) fn route(
         let ours = mux.remember(
             me.clone(),
             id,
-            peer.as_ref().map(|p| p.key()),
-            Some(tx.clone()),
+            p.peer.as_ref().map(|p| p.key()),
+            Some(p.tx.clone()),
         );
         let bytes = jsonrpc::splice(message, id, &ours)
             .map(Bytes::from)
             .unwrap_or_else(|| message.clone());
-        return Target::Request(tx, Delivery::Related(bytes));
+        return p.target(Delivery::Related(bytes));
     }
     match method {
         "notifications/cancelled" => server_cancelled(st, mux, me, m, message),
@@ -293,8 +290,8 @@ pub(super) fn route(
                 .and_then(|p| level_rank(&p.level))
                 .unwrap_or(u8::MAX);
             match candidate(st, related) {
-                Some((peer, tx)) if peer.as_ref().is_none_or(|p| p.wants_log(rank)) => {
-                    Target::Request(tx, Delivery::Related(message.clone()))
+                Some(p) if p.peer.as_ref().is_none_or(|p| p.wants_log(rank)) => {
+                    p.target(Delivery::Related(message.clone()))
                 }
                 Some(_) => Target::Queued,
                 None => {
@@ -321,7 +318,7 @@ pub(super) fn route(
             Target::Peers(to, message.clone())
         }
         _ => match candidate(st, related) {
-            Some((_, tx)) => Target::Request(tx, Delivery::Related(message.clone())),
+            Some(p) => p.target(Delivery::Related(message.clone())),
             None => {
                 tracing::debug!(
                     upstream,
@@ -358,7 +355,7 @@ fn server_cancelled(
         .filter(|p| !p.tx.is_closed() && p.peer.as_ref().map(|p| p.key()) == peer)
         .max_by_key(|p| p.seq);
     match (waiting, peer.and_then(|k| mux.peers.get(k))) {
-        (Some(p), _) => Target::Request(p.tx.clone(), Delivery::Related(bytes)),
+        (Some(p), _) => p.target(Delivery::Related(bytes)),
         (None, Some(peer)) => Target::Peer(peer, bytes),
         (None, None) => Target::Queued,
     }

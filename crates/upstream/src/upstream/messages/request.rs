@@ -141,6 +141,7 @@ impl MessageSession {
                     cancellable,
                     peer: peer.cloned(),
                     own,
+                    parked: false,
                 },
             );
             (key, seq)
@@ -201,6 +202,22 @@ impl MessageSession {
         if let Some(p) = p {
             let _ = p.tx.try_send(Delivery::Failed(failure));
         }
+    }
+
+    /// Mark the request `key` (registered as `seq`) as set aside for its
+    /// client's input, or taken up again.
+    pub(super) fn set_parked(&self, key: &str, seq: u64, parked: bool) {
+        if let Some(p) = self.lock().pending.get_mut(key).filter(|p| p.seq == seq) {
+            p.parked = parked;
+        }
+    }
+
+    /// Whether every request waiting here is set aside for its client's
+    /// input (and one is): nothing runs, and nothing the upstream says
+    /// will be read until those clients come back.
+    pub fn only_parked(&self) -> bool {
+        let st = self.lock();
+        !st.pending.is_empty() && st.pending.values().all(|p| p.parked)
     }
 
     /// The requester of `key` stopped waiting for `reason`: take the request

@@ -48,6 +48,10 @@ pub(super) struct Pending {
     pub(super) peer: Option<Arc<Peer>>,
     /// The gateway's own request (it opened the connection).
     pub(super) own: bool,
+    /// Set aside waiting for its client's input (a 2026-07-28 round): the
+    /// upstream waits for the answers to what it asked, and its requester
+    /// reads nothing until the client comes back.
+    pub(super) parked: bool,
 }
 
 #[derive(Default)]
@@ -62,6 +66,17 @@ pub(super) struct State {
     pub(super) subscribers: HashMap<String, Vec<u64>>,
     /// Shared connections: the log level asked of the upstream, if any.
     pub(super) level: Option<u8>,
+}
+
+impl Pending {
+    /// Where `d` for this request goes: as any request's, or as one set
+    /// aside's ([`Target::Parked`]).
+    pub(super) fn target(&self, d: Delivery) -> Target {
+        match self.parked {
+            true => Target::Parked(self.tx.clone(), d),
+            false => Target::Request(self.tx.clone(), d),
+        }
+    }
 }
 
 impl State {
@@ -79,6 +94,10 @@ impl State {
 
 pub(super) enum Target {
     Request(mpsc::Sender<Delivery>, Delivery),
+    /// A request set aside for its client's input, whose requester reads
+    /// nothing meanwhile: given what fits, never waited for (the upstream's
+    /// other messages must not wait on a client that may not come back).
+    Parked(mpsc::Sender<Delivery>, Delivery),
     Stream(mpsc::Sender<Bytes>, Bytes),
     /// A client session's GET stream (shared connections).
     Peer(Arc<Peer>, Bytes),
@@ -98,6 +117,10 @@ pub(super) fn progress_of(st: &State, m: &Message<'_>, message: &Bytes) -> Optio
     let token = jsonrpc::params_view(m.params).progress_token?;
     let key = st.by_progress.get(&jsonrpc::id_key(token))?;
     let p = st.pending.get(key)?;
+    if p.parked {
+        // Progress has no place in a round: dropped.
+        return Some(Target::Queued);
+    }
     let bytes = match &p.client_token {
         Some(theirs) => jsonrpc::splice(message, token, theirs)
             .map(Bytes::from)

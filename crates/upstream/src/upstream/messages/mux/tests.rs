@@ -321,3 +321,34 @@ fn one_client_cannot_push_out_another_clients_server_requests() {
     mux.remember(weak, &raw("\"again\""), Some(1), Some(tx));
     assert_eq!(count(1), 1);
 }
+
+/// A request set aside for its client's input (a 2026-07-28 round) reads
+/// nothing until its client comes back: what the upstream says of it meanwhile
+/// is given what fits and never holds up the connection's other clients.
+#[tokio::test]
+async fn a_request_set_aside_for_its_clients_input_holds_up_nobody() {
+    let (s, mux) = shared();
+    let (a, b) = (peer(&mux, 1, json!({})), peer(&mux, 2, json!({})));
+    let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","_meta":{"progressToken":"t"}}}"#;
+    let (_ra, parked) = ask(&s, call, Some(&a)).await;
+    let token = written(&s).await["params"]["_meta"]["progressToken"].clone();
+    parked.park(true);
+    assert!(s.only_parked());
+    let (mut rb, _gb) = ask(&s, call, Some(&b)).await;
+    let wb = written(&s).await;
+    assert!(!s.only_parked());
+    let said = async {
+        for n in 0..200 {
+            let progress = json!({"jsonrpc":"2.0","method":"notifications/progress",
+                "params":{"progressToken": token, "progress": n}});
+            s.deliver(Bytes::from(progress.to_string())).await;
+        }
+        let answer = json!({"jsonrpc":"2.0","id": wb["id"], "result": {"for": "b"}});
+        s.deliver(Bytes::from(answer.to_string())).await;
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(2), said)
+        .await
+        .expect("the upstream's messages went on while a's request was set aside");
+    assert!(matches!(next(&mut rb).await, Delivery::Final(_)));
+    parked.park(false);
+}
