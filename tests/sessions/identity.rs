@@ -165,7 +165,7 @@ async fn session_ids_serve_only_the_caller_they_were_made_for() {
     };
     let idp = Idp::start(&peers).await;
     let http = start_http(HttpFlavor::StatefulSse).await.unwrap();
-    let g = TestGateway::start_with(Config {
+    let g = TestGateway::start_public(Config {
         upstreams: vec![
             fixture("client", SessionMode::Client),
             fixture("shared", SessionMode::Shared),
@@ -319,7 +319,7 @@ async fn claims_reach_the_upstream_as_the_calls_token_says_them() {
         claims_to_env: claims(&[("MCP_SCOPE", "scope")]),
         ..AuthConfig::default()
     })));
-    let g = TestGateway::start_with(Config {
+    let g = TestGateway::start_public(Config {
         upstreams: vec![held, own],
         auth: Some(AuthConfig {
             anonymous: Some(false),
