@@ -25,7 +25,7 @@ pub mod log_filter;
 
 pub use mcp_ui_overlay::{host, overlay, spelling};
 pub use mcp_ui_proxy::{
-    app_endpoint, assets, auth, endpoint, gateway, health, live, metrics, middleware, preview,
+    app_endpoint, assets, endpoint, gateway, health, live, metrics, middleware, oauth, preview,
     relay, router, server, stack, upstream_tools,
 };
 pub use mcp_ui_rewrite::{combine, rewrite};

@@ -226,7 +226,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
             cli::describe_auth(app.config.auth.as_ref(), config.auth.is_some())
         );
     }
-    if let Some(a) = &gateway.authority {
+    if let Some(a) = &gateway.authorization_server {
         say!(
             "Authorization server: {} (metadata at {scheme}://{addr}/.well-known/oauth-authorization-server); users sign in with {}",
             a.issuer(),

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use crate::auth;
+use crate::oauth::passthrough;
 
 use crate::combine::names::collision_message;
 use crate::combine::{Names, list};
@@ -81,7 +81,7 @@ pub async fn auth_servers(apps: &[App], mounts: &[Mount], limits: &Limits) -> Ve
     let Ok(client) = crate::upstream::client::client_for(connect, mounts) else {
         return Vec::new();
     };
-    let fetch = auth::Fetch {
+    let fetch = passthrough::Fetch {
         client: &client,
         timeout: connect,
     };
@@ -95,11 +95,11 @@ pub async fn auth_servers(apps: &[App], mounts: &[Mount], limits: &Limits) -> Ve
             let Transport::Http { url } = &mount.transport else {
                 continue;
             };
-            if let Some(doc) = auth::metadata::fetch_upstream_doc(&fetch, url, None).await {
+            if let Some(doc) = passthrough::metadata::fetch_upstream_doc(&fetch, url, None).await {
                 docs.push((member.upstream.as_str(), doc));
             }
         }
-        if let Err(why) = auth::app::united(&app.name, &docs) {
+        if let Err(why) = passthrough::app::united(&app.name, &docs) {
             problems.push(why);
         }
     }

@@ -16,7 +16,12 @@ use super::{World, form, public_client, refresh, signed_in, support, world};
 
 /// The codes and families the memory store of `w`'s gateway holds.
 fn remembered(w: &World) -> (usize, usize) {
-    let r = w.gw.gateway.authority.as_ref().unwrap().remembered();
+    let r =
+        w.gw.gateway
+            .authorization_server
+            .as_ref()
+            .unwrap()
+            .remembered();
     (r.codes, r.families)
 }
 

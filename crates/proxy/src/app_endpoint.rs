@@ -62,7 +62,7 @@ pub async fn serve(
             Ok((parts, bytes)) => {
                 let access = parts
                     .extensions
-                    .get::<crate::identity::Access>()
+                    .get::<crate::oauth::resource_server::Access>()
                     .cloned()
                     .unwrap_or_default();
                 post::post(gw, app, &parts.headers, access, bytes).await
@@ -84,9 +84,9 @@ pub async fn serve(
 }
 
 /// Who the request is, as the app admitted it.
-fn access_of(req: &Request<Incoming>) -> crate::identity::Access {
+fn access_of(req: &Request<Incoming>) -> crate::oauth::resource_server::Access {
     req.extensions()
-        .get::<crate::identity::Access>()
+        .get::<crate::oauth::resource_server::Access>()
         .cloned()
         .unwrap_or_default()
 }
@@ -97,7 +97,7 @@ async fn delete(
     gw: &Arc<Gateway>,
     app: &AppState,
     headers: &HeaderMap,
-    access: &crate::identity::Access,
+    access: &crate::oauth::resource_server::Access,
 ) -> Response<Body> {
     let session = match session_of(gw, app, headers, access) {
         Ok(s) if s.client.is_some() => s,

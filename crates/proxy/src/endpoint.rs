@@ -60,7 +60,7 @@ pub async fn serve(
 }
 
 /// A request to an endpoint at `path` that requires `auth`: its caller
-/// verified and put in its extensions ([`crate::identity::Caller`]), its
+/// verified and put in its extensions ([`crate::oauth::resource_server::Caller`]), its
 /// token taken out unless the upstream is to get it, and its share of the
 /// caller's `requests_per_minute` taken (a POST's once its body says how
 /// many requests it holds, [`Rated`]); or the answer that refuses it.
@@ -76,8 +76,8 @@ pub(crate) async fn admit(
             "no valid Host header\n",
         )));
     };
-    let metadata = crate::auth::prm_url(&base, path);
-    use crate::identity::{Access, Caller};
+    let metadata = crate::oauth::passthrough::prm_url(&base, path);
+    use crate::oauth::resource_server::{Access, Caller};
     let anonymous = auth.anonymous && req.headers().get(header::AUTHORIZATION).is_none();
     let access = match anonymous {
         // What such a caller may reach is judged per request, once read.
@@ -85,10 +85,10 @@ pub(crate) async fn admit(
         false => {
             let audience = audience(gw, auth, path)?;
             let verified = gw
-                .identity
+                .resource_server
                 .admit(auth, req.headers(), &audience, &metadata)
                 .await?;
-            let verified = match &gw.authority {
+            let verified = match &gw.authorization_server {
                 Some(a) => a.reveal(verified),
                 None => verified,
             };
@@ -138,7 +138,7 @@ fn audience(
         return Ok(a.clone());
     }
     match gw.auth.public_url() {
-        Some(base) => Ok(crate::auth::resource_url(base, path)),
+        Some(base) => Ok(crate::oauth::passthrough::resource_url(base, path)),
         None => Err(Box::new(crate::reply::text(
             http::StatusCode::INTERNAL_SERVER_ERROR,
             "the endpoint has no audience to check tokens against (set public_url or auth.audience)\n",
@@ -157,7 +157,7 @@ pub(crate) struct Rated {
 
 impl Rated {
     fn take(&self, gw: &Gateway, cost: u32) -> Result<(), Box<Response<Body>>> {
-        gw.identity
+        gw.resource_server
             .rate(self.per_minute, &self.path, self.caller, cost)
     }
 }
@@ -259,7 +259,7 @@ fn content_type_is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .and_then(crate::authority::media_type)
+        .and_then(crate::oauth::authorization_server::media_type)
         .is_some_and(|m| m.type_() == mime::APPLICATION && m.subtype() == mime::JSON)
 }
 
@@ -285,7 +285,7 @@ pub(crate) fn accepts(headers: &HeaderMap, media: &str) -> bool {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(list_items)
-        .filter_map(crate::authority::media_type)
+        .filter_map(crate::oauth::authorization_server::media_type)
         .any(|range| {
             let weight = range
                 .get_param("q")

@@ -12,12 +12,12 @@ use std::time::Duration;
 use rand::RngCore;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{AuthState, PrmTarget};
 use crate::config::{Config, ConfigError, Limits, Mount, Resolved, Transport};
 use crate::health::{Readiness, Upstreams};
 use crate::live::{LIST_CHANGED, Live};
 use crate::metrics::Metrics;
 use crate::middleware::origin_policy::OriginPolicy;
+use crate::oauth::passthrough::{AuthState, PrmTarget};
 use crate::outcome::Failure;
 use crate::protocol::{self, Era};
 use crate::session::pool::{Conn, Pool, SlotKey};
@@ -72,9 +72,10 @@ pub struct Gateway {
     /// OAuth: upstream metadata locations and the rewritten documents.
     pub auth: AuthState,
     /// The issuers of the endpoints that require a token (`[auth]`).
-    pub identity: crate::identity::Identity,
+    pub resource_server: crate::oauth::resource_server::ResourceServer,
     /// The gateway as an authorization server (`[authorization_server]`).
-    pub authority: Option<Arc<crate::authority::state::Authority>>,
+    pub authorization_server:
+        Option<Arc<crate::oauth::authorization_server::state::AuthorizationServer>>,
     /// Revivals in flight: of a session this process owns by (mount, the
     /// instance and number its id names), of an HTTP upstream's session by
     /// (mount, the upstream id): one at a time each.
@@ -180,7 +181,7 @@ fn pools(mounts: &[crate::config::Mount], limits: &crate::config::Limits) -> Vec
 /// metadata names.
 fn claude_domain(public_url: Option<&str>, path: &str) -> Option<Arc<str>> {
     let base = public_url?.trim_end_matches('/');
-    let url = crate::auth::resource_url(base, path);
+    let url = crate::oauth::passthrough::resource_url(base, path);
     Some(crate::host::claude_domain(&url).into())
 }
 
@@ -193,7 +194,7 @@ impl Gateway {
         let Resolved {
             mounts,
             apps,
-            authorization_server,
+            authorization_server: authorization_config,
         } = resolved;
         let key = match &config.session_key {
             Some(hex) => SessionKey::from_hex(hex).map_err(|e| ConfigError::Invalid {
@@ -202,7 +203,7 @@ impl Gateway {
             None => SessionKey::random(),
         };
         let connect_timeout = Duration::from_secs(config.limits.connect_timeout_secs);
-        let authority = match authorization_server {
+        let authorization_server = match authorization_config {
             Some(a) => {
                 if config.session_key.is_none() {
                     tracing::warn!(
@@ -210,19 +211,23 @@ impl Gateway {
                     );
                 }
                 Some(Arc::new(
-                    crate::authority::state::Authority::new(a, key.clone(), connect_timeout)
-                        .map_err(|problems| ConfigError::Invalid { problems })?,
+                    crate::oauth::authorization_server::state::AuthorizationServer::new(
+                        a,
+                        key.clone(),
+                        connect_timeout,
+                    )
+                    .map_err(|problems| ConfigError::Invalid { problems })?,
                 ))
             }
             None => None,
         };
-        let identity = crate::identity::Identity::new(
+        let resource_server = crate::oauth::resource_server::ResourceServer::new(
             connect_timeout,
             mounts
                 .iter()
                 .filter_map(|m| m.auth.as_ref())
                 .chain(apps.iter().filter_map(|a| a.auth.as_ref())),
-            authority
+            authorization_server
                 .as_ref()
                 .map(|a| (a.issuer().to_owned(), a.key_set().clone())),
         )
@@ -274,8 +279,12 @@ impl Gateway {
             .map_err(|problems| ConfigError::Invalid { problems })?,
             limits: limits.clone(),
             origin_policy: Arc::new(
-                OriginPolicy::new(config)
-                    .with_open_paths(authority.as_ref().map(|a| a.paths()).unwrap_or_default()),
+                OriginPolicy::new(config).with_open_paths(
+                    authorization_server
+                        .as_ref()
+                        .map(|a| a.paths())
+                        .unwrap_or_default(),
+                ),
             ),
             in_flight: Arc::default(),
             rounds: Arc::new(Rounds::new(MAX_ROUNDS, limits.max_rounds_per_caller)),
@@ -285,8 +294,8 @@ impl Gateway {
             children: Children::new(limits.max_stdio_children),
             buffers: Budget::new(limits.max_buffered_bytes),
             auth: AuthState::new(config.public_url.clone(), config.tls_cert.is_some()),
-            identity,
-            authority,
+            resource_server,
+            authorization_server,
             reviving: Default::default(),
             reopening: Default::default(),
             preview: config.preview_enabled(),
@@ -378,7 +387,7 @@ impl Gateway {
         key: SlotKey,
         owner: u64,
         headers: &http::HeaderMap,
-        claimed: &crate::identity::Claimed,
+        claimed: &crate::oauth::resource_server::Claimed,
     ) -> Result<Conn, Failure> {
         let pool = &self.pools[mount.index];
         pool.connect(key, owner, |again| async move {

@@ -14,11 +14,9 @@
 //!   snapshot, a plan and its upstream; [`relay::member`] is the same typed
 //!   session without HTTP, for an app's members.
 //! - [`gateway`]: the shared state, composed from what each part owns.
-//! - [`auth`]: OAuth through the gateway: challenges rewritten to the
-//!   gateway's protected-resource metadata, which it serves per mount.
-//! - [`identity`]: the gateway as an OAuth 2.1 resource server (`[auth]`):
-//!   each request's bearer token checked against its issuer (the rules are
-//!   `mcp_ui_identity`'s).
+//! - [`oauth`]: the gateway's three OAuth roles: passing an upstream's own
+//!   OAuth through, the resource server of `[auth]` and the authorization
+//!   server of `[authorization_server]` (their rules are `mcp_ui_identity`'s).
 //! - [`metrics`], [`health`], [`preview`]: `/metrics`, `/readyz`, `/preview`;
 //!   [`assets`]: the widget files the gateway serves, `/assets/…`.
 //! - [`live`]: the overlay snapshot in force, swapped whole on reload;
@@ -27,15 +25,13 @@
 
 pub mod app_endpoint;
 pub mod assets;
-pub mod auth;
-pub mod authority;
 pub mod endpoint;
 pub mod gateway;
 pub mod health;
-pub mod identity;
 pub mod live;
 pub mod metrics;
 pub mod middleware;
+pub mod oauth;
 pub mod preview;
 pub mod relay;
 pub mod router;

@@ -76,7 +76,7 @@ pub async fn post(
     exchange.set_method(MethodId::of_body(&parsed));
     let access = parts
         .extensions
-        .get::<crate::identity::Access>()
+        .get::<crate::oauth::resource_server::Access>()
         .cloned()
         .unwrap_or_default();
     let resp = match Ctx::new(gw, mount, &parts.headers, &access) {
@@ -460,7 +460,7 @@ pub(crate) async fn bodyless(
 ) -> Response<Body> {
     let access = req
         .extensions()
-        .get::<crate::identity::Access>()
+        .get::<crate::oauth::resource_server::Access>()
         .cloned()
         .unwrap_or_default();
     bodyless_parts(gw, mount, req.method(), req.headers(), &access).await
@@ -472,7 +472,7 @@ pub(crate) async fn bodyless_parts(
     mount: &MountState,
     method: &Method,
     headers: &http::HeaderMap,
-    access: &crate::identity::Access,
+    access: &crate::oauth::resource_server::Access,
 ) -> Response<Body> {
     let cx = match Ctx::new(gw, mount, headers, access) {
         Ok(cx) => cx,

@@ -15,8 +15,9 @@ use tower::Service;
 
 use crate::gateway::Gateway;
 use crate::middleware::cors;
+use crate::oauth::passthrough;
 use crate::reply::{Body, text};
-use crate::{assets, auth, endpoint, health, metrics, preview};
+use crate::{assets, endpoint, health, metrics, preview};
 
 /// The router's future, boxed: hyper keeps room for a connection's service
 /// future for as long as the connection is open, idle or not, so an
@@ -56,16 +57,16 @@ impl Service<Request<Incoming>> for Router {
         if path == "/healthz" {
             return ready(text(StatusCode::OK, "ok\n"));
         }
-        if let Some(authority) = &gw.authority
+        if let Some(authority) = &gw.authorization_server
             && let Some(endpoint) = authority.endpoint(path)
         {
             let authority = authority.clone();
             return Box::pin(async move {
-                Ok(crate::authority::serve(&authority, &gw, endpoint, req).await)
+                Ok(crate::oauth::authorization_server::serve(&authority, &gw, endpoint, req).await)
             });
         }
-        if let Some(target) = auth::prm_target(path) {
-            if let auth::PrmTarget::Mount(p) = target
+        if let Some(target) = passthrough::prm_target(path) {
+            if let passthrough::PrmTarget::Mount(p) = target
                 && let Some(app) = gw.app_at(p).cloned()
             {
                 return Box::pin(async move {
@@ -160,15 +161,18 @@ async fn metadata(
         (Some(mount), &Method::GET | &Method::HEAD) => {
             if let Some(required) = &mount.config.auth {
                 let overlays = gw.live.load();
-                let declared = crate::identity::declared_scopes(overlays.mount(&mount.config.name));
+                let declared = crate::oauth::resource_server::declared_scopes(
+                    overlays.mount(&mount.config.name),
+                );
                 let path = &mount.config.path;
-                return auth::serve_own(&gw.auth, required, path, &declared, req.headers());
+                return passthrough::serve_own(&gw.auth, required, path, &declared, req.headers());
             }
-            let fetch = auth::Fetch {
+            let fetch = passthrough::Fetch {
                 client: &gw.client,
                 timeout: gw.request_timeout(),
             };
-            auth::serve_prm(&gw.auth, mount.index, &mount.config, &fetch, req.headers()).await
+            passthrough::serve_prm(&gw.auth, mount.index, &mount.config, &fetch, req.headers())
+                .await
         }
         (Some(_), &Method::OPTIONS) => cors::preflight(),
         (Some(_), _) => {

@@ -52,7 +52,7 @@ pub(crate) fn session_of(
     gw: &Gateway,
     app: &AppState,
     headers: &HeaderMap,
-    access: &crate::identity::Access,
+    access: &crate::oauth::resource_server::Access,
 ) -> Result<AppSession, Failure> {
     let n = app.config.members.len();
     let Some(value) = headers.get(SESSION_HEADER) else {

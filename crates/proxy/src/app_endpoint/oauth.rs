@@ -2,7 +2,7 @@
 //! protected resource (its URL); a member's 401/403 reaches the client with
 //! its status and `WWW-Authenticate`, `resource_metadata` pointing at the
 //! app's metadata; an in-band challenge in a tool result points there too;
-//! and the app serves that metadata (`crate::auth::app`).
+//! and the app serves that metadata (`crate::oauth::passthrough::app`).
 
 use std::sync::Arc;
 
@@ -12,9 +12,9 @@ use http::{Method, Response, StatusCode};
 use serde_json::value::RawValue;
 
 use crate::app_endpoint::state::AppState;
-use crate::auth;
 use crate::gateway::Gateway;
 use crate::middleware::cors;
+use crate::oauth::passthrough;
 use crate::outcome::Failure;
 use crate::relay::context::SESSION_HEADER;
 use crate::reply::{self, Body};
@@ -42,13 +42,13 @@ pub async fn metadata(
         let overlays = gw.live.load();
         let mut declared: Vec<String> = Vec::new();
         for m in &app.config.members {
-            for s in crate::identity::declared_scopes(overlays.mount(&m.upstream)) {
+            for s in crate::oauth::resource_server::declared_scopes(overlays.mount(&m.upstream)) {
                 if !declared.contains(&s) {
                     declared.push(s);
                 }
             }
         }
-        return auth::serve_own(&gw.auth, required, &app.config.path, &declared, headers);
+        return passthrough::serve_own(&gw.auth, required, &app.config.path, &declared, headers);
     }
     let mut members = Vec::new();
     for m in &app.config.members {
@@ -56,11 +56,11 @@ pub async fn metadata(
             members.push((s.index, s.config.clone()));
         }
     }
-    let fetch = auth::Fetch {
+    let fetch = passthrough::Fetch {
         client: &gw.client,
         timeout: gw.request_timeout(),
     };
-    auth::app::serve_app_prm(
+    passthrough::app::serve_app_prm(
         &gw.auth,
         &app.config.name,
         &app.config.path,
@@ -74,7 +74,7 @@ pub async fn metadata(
 /// The app's metadata URL for a request with these headers.
 pub(crate) fn prm_url(gw: &Gateway, app: &AppState, headers: &HeaderMap) -> Option<String> {
     let base = gw.auth.base(headers)?;
-    Some(auth::prm_url(&base, &app.config.path))
+    Some(passthrough::prm_url(&base, &app.config.path))
 }
 
 /// A member's refusal for authorization (its upstream's 401 or 403), if
@@ -89,7 +89,7 @@ pub fn refusal(prm: Option<&str>, f: Failure, id: Option<&RawValue>) -> Response
     let mut r = f.respond(id);
     r.headers_mut().remove(SESSION_HEADER);
     if let Some(prm) = prm {
-        auth::app::point_challenges_at(r.headers_mut(), prm);
+        passthrough::app::point_challenges_at(r.headers_mut(), prm);
     }
     r
 }
@@ -108,8 +108,11 @@ pub(crate) fn in_band_refusal(id: &RawValue, prm: &str, f: &Failure) -> Response
     for v in challenges {
         h.append(header::WWW_AUTHENTICATE, v.clone());
     }
-    auth::app::point_challenges_at(&mut h, prm);
-    reply::json(StatusCode::OK, auth::in_band_result(id, *status, &h, prm))
+    passthrough::app::point_challenges_at(&mut h, prm);
+    reply::json(
+        StatusCode::OK,
+        passthrough::in_band_result(id, *status, &h, prm),
+    )
 }
 
 /// What points a member's in-band challenges at the app's metadata: the
@@ -128,5 +131,5 @@ pub(crate) fn in_band_target(
 /// gateway's metadata for the member (the gateway's `base`); another
 /// origin's URL is left alone, as on a single mount.
 pub fn in_band(data: &[u8], prm: &str, base: &str) -> Option<Bytes> {
-    auth::rewrite_result_challenges(data, prm, base)
+    passthrough::rewrite_result_challenges(data, prm, base)
 }

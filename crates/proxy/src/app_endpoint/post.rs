@@ -36,7 +36,7 @@ pub async fn post(
     gw: &Arc<Gateway>,
     app: &AppState,
     headers: &HeaderMap,
-    access: crate::identity::Access,
+    access: crate::oauth::resource_server::Access,
     body: Bytes,
 ) -> Response<Body> {
     let caller = access.digest();

@@ -29,7 +29,7 @@ pub async fn get(
     gw: &Arc<Gateway>,
     app: &AppState,
     headers: &http::HeaderMap,
-    access: &crate::identity::Access,
+    access: &crate::oauth::resource_server::Access,
 ) -> http::Response<Body> {
     let session = match session_of(gw, app, headers, access) {
         Ok(s) => s,

@@ -1,5 +1,5 @@
 //! What a caller may reach of an endpoint that asks for tokens (`[auth]`):
-//! each request judged by [`crate::identity::gate`] once read, and refused
+//! each request judged by [`crate::oauth::resource_server::gate`] once read, and refused
 //! with the challenge for that request.
 
 use http::Response;
@@ -10,7 +10,7 @@ use crate::jsonrpc::{self, Kind};
 use crate::reply::Body;
 
 /// The answer refusing a request its caller may not make (see
-/// [`crate::identity::gate`]), `None` when it may go on.
+/// [`crate::oauth::resource_server::gate`]), `None` when it may go on.
 pub(crate) fn refused(
     cx: &Ctx<'_>,
     parsed: &jsonrpc::Body<'_>,
@@ -19,8 +19,8 @@ pub(crate) fn refused(
     let auth = cx.mount.config.auth.as_ref()?;
     let refusal = |r: &mcp_ui_identity::Rejection, id: Option<&RawValue>, in_band: bool| {
         let base = cx.gw.auth.base(cx.headers).unwrap_or_default();
-        let metadata = crate::auth::prm_url(&base, &cx.mount.config.path);
-        crate::auth::refusal_of(auth, &metadata, r, id, in_band)
+        let metadata = crate::oauth::passthrough::prm_url(&base, &cx.mount.config.path);
+        crate::oauth::passthrough::refusal_of(auth, &metadata, r, id, in_band)
     };
     let mount = overlays.mount(cx.upstream());
     let check = |m: &jsonrpc::Message<'_>| {
@@ -33,7 +33,7 @@ pub(crate) fn refused(
             "tools/call" => view.name.as_deref().and_then(|n| mount?.tool(n)),
             _ => None,
         };
-        crate::identity::gate(&cx.access, method, tool, view.uri.as_deref())
+        crate::oauth::resource_server::gate(&cx.access, method, tool, view.uri.as_deref())
     };
     match parsed {
         jsonrpc::Body::Single(m) => check(m).err().map(|r| {

@@ -9,8 +9,8 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use crate::config::SessionMode;
 use crate::gateway::{Gateway, MountState};
 use crate::host::{self, HostKind, Target};
-use crate::identity::Access;
 use crate::jsonrpc::Message;
+use crate::oauth::resource_server::Access;
 use crate::outcome::Failure;
 use crate::session::{Hello, Owner, Route};
 use crate::telemetry::Traced;
@@ -56,7 +56,7 @@ pub struct Ctx<'a> {
     /// id says: an id older than a forgotten end is treated as ended.
     pub session_started: Option<u64>,
     /// Who the request is to an endpoint that asks for tokens (`[auth]`):
-    /// what [`crate::identity::gate`] lets it reach.
+    /// what [`crate::oauth::resource_server::gate`] lets it reach.
     pub access: Access,
     /// Whom the sessions this exchange opens are for: the caller of
     /// `access`, the one a session id it names must have been made for.
@@ -136,6 +136,31 @@ pub(crate) fn owner_of(access: &Access) -> Owner {
 }
 
 impl<'a> Ctx<'a> {
+    /// The credentials the request comes with (`Authorization` and the mount's
+    /// `forward_headers`) and the caller the gateway verified, as a digest:
+    /// whose a connection is, what a conversation's connection is bound to on
+    /// every transport (naming another caller's conversation reaches a
+    /// connection of one's own), and what the limits on one caller count by.
+    pub(crate) fn credentials(&self) -> u64 {
+        let verified = self.caller.map(u64::to_le_bytes);
+        let mut parts: Vec<&[u8]> = Vec::new();
+        // The subject the gateway verified, and whatever credentials still go
+        // upstream with its requests.
+        if let Some(v) = &verified {
+            parts.push(b"caller");
+            parts.push(v.as_slice());
+        }
+        for name in
+            std::iter::once(&http::header::AUTHORIZATION).chain(&self.mount.config.forward_headers)
+        {
+            parts.push(name.as_str().as_bytes());
+            for v in self.headers.get_all(name) {
+                parts.push(v.as_bytes());
+            }
+        }
+        crate::session::pool::digest(parts)
+    }
+
     /// The exchange of a request to `mount` with these headers, admitted as
     /// `access`; a session id that is not one of this mount's, or was made
     /// for another caller, is refused as unknown (404, `-32001`): whether

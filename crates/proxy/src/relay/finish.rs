@@ -8,10 +8,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 
-use crate::auth;
 use crate::config::Transport;
 use crate::gateway::Gateway;
 use crate::host::Target;
+use crate::oauth::passthrough;
 use crate::overlay::OverlaySet;
 use crate::telemetry::{Kind, Parent, Span};
 use crate::upstream_tools::UpstreamTools;
@@ -42,7 +42,7 @@ impl Finisher {
     pub fn keeps(&self, response: &[u8]) -> bool {
         self.rewrite.is_none()
             && self.revision.is_none()
-            && !(self.challenges.is_some() && auth::may_carry_challenge(response))
+            && !(self.challenges.is_some() && passthrough::may_carry_challenge(response))
     }
 
     /// The rewritten response, or `None` to keep the upstream's.
@@ -138,7 +138,7 @@ pub struct ResultChallenges {
 
 impl ResultChallenges {
     fn rewrite(&self, response: &[u8]) -> Option<Bytes> {
-        if !auth::may_carry_challenge(response) {
+        if !passthrough::may_carry_challenge(response) {
             return None;
         }
         let mount = &self.gateway.mounts[self.mount].config;
@@ -150,7 +150,7 @@ impl ResultChallenges {
             headers.insert(header::HOST, host.clone());
         }
         let base = self.gateway.auth.base(&headers)?;
-        let prm = auth::prm_url(&base, &mount.path);
-        auth::rewrite_result_challenges(response, &prm, &auth::origin_of(url))
+        let prm = passthrough::prm_url(&base, &mount.path);
+        passthrough::rewrite_result_challenges(response, &prm, &passthrough::origin_of(url))
     }
 }

@@ -59,7 +59,7 @@ pub(super) fn request_for(
         for (name, _) in &auth.claims_to_headers {
             out.remove(name);
         }
-        let claimed = crate::identity::Claimed::of(Some(auth), &cx.access, false);
+        let claimed = crate::oauth::resource_server::Claimed::of(Some(auth), &cx.access, false);
         for (name, v) in &claimed.headers {
             let mut v = v.clone();
             v.set_sensitive(true);

@@ -39,7 +39,6 @@ use connection::{connect, default_key, pool, slot_key};
 pub(crate) use client::{Listener, new_client};
 pub use client::{Mailbox, delete, get};
 pub(super) use client::{end, mailbox, not_ended, open};
-pub(super) use connection::caller;
 pub use connection::creds;
 
 /// The upstream's answer to the gateway's `initialize` under the request's
@@ -96,7 +95,7 @@ pub async fn post(
         StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
     ) {
         let (gw, mount) = (cx.gw, cx.mount);
-        crate::auth::rewrite_challenges(
+        crate::oauth::passthrough::rewrite_challenges(
             &gw.auth,
             mount.index,
             &mount.config,

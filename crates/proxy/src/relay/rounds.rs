@@ -160,7 +160,7 @@ impl Parking {
             mount: cx.mount.index,
             bound: bound(&a.method, a.uri.as_deref().or(a.name.as_deref())),
             caps: a.caps,
-            owner: super::pooled::caller(cx),
+            owner: cx.credentials(),
         })
     }
 

@@ -222,7 +222,13 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()
         h.insert(SESSION_HEADER, id);
     }
     let (gw, mount) = (cx.gw, cx.mount);
-    crate::auth::rewrite_challenges(&gw.auth, mount.index, &mount.config, cx.headers, h);
+    crate::oauth::passthrough::rewrite_challenges(
+        &gw.auth,
+        mount.index,
+        &mount.config,
+        cx.headers,
+        h,
+    );
     Ok(out)
 }
 

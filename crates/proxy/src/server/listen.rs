@@ -320,7 +320,8 @@ async fn accept(
         let this = conn.clone();
         let service =
             hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
-                req.extensions_mut().insert(crate::authority::Peer(peer));
+                req.extensions_mut()
+                    .insert(crate::oauth::authorization_server::Peer(peer));
                 let active = this.begin();
                 let answer = app.borrow_mut().call(req);
                 async move {

@@ -30,7 +30,7 @@ pub(super) struct Exchange<'a> {
     /// The caller the gateway verified, as [`crate::relay::context::Ctx::caller`].
     pub(super) caller: Option<u64>,
     /// Who the caller is, as the app admitted it.
-    pub(super) access: crate::identity::Access,
+    pub(super) access: crate::oauth::resource_server::Access,
 }
 
 /// A request of the revision, as the app holds it while answering.
@@ -83,7 +83,7 @@ impl<'a> Exchange<'a> {
 
     /// The answer refusing `method` (a call of member `tool.0`'s tool
     /// `tool.1`, or a resource `uri`) to this caller, `None` when it may go
-    /// on (see [`crate::identity::gate`]).
+    /// on (see [`crate::oauth::resource_server::gate`]).
     pub(super) fn gate(
         &self,
         method: &str,
@@ -93,11 +93,12 @@ impl<'a> Exchange<'a> {
         let auth = self.app.config.auth.as_ref()?;
         let overlays = self.gw.live.load();
         let overlay = tool.and_then(|(i, own)| overlays.mount(self.app.member_name(i))?.tool(own));
-        let refused = crate::identity::gate(&self.access, method, overlay, uri).err()?;
+        let refused =
+            crate::oauth::resource_server::gate(&self.access, method, overlay, uri).err()?;
         let base = self.gw.auth.base(self.headers).unwrap_or_default();
-        let metadata = crate::auth::prm_url(&base, &self.app.config.path);
+        let metadata = crate::oauth::passthrough::prm_url(&base, &self.app.config.path);
         let in_band = method == "tools/call" && self.app.config.auth_challenge == "in-band";
-        Some(crate::auth::refusal_of(
+        Some(crate::oauth::passthrough::refusal_of(
             auth,
             &metadata,
             &refused,

@@ -26,7 +26,7 @@ use crate::session::app::AppSession;
 pub(super) async fn initialize(
     gw: &Arc<Gateway>,
     app: &AppState,
-    (headers, access): (&HeaderMap, &crate::identity::Access),
+    (headers, access): (&HeaderMap, &crate::oauth::resource_server::Access),
     body: Bytes,
     id: Value,
     hello: Hello,

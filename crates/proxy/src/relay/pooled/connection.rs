@@ -35,31 +35,6 @@ pub fn creds(cx: &Ctx<'_>) -> u64 {
     }
 }
 
-/// The credentials the request comes with (`Authorization` and the mount's
-/// `forward_headers`) and the caller the gateway verified, as a digest:
-/// whose a connection is, what a conversation's connection is bound to on
-/// every transport (naming another caller's conversation reaches a
-/// connection of one's own), and what the limits on one caller count by.
-pub(crate) fn caller(cx: &Ctx<'_>) -> u64 {
-    let verified = cx.caller.map(u64::to_le_bytes);
-    let mut parts: Vec<&[u8]> = Vec::new();
-    // The subject the gateway verified, and whatever credentials still go
-    // upstream with its requests.
-    if let Some(v) = &verified {
-        parts.push(b"caller");
-        parts.push(v.as_slice());
-    }
-    for name in
-        std::iter::once(&http::header::AUTHORIZATION).chain(&cx.mount.config.forward_headers)
-    {
-        parts.push(name.as_str().as_bytes());
-        for v in cx.headers.get_all(name) {
-            parts.push(v.as_bytes());
-        }
-    }
-    digest(parts)
-}
-
 /// The caller and the claims its connection would carry to the upstream
 /// (`claims_to_headers` with every request, `claims_to_env` in a process's
 /// environment), as a digest. Claims are fixed when a connection opens: a
@@ -69,8 +44,9 @@ pub(crate) fn caller(cx: &Ctx<'_>) -> u64 {
 /// carrying the old ones; a token that still says the old ones keeps the
 /// old connection.
 fn carried(cx: &Ctx<'_>) -> u64 {
-    let claimed = crate::identity::Claimed::of(cx.mount.config.auth.as_ref(), &cx.access, true);
-    let caller = caller(cx).to_le_bytes();
+    let claimed =
+        crate::oauth::resource_server::Claimed::of(cx.mount.config.auth.as_ref(), &cx.access, true);
+    let caller = cx.credentials().to_le_bytes();
     let mut parts: Vec<&[u8]> = vec![b"caller", &caller];
     for (name, value) in &claimed.headers {
         parts.push(b"header");
@@ -92,7 +68,7 @@ fn conversation(cx: &Ctx<'_>, m: &Message<'_>) -> Option<u64> {
     let named = named_conversation(cx, m)?;
     Some(digest([
         named.to_le_bytes().as_slice(),
-        caller(cx).to_le_bytes().as_slice(),
+        cx.credentials().to_le_bytes().as_slice(),
     ]))
 }
 
@@ -227,13 +203,14 @@ pub(super) async fn connect(cx: &Ctx<'_>, key: SlotKey) -> Result<Conn, Failure>
         key.lane,
         Lane::Conversation(_) | Lane::Client(_) | Lane::Single(_)
     );
-    let claimed = crate::identity::Claimed::of(cx.mount.config.auth.as_ref(), &cx.access, own);
+    let claimed =
+        crate::oauth::resource_server::Claimed::of(cx.mount.config.auth.as_ref(), &cx.access, own);
     // Whose connection it is, for the limits on what one caller holds: a
     // caller's own, or a place of the pool (one held with the caller's
     // credentials or claims is theirs, whatever the claims; the others are
     // everyone's).
     let owner = match own || key.creds != 0 {
-        true => caller(cx),
+        true => cx.credentials(),
         false => 0,
     };
     cx.gw

@@ -26,8 +26,8 @@ pub(super) fn in_band(
         && cx.mount.config.auth_challenge == AuthChallenge::InBand
         && let (Some(id), Some(base)) = (id, cx.gw.auth.base(cx.headers))
     {
-        let prm = crate::auth::prm_url(&base, &cx.mount.config.path);
-        let answer = crate::auth::in_band_result(id, status, head.headers(), &prm);
+        let prm = crate::oauth::passthrough::prm_url(&base, &cx.mount.config.path);
+        let answer = crate::oauth::passthrough::in_band_result(id, status, head.headers(), &prm);
         let mut r = reply::json(StatusCode::OK, answer);
         if let Some(sid) = head.headers().get(SESSION_HEADER) {
             r.headers_mut().insert(SESSION_HEADER, sid.clone());

@@ -1,0 +1,165 @@
+//! A JWT access token checked as a resource server must (RFC 9068 §4,
+//! RFC 8725): its header's algorithm among those accepted (never `none`,
+//! never an HMAC), its key one the issuer publishes for signing, its
+//! signature, then its claims: issuer, audience, lifetime, subject, and the
+//! scopes every request needs.
+//!
+//! RFC 9068 asks for `typ` `at+jwt`; most issuers (Auth0, Entra, Okta,
+//! Keycloak, Google) write `JWT` or nothing on their access tokens, so those
+//! are accepted too, and any other `typ` (an ID token's `id_token+jwt`, a
+//! logout token) is refused. An ID token with no `typ` is still refused by
+//! its audience: it is issued to a client, not to this resource.
+
+use base64::Engine as _;
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet, PublicKeyUse};
+use jsonwebtoken::{DecodingKey, Header, Validation};
+use serde_json::{Map, Value};
+
+use super::claims;
+use crate::{Policy, Rejection, Verified};
+
+/// The verdict on `token` (the bearer token's text), signed by a key of
+/// `keys`, at `now` (seconds since the epoch).
+pub fn verify(
+    token: &str,
+    keys: &JwkSet,
+    policy: &Policy,
+    now: u64,
+) -> Result<Verified, Rejection> {
+    let header = header_of(token)?;
+    if !policy.accepts(header.alg) {
+        return Err(Rejection::Invalid(format!(
+            "the token is signed with {:?}, which is not accepted",
+            header.alg
+        )));
+    }
+    let key = key_for(&header, keys)?;
+    let decoding = DecodingKey::from_jwk(key)
+        .map_err(|e| Rejection::Invalid(format!("the issuer's key cannot be used: {e}")))?;
+    // The signature only: every claim is checked below, against `now`.
+    let mut validation = Validation::new(header.alg);
+    validation.required_spec_claims.clear();
+    validation.validate_exp = false;
+    validation.validate_nbf = false;
+    validation.validate_aud = false;
+    let data = jsonwebtoken::decode::<Map<String, Value>>(token, &decoding, &validation)
+        .map_err(|e| Rejection::Invalid(format!("the token's signature does not verify ({e})")))?;
+    claims_verdict(&data.claims, policy, now)
+}
+
+/// The verdict on a token's claims, its signature verified.
+pub fn claims_verdict(
+    claims: &Map<String, Value>,
+    policy: &Policy,
+    now: u64,
+) -> Result<Verified, Rejection> {
+    match claims.get("iss").and_then(Value::as_str) {
+        Some(iss) if iss == policy.issuer => {}
+        Some(_) => {
+            return Err(Rejection::Invalid(
+                "the token is from another issuer".into(),
+            ));
+        }
+        None => return Err(Rejection::Invalid("the token names no issuer".into())),
+    }
+    if !claims::audience_matches(claims.get("aud"), policy) {
+        return Err(Rejection::Invalid(
+            "the token is for another resource (its audience is not this one)".into(),
+        ));
+    }
+    claims::check_times(claims, policy, now, true)?;
+    claims::caller(claims, policy)
+}
+
+/// The token's header, refused when it is no JWS access token the gateway
+/// understands.
+fn header_of(token: &str) -> Result<Header, Rejection> {
+    let first = token.split('.').next().unwrap_or_default();
+    if token.split('.').count() != 3 {
+        return Err(Rejection::Invalid("the token is not a signed JWT".into()));
+    }
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(first.as_bytes())
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Map<String, Value>>(&b).ok())
+        .ok_or_else(|| Rejection::Invalid("the token's header is not JSON".into()))?;
+    // RFC 7515 §4.1.11: extensions that must be understood; none are.
+    if raw.contains_key("crit") {
+        return Err(Rejection::Invalid(
+            "the token's header has critical extensions (`crit`) the gateway does not know".into(),
+        ));
+    }
+    if let Some(typ) = raw.get("typ") {
+        let typ = typ.as_str().unwrap_or_default().to_ascii_lowercase();
+        if !matches!(typ.as_str(), "at+jwt" | "application/at+jwt" | "jwt") {
+            return Err(Rejection::Invalid(format!(
+                "the token's type `{typ}` is not an access token's"
+            )));
+        }
+    }
+    // The key is the issuer's, found by `kid`: never one the token carries.
+    for embedded in ["jwk", "jku", "x5u", "x5c"] {
+        if raw.contains_key(embedded) {
+            return Err(Rejection::Invalid(format!(
+                "the token names its own key (`{embedded}`): only the issuer's published keys are used"
+            )));
+        }
+    }
+    jsonwebtoken::decode_header(token)
+        .map_err(|e| Rejection::Invalid(format!("the token's header cannot be read ({e})")))
+}
+
+/// The issuer's key that signed a token with `header`: the one its `kid`
+/// names, or without a `kid` the only signing key for its algorithm.
+fn key_for<'a>(header: &Header, keys: &'a JwkSet) -> Result<&'a Jwk, Rejection> {
+    let usable = |k: &&Jwk| {
+        !matches!(k.algorithm, AlgorithmParameters::OctetKey(_))
+            && matches!(
+                k.common.public_key_use,
+                None | Some(PublicKeyUse::Signature)
+            )
+            && k.common
+                .key_algorithm
+                .is_none_or(|a| format!("{a:?}") == format!("{:?}", header.alg))
+    };
+    match &header.kid {
+        Some(kid) => {
+            let key = keys
+                .keys
+                .iter()
+                .find(|k| k.common.key_id.as_deref() == Some(kid.as_str()))
+                .ok_or_else(|| Rejection::UnknownKey(kid.clone()))?;
+            match usable(&key) {
+                true => Ok(key),
+                false => Err(Rejection::Invalid(format!(
+                    "the issuer's key `{kid}` is not for signing with {:?}",
+                    header.alg
+                ))),
+            }
+        }
+        None => {
+            let mut candidates = keys
+                .keys
+                .iter()
+                .filter(usable)
+                .filter(|k| family_of(k) == Some(header.alg.family()));
+            match (candidates.next(), candidates.next()) {
+                (Some(k), None) => Ok(k),
+                _ => Err(Rejection::Invalid(
+                    "the token names no key (`kid`) and the issuer has not exactly one for its algorithm".into(),
+                )),
+            }
+        }
+    }
+}
+
+/// The algorithm family a key serves.
+fn family_of(key: &Jwk) -> Option<jsonwebtoken::AlgorithmFamily> {
+    use jsonwebtoken::AlgorithmFamily as F;
+    match key.algorithm {
+        AlgorithmParameters::RSA(_) => Some(F::Rsa),
+        AlgorithmParameters::EllipticCurve(_) => Some(F::Ec),
+        AlgorithmParameters::OctetKeyPair(_) => Some(F::Ed),
+        _ => None,
+    }
+}

@@ -1,0 +1,151 @@
+//! The gateway as the hosts' OAuth 2.1 authorization server
+//! (`[authorization_server]`), for identity providers that hosts cannot
+//! register with: hosts register here (RFC 7591, or a Client ID Metadata
+//! Document), the user consents to the client (the confused-deputy defence
+//! of the MCP security best practices), signs in at the operator's provider
+//! with the gateway's own client there, and the host gets a code (with
+//! `iss`, RFC 9207), then access tokens the gateway signs (RFC 9068) for one
+//! protected endpoint, and rotating refresh tokens.
+//!
+//! The rules are [`mcp_ui_identity::authorization_server`]'s; this module does the IO.
+//! Nothing is stored on the way: the registration is sealed into the
+//! `client_id`, the consent ticket, the pending login, the code, the
+//! remembered consent and the refresh token are sealed with the gateway's
+//! session key, so any replica serves any step. Only what must be
+//! remembered between steps is: codes redeemed and refresh tokens replaced
+//! (each redeemed once), and families of refresh tokens revoked ([`store`]).
+//!
+//! - `state`: the authorization server's configuration, keys and tables;
+//! - `basics`: time, randomness, bodies and the answers every endpoint uses;
+//! - `endpoints`: the paths served, from the issuer;
+//! - `metadata`: RFC 8414 metadata and the published keys;
+//! - `clients`: a client by its id, sealed or fetched;
+//! - `register`: dynamic client registration;
+//! - `login`: the authorization endpoint, the consent page and its answer;
+//! - `callback`: the provider's answer, and the code;
+//! - `token`: the token and revocation endpoints;
+//! - `provider`: the identity provider's endpoints and token exchange;
+//! - `sealed`: what is sealed, and the cookies that carry some of it;
+//! - `store`: what is remembered between requests;
+//! - `page`: the HTML pages a person sees.
+
+mod basics;
+mod callback;
+mod clients;
+mod endpoints;
+mod login;
+mod metadata;
+mod page;
+mod provider;
+mod register;
+mod sealed;
+pub mod state;
+mod store;
+mod token;
+
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+
+use crate::gateway::Gateway;
+use crate::reply::{self, Body};
+use mcp_ui_identity::authorization_server::authorize::Resource;
+
+pub use basics::{Peer, media_type};
+pub use endpoints::Endpoint;
+use state::AuthorizationServer;
+
+/// The answer of `a`'s `endpoint` to `req`.
+pub async fn serve(
+    a: &AuthorizationServer,
+    gw: &Gateway,
+    endpoint: Endpoint,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    let registration = a.config.registration.enabled;
+    let mut r = match (endpoint, req.method()) {
+        (_, &Method::OPTIONS) => crate::middleware::cors::preflight(),
+        (Endpoint::Metadata, &Method::GET | &Method::HEAD) => {
+            metadata::document(a, &resources(a, gw))
+        }
+        (Endpoint::Keys, &Method::GET | &Method::HEAD) => metadata::keys(a),
+        (Endpoint::Register, &Method::POST) if registration => register::serve(a, req).await,
+        (Endpoint::Authorize, &Method::GET) => login::authorize(a, &resources(a, gw), req).await,
+        (Endpoint::Authorize, &Method::POST) => login::decide(a, req).await,
+        (Endpoint::Callback, &Method::GET) => callback::serve(a, req).await,
+        (Endpoint::Token, &Method::POST) => token::serve(a, req).await,
+        (Endpoint::Revoke, &Method::POST) => token::revoke(a, req).await,
+        (Endpoint::Register, _) if !registration => reply::text(
+            StatusCode::NOT_FOUND,
+            "not found: dynamic client registration is off (authorization_server.registration.enabled)\n",
+        ),
+        (e, _) => {
+            let mut r = reply::text(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed\n");
+            if let Ok(v) = http::HeaderValue::from_str(e.allow()) {
+                r.headers_mut().insert(http::header::ALLOW, v);
+            }
+            r
+        }
+    };
+    // Nothing the authorization server answers may be kept by a cache, but
+    // its metadata and keys (OAuth 2.1 §3.2.3, RFC 6749 §5.1).
+    if !matches!(endpoint, Endpoint::Metadata | Endpoint::Keys) {
+        let h = r.headers_mut();
+        h.insert(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("no-store"),
+        );
+        h.insert(
+            http::header::PRAGMA,
+            http::HeaderValue::from_static("no-cache"),
+        );
+    }
+    r
+}
+
+/// The protected endpoints whose tokens `a` issues: every mount and app
+/// accepting its tokens, at `public_url` and its path, offering the scopes
+/// its `[auth]` requires, its overlays declare and `[authorization_server]
+/// scopes` adds.
+fn resources(a: &AuthorizationServer, gw: &Gateway) -> Vec<Resource> {
+    let overlays = gw.live.load();
+    let mut out = Vec::new();
+    let mounts = gw.mounts.iter().filter_map(|m| {
+        let declared =
+            crate::oauth::resource_server::declared_scopes(overlays.mount(&m.config.name));
+        Some((m.config.auth.as_ref()?, m.config.path.as_str(), declared))
+    });
+    let apps = gw.apps.iter().filter_map(|app| {
+        let mut declared = Vec::new();
+        for name in app.config.upstream_names() {
+            declared.extend(crate::oauth::resource_server::declared_scopes(
+                overlays.mount(name),
+            ));
+        }
+        Some((
+            app.config.auth.as_ref()?,
+            app.config.path.as_str(),
+            declared,
+        ))
+    });
+    for (auth, path, declared) in mounts.chain(apps) {
+        if auth.issuer != a.config.issuer {
+            continue;
+        }
+        let url = auth
+            .audience
+            .clone()
+            .unwrap_or_else(|| crate::oauth::passthrough::resource_url(&a.config.issuer, path));
+        let mut offered = auth.scopes.clone();
+        for s in declared.iter().chain(&a.config.scopes) {
+            if !offered.contains(s) {
+                offered.push(s.clone());
+            }
+        }
+        out.push(Resource {
+            url,
+            offered,
+            default: auth.scopes.clone(),
+        });
+    }
+    out
+}

@@ -1,0 +1,135 @@
+//! What every endpoint of the authorization server uses: the time, random
+//! text, the address a request came from, its body read within bounds, and
+//! the OAuth error and redirect answers.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+
+use crate::reply::{self, Body};
+
+/// The address a request came from (set by the listener).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub std::net::SocketAddr);
+
+/// Seconds since the epoch.
+pub(super) fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `secs` as a person says it: "90 days", "12 hours", "5 s".
+pub(super) fn span(secs: u64) -> String {
+    match secs {
+        s if s >= 86_400 && s % 86_400 == 0 => format!("{} days", s / 86_400),
+        s if s >= 3_600 && s % 3_600 == 0 => format!("{} hours", s / 3_600),
+        s => format!("{s} s"),
+    }
+}
+
+/// Random bytes as base64url text: ids, states, nonces, verifiers.
+pub(super) fn random_text(bytes: usize) -> String {
+    use base64::Engine as _;
+    use rand::RngCore as _;
+    let mut buf = vec![0u8; bytes];
+    rand::rng().fill_bytes(&mut buf);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf)
+}
+
+/// 429 with `Retry-After` (whole seconds, at least one) and an OAuth error
+/// saying `why`: too many registrations, token requests or refreshes.
+pub(super) fn too_many(wait: Duration, why: &str) -> Response<Body> {
+    let mut r = oauth_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        &mcp_ui_identity::authorization_server::OAuthError::new(
+            "temporarily_unavailable",
+            format!("{why}; try again later"),
+        ),
+    );
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    if let Ok(v) = http::HeaderValue::from_str(&secs.max(1).to_string()) {
+        r.headers_mut().insert(http::header::RETRY_AFTER, v);
+    }
+    r
+}
+
+/// An OAuth error answer (RFC 6749 §5.2).
+pub(super) fn oauth_error(
+    status: StatusCode,
+    error: &mcp_ui_identity::authorization_server::OAuthError,
+) -> Response<Body> {
+    reply::json(status, Bytes::from(error.body().to_string()))
+}
+
+/// The body of `req`, at most `max` bytes within ten seconds; `Err` with
+/// the answer refusing it.
+pub(super) async fn read_body(
+    req: Request<Incoming>,
+    max: usize,
+) -> Result<(http::request::Parts, Bytes), Box<Response<Body>>> {
+    let (parts, body) = req.into_parts();
+    let read =
+        tokio::time::timeout(Duration::from_secs(10), Limited::new(body, max).collect()).await;
+    match read {
+        Ok(Ok(b)) => Ok((parts, b.to_bytes())),
+        Ok(Err(_)) => Err(Box::new(oauth_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &mcp_ui_identity::authorization_server::OAuthError::request(format!(
+                "the request body is larger than {max} bytes"
+            )),
+        ))),
+        Err(_) => Err(Box::new(oauth_error(
+            StatusCode::REQUEST_TIMEOUT,
+            &mcp_ui_identity::authorization_server::OAuthError::request(
+                "the request body did not arrive within 10 s",
+            ),
+        ))),
+    }
+}
+
+/// Whether the request's `Content-Type` is the media type `want` (its
+/// parameters aside; RFC 9110 §8.3.1: type and subtype in any case).
+pub(super) fn content_type_is(parts: &http::request::Parts, want: &str) -> bool {
+    parts
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(media_type)
+        .is_some_and(|m| m.essence_str().eq_ignore_ascii_case(want))
+}
+
+/// `text` read as a media type or range (RFC 9110 §8.3.1, §12.5.1), by the
+/// `mime` crate; the optional whitespace RFC 9110 §5.6.6 allows before a
+/// `;`, which `mime` does not take, is dropped first.
+pub fn media_type(text: &str) -> Option<mime::Mime> {
+    let text = text.trim();
+    match text.contains([' ', '\t']) {
+        false => text.parse().ok(),
+        true => text
+            .split(';')
+            .map(str::trim_end)
+            .collect::<Vec<_>>()
+            .join(";")
+            .parse()
+            .ok(),
+    }
+}
+
+/// A redirect (303 See Other after a form, 302 otherwise) to `to`.
+pub(super) fn redirect(status: StatusCode, to: &str) -> Response<Body> {
+    let mut r = reply::status(status);
+    match http::HeaderValue::from_str(to) {
+        Ok(v) => {
+            r.headers_mut().insert(http::header::LOCATION, v);
+            r
+        }
+        Err(_) => reply::text(
+            StatusCode::BAD_REQUEST,
+            "the redirect URI cannot be written in a header\n",
+        ),
+    }
+}

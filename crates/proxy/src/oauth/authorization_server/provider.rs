@@ -1,0 +1,331 @@
+//! The operator's identity provider, where users sign in: its endpoints
+//! (discovered from its issuer, or configured), the authorization request
+//! the gateway sends it (its own state, nonce and S256 PKCE), the code
+//! exchanged with the gateway's client credentials, and the user read from
+//! the ID token or the user info.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwapOption;
+use bytes::Bytes;
+use http::Request;
+use http::header::{self, HeaderValue};
+use http_body_util::Full;
+use serde_json::{Map, Value};
+
+use crate::config::authorization::ProviderAuth;
+use crate::config::{Mount, Transport};
+use crate::oauth::resource_server::issuer::{client_name, fetch_json, metadata_urls, read_json};
+use crate::upstream::client::Client;
+use mcp_ui_identity::authorization_server::params::encode;
+use mcp_ui_identity::authorization_server::provider as rules;
+
+/// Clock skew tolerated on the ID token's expiry.
+const LEEWAY_SECS: u64 = 60;
+
+pub(super) struct Provider {
+    pub config: crate::config::Provider,
+    client: Client,
+    /// What its requests are known by in the HTTP client (its issuer, or
+    /// its token endpoint): its TLS settings.
+    anchor: String,
+    found: ArcSwapOption<Endpoints>,
+    finding: tokio::sync::Mutex<()>,
+}
+
+/// Where the provider is reached.
+#[derive(Debug)]
+pub(super) struct Endpoints {
+    pub authorization: String,
+    pub token: String,
+    pub userinfo: Option<String>,
+    /// It sends `iss` with its answers (RFC 9207): then it is checked.
+    pub iss_supported: bool,
+}
+
+/// What the provider's token endpoint answered.
+pub(super) struct Tokens {
+    pub answer: Map<String, Value>,
+}
+
+impl Provider {
+    pub(super) fn new(
+        config: &crate::config::Provider,
+        connect_timeout: Duration,
+    ) -> Result<Provider, String> {
+        let anchor = config
+            .issuer
+            .clone()
+            .or_else(|| config.token_endpoint.clone())
+            .unwrap_or_default();
+        let mut tls = Vec::new();
+        if let (Some(ca), Ok(url)) = (&config.ca_file, anchor.parse::<http::Uri>()) {
+            tls.push(Mount {
+                name: client_name(&anchor),
+                path: String::new(),
+                transport: Transport::Http { url },
+                forward_headers: Vec::new(),
+                auth_challenge: Default::default(),
+                tls: crate::tls::upstream::UpstreamTls::trusting(ca.clone()),
+                sessions: Default::default(),
+                cache: Default::default(),
+                auth: None,
+            });
+        }
+        let client = crate::upstream::client::client_for(connect_timeout, &tls)
+            .map_err(|p| format!("authorization_server.provider: {}", p.join("; ")))?;
+        Ok(Provider {
+            config: config.clone(),
+            client,
+            anchor,
+            found: ArcSwapOption::empty(),
+            finding: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// Its endpoints: those configured, the rest from its metadata (found
+    /// once; a failure is tried again on the next login).
+    pub(super) async fn endpoints(&self) -> Result<Arc<Endpoints>, String> {
+        if let Some(e) = self.found.load_full() {
+            return Ok(e);
+        }
+        let _one = self.finding.lock().await;
+        if let Some(e) = self.found.load_full() {
+            return Ok(e);
+        }
+        let c = &self.config;
+        let doc = match &c.issuer {
+            Some(issuer) => Some(self.discover(issuer).await?),
+            None => None,
+        };
+        let from_doc = |k: &str| {
+            doc.as_ref()
+                .and_then(|d| d.get(k))
+                .and_then(Value::as_str)
+                .filter(|u| mcp_ui_upstream::config::auth::issuer_url(u).is_ok())
+                .map(str::to_owned)
+        };
+        let missing = |k: &str| format!("the provider's metadata names no {k}");
+        let endpoints = Endpoints {
+            authorization: c
+                .authorization_endpoint
+                .clone()
+                .or_else(|| from_doc("authorization_endpoint"))
+                .ok_or_else(|| missing("authorization_endpoint"))?,
+            token: c
+                .token_endpoint
+                .clone()
+                .or_else(|| from_doc("token_endpoint"))
+                .ok_or_else(|| missing("token_endpoint"))?,
+            userinfo: c
+                .userinfo_endpoint
+                .clone()
+                .or_else(|| from_doc("userinfo_endpoint")),
+            iss_supported: doc
+                .as_ref()
+                .and_then(|d| d.get("authorization_response_iss_parameter_supported"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        };
+        tracing::info!(provider = %c.name, authorization = %endpoints.authorization, "found the identity provider's endpoints");
+        let e = Arc::new(endpoints);
+        self.found.store(Some(e.clone()));
+        Ok(e)
+    }
+
+    /// The provider's metadata, the first of its well-known URLs that names
+    /// its issuer exactly (RFC 8414 §3.3, OpenID Connect Discovery §4.3).
+    async fn discover(&self, issuer: &str) -> Result<Value, String> {
+        let mut tried = Vec::new();
+        for url in metadata_urls(issuer) {
+            match fetch_json(&self.client, issuer, &url).await {
+                Ok(doc) if doc.get("issuer").and_then(Value::as_str) == Some(issuer) => {
+                    return Ok(doc);
+                }
+                Ok(_) => tried.push(format!("{url}: names another issuer")),
+                Err(why) => tried.push(why),
+            }
+        }
+        Err(format!(
+            "no metadata of the identity provider {issuer} was found ({})",
+            tried.join("; ")
+        ))
+    }
+
+    /// Where the user is sent to sign in.
+    pub(super) fn authorize_url(
+        &self,
+        e: &Endpoints,
+        redirect_uri: &str,
+        state: &str,
+        nonce: &str,
+        challenge: &str,
+    ) -> String {
+        let scope = self.config.scopes.join(" ");
+        let mut pairs = vec![
+            ("response_type", "code"),
+            ("client_id", self.config.client_id.as_str()),
+            ("redirect_uri", redirect_uri),
+            ("state", state),
+            ("code_challenge", challenge),
+            ("code_challenge_method", "S256"),
+        ];
+        if !scope.is_empty() {
+            pairs.push(("scope", &scope));
+        }
+        if self.config.issuer.is_some() {
+            pairs.push(("nonce", nonce));
+        }
+        mcp_ui_identity::authorization_server::authorize::redirect_to(&e.authorization, &pairs)
+    }
+
+    /// The provider's tokens for `code`.
+    pub(super) async fn exchange(
+        &self,
+        e: &Endpoints,
+        code: &str,
+        redirect_uri: &str,
+        verifier: &str,
+    ) -> Result<Tokens, String> {
+        let form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", verifier),
+        ];
+        self.token_request(e, form, "the code").await
+    }
+
+    /// New tokens for the user, for the provider's `refresh_token`.
+    pub(super) async fn refresh(
+        &self,
+        e: &Endpoints,
+        refresh_token: &str,
+    ) -> Result<Tokens, String> {
+        let form = vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+        ];
+        self.token_request(e, form, "the refresh token").await
+    }
+
+    /// A request to the provider's token endpoint with the gateway's client
+    /// credentials.
+    async fn token_request(
+        &self,
+        e: &Endpoints,
+        mut form: Vec<(&str, &str)>,
+        what: &str,
+    ) -> Result<Tokens, String> {
+        let c = &self.config;
+        if c.auth == ProviderAuth::Post {
+            form.push(("client_id", &c.client_id));
+            form.push(("client_secret", &c.client_secret));
+        }
+        let mut req = Request::new(Full::new(Bytes::from(encode(form))));
+        *req.method_mut() = http::Method::POST;
+        *req.uri_mut() = e
+            .token
+            .parse()
+            .map_err(|_| format!("{}: not a URL", e.token))?;
+        let h = req.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+        );
+        // GitHub answers form-encoded unless asked for JSON.
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        if c.auth == ProviderAuth::Basic {
+            use base64::Engine as _;
+            let enc = |s: &str| encode([("x", s)])[2..].to_owned();
+            let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+                "{}:{}",
+                enc(&c.client_id),
+                enc(&c.client_secret)
+            ));
+            let mut v =
+                HeaderValue::from_str(&format!("Basic {basic}")).map_err(|e| e.to_string())?;
+            v.set_sensitive(true);
+            h.insert(header::AUTHORIZATION, v);
+        }
+        let answer = read_json(&self.client, &self.anchor, &e.token, req).await?;
+        match answer {
+            Value::Object(m) if m.get("access_token").and_then(Value::as_str).is_some() => {
+                Ok(Tokens { answer: m })
+            }
+            Value::Object(m) => Err(format!(
+                "the identity provider refused {what}: {}",
+                m.get("error")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no access token in its answer")
+            )),
+            _ => Err("the identity provider's token answer is not a JSON object".into()),
+        }
+    }
+
+    /// The user the provider signed in, by `subject_claim`: from the ID
+    /// token when there is one (its claims checked against `nonce`), else
+    /// from the user info.
+    pub(super) async fn subject(
+        &self,
+        e: &Endpoints,
+        tokens: &Tokens,
+        nonce: &str,
+    ) -> Result<String, String> {
+        let c = &self.config;
+        if let (Some(issuer), Some(id_token)) = (
+            &c.issuer,
+            tokens.answer.get("id_token").and_then(Value::as_str),
+        ) {
+            let claims = rules::id_token_claims(id_token)?;
+            rules::check_id_token(
+                &claims,
+                &rules::Expect {
+                    issuer,
+                    client_id: &c.client_id,
+                    nonce,
+                    now: super::basics::now(),
+                    leeway_secs: LEEWAY_SECS,
+                },
+            )?;
+            if let Some(s) = rules::subject(&claims, &c.subject_claim) {
+                return Ok(s);
+            }
+            if e.userinfo.is_none() {
+                return Err(format!("the ID token has no `{}` claim", c.subject_claim));
+            }
+        } else if c.issuer.is_some()
+            && !c.scopes.iter().any(|s| s == "openid")
+            && e.userinfo.is_none()
+        {
+            return Err("the provider sent no ID token (ask for the `openid` scope) and has no userinfo_endpoint".into());
+        }
+        let Some(userinfo) = &e.userinfo else {
+            return Err("the provider sent no ID token and has no userinfo_endpoint".into());
+        };
+        let token = tokens
+            .answer
+            .get("access_token")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut req = Request::new(Full::new(Bytes::new()));
+        *req.uri_mut() = userinfo
+            .parse()
+            .map_err(|_| format!("{userinfo}: not a URL"))?;
+        let h = req.headers_mut();
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        h.insert(
+            header::USER_AGENT,
+            HeaderValue::from_static("mcp-ui-gateway"),
+        );
+        let mut v = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| "the provider's access token cannot be sent".to_owned())?;
+        v.set_sensitive(true);
+        h.insert(header::AUTHORIZATION, v);
+        let info = read_json(&self.client, &self.anchor, userinfo, req).await?;
+        info.as_object()
+            .and_then(|m| rules::subject(m, &c.subject_claim))
+            .ok_or_else(|| format!("the user info has no `{}`", c.subject_claim))
+    }
+}
