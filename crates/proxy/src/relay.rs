@@ -153,7 +153,7 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         return refused;
     }
     let target = cx.target();
-    let planned_at = cx.trace.as_ref().map(|_| telemetry::request_spans::now());
+    let planned_at = cx.trace.as_ref().map(|_| crate::clock::unix_nanos());
     let (plan, request_id) = match &parsed {
         jsonrpc::Body::Single(m) => (
             plan_one(cx, &overlays, m, &target),

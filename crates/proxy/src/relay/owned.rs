@@ -167,7 +167,7 @@ fn finish_initialize(
         },
         owner: cx.owner,
         host: Some(cx.host),
-        started: Some(crate::session::id::now_millis()),
+        started: Some(crate::clock::unix_millis()),
         hello: Some(hello),
     };
     let id =

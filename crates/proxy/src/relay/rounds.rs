@@ -27,7 +27,7 @@
 //! when they come back), so open rounds never keep another caller out.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -355,12 +355,6 @@ fn bound(method: &str, name: Option<&str>) -> u64 {
     digest([method.as_bytes(), name.unwrap_or_default().as_bytes()])
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 fn aad(gw: &Gateway, mount: usize) -> Vec<u8> {
     let mut aad = AAD.to_vec();
     aad.extend_from_slice(gw.mounts[mount].config.name.as_bytes());
@@ -373,7 +367,7 @@ fn seal(gw: &Gateway, mount: usize, key: u64, bound: u64, wait: Duration) -> Str
     let mut plain = Vec::with_capacity(24);
     plain.extend_from_slice(&key.to_be_bytes());
     plain.extend_from_slice(&bound.to_be_bytes());
-    plain.extend_from_slice(&(now_ms() + wait.as_millis() as u64).to_be_bytes());
+    plain.extend_from_slice(&(crate::clock::unix_millis() + wait.as_millis() as u64).to_be_bytes());
     gw.key.seal_bytes(&aad(gw, mount), &plain)
 }
 
@@ -387,7 +381,7 @@ fn open(gw: &Gateway, mount: usize, state: &str, bound: u64) -> Option<u64> {
         ))
     };
     let (key, sealed_bound, expires) = (word(0)?, word(1)?, word(2)?);
-    (sealed_bound == bound && expires > now_ms()).then_some(key)
+    (sealed_bound == bound && expires > crate::clock::unix_millis()).then_some(key)
 }
 
 fn error_response(id: &RawValue, error: &Value) -> Bytes {

@@ -212,7 +212,7 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()
                     },
                     owner: cx.owner,
                     host: Some(cx.host),
-                    started: Some(crate::session::id::now_millis()),
+                    started: Some(crate::clock::unix_millis()),
                     hello: cx.hello.clone(),
                 };
                 HeaderValue::from_str(&cx.gw.key.seal(&token))

@@ -67,7 +67,9 @@ impl AppSession {
     /// How long ago the session began, when its id says.
     pub fn age(&self) -> Option<std::time::Duration> {
         (self.started != 0).then(|| {
-            std::time::Duration::from_millis(super::id::now_millis().saturating_sub(self.started))
+            std::time::Duration::from_millis(
+                crate::clock::unix_millis().saturating_sub(self.started),
+            )
         })
     }
 

@@ -171,19 +171,12 @@ pub struct Token {
     pub hello: Option<Hello>,
 }
 
-/// Unix milliseconds now: a new session's [`Token::started`].
-pub fn now_millis() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 impl Token {
     /// How long ago the session started, when its id says.
     pub fn age(&self) -> Option<std::time::Duration> {
         let started = self.started?;
         Some(std::time::Duration::from_millis(
-            now_millis().saturating_sub(started),
+            crate::clock::unix_millis().saturating_sub(started),
         ))
     }
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use super::context::{self, new_span_id, new_trace_id};
 use super::data::{SpanData, Value};
 use super::meta;
-use super::span::{Kind, Parent, Span, now_nanos};
+use super::span::{Kind, Parent, Span};
 use super::tracer::Tracer;
 use crate::jsonrpc::{self, Kind as MessageKind, Message};
 
@@ -108,7 +108,7 @@ impl Tracer {
 
     /// End a span taken from the table, now.
     fn end_data(&self, mut data: SpanData) {
-        data.end_nanos = now_nanos().max(data.start_nanos);
+        data.end_nanos = crate::clock::unix_nanos().max(data.start_nanos);
         self.queue(data);
     }
 }

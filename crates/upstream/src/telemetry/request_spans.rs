@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 
 use super::context::{self, Remote, SpanId, new_span_id, new_trace_id};
 use super::meta;
-use super::span::{Kind, Parent, Span, now_nanos};
+use super::span::{Kind, Parent, Span};
 use super::tracer::Tracer;
 use crate::jsonrpc::{Kind as MessageKind, Message};
 use crate::outcome::Outcome;
@@ -269,9 +269,4 @@ pub(super) fn error_code_of(error: &str) -> Option<i64> {
         code: i64,
     }
     serde_json::from_str::<Error>(error).ok().map(|e| e.code)
-}
-
-/// Unix nanoseconds now, to time an answer the gateway writes.
-pub fn now() -> u64 {
-    now_nanos()
 }

@@ -3,20 +3,12 @@
 //! without waiting ([`super::export`]).
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::context::{SpanId, TraceId, new_span_id};
 pub(crate) use super::data::SpanData;
 pub use super::data::{Kind, Value};
 use super::data::{cut, cut_value};
 use super::tracer::Tracer;
-
-/// Nanoseconds since the Unix epoch.
-pub(crate) fn now_nanos() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
 
 /// Where a span sits in its trace: enough to start a child of it.
 #[derive(Clone)]
@@ -76,7 +68,7 @@ impl Span {
                 tracestate: None,
                 name,
                 kind,
-                start_nanos: now_nanos(),
+                start_nanos: crate::clock::unix_nanos(),
                 end_nanos: 0,
                 attributes: Vec::with_capacity(8),
                 error: None,
@@ -139,7 +131,7 @@ impl Span {
 
     fn finish(&mut self) {
         if let Some(mut d) = self.data.take() {
-            d.end_nanos = now_nanos().max(d.start_nanos);
+            d.end_nanos = crate::clock::unix_nanos().max(d.start_nanos);
             self.tracer.queue(d);
         }
     }

@@ -61,6 +61,25 @@ fn with_tls(connect_timeout: Duration, tls: Tls) -> Client {
 /// certificate and server name are read now, so that a missing or bad file
 /// is an error at start, naming the upstream.
 pub fn client_for(connect_timeout: Duration, mounts: &[Mount]) -> Result<Client, Vec<String>> {
+    let https = mounts.iter().filter(|m| match &m.transport {
+        Transport::Http { url } | Transport::Sse { url } => url.scheme_str() == Some("https"),
+        Transport::Stdio(_) => false,
+    });
+    client_trusting(
+        connect_timeout,
+        https.map(|m| (format!("upstream '{}'", m.name), m.name.as_str(), &m.tls)),
+    )
+}
+
+/// A client whose requests under each peer's name are made with that
+/// peer's TLS settings (the rest with the system's roots): `peers` are
+/// (what an error calls it, its name in [`send`], its settings), read now so
+/// that a missing or bad file is an error at start. For upstreams, and for
+/// the identity providers the gateway asks (`oauth::fetch`).
+pub fn client_trusting<'a>(
+    connect_timeout: Duration,
+    peers: impl IntoIterator<Item = (String, &'a str, &'a crate::tls::upstream::UpstreamTls)>,
+) -> Result<Client, Vec<String>> {
     let mut system = None;
     let mut roots = || {
         system
@@ -69,19 +88,12 @@ pub fn client_for(connect_timeout: Duration, mounts: &[Mount]) -> Result<Client,
     };
     let mut tls = Tls::default();
     let mut problems = Vec::new();
-    for m in mounts {
-        let https = match &m.transport {
-            Transport::Http { url } | Transport::Sse { url } => url.scheme_str() == Some("https"),
-            Transport::Stdio(_) => false,
-        };
-        if !https {
-            continue;
-        }
-        match Connector::new(&m.tls, &mut roots) {
+    for (said, name, settings) in peers {
+        match Connector::new(settings, &mut roots) {
             Ok(c) => {
-                tls.by_upstream.insert(m.name.clone(), Arc::new(c));
+                tls.by_upstream.insert(name.to_owned(), Arc::new(c));
             }
-            Err(e) => problems.push(format!("upstream '{}': {e}", m.name)),
+            Err(e) => problems.push(format!("{said}: {e}")),
         }
     }
     if problems.is_empty() {

@@ -38,7 +38,7 @@ pub(super) async fn initialize(
         client: Some(crate::relay::pooled::new_client()),
         owner: crate::relay::context::owner_of(access),
         host: Some(host),
-        started: crate::session::id::now_millis(),
+        started: crate::clock::unix_millis(),
         hello: Some(hello),
         failed: vec![false; app.config.members.len()],
     };

@@ -2,7 +2,7 @@
 //! text, the address a request came from, its body read within bounds, and
 //! the OAuth error and redirect answers.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -14,13 +14,6 @@ use crate::reply::{self, Body};
 /// The address a request came from (set by the listener).
 #[derive(Debug, Clone, Copy)]
 pub struct Peer(pub std::net::SocketAddr);
-
-/// Seconds since the epoch.
-pub(super) fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
 
 /// `secs` as a person says it: "90 days", "12 hours", "5 s".
 pub(super) fn span(secs: u64) -> String {

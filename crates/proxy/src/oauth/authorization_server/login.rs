@@ -42,7 +42,7 @@ pub(super) async fn authorize(
         Ok(r) => r,
         Err(r) => return refused(a, r),
     };
-    let now = super::basics::now();
+    let now = crate::clock::unix_secs();
     if let Some(earlier) = remembered(a, req.headers(), &request, now) {
         return begin(a, request, false, Some(earlier), StatusCode::FOUND).await;
     }
@@ -85,7 +85,7 @@ pub(super) async fn decide(a: &AuthorizationServer, req: Request<Incoming>) -> R
         .ok()
         .flatten()
         .and_then(|t| sealed::open(&a.key, Purpose::Ticket, t));
-    let Some(ticket) = ticket.filter(|t| t.expires_at > super::basics::now()) else {
+    let Some(ticket) = ticket.filter(|t| t.expires_at > crate::clock::unix_secs()) else {
         return page::error(
             StatusCode::BAD_REQUEST,
             "This consent form is not one this server showed, or it was left open for more than ten minutes.",
@@ -155,7 +155,7 @@ pub(super) async fn begin(
         state: super::basics::random_text(24),
         nonce: super::basics::random_text(24),
         verifier: super::basics::random_text(32),
-        expires_at: super::basics::now() + STEP_SECS,
+        expires_at: crate::clock::unix_secs() + STEP_SECS,
         remember,
         consented_as,
     };

@@ -285,7 +285,7 @@ impl Provider {
                     issuer,
                     client_id: &c.client_id,
                     nonce,
-                    now: super::basics::now(),
+                    now: crate::clock::unix_secs(),
                     leeway_secs: LEEWAY_SECS,
                 },
             )?;

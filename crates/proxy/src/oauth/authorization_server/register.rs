@@ -44,7 +44,7 @@ pub(super) async fn serve(a: &AuthorizationServer, req: Request<Incoming>) -> Re
         Ok(c) => c,
         Err(e) => return oauth_error(StatusCode::BAD_REQUEST, &e),
     };
-    let now = super::basics::now();
+    let now = crate::clock::unix_secs();
     let secret = (registered.token_endpoint_auth_method != AuthMethod::None)
         .then(|| super::basics::random_text(32));
     let sealed = Registered {

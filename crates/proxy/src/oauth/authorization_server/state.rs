@@ -80,7 +80,7 @@ impl AuthorizationServer {
         let clients = clients::Clients::new(&config.documents).map_err(|e| vec![e])?;
         let store = match &config.store {
             Some(url) => Store::redis(url).map_err(|e| vec![e])?,
-            None => Store::memory(super::basics::random_text(12), super::basics::now()),
+            None => Store::memory(super::basics::random_text(12), crate::clock::unix_secs()),
         };
         if !problems.is_empty() {
             return Err(problems);
@@ -114,7 +114,7 @@ impl AuthorizationServer {
         let id = super::sealed::digest(client_id);
         match self
             .store
-            .client_in_use(&id, issued_at, window, super::basics::now())
+            .client_in_use(&id, issued_at, window, crate::clock::unix_secs())
             .await
         {
             Ok(true) => Ok(known),

@@ -33,7 +33,7 @@ pub(super) async fn serve(a: &AuthorizationServer, req: Request<Incoming>) -> Re
         Ok(x) => x,
         Err(r) => return *r,
     };
-    let now = super::basics::now();
+    let now = crate::clock::unix_secs();
     let grant = match form.one("grant_type") {
         Ok(g) => g,
         Err(e) => return bad(&e),
@@ -160,7 +160,11 @@ async fn by_code(
     }
     if client.client.refresh {
         a.store
-            .open(&family, a.config.sign_ins_per_user, now_ms())
+            .open(
+                &family,
+                a.config.sign_ins_per_user,
+                crate::clock::unix_millis(),
+            )
             .await?;
     }
     let request = &code.request;
@@ -213,7 +217,7 @@ async fn by_refresh(
             refresh.generation,
             &refresh.store,
             limits,
-            now_ms(),
+            crate::clock::unix_millis(),
         )
         .await?;
     let generation = match rotation {
@@ -262,13 +266,6 @@ async fn by_refresh(
         },
         now,
     )?)
-}
-
-/// Milliseconds since the epoch: the pace of refreshes.
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The provider's tokens for the user, refreshed at the provider when its
@@ -410,7 +407,7 @@ pub(super) async fn revoke(a: &AuthorizationServer, req: Request<Incoming>) -> R
         Ok(x) => x,
         Err(r) => return *r,
     };
-    let now = super::basics::now();
+    let now = crate::clock::unix_secs();
     if let Ok(Some(token)) = form.one("token")
         && let Some(refresh) = sealed::open::<Refresh>(&a.key, Purpose::Refresh, token)
         && refresh.client_id == presented.client_id

@@ -8,7 +8,7 @@ mod introspect;
 pub(super) use introspect::Bounds;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
@@ -76,12 +76,6 @@ impl From<Rejection> for Outcome {
     }
 }
 
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 impl Issuer {
     /// `issuer`, its introspection calls within `bounds`.
     pub(super) fn new(issuer: &str, bounds: Bounds) -> Issuer {
@@ -114,7 +108,8 @@ impl Issuer {
                 .keys
                 .load_full()
                 .ok_or_else(|| Unavailable("no keys".into()))?;
-            return jwt::verify(token, &keys.0, policy, now()).map_err(Outcome::from);
+            return jwt::verify(token, &keys.0, policy, crate::clock::unix_secs())
+                .map_err(Outcome::from);
         }
         let fresh = self
             .keys
@@ -124,12 +119,12 @@ impl Issuer {
             Some(k) => k,
             None => self.fetch_keys(client, true).await?,
         };
-        match jwt::verify(token, &keys.0, policy, now()) {
+        match jwt::verify(token, &keys.0, policy, crate::clock::unix_secs()) {
             // The issuer may have rotated its keys: fetch them again, at
             // most every REFETCH_EVERY.
             Err(Rejection::UnknownKey(kid)) => {
                 let keys = self.fetch_keys(client, false).await?;
-                match jwt::verify(token, &keys.0, policy, now()) {
+                match jwt::verify(token, &keys.0, policy, crate::clock::unix_secs()) {
                     Err(Rejection::UnknownKey(_)) => Err(Refused(Rejection::UnknownKey(kid))),
                     other => other.map_err(Outcome::from),
                 }

@@ -62,7 +62,7 @@ pub(super) async fn initialize(
         route: Route::Pooled { client },
         owner: cx.owner,
         host: Some(cx.host),
-        started: Some(crate::session::id::now_millis()),
+        started: Some(crate::clock::unix_millis()),
         hello: Some(hello),
     };
     let sid = cx.gw.key.seal(&token);

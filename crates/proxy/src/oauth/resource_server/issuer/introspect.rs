@@ -17,7 +17,7 @@ use http::header::{self, HeaderValue};
 use http_body_util::Full;
 use serde_json::Value;
 
-use super::{Issuer, Outcome, Refused, Unavailable, now, read_json};
+use super::{Issuer, Outcome, Refused, Unavailable, read_json};
 use crate::config::{Auth, Introspection};
 use crate::upstream::client::Client;
 use mcp_ui_identity::rate::Bucket;
@@ -98,7 +98,7 @@ impl Introspected {
     }
 
     fn keep(&self, key: [u8; 32], answer: Arc<Value>) {
-        let keep = keep_for(&answer, now());
+        let keep = keep_for(&answer, crate::clock::unix_secs());
         if keep.is_zero() {
             return;
         }
@@ -199,7 +199,7 @@ impl Issuer {
             Some(answer) => answer,
             None => self.ask(client, with, token, key).await?,
         };
-        introspection::verdict(&answer, policy, now()).map_err(Outcome::from)
+        introspection::verdict(&answer, policy, crate::clock::unix_secs()).map_err(Outcome::from)
     }
 
     /// The provider's answer about `token`, asked within the bounds and
