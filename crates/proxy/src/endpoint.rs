@@ -11,9 +11,7 @@ use bytes::Bytes;
 
 use http::header::{self, HeaderMap};
 use http::{Method, Request, Response};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use tokio::time::Instant;
 
 use crate::gateway::{Gateway, MountState};
 use crate::metrics::MethodId;
@@ -210,47 +208,29 @@ pub(crate) async fn post_body(
     Ok((parts, bytes))
 }
 
-/// Read a request body of at most `limit` bytes. It must arrive within
-/// `patience`, plus a second for every [`BODY_FLOOR_BYTES_PER_SEC`] bytes
-/// received so far.
+/// A client's request body of at most `limit` bytes (413 past it). It must
+/// arrive within `patience`, plus a second for every
+/// [`BODY_FLOOR_BYTES_PER_SEC`] bytes received so far (408 otherwise).
 pub(crate) async fn read_body(
-    mut body: Incoming,
+    body: Incoming,
     limit: usize,
     patience: Duration,
 ) -> Result<Bytes, Failure> {
-    let start = Instant::now();
-    let mut chunks: Vec<Bytes> = Vec::new();
-    let mut received = 0usize;
-    loop {
-        let earned = Duration::from_millis(received as u64 * 1000 / BODY_FLOOR_BYTES_PER_SEC);
-        let frame = match tokio::time::timeout_at(start + patience + earned, body.frame()).await {
-            Err(_) => {
-                return Err(Failure::BodyTimeout {
-                    secs: patience.as_secs(),
-                    received,
-                });
-            }
-            Ok(None) => break,
-            Ok(Some(Err(e))) => return Err(Failure::UnreadableBody(e.to_string())),
-            Ok(Some(Ok(frame))) => frame,
-        };
-        if let Ok(data) = frame.into_data() {
-            received += data.len();
-            if received > limit {
-                return Err(Failure::BodyTooLarge { limit });
-            }
-            chunks.push(data);
-        }
-        // A body of known length ends with its last byte: no further wait.
-        if http_body::Body::is_end_stream(&body) {
-            break;
-        }
-    }
-    Ok(match chunks.len() {
-        0 => Bytes::new(),
-        1 => chunks.pop().unwrap_or_default(),
-        _ => Bytes::from(chunks.concat()),
-    })
+    let bounds = crate::body::Bounds {
+        limit,
+        patience,
+        floor_bytes_per_sec: Some(BODY_FLOOR_BYTES_PER_SEC),
+    };
+    crate::body::read(body, bounds)
+        .await
+        .map_err(|cut| match cut {
+            crate::body::Cut::TooLarge { limit } => Failure::BodyTooLarge { limit },
+            crate::body::Cut::Stalled { received, patience } => Failure::BodyTimeout {
+                secs: patience.as_secs(),
+                received,
+            },
+            crate::body::Cut::Broken(why) => Failure::UnreadableBody(why),
+        })
 }
 
 /// Whether `Content-Type` is `application/json` (its parameters aside; type

@@ -41,5 +41,7 @@ pub mod upstream_tools;
 
 use mcp_ui_overlay::{host, overlay};
 use mcp_ui_rewrite::{combine, rewrite};
-use mcp_ui_upstream::{clock, config, outcome, probe, reply, session, telemetry, tls, upstream};
+use mcp_ui_upstream::{
+    body, clock, config, outcome, probe, reply, session, telemetry, tls, upstream,
+};
 use mcp_ui_wire::{jsonrpc, percent, protocol, sse};

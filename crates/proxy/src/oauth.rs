@@ -21,8 +21,12 @@
 //!   in through the operator's provider; the gateway issues the access tokens
 //!   its own resource server accepts.
 //!
+//! - [`fetch`]: what the gateway asks identity providers over HTTP, for
+//!   the resource server and the authorization server alike.
+//!
 //! Nothing here logs a token, a code or a secret.
 
 pub mod authorization_server;
+pub mod fetch;
 pub mod passthrough;
 pub mod resource_server;

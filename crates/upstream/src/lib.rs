@@ -2,6 +2,8 @@
 //! shares. Nothing here knows of the listener, the routes or the relay: the
 //! gateway crate composes these parts and never the reverse.
 //!
+//! - [`body`]: a request's or a fetched answer's body, read whole within
+//!   bounds.
 //! - [`clock`]: the one wall clock, Unix seconds, milliseconds and
 //!   nanoseconds.
 //! - [`config`]: layered configuration and its validation into one settings
@@ -20,6 +22,7 @@
 //! - [`telemetry`]: OpenTelemetry traces by the MCP semantic conventions,
 //!   exported over OTLP/HTTP, and the trace context passed upstream.
 
+pub mod body;
 pub mod clock;
 pub mod config;
 pub mod outcome;

@@ -16,7 +16,7 @@
 
 mod access;
 mod answer;
-pub(crate) mod issuer;
+mod issuer;
 
 pub(crate) use access::gate;
 pub use access::{Access, Caller, Claimed};
@@ -30,16 +30,17 @@ use std::time::Duration;
 use http::Response;
 use http::header::{self, HeaderMap, HeaderValue};
 
-use crate::config::{Auth, Mount, Transport};
+use crate::config::Auth;
+use crate::oauth::fetch::Fetcher;
 use crate::reply::Body;
-use crate::upstream::client::Client;
-use issuer::{Issuer, Outcome};
+use answer::Outcome;
+use issuer::Issuer;
 use mcp_ui_identity::resource_server::bearer;
 use mcp_ui_identity::{Policy, Rejection, Verified};
 
 /// The issuers the gateway's endpoints accept tokens from.
 pub struct ResourceServer {
-    client: Client,
+    fetcher: Fetcher,
     issuers: HashMap<String, Arc<Issuer>>,
     /// Each caller's requests at each endpoint (`requests_per_minute`).
     rates: std::sync::Mutex<HashMap<u64, mcp_ui_identity::rate::Bucket>>,
@@ -76,30 +77,19 @@ impl ResourceServer {
             let own = Issuer::with_keys(&issuer, keys, bounds(&issuer));
             issuers.insert(issuer.clone(), Arc::new(own));
         }
-        let mut tls = Vec::new();
         for a in auths.iter().copied() {
             if issuers.contains_key(&a.issuer) {
                 continue;
             }
             let issuer = Issuer::new(&a.issuer, bounds(&a.issuer));
             issuers.insert(a.issuer.clone(), Arc::new(issuer));
-            if let (Some(ca), Ok(url)) = (&a.ca_file, a.issuer.parse::<http::Uri>()) {
-                tls.push(Mount {
-                    name: issuer::client_name(&a.issuer),
-                    path: String::new(),
-                    transport: Transport::Http { url },
-                    forward_headers: Vec::new(),
-                    auth_challenge: Default::default(),
-                    tls: crate::tls::upstream::UpstreamTls::trusting(ca.clone()),
-                    sessions: Default::default(),
-                    cache: Default::default(),
-                    auth: None,
-                });
-            }
         }
-        let client = crate::upstream::client::client_for(connect_timeout, &tls)?;
+        let trusted = auths
+            .iter()
+            .filter_map(|a| Some((a.issuer.as_str(), a.ca_file.as_ref()?)));
+        let fetcher = Fetcher::new(connect_timeout, trusted)?;
         Ok(ResourceServer {
-            client,
+            fetcher,
             issuers,
             rates: Default::default(),
         })
@@ -167,8 +157,8 @@ impl ResourceServer {
         };
         let policy = policy(auth, audience);
         let verdict = match token.split('.').count() {
-            3 => issuer.verify_jwt(&self.client, token, &policy).await,
-            _ => issuer.introspect(&self.client, auth, token, &policy).await,
+            3 => issuer.verify_jwt(&self.fetcher, token, &policy).await,
+            _ => issuer.introspect(&self.fetcher, auth, token, &policy).await,
         };
         match verdict {
             Ok(v) => Ok(v),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
+use http_body_util::Empty;
 use hyper_util::rt::TokioIo;
 
 use crate::tls::upstream::{Connector, UpstreamTls};
@@ -53,12 +53,18 @@ impl Vetted {
         max_bytes: usize,
         timeout: Duration,
     ) -> Result<Bytes, String> {
-        tokio::time::timeout(timeout, self.fetch(url, accept, max_bytes))
+        tokio::time::timeout(timeout, self.fetch(url, accept, max_bytes, timeout))
             .await
             .map_err(|_| format!("{url}: no whole answer within {} s", timeout.as_secs()))?
     }
 
-    async fn fetch(&self, url: &url::Url, accept: &str, max_bytes: usize) -> Result<Bytes, String> {
+    async fn fetch(
+        &self,
+        url: &url::Url,
+        accept: &str,
+        max_bytes: usize,
+        timeout: Duration,
+    ) -> Result<Bytes, String> {
         use url::{Host, Position};
         if url.scheme() != "https" {
             return Err(format!("{url}: only https:// is fetched"));
@@ -117,11 +123,10 @@ impl Vetted {
                 resp.status()
             ));
         }
-        let body = Limited::new(resp.into_body(), max_bytes)
-            .collect()
+        let bounds = crate::body::Bounds::within(max_bytes, timeout);
+        crate::body::read(resp.into_body(), bounds)
             .await
-            .map_err(|_| format!("{url}: larger than {max_bytes} bytes, or cut short"))?;
-        Ok(body.to_bytes())
+            .map_err(|cut| format!("{url}: {cut}"))
     }
 }
 

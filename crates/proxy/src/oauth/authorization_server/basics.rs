@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
 use crate::reply::{self, Body};
@@ -58,30 +57,42 @@ pub(super) fn oauth_error(
     reply::json(status, Bytes::from(error.body().to_string()))
 }
 
-/// The body of `req`, at most `max` bytes within ten seconds; `Err` with
-/// the answer refusing it.
+/// How long a form to the authorization server may take to arrive, plus a
+/// second for every [`BODY_FLOOR_BYTES_PER_SEC`](crate::protocol::BODY_FLOOR_BYTES_PER_SEC)
+/// bytes received.
+const BODY_PATIENCE: Duration = Duration::from_secs(10);
+
+/// The body of `req`, at most `max` bytes within [`BODY_PATIENCE`]; `Err`
+/// with the answer refusing it (413, 408 or 400).
 pub(super) async fn read_body(
     req: Request<Incoming>,
     max: usize,
 ) -> Result<(http::request::Parts, Bytes), Box<Response<Body>>> {
+    use crate::body::{Bounds, Cut};
     let (parts, body) = req.into_parts();
-    let read =
-        tokio::time::timeout(Duration::from_secs(10), Limited::new(body, max).collect()).await;
-    match read {
-        Ok(Ok(b)) => Ok((parts, b.to_bytes())),
-        Ok(Err(_)) => Err(Box::new(oauth_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &mcp_ui_identity::authorization_server::OAuthError::request(format!(
-                "the request body is larger than {max} bytes"
-            )),
-        ))),
-        Err(_) => Err(Box::new(oauth_error(
-            StatusCode::REQUEST_TIMEOUT,
-            &mcp_ui_identity::authorization_server::OAuthError::request(
-                "the request body did not arrive within 10 s",
-            ),
-        ))),
-    }
+    let bounds = Bounds {
+        limit: max,
+        patience: BODY_PATIENCE,
+        floor_bytes_per_sec: Some(crate::protocol::BODY_FLOOR_BYTES_PER_SEC),
+    };
+    let status = match crate::body::read(body, bounds).await {
+        Ok(b) => return Ok((parts, b)),
+        Err(Cut::TooLarge { .. }) => StatusCode::PAYLOAD_TOO_LARGE,
+        Err(Cut::Stalled { .. }) => StatusCode::REQUEST_TIMEOUT,
+        Err(Cut::Broken(_)) => StatusCode::BAD_REQUEST,
+    };
+    let why = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => format!("the request body is larger than {max} bytes"),
+        StatusCode::REQUEST_TIMEOUT => format!(
+            "the request body did not arrive within {} s",
+            BODY_PATIENCE.as_secs()
+        ),
+        _ => "the request body could not be read".to_owned(),
+    };
+    Err(Box::new(oauth_error(
+        status,
+        &mcp_ui_identity::authorization_server::OAuthError::request(why),
+    )))
 }
 
 /// Whether the request's `Content-Type` is the media type `want` (its

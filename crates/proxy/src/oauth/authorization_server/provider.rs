@@ -8,17 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
-use bytes::Bytes;
-use http::Request;
-use http::header::{self, HeaderValue};
-use http_body_util::Full;
 use serde_json::{Map, Value};
+use url::Url;
 
 use crate::config::authorization::ProviderAuth;
-use crate::config::{Mount, Transport};
-use crate::oauth::resource_server::issuer::{client_name, fetch_json, metadata_urls, read_json};
-use crate::upstream::client::Client;
-use mcp_ui_identity::authorization_server::params::encode;
+use crate::oauth::fetch::{self, ClientAuth, Fetcher};
 use mcp_ui_identity::authorization_server::provider as rules;
 
 /// Clock skew tolerated on the ID token's expiry.
@@ -26,7 +20,7 @@ const LEEWAY_SECS: u64 = 60;
 
 pub(super) struct Provider {
     pub config: crate::config::Provider,
-    client: Client,
+    fetcher: Fetcher,
     /// What its requests are known by in the HTTP client (its issuer, or
     /// its token endpoint): its TLS settings.
     anchor: String,
@@ -37,9 +31,9 @@ pub(super) struct Provider {
 /// Where the provider is reached.
 #[derive(Debug)]
 pub(super) struct Endpoints {
-    pub authorization: String,
-    pub token: String,
-    pub userinfo: Option<String>,
+    pub authorization: Url,
+    pub token: Url,
+    pub userinfo: Option<Url>,
     /// It sends `iss` with its answers (RFC 9207): then it is checked.
     pub iss_supported: bool,
 }
@@ -59,25 +53,12 @@ impl Provider {
             .clone()
             .or_else(|| config.token_endpoint.clone())
             .unwrap_or_default();
-        let mut tls = Vec::new();
-        if let (Some(ca), Ok(url)) = (&config.ca_file, anchor.parse::<http::Uri>()) {
-            tls.push(Mount {
-                name: client_name(&anchor),
-                path: String::new(),
-                transport: Transport::Http { url },
-                forward_headers: Vec::new(),
-                auth_challenge: Default::default(),
-                tls: crate::tls::upstream::UpstreamTls::trusting(ca.clone()),
-                sessions: Default::default(),
-                cache: Default::default(),
-                auth: None,
-            });
-        }
-        let client = crate::upstream::client::client_for(connect_timeout, &tls)
+        let trusted = config.ca_file.as_ref().map(|ca| (anchor.as_str(), ca));
+        let fetcher = Fetcher::new(connect_timeout, trusted)
             .map_err(|p| format!("authorization_server.provider: {}", p.join("; ")))?;
         Ok(Provider {
             config: config.clone(),
-            client,
+            fetcher,
             anchor,
             found: ArcSwapOption::empty(),
             finding: tokio::sync::Mutex::new(()),
@@ -96,32 +77,24 @@ impl Provider {
         }
         let c = &self.config;
         let doc = match &c.issuer {
-            Some(issuer) => Some(self.discover(issuer).await?),
+            Some(issuer) => Some(self.fetcher.discover(&self.anchor, issuer).await?.1),
             None => None,
         };
-        let from_doc = |k: &str| {
-            doc.as_ref()
-                .and_then(|d| d.get(k))
-                .and_then(Value::as_str)
-                .filter(|u| mcp_ui_upstream::config::auth::issuer_url(u).is_ok())
-                .map(str::to_owned)
+        // A configured endpoint was held to the same rule at start.
+        let configured = |u: &Option<String>| {
+            u.as_deref()
+                .and_then(|u| mcp_ui_upstream::config::auth::issuer_url(u).ok())
         };
+        let from_doc = |k: &str| doc.as_ref().and_then(|d| fetch::endpoint(d, k));
         let missing = |k: &str| format!("the provider's metadata names no {k}");
         let endpoints = Endpoints {
-            authorization: c
-                .authorization_endpoint
-                .clone()
+            authorization: configured(&c.authorization_endpoint)
                 .or_else(|| from_doc("authorization_endpoint"))
                 .ok_or_else(|| missing("authorization_endpoint"))?,
-            token: c
-                .token_endpoint
-                .clone()
+            token: configured(&c.token_endpoint)
                 .or_else(|| from_doc("token_endpoint"))
                 .ok_or_else(|| missing("token_endpoint"))?,
-            userinfo: c
-                .userinfo_endpoint
-                .clone()
-                .or_else(|| from_doc("userinfo_endpoint")),
+            userinfo: configured(&c.userinfo_endpoint).or_else(|| from_doc("userinfo_endpoint")),
             iss_supported: doc
                 .as_ref()
                 .and_then(|d| d.get("authorization_response_iss_parameter_supported"))
@@ -132,25 +105,6 @@ impl Provider {
         let e = Arc::new(endpoints);
         self.found.store(Some(e.clone()));
         Ok(e)
-    }
-
-    /// The provider's metadata, the first of its well-known URLs that names
-    /// its issuer exactly (RFC 8414 §3.3, OpenID Connect Discovery §4.3).
-    async fn discover(&self, issuer: &str) -> Result<Value, String> {
-        let mut tried = Vec::new();
-        for url in metadata_urls(issuer) {
-            match fetch_json(&self.client, issuer, &url).await {
-                Ok(doc) if doc.get("issuer").and_then(Value::as_str) == Some(issuer) => {
-                    return Ok(doc);
-                }
-                Ok(_) => tried.push(format!("{url}: names another issuer")),
-                Err(why) => tried.push(why),
-            }
-        }
-        Err(format!(
-            "no metadata of the identity provider {issuer} was found ({})",
-            tried.join("; ")
-        ))
     }
 
     /// Where the user is sent to sign in.
@@ -177,7 +131,10 @@ impl Provider {
         if self.config.issuer.is_some() {
             pairs.push(("nonce", nonce));
         }
-        mcp_ui_identity::authorization_server::authorize::redirect_to(&e.authorization, &pairs)
+        mcp_ui_identity::authorization_server::authorize::redirect_to(
+            e.authorization.as_str(),
+            &pairs,
+        )
     }
 
     /// The provider's tokens for `code`.
@@ -219,37 +176,22 @@ impl Provider {
         what: &str,
     ) -> Result<Tokens, String> {
         let c = &self.config;
-        if c.auth == ProviderAuth::Post {
-            form.push(("client_id", &c.client_id));
-            form.push(("client_secret", &c.client_secret));
-        }
-        let mut req = Request::new(Full::new(Bytes::from(encode(form))));
-        *req.method_mut() = http::Method::POST;
-        *req.uri_mut() = e
-            .token
-            .parse()
-            .map_err(|_| format!("{}: not a URL", e.token))?;
-        let h = req.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/x-www-form-urlencoded"),
-        );
-        // GitHub answers form-encoded unless asked for JSON.
-        h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        if c.auth == ProviderAuth::Basic {
-            use base64::Engine as _;
-            let enc = |s: &str| encode([("x", s)])[2..].to_owned();
-            let basic = base64::engine::general_purpose::STANDARD.encode(format!(
-                "{}:{}",
-                enc(&c.client_id),
-                enc(&c.client_secret)
-            ));
-            let mut v =
-                HeaderValue::from_str(&format!("Basic {basic}")).map_err(|e| e.to_string())?;
-            v.set_sensitive(true);
-            h.insert(header::AUTHORIZATION, v);
-        }
-        let answer = read_json(&self.client, &self.anchor, &e.token, req).await?;
+        let auth = match c.auth {
+            ProviderAuth::Post => {
+                form.push(("client_id", &c.client_id));
+                form.push(("client_secret", &c.client_secret));
+                ClientAuth::None
+            }
+            ProviderAuth::Basic => ClientAuth::Basic {
+                id: &c.client_id,
+                secret: &c.client_secret,
+            },
+        };
+        let answer = self
+            .fetcher
+            .post_form(&self.anchor, &e.token, &form, auth)
+            .await
+            .map_err(|why| format!("the identity provider refused {what}: {why}"))?;
         match answer {
             Value::Object(m) if m.get("access_token").and_then(Value::as_str).is_some() => {
                 Ok(Tokens { answer: m })
@@ -309,21 +251,10 @@ impl Provider {
             .get("access_token")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let mut req = Request::new(Full::new(Bytes::new()));
-        *req.uri_mut() = userinfo
-            .parse()
-            .map_err(|_| format!("{userinfo}: not a URL"))?;
-        let h = req.headers_mut();
-        h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        h.insert(
-            header::USER_AGENT,
-            HeaderValue::from_static("mcp-ui-gateway"),
-        );
-        let mut v = HeaderValue::from_str(&format!("Bearer {token}"))
-            .map_err(|_| "the provider's access token cannot be sent".to_owned())?;
-        v.set_sensitive(true);
-        h.insert(header::AUTHORIZATION, v);
-        let info = read_json(&self.client, &self.anchor, userinfo, req).await?;
+        let info = self
+            .fetcher
+            .get(&self.anchor, userinfo, ClientAuth::Bearer(token))
+            .await?;
         info.as_object()
             .and_then(|m| rules::subject(m, &c.subject_claim))
             .ok_or_else(|| format!("the user info has no `{}`", c.subject_claim))

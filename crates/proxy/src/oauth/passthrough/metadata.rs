@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use serde_json::{Map, Value};
 
 use super::cache::Doc;
@@ -165,14 +165,8 @@ async fn fetch_json(fetch: &Fetch<'_>, url: &str) -> Option<Value> {
     if !resp.status().is_success() {
         return None;
     }
-    let body = tokio::time::timeout(
-        timeout,
-        Limited::new(resp.into_body(), PRM_MAX_BYTES).collect(),
-    )
-    .await
-    .ok()?
-    .ok()?
-    .to_bytes();
+    let bounds = crate::body::Bounds::within(PRM_MAX_BYTES, timeout);
+    let body = crate::body::read(resp.into_body(), bounds).await.ok()?;
     let v: Value = serde_json::from_slice(&body).ok()?;
     v.as_object().filter(|o| !o.is_empty())?;
     Some(v)

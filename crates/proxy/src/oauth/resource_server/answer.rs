@@ -10,6 +10,22 @@ use crate::reply::{self, Body};
 use mcp_ui_identity::Rejection;
 use mcp_ui_identity::resource_server::challenge;
 
+/// Why a token has no verdict yet, or its refusal.
+pub(crate) enum Outcome {
+    Refused(Rejection),
+    /// The issuer could not be asked (its keys, its introspection).
+    Unavailable(String),
+    /// The issuer is asked as often as the gateway may ask it: why, and
+    /// when to try again.
+    Throttled(String, std::time::Duration),
+}
+
+impl From<Rejection> for Outcome {
+    fn from(r: Rejection) -> Self {
+        Outcome::Refused(r)
+    }
+}
+
 /// The answer refusing a request's token: 401 (none, or wrong), 403 (too
 /// few scopes) or 400 (a malformed header), with the challenge that tells
 /// the client where to sign in and what to ask for.

@@ -11,14 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
-use bytes::Bytes;
-use http::Request;
-use http::header::{self, HeaderValue};
-use http_body_util::{BodyExt, Full, Limited};
 use serde_json::Value;
+use url::Url;
 
-use crate::upstream::client::{Client, send};
-use mcp_ui_identity::resource_server::jwt;
+use super::answer::Outcome::{self, Refused, Unavailable};
+use crate::config::Auth;
+use crate::oauth::fetch::{self, ClientAuth, Fetcher};
+use mcp_ui_identity::resource_server::{introspection, jwt};
 use mcp_ui_identity::{JwkSet, Policy, Rejection, Verified};
 
 /// A token naming a key the set lacks fetches the set again at most this
@@ -27,9 +26,6 @@ use mcp_ui_identity::{JwkSet, Policy, Rejection, Verified};
 pub const REFETCH_EVERY: Duration = Duration::from_secs(10);
 /// A key set older than this is fetched again when next needed.
 const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
-/// Each fetch from the issuer is bounded in time and size.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
-const FETCH_MAX_BYTES: usize = 1024 * 1024;
 
 /// What the gateway knows of one issuer.
 pub(super) struct Issuer {
@@ -49,31 +45,8 @@ pub(super) struct Issuer {
 
 #[derive(Debug)]
 struct Found {
-    jwks_uri: Option<String>,
-    introspection_endpoint: Option<String>,
-}
-
-/// The name the issuer's requests go by in the HTTP client (its TLS
-/// settings, its errors).
-pub(crate) fn client_name(issuer: &str) -> String {
-    format!("auth:{issuer}")
-}
-
-/// Why a token has no verdict yet, or its refusal.
-pub(super) enum Outcome {
-    Refused(Rejection),
-    /// The issuer could not be asked (its keys, its introspection).
-    Unavailable(String),
-    /// The issuer is asked as often as the gateway may ask it: why, and
-    /// when to try again.
-    Throttled(String, Duration),
-}
-use Outcome::{Refused, Unavailable};
-
-impl From<Rejection> for Outcome {
-    fn from(r: Rejection) -> Self {
-        Refused(r)
-    }
+    jwks_uri: Option<Url>,
+    introspection_endpoint: Option<Url>,
 }
 
 impl Issuer {
@@ -99,7 +72,7 @@ impl Issuer {
 
     pub(super) async fn verify_jwt(
         &self,
-        client: &Client,
+        fetcher: &Fetcher,
         token: &str,
         policy: &Policy,
     ) -> Result<Verified, Outcome> {
@@ -117,13 +90,13 @@ impl Issuer {
             .filter(|k| k.1.elapsed() < KEYS_MAX_AGE);
         let keys = match fresh {
             Some(k) => k,
-            None => self.fetch_keys(client, true).await?,
+            None => self.fetch_keys(fetcher, true).await?,
         };
         match jwt::verify(token, &keys.0, policy, crate::clock::unix_secs()) {
             // The issuer may have rotated its keys: fetch them again, at
             // most every REFETCH_EVERY.
             Err(Rejection::UnknownKey(kid)) => {
-                let keys = self.fetch_keys(client, false).await?;
+                let keys = self.fetch_keys(fetcher, false).await?;
                 match jwt::verify(token, &keys.0, policy, crate::clock::unix_secs()) {
                     Err(Rejection::UnknownKey(_)) => Err(Refused(Rejection::UnknownKey(kid))),
                     other => other.map_err(Outcome::from),
@@ -138,7 +111,7 @@ impl Issuer {
     /// in hand yet.
     async fn fetch_keys(
         &self,
-        client: &Client,
+        fetcher: &Fetcher,
         first: bool,
     ) -> Result<Arc<(JwkSet, Instant)>, Outcome> {
         let _one = self.fetching.lock().await;
@@ -160,23 +133,24 @@ impl Issuer {
             )));
         }
         *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
-        let found = self.found(client).await?;
+        let found = self.found(fetcher).await?;
         let Some(uri) = &found.jwks_uri else {
             return Err(Unavailable(format!(
                 "{}'s metadata names no jwks_uri",
                 self.issuer
             )));
         };
-        let doc = fetch_json(client, &self.issuer, uri)
+        let doc = fetcher
+            .get(&self.issuer, uri, ClientAuth::None)
             .await
             .map_err(Unavailable)?;
-        let set: JwkSet = match serde_json::from_value(doc) {
+        let set: JwkSet = match serde::Deserialize::deserialize(&doc) {
             Ok(s) => s,
             Err(e) => {
                 // Keys it cannot read (an algorithm it does not know) are
                 // left out rather than the whole set.
                 tracing::debug!(issuer = %self.issuer, "key set read key by key: {e}");
-                return self.store(lenient_keys(client, &self.issuer, uri).await?);
+                return self.store(lenient_keys(doc));
             }
         };
         tracing::info!(issuer = %self.issuer, keys = set.keys.len(), "fetched the issuer's signing keys");
@@ -189,115 +163,86 @@ impl Issuer {
         Ok(k)
     }
 
-    /// The issuer's metadata: RFC 8414 (path inserted), then OpenID Connect
-    /// Discovery (path inserted, then appended), the first that names this
-    /// issuer (RFC 8414 §3.3).
-    async fn found(&self, client: &Client) -> Result<Arc<Found>, Outcome> {
+    /// The issuer's metadata (`oauth::fetch::Fetcher::discover`), found
+    /// once.
+    async fn found(&self, fetcher: &Fetcher) -> Result<Arc<Found>, Outcome> {
         if let Some(f) = self.found.load_full() {
             return Ok(f);
         }
-        let mut tried = Vec::new();
-        for url in metadata_urls(&self.issuer) {
-            match fetch_json(client, &self.issuer, &url).await {
-                Ok(doc)
-                    if doc.get("issuer").and_then(Value::as_str) == Some(self.issuer.as_str()) =>
-                {
-                    let endpoint = |k: &str| {
-                        doc.get(k)
-                            .and_then(Value::as_str)
-                            .filter(|u| mcp_ui_upstream::config::auth::issuer_url(u).is_ok())
-                            .map(str::to_owned)
-                    };
-                    let found = Arc::new(Found {
-                        jwks_uri: endpoint("jwks_uri"),
-                        introspection_endpoint: endpoint("introspection_endpoint"),
-                    });
-                    tracing::info!(issuer = %self.issuer, metadata = %url, "found the issuer's metadata");
-                    self.found.store(Some(found.clone()));
-                    return Ok(found);
-                }
-                Ok(_) => tried.push(format!("{url}: names another issuer")),
-                Err(why) => tried.push(why),
-            }
-        }
-        Err(Unavailable(format!(
-            "no metadata of issuer {} was found ({})",
-            self.issuer,
-            tried.join("; ")
-        )))
+        let (url, doc) = fetcher
+            .discover(&self.issuer, &self.issuer)
+            .await
+            .map_err(Unavailable)?;
+        let found = Arc::new(Found {
+            jwks_uri: fetch::endpoint(&doc, "jwks_uri"),
+            introspection_endpoint: fetch::endpoint(&doc, "introspection_endpoint"),
+        });
+        tracing::info!(issuer = %self.issuer, metadata = %url, "found the issuer's metadata");
+        self.found.store(Some(found.clone()));
+        Ok(found)
+    }
+
+    /// The verdict on the opaque `token` at an endpoint requiring `auth`,
+    /// whose policy is `policy`: the provider's answer, kept or asked
+    /// (within the issuer's bounds), held to the endpoint's policy.
+    pub(super) async fn introspect(
+        &self,
+        fetcher: &Fetcher,
+        auth: &Auth,
+        token: &str,
+        policy: &Policy,
+    ) -> Result<Verified, Outcome> {
+        let Some(with) = &auth.introspection else {
+            return Err(Refused(Rejection::Invalid(
+                "the token is not a JWT, and opaque tokens are not accepted here (no introspection is configured)".into(),
+            )));
+        };
+        let key = introspect::key_of(token, with);
+        let answer = self
+            .introspected
+            .answer(&self.issuer, key, || self.ask(fetcher, with, token))
+            .await?;
+        introspection::verdict(&answer, policy, crate::clock::unix_secs()).map_err(Outcome::from)
+    }
+
+    /// The provider's answer about `token` (RFC 7662 §2.1), the gateway's
+    /// client authenticated with HTTP Basic.
+    async fn ask(
+        &self,
+        fetcher: &Fetcher,
+        with: &crate::config::Introspection,
+        token: &str,
+    ) -> Result<Value, Outcome> {
+        let endpoint = match &with.endpoint {
+            Some(e) => mcp_ui_upstream::config::auth::issuer_url(e)
+                .map_err(|why| Unavailable(format!("auth.introspection.endpoint {why}")))?,
+            None => self
+                .found(fetcher)
+                .await?
+                .introspection_endpoint
+                .clone()
+                .ok_or_else(|| {
+                    Unavailable(format!(
+                        "{}'s metadata names no introspection_endpoint",
+                        self.issuer
+                    ))
+                })?,
+        };
+        let form = [("token", token), ("token_type_hint", "access_token")];
+        let client = ClientAuth::Basic {
+            id: &with.client_id,
+            secret: &with.client_secret,
+        };
+        fetcher
+            .post_form(&self.issuer, &endpoint, &form, client)
+            .await
+            .map_err(Unavailable)
     }
 }
 
-/// The metadata URLs of `issuer`, in the order they are tried.
-pub(crate) fn metadata_urls(issuer: &str) -> Vec<String> {
-    let Ok(uri) = issuer.parse::<http::Uri>() else {
-        return Vec::new();
-    };
-    let origin = format!(
-        "{}://{}",
-        uri.scheme_str().unwrap_or("https"),
-        uri.authority().map(|a| a.as_str()).unwrap_or_default()
-    );
-    let path = uri.path().trim_end_matches('/');
-    vec![
-        format!("{origin}/.well-known/oauth-authorization-server{path}"),
-        format!("{origin}/.well-known/openid-configuration{path}"),
-        format!(
-            "{}/.well-known/openid-configuration",
-            issuer.trim_end_matches('/')
-        ),
-    ]
-    .into_iter()
-    .fold(Vec::new(), |mut all, u| {
-        if !all.contains(&u) {
-            all.push(u);
-        }
-        all
-    })
-}
-
-/// GET a JSON document from the issuer, bounded in time and size.
-pub(crate) async fn fetch_json(client: &Client, issuer: &str, url: &str) -> Result<Value, String> {
-    let uri: http::Uri = url.parse().map_err(|_| format!("{url}: not a URL"))?;
-    let mut req = Request::new(Full::new(Bytes::new()));
-    *req.uri_mut() = uri;
-    req.headers_mut()
-        .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-    read_json(client, issuer, url, req).await
-}
-
-pub(crate) async fn read_json(
-    client: &Client,
-    issuer: &str,
-    url: &str,
-    req: Request<Full<Bytes>>,
-) -> Result<Value, String> {
-    let resp = send(client, &client_name(issuer), req, FETCH_TIMEOUT)
-        .await
-        .map_err(|e| format!("{url}: {e}"))?;
-    let status = resp.status();
-    let body = tokio::time::timeout(
-        FETCH_TIMEOUT,
-        Limited::new(resp.into_body(), FETCH_MAX_BYTES).collect(),
-    )
-    .await
-    .map_err(|_| {
-        format!(
-            "{url}: no whole answer within {} s",
-            FETCH_TIMEOUT.as_secs()
-        )
-    })?
-    .map_err(|e| format!("{url}: {e}"))?
-    .to_bytes();
-    if !status.is_success() {
-        return Err(format!("{url}: answered {status}"));
-    }
-    serde_json::from_slice(&body).map_err(|_| format!("{url}: not JSON"))
-}
-
-/// The key set at `uri`, the keys it cannot read left out.
-async fn lenient_keys(client: &Client, issuer: &str, uri: &str) -> Result<JwkSet, Outcome> {
-    let doc = fetch_json(client, issuer, uri).await.map_err(Unavailable)?;
+/// The keys of the key set `doc` that can be read, the others left out (an
+/// algorithm the gateway does not know).
+fn lenient_keys(doc: Value) -> JwkSet {
     let keys = doc
         .get("keys")
         .and_then(Value::as_array)
@@ -307,29 +252,5 @@ async fn lenient_keys(client: &Client, issuer: &str, uri: &str) -> Result<JwkSet
                 .collect()
         })
         .unwrap_or_default();
-    Ok(JwkSet { keys })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metadata_is_looked_for_where_rfc_8414_and_openid_put_it() {
-        assert_eq!(
-            metadata_urls("https://login.example.com"),
-            [
-                "https://login.example.com/.well-known/oauth-authorization-server",
-                "https://login.example.com/.well-known/openid-configuration",
-            ]
-        );
-        assert_eq!(
-            metadata_urls("https://login.example.com/tenant/1/"),
-            [
-                "https://login.example.com/.well-known/oauth-authorization-server/tenant/1",
-                "https://login.example.com/.well-known/openid-configuration/tenant/1",
-                "https://login.example.com/tenant/1/.well-known/openid-configuration",
-            ]
-        );
-    }
+    JwkSet { keys }
 }

@@ -8,21 +8,15 @@
 //! tokens costs the provider at most `calls_per_minute` calls a minute.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http::Request;
-use http::header::{self, HeaderValue};
-use http_body_util::Full;
 use serde_json::Value;
 
-use super::{Issuer, Outcome, Refused, Unavailable, read_json};
-use crate::config::{Auth, Introspection};
-use crate::upstream::client::Client;
+use crate::config::Introspection;
+use crate::oauth::resource_server::answer::Outcome;
 use mcp_ui_identity::rate::Bucket;
-use mcp_ui_identity::resource_server::introspection;
-use mcp_ui_identity::{Policy, Rejection, Verified};
 
 /// An active answer is kept at most this long (and never past the token's
 /// expiry), so a token revoked at the provider is refused within it; any
@@ -38,7 +32,7 @@ const PLACE_WAIT: Duration = Duration::from_secs(5);
 const BUSY_RETRY: Duration = Duration::from_secs(1);
 
 /// One issuer's kept answers and the bounds on its calls.
-pub(in crate::oauth::resource_server) struct Introspected {
+pub(crate) struct Introspected {
     kept: Mutex<HashMap<[u8; 32], Kept>>,
     per_minute: u32,
     bucket: Mutex<Bucket>,
@@ -53,7 +47,7 @@ struct Kept {
 
 /// The bounds on one issuer's introspection calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::oauth::resource_server) struct Bounds {
+pub(crate) struct Bounds {
     pub per_minute: u32,
     pub at_once: u32,
 }
@@ -168,7 +162,7 @@ fn keep_for(answer: &Value, now: u64) -> Duration {
 /// one the issuer's metadata names, fixed once found) and the client that
 /// asked, secret included (a client the provider refuses is given nothing
 /// another client was). Each part length-prefixed.
-fn key_of(token: &str, with: &Introspection) -> [u8; 32] {
+pub(super) fn key_of(token: &str, with: &Introspection) -> [u8; 32] {
     use sha2::Digest;
     let mut h = sha2::Sha256::new();
     let endpoint = with.endpoint.as_deref().unwrap_or("");
@@ -179,101 +173,31 @@ fn key_of(token: &str, with: &Introspection) -> [u8; 32] {
     h.finalize().into()
 }
 
-impl Issuer {
-    /// The verdict on the opaque `token` at an endpoint requiring `auth`,
-    /// whose policy is `policy`.
-    pub(in crate::oauth::resource_server) async fn introspect(
+impl Introspected {
+    /// The provider's answer about the token keyed `key`: the one kept, or
+    /// what `ask` gets from the provider (within the issuer's bounds), kept.
+    pub(super) async fn answer<F, Fut>(
         &self,
-        client: &Client,
-        auth: &Auth,
-        token: &str,
-        policy: &Policy,
-    ) -> Result<Verified, Outcome> {
-        let Some(with) = &auth.introspection else {
-            return Err(Refused(Rejection::Invalid(
-                "the token is not a JWT, and opaque tokens are not accepted here (no introspection is configured)".into(),
-            )));
-        };
-        let key = key_of(token, with);
-        let answer = match self.introspected.get(&key) {
-            Some(answer) => answer,
-            None => self.ask(client, with, token, key).await?,
-        };
-        introspection::verdict(&answer, policy, crate::clock::unix_secs()).map_err(Outcome::from)
-    }
-
-    /// The provider's answer about `token`, asked within the bounds and
-    /// kept under `key`.
-    async fn ask(
-        &self,
-        client: &Client,
-        with: &Introspection,
-        token: &str,
+        issuer: &str,
         key: [u8; 32],
-    ) -> Result<Arc<Value>, Outcome> {
-        let _place = self.introspected.call(&self.issuer).await?;
-        // Answered while this call waited for its place.
-        if let Some(answer) = self.introspected.get(&key) {
+        ask: F,
+    ) -> Result<Arc<Value>, Outcome>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Value, Outcome>>,
+    {
+        if let Some(answer) = self.get(&key) {
             return Ok(answer);
         }
-        let endpoint = match &with.endpoint {
-            Some(e) => e.clone(),
-            None => self
-                .found(client)
-                .await?
-                .introspection_endpoint
-                .clone()
-                .ok_or_else(|| {
-                    Unavailable(format!(
-                        "{}'s metadata names no introspection_endpoint",
-                        self.issuer
-                    ))
-                })?,
-        };
-        let answer = introspection_request(client, &self.issuer, &endpoint, with, token)
-            .await
-            .map_err(Unavailable)?;
-        let answer = Arc::new(answer);
-        self.introspected.keep(key, answer.clone());
+        let _place = self.call(issuer).await?;
+        // Answered while this call waited for its place.
+        if let Some(answer) = self.get(&key) {
+            return Ok(answer);
+        }
+        let answer = Arc::new(ask().await?);
+        self.keep(key, answer.clone());
         Ok(answer)
     }
-}
-
-/// POST the token to the introspection endpoint (RFC 7662 §2.1), the
-/// gateway's client authenticated with HTTP Basic (RFC 6749 §2.3.1).
-async fn introspection_request(
-    client: &Client,
-    issuer: &str,
-    endpoint: &str,
-    with: &Introspection,
-    token: &str,
-) -> Result<Value, String> {
-    use base64::Engine as _;
-    let enc = |s: &str| {
-        percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
-    };
-    let uri: http::Uri = endpoint
-        .parse()
-        .map_err(|_| format!("{endpoint}: not a URL"))?;
-    let body = format!("token={}&token_type_hint=access_token", enc(token));
-    let mut req = Request::new(Full::new(Bytes::from(body)));
-    *req.method_mut() = http::Method::POST;
-    *req.uri_mut() = uri;
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
-        "{}:{}",
-        enc(&with.client_id),
-        enc(&with.client_secret)
-    ));
-    let h = req.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/x-www-form-urlencoded"),
-    );
-    h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-    let mut auth = HeaderValue::from_str(&format!("Basic {basic}")).map_err(|e| e.to_string())?;
-    auth.set_sensitive(true);
-    h.insert(header::AUTHORIZATION, auth);
-    read_json(client, issuer, endpoint, req).await
 }
 
 #[cfg(test)]
