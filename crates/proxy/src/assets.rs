@@ -101,10 +101,9 @@ pub fn serve(
         HeaderValue::from(span.as_ref().map_or(len, |s| s.len())),
     );
     headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("sandbox"),
-    );
+    // A file opened as a page runs in an opaque origin, never the
+    // gateway's.
+    crate::reply::confine(headers, "sandbox", crate::reply::Framing::AsItsPolicySays);
     headers.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=31536000, immutable"),
@@ -112,10 +111,6 @@ pub fn serve(
     headers.insert(
         header::ACCESS_CONTROL_ALLOW_ORIGIN,
         HeaderValue::from_static("*"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
     );
     if *method == Method::OPTIONS {
         headers.remove(header::CONTENT_LENGTH);

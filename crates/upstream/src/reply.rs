@@ -57,3 +57,35 @@ pub fn json(status: StatusCode, body: Bytes) -> Response<Body> {
 pub fn error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
     json(status, jsonrpc::error_response(None, code, message))
 }
+
+/// Whether a document the gateway serves may be shown in another page's
+/// frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Never (`X-Frame-Options: DENY`; its CSP says `frame-ancestors 'none'`):
+    /// a page a person acts on, which a frame could trick them into.
+    Deny,
+    /// As its CSP says.
+    AsItsPolicySays,
+}
+
+/// The security headers of a document of the gateway's own (a page, a
+/// widget's file): `csp` as its `Content-Security-Policy`, the media type as
+/// sent (`nosniff`), no `Referer` from it to where it leads, and `framing`.
+/// One place, so that every document carries the same.
+pub fn confine(headers: &mut http::HeaderMap, csp: &str, framing: Framing) {
+    if let Ok(v) = HeaderValue::from_str(csp) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    if framing == Framing::Deny {
+        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    }
+}
