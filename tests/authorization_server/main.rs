@@ -1085,7 +1085,7 @@ async fn metadata_documents_are_fetched_under_ssrf_rules() {
     let impostor = format!("{}/impostor.json", docs.origin);
     refused_page(&w, &impostor, "is not the URL it was fetched from").await;
     let plain = good.replacen("https://", "http://", 1);
-    refused_page(&w, &plain, "not registered here").await;
+    refused_page(&w, &plain, "a client id URL must be https://").await;
     let big = format!("{}/big.json", docs.origin);
     refused_page(&w, &big, "larger than 256 bytes").await;
     w.gw.shutdown().await;

@@ -59,12 +59,3 @@ pub fn is_scope_token(scope: &str) -> bool {
             .bytes()
             .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b))
 }
-
-/// Whether `host` (as a URL writes it) is a loopback address or `localhost`.
-pub fn is_loopback_host(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}

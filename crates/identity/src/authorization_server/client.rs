@@ -234,6 +234,14 @@ pub fn matches_redirect<'a>(client: &'a Client, asked: &RedirectUri) -> Option<&
     client.redirect_uris.iter().find(|r| r.admits(asked))
 }
 
+/// Whether `client_id` names its client by a URL (a Client ID Metadata
+/// Document's, to be held to [`metadata_document_url`]) rather than by a
+/// registration sealed into it: whether it parses as an absolute URL. A
+/// sealed id (base64url text) never does.
+pub fn names_a_document(client_id: &str) -> bool {
+    Url::parse(client_id).is_ok()
+}
+
 /// `client_id` as a Client ID Metadata Document URL the gateway may fetch
 /// ([`urls::client_id_url`]): the URL fetched.
 pub fn metadata_document_url(client_id: &str) -> Result<Url, String> {

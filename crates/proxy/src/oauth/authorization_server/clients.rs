@@ -60,7 +60,7 @@ impl Clients {
         key: &SessionKey,
         client_id: &str,
     ) -> Result<Known, OAuthError> {
-        if client_id.starts_with("https://") {
+        if client::names_a_document(client_id) {
             let Some(vetted) = &self.vetted else {
                 return Err(invalid(
                     "clients known by a metadata document URL are not accepted here (client_metadata_documents.enabled)",

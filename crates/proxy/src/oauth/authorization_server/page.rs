@@ -77,7 +77,7 @@ pub(super) struct Consent<'a> {
 /// The consent page: which client, where it sends the user afterwards,
 /// what it may do; Allow or Deny.
 pub(super) fn consent(c: &Consent<'_>) -> Response<Body> {
-    let known_by = if c.client_id.starts_with("https://") {
+    let known_by = if mcp_ui_identity::authorization_server::client::names_a_document(c.client_id) {
         format!("its metadata at <code>{}</code>", escape(c.client_id))
     } else {
         "a registration it made here itself".to_owned()

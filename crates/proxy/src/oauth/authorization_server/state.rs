@@ -153,7 +153,7 @@ impl AuthorizationServer {
 
     /// Whether its cookies are `Secure` (the issuer is https).
     pub(super) fn secure(&self) -> bool {
-        self.config.issuer.starts_with("https://")
+        url::Url::parse(&self.config.issuer).is_ok_and(|u| u.scheme() == "https")
     }
 
     /// The URL of `endpoint`.

@@ -455,10 +455,15 @@ fn busy(why: Unavailable) -> OAuthError {
     )
 }
 
-/// A client id short enough for a log line (sealed ids are long).
+/// A client id short enough for a log line (sealed ids are long; a URL is
+/// said whole).
 fn short(client_id: &str) -> &str {
-    match client_id.starts_with("https://") {
-        true => client_id,
-        false => &client_id[..client_id.len().min(16)],
+    if mcp_ui_identity::authorization_server::client::names_a_document(client_id) {
+        return client_id;
     }
+    let end = client_id
+        .char_indices()
+        .nth(16)
+        .map_or(client_id.len(), |(i, _)| i);
+    &client_id[..end]
 }
