@@ -207,19 +207,17 @@ pub(super) async fn http_post(
     Ok(client::send(&http.client, upstream, req, timeout).await?)
 }
 
-/// The whole body, refused beyond `limit` bytes.
+/// The whole body, refused beyond `limit` bytes (the body's own deadline,
+/// from [`client::send`], bounds its time).
 pub(super) async fn read_body(body: &mut UpstreamBody, limit: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("the response body failed: {e}"))?;
-        if let Some(data) = frame.data_ref() {
-            if out.len() + data.len() > limit {
-                return Err(format!("a response over the {limit}-byte message limit"));
-            }
-            out.extend_from_slice(data);
+    let bounds = crate::body::Bounds::within(limit, Duration::MAX);
+    match crate::body::read(body, bounds).await {
+        Ok(bytes) => Ok(bytes.to_vec()),
+        Err(crate::body::Cut::TooLarge { limit }) => {
+            Err(format!("a response over the {limit}-byte message limit"))
         }
+        Err(cut) => Err(format!("the response body failed: {cut}")),
     }
-    Ok(out)
 }
 
 /// The start of an error response's body, as `: text` (empty when there is
