@@ -75,6 +75,75 @@ fn own(own: AuthConfig) -> Option<AuthSetting> {
     Some(AuthSetting::Table(Box::new(own)))
 }
 
+/// A token for `url` of another caller than [`Idp::token`]'s (another client, so another
+/// subject), granting `tools:call`.
+async fn another_callers_token(idp: &Idp, url: &str) -> String {
+    let (status, answer) = idp
+        .client_credentials(
+            support::idp::SHORT_LIVED_CLIENT_ID,
+            support::idp::SHORT_LIVED_CLIENT_SECRET,
+            Some(url),
+            &["tools:call"],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    answer["access_token"].as_str().unwrap().to_owned()
+}
+
+/// A gateway in front of the fixture at `/rated/mcp`, each caller allowed `per_minute`
+/// requests a minute.
+async fn rated_gateway(idp: &Idp, per_minute: u32) -> TestGateway {
+    TestGateway::start_public(Config {
+        upstreams: vec![fixture("rated", "/rated/mcp")],
+        auth: Some(AuthConfig {
+            requests_per_minute: Some(per_minute),
+            ..auth_of(idp, &[])
+        }),
+        ..gw::test_config()
+    })
+    .await
+}
+
+/// A gateway telling its upstreams the caller's claims: `/recorded/mcp` in front of the
+/// HTTP upstream at `recorded` with `claims_to_headers` = `headers`, and `/whoami/mcp` in
+/// front of a stdio process (one per conversation) that echoes the environment variable
+/// `env.0`, set from the claim `env.1` (`claims_to_env`).
+async fn claims_gateway(
+    idp: &Idp,
+    recorded: &str,
+    headers: &[(&str, &str)],
+    env: (&str, &str),
+) -> TestGateway {
+    let mut http_up = gw::http("recorded", recorded);
+    http_up.path = Some("/recorded/mcp".into());
+    http_up.auth = own(AuthConfig {
+        claims_to_headers: Some(
+            headers
+                .iter()
+                .map(|(h, c)| ((*h).to_owned(), (*c).to_owned()))
+                .collect(),
+        ),
+        ..AuthConfig::default()
+    });
+    let mut stdio = gw::stdio(
+        "whoami",
+        "python3",
+        &["-c", support::upstreams::ENV_ECHO_SERVER, env.0],
+    );
+    stdio.path = Some("/whoami/mcp".into());
+    stdio.sessions = Some(SessionMode::Conversation);
+    stdio.auth = own(AuthConfig {
+        claims_to_env: Some([(env.0.to_owned(), env.1.to_owned())].into()),
+        ..AuthConfig::default()
+    });
+    TestGateway::start_public(Config {
+        upstreams: vec![http_up, stdio],
+        auth: Some(auth_of(idp, &[])),
+        ..gw::test_config()
+    })
+    .await
+}
+
 /// The gateway's metadata URL for the endpoint at `path`.
 fn prm_url(g: &TestGateway, path: &str) -> String {
     g.url_for(&format!("{PRM_PATH}{path}"))
@@ -1244,15 +1313,7 @@ async fn each_caller_has_its_own_rate() {
         return;
     };
     let idp = Idp::start(&peers).await;
-    let g = TestGateway::start_public(Config {
-        upstreams: vec![fixture("rated", "/rated/mcp")],
-        auth: Some(AuthConfig {
-            requests_per_minute: Some(3),
-            ..auth_of(&idp, &[])
-        }),
-        ..gw::test_config()
-    })
-    .await;
+    let g = rated_gateway(&idp, 3).await;
     let url = g.url_for("/rated/mcp");
     let a = idp.token(&url, &["tools:call"]).await;
     for i in 0..3 {
@@ -1268,16 +1329,7 @@ async fn each_caller_has_its_own_rate() {
         text(&body)
     );
     // Another caller (another client, so another subject) has its own budget.
-    let (status, answer) = idp
-        .client_credentials(
-            support::idp::SHORT_LIVED_CLIENT_ID,
-            support::idp::SHORT_LIVED_CLIENT_SECRET,
-            Some(&url),
-            &["tools:call"],
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    let b = answer["access_token"].as_str().unwrap().to_owned();
+    let b = another_callers_token(&idp, &url).await;
     assert_served(&list_with(&url, &b).await, "the other caller");
 }
 
@@ -1293,29 +1345,7 @@ async fn claims_reach_the_upstream_instead_of_the_token() {
     let idp = Idp::start(&peers).await;
     let stop = tokio_util::sync::CancellationToken::new();
     let (up, seen) = recording_upstream(stop.clone()).await;
-    let mut http_up = gw::http("recorded", &up.url);
-    http_up.path = Some("/recorded/mcp".into());
-    http_up.auth = own(AuthConfig {
-        claims_to_headers: Some([("x-user".to_owned(), "sub".to_owned())].into()),
-        ..AuthConfig::default()
-    });
-    let mut stdio = gw::stdio(
-        "whoami",
-        "python3",
-        &["-c", support::upstreams::ENV_ECHO_SERVER, "MCP_USER"],
-    );
-    stdio.path = Some("/whoami/mcp".into());
-    stdio.sessions = Some(SessionMode::Conversation);
-    stdio.auth = own(AuthConfig {
-        claims_to_env: Some([("MCP_USER".to_owned(), "sub".to_owned())].into()),
-        ..AuthConfig::default()
-    });
-    let g = TestGateway::start_public(Config {
-        upstreams: vec![http_up, stdio],
-        auth: Some(auth_of(&idp, &[])),
-        ..gw::test_config()
-    })
-    .await;
+    let g = claims_gateway(&idp, &up.url, &[("x-user", "sub")], ("MCP_USER", "sub")).await;
 
     // HTTP: the claim in the header, a client's forgery dropped.
     let url = g.url_for("/recorded/mcp");

@@ -11,8 +11,8 @@ use support::browser_agent::Browser;
 use support::peers::setup;
 
 use super::{
-    AuthConfig, LOGIN_SECRET, call_tool, fixture, form, redeem, refresh, signed_in, support,
-    tool_text, world_with,
+    LOGIN_SECRET, call_tool, fixture, form, redeem, refresh, signed_in, support, tool_text,
+    world_with,
 };
 
 /// The log lines written while a [`capture`] lasts.
@@ -86,25 +86,7 @@ async fn no_code_token_or_secret_of_a_sign_in_reaches_the_log() {
         return;
     };
     let (logs, capturing) = capture();
-    let mut acting = support::gateway::stdio(
-        "as-the-user",
-        "python3",
-        &["-c", support::upstreams::ENV_ECHO_SERVER, "PROVIDER_TOKEN"],
-    );
-    acting.path = Some("/stdio".into());
-    acting.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
-    acting.auth = Some(mcp_ui_gateway::config::AuthSetting::Table(Box::new(
-        AuthConfig {
-            claims_to_env: Some(
-                [(
-                    "PROVIDER_TOKEN".to_owned(),
-                    "provider_access_token".to_owned(),
-                )]
-                .into(),
-            ),
-            ..AuthConfig::default()
-        },
-    )));
+    let acting = super::provider_token_echo("as-the-user");
     let w = world_with(&peers, |_| {}, vec![fixture(), acting]).await;
     let client_id = super::public_client(&w).await;
     let url = super::authorize_url(

@@ -76,6 +76,32 @@ impl World {
     }
 }
 
+/// A stdio upstream at `/stdio` named `name`, one process per conversation, started
+/// with the user's token at the provider in `PROVIDER_TOKEN` (`provider_access_token`),
+/// which it echoes.
+fn provider_token_echo(name: &str) -> UpstreamConfig {
+    let mut stdio = gw::stdio(
+        name,
+        "python3",
+        &["-c", support::upstreams::ENV_ECHO_SERVER, "PROVIDER_TOKEN"],
+    );
+    stdio.path = Some("/stdio".into());
+    stdio.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    stdio.auth = Some(mcp_ui_gateway::config::AuthSetting::Table(Box::new(
+        AuthConfig {
+            claims_to_env: Some(
+                [(
+                    "PROVIDER_TOKEN".to_owned(),
+                    "provider_access_token".to_owned(),
+                )]
+                .into(),
+            ),
+            ..AuthConfig::default()
+        },
+    )));
+    stdio
+}
+
 fn fixture() -> UpstreamConfig {
     let mut up = gw::stdio("notes", STDIO_COMMAND, &["--protocol", "2025"]);
     up.path = Some("/notes".into());
@@ -1304,25 +1330,7 @@ async fn the_providers_token_reaches_the_upstream_as_the_user() {
             ..AuthConfig::default()
         },
     )));
-    let mut stdio = gw::stdio(
-        "single-user",
-        "python3",
-        &["-c", support::upstreams::ENV_ECHO_SERVER, "PROVIDER_TOKEN"],
-    );
-    stdio.path = Some("/stdio".into());
-    stdio.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
-    stdio.auth = Some(mcp_ui_gateway::config::AuthSetting::Table(Box::new(
-        AuthConfig {
-            claims_to_env: Some(
-                [(
-                    "PROVIDER_TOKEN".to_owned(),
-                    "provider_access_token".to_owned(),
-                )]
-                .into(),
-            ),
-            ..AuthConfig::default()
-        },
-    )));
+    let stdio = provider_token_echo("single-user");
     let w = world_with(&peers, |_| {}, vec![fixture(), http_up, stdio]).await;
     let client_id = public_client(&w).await;
     let mut browser = Browser::new();

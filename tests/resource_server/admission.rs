@@ -99,15 +99,7 @@ async fn a_batch_costs_each_of_its_requests() {
         return;
     };
     let idp = Idp::start(&peers).await;
-    let g = TestGateway::start_public(Config {
-        upstreams: vec![fixture("rated", "/rated/mcp")],
-        auth: Some(AuthConfig {
-            requests_per_minute: Some(5),
-            ..auth_of(&idp, &[])
-        }),
-        ..gw::test_config()
-    })
-    .await;
+    let g = rated_gateway(&idp, 5).await;
     let url = g.url_for("/rated/mcp");
     let token = idp.token(&url, &["tools:call"]).await;
     let auth = format!("Bearer {token}");
@@ -164,16 +156,7 @@ async fn a_batch_costs_each_of_its_requests() {
     );
 
     // Another caller: a batch larger than a minute's budget can never go.
-    let (status, answer) = idp
-        .client_credentials(
-            support::idp::SHORT_LIVED_CLIENT_ID,
-            support::idp::SHORT_LIVED_CLIENT_SECRET,
-            Some(&url),
-            &["tools:call"],
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
-    let other = format!("Bearer {}", answer["access_token"].as_str().unwrap());
+    let other = format!("Bearer {}", another_callers_token(&idp, &url).await);
     let headers = [
         ("mcp-protocol-version", "2025-03-26"),
         ("authorization", other.as_str()),

@@ -23,34 +23,7 @@ async fn claims_reach_the_upstream_in_one_encoding() {
         ("x-profile", "profile"),
         ("x-nothing", "nothing"),
     ];
-    let mut http_up = gw::http("recorded", &up.url);
-    http_up.path = Some("/recorded/mcp".into());
-    http_up.auth = own(AuthConfig {
-        claims_to_headers: Some(
-            mapped
-                .iter()
-                .map(|(h, c)| ((*h).to_owned(), (*c).to_owned()))
-                .collect(),
-        ),
-        ..AuthConfig::default()
-    });
-    let mut stdio = gw::stdio(
-        "whoami",
-        "python3",
-        &["-c", support::upstreams::ENV_ECHO_SERVER, "MCP_GROUPS"],
-    );
-    stdio.path = Some("/whoami/mcp".into());
-    stdio.sessions = Some(SessionMode::Conversation);
-    stdio.auth = own(AuthConfig {
-        claims_to_env: Some([("MCP_GROUPS".to_owned(), "groups".to_owned())].into()),
-        ..AuthConfig::default()
-    });
-    let g = TestGateway::start_public(Config {
-        upstreams: vec![http_up, stdio],
-        auth: Some(auth_of(&idp, &[])),
-        ..gw::test_config()
-    })
-    .await;
+    let g = claims_gateway(&idp, &up.url, &mapped, ("MCP_GROUPS", "groups")).await;
     let signed = async |url: &str| {
         let mut claims = idp.access_claims(url, &["tools:call"]);
         claims["groups"] = json!(["Finance Admins", "b", 7]);
