@@ -164,6 +164,11 @@ impl Rated {
 /// notifications (each of a batch), at least one.
 fn cost_of(body: &[u8]) -> u32 {
     use crate::jsonrpc::{self, Kind};
+    // Only a batch costs more than one: a body that does not open one is
+    // not read (the relay reads it once, next).
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
+        return 1;
+    }
     match jsonrpc::classify(body) {
         Ok(jsonrpc::Body::Batch(items)) => {
             let asked = items.iter().filter(|(m, _)| m.kind != Kind::Response);

@@ -57,18 +57,16 @@ impl Fetcher {
         connect_timeout: Duration,
         trusted: impl IntoIterator<Item = (&'a str, &'a PathBuf)>,
     ) -> Result<Fetcher, Vec<String>> {
-        let settings: Vec<(String, crate::tls::upstream::UpstreamTls)> = trusted
+        let settings: Vec<(&str, String, crate::tls::upstream::UpstreamTls)> = trusted
             .into_iter()
             .map(|(anchor, ca)| {
-                (
-                    peer_name(anchor),
-                    crate::tls::upstream::UpstreamTls::trusting(ca.clone()),
-                )
+                let tls = crate::tls::upstream::UpstreamTls::trusting(ca.clone());
+                (anchor, peer_name(anchor), tls)
             })
             .collect();
-        let peers = settings.iter().map(|(name, tls)| {
+        let peers = settings.iter().map(|(anchor, name, tls)| {
             (
-                format!("the identity provider {}", &name["auth:".len()..]),
+                format!("the identity provider {anchor}"),
                 name.as_str(),
                 tls,
             )
@@ -240,12 +238,11 @@ pub fn metadata_urls(issuer: &Url) -> Vec<Url> {
         u.set_query(None);
         u
     };
-    let mut all = vec![
+    let all = [
         at("/.well-known/oauth-authorization-server", path),
         at("/.well-known/openid-configuration", path),
         at("", &format!("{path}/.well-known/openid-configuration")),
     ];
-    all.dedup();
     let mut unique: Vec<Url> = Vec::new();
     for u in all {
         if !unique.contains(&u) {

@@ -43,11 +43,11 @@ pub struct ResourceServer {
     fetcher: Fetcher,
     issuers: HashMap<String, Arc<Issuer>>,
     /// Each caller's requests at each endpoint (`requests_per_minute`).
-    rates: std::sync::Mutex<HashMap<u64, mcp_ui_identity::rate::Bucket>>,
+    rates: std::sync::Mutex<mcp_ui_identity::rate::Buckets<u64>>,
 }
 
-/// Most callers whose rate is kept at once; past it the stalest are
-/// forgotten (a forgotten caller starts with a full bucket again).
+/// Most callers whose rate is kept at once; past it, those whose bucket is
+/// full again are forgotten, else one (a forgotten caller starts full).
 const MAX_RATED: usize = 65_536;
 
 impl ResourceServer {
@@ -91,7 +91,10 @@ impl ResourceServer {
         Ok(ResourceServer {
             fetcher,
             issuers,
-            rates: Default::default(),
+            rates: std::sync::Mutex::new(mcp_ui_identity::rate::Buckets::new(
+                MAX_RATED,
+                mcp_ui_identity::rate::WhenFull::ForgetOne,
+            )),
         })
     }
 
@@ -112,21 +115,10 @@ impl ResourceServer {
         }
         let key =
             crate::session::pool::digest([path.as_bytes(), &caller.unwrap_or(0).to_le_bytes()]);
-        let now = std::time::Instant::now();
-        let mut rates = self.rates.lock().unwrap_or_else(|e| e.into_inner());
-        if rates.len() >= MAX_RATED && !rates.contains_key(&key) {
-            rates.retain(|_, b| !b.is_full(per_minute, now));
-            if rates.len() >= MAX_RATED
-                && let Some(stalest) = rates.iter().min_by_key(|(_, b)| b.at()).map(|(k, _)| *k)
-            {
-                rates.remove(&stalest);
-            }
-        }
-        let bucket = rates
-            .entry(key)
-            .or_insert_with(|| Bucket::full(per_minute, now));
-        bucket
-            .take_many(cost, per_minute, now)
+        self.rates
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take(key, cost, per_minute, std::time::Instant::now())
             .map_err(|wait| Box::new(answer::too_many(per_minute, cost, wait)))
     }
 

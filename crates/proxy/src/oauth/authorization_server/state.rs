@@ -15,6 +15,7 @@ use crate::session::SessionKey;
 use mcp_ui_identity::JwkSet;
 use mcp_ui_identity::authorization_server::OAuthError;
 use mcp_ui_identity::authorization_server::signing::{Signer, key_set};
+use mcp_ui_identity::rate::{Buckets, WhenFull};
 
 /// The gateway's authorization server.
 pub struct AuthorizationServer {
@@ -27,11 +28,12 @@ pub struct AuthorizationServer {
     pub(super) provider: provider::Provider,
     pub(super) clients: clients::Clients,
     pub(super) store: Store,
-    pub(super) registrations: std::sync::Mutex<
-        std::collections::HashMap<std::net::IpAddr, mcp_ui_identity::rate::Bucket>,
-    >,
-    /// Token requests by client (a digest of its id) and address.
-    pub(super) token_requests: std::sync::Mutex<Rates>,
+    /// Registrations by address: a full table refuses a new address
+    /// rather than forget one a flood of addresses would empty.
+    pub(super) registrations: std::sync::Mutex<Buckets<std::net::IpAddr>>,
+    /// Token requests by client (a digest of its id) and address: a full
+    /// table forgets one, refusing no one for want of room.
+    pub(super) token_requests: std::sync::Mutex<Buckets<(String, std::net::IpAddr)>>,
     pub(super) endpoints: endpoints::Paths,
 }
 
@@ -94,8 +96,8 @@ impl AuthorizationServer {
             provider,
             clients,
             store,
-            registrations: Default::default(),
-            token_requests: Default::default(),
+            registrations: std::sync::Mutex::new(Buckets::new(MAX_RATED, WhenFull::Refuse)),
+            token_requests: std::sync::Mutex::new(Buckets::new(MAX_RATED, WhenFull::ForgetOne)),
             endpoints,
             config,
         })
@@ -257,7 +259,7 @@ impl AuthorizationServer {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         rates
-            .take(key, per_minute, std::time::Instant::now())
+            .take(key, 1, per_minute, std::time::Instant::now())
             .map_err(|wait| {
                 Box::new(too_many(
                     wait,
@@ -271,21 +273,12 @@ impl AuthorizationServer {
         &self,
         peer: Option<std::net::IpAddr>,
     ) -> Result<(), Box<Response<Body>>> {
-        use mcp_ui_identity::rate::Bucket;
         let per_minute = self.config.registration.per_minute;
         let ip = peer.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
-        let now = std::time::Instant::now();
-        let mut rates = self.registrations.lock().unwrap_or_else(|e| e.into_inner());
-        if rates.len() >= 65_536 && !rates.contains_key(&ip) {
-            rates.retain(|_, b| !b.is_full(per_minute, now));
-        }
-        if rates.len() >= 65_536 && !rates.contains_key(&ip) {
-            return Err(Box::new(too_many(Duration::from_secs(60), REGISTRATIONS)));
-        }
-        rates
-            .entry(ip)
-            .or_insert_with(|| Bucket::full(per_minute, now))
-            .take(per_minute, now)
+        self.registrations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take(ip, 1, per_minute, std::time::Instant::now())
             .map_err(|wait| Box::new(too_many(wait, REGISTRATIONS)))
     }
 }
@@ -293,50 +286,9 @@ impl AuthorizationServer {
 /// Why a registration is refused past its rate.
 const REGISTRATIONS: &str = "too many registrations from this address";
 
-/// Most clients and addresses whose token requests are counted.
+/// Most clients and addresses (and, apart, most addresses registering)
+/// whose requests are counted.
 const MAX_RATED: usize = 65_536;
-
-/// The token requests of each client and address: a bucket each, at most
-/// [`MAX_RATED`]. Past it, the buckets full again are swept (at most once a
-/// second, never on every request), and if none is, one is forgotten to make
-/// room (it starts full again): a flood of clients and addresses costs
-/// a bounded table, and refuses no one for want of room.
-#[derive(Default)]
-pub(super) struct Rates {
-    buckets: std::collections::HashMap<(String, std::net::IpAddr), mcp_ui_identity::rate::Bucket>,
-    swept: Option<std::time::Instant>,
-}
-
-impl Rates {
-    /// Take one of `key`'s requests at `now`, `per_minute` a minute: `Err`
-    /// with how long until one may go.
-    fn take(
-        &mut self,
-        key: (String, std::net::IpAddr),
-        per_minute: u32,
-        now: std::time::Instant,
-    ) -> Result<(), Duration> {
-        use mcp_ui_identity::rate::Bucket;
-        if self.buckets.len() >= MAX_RATED && !self.buckets.contains_key(&key) {
-            if self
-                .swept
-                .is_none_or(|at| now.saturating_duration_since(at) >= Duration::from_secs(1))
-            {
-                self.buckets.retain(|_, b| !b.is_full(per_minute, now));
-                self.swept = Some(now);
-            }
-            if self.buckets.len() >= MAX_RATED
-                && let Some(any) = self.buckets.keys().next().cloned()
-            {
-                self.buckets.remove(&any);
-            }
-        }
-        self.buckets
-            .entry(key)
-            .or_insert_with(|| Bucket::full(per_minute, now))
-            .take(per_minute, now)
-    }
-}
 
 /// An EC P-256 key made now (aws-lc-rs).
 fn generated_key() -> Result<Signer, String> {
