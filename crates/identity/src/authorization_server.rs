@@ -9,6 +9,8 @@
 //!   (RFC 8252 §7);
 //! - [`authorize`]: an authorization request checked (RFC 6749 §4.1.1,
 //!   RFC 8707, RFC 9207), and where its errors may be sent;
+//! - [`family`]: a family of refresh tokens, its generation and the pace
+//!   of its refreshes;
 //! - [`token`]: a token request checked: the client's credentials
 //!   (RFC 6749 §2.3.1), the code or refresh token it redeems;
 //! - [`signing`]: the keys the gateway signs access tokens with (RFC 9068),
@@ -18,6 +20,7 @@
 
 pub mod authorize;
 pub mod client;
+pub mod family;
 pub mod params;
 pub mod pkce;
 pub mod provider;

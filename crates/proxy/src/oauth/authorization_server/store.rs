@@ -33,7 +33,7 @@ mod memory;
 mod record;
 mod redis;
 
-use mcp_ui_identity::authorization_server::token::Rotation;
+use mcp_ui_identity::authorization_server::family::Rotation;
 
 pub use memory::Memory;
 pub(crate) use record::FamilyRef;

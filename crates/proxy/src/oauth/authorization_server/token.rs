@@ -19,11 +19,10 @@ use super::state::AuthorizationServer;
 use super::store::{FamilyRef, Unavailable};
 use crate::reply::{self, Body};
 use mcp_ui_identity::authorization_server::OAuthError;
+use mcp_ui_identity::authorization_server::family::Rotation;
 use mcp_ui_identity::authorization_server::params::Params;
 use mcp_ui_identity::authorization_server::signing::AccessToken;
-use mcp_ui_identity::authorization_server::token::{
-    self as rules, Code, Presented, Refresh, Rotation,
-};
+use mcp_ui_identity::authorization_server::token::{self as rules, Code, Presented, Refresh};
 
 /// The largest token or revocation request.
 const MAX_BODY: usize = 16 * 1024;

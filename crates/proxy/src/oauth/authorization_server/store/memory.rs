@@ -15,7 +15,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
 use super::record::{FamilyRef, Remembered, Unavailable};
-use mcp_ui_identity::authorization_server::token::{self as rules, Family, Rotation};
+use mcp_ui_identity::authorization_server::family::{self as rules, Family, Rotation};
 
 /// Most codes remembered: sign-ins within one minute (each code lives 60 s).
 pub(super) const MAX_CODES: usize = 100_000;

@@ -7,7 +7,7 @@
 //! hold is over (Redis emptied signs everyone out).
 
 use super::record::{FamilyRef, Unavailable};
-use mcp_ui_identity::authorization_server::token::{Family, Rotation, pace};
+use mcp_ui_identity::authorization_server::family::{Family, Rotation, pace};
 
 /// Keys in a shared Redis are prefixed with this.
 const PREFIX: &str = "mcp-ui-gateway:oauth:";
@@ -18,7 +18,7 @@ const REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 /// Opens, rotates and ends families. `KEYS[1]` is the family's hash,
 /// `KEYS[2]` its user's set; `ARGV` the operation, the family's id, until
 /// when its latest token lives, the time (s), the prefix of families' keys,
-/// then the operation's own. The rules are `token::rotate`'s.
+/// then the operation's own. The rules are `family::rotate`'s.
 const FAMILIES: &str = r"
 local family, user = KEYS[1], KEYS[2]
 local op, id, untl, now, prefix = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
