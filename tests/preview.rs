@@ -11,10 +11,17 @@
 //! Also, without a browser: `serve --no-preview` answers 404 on /preview and prints no
 //! preview URL; by default (loopback) the page is served and its URL printed.
 //!
+//! In `sign_in`, the page in front of protected mounts: signing in with the gateway's own
+//! authorization server (consent and the provider's login form in the page's browser, at
+//! `127.0.0.1` and at `localhost`), a token pasted in, and the calls made as that user.
+//!
 //! `MCP_UI_SKIP_PEERS=1` skips the browser test with a message; otherwise missing peers
 //! (`bash scripts/install-peers.sh`) fail it. Every process started here is killed by PID
-//! when the test ends, panics included; every wait is bounded; only 127.0.0.1 is used.
+//! when the test ends, panics included; every wait is bounded; only 127.0.0.1 is used
+//! (and the name `localhost`, which the browser resolves to it).
 
+#[path = "preview/sign_in.rs"]
+mod sign_in;
 mod support;
 
 use std::ffi::OsStr;
@@ -172,8 +179,21 @@ fn http_get(base: &str, path: &str) -> (u16, String, String) {
 /// as `<name>.png` and `<name>.json` in the artifacts); the summary of a run
 /// that succeeded, with the context a failed assertion shows.
 fn drive(gateway: &mut Proc, name: &str, args: &[&OsStr]) -> (Value, String) {
-    let artifacts = artifacts_dir();
-    let screenshot = artifacts.join(format!("{name}.png"));
+    let mut driver = spawn_driver(name, args);
+    let finished = driver.finish(DRIVER_LIMIT);
+    summarize(&driver, finished, name, &gateway.tail(40))
+}
+
+/// [`drive`] for async tests (an in-process gateway keeps serving meanwhile);
+/// `others` is what the other processes said, for a failure's message.
+async fn drive_async(name: &str, args: &[&OsStr], others: impl Fn() -> String) -> (Value, String) {
+    let mut driver = spawn_driver(name, args);
+    let finished = driver.finish_async(DRIVER_LIMIT).await;
+    summarize(&driver, finished, name, &others())
+}
+
+fn spawn_driver(name: &str, args: &[&OsStr]) -> Proc {
+    let screenshot = artifacts_dir().join(format!("{name}.png"));
     let _ = std::fs::remove_file(&screenshot);
     let mut cmd = Command::new(node());
     cmd.arg(root().join("tests/preview/run.mjs"))
@@ -181,23 +201,32 @@ fn drive(gateway: &mut Proc, name: &str, args: &[&OsStr]) -> (Value, String) {
         .args(["--timeout", DRIVER_OWN_TIMEOUT_S, "--screenshot"])
         .arg(&screenshot)
         .current_dir(root());
-    let mut driver = Proc::spawn("run.mjs", &mut cmd);
-    let finished = driver.finish(DRIVER_LIMIT);
-    let _ = std::fs::write(artifacts.join(format!("{name}.json")), driver.stdout());
+    Proc::spawn("run.mjs", &mut cmd)
+}
+
+/// The summary of a driver's run, which must have succeeded.
+fn summarize(
+    driver: &Proc,
+    finished: Result<(std::process::ExitStatus, String, String), String>,
+    name: &str,
+    others: &str,
+) -> (Value, String) {
+    let _ = std::fs::write(
+        artifacts_dir().join(format!("{name}.json")),
+        driver.stdout(),
+    );
     let (status, stdout, _) =
-        finished.unwrap_or_else(|e| panic!("{e}\n{}\n{}", driver.tail(40), gateway.tail(40)));
+        finished.unwrap_or_else(|e| panic!("{e}\n{}\n{others}", driver.tail(40)));
     let summary: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
         panic!(
-            "run.mjs exited with {status} without a JSON summary ({e})\n{}\n{}",
+            "run.mjs exited with {status} without a JSON summary ({e})\n{}\n{others}",
             driver.tail(40),
-            gateway.tail(40)
         )
     });
     let context = format!(
-        "{}\n{}\n{}",
+        "{}\n{}\n{others}",
         serde_json::to_string_pretty(&summary).unwrap_or_default(),
         driver.tail(20),
-        gateway.tail(30)
     );
     assert!(
         status.success() && summary["ok"] == true,
@@ -477,6 +506,9 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
     let context = || context.clone();
 
     let checks = &summary["checks"];
+    // An open mount: no sign-in panel, no account.
+    assert_eq!(checks["auth_panel_visible"], false, "{}", context());
+    assert_eq!(checks["account_visible"], false, "{}", context());
     // The page spoke MCP to the mount and listed the demo's tools.
     assert_eq!(
         checks["server"],
@@ -720,4 +752,62 @@ fn preview_refuses_a_widget_the_calls_hosts_refuse_and_says_why() {
         "{logged:?}\n{context}"
     );
     drop(gateway);
+}
+
+/// The demo's render tool `show_tasks` takes the tasks as its input: "Use data from
+/// list_tasks" (the data tool its `_meta` names) calls `list_tasks`, fills the form with
+/// its `structuredContent`, and the call renders the board with the upstream's tasks.
+/// (Before: only typing the tasks as JSON rendered it.)
+#[test]
+fn preview_fills_a_render_tool_from_its_data_tool() {
+    if !browser_ready("the /preview render-tool data test") {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let overlays = temp.path().join("overlays");
+    copy_dir(&root().join("overlays"), &overlays);
+    let (mut gateway, lines) = start_gateway(&overlays, &[]);
+    let base = base_url(lines.last().unwrap());
+    lines_until(&mut gateway, "Preview: ");
+    let (summary, context) = drive(
+        &mut gateway,
+        "preview-render-data",
+        &[
+            OsStr::new("--url"),
+            OsStr::new(&format!("{base}/preview")),
+            OsStr::new("--call"),
+            OsStr::new("show_tasks"),
+            OsStr::new("--fill-from"),
+            OsStr::new("list_tasks"),
+            OsStr::new("--expect"),
+            OsStr::new("Write the release notes"),
+            OsStr::new("--count"),
+            OsStr::new(".task-title"),
+        ],
+    );
+    let checks = &summary["checks"];
+    assert_eq!(
+        checks["data_request"]["params"],
+        serde_json::json!({ "name": "list_tasks", "arguments": {} }),
+        "{context}"
+    );
+    assert_eq!(checks["fill_note_error"], false, "{context}");
+    assert_eq!(
+        checks["fill_note"], "Filled tasks from list_tasks: call the tool to render it.",
+        "{context}"
+    );
+    let filled: Value = serde_json::from_str(checks["filled"]["tasks"].as_str().unwrap_or("null"))
+        .unwrap_or(Value::Null);
+    assert!(
+        filled
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["title"] == "Water the plants")),
+        "{context}"
+    );
+    assert_eq!(
+        checks["count"], 3,
+        "the demo's three tasks on the board\n{context}"
+    );
+    let text = checks["widget_text"].as_str().unwrap_or_default();
+    assert!(text.contains("Water the plants"), "{context}");
 }

@@ -18,7 +18,10 @@
 // consent page's heading and text, or null when it was not shown: a remembered consent),
 // `login_form` (whether the provider's form was filled in) and `final_text` (the last page's
 // text). On failure: `browser_sign_in: FAILED: <reason>` with the URLs visited on stderr, exit 1.
-// Also importable: `signIn(url, options)` returns the same object.
+// Also importable: `signIn(url, options)` returns the same object; `answerSignIn(page,
+// options)` answers the consent page and the login form in a page already open (a browser
+// the caller drives, such as tests/preview/run.mjs's) until `options.done()` says the
+// sign-in is over.
 
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -59,6 +62,47 @@ async function pageText(page) {
     } catch {
         return '';
     }
+}
+
+/**
+ * In `page`, answer the gateway's consent page (`decision`) and fill in the provider's login
+ * form (`login`, `password`) whenever one is shown, until `done()` resolves true; an error
+ * page that stays, a login refused twice or `deadline` (ms since the epoch) passed throws.
+ * Returns `{ consent, login_form }`: the consent page's heading and text (null when it was
+ * not shown) and whether the login form was filled in.
+ */
+export async function answerSignIn(page, { login = 'ada', password = 'correct horse', decision = 'allow', deadline, done }) {
+    const result = { consent: null, login_form: false };
+    const answered = { consent: false, login: 0 };
+    while (!(await done())) {
+        if (Date.now() > deadline) throw new Error(`the sign-in did not end in time (at ${page.url()})`);
+        const shown = await whatIsShown(page);
+        if (shown === 'consent' && !answered.consent) {
+            answered.consent = true;
+            result.consent = {
+                heading: (await page.textContent('h1'))?.trim() ?? '',
+                text: await pageText(page)
+            };
+            await page.click(`form button[name="decision"][value="${decision}"]`);
+        } else if (shown === 'login') {
+            if (++answered.login > 2) throw new Error(`the provider's login form refused us: ${await pageText(page)}`);
+            result.login_form = true;
+            await page.fill('input[name="login"]', login);
+            await page.fill('input[name="password"]', password);
+            await page.click('form button[type="submit"]');
+        } else if (shown === 'other' && !(await done())) {
+            // A page that is neither form and no redirect under way: an error page stays.
+            const text = await pageText(page);
+            if (/Sign-in stopped|error/i.test(text) && !page.url().startsWith('about:')) {
+                await sleep(300);
+                if (!(await done()) && (await whatIsShown(page)) === 'other' && (await pageText(page)) === text) {
+                    throw new Error(`stopped at ${page.url()}: ${text.slice(0, 500)}`);
+                }
+            }
+        }
+        await sleep(100);
+    }
+    return result;
 }
 
 /**
@@ -108,34 +152,15 @@ export async function signIn(url, options) {
             if (follow && r.isNavigationRequest() && atRedirect(r.url())) result.callback ??= r.url();
         });
         await page.goto(url, { timeout: Math.max(1000, deadline - Date.now()) });
-        let answered = { consent: false, login: 0 };
-        while (!result.callback) {
+        try {
+            const answered = await answerSignIn(page, {
+                login, password, decision, deadline, done: async () => result.callback !== null
+            });
+            result.consent = answered.consent;
+            result.login_form = answered.login_form;
+        } catch (e) {
             if (Date.now() > deadline) throw new Error(`no redirect to ${redirectUri} within ${timeoutMs} ms`);
-            const shown = await whatIsShown(page);
-            if (shown === 'consent' && !answered.consent) {
-                answered.consent = true;
-                result.consent = {
-                    heading: (await page.textContent('h1'))?.trim() ?? '',
-                    text: await pageText(page)
-                };
-                await page.click(`form button[name="decision"][value="${decision}"]`);
-            } else if (shown === 'login') {
-                if (++answered.login > 2) throw new Error(`the provider's login form refused us: ${await pageText(page)}`);
-                result.login_form = true;
-                await page.fill('input[name="login"]', login);
-                await page.fill('input[name="password"]', password);
-                await page.click('form button[type="submit"]');
-            } else if (shown === 'other' && !result.callback) {
-                // A page that is neither form and no redirect under way: an error page stays.
-                const text = await pageText(page);
-                if (/Sign-in stopped|error/i.test(text) && !page.url().startsWith('about:')) {
-                    await sleep(300);
-                    if (!result.callback && (await whatIsShown(page)) === 'other' && (await pageText(page)) === text) {
-                        throw new Error(`stopped at ${page.url()}: ${text.slice(0, 500)}`);
-                    }
-                }
-            }
-            await sleep(100);
+            throw e;
         }
         if (follow) {
             await page.waitForLoadState('load', { timeout: Math.max(1000, deadline - Date.now()) }).catch(() => {});

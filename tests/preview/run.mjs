@@ -22,12 +22,34 @@
 // many characters the result panel and the bridge log hold, the bridge log's errors,
 // and the widget's text.
 //
+// --fill-from NAME (with --call): fill the form with the "Use data from NAME" button instead
+// of --args (a render tool's data tool), then call.
+//
+//   node tests/preview/run.mjs --url URL --screenshot FILE --sign-in LOGIN [--call TOOL --args JSON
+//        --expect TEXT] [--whoami PATH] [--expire-wait SECONDS] [--sign-out]
+//   node tests/preview/run.mjs --url URL --screenshot FILE --paste TOKEN [--paste-bad TOKEN]
+//        [--call TOOL --args JSON --expect TEXT]
+//
+// --sign-in LOGIN: the first mount asks for a token and the gateway signs users in: the page
+// shows its sign-in panel (checks.panel); click Sign in, allow on the gateway's consent page
+// and sign in at the provider's login form as LOGIN (tests/peers/browser_sign_in.mjs's
+// answerSignIn), back at /preview with the tools listed (checks.first: the account shown,
+// the authorization request's parameters, the callback's parameter names, where the page
+// ended); what the page keeps (checks.storage). Then --call as below; --whoami PATH: choose the
+// mount at PATH, sign in there too (checks.second) and call its `whoami` tool
+// (checks.whoami: its text); --expire-wait S: S seconds later call it again
+// (checks.whoami_again) and say whether the page refreshed its token (checks.refreshed);
+// --sign-out: click Sign out (checks.signed_out).
+// --paste TOKEN: the first mount asks for a token pasted in (checks.panel); with --paste-bad,
+// paste that one first and report the error shown (checks.bad_token); paste TOKEN, wait for
+// the tools (checks.pasted), then --call as below.
+//
 // --builtin-table: list_tasks renders the built-in table (widget = "builtin:table")
 // --openai-widget: complete_task renders a widget that only knows window.openai
 // (tests/preview/openai-only, installed in the overlays by the caller); call it and
 // click its button.
 // Exit status: 0 on success, 1 on failure ("ok": false and the reason in the summary),
-// 2 on bad usage or a missing peer. Only 127.0.0.1 is used; the Chromium started here
+// 2 on bad usage or a missing peer. Only 127.0.0.1 (and the name localhost) is used; the Chromium started here
 // is closed before exit. Nothing is downloaded: Chromium is Debian's.
 
 import { createRequire } from 'node:module';
@@ -35,11 +57,12 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const PEERS = resolve(HERE, '..', 'peers');
 const started = Date.now();
+const PASSWORD = 'correct horse';
 
 function usage(message) {
   process.stderr.write(`run.mjs: ${message}\nusage: node tests/preview/run.mjs --url URL --screenshot FILE [--overlays DIR] [--openai-widget] [--builtin-table] [--timeout SECONDS]\n`);
@@ -51,10 +74,13 @@ const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i += 2) {
   if (argv[i] === '--openai-widget') { opts.openaiWidget = true; i -= 1; continue; }
   if (argv[i] === '--builtin-table') { opts.builtinTable = true; i -= 1; continue; }
+  if (argv[i] === '--sign-out') { opts.signOut = true; i -= 1; continue; }
   const key = {
     '--url': 'url', '--screenshot': 'screenshot', '--overlays': 'overlays', '--timeout': 'timeout',
     '--call': 'call', '--args': 'args', '--expect': 'expect', '--count': 'count',
-    '--switch-mount': 'switchMount', '--expect-tool': 'expectTool',
+    '--switch-mount': 'switchMount', '--expect-tool': 'expectTool', '--fill-from': 'fillFrom',
+    '--sign-in': 'signIn', '--whoami': 'whoami', '--expire-wait': 'expireWait',
+    '--paste': 'paste', '--paste-bad': 'pasteBad',
   }[argv[i]];
   if (!key) usage(`unknown argument ${argv[i]}`);
   if (i + 1 >= argv.length) usage(`${argv[i]} needs a value`);
@@ -66,7 +92,8 @@ if (opts.switchMount && !opts.expectTool) usage('--switch-mount needs --expect-t
 let callArgs = {};
 try { callArgs = JSON.parse(opts.args ?? '{}'); } catch (e) { usage(`--args: ${e.message}`); }
 const pageUrl = new URL(opts.url);
-if (pageUrl.protocol !== 'http:' || pageUrl.hostname !== '127.0.0.1') usage('--url must be http://127.0.0.1:…');
+const LOCAL = ['127.0.0.1', 'localhost'];
+if (pageUrl.protocol !== 'http:' || !LOCAL.includes(pageUrl.hostname)) usage('--url must be http://127.0.0.1:… or http://localhost:…');
 opts.timeout = Number(opts.timeout);
 if (!Number.isFinite(opts.timeout) || opts.timeout <= 0) usage('--timeout must be a positive number');
 const deadline = started + opts.timeout * 1000;
@@ -75,9 +102,11 @@ const say = (m) => process.stderr.write(`[preview/run.mjs] ${m}\n`);
 
 const peerRequire = createRequire(join(PEERS, 'package.json'));
 let chromium;
+let answerSignIn;
 try {
   process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = '1';
   ({ chromium } = peerRequire('playwright-core'));
+  if (opts.signIn) ({ answerSignIn } = await import(pathToFileURL(join(PEERS, 'browser_sign_in.mjs')).href));
 } catch (e) {
   process.stderr.write(`run.mjs: cannot load playwright-core from tests/peers/node_modules (${e.code ?? e.message}); run bash scripts/install-peers.sh\n`);
   process.exit(2);
@@ -136,7 +165,7 @@ async function main() {
   const offsite = [];
   await context.route('**/*', (route) => {
     const u = new URL(route.request().url());
-    if (u.hostname !== '127.0.0.1') { offsite.push(u.href); return route.abort(); }
+    if (!LOCAL.includes(u.hostname)) { offsite.push(u.href); return route.abort(); }
     return route.continue();
   });
   const page = await context.newPage();
@@ -146,11 +175,16 @@ async function main() {
   page.on('pageerror', (e) => summary.console.push({ type: 'pageerror', text: String(e.message).slice(0, 400) }));
 
   if (opts.switchMount) return switchMount(page);
+  if (opts.signIn) return signInFlow(page);
+  if (opts.paste) return pasteFlow(page);
   await step('open /preview', async () => {
     const response = await page.goto(opts.url, { timeout: left(20000), waitUntil: 'load' });
     summary.checks.page_status = response.status();
     summary.checks.page_csp = response.headers()['content-security-policy'] ?? null;
     await page.locator(`#tool-list button[data-tool="${opts.call ?? 'add_task'}"]`).waitFor({ timeout: left(30000) });
+    // An open mount: no sign-in panel, no account.
+    summary.checks.auth_panel_visible = await page.isVisible('#auth-panel');
+    summary.checks.account_visible = await page.isVisible('#account');
     summary.checks.tools = await page.$$eval('#tool-list button[data-tool]', (bs) => bs.map((b) => b.dataset.tool));
     summary.checks.auth_badges = await page.$$eval('#tool-list button[data-tool]', (bs) =>
       Object.fromEntries(bs.map((b) => [b.dataset.tool, [...b.querySelectorAll('.badge.auth')].map((x) => x.textContent)])));
@@ -340,6 +374,11 @@ async function main() {
   if (errors.length) throw new Error(`the browser reported errors: ${JSON.stringify(errors)}`);
 }
 
+// The browser's report of a response refused as the sign-in expects (a 401 asking for a
+// token, the token endpoint's 400 to the check of a registered client, a provider page's
+// missing favicon): not an error of the page.
+const EXPECTED_REFUSAL = /^Failed to load resource: the server responded with a status of (400|401|404) /;
+
 // The last steps of the one-purpose modes: a screenshot, and no console error.
 async function endClean(page) {
   await step('screenshot', async () => {
@@ -347,7 +386,9 @@ async function endClean(page) {
     await page.screenshot({ path: opts.screenshot, fullPage: false });
     summary.screenshot = opts.screenshot;
   });
-  const errors = summary.console.filter((m) => m.type === 'pageerror' || m.type === 'error');
+  const expected = opts.signIn || opts.paste;
+  const errors = summary.console.filter((m) => m.type === 'pageerror'
+    || (m.type === 'error' && !(expected && EXPECTED_REFUSAL.test(m.text))));
   if (errors.length) throw new Error(`the browser reported errors: ${JSON.stringify(errors)}`);
 }
 
@@ -381,11 +422,27 @@ async function switchMount(page) {
 
 // --call: one call from the form, its widget, and what it cost the page.
 async function callOne(page) {
+  await callAndSee(page);
+  await endClean(page);
+}
+
+// The call of --call from the form (its fields from --args, or filled by --fill-from),
+// and its widget showing --expect.
+async function callAndSee(page) {
   const widget = page.frameLocator('#widget-host iframe');
   await step(`call ${opts.call} from the form`, async () => {
     await page.click(`#tool-list button[data-tool="${opts.call}"]`);
     for (const [name, value] of Object.entries(callArgs)) {
       await page.fill(`#arg-${name}`, typeof value === 'string' ? value : JSON.stringify(value));
+    }
+    if (opts.fillFrom) {
+      await page.click(`#fill-from button[data-fill-from="${opts.fillFrom}"]`);
+      await page.locator('#fill-note').waitFor({ state: 'visible', timeout: left(20000) });
+      summary.checks.fill_note = await page.textContent('#fill-note');
+      summary.checks.fill_note_error = await page.$eval('#fill-note', (n) => n.classList.contains('error'));
+      summary.checks.filled = await page.$$eval('#fields [data-arg]', (inputs) =>
+        Object.fromEntries(inputs.map((i) => [i.dataset.arg, i.value])));
+      summary.checks.data_request = JSON.parse(await page.textContent('#raw-request'));
     }
     await page.evaluate(() => {
       const beat = { last: performance.now(), max: 0 };
@@ -426,6 +483,194 @@ async function callOne(page) {
     summary.checks.bridge_log_errors = await page.$$eval('#bridge-log li[data-kind="error"]',
       (lis) => lis.map((li) => li.textContent.slice(0, 1000)));
   });
+}
+
+// What the sign-in panel shows.
+async function panel(page) {
+  return {
+    title: await page.textContent('#auth-title'),
+    message: await page.textContent('#auth-message'),
+    sign_in_button: await page.isVisible('#sign-in'),
+    token_form: await page.isVisible('#token-form'),
+    connection: await page.textContent('#connection'),
+    tools: await page.$$eval('#tool-list button[data-tool]', (bs) => bs.length),
+    tools_empty: await page.textContent('#tools-empty'),
+  };
+}
+
+// The tool names listed now.
+function toolsListed(page) {
+  return page.$$eval('#tool-list button[data-tool]', (bs) => bs.map((b) => b.dataset.tool));
+}
+
+// Sign in from the panel shown now: click Sign in, answer the consent page and the provider's
+// login form, until the page is back at /preview/ with tools listed (or shows why not).
+async function signInHere(page, label) {
+  const origin = new URL(opts.url).origin;
+  const seen = { authorize: null, callback: null, visited: [] };
+  const onRequest = (r) => {
+    if (!r.isNavigationRequest()) return;
+    const u = new URL(r.url());
+    seen.visited.push(u.origin + u.pathname);
+    if (u.pathname.endsWith('/oauth/authorize') && r.method() === 'GET' && !seen.authorize) {
+      seen.authorize = { origin: u.origin, params: Object.fromEntries(u.searchParams) };
+    }
+    if (u.origin === origin && u.pathname === '/preview/callback') seen.callback = [...u.searchParams.keys()];
+  };
+  page.on('request', onRequest);
+  const failed = async () => {
+    try { return (await page.isVisible('#auth-error')) ? await page.textContent('#auth-error') : null; } catch { return null; }
+  };
+  const done = async () => {
+    try {
+      const u = new URL(page.url());
+      if (u.origin !== origin || u.pathname !== '/preview/') return false;
+      if (await failed()) return true;
+      return (await page.locator('#tool-list button[data-tool]').count()) > 0;
+    } catch {
+      return false;
+    }
+  };
+  await page.click('#sign-in');
+  const answered = await answerSignIn(page, {
+    login: opts.signIn, password: PASSWORD, deadline: Date.now() + left(60000), done,
+  });
+  page.off('request', onRequest);
+  const error = await failed();
+  if (error) throw new Error(`the page says: ${error}`);
+  const result = {
+    consent: answered.consent ? answered.consent.heading : null,
+    login_form: answered.login_form,
+    authorize: seen.authorize,
+    callback_params: seen.callback,
+    visited: seen.visited,
+    url: page.url(),
+    account: (await page.textContent('#account-name')).trim(),
+    account_title: await page.getAttribute('#account-name', 'title'),
+    panel_visible: await page.isVisible('#auth-panel'),
+    tools: await toolsListed(page),
+  };
+  summary.checks[label] = result;
+  return result;
+}
+
+// What the page keeps in the browser: keys, and whether a token is anywhere but sessionStorage.
+function storage(page) {
+  return page.evaluate(() => {
+    const session = Object.keys(sessionStorage);
+    const tokens = session.filter((k) => k.includes('token ')).map((k) => JSON.parse(sessionStorage.getItem(k)));
+    const local = Object.keys(localStorage);
+    const localText = local.map((k) => k + ' ' + localStorage.getItem(k)).join('\n');
+    return {
+      session_keys: session,
+      local_keys: local,
+      tokens: tokens.map((t) => ({ how: t.how, has_refresh: typeof t.refresh_token === 'string', client_id: t.client_id ?? null })),
+      token_in_local: tokens.some((t) => localText.includes(t.access_token) || (t.refresh_token && localText.includes(t.refresh_token))),
+      token_in_url: tokens.some((t) => location.href.includes(t.access_token)),
+      url: location.href,
+    };
+  });
+}
+
+// Calls the tool `name` of the mount shown (no arguments) from the form: the first text
+// of its result, from the raw result panel.
+async function callText(page, name) {
+  await page.click(`#tool-list button[data-tool="${name}"]`);
+  await page.evaluate(() => { document.getElementById('raw-result').textContent = ''; });
+  await page.click('#call-button');
+  await page.waitForFunction(() => /"result"|"error"|\(failed\)|sign in/.test(
+    document.getElementById('raw-result').textContent + document.getElementById('result-state').textContent),
+  null, { timeout: left(30000), polling: 100 });
+  const raw = await page.textContent('#raw-result');
+  let answer;
+  try { answer = JSON.parse(raw); } catch { throw new Error(`${name}: the result panel shows ${raw.slice(0, 300)}`); }
+  if (!answer.result) throw new Error(`${name}: ${raw.slice(0, 300)}`);
+  return answer.result.content?.[0]?.text ?? null;
+}
+
+// --sign-in: the whole sign-in in the page, then what a signed-in user does.
+async function signInFlow(page) {
+  await step('open /preview: the sign-in panel', async () => {
+    const response = await page.goto(opts.url, { timeout: left(20000), waitUntil: 'load' });
+    summary.checks.page_status = response.status();
+    summary.checks.page_csp = response.headers()['content-security-policy'] ?? null;
+    await page.locator('#sign-in').waitFor({ state: 'visible', timeout: left(20000) });
+    summary.checks.panel = await panel(page);
+  });
+  await step(`sign in as ${opts.signIn}`, () => signInHere(page, 'first'));
+  await step('what the page keeps', async () => { summary.checks.storage = await storage(page); });
+  if (opts.call) await callAndSee(page);
+  if (opts.whoami) {
+    await step(`choose ${opts.whoami} and sign in there`, async () => {
+      const value = await page.$$eval('#mount option', (os, path) => {
+        const o = os.find((x) => x.textContent.includes(path));
+        return o ? o.value : null;
+      }, opts.whoami);
+      if (value === null) throw new Error(`no mount labelled with ${opts.whoami}`);
+      await page.selectOption('#mount', value);
+      await page.locator('#sign-in').waitFor({ state: 'visible', timeout: left(20000) });
+      await signInHere(page, 'second');
+    });
+    await step('call whoami', async () => { summary.checks.whoami = await callText(page, 'whoami'); });
+    if (opts.expireWait) {
+      await step(`${opts.expireWait} s later (the access token expired): whoami again`, async () => {
+        await page.waitForTimeout(Number(opts.expireWait) * 1000);
+        summary.checks.whoami_again = await callText(page, 'whoami');
+        summary.checks.refreshed = await page.$$eval('#bridge-log li', (lis) => lis.some((li) => li.textContent.includes('refreshed')));
+        summary.checks.account_after_refresh = (await page.textContent('#account-name')).trim();
+      });
+    }
+  }
+  if (opts.signOut) {
+    await step('sign out', async () => {
+      await page.click('#sign-out');
+      await page.locator('#sign-in').waitFor({ state: 'visible', timeout: left(20000) });
+      summary.checks.signed_out = {
+        panel: await panel(page),
+        account_visible: await page.isVisible('#account'),
+        storage: await storage(page),
+        log: await page.$$eval('#bridge-log li', (lis) => lis.map((li) => li.textContent).filter((t) => /sign-out/.test(t))),
+      };
+    });
+  }
+  await endClean(page);
+}
+
+// --paste: a token pasted in (after a wrong one, with --paste-bad).
+async function pasteFlow(page) {
+  await step('open /preview: the token panel', async () => {
+    const response = await page.goto(opts.url, { timeout: left(20000), waitUntil: 'load' });
+    summary.checks.page_status = response.status();
+    await page.locator('#token-form').waitFor({ state: 'visible', timeout: left(20000) });
+    summary.checks.panel = await panel(page);
+    summary.checks.token_hint = await page.textContent('#token-hint');
+  });
+  if (opts.pasteBad) {
+    await step('paste a wrong token', async () => {
+      await page.fill('#token-input', opts.pasteBad);
+      await page.click('#token-use');
+      await page.locator('#auth-error').waitFor({ state: 'visible', timeout: left(20000) });
+      summary.checks.bad_token = {
+        error: await page.textContent('#auth-error'),
+        panel: await panel(page),
+        account_visible: await page.isVisible('#account'),
+        storage: await storage(page),
+      };
+    });
+  }
+  await step('paste the token', async () => {
+    await page.fill('#token-input', opts.paste);
+    await page.click('#token-use');
+    await page.locator('#tool-list button[data-tool]').first().waitFor({ timeout: left(30000) });
+    summary.checks.pasted = {
+      account: (await page.textContent('#account-name')).trim(),
+      panel_visible: await page.isVisible('#auth-panel'),
+      tools: await toolsListed(page),
+      connection: await page.textContent('#connection'),
+      storage: await storage(page),
+    };
+  });
+  if (opts.call) await callAndSee(page);
   await endClean(page);
 }
 

@@ -12,6 +12,15 @@
 //! `Content-Security-Policy` header is built from the widget's declared
 //! domains (`?csp=`, the resource's `_meta.ui.csp`).
 //!
+//! An endpoint that asks for tokens (`[auth]`) is described in the list of
+//! mounts (its resource URL, issuer and scopes, and the gateway's own
+//! authorization server when it signs users in), so the page shows a sign-in
+//! panel instead of an error: it signs in with the gateway's authorization
+//! server as an OAuth 2.1 public client, coming back to `/preview/callback`,
+//! or takes a token pasted in. The page's `connect-src` admits the gateway's
+//! `public_url` origin too, where the authorization server answers when the
+//! page was opened under another loopback name.
+//!
 //! Served only when enabled (`preview` in the configuration, on by default
 //! with a loopback `listen`); otherwise every `/preview` path is 404.
 
@@ -19,7 +28,7 @@ use http::header::{self, HeaderValue};
 use http::{Method, Response, StatusCode, Uri};
 use serde::Deserialize;
 
-use crate::config::Mount;
+use crate::config::{Auth, Mount};
 use crate::percent::{Plus, percent_decode};
 use crate::reply::{Body, empty, full, text};
 
@@ -31,9 +40,35 @@ const HOST_JS: &str = include_str!("preview/host.js");
 const HOST_CSS: &str = include_str!("preview/host.css");
 const SANDBOX_HTML: &str = include_str!("preview/sandbox.html");
 
-/// The page's own policy: everything from the gateway, nothing else.
+/// Where the gateway's authorization server sends the page back to after a
+/// sign-in (the page's redirect URI, on the page's own origin).
+pub const CALLBACK_PATH: &str = "/preview/callback";
+
+/// The page's own policy: everything from the gateway, nothing else. Its
+/// `connect-src` also names the origin of `public_url` (see [`page_csp`]).
 const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
 connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// [`PAGE_CSP`], with the origin of `public_url` (where the gateway's
+/// metadata and authorization server answer) admitted to `connect-src`:
+/// the page opened at `http://localhost:8787` registers and redeems its
+/// code at `http://127.0.0.1:8787` when that is the public URL. Only an
+/// `http(s)` URL's origin, as the WHATWG parser writes it, is added.
+fn page_csp(public_url: Option<&str>) -> String {
+    let origin = public_url
+        .and_then(|u| url::Url::parse(u).ok())
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .map(|u| u.origin().ascii_serialization())
+        .filter(|o| o != "null");
+    match origin {
+        Some(o) => PAGE_CSP.replacen(
+            "connect-src 'self';",
+            &format!("connect-src 'self' {o};"),
+            1,
+        ),
+        None => PAGE_CSP.to_owned(),
+    }
+}
 
 /// Whether `path` is one of the preview's (a mount at the same path wins:
 /// the caller looks mounts up first).
@@ -41,8 +76,6 @@ pub(crate) fn claims(path: &str) -> bool {
     path == PATH || path.starts_with("/preview/")
 }
 
-/// Answers a request for a preview path; `enabled` is whether the preview
-/// is served at all, `mounts` the gateway's.
 /// An MCP endpoint the page can connect to: a mount's, or an app's with
 /// the upstreams it combines.
 #[derive(Debug, Clone)]
@@ -51,6 +84,13 @@ pub struct Endpoint<'a> {
     pub path: &'a str,
     /// The app's members' upstream names; `None` for a mount.
     pub members: Option<Vec<&'a str>>,
+    /// What its callers need when the gateway checks their tokens
+    /// (`[auth]`); `None` when it does not (an open endpoint, or one whose
+    /// upstream has OAuth of its own, which the page learns from a 401).
+    pub auth: Option<&'a Auth>,
+    /// The scopes its tools' overlays declare (`security_schemes`), which
+    /// its protected-resource metadata lists after `auth.scopes`.
+    pub declared: Vec<String>,
 }
 
 impl<'a> From<&'a Mount> for Endpoint<'a> {
@@ -59,14 +99,39 @@ impl<'a> From<&'a Mount> for Endpoint<'a> {
             name: &m.name,
             path: &m.path,
             members: None,
+            auth: m.auth.as_ref(),
+            declared: Vec::new(),
         }
     }
 }
 
+/// What the page is told besides its endpoints.
+#[derive(Debug, Clone, Default)]
+pub struct Site<'a> {
+    /// The configured `public_url`.
+    pub public_url: Option<&'a str>,
+    /// The gateway's base URL for this request: `public_url`, or made of
+    /// its `Host` (the resource URLs the protected-resource metadata names).
+    pub base: Option<String>,
+    /// The gateway's own authorization server (`[authorization_server]`).
+    pub authorization_server: Option<SignIn<'a>>,
+}
+
+/// The gateway's authorization server as the page signs in with it.
+#[derive(Debug, Clone)]
+pub struct SignIn<'a> {
+    /// Its issuer (`public_url`): the `iss` of its tokens.
+    pub issuer: &'a str,
+    /// Its metadata document's URL (RFC 8414).
+    pub metadata: String,
+}
+
+/// Answers a request for a preview path; `enabled` is whether the preview
+/// is served at all, `mounts` the gateway's endpoints.
 pub fn serve<'a>(
     enabled: bool,
     mounts: impl Iterator<Item = Endpoint<'a>>,
-    public_url: Option<&str>,
+    site: &Site<'_>,
     method: &Method,
     uri: &Uri,
 ) -> Response<Body> {
@@ -82,27 +147,14 @@ pub fn serve<'a>(
             .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
     }
+    let page = page_csp(site.public_url);
     let (body, content_type, csp) = match uri.path() {
-        "/preview" | "/preview/" => (
-            INDEX_HTML.to_owned(),
-            "text/html; charset=utf-8",
-            PAGE_CSP.to_owned(),
-        ),
-        "/preview/host.js" => (
-            HOST_JS.to_owned(),
-            "text/javascript; charset=utf-8",
-            PAGE_CSP.to_owned(),
-        ),
-        "/preview/host.css" => (
-            HOST_CSS.to_owned(),
-            "text/css; charset=utf-8",
-            PAGE_CSP.to_owned(),
-        ),
-        "/preview/mounts.json" => (
-            mounts_json(mounts, public_url),
-            "application/json",
-            PAGE_CSP.to_owned(),
-        ),
+        "/preview" | "/preview/" | CALLBACK_PATH => {
+            (INDEX_HTML.to_owned(), "text/html; charset=utf-8", page)
+        }
+        "/preview/host.js" => (HOST_JS.to_owned(), "text/javascript; charset=utf-8", page),
+        "/preview/host.css" => (HOST_CSS.to_owned(), "text/css; charset=utf-8", page),
+        "/preview/mounts.json" => (mounts_json(mounts, site), "application/json", page),
         "/preview/sandbox" => (
             SANDBOX_HTML.to_owned(),
             "text/html; charset=utf-8",
@@ -127,22 +179,60 @@ pub fn serve<'a>(
     r
 }
 
-/// Each mount's name and path, and the origins the hosts render its
-/// widgets at when the gateway's public URL is known.
-fn mounts_json<'a>(mounts: impl Iterator<Item = Endpoint<'a>>, public_url: Option<&str>) -> String {
+/// Each mount's name and path, the origins the hosts render its widgets at
+/// when the gateway's public URL is known, and what a protected one needs
+/// (`auth`: its resource URL and metadata, issuer and scopes, whether a
+/// caller without a token may list, and how the page gets a token:
+/// `"authorization_server"`, signing in with the gateway's own, or
+/// `"token"`, one pasted in); then the gateway's authorization server.
+fn mounts_json<'a>(mounts: impl Iterator<Item = Endpoint<'a>>, site: &Site<'_>) -> String {
     let mounts: Vec<serde_json::Value> = mounts
         .map(|m| {
             let mut v = serde_json::json!({ "name": m.name, "path": m.path });
             if let Some(members) = &m.members {
                 v["app"] = serde_json::json!(members);
             }
-            if let Some(o) = crate::host::WidgetOrigins::behind(public_url, m.path) {
+            if let Some(o) = crate::host::WidgetOrigins::behind(site.public_url, m.path) {
                 v["origins"] = serde_json::json!(o);
+            }
+            if let Some(auth) = m.auth {
+                v["auth"] = auth_json(auth, &m, site);
             }
             v
         })
         .collect();
-    serde_json::json!({ "mounts": mounts }).to_string()
+    let mut doc = serde_json::json!({ "mounts": mounts });
+    if let Some(a) = &site.authorization_server {
+        doc["authorization_server"] =
+            serde_json::json!({ "issuer": a.issuer, "metadata": a.metadata });
+    }
+    doc.to_string()
+}
+
+/// What the page needs of an endpoint that asks for tokens.
+fn auth_json(auth: &Auth, m: &Endpoint<'_>, site: &Site<'_>) -> serde_json::Value {
+    let mut scopes = auth.scopes.clone();
+    for s in &m.declared {
+        if !scopes.contains(s) {
+            scopes.push(s.clone());
+        }
+    }
+    let ours = site
+        .authorization_server
+        .as_ref()
+        .is_some_and(|a| a.issuer == auth.issuer);
+    let mut v = serde_json::json!({
+        "issuer": auth.issuer,
+        "scopes": scopes,
+        "anonymous": auth.anonymous,
+        "sign_in": if ours { "authorization_server" } else { "token" },
+    });
+    if let Some(base) = &site.base {
+        use crate::oauth::passthrough::{prm_url, resource_url};
+        v["resource"] = resource_url(base, m.path).into();
+        v["resource_metadata"] = prm_url(base, m.path).into();
+    }
+    v
 }
 
 /// The domains a widget resource declares (`_meta.ui.csp`).
@@ -229,7 +319,7 @@ mod tests {
         serve(
             enabled,
             std::iter::empty(),
-            None,
+            &Site::default(),
             &Method::GET,
             &path.parse().unwrap(),
         )
@@ -279,12 +369,117 @@ mod tests {
         let post = serve(
             true,
             std::iter::empty(),
-            None,
+            &Site::default(),
             &Method::POST,
             &"/preview".parse().unwrap(),
         );
         assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
         assert!(!claims("/previewer"));
+        // Where the authorization server sends the page back: the page.
+        let back = get(true, "/preview/callback?code=c&state=s");
+        assert_eq!(back.status(), StatusCode::OK);
+        assert_eq!(content_type(&back), "text/html; charset=utf-8");
+    }
+
+    #[test]
+    fn the_page_may_reach_the_public_url_origin() {
+        let csp = page_csp(Some("http://127.0.0.1:8787/"));
+        assert!(
+            csp.contains("connect-src 'self' http://127.0.0.1:8787;"),
+            "{csp}"
+        );
+        assert_eq!(page_csp(None), PAGE_CSP);
+        // Only an http(s) origin, as the parser writes it.
+        assert_eq!(page_csp(Some("not a url; script-src *")), PAGE_CSP);
+        assert_eq!(page_csp(Some("data:text/plain,x")), PAGE_CSP);
+        let csp = page_csp(Some("https://GW.example.com:443/base"));
+        assert!(
+            csp.contains("connect-src 'self' https://gw.example.com;"),
+            "{csp}"
+        );
+    }
+
+    fn auth(issuer: &str, scopes: &[&str]) -> Auth {
+        Auth {
+            issuer: issuer.into(),
+            audience: None,
+            algorithms: vec!["RS256".into()],
+            leeway_secs: 60,
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            introspection: None,
+            anonymous: false,
+            requests_per_minute: None,
+            claims_to_headers: Vec::new(),
+            claims_to_env: Vec::new(),
+            log_callers: false,
+            forward_token: false,
+            ca_file: None,
+        }
+    }
+
+    #[test]
+    fn the_list_of_mounts_says_what_a_protected_one_needs() {
+        let ours = auth("http://127.0.0.1:8787", &["tools:call"]);
+        let theirs = auth("https://login.example.com", &[]);
+        let endpoint = |name: &'static str, auth: Option<&'static Auth>| Endpoint {
+            name,
+            path: if name == "open" {
+                "/open/mcp"
+            } else {
+                "/notes/mcp"
+            },
+            members: None,
+            auth,
+            declared: vec!["notes:write".into(), "tools:call".into()],
+        };
+        let ours: &'static Auth = Box::leak(Box::new(ours));
+        let theirs: &'static Auth = Box::leak(Box::new(theirs));
+        let site = Site {
+            public_url: Some("http://127.0.0.1:8787"),
+            base: Some("http://127.0.0.1:8787".into()),
+            authorization_server: Some(SignIn {
+                issuer: "http://127.0.0.1:8787",
+                metadata: "http://127.0.0.1:8787/.well-known/oauth-authorization-server".into(),
+            }),
+        };
+        let doc: serde_json::Value = serde_json::from_str(&mounts_json(
+            [endpoint("notes", Some(ours)), endpoint("open", None)].into_iter(),
+            &site,
+        ))
+        .unwrap();
+        assert_eq!(
+            doc["mounts"][0]["auth"],
+            serde_json::json!({
+                "issuer": "http://127.0.0.1:8787",
+                "scopes": ["tools:call", "notes:write"],
+                "anonymous": false,
+                "sign_in": "authorization_server",
+                "resource": "http://127.0.0.1:8787/notes/mcp",
+                "resource_metadata": "http://127.0.0.1:8787/.well-known/oauth-protected-resource/notes/mcp",
+            })
+        );
+        assert!(doc["mounts"][1].get("auth").is_none(), "{doc}");
+        assert_eq!(
+            doc["authorization_server"]["metadata"],
+            "http://127.0.0.1:8787/.well-known/oauth-authorization-server"
+        );
+        // Another issuer's tokens: pasted in.
+        let doc: serde_json::Value = serde_json::from_str(&mounts_json(
+            [endpoint("notes", Some(theirs))].into_iter(),
+            &site,
+        ))
+        .unwrap();
+        assert_eq!(doc["mounts"][0]["auth"]["sign_in"], "token");
+        // Open mounts only: nothing about signing in.
+        let doc: serde_json::Value = serde_json::from_str(&mounts_json(
+            [endpoint("open", None)].into_iter(),
+            &Site::default(),
+        ))
+        .unwrap();
+        assert_eq!(
+            doc,
+            serde_json::json!({ "mounts": [{ "name": "open", "path": "/open/mcp" }] })
+        );
     }
 
     #[test]

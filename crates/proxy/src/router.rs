@@ -103,23 +103,62 @@ impl Service<Request<Incoming>> for Router {
             ));
         }
         if preview::claims(path) {
-            let apps = gw.apps.iter().map(|a| preview::Endpoint {
-                name: &a.config.name,
-                path: &a.config.path,
-                members: Some(a.config.upstream_names()),
-            });
-            let mounts = gw.mounts.iter().map(|m| (&m.config).into()).chain(apps);
-            let public_url = gw.auth.public_url();
-            return ready(preview::serve(
-                gw.preview,
-                mounts,
-                public_url,
-                req.method(),
-                req.uri(),
-            ));
+            return ready(preview_page(&gw, &req));
         }
         ready(text(StatusCode::NOT_FOUND, not_found(&gw)))
     }
+}
+
+/// A preview path: the page, its files, and the list of endpoints with what
+/// a protected one needs (the scopes its overlays declare, as its metadata
+/// lists them) and the gateway's own authorization server.
+fn preview_page(gw: &Gateway, req: &Request<Incoming>) -> Response<Body> {
+    let overlays = gw.live.load();
+    let declared = |names: &[&str]| {
+        let mut all: Vec<String> = Vec::new();
+        for name in names {
+            for s in crate::oauth::resource_server::declared_scopes(overlays.mount(name)) {
+                if !all.contains(&s) {
+                    all.push(s);
+                }
+            }
+        }
+        all
+    };
+    let apps = gw.apps.iter().map(|a| {
+        let members = a.config.upstream_names();
+        preview::Endpoint {
+            name: &a.config.name,
+            path: &a.config.path,
+            declared: if a.config.auth.is_some() {
+                declared(&members)
+            } else {
+                Vec::new()
+            },
+            members: Some(members),
+            auth: a.config.auth.as_ref(),
+        }
+    });
+    let mounts = gw
+        .mounts
+        .iter()
+        .map(|m| {
+            let mut e = preview::Endpoint::from(&m.config);
+            if e.auth.is_some() {
+                e.declared = declared(&[m.config.name.as_str()]);
+            }
+            e
+        })
+        .chain(apps);
+    let site = preview::Site {
+        public_url: gw.auth.public_url(),
+        base: gw.auth.base(req.headers()),
+        authorization_server: gw.authorization_server.as_ref().map(|a| preview::SignIn {
+            issuer: &a.config.issuer,
+            metadata: a.metadata_url(),
+        }),
+    };
+    preview::serve(gw.preview, mounts, &site, req.method(), req.uri())
 }
 
 /// What a request to a path nothing serves is told: the paths that are

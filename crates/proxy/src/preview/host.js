@@ -9,6 +9,21 @@
 // /preview/sandbox from it). The widget talks to the page over the MCP Apps
 // ui/* bridge (JSON-RPC over postMessage); a window.openai object is injected
 // for widgets written against ChatGPT.
+//
+// A mount that asks for tokens ([auth]; /preview/mounts.json says so, or a
+// 401 does) gets a sign-in panel. With the gateway's own authorization server
+// the page signs in as hosts do, as an OAuth 2.1 public client: its metadata
+// read, a client registered once per origin and issuer (RFC 7591,
+// token_endpoint_auth_method none, the redirect URI /preview/callback on the
+// page's own origin; the client id kept in localStorage), the authorization
+// code flow with PKCE S256, state and resource (RFC 8707), the answer's state
+// and iss (RFC 9207) checked, the code redeemed at the token endpoint. The
+// tokens are kept in sessionStorage (this tab only), per resource, and sent
+// as Authorization: Bearer on every MCP request (POST, the GET stream,
+// DELETE), the widget's calls included; a 401 is met once with the refresh
+// token. Otherwise an access token is pasted in. A render tool
+// (_meta["io.github.mcp-ui-gateway/renderTool"]) gets a button filling its
+// form with its data tool's result.
 (function () {
   'use strict';
 
@@ -17,6 +32,17 @@
   var HOST_INFO = { name: 'mcp-ui-gateway-preview', version: '1.0.0' };
   var DISPLAY_MODES = ['inline', 'fullscreen', 'pip'];
   var REQUEST_TIMEOUT_MS = 120000;
+  // Every request of a sign-in (metadata, registration, token, revocation).
+  var AUTH_TIMEOUT_MS = 15000;
+  // Where the authorization server sends the browser back (served as this page).
+  var CALLBACK_PATH = '/preview/callback';
+  // Keys of what the page keeps in the browser's storage.
+  var STORE = 'mcp-ui-gateway.preview.';
+  var PENDING_KEY = STORE + 'sign-in';
+  // How long a sign-in may take, from the click to the answer.
+  var SIGN_IN_LIMIT_MS = 15 * 60 * 1000;
+  // The tool _meta key naming a render tool's data tools.
+  var RENDER_META = 'io.github.mcp-ui-gateway/renderTool';
 
   var $ = function (id) { return document.getElementById(id); };
   var ui = {
@@ -28,10 +54,20 @@
     resultState: $('result-state'), requestNote: $('request-note'), resultNote: $('result-note'), widgetHost: $('widget-host'), widgetUri: $('widget-uri'),
     widgetEmpty: $('widget-empty'), exitMode: $('exit-mode'), sidePanel: $('side-panel'),
     bridgeLog: $('bridge-log'), clearLog: $('clear-log'),
+    account: $('account'), accountName: $('account-name'), signOut: $('sign-out'),
+    authPanel: $('auth-panel'), authTitle: $('auth-title'), authMessage: $('auth-message'), authError: $('auth-error'),
+    authSignIn: $('auth-sign-in'), signIn: $('sign-in'), signInNote: $('sign-in-note'),
+    tokenDetails: $('token-details'), tokenForm: $('token-form'), tokenInput: $('token-input'), tokenHint: $('token-hint'),
+    fillFrom: $('fill-from'), fillNote: $('fill-note'),
   };
 
   var state = {
     mounts: [],
+    mount: null,
+    // The gateway's own authorization server (mounts.json), if any.
+    authorizationServer: null,
+    // The last result of each tool called, by name (for "Use data from").
+    results: {},
     mcp: null,
     tools: [],
     tool: null,
@@ -118,17 +154,21 @@
     this.streamAbort = null;
     this.onNotification = function () {};
     this.onRecovered = function () {};
+    this.onAuthRefused = function () {};
   }
 
   Mcp.prototype.headers = function (accept) {
     var h = { 'Accept': accept, 'Content-Type': 'application/json' };
+    var token = savedToken(this.mount);
+    if (token) h['Authorization'] = 'Bearer ' + token.access_token;
     if (this.sessionId) h['Mcp-Session-Id'] = this.sessionId;
     if (this.initialized) h['MCP-Protocol-Version'] = this.protocolVersion;
     return h;
   };
 
-  // One JSON-RPC request; resolves to the whole response message.
-  Mcp.prototype.request = async function (method, params, retried) {
+  // One JSON-RPC request; resolves to the whole response message. A 401
+  // is met once with the refresh token, then thrown as an error with .auth.
+  Mcp.prototype.request = async function (method, params, retried, refreshed) {
     var self = this;
     var id = this.nextId++;
     var message = { jsonrpc: '2.0', id: id, method: method, params: params || {} };
@@ -138,10 +178,18 @@
     var abort = new AbortController();
     var timer = setTimeout(function () { abort.abort(); }, REQUEST_TIMEOUT_MS);
     try {
+      var headers = this.headers('application/json, text/event-stream');
       var response = await fetch(this.path, {
-        method: 'POST', headers: this.headers('application/json, text/event-stream'),
+        method: 'POST', headers: headers,
         body: body, signal: abort.signal,
       });
+      if (response.status === 401) {
+        var refused = authRefusal(response, await response.text(), headers);
+        if (!refreshed && refused.auth.token && await refreshFor(this.mount, refused.auth.token)) {
+          return this.request(method, params, retried, true);
+        }
+        throw refused;
+      }
       if (method === 'initialize') {
         var sid = response.headers.get('mcp-session-id');
         if (sid) this.sessionId = sid;
@@ -186,10 +234,12 @@
   };
 
   Mcp.prototype.notify = async function (method, params) {
+    var headers = this.headers('application/json, text/event-stream');
     var response = await fetch(this.path, {
-      method: 'POST', headers: this.headers('application/json, text/event-stream'),
+      method: 'POST', headers: headers,
       body: JSON.stringify({ jsonrpc: '2.0', method: method, params: params || {} }),
     });
+    if (response.status === 401) throw authRefusal(response, await response.text(), headers);
     if (!response.ok) throw new Error(method + ': HTTP ' + response.status);
   };
 
@@ -218,16 +268,29 @@
     var abort = new AbortController();
     this.streamAbort = abort;
     var delay = 500;
+    var refreshed = false;
     (async function loop() {
       while (!self.closed && !abort.signal.aborted) {
         try {
+          var headers = self.headers('text/event-stream');
           var response = await fetch(self.path, {
-            method: 'GET', headers: self.headers('text/event-stream'), signal: abort.signal,
+            method: 'GET', headers: headers, signal: abort.signal,
           });
+          if (response.status === 401) {
+            var refused = authRefusal(response, await response.text(), headers);
+            if (!refreshed && refused.auth.token && await refreshFor(self.mount, refused.auth.token)) {
+              refreshed = true;
+              continue;
+            }
+            log('error', 'gateway', 'GET stream', refused.message);
+            self.onAuthRefused(refused);
+            return;
+          }
           if (response.status === 405) { log('info', 'gateway', 'GET stream', 'not offered by this mount (405)'); return; }
           if (response.status === 404 && self.sessionId) { self.recover(); return; }
           if (response.ok && response.body) {
             delay = 500;
+            refreshed = false;
             self.streaming = true;
             setConnection('connected', 'connected · listening');
             await readSse(response, function (msg) { if (msg && msg.method) self.onNotification(msg); }, abort.signal);
@@ -257,6 +320,11 @@
         this.onRecovered();
         return;
       } catch (e) {
+        if (e.auth) {
+          this.recovering = false;
+          this.onAuthRefused(e);
+          return;
+        }
         await new Promise(function (r) { setTimeout(r, Math.min(1000 * attempt, 10000)); });
       }
     }
@@ -272,6 +340,504 @@
         .catch(function () {});
     }
   };
+
+
+  // ------------------------------------------------------------------ tokens and signing in
+
+  // The browser's storage, which may be refused (a private window, a policy):
+  // then nothing is kept, and the page still works for this load.
+  function stored(storage, key) {
+    try { return storage.getItem(key); } catch (e) { return null; }
+  }
+  function store(storage, key, value) {
+    try {
+      if (value === null) storage.removeItem(key); else storage.setItem(key, value);
+    } catch (e) {
+      log('error', 'host', 'storage', 'the browser refused to keep ' + key + ': ' + e.message);
+    }
+  }
+
+  // A mount's tokens are kept per resource (its URL as its metadata names
+  // it), in sessionStorage: this tab only, gone when it closes.
+  function tokenKey(mount) {
+    var resource = mount && mount.auth && mount.auth.resource;
+    return STORE + 'token ' + (resource || location.origin + (mount ? mount.path : ''));
+  }
+
+  function savedToken(mount) {
+    if (!mount) return null;
+    var t = null;
+    try { t = JSON.parse(stored(sessionStorage, tokenKey(mount)) || 'null'); } catch (e) { t = null; }
+    return t && typeof t.access_token === 'string' && t.access_token ? t : null;
+  }
+
+  function saveToken(mount, t) { store(sessionStorage, tokenKey(mount), JSON.stringify(t)); }
+  function forgetToken(mount) { store(sessionStorage, tokenKey(mount), null); }
+
+  // The parameters of a Bearer challenge (RFC 6750 §3), for what the page
+  // shows: error, error_description, scope, resource_metadata.
+  function parseChallenge(header) {
+    var out = {};
+    var at = /(^|,)\s*Bearer\b/i.exec(header || '');
+    if (!at) return out;
+    var rest = header.slice(at.index + at[0].length);
+    var param = /^[\s,]*([A-Za-z0-9_.-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]*))/;
+    for (var m = param.exec(rest); m; m = param.exec(rest)) {
+      var key = m[1].toLowerCase();
+      if (!(key in out)) out[key] = m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : m[3];
+      // The next challenge (`, Basic realm=…`) matches no parameter: the end.
+      rest = rest.slice(m[0].length);
+    }
+    return out;
+  }
+
+  // A 401 as an Error: its message the challenge's error_description (or the
+  // JSON-RPC error's), and .auth what the page needs to ask for a token.
+  function authRefusal(response, text, sentHeaders) {
+    var challenge = parseChallenge(response.headers.get('www-authenticate'));
+    var message = challenge.error_description;
+    if (!message) {
+      try { message = JSON.parse(text).error.message; } catch (e) { message = null; }
+    }
+    var sent = sentHeaders && sentHeaders.Authorization;
+    var err = new Error(message || 'this endpoint needs a bearer token');
+    err.auth = {
+      status: response.status,
+      challenge: challenge,
+      token: sent ? sent.replace(/^Bearer /, '') : null,
+    };
+    return err;
+  }
+
+  function base64url(bytes) {
+    var bin = '';
+    for (var i = 0; i < bytes.length; i++) bin += String.fromCharCode(bytes[i]);
+    return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  }
+
+  function randomString(bytes) {
+    var b = new Uint8Array(bytes);
+    crypto.getRandomValues(b);
+    return base64url(b);
+  }
+
+  // The PKCE S256 challenge of a verifier (RFC 7636 §4.2).
+  async function s256(verifier) {
+    var digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier));
+    return base64url(new Uint8Array(digest));
+  }
+
+  // Who a token names: the `sub` of a JWT, read without verifying it (the
+  // gateway verifies; this is only what the page shows), or null.
+  function subjectOf(token) {
+    var parts = String(token).split('.');
+    if (parts.length !== 3) return null;
+    try {
+      var b64 = parts[1].replace(/-/g, '+').replace(/_/g, '/');
+      while (b64.length % 4) b64 += '=';
+      var bin = atob(b64);
+      var bytes = new Uint8Array(bin.length);
+      for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      var claims = JSON.parse(new TextDecoder().decode(bytes));
+      return claims && typeof claims.sub === 'string' && claims.sub ? claims.sub : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  // An endpoint an authorization server names: an absolute http(s) URL.
+  function endpointUrl(value, name) {
+    var url;
+    try { url = new URL(String(value)); } catch (e) { url = null; }
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
+      throw new Error('the authorization server\'s ' + name + ' is not an http(s) URL: ' + JSON.stringify(value));
+    }
+    return url;
+  }
+
+  // One request of a sign-in, bounded: the JSON answer, or an Error saying
+  // what the server said (error_description) or why there was no answer.
+  async function authFetch(url, init, what) {
+    var abort = new AbortController();
+    var timer = setTimeout(function () { abort.abort(); }, AUTH_TIMEOUT_MS);
+    var response;
+    var text;
+    try {
+      init.signal = abort.signal;
+      init.credentials = 'omit';
+      response = await fetch(url, init);
+      text = await response.text();
+    } catch (e) {
+      throw new Error(what + ': ' + (abort.signal.aborted ? 'no answer within ' + AUTH_TIMEOUT_MS / 1000 + ' s' : e.message)
+        + ' (' + url + ')');
+    } finally {
+      clearTimeout(timer);
+    }
+    var body = null;
+    try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
+    if (!response.ok) {
+      var why = body && (body.error_description || body.error) || ('HTTP ' + response.status + ' ' + text.slice(0, 200));
+      var err = new Error(what + ': ' + why);
+      err.status = response.status;
+      err.oauth = body && body.error;
+      throw err;
+    }
+    return body;
+  }
+
+  // A form POST to a token or revocation endpoint.
+  function formPost(url, fields, what) {
+    return authFetch(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Accept': 'application/json' },
+      body: new URLSearchParams(fields).toString(),
+    }, what);
+  }
+
+  // A token endpoint's answer, checked, as the page keeps it.
+  function tokensOf(answer, kept) {
+    if (!answer || typeof answer.access_token !== 'string' || !answer.access_token) {
+      throw new Error('the token endpoint answered no access_token');
+    }
+    if (typeof answer.token_type !== 'string' || answer.token_type.toLowerCase() !== 'bearer') {
+      throw new Error('the token endpoint answered a token of type ' + JSON.stringify(answer.token_type) + ', not Bearer');
+    }
+    var t = {};
+    Object.keys(kept).forEach(function (k) { t[k] = kept[k]; });
+    t.access_token = answer.access_token;
+    if (typeof answer.refresh_token === 'string') t.refresh_token = answer.refresh_token;
+    if (typeof answer.scope === 'string') t.scope = answer.scope;
+    if (typeof answer.expires_in === 'number') t.expires_at = Date.now() + answer.expires_in * 1000;
+    return t;
+  }
+
+  // One refresh at a time per token: requests refused together share it (a
+  // refresh token is good once; a second use would end the sign-in).
+  var refreshing = {};
+
+  // After a 401 of `refusedToken`: true when a new access token may be
+  // tried (refreshed now, or already since that request was sent).
+  function refreshFor(mount, refusedToken) {
+    var current = savedToken(mount);
+    if (!current) return Promise.resolve(false);
+    if (current.access_token !== refusedToken) return Promise.resolve(true);
+    if (!current.refresh_token || !current.token_endpoint || !current.client_id) return Promise.resolve(false);
+    var key = tokenKey(mount);
+    if (!refreshing[key]) {
+      refreshing[key] = (async function () {
+        try {
+          var answer = await formPost(current.token_endpoint, {
+            grant_type: 'refresh_token', refresh_token: current.refresh_token, client_id: current.client_id,
+          }, 'refresh');
+          saveToken(mount, tokensOf(answer, current));
+          log('info', 'host', 'sign-in', 'the access token was refused (' + mount.path + '): refreshed');
+          return true;
+        } catch (e) {
+          log('error', 'host', 'sign-in', e.message);
+          return false;
+        } finally {
+          delete refreshing[key];
+        }
+      })();
+    }
+    return refreshing[key];
+  }
+
+  // The client this page is at the authorization server: one registered
+  // before (kept in localStorage per origin, issuer and redirect URI), if the
+  // server still knows it, else one registered now (RFC 7591), public.
+  async function clientFor(meta, redirectUri, server) {
+    var key = STORE + 'client ' + meta.issuer + ' ' + redirectUri;
+    var kept = stored(localStorage, key);
+    var tokenEndpoint = endpointUrl(meta.token_endpoint, 'token_endpoint').href;
+    if (kept) {
+      // A client the server forgot (its session_key changed, or it went
+      // unused) would stop the user at the authorization endpoint's error
+      // page: ask the token endpoint first, which authenticates the client
+      // before anything else (no code: invalid_request for a known client).
+      try {
+        await formPost(tokenEndpoint, { grant_type: 'authorization_code', client_id: kept }, 'client check');
+      } catch (e) {
+        if (e.status === 401 || e.oauth === 'invalid_client') {
+          log('info', 'host', 'sign-in', 'the client registered before is unknown now: registering again');
+          store(localStorage, key, null);
+          kept = null;
+        } else if (e.status === undefined || e.status >= 500 || e.status === 429) {
+          throw e;
+        }
+      }
+      if (kept) return kept;
+    }
+    if (!meta.registration_endpoint) {
+      throw new Error('the authorization server offers no registration (registration.enabled = false under '
+        + '[authorization_server]): paste an access token below instead');
+    }
+    var registration = endpointUrl(meta.registration_endpoint, 'registration_endpoint').href;
+    var answer;
+    try {
+      answer = await authFetch(registration, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Accept': 'application/json' },
+        body: JSON.stringify({
+          client_name: 'mcp-ui-gateway preview',
+          redirect_uris: [redirectUri],
+          token_endpoint_auth_method: 'none',
+          grant_types: ['authorization_code', 'refresh_token'],
+          response_types: ['code'],
+        }),
+      }, 'registration');
+    } catch (e) {
+      if (e.oauth === 'invalid_redirect_uri') {
+        e.message += '. This page\'s address cannot be a redirect URI: open it at '
+          + new URL('/preview', server.issuer).href + ' (or over https)';
+      }
+      throw e;
+    }
+    if (!answer || typeof answer.client_id !== 'string' || !answer.client_id) {
+      throw new Error('registration: the answer names no client_id');
+    }
+    store(localStorage, key, answer.client_id);
+    log('info', 'host', 'sign-in', 'registered as client ' + answer.client_id.slice(0, 12) + '…');
+    return answer.client_id;
+  }
+
+  // Sends the browser to the gateway's authorization server to sign in for
+  // `mount`; it comes back to CALLBACK_PATH (finishSignIn).
+  async function signIn(mount) {
+    var server = state.authorizationServer;
+    showAuthError(null);
+    ui.signIn.disabled = true;
+    ui.signInNote.textContent = 'Reading the authorization server\'s metadata…';
+    try {
+      if (!server) throw new Error('this gateway has no [authorization_server]');
+      if (!window.isSecureContext || !window.crypto || !crypto.subtle) {
+        throw new Error('signing in needs a secure page (PKCE uses the browser\'s crypto.subtle): open '
+          + new URL('/preview', server.issuer).href + ', or the page over https');
+      }
+      var meta = await authFetch(server.metadata, { method: 'GET', headers: { 'Accept': 'application/json' } }, 'metadata');
+      if (!meta || meta.issuer !== server.issuer) {
+        throw new Error('the metadata at ' + server.metadata + ' names the issuer ' + JSON.stringify(meta && meta.issuer)
+          + ', not ' + server.issuer);
+      }
+      if ((meta.code_challenge_methods_supported || []).indexOf('S256') < 0) {
+        throw new Error('the authorization server does not offer PKCE with S256');
+      }
+      var authorize = endpointUrl(meta.authorization_endpoint, 'authorization_endpoint');
+      var tokenEndpoint = endpointUrl(meta.token_endpoint, 'token_endpoint').href;
+      var revocation = meta.revocation_endpoint ? endpointUrl(meta.revocation_endpoint, 'revocation_endpoint').href : null;
+      var redirectUri = new URL(CALLBACK_PATH, location.origin).href;
+      ui.signInNote.textContent = 'Registering this page as a client…';
+      var clientId = await clientFor(meta, redirectUri, server);
+      var verifier = randomString(32);
+      var st = randomString(16);
+      var resource = mount.auth.resource;
+      store(sessionStorage, PENDING_KEY, JSON.stringify({
+        state: st, verifier: verifier, redirect_uri: redirectUri, client_id: clientId, issuer: meta.issuer,
+        iss_required: meta.authorization_response_iss_parameter_supported === true,
+        token_endpoint: tokenEndpoint, revocation_endpoint: revocation,
+        resource: resource, mount: mount.path, started: Date.now(),
+      }));
+      if (!stored(sessionStorage, PENDING_KEY)) throw new Error('the browser keeps nothing in sessionStorage for this page');
+      var url = new URL(authorize.href);
+      url.searchParams.set('response_type', 'code');
+      url.searchParams.set('client_id', clientId);
+      url.searchParams.set('redirect_uri', redirectUri);
+      url.searchParams.set('state', st);
+      url.searchParams.set('code_challenge', await s256(verifier));
+      url.searchParams.set('code_challenge_method', 'S256');
+      url.searchParams.set('resource', resource);
+      if (mount.auth.scopes && mount.auth.scopes.length) url.searchParams.set('scope', mount.auth.scopes.join(' '));
+      ui.signInNote.textContent = 'Going to ' + authorize.origin + ' to sign in…';
+      log('info', 'host', 'sign-in', 'to ' + authorize.href);
+      location.assign(url.href);
+    } catch (e) {
+      ui.signInNote.textContent = '';
+      showAuthError('Cannot sign in: ' + e.message);
+      ui.signIn.disabled = false;
+    }
+  }
+
+  // Back from the authorization server at CALLBACK_PATH: the answer checked
+  // against the sign-in this tab started (state, iss), the address bar
+  // cleaned, the code redeemed. Null when this is no callback; else the
+  // mount signed in for, and the error, if any.
+  async function finishSignIn() {
+    if (location.pathname !== CALLBACK_PATH) return null;
+    var params = new URLSearchParams(location.search);
+    history.replaceState(null, '', '/preview/');
+    var pending = null;
+    try { pending = JSON.parse(stored(sessionStorage, PENDING_KEY) || 'null'); } catch (e) { pending = null; }
+    store(sessionStorage, PENDING_KEY, null);
+    var mount = pending ? state.mounts.filter(function (m) { return m.path === pending.mount; })[0] || null : null;
+    try {
+      if (!pending || typeof pending.state !== 'string') {
+        throw new Error('this tab started no sign-in (or it was finished already): sign in again');
+      }
+      if (params.get('state') !== pending.state) {
+        throw new Error('the answer does not carry the state this page sent: it answers another sign-in');
+      }
+      var iss = params.get('iss');
+      if (iss !== null ? iss !== pending.issuer : pending.iss_required) {
+        throw new Error('the answer is from ' + (iss === null ? 'an unnamed issuer' : iss) + ', not ' + pending.issuer + ' (RFC 9207)');
+      }
+      if (params.get('error')) {
+        throw new Error(params.get('error') + (params.get('error_description') ? ': ' + params.get('error_description') : ''));
+      }
+      if (Date.now() - pending.started > SIGN_IN_LIMIT_MS) throw new Error('it took longer than 15 minutes: sign in again');
+      var code = params.get('code');
+      if (!code) throw new Error('the answer carries no code');
+      if (!mount || !mount.auth || mount.auth.resource !== pending.resource) {
+        throw new Error('the endpoint ' + pending.mount + ' is not served as it was (the configuration changed?)');
+      }
+      var answer = await formPost(pending.token_endpoint, {
+        grant_type: 'authorization_code', code: code, redirect_uri: pending.redirect_uri,
+        code_verifier: pending.verifier, client_id: pending.client_id, resource: pending.resource,
+      }, 'token');
+      saveToken(mount, tokensOf(answer, {
+        how: 'sign-in', issuer: pending.issuer, client_id: pending.client_id,
+        token_endpoint: pending.token_endpoint, revocation_endpoint: pending.revocation_endpoint,
+      }));
+      log('info', 'host', 'sign-in', 'signed in for ' + pending.resource);
+      return { mount: mount, error: null };
+    } catch (e) {
+      return { mount: mount, error: 'Sign-in failed: ' + e.message };
+    }
+  }
+
+  // Forgets the mount's tokens (the refresh token revoked where the server
+  // offers it), ends its session and connects again, signed out.
+  async function signOut() {
+    var mount = state.mount;
+    if (!mount) return;
+    var t = savedToken(mount);
+    if (state.mcp) { state.mcp.close(); state.mcp = null; }
+    forgetToken(mount);
+    // What the signed-in user's calls showed goes too.
+    ui.rawRequest.textContent = '—';
+    ui.rawResult.textContent = '—';
+    ui.requestOrigin.textContent = '';
+    ui.resultState.textContent = '';
+    ui.requestNote.hidden = true;
+    ui.resultNote.hidden = true;
+    state.results = {};
+    if (t && t.how === 'sign-in' && t.refresh_token && t.revocation_endpoint && t.client_id) {
+      try {
+        await formPost(t.revocation_endpoint, {
+          token: t.refresh_token, token_type_hint: 'refresh_token', client_id: t.client_id,
+        }, 'revocation');
+        log('info', 'host', 'sign-out', 'the refresh token was revoked');
+      } catch (e) {
+        log('error', 'host', 'sign-out', e.message);
+      }
+    }
+    await connect(mount, { notice: 'Signed out.' });
+  }
+
+  // The header's account: who is signed in at this mount, if anyone.
+  function renderAccount(mount) {
+    var t = savedToken(mount);
+    ui.account.hidden = !t;
+    if (!t) return;
+    var who = subjectOf(t.access_token);
+    ui.accountName.textContent = '';
+    ui.accountName.appendChild(document.createTextNode(t.how === 'pasted' ? 'token: ' : 'signed in as '));
+    ui.accountName.appendChild(el('strong', { text: who || (t.how === 'pasted' ? 'pasted' : 'signed in') }));
+    ui.accountName.title = (who ? 'sub ' + who + ' · ' : '') + (t.how === 'pasted' ? 'a pasted access token' : 'signed in at ' + t.issuer)
+      + (t.scope ? ' · scope ' + t.scope : '');
+  }
+
+  function showAuthError(text) {
+    ui.authError.textContent = text || '';
+    ui.authError.hidden = !text;
+  }
+
+  function code(text) { return el('code', { text: text }); }
+
+  function sentence(parts) {
+    var p = document.createDocumentFragment();
+    parts.forEach(function (x) { p.appendChild(typeof x === 'string' ? document.createTextNode(x) : x); });
+    return p;
+  }
+
+  // The sign-in panel for `mount`: how this page gets a token for it, and
+  // `error` (why it has none that works), if any. `refused` is the 401 that
+  // asked for one, when the page learnt it so (an upstream's own OAuth).
+  function showSignIn(mount, error, refused) {
+    var auth = mount.auth;
+    var server = state.authorizationServer;
+    var ours = !!(auth && auth.sign_in === 'authorization_server' && server);
+    ui.authPanel.hidden = false;
+    ui.authTitle.textContent = 'Sign in to ' + mount.path;
+    ui.authMessage.textContent = '';
+    ui.tokenHint.textContent = '';
+    var scopes = auth && auth.scopes && auth.scopes.length ? auth.scopes.join(' ') : null;
+    if (ours) {
+      ui.authMessage.appendChild(sentence([
+        'This endpoint needs a bearer token. Sign in with the gateway\'s authorization server (', code(server.issuer),
+        '), as ChatGPT and Claude do: this page registers as a client, you allow it and sign in at the identity provider, and come back here',
+        scopes ? '; it asks for ' : '.', scopes ? code(scopes) : null, scopes ? '.' : null,
+      ].filter(Boolean)));
+    } else if (auth) {
+      ui.authMessage.appendChild(sentence([
+        'This endpoint needs a bearer token from ', code(auth.issuer), ' for the resource ', code(auth.resource || mount.path),
+        scopes ? ' with the scopes ' : '', scopes ? code(scopes) : '', '. Paste one below.',
+      ].filter(function (x) { return x !== ''; })));
+      ui.tokenHint.appendChild(sentence([
+        'Get one from your provider, e.g. by the client credentials grant: ',
+        code('curl -u CLIENT_ID:CLIENT_SECRET -d grant_type=client_credentials -d resource=' + (auth.resource || mount.path)
+          + (scopes ? ' -d "scope=' + scopes + '"' : '') + ' TOKEN_ENDPOINT'),
+        ' (the token endpoint of ', code(auth.issuer), '), or copy the one a signed-in client holds. It stays in this tab only.',
+      ]));
+    } else {
+      var metadata = refused && refused.auth && refused.auth.challenge.resource_metadata;
+      ui.authMessage.appendChild(sentence([
+        'The server behind this endpoint asks for a bearer token of its own (OAuth passed through the gateway). Paste an access token its authorization server issued',
+        metadata ? ' (named in ' : '', metadata ? code(metadata) : '', metadata ? ')' : '', '.',
+      ].filter(function (x) { return x !== ''; })));
+      ui.tokenHint.textContent = 'Get one from that authorization server (a signed-in client holds one); it must be issued for '
+        + location.origin + mount.path + '. It stays in this tab only.';
+    }
+    ui.authSignIn.hidden = !ours;
+    ui.signIn.disabled = false;
+    ui.signInNote.textContent = '';
+    ui.tokenDetails.open = !ours;
+    ui.tokenDetails.querySelector('summary').textContent = ours ? 'Or paste an access token' : 'Paste an access token';
+    showAuthError(error || null);
+  }
+
+  function hideSignIn() {
+    ui.authPanel.hidden = true;
+    showAuthError(null);
+  }
+
+  // A request was refused for want of a token that works: a refused token is
+  // forgotten, and the panel says why.
+  function authRefused(mount, e) {
+    if (state.mount !== mount) return;
+    var had = e.auth && e.auth.token;
+    if (had) forgetToken(mount);
+    renderAccount(mount);
+    var why = had ? 'The token was refused: ' + e.message : (e.auth && e.auth.challenge.error_description ? e.message : null);
+    showSignIn(mount, why, e);
+    setConnection('signed-out', had ? 'token refused: sign in' : 'sign in needed');
+  }
+
+  ui.signIn.addEventListener('click', function () { if (state.mount) signIn(state.mount); });
+  ui.signOut.addEventListener('click', function () { signOut(); });
+  ui.tokenForm.addEventListener('submit', function (event) {
+    event.preventDefault();
+    var mount = state.mount;
+    if (!mount) return;
+    var text = ui.tokenInput.value.trim().replace(/^Bearer\s+/i, '');
+    if (!text) { showAuthError('Paste an access token first.'); return; }
+    if (!/^[A-Za-z0-9\-._~+\/]+=*$/.test(text)) {
+      showAuthError('That is not a bearer token (RFC 6750: letters, digits and -._~+/ only, with no spaces): paste the token alone.');
+      return;
+    }
+    ui.tokenInput.value = '';
+    saveToken(mount, { access_token: text, how: 'pasted' });
+    connect(mount);
+  });
 
   // ------------------------------------------------------------------ page helpers
 
@@ -474,8 +1040,100 @@
     ui.toolName.textContent = tool.title ? tool.title + ' (' + tool.name + ')' : tool.name;
     ui.toolDescription.textContent = tool.description || '';
     buildForm(tool.inputSchema || {});
+    renderFillFrom(tool);
     ui.form.hidden = false;
     ui.formError.hidden = true;
+  }
+
+  // ------------------------------------------------------------------ a render tool's data
+
+  // The data tools a render tool renders the results of (its overlay's
+  // data_tools, which the gateway lists in the tool's _meta).
+  function dataToolsOf(tool) {
+    var r = tool && tool._meta && tool._meta[RENDER_META];
+    return r && Array.isArray(r.dataTools) ? r.dataTools.filter(function (n) { return typeof n === 'string'; }) : [];
+  }
+
+  function fillNote(text, isError) {
+    ui.fillNote.textContent = text || '';
+    ui.fillNote.className = isError ? 'error' : 'muted';
+    ui.fillNote.hidden = !text;
+  }
+
+  // A "Use data from <data tool>" button per data tool of a render tool.
+  function renderFillFrom(tool) {
+    ui.fillFrom.textContent = '';
+    fillNote(null);
+    var names = dataToolsOf(tool);
+    ui.fillFrom.hidden = !names.length;
+    names.forEach(function (name) {
+      var button = el('button', { type: 'button', className: 'secondary', 'data-fill-from': name, text: 'Use data from ' + name });
+      button.title = 'Call ' + name + ' (or, when it needs arguments, take its last result) and fill this form with its structuredContent';
+      button.addEventListener('click', function () { fillFrom(tool, name, button); });
+      ui.fillFrom.appendChild(button);
+    });
+  }
+
+  // Fills the render tool's form with the data tool's structuredContent: of
+  // a call made now when the data tool needs no arguments, else of its last
+  // call from this page.
+  async function fillFrom(tool, name, button) {
+    var data = state.tools.filter(function (t) { return t.name === name; })[0];
+    var required = data && data.inputSchema && Array.isArray(data.inputSchema.required) ? data.inputSchema.required : [];
+    button.disabled = true;
+    fillNote(null);
+    try {
+      var result;
+      if (!data) throw new Error(name + ' is not listed at this endpoint');
+      if (required.length) {
+        result = state.results[name];
+        if (!result) {
+          throw new Error(name + ' needs arguments (' + required.join(', ') + '): call it from its own form, then come back: '
+            + 'its last result fills this form');
+        }
+      } else {
+        var response = await callTool({ name: name, arguments: {} }, '(data for ' + tool.name + ')');
+        if (response.error) throw new Error(name + ': ' + (response.error.message || 'error ' + response.error.code));
+        result = response.result;
+        if (result && result.isError) throw new Error(name + ' answered an error (see the result)');
+      }
+      var data_ = result && result.structuredContent;
+      if (!data_ || typeof data_ !== 'object' || Array.isArray(data_)) {
+        throw new Error(name + ' gave no structuredContent object to fill the form with (its overlay can shape one: result = { structured_from_text = true })');
+      }
+      if (state.tool !== tool) return;
+      var filled = fillForm(data_);
+      if (!filled.length) {
+        throw new Error('none of ' + name + '\'s keys (' + Object.keys(data_).join(', ') + ') is an argument of ' + tool.name);
+      }
+      fillNote('Filled ' + filled.join(', ') + ' from ' + name + (required.length ? '\'s last result' : '') + ': call the tool to render it.');
+    } catch (e) {
+      fillNote(e.message, true);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // Puts `values` in the form's fields of the same names; the names filled.
+  function fillForm(values) {
+    var filled = [];
+    Array.prototype.forEach.call(ui.fields.querySelectorAll('[data-arg]'), function (input) {
+      var name = input.getAttribute('data-arg');
+      if (!Object.prototype.hasOwnProperty.call(values, name)) return;
+      var v = values[name];
+      var kind = input.getAttribute('data-kind');
+      if (kind === 'boolean') input.checked = v === true;
+      else if (kind === 'enum') {
+        var prop = input.parentNode._prop || {};
+        var i = (prop.enum || []).map(function (x) { return JSON.stringify(x); }).indexOf(JSON.stringify(v));
+        if (i < 0) return;
+        input.value = String(i);
+      } else if (kind === 'json') input.value = JSON.stringify(v, null, 2);
+      else if (v === null || typeof v === 'object') return;
+      else input.value = String(v);
+      filled.push(name);
+    });
+    return filled;
   }
 
   function schemaType(schema) {
@@ -589,17 +1247,21 @@
     ui.resultState.textContent = '(waiting…)';
     ui.rawResult.textContent = '…';
     ui.resultNote.hidden = true;
+    var mcp = state.mcp;
     try {
       // The body as sent (request() builds it before its first await).
-      var pending = state.mcp.request('tools/call', params);
-      showMessage(ui.rawRequest, ui.requestNote, state.mcp.lastRequest);
+      var pending = mcp.request('tools/call', params);
+      showMessage(ui.rawRequest, ui.requestNote, mcp.lastRequest);
       var response = await pending;
       showMessage(ui.rawResult, ui.resultNote, response);
       ui.resultState.textContent = response.error ? '(JSON-RPC error)' : response.result && response.result.isError ? '(isError)' : '(ok)';
+      if (response.result && !response.result.isError) state.results[params.name] = response.result;
       return response;
     } catch (e) {
       ui.rawResult.textContent = String(e.message || e);
-      ui.resultState.textContent = '(failed)';
+      ui.resultState.textContent = e.auth ? '(HTTP ' + e.auth.status + ': sign in)' : '(failed)';
+      // A tool that needs a token (an anonymous caller's call): sign in.
+      if (e.auth) authRefused(mcp.mount, e);
       throw e;
     }
   }
@@ -1130,8 +1792,13 @@
 
   // ------------------------------------------------------------------ start
 
-  async function connect(mount) {
+  // Connects to `mount`: signed in, or without a token where it needs none
+  // (or lets callers without one list: anonymous). `opts.error` is shown
+  // in the sign-in panel (a sign-in that failed), `opts.notice` in the log.
+  async function connect(mount, opts) {
+    opts = opts || {};
     if (state.mcp) state.mcp.close();
+    state.mount = mount;
     await teardown(state.view);
     state.view = null;
     state.tool = null;
@@ -1141,9 +1808,25 @@
     ui.widgetUri.textContent = '';
     ui.toolName.textContent = 'Choose a tool';
     ui.toolDescription.textContent = '';
+    ui.toolsEmpty.textContent = 'No tools.';
     renderToolList();
+    renderAccount(mount);
+    if (opts.notice) log('info', 'host', 'sign-out', opts.notice);
+    var signedOut = mount.auth && !savedToken(mount);
+    if (signedOut || opts.error) showSignIn(mount, opts.error || null);
+    else hideSignIn();
+    if (signedOut && !mount.auth.anonymous) {
+      // Nothing to list without a token: the sign-in panel, no request.
+      ui.toolsEmpty.textContent = 'Sign in (above) to list the tools.';
+      ui.server.textContent = mount.path;
+      ui.origins.textContent = '';
+      setConnection('signed-out', 'sign in needed');
+      state.mcp = null;
+      return;
+    }
     setConnection('connecting', 'connecting…');
     var mcp = new Mcp(mount);
+    mcp.onAuthRefused = function (e) { authRefused(mount, e); };
     mcp.onNotification = onServerNotification;
     mcp.onRecovered = function () {
       log('info', 'gateway', 'session', 'new session ' + mcp.sessionId);
@@ -1167,7 +1850,13 @@
       await listTools(mcp);
       if (state.mcp === mcp && !mcp.streaming) setConnection('connected', 'connected');
     } catch (e) {
-      if (state.mcp === mcp) setConnection('error', 'error: ' + e.message);
+      if (state.mcp !== mcp) return;
+      if (e.auth) {
+        authRefused(mount, e);
+        ui.toolsEmpty.textContent = 'Sign in (above) to list the tools.';
+        return;
+      }
+      setConnection('error', 'error: ' + e.message);
     }
   }
 
@@ -1176,7 +1865,9 @@
     changeHostContext({ theme: state.theme });
     try {
       var response = await fetch('/preview/mounts.json', { headers: { Accept: 'application/json' } });
-      state.mounts = (await response.json()).mounts || [];
+      var listed = await response.json();
+      state.mounts = listed.mounts || [];
+      state.authorizationServer = listed.authorization_server || null;
     } catch (e) {
       setConnection('error', 'cannot list the mounts: ' + e.message);
       return;
@@ -1186,8 +1877,19 @@
       ui.mount.appendChild(el('option', { value: String(i), text: label + ' (' + m.path + ')' }));
     });
     ui.mount.addEventListener('change', function () { connect(state.mounts[Number(ui.mount.value)]); });
-    if (state.mounts.length) await connect(state.mounts[0]);
-    else setConnection('error', 'no mounts');
+    // Back from signing in: the mount signed in for, or why it failed.
+    var back = null;
+    if (location.pathname === CALLBACK_PATH) {
+      setConnection('connecting', 'signing in…');
+      back = await finishSignIn();
+    }
+    var first = back && back.mount ? back.mount : state.mounts[0];
+    if (first) {
+      ui.mount.value = String(state.mounts.indexOf(first));
+      await connect(first, { error: back && back.error });
+    } else {
+      setConnection('error', back && back.error ? back.error : 'no mounts');
+    }
   }
 
   window.addEventListener('pagehide', function () { if (state.mcp) state.mcp.close(); });

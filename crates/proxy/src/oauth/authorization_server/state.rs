@@ -167,6 +167,11 @@ impl AuthorizationServer {
         )
     }
 
+    /// The URL of its metadata document (RFC 8414 §3.1).
+    pub fn metadata_url(&self) -> String {
+        self.url(Endpoint::Metadata)
+    }
+
     /// Where the provider sends the user back.
     pub(super) fn callback_url(&self) -> String {
         self.url(Endpoint::Callback)
