@@ -642,6 +642,8 @@ async function pasteFlow(page) {
     const response = await page.goto(opts.url, { timeout: left(20000), waitUntil: 'load' });
     summary.checks.page_status = response.status();
     await page.locator('#token-form').waitFor({ state: 'visible', timeout: left(20000) });
+    // What the panel learns by asking (the metadata a challenge named) is in.
+    await page.waitForLoadState('networkidle', { timeout: left(10000) });
     summary.checks.panel = await panel(page);
     summary.checks.token_hint = await page.textContent('#token-hint');
   });

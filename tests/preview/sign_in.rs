@@ -448,3 +448,146 @@ async fn preview_takes_a_pasted_token_and_says_why_a_wrong_one_is_refused() {
     );
     gateway.shutdown().await;
 }
+
+/// An upstream with OAuth of its own (passed through; no `[auth]`): the page learns it from
+/// the relayed 401, asks for a token to paste, shows the upstream's reason for refusing a
+/// wrong one, and sends the right one on every request, the GET stream included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preview_asks_for_a_token_when_the_upstream_has_oauth_of_its_own() {
+    use std::sync::{Arc, Mutex};
+
+    use http_body_util::{BodyExt, Full};
+    use hyper::{Method, Request, StatusCode, body::Incoming};
+
+    use super::support::upstreams::{BoxResponse, spawn_server};
+
+    if !super::browser_ready("the /preview passthrough test") {
+        return;
+    }
+    /// What the upstream saw: each request's method (or HTTP method) and its credentials.
+    type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+    let seen: Seen = Arc::default();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let log = seen.clone();
+    let vault = spawn_server(stop.clone(), "/mcp", move |req: Request<Incoming>| {
+        let log = log.clone();
+        async move {
+            let auth = req
+                .headers()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let http_method = req.method().clone();
+            let path = req.uri().path().to_owned();
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let method = match &http_method {
+                &Method::POST => v["method"].as_str().unwrap_or("(response)").to_owned(),
+                other => other.to_string(),
+            };
+            log.lock().unwrap().push((method.clone(), auth.clone()));
+            let reply = |status: StatusCode, text: String| {
+                let mut r: BoxResponse =
+                    hyper::Response::new(Full::new(bytes::Bytes::from(text)).boxed());
+                *r.status_mut() = status;
+                r.headers_mut()
+                    .insert("content-type", "application/json".parse().unwrap());
+                r
+            };
+            if path.starts_with("/.well-known/oauth-protected-resource") {
+                // Its metadata: where its tokens come from.
+                return reply(
+                    StatusCode::OK,
+                    json!({"resource": "http://127.0.0.1:9/mcp",
+                           "authorization_servers": ["https://login.vault.example"],
+                           "scopes_supported": ["vault:open"]})
+                    .to_string(),
+                );
+            }
+            if auth.as_deref() != Some("Bearer sesame") {
+                let mut r = reply(StatusCode::UNAUTHORIZED, String::new());
+                let challenge = match auth {
+                    None => r#"Bearer resource_metadata="http://127.0.0.1:9/.well-known/oauth-protected-resource""#,
+                    Some(_) => r#"Bearer error="invalid_token", error_description="the vault knows no such token", resource_metadata="http://127.0.0.1:9/.well-known/oauth-protected-resource""#,
+                };
+                r.headers_mut()
+                    .insert("www-authenticate", challenge.parse().unwrap());
+                return r;
+            }
+            let id = v["id"].to_string();
+            match (http_method, method.as_str()) {
+                (Method::GET, _) => reply(StatusCode::METHOD_NOT_ALLOWED, String::new()),
+                (Method::DELETE, _) => reply(StatusCode::OK, String::new()),
+                (_, "initialize") => reply(
+                    StatusCode::OK,
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-06-18","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"vault","version":"1"}}}}}}"#
+                    ),
+                ),
+                (_, "tools/list") => reply(
+                    StatusCode::OK,
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"open_vault","inputSchema":{{"type":"object"}}}}]}}}}"#
+                    ),
+                ),
+                _ if v.get("id").is_none() => reply(StatusCode::ACCEPTED, String::new()),
+                _ => reply(
+                    StatusCode::OK,
+                    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#),
+                ),
+            }
+        }
+    })
+    .await
+    .unwrap();
+    let gateway = TestGateway::start(vec![gw::http("vault", &vault.url)]).await;
+
+    let url = format!("http://{}/preview", gateway.addr);
+    let (summary, context) = drive_async(
+        "preview-passthrough-token",
+        &args(&["--url", &url, "--paste-bad", "nope", "--paste", "sesame"]),
+        String::new,
+    )
+    .await;
+    let checks = &summary["checks"];
+    let panel = &checks["panel"];
+    assert_eq!(panel["sign_in_button"], false, "{context}");
+    assert!(
+        str_of(panel, "/message").contains("asks for a bearer token of its own")
+            && str_of(panel, "/message").contains(&format!(
+                "{}/.well-known/oauth-protected-resource",
+                gateway.addr
+            )),
+        "the challenge's metadata, pointed at the gateway\n{context}"
+    );
+    assert_eq!(
+        checks["token_hint"],
+        format!(
+            "Get one from https://login.vault.example (a signed-in client holds one), issued for \
+             the resource http://{}/mcp with the scopes it needs (vault:open). It stays in this \
+             tab only.",
+            gateway.addr
+        ),
+        "{context}"
+    );
+    assert_eq!(
+        checks["bad_token"]["error"], "The token was refused: the vault knows no such token",
+        "{context}"
+    );
+    assert_eq!(
+        checks["pasted"]["tools"],
+        json!(["open_vault"]),
+        "{context}"
+    );
+    assert_eq!(checks["pasted"]["account"], "token: pasted", "{context}");
+    let seen = seen.lock().unwrap().clone();
+    for method in ["initialize", "tools/list", "GET"] {
+        assert!(
+            seen.iter()
+                .any(|(m, a)| m == method && a.as_deref() == Some("Bearer sesame")),
+            "{method} with the token: {seen:?}"
+        );
+    }
+    gateway.shutdown().await;
+    stop.cancel();
+}

@@ -771,15 +771,19 @@
     ui.authMessage.textContent = '';
     ui.tokenHint.textContent = '';
     var scopes = auth && auth.scopes && auth.scopes.length ? auth.scopes.join(' ') : null;
+    // anonymous = true: callers without a token list, and call the tools marked so.
+    var needs = auth && auth.anonymous
+      ? 'Without a token this endpoint lists its tools and calls those marked "no sign-in" or "sign-in optional"; the others need a bearer token.'
+      : 'This endpoint needs a bearer token.';
     if (ours) {
       ui.authMessage.appendChild(sentence([
-        'This endpoint needs a bearer token. Sign in with the gateway\'s authorization server (', code(server.issuer),
+        needs + ' Sign in with the gateway\'s authorization server (', code(server.issuer),
         '), as ChatGPT and Claude do: this page registers as a client, you allow it and sign in at the identity provider, and come back here',
         scopes ? '; it asks for ' : '.', scopes ? code(scopes) : null, scopes ? '.' : null,
       ].filter(Boolean)));
     } else if (auth) {
       ui.authMessage.appendChild(sentence([
-        'This endpoint needs a bearer token from ', code(auth.issuer), ' for the resource ', code(auth.resource || mount.path),
+        needs.replace(/\.$/, '') + ' from ', code(auth.issuer), ', for the resource ', code(auth.resource || mount.path),
         scopes ? ' with the scopes ' : '', scopes ? code(scopes) : '', '. Paste one below.',
       ].filter(function (x) { return x !== ''; })));
       ui.tokenHint.appendChild(sentence([
@@ -794,8 +798,9 @@
         'The server behind this endpoint asks for a bearer token of its own (OAuth passed through the gateway). Paste an access token its authorization server issued',
         metadata ? ' (named in ' : '', metadata ? code(metadata) : '', metadata ? ')' : '', '.',
       ].filter(function (x) { return x !== ''; })));
-      ui.tokenHint.textContent = 'Get one from that authorization server (a signed-in client holds one); it must be issued for '
+      ui.tokenHint.textContent = 'Get one from that authorization server (a signed-in client holds one), issued for '
         + location.origin + mount.path + '. It stays in this tab only.';
+      if (metadata) describeResource(mount, metadata);
     }
     ui.authSignIn.hidden = !ours;
     ui.signIn.disabled = false;
@@ -803,6 +808,30 @@
     ui.tokenDetails.open = !ours;
     ui.tokenDetails.querySelector('summary').textContent = ours ? 'Or paste an access token' : 'Paste an access token';
     showAuthError(error || null);
+  }
+
+  // The protected-resource metadata a challenge named (the gateway's, for
+  // the mount), read to say which authorization server issues the token and
+  // for which resource; nothing is said when it cannot be read.
+  async function describeResource(mount, metadata) {
+    var doc;
+    try {
+      doc = await authFetch(metadata, { method: 'GET', headers: { 'Accept': 'application/json' } }, 'metadata');
+    } catch (e) {
+      log('error', 'host', 'sign-in', e.message);
+      return;
+    }
+    if (state.mount !== mount || ui.authPanel.hidden || !doc || typeof doc.resource !== 'string') return;
+    var servers = Array.isArray(doc.authorization_servers) ? doc.authorization_servers.filter(function (x) { return typeof x === 'string'; }) : [];
+    ui.tokenHint.textContent = '';
+    ui.tokenHint.appendChild(sentence([
+      'Get one from ', servers.length ? code(servers.join(', ')) : 'its authorization server',
+      ' (a signed-in client holds one), issued for the resource ', code(doc.resource),
+      Array.isArray(doc.scopes_supported) && doc.scopes_supported.length ? ' with the scopes it needs (' : '',
+      Array.isArray(doc.scopes_supported) && doc.scopes_supported.length ? code(doc.scopes_supported.join(' ')) : '',
+      Array.isArray(doc.scopes_supported) && doc.scopes_supported.length ? ')' : '',
+      '. It stays in this tab only.',
+    ].filter(function (x) { return x !== ''; })));
   }
 
   function hideSignIn() {
