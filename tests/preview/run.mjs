@@ -40,6 +40,13 @@
 // (checks.whoami: its text); --expire-wait S: S seconds later call it again
 // (checks.whoami_again) and say whether the page refreshed its token (checks.refreshed);
 // --sign-out: click Sign out (checks.signed_out).
+//   node tests/preview/run.mjs --url URL --screenshot FILE --forged-callbacks
+//
+// --forged-callbacks: the first mount signs in with the gateway; each time a sign-in is
+// started (the authorization endpoint never reached), the page is sent back an answer that
+// is not the one it waits for: another state, another issuer, none, an error; then the
+// same answer again once nothing is under way. checks.callbacks: for each, the error the
+// page shows, its address, whether it kept a token, whether it sent the code anywhere.
 // --paste TOKEN: the first mount asks for a token pasted in (checks.panel); with --paste-bad,
 // paste that one first and report the error shown (checks.bad_token); paste TOKEN, wait for
 // the tools (checks.pasted), then --call as below.
@@ -75,6 +82,7 @@ for (let i = 0; i < argv.length; i += 2) {
   if (argv[i] === '--openai-widget') { opts.openaiWidget = true; i -= 1; continue; }
   if (argv[i] === '--builtin-table') { opts.builtinTable = true; i -= 1; continue; }
   if (argv[i] === '--sign-out') { opts.signOut = true; i -= 1; continue; }
+  if (argv[i] === '--forged-callbacks') { opts.forged = true; i -= 1; continue; }
   const key = {
     '--url': 'url', '--screenshot': 'screenshot', '--overlays': 'overlays', '--timeout': 'timeout',
     '--call': 'call', '--args': 'args', '--expect': 'expect', '--count': 'count',
@@ -177,6 +185,7 @@ async function main() {
   if (opts.switchMount) return switchMount(page);
   if (opts.signIn) return signInFlow(page);
   if (opts.paste) return pasteFlow(page);
+  if (opts.forged) return forgedCallbacks(page);
   await step('open /preview', async () => {
     const response = await page.goto(opts.url, { timeout: left(20000), waitUntil: 'load' });
     summary.checks.page_status = response.status();
@@ -386,7 +395,7 @@ async function endClean(page) {
     await page.screenshot({ path: opts.screenshot, fullPage: false });
     summary.screenshot = opts.screenshot;
   });
-  const expected = opts.signIn || opts.paste;
+  const expected = opts.signIn || opts.paste || opts.forged;
   const errors = summary.console.filter((m) => m.type === 'pageerror'
     || (m.type === 'error' && !(expected && EXPECTED_REFUSAL.test(m.text))));
   if (errors.length) throw new Error(`the browser reported errors: ${JSON.stringify(errors)}`);
@@ -633,6 +642,57 @@ async function signInFlow(page) {
       };
     });
   }
+  await endClean(page);
+}
+
+// --forged-callbacks: answers the page did not ask for, at its redirect URI.
+async function forgedCallbacks(page) {
+  const origin = new URL(opts.url).origin;
+  // The sign-in is left under way: the authorization endpoint is never reached.
+  await page.route((u) => u.pathname.endsWith('/oauth/authorize'), (route) => route.fulfill({
+    status: 200, contentType: 'text/html', body: '<!doctype html><p>The authorization endpoint (not reached).</p>',
+  }));
+  // Every code the page sends to a token endpoint.
+  const redeemed = [];
+  page.on('request', (r) => {
+    const body = r.postData() ?? '';
+    if (r.method() === 'POST' && /(^|&)code=/.test(body)) redeemed.push(body);
+  });
+  const results = {};
+  let lastQuery = null;
+  const attempt = async (name, query) => {
+    await step(`a forged answer: ${name}`, async () => {
+      const wait = left(20000);
+      await page.goto(opts.url, { timeout: wait, waitUntil: 'load' });
+      await page.locator('#sign-in').waitFor({ state: 'visible', timeout: wait });
+      await page.click('#sign-in');
+      await page.waitForURL((u) => u.pathname.endsWith('/oauth/authorize'), { timeout: wait });
+      const pending = await page.evaluate(() => JSON.parse(sessionStorage.getItem('mcp-ui-gateway.preview.sign-in')));
+      lastQuery = new URLSearchParams(query(pending)).toString();
+      await page.goto(`${origin}/preview/callback?${lastQuery}`, { timeout: wait, waitUntil: 'load' });
+      await page.locator('#auth-error').waitFor({ state: 'visible', timeout: wait });
+      results[name] = {
+        error: await page.textContent('#auth-error'),
+        url: page.url(),
+        storage: await storage(page),
+      };
+    });
+  };
+  await attempt('another state', (p) => ({ code: 'forged-code', state: 'forged', iss: p.issuer }));
+  await attempt('another issuer', (p) => ({ code: 'forged-code', state: p.state, iss: 'http://127.0.0.1:9' }));
+  await attempt('no issuer', (p) => ({ code: 'forged-code', state: p.state }));
+  await attempt('an error', (p) => ({ error: 'access_denied', error_description: 'the user said no', state: p.state, iss: p.issuer }));
+  await step('the last answer again, nothing under way', async () => {
+    await page.goto(`${origin}/preview/callback?${lastQuery}`, { timeout: left(20000), waitUntil: 'load' });
+    await page.locator('#side-panel li[data-kind="error"]').waitFor({ timeout: left(20000) });
+    results['nothing under way'] = {
+      error: await page.textContent('#side-panel li[data-kind="error"] pre'),
+      url: page.url(),
+      storage: await storage(page),
+    };
+  });
+  summary.checks.callbacks = results;
+  summary.checks.codes_sent = redeemed;
   await endClean(page);
 }
 

@@ -317,6 +317,47 @@ async fn preview_signs_in_with_the_gateways_authorization_server_and_calls_as_th
         "preview sign-in at localhost: whole run {} ms",
         t.elapsed().as_millis()
     );
+
+    // Answers the page did not ask for, at its redirect URI: refused, said, the address
+    // bar cleaned, no code redeemed, no token kept.
+    let (summary, context) = drive_async(
+        "preview-forged-callbacks",
+        &args(&["--url", &url, "--forged-callbacks"]),
+        others,
+    )
+    .await;
+    let checks = &summary["checks"];
+    let refused = |name: &str, why: &str| {
+        let c = &checks["callbacks"][name];
+        assert_eq!(
+            c["error"],
+            format!("Sign-in failed: {why}"),
+            "{name}\n{context}"
+        );
+        assert_eq!(c["url"], format!("{public}/preview/"), "{name}\n{context}");
+        assert_eq!(c["storage"]["tokens"], json!([]), "{name}\n{context}");
+    };
+    refused(
+        "another state",
+        "the answer does not carry the state this page sent: it answers another sign-in",
+    );
+    refused(
+        "another issuer",
+        &format!("the answer is from http://127.0.0.1:9, not {public} (RFC 9207)"),
+    );
+    refused(
+        "no issuer",
+        &format!("the answer is from an unnamed issuer, not {public} (RFC 9207)"),
+    );
+    refused("an error", "access_denied: the user said no");
+    let again = &checks["callbacks"]["nothing under way"];
+    assert_eq!(
+        again["error"],
+        "Sign-in failed: this tab started no sign-in (or it was finished already): sign in again",
+        "{context}"
+    );
+    assert_eq!(again["storage"]["tokens"], json!([]), "{context}");
+    assert_eq!(checks["codes_sent"], json!([]), "{context}");
     gateway.shutdown().await;
 }
 

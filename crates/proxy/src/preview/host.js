@@ -341,17 +341,17 @@
     }
   };
 
-
   // ------------------------------------------------------------------ tokens and signing in
 
-  // The browser's storage, which may be refused (a private window, a policy):
-  // then nothing is kept, and the page still works for this load.
+  // The browser's storage ('sessionStorage' or 'localStorage'), which may be
+  // refused (a policy, a sandbox: even naming it throws): then nothing is
+  // kept, and the page says so in its log.
   function stored(storage, key) {
-    try { return storage.getItem(key); } catch (e) { return null; }
+    try { return window[storage].getItem(key); } catch (e) { return null; }
   }
   function store(storage, key, value) {
     try {
-      if (value === null) storage.removeItem(key); else storage.setItem(key, value);
+      if (value === null) window[storage].removeItem(key); else window[storage].setItem(key, value);
     } catch (e) {
       log('error', 'host', 'storage', 'the browser refused to keep ' + key + ': ' + e.message);
     }
@@ -367,12 +367,12 @@
   function savedToken(mount) {
     if (!mount) return null;
     var t = null;
-    try { t = JSON.parse(stored(sessionStorage, tokenKey(mount)) || 'null'); } catch (e) { t = null; }
+    try { t = JSON.parse(stored('sessionStorage', tokenKey(mount)) || 'null'); } catch (e) { t = null; }
     return t && typeof t.access_token === 'string' && t.access_token ? t : null;
   }
 
-  function saveToken(mount, t) { store(sessionStorage, tokenKey(mount), JSON.stringify(t)); }
-  function forgetToken(mount) { store(sessionStorage, tokenKey(mount), null); }
+  function saveToken(mount, t) { store('sessionStorage', tokenKey(mount), JSON.stringify(t)); }
+  function forgetToken(mount) { store('sessionStorage', tokenKey(mount), null); }
 
   // The parameters of a Bearer challenge (RFC 6750 §3), for what the page
   // shows: error, error_description, scope, resource_metadata.
@@ -548,7 +548,7 @@
   // server still knows it, else one registered now (RFC 7591), public.
   async function clientFor(meta, redirectUri, server) {
     var key = STORE + 'client ' + meta.issuer + ' ' + redirectUri;
-    var kept = stored(localStorage, key);
+    var kept = stored('localStorage', key);
     var tokenEndpoint = endpointUrl(meta.token_endpoint, 'token_endpoint').href;
     if (kept) {
       // A client the server forgot (its session_key changed, or it went
@@ -560,7 +560,7 @@
       } catch (e) {
         if (e.status === 401 || e.oauth === 'invalid_client') {
           log('info', 'host', 'sign-in', 'the client registered before is unknown now: registering again');
-          store(localStorage, key, null);
+          store('localStorage', key, null);
           kept = null;
         } else if (e.status === undefined || e.status >= 500 || e.status === 429) {
           throw e;
@@ -596,7 +596,7 @@
     if (!answer || typeof answer.client_id !== 'string' || !answer.client_id) {
       throw new Error('registration: the answer names no client_id');
     }
-    store(localStorage, key, answer.client_id);
+    store('localStorage', key, answer.client_id);
     log('info', 'host', 'sign-in', 'registered as client ' + answer.client_id.slice(0, 12) + '…');
     return answer.client_id;
   }
@@ -631,13 +631,13 @@
       var verifier = randomString(32);
       var st = randomString(16);
       var resource = mount.auth.resource;
-      store(sessionStorage, PENDING_KEY, JSON.stringify({
+      store('sessionStorage', PENDING_KEY, JSON.stringify({
         state: st, verifier: verifier, redirect_uri: redirectUri, client_id: clientId, issuer: meta.issuer,
         iss_required: meta.authorization_response_iss_parameter_supported === true,
         token_endpoint: tokenEndpoint, revocation_endpoint: revocation,
         resource: resource, mount: mount.path, started: Date.now(),
       }));
-      if (!stored(sessionStorage, PENDING_KEY)) throw new Error('the browser keeps nothing in sessionStorage for this page');
+      if (!stored('sessionStorage', PENDING_KEY)) throw new Error('the browser keeps nothing in sessionStorage for this page');
       var url = new URL(authorize.href);
       url.searchParams.set('response_type', 'code');
       url.searchParams.set('client_id', clientId);
@@ -666,8 +666,8 @@
     var params = new URLSearchParams(location.search);
     history.replaceState(null, '', '/preview/');
     var pending = null;
-    try { pending = JSON.parse(stored(sessionStorage, PENDING_KEY) || 'null'); } catch (e) { pending = null; }
-    store(sessionStorage, PENDING_KEY, null);
+    try { pending = JSON.parse(stored('sessionStorage', PENDING_KEY) || 'null'); } catch (e) { pending = null; }
+    store('sessionStorage', PENDING_KEY, null);
     var mount = pending ? state.mounts.filter(function (m) { return m.path === pending.mount; })[0] || null : null;
     try {
       if (!pending || typeof pending.state !== 'string') {
@@ -863,8 +863,12 @@
       showAuthError('That is not a bearer token (RFC 6750: letters, digits and -._~+/ only, with no spaces): paste the token alone.');
       return;
     }
-    ui.tokenInput.value = '';
     saveToken(mount, { access_token: text, how: 'pasted' });
+    if (!savedToken(mount)) {
+      showAuthError('This browser keeps nothing in sessionStorage for this page, so the token cannot be kept: allow site data for it.');
+      return;
+    }
+    ui.tokenInput.value = '';
     connect(mount);
   });
 
@@ -1913,6 +1917,12 @@
       back = await finishSignIn();
     }
     var first = back && back.mount ? back.mount : state.mounts[0];
+    if (back && back.error && !back.mount) {
+      // No endpoint to say it beside (this tab started no sign-in).
+      log('error', 'host', 'sign-in', back.error);
+      side('error', 'Sign-in', el('pre', { text: back.error }));
+      back = null;
+    }
     if (first) {
       ui.mount.value = String(state.mounts.indexOf(first));
       await connect(first, { error: back && back.error });
