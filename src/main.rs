@@ -76,7 +76,7 @@ fn main() -> ExitCode {
         Some(Command::Check(args)) => runtime.block_on(cli::run_check::run(args)),
         Some(Command::Init(args)) => runtime.block_on(cli::run_init::run(args)),
         Some(Command::GuardChildren) => unreachable!("handled above"),
-        None => runtime.block_on(serve(ServeArgs::default_demo())),
+        None => runtime.block_on(serve(cli.serve)),
     }
 }
 

@@ -5,9 +5,10 @@
 //! the built-in widget lines it quotes are the demo's, and each way it gives
 //! to front a server serves one.
 //!
-//! Two lines stand for what a test cannot do: `cargo install --path .` is the
-//! built binary linked on the PATH, and `pip install mcp-server-time` the
-//! test peers' Python (`scripts/install-peers.sh`) first on the PATH. The
+//! Two lines stand for what a test cannot do: the `export PATH=` of
+//! `target/release` is the binary under test linked first on the PATH, and
+//! `pip install mcp-server-time` the test peers' Python
+//! (`scripts/install-peers.sh`) first on the PATH. The
 //! gateway listens on 127.0.0.1 with a port of its choosing instead of 8787.
 
 mod support;
@@ -219,7 +220,9 @@ async fn the_walkthrough_runs_as_written() {
             "sh" => {
                 for line in commands(&block) {
                     ran.push(line.clone());
-                    if line == "cargo install --path ." || line == "pip install mcp-server-time" {
+                    if line == r#"export PATH="$PWD/target/release:$PATH""#
+                        || line == "pip install mcp-server-time"
+                    {
                         continue;
                     }
                     if line.starts_with("mcp-ui-gateway serve ") {

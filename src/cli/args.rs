@@ -9,13 +9,18 @@ use crate::config::UpstreamConfig;
 
 /// A lossless MCP reverse proxy that gives existing MCP servers a user interface.
 ///
-/// With no arguments it serves the bundled demo server (a task list, run as a
-/// stdio child) on http://127.0.0.1:8787/mcp.
+/// With no command it serves: `mcp-ui-gateway --listen ADDR` is `mcp-ui-gateway
+/// serve --listen ADDR`, and with no arguments at all it serves the bundled
+/// demo server (a task list, run as a stdio child) on
+/// http://127.0.0.1:8787/mcp.
 #[derive(Parser, Debug)]
-#[command(version, about, long_about)]
+#[command(version, about, long_about, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// `serve`'s flags, taken when no command is named.
+    #[command(flatten)]
+    pub serve: ServeArgs,
     /// Log format on stderr (level from RUST_LOG, default info).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -171,18 +176,6 @@ pub struct OneUpstream {
 pub enum LogFormat {
     Text,
     Json,
-}
-
-impl ServeArgs {
-    /// `serve` as the bare binary runs it: with the preview by the same rule
-    /// as `serve` (on for a loopback `listen`, or as `preview` says), never
-    /// forced on an address others reach.
-    pub fn default_demo() -> Self {
-        ServeArgs {
-            path: "/mcp".into(),
-            ..Default::default()
-        }
-    }
 }
 
 /// The name of an upstream given on the command line without `--name`.

@@ -86,3 +86,46 @@ async fn the_bare_binary_follows_the_preview_setting_as_serve_does() {
         let _ = gateway.terminate(Duration::from_secs(20));
     }
 }
+
+/// The bare binary takes `serve`'s flags (`mcp-ui-gateway --listen ADDR` is
+/// `mcp-ui-gateway serve --listen ADDR`), as the port-in-use message, which
+/// names `--listen`, leads a user to try; before, clap answered
+/// "unexpected argument '--listen'". A command and flags of the bare form
+/// together are a usage error.
+#[tokio::test]
+async fn the_bare_binary_takes_the_flags_of_serve() {
+    use support::process::Stream;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["--listen", "127.0.0.1:0", "--no-preview"])
+        .current_dir(dir.path());
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") {
+            cmd.env_remove(key);
+        }
+    }
+    let mut gateway = support::process::Proc::spawn("gateway", &mut cmd);
+    let url = gateway.wait_for("the endpoint", RUN_TIMEOUT, |s: Stream, line| {
+        support::process::endpoint_url(line).filter(|_| s == Stream::Stdout)
+    });
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert!(!url.starts_with("http://127.0.0.1:8787/"), "{url}");
+    let base = url.trim_end_matches("/mcp");
+    let (status, _, _) =
+        support::clients::request_raw(hyper::Method::GET, &format!("{base}/preview"), &[], "")
+            .await;
+    assert_eq!(status, 404, "--no-preview was taken");
+    let _ = gateway.terminate(Duration::from_secs(20));
+
+    let help = std::process::Command::new(BIN)
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--listen <ADDR>"), "{help}");
+    let mixed = std::process::Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "check"])
+        .output()
+        .unwrap();
+    assert_eq!(mixed.status.code(), Some(2));
+}

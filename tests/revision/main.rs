@@ -13,6 +13,8 @@
 //! - `listen`: `subscriptions/listen` for every kind of 2025 upstream.
 //! - `rounds`: server-to-client requests of a 2025 upstream as `input_required` rounds.
 //! - `python`: the Python client of the revision answering those rounds.
+//! - `sdk_snippets`: docs/hosts.md's Python and TypeScript clients pinned to the revision,
+//!   run as written.
 //! - `apps`: the same on an `[[app]]` endpoint of 2025 members (stdio, mcp-server-time,
 //!   legacy SSE) under their prefixes: discover, validation, answers, rounds, listen and
 //!   the Python client.
@@ -34,6 +36,7 @@ mod discover;
 mod listen;
 mod python;
 mod rounds;
+mod sdk_snippets;
 #[path = "../support/mod.rs"]
 mod support;
 mod validation;

@@ -223,6 +223,11 @@ impl Proc {
         })
     }
 
+    /// Its standard input, once, when it was started with one piped.
+    pub fn take_stdin(&mut self) -> Option<std::process::ChildStdin> {
+        self.child.stdin.take()
+    }
+
     /// The next captured line, within `limit`.
     pub fn next_line(&self, limit: Duration) -> Result<(Stream, String), NoLine> {
         self.lines.recv_timeout(limit).map_err(|e| match e {

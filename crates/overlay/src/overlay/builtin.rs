@@ -26,8 +26,8 @@ pub mod view;
 
 pub(crate) use schema::resolve_pointer;
 pub use schema::{
-    Resolved, default_array, is_array as schema_is_array, is_string as schema_is_string,
-    items as schema_items, pointer_segment,
+    Resolved, default_array, default_string, is_array as schema_is_array,
+    is_string as schema_is_string, items as schema_items, pointer_segment,
 };
 pub use view::{Field, Format, View};
 

@@ -211,7 +211,9 @@ pub const DEFAULT_ALGORITHMS: [&str; 9] = [
 ///
 /// `own_issuer` is the gateway's own issuer when it is an authorization
 /// server (`[authorization_server]`): the issuer of an endpoint that names
-/// none.
+/// none. It is `public_url`, checked (and reported, when wrong or missing)
+/// as `public_url`, so an endpoint taking it is not held to it again: its
+/// `issuer` is not what the operator would have to correct.
 pub fn resolve(
     top: Option<&AuthConfig>,
     own: Option<&AuthSetting>,
@@ -219,7 +221,7 @@ pub fn resolve(
     own_issuer: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Auth>, Vec<String>> {
-    let mut merged = match (top, own) {
+    let merged = match (top, own) {
         (_, Some(AuthSetting::Enabled(false))) | (None, None) => return Ok(None),
         (None, Some(AuthSetting::Enabled(true))) if own_issuer.is_none() => {
             return Err(vec![format!(
@@ -230,20 +232,18 @@ pub fn resolve(
         (Some(top), None | Some(AuthSetting::Enabled(true))) => top.clone(),
         (top, Some(AuthSetting::Table(own))) => over(top.cloned().unwrap_or_default(), own),
     };
-    if merged.issuer.is_none() {
-        merged.issuer = own_issuer.map(str::to_owned);
-    }
     let field = |name: &str| format!("{at}auth.{name}");
     let mut problems = Vec::new();
-    let issuer = match merged.issuer.as_deref() {
-        None => {
+    let issuer = match (merged.issuer.as_deref(), own_issuer) {
+        (None, None) => {
             problems.push(format!(
                 "{}: missing (the authorization server whose tokens are accepted)",
                 field("issuer")
             ));
             String::new()
         }
-        Some(i) => {
+        (None, Some(own)) => own.to_owned(),
+        (Some(i), _) => {
             if let Err(why) = issuer_url(i) {
                 problems.push(format!("{}: \"{i}\" {why}", field("issuer")));
             }

@@ -459,3 +459,55 @@ fn introspection_bounds_are_one_per_issuer() {
     let other = "auth = { issuer = \"https://other.example.com\", introspection = { client_id = \"gw\", client_secret = \"s\", calls_per_minute = 60 } }";
     assert!(with(other).resolve().is_ok());
 }
+
+/// With `[authorization_server]`, `[auth]` takes `public_url` as its issuer,
+/// whatever else is wrong there: a provider secret whose variable is unset
+/// is the one problem reported, naming the field and the variable, and not
+/// again as every endpoint's issuer missing; a `public_url` that is wrong
+/// or missing is reported as `public_url`, never as an issuer nobody wrote.
+#[test]
+fn an_authorization_server_problem_is_reported_once_not_as_each_endpoints_issuer() {
+    let read = |public_url: &str| -> Config {
+        figment::Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::string(&format!(
+                "{public_url}\n[auth]\n\
+                 [authorization_server.provider]\nissuer = \"http://127.0.0.1:9090\"\n\
+                 client_id = \"gateway\"\nclient_secret_env = \"MCP_UI_TEST_SECRET_NEVER_SET\"\n\
+                 [[upstream]]\nname = \"files\"\ncommand = \"f\"\n\
+                 [[upstream]]\nname = \"notes\"\ncommand = \"n\"\nauth = {{ scopes = [\"notes\"] }}\n"
+            )))
+            .extract()
+            .unwrap()
+    };
+    let problems = |c: Config| match c.resolve() {
+        Err(ConfigError::Invalid { problems }) => problems,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        problems(read("public_url = \"http://127.0.0.1:8787\"")),
+        [
+            "authorization_server.provider.client_secret_env: the environment variable MCP_UI_TEST_SECRET_NEVER_SET is not set"
+        ]
+    );
+    let wrong = problems(read("public_url = \"http://gw.example.com\""));
+    assert!(
+        wrong.iter().all(|p| p.starts_with("public_url: ")
+            || p.starts_with("authorization_server.provider.client_secret_env: ")),
+        "{wrong:?}"
+    );
+    assert!(
+        wrong.iter().any(|p| p.contains("must be https://")),
+        "{wrong:?}"
+    );
+    let missing = problems(read(""));
+    assert!(
+        missing.iter().all(|p| !p.contains("auth.issuer")),
+        "{missing:?}"
+    );
+    assert!(
+        missing
+            .iter()
+            .any(|p| p.starts_with("public_url: needed by [authorization_server]")),
+        "{missing:?}"
+    );
+}

@@ -122,7 +122,18 @@ impl Config {
                 .map_err(|errs| problems.extend(errs))
                 .ok()
         });
-        let own_issuer = authorization_server.as_ref().map(|a| a.issuer.as_str());
+        // With [authorization_server] the gateway is the issuer of the
+        // endpoints that name none, whether or not the rest of its settings
+        // hold: a problem there (a secret's variable unset) is reported
+        // once, there, and not again as every endpoint's issuer missing.
+        // Without public_url it is empty, and public_url is reported.
+        let own_issuer = self.authorization_server.as_ref().map(|_| {
+            self.public_url
+                .as_deref()
+                .map(super::authorization::issuer_of)
+                .unwrap_or_default()
+        });
+        let own_issuer = own_issuer.as_deref();
         let top = self.auth.as_ref();
         for (i, up) in self.upstreams.iter().enumerate() {
             let at = format!("upstream[{i}].");

@@ -163,13 +163,23 @@ pub fn is_string(root: &Value, schema: &Value) -> Option<bool> {
 /// The names of the root's properties that are arrays: the default data of
 /// a list is the only one.
 pub fn default_array(root: &Value) -> Vec<String> {
+    root_properties(root, |schema| is_array(root, schema))
+}
+
+/// The names of the root's properties that are strings: the default text of
+/// `builtin:markdown` is the only one (else the result's first text).
+pub fn default_string(root: &Value) -> Vec<String> {
+    root_properties(root, |schema| is_string(root, schema) == Some(true))
+}
+
+fn root_properties(root: &Value, wanted: impl Fn(&Value) -> bool) -> Vec<String> {
     let properties = deref(root, root, 0)
         .get("properties")
         .and_then(Value::as_object);
     properties
         .into_iter()
         .flatten()
-        .filter(|(_, schema)| is_array(root, schema))
+        .filter(|(_, schema)| wanted(schema))
         .map(|(name, _)| name.clone())
         .collect()
 }

@@ -320,6 +320,30 @@ fn keys_and_pointers_are_checked_against_the_output_schema() {
     let kv_list = check(Kind::Kv, "data = \"/tasks\"");
     assert!(kv_list[0].contains("is an array"), "{kv_list:?}");
 
+    // Markdown's default, as the widget reads it: the root's only string
+    // property (an output schema of one `content` string passes `check`
+    // without `data`; before: "`` is not a string in the output schema"),
+    // else the result's text, which the schema does not describe.
+    let text = |schema: Value| against_schema(Kind::Markdown, &View::default(), &schema);
+    let one = json!({"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]});
+    assert!(text(one).is_empty());
+    let nullable = json!({"type": "object", "properties": {"n": {"type": "integer"}, "body": {"type": ["string", "null"]}}});
+    assert!(text(nullable).is_empty());
+    let no_string = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    assert!(text(no_string).is_empty());
+    let two_strings =
+        json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}});
+    assert!(text(two_strings).is_empty());
+    let wrong = View {
+        data: Some("/n".into()),
+        ..View::default()
+    };
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}, "content": {"type": "string"}}});
+    assert_eq!(
+        against_schema(Kind::Markdown, &wrong, &schema)[0].reason,
+        "`/n` is not a string in the output schema; `builtin:markdown` renders a text: set it to `/content`"
+    );
+
     // No array, or several: the table needs data.
     let none = against_schema(
         Kind::Table,

@@ -11,7 +11,7 @@ use super::problem::Problem;
 use super::widget_domain;
 use crate::overlay::builtin::view::Confirm;
 use crate::overlay::builtin::{self, Field, Format, Kind, Resolved, Shape, View};
-use crate::overlay::builtin::{default_array, pointer_segment, resolve_pointer};
+use crate::overlay::builtin::{default_array, default_string, pointer_segment, resolve_pointer};
 
 /// The built-in kind a tool overlay's `widget` names, if it names one that
 /// exists.
@@ -239,6 +239,12 @@ pub fn against_schema(kind: Kind, view: &View, schema: &Value) -> Vec<Problem> {
                 return problems;
             }
         },
+        // As the widget reads it: the root's only string property, else
+        // the result's first text, which the output schema does not describe.
+        None if kind.shape() == Shape::Text => match default_string(schema).as_slice() {
+            [only] => format!("/{}", pointer_segment(only)),
+            _ => return problems,
+        },
         None => String::new(),
     };
     let target = match resolve_pointer(schema, schema, &data) {
@@ -278,9 +284,18 @@ pub fn against_schema(kind: Kind, view: &View, schema: &Value) -> Vec<Problem> {
             return problems;
         }
         Shape::Text if builtin::schema_is_string(schema, target) == Some(false) => {
+            let strings: Vec<String> = default_string(schema)
+                .iter()
+                .map(|name| format!("`/{}`", pointer_segment(name)))
+                .collect();
+            let hint = match strings.as_slice() {
+                [] => String::new(),
+                [one] => format!(": set it to {one}"),
+                several => format!(": set it to one of {}", several.join(", ")),
+            };
             problems.push(Problem::new(
                 "view.data",
-                format!("`{data}` is not a string in the output schema; `builtin:markdown` renders a text"),
+                format!("`{data}` is not a string in the output schema; `builtin:markdown` renders a text{hint}"),
             ));
             return problems;
         }
