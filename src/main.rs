@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
 use mcp_ui_gateway::cli;
 use mcp_ui_gateway::cli::args::{Cli, Command, LogFormat, ServeArgs};
 use mcp_ui_gateway::cli::loaded::{Loaded, load_config, overlay_apps};
@@ -34,7 +33,7 @@ macro_rules! say {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     if let Some(Command::GuardChildren) = cli.command {
         init_logging(cli.log_format, "info");
         return guard_children();

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::clients::{parse_sse, post_json};
+use support::markdown::{self, Block, blocks};
 use support::process::{Proc, Stream, endpoint_url};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-ui-gateway");
@@ -30,50 +31,11 @@ fn repo() -> &'static Path {
 }
 
 fn readme() -> String {
-    std::fs::read_to_string(repo().join("README.md")).unwrap()
+    markdown::read("README.md")
 }
 
-/// The README's section that starts with the heading `title`, up to the
-/// next section.
 fn section(readme: &str, title: &str) -> String {
-    let start = readme
-        .find(&format!("\n## {title}\n"))
-        .unwrap_or_else(|| panic!("the README has a section {title:?}"));
-    let rest = &readme[start + 1..];
-    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 4);
-    rest[..end].to_owned()
-}
-
-/// A fenced block: its language, the rest of its info line, its text.
-struct Block {
-    lang: String,
-    info: String,
-    text: String,
-}
-
-fn blocks(section: &str) -> Vec<Block> {
-    let mut out = Vec::new();
-    let mut lines = section.lines();
-    while let Some(line) = lines.next() {
-        let Some(info) = line.strip_prefix("```") else {
-            continue;
-        };
-        let (lang, info) = info.split_once(' ').unwrap_or((info, ""));
-        let mut text = String::new();
-        for line in lines.by_ref() {
-            if line.starts_with("```") {
-                break;
-            }
-            text.push_str(line);
-            text.push('\n');
-        }
-        out.push(Block {
-            lang: lang.to_owned(),
-            info: info.to_owned(),
-            text,
-        });
-    }
-    out
+    markdown::section("the README", readme, title)
 }
 
 /// A shell block's commands: comments and blank lines left out.
@@ -85,6 +47,16 @@ fn commands(block: &Block) -> Vec<String> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(str::to_owned)
         .collect()
+}
+
+/// Where the guide's commands run: a directory standing for the checkout's
+/// root (`examples/` is there), and the `PATH` they run with.
+fn checkout(peers: &support::peers::Peers) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(repo().join("examples"), dir.path().join("examples")).unwrap();
+    let python_bin = peers.python.parent().unwrap();
+    let path = path_with_tools(dir.path(), python_bin);
+    (dir, path)
 }
 
 /// A `PATH` with the binary (as `mcp-ui-gateway`) and the peers' Python
@@ -180,12 +152,8 @@ async fn the_walkthrough_runs_as_written() {
     let Some(peers) = support::peers::peers() else {
         return;
     };
-    let python_bin = peers.python.parent().unwrap().to_path_buf();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, path) = checkout(&peers);
     let root = dir.path();
-    // From the checkout's root: `examples/` is there.
-    std::os::unix::fs::symlink(repo().join("examples"), root.join("examples")).unwrap();
-    let path = path_with_tools(root, &python_bin);
     let guide = section(&readme(), "Give a server a UI");
     let mut gateway: Option<(Proc, String)> = None;
     let mut widget: Option<String> = None;
@@ -399,11 +367,8 @@ async fn signing_in_runs_as_written() {
     let Some((peers, _turn)) = support::peers::setup().await else {
         return;
     };
-    let python_bin = peers.python.parent().unwrap().to_path_buf();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, path) = checkout(&peers);
     let root = dir.path();
-    std::os::unix::fs::symlink(repo().join("examples"), root.join("examples")).unwrap();
-    let path = path_with_tools(root, &python_bin);
     let readme = readme();
     // Where the walkthrough leaves `my-overlays/`: its directory and copy
     // lines, and its files in order (the last one written is in force).

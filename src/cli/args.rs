@@ -14,7 +14,7 @@ use crate::config::UpstreamConfig;
 /// demo server (a task list, run as a stdio child) on
 /// http://127.0.0.1:8787/mcp.
 #[derive(Parser, Debug)]
-#[command(version, about, long_about, args_conflicts_with_subcommands = true)]
+#[command(version, about, long_about)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -24,6 +24,43 @@ pub struct Cli {
     /// Log format on stderr (level from RUST_LOG, default info).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+}
+
+impl Cli {
+    /// The command line, parsed; exits with a usage error (status 2) as
+    /// clap does, also for `serve`'s flags given before a command
+    /// (`--listen ADDR check`), which would otherwise be ignored.
+    pub fn parse_args() -> Cli {
+        use clap::{CommandFactory, FromArgMatches, error::ErrorKind, parser::ValueSource};
+        let mut command = Cli::command();
+        let matches = command.get_matches_mut();
+        let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut command).exit());
+        if let Some((name, _)) = matches.subcommand() {
+            let before: Vec<String> = matches
+                .ids()
+                .map(|id| id.as_str())
+                .filter(|id| *id != "log_format")
+                .filter(|id| matches.value_source(id) == Some(ValueSource::CommandLine))
+                .map(|id| match id {
+                    "command" => "-- COMMAND".to_owned(),
+                    id => format!("--{}", id.replace('_', "-")),
+                })
+                .collect();
+            if !before.is_empty() {
+                command
+                    .error(
+                        ErrorKind::ArgumentConflict,
+                        format!(
+                            "{} given before `{name}`: a command's flags go after it (`mcp-ui-gateway {name} {}`), and `serve`'s flags work without a command",
+                            before.join(", "),
+                            before[0]
+                        ),
+                    )
+                    .exit();
+            }
+        }
+        cli
+    }
 }
 
 #[derive(Subcommand, Debug)]

@@ -15,6 +15,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use super::support::markdown;
 use super::support::peers::{CLIENT_LIMIT, Peers, READY_LIMIT, SKIP_ENV, indent, setup};
 use super::support::process::{Proc, Stream, endpoint_url, with_fresh_port};
 
@@ -29,34 +30,15 @@ fn repo() -> PathBuf {
 
 /// docs/oauth.md's section `title`, up to the next one.
 fn section(title: &str) -> String {
-    let doc = std::fs::read_to_string(repo().join("docs/oauth.md")).unwrap();
-    let start = doc
-        .find(&format!("\n## {title}\n"))
-        .unwrap_or_else(|| panic!("docs/oauth.md has a section {title:?}"));
-    let rest = &doc[start + 1..];
-    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 4);
-    rest[..end].to_owned()
+    markdown::section("docs/oauth.md", &markdown::read("docs/oauth.md"), title)
 }
 
 /// The section's fenced blocks: (language, text).
 fn blocks(section: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut lines = section.lines();
-    while let Some(line) = lines.next() {
-        let Some(lang) = line.strip_prefix("```") else {
-            continue;
-        };
-        let mut text = String::new();
-        for line in lines.by_ref() {
-            if line.starts_with("```") {
-                break;
-            }
-            text.push_str(line);
-            text.push('\n');
-        }
-        out.push((lang.trim().to_owned(), text));
-    }
-    out
+    markdown::blocks(section)
+        .into_iter()
+        .map(|b| (b.lang, b.text))
+        .collect()
 }
 
 /// The one block in `lang`.

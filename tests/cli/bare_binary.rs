@@ -3,6 +3,19 @@
 
 use super::*;
 
+/// The binary run in `dir`, with none of the configuration's variables of
+/// the test's own environment.
+fn bare(dir: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.current_dir(dir);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("MCP_UI_GATEWAY_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
 /// The binary run where there is no `overlays/` (outside a checkout) serves
 /// the bundled demo with its widgets, from overlays built into it, and
 /// leaves nothing behind. (Before: a bare demo, and one INFO line.)
@@ -10,15 +23,9 @@ use super::*;
 async fn the_binary_outside_a_checkout_serves_the_demo_with_its_widgets() {
     use support::process::Stream;
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = std::process::Command::new(BIN);
+    let mut cmd = bare(dir.path());
     cmd.args(["serve", "--listen", "127.0.0.1:0"])
-        .current_dir(dir.path())
         .env("RUST_LOG", "info");
-    for (key, _) in std::env::vars() {
-        if key.starts_with("MCP_UI_GATEWAY_") {
-            cmd.env_remove(key);
-        }
-    }
     let mut gateway = support::process::Proc::spawn("gateway", &mut cmd);
     let url = gateway.wait_for("the endpoint", RUN_TIMEOUT, |s: Stream, line| {
         support::process::endpoint_url(line).filter(|_| s == Stream::Stdout)
@@ -63,13 +70,7 @@ async fn the_bare_binary_follows_the_preview_setting_as_serve_does() {
     use support::process::Stream;
     let dir = tempfile::tempdir().unwrap();
     for (setting, shown) in [(None, true), (Some("false"), false)] {
-        let mut cmd = std::process::Command::new(BIN);
-        cmd.current_dir(dir.path());
-        for (key, _) in std::env::vars() {
-            if key.starts_with("MCP_UI_GATEWAY_") {
-                cmd.env_remove(key);
-            }
-        }
+        let mut cmd = bare(dir.path());
         cmd.env("MCP_UI_GATEWAY_LISTEN", "127.0.0.1:0");
         if let Some(value) = setting {
             cmd.env("MCP_UI_GATEWAY_PREVIEW", value);
@@ -96,14 +97,8 @@ async fn the_bare_binary_follows_the_preview_setting_as_serve_does() {
 async fn the_bare_binary_takes_the_flags_of_serve() {
     use support::process::Stream;
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = std::process::Command::new(BIN);
-    cmd.args(["--listen", "127.0.0.1:0", "--no-preview"])
-        .current_dir(dir.path());
-    for (key, _) in std::env::vars() {
-        if key.starts_with("MCP_UI_GATEWAY_") {
-            cmd.env_remove(key);
-        }
-    }
+    let mut cmd = bare(dir.path());
+    cmd.args(["--listen", "127.0.0.1:0", "--no-preview"]);
     let mut gateway = support::process::Proc::spawn("gateway", &mut cmd);
     let url = gateway.wait_for("the endpoint", RUN_TIMEOUT, |s: Stream, line| {
         support::process::endpoint_url(line).filter(|_| s == Stream::Stdout)
@@ -123,9 +118,20 @@ async fn the_bare_binary_takes_the_flags_of_serve() {
         .unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(help.contains("--listen <ADDR>"), "{help}");
+    // A flag of `serve` before another command would be ignored: a usage
+    // error names it. The log format goes anywhere.
     let mixed = std::process::Command::new(BIN)
-        .args(["--listen", "127.0.0.1:0", "check"])
+        .args(["--listen", "127.0.0.1:0", "check", "--offline"])
         .output()
         .unwrap();
     assert_eq!(mixed.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&mixed.stderr).contains("--listen given before `check`"),
+        "{mixed:?}"
+    );
+    let global = std::process::Command::new(BIN)
+        .args(["--log-format", "json", "check", "--help"])
+        .output()
+        .unwrap();
+    assert!(global.status.success(), "{global:?}");
 }

@@ -8,6 +8,7 @@ pub mod exercise;
 pub mod fixture;
 pub mod gateway;
 pub mod idp;
+pub mod markdown;
 pub mod peers;
 pub mod pki;
 pub mod process;
