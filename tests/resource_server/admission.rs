@@ -283,3 +283,52 @@ async fn only_access_token_types_are_accepted() {
     assert_invalid(&list_with(&url, &token).await, &metadata, "type", "typ 1");
     g.shutdown().await;
 }
+
+/// A JWT whose signature verified is kept (its signature is not checked again), but every
+/// use judges it against the endpoint it is shown to: a token accepted at `/a/mcp`, shown
+/// next at `/b/mcp` (another audience), is refused there, and at `/admin/mcp` (which also
+/// needs `admin`) gets 403 `insufficient_scope`; at `/a/mcp` it is still served, every
+/// time, before and after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_token_is_judged_by_each_endpoint_at_every_use() {
+    let Some((peers, _turn)) = setup().await else {
+        return;
+    };
+    let idp = Idp::start(&peers).await;
+    let mut admin = fixture("admin", "/admin/mcp");
+    admin.auth = own(auth_of(&idp, &["tools:call", "admin"]));
+    let g = TestGateway::start_public(Config {
+        upstreams: vec![fixture("a", "/a/mcp"), fixture("b", "/b/mcp"), admin],
+        auth: Some(auth_of(&idp, &["tools:call"])),
+        ..gw::test_config()
+    })
+    .await;
+    let a = g.url_for("/a/mcp");
+    let token = idp.token(&a, &["tools:call"]).await;
+    for round in 0..3 {
+        assert_served(
+            &list_with(&a, &token).await,
+            &format!("at /a/mcp, use {round}"),
+        );
+        let b = g.url_for("/b/mcp");
+        assert_invalid(
+            &list_with(&b, &token).await,
+            &prm_url(&g, "/b/mcp"),
+            "another resource",
+            &format!("/a/mcp's token at /b/mcp, use {round}"),
+        );
+    }
+    // The admin endpoint's own token without `admin`: served nowhere it needs it.
+    let admin_url = g.url_for("/admin/mcp");
+    let short = idp.token(&admin_url, &["tools:call"]).await;
+    for round in 0..2 {
+        let answer = list_with(&admin_url, &short).await;
+        let p = refusal(&answer, StatusCode::FORBIDDEN, &prm_url(&g, "/admin/mcp"));
+        assert_eq!(
+            p.get("error").map(String::as_str),
+            Some("insufficient_scope"),
+            "use {round}: {p:?}"
+        );
+    }
+    g.shutdown().await;
+}

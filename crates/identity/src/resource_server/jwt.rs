@@ -26,12 +26,42 @@ pub fn verify(
     policy: &Policy,
     now: u64,
 ) -> Result<Verified, Rejection> {
+    verdict(&signed(token, keys, policy)?, policy, now)
+}
+
+/// A token whose header is an access token's and whose signature verified
+/// with a key of the issuer's: what holds whatever endpoint it is shown to,
+/// as long as that key is the issuer's. Nothing of its claims is judged yet.
+#[derive(Debug, Clone)]
+pub struct Signed {
+    /// The algorithm it was signed with.
+    pub alg: jsonwebtoken::Algorithm,
+    /// Its claims, as signed.
+    pub claims: Map<String, Value>,
+}
+
+/// The verdict on a token whose signature verified, at an endpoint with
+/// `policy`, at `now`: the endpoint's algorithms, then every claim. Kept
+/// [`Signed`] tokens are judged by this at every use.
+pub fn verdict(signed: &Signed, policy: &Policy, now: u64) -> Result<Verified, Rejection> {
+    if !policy.accepts(signed.alg) {
+        return Err(not_accepted(signed.alg));
+    }
+    claims_verdict(&signed.claims, policy, now)
+}
+
+fn not_accepted(alg: jsonwebtoken::Algorithm) -> Rejection {
+    Rejection::Invalid(format!(
+        "the token is signed with {alg:?}, which is not accepted"
+    ))
+}
+
+/// `token`'s header and signature checked against `keys`, for an endpoint
+/// with `policy` (whose algorithms the header's must be among).
+pub fn signed(token: &str, keys: &JwkSet, policy: &Policy) -> Result<Signed, Rejection> {
     let header = header_of(token)?;
     if !policy.accepts(header.alg) {
-        return Err(Rejection::Invalid(format!(
-            "the token is signed with {:?}, which is not accepted",
-            header.alg
-        )));
+        return Err(not_accepted(header.alg));
     }
     let key = key_for(&header, keys)?;
     let decoding = DecodingKey::from_jwk(key)
@@ -44,7 +74,10 @@ pub fn verify(
     validation.validate_aud = false;
     let data = jsonwebtoken::decode::<Map<String, Value>>(token, &decoding, &validation)
         .map_err(|e| Rejection::Invalid(format!("the token's signature does not verify ({e})")))?;
-    claims_verdict(&data.claims, policy, now)
+    Ok(Signed {
+        alg: header.alg,
+        claims: data.claims,
+    })
 }
 
 /// The verdict on a token's claims, its signature verified.

@@ -1,9 +1,10 @@
 //! One issuer: its metadata found (RFC 8414, then OpenID Connect
 //! Discovery), its key set fetched, and fetched again when a token names a
-//! key it lacks; opaque tokens introspected (RFC 7662, `introspect`: the
+//! key it lacks; JWTs whose signature verified kept (`verified`); opaque tokens introspected (RFC 7662, `introspect`: the
 //! answers kept within their lifetime, the calls bounded).
 
 mod introspect;
+mod verified;
 
 pub(super) use introspect::Bounds;
 
@@ -39,6 +40,8 @@ pub(super) struct Issuer {
     fetching: tokio::sync::Mutex<()>,
     /// Introspection answers kept, and the bounds on the calls.
     introspected: introspect::Introspected,
+    /// JWTs whose signature verified, kept.
+    verified: verified::Verified,
     /// Its keys are given, never fetched (the gateway's own issuer).
     fixed: bool,
 }
@@ -59,6 +62,7 @@ impl Issuer {
             asked: Mutex::new(None),
             fetching: tokio::sync::Mutex::new(()),
             introspected: introspect::Introspected::new(bounds),
+            verified: verified::Verified::default(),
             fixed: false,
         }
     }
@@ -70,40 +74,54 @@ impl Issuer {
         Issuer { fixed: true, ..i }
     }
 
+    /// The verdict on the JWT `token` at an endpoint with `policy`: its
+    /// signature verified once per key set (`verified`), its claims judged
+    /// at every use.
     pub(super) async fn verify_jwt(
         &self,
         fetcher: &Fetcher,
         token: &str,
         policy: &Policy,
     ) -> Result<Verified, Outcome> {
-        if self.fixed {
-            let keys = self
+        let keys = if self.fixed {
+            self.keys
+                .load_full()
+                .ok_or_else(|| Unavailable("no keys".into()))?
+        } else {
+            let fresh = self
                 .keys
                 .load_full()
-                .ok_or_else(|| Unavailable("no keys".into()))?;
-            return jwt::verify(token, &keys.0, policy, crate::clock::unix_secs())
-                .map_err(Outcome::from);
-        }
-        let fresh = self
-            .keys
-            .load_full()
-            .filter(|k| k.1.elapsed() < KEYS_MAX_AGE);
-        let keys = match fresh {
-            Some(k) => k,
-            None => self.fetch_keys(fetcher, true).await?,
+                .filter(|k| k.1.elapsed() < KEYS_MAX_AGE);
+            match fresh {
+                Some(k) => k,
+                None => self.fetch_keys(fetcher, true).await?,
+            }
         };
-        match jwt::verify(token, &keys.0, policy, crate::clock::unix_secs()) {
+        let now = crate::clock::unix_secs();
+        let key = verified::key_of(token);
+        if let Some(signed) = self.verified.get(&key, &keys, now) {
+            return jwt::verdict(&signed, policy, now).map_err(Outcome::from);
+        }
+        let (signed, keys) = match jwt::signed(token, &keys.0, policy) {
+            Ok(signed) => (signed, keys),
             // The issuer may have rotated its keys: fetch them again, at
             // most every REFETCH_EVERY.
-            Err(Rejection::UnknownKey(kid)) => {
+            Err(Rejection::UnknownKey(kid)) if !self.fixed => {
                 let keys = self.fetch_keys(fetcher, false).await?;
-                match jwt::verify(token, &keys.0, policy, crate::clock::unix_secs()) {
-                    Err(Rejection::UnknownKey(_)) => Err(Refused(Rejection::UnknownKey(kid))),
-                    other => other.map_err(Outcome::from),
+                match jwt::signed(token, &keys.0, policy) {
+                    Ok(signed) => (signed, keys),
+                    Err(Rejection::UnknownKey(_)) => {
+                        return Err(Refused(Rejection::UnknownKey(kid)));
+                    }
+                    Err(other) => return Err(other.into()),
                 }
             }
-            other => other.map_err(Outcome::from),
-        }
+            Err(other) => return Err(other.into()),
+        };
+        let signed = Arc::new(signed);
+        self.verified
+            .keep(key, token.len(), signed.clone(), &keys, now);
+        jwt::verdict(&signed, policy, now).map_err(Outcome::from)
     }
 
     /// The key set, fetched now unless it was asked for within
