@@ -243,6 +243,7 @@ fn http(p: &Proc, path: &str) -> Target {
         host: p.addr.to_string(),
         path: path.into(),
         tls: p.tls.clone(),
+        bearer: None,
     }
 }
 

@@ -30,6 +30,8 @@ pub enum Target {
         host: String,
         path: String,
         tls: Option<Arc<rustls::ClientConfig>>,
+        /// Sent as `Authorization: Bearer …` on every request.
+        bearer: Option<String>,
     },
     Stdio {
         program: PathBuf,
@@ -48,6 +50,7 @@ enum Conn {
         host: String,
         path: String,
         session: Option<String>,
+        authorization: Option<String>,
     },
     Stdio {
         // Held so the child lives (and is killed on drop) with the session.
@@ -77,6 +80,7 @@ impl Session {
                 host,
                 path,
                 tls,
+                bearer,
             } => {
                 let sender = crate::tls::connect(*addr, tls.as_ref()).await?;
                 Conn::Http {
@@ -84,6 +88,7 @@ impl Session {
                     host: host.clone(),
                     path: path.clone(),
                     session: None,
+                    authorization: bearer.as_ref().map(|t| format!("Bearer {t}")),
                 }
             }
             Target::Stdio { program, args } => {
@@ -171,13 +176,16 @@ impl Session {
                 host,
                 path,
                 session: Some(session),
+                authorization,
             } => {
-                let req = http::Request::delete(path)
+                let mut req = http::Request::delete(path)
                     .header("host", host)
                     .header("mcp-session-id", session)
-                    .header("mcp-protocol-version", PROTOCOL_VERSION)
-                    .body(Full::new(Bytes::new()))
-                    .unwrap();
+                    .header("mcp-protocol-version", PROTOCOL_VERSION);
+                if let Some(a) = authorization {
+                    req = req.header("authorization", a);
+                }
+                let req = req.body(Full::new(Bytes::new())).unwrap();
                 let _ =
                     tokio::time::timeout(Duration::from_secs(5), sender.send_request(req)).await;
             }
@@ -193,11 +201,15 @@ impl Session {
                 host,
                 path,
                 session,
+                authorization,
             } => {
                 let mut req = http::Request::post(path.as_str())
                     .header("host", host.as_str())
                     .header("content-type", "application/json")
                     .header("accept", "application/json, text/event-stream");
+                if let Some(a) = authorization.as_deref() {
+                    req = req.header("authorization", a);
+                }
                 if let Some(s) = session.as_deref() {
                     req = req
                         .header("mcp-session-id", s)

@@ -29,6 +29,7 @@ impl Given {
     pub fn parse(
         targets: &[String],
         pids: &[String],
+        bearers: &[String],
         call: Option<&str>,
         params: Option<&str>,
         allow_remote: bool,
@@ -52,6 +53,18 @@ impl Given {
             let target =
                 target(what.trim(), allow_remote).map_err(|e| format!("--target {spec:?}: {e}"))?;
             parsed.push((name, target, what.trim().to_owned()));
+        }
+        for spec in bearers {
+            let (name, token) = spec
+                .split_once('=')
+                .ok_or_else(|| format!("--bearer {spec:?}: expected NAME=TOKEN"))?;
+            match parsed.iter_mut().find(|(n, _, _)| n == name) {
+                Some((_, Target::Http { bearer, .. }, _)) => {
+                    *bearer = Some(token.trim().to_owned());
+                }
+                Some(_) => return Err(format!("--bearer {spec:?}: {name} is not an HTTP target")),
+                None => return Err(format!("--bearer {spec:?}: no --target is named {name:?}")),
+            }
         }
         let mut watched = Vec::new();
         for spec in pids {
@@ -155,6 +168,7 @@ fn target(what: &str, allow_remote: bool) -> Result<Target, String> {
         host: authority.as_str().to_owned(),
         path: path.to_owned(),
         tls: None,
+        bearer: None,
     })
 }
 

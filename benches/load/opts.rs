@@ -35,6 +35,8 @@ OPTIONS (your endpoints):
     --call METHOD          the request each session repeats (default tools/list)
     --params JSON          its params (default {}), e.g. '{\"name\":\"echo\",\"arguments\":{}}'
     --pid NAME=PID         read CPU seconds and peak RSS of the process serving NAME
+    --bearer NAME=TOKEN    send `Authorization: Bearer TOKEN` on NAME's requests (a gateway
+                           with [auth]); the token stays out of the report
     --conc LIST, --secs S  as above (default 1,8,32 and 3 s)
     --allow-remote         allow targets that are not loopback addresses
 
@@ -78,6 +80,7 @@ impl Opts {
         };
         let mut targets: Vec<String> = Vec::new();
         let mut pids: Vec<String> = Vec::new();
+        let mut bearers: Vec<String> = Vec::new();
         let (mut call, mut params, mut allow_remote) = (None, None, false);
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -120,6 +123,7 @@ impl Opts {
                 }
                 "--target" => targets.push(value(a)?),
                 "--pid" => pids.push(value(a)?),
+                "--bearer" => bearers.push(value(a)?),
                 "--call" => call = Some(value(a)?),
                 "--params" => params = Some(value(a)?),
                 other if other.starts_with('-') => {
@@ -130,7 +134,12 @@ impl Opts {
             }
         }
         if targets.is_empty() {
-            if call.is_some() || params.is_some() || !pids.is_empty() || allow_remote {
+            if call.is_some()
+                || params.is_some()
+                || !pids.is_empty()
+                || !bearers.is_empty()
+                || allow_remote
+            {
                 return Err(
                     "--call, --params, --pid and --allow-remote go with --target (see --help)"
                         .into(),
@@ -140,6 +149,7 @@ impl Opts {
             o.given = Some(Given::parse(
                 &targets,
                 &pids,
+                &bearers,
                 call.as_deref(),
                 params.as_deref(),
                 allow_remote,
