@@ -404,7 +404,7 @@ async fn signing_in_runs_as_written() {
 
     let (provider, gateway, public) = support::process::with_fresh_port(3, async |port| {
         let public = format!("http://127.0.0.1:{port}");
-        let mut provider = Proc::spawn(
+        let provider = Proc::spawn(
             "the example provider",
             &mut shell(
                 root,
@@ -412,13 +412,7 @@ async fn signing_in_runs_as_written() {
                 &format!("exec {provider_line} --port 0 --gateway {public}"),
             ),
         );
-        let issuer = provider
-            .look_for_async(LIMIT, |s, l| {
-                let url = l.strip_prefix("Local OpenID provider listening on ")?;
-                (s == Stream::Stdout).then(|| url.trim().to_owned())
-            })
-            .await
-            .map_err(|e| format!("no provider ({e:?}):\n{}", provider.tail(30)))?;
+        let issuer = support::peers::example_provider_issuer(&provider).await?;
         let mut command = shell(
             root,
             &path,
@@ -439,7 +433,6 @@ async fn signing_in_runs_as_written() {
             })
             .await
             .map_err(|e| format!("no gateway ({e:?}):\n{}", gateway.tail(30)))?;
-        let _ = &mut provider;
         Ok((provider, gateway, public))
     })
     .await

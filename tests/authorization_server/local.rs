@@ -16,7 +16,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use super::support::markdown;
-use super::support::peers::{CLIENT_LIMIT, Peers, READY_LIMIT, SKIP_ENV, indent, setup};
+use super::support::peers::{
+    CLIENT_LIMIT, Peers, READY_LIMIT, SKIP_ENV, example_provider_issuer, indent, setup,
+};
 use super::support::process::{Proc, Stream, endpoint_url, with_fresh_port};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-ui-gateway");
@@ -95,13 +97,7 @@ async fn start(provider_line: &str, gateway_line: &str, port: u16) -> Result<Run
             &[],
         ),
     );
-    let issuer = provider
-        .look_for_async(READY_LIMIT, |s, l| {
-            let url = l.strip_prefix("Local OpenID provider listening on ")?;
-            (s == Stream::Stdout).then(|| url.trim().to_owned())
-        })
-        .await
-        .map_err(|e| format!("no provider ({e:?}):\n{}", provider.tail(40)))?;
+    let issuer = example_provider_issuer(&provider).await?;
     // What it says to put in the gateway's configuration: from `public_url = …` up to
     // the line that says how to stop it.
     let mut printed = String::new();

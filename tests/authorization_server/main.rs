@@ -37,9 +37,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, StatusCode};
 use hyper_util::rt::TokioIo;
-use mcp_ui_gateway::config::{
-    AuthConfig, AuthorizationServerConfig, Config, ProviderConfig, UpstreamConfig,
-};
+use mcp_ui_gateway::config::{AuthConfig, AuthorizationServerConfig, Config, UpstreamConfig};
 use serde_json::{Value, json};
 use support::browser_agent::{Browser, Page, encode_form, hidden_field, query_of};
 use support::clients::resolve_url;
@@ -157,13 +155,7 @@ async fn world_set_up(
     )
     .await;
     let mut server = AuthorizationServerConfig {
-        provider: ProviderConfig {
-            name: Some("Test IdP".into()),
-            issuer: Some(idp.issuer().to_owned()),
-            client_id: LOGIN_CLIENT.into(),
-            client_secret: Some(LOGIN_SECRET.into()),
-            ..ProviderConfig::default()
-        },
+        provider: idp.provider(),
         scopes: vec!["notes:write".into()],
         ..AuthorizationServerConfig::default()
     };

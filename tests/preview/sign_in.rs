@@ -15,7 +15,7 @@
 use std::ffi::OsStr;
 
 use mcp_ui_gateway::config::{
-    AuthConfig, AuthSetting, AuthorizationServerConfig, Config, ProviderConfig, SessionMode,
+    AuthConfig, AuthSetting, AuthorizationServerConfig, Config, SessionMode,
 };
 use serde_json::{Value, json};
 
@@ -99,13 +99,7 @@ async fn preview_signs_in_with_the_gateways_authorization_server_and_calls_as_th
             ..AuthConfig::default()
         }),
         authorization_server: Some(AuthorizationServerConfig {
-            provider: ProviderConfig {
-                name: Some("Test IdP".into()),
-                issuer: Some(idp.issuer().to_owned()),
-                client_id: LOGIN_CLIENT.into(),
-                client_secret: Some(LOGIN_SECRET.into()),
-                ..ProviderConfig::default()
-            },
+            provider: idp.provider(),
             access_token_ttl_secs: Some(ACCESS_TTL_SECS),
             ..AuthorizationServerConfig::default()
         }),

@@ -49,6 +49,8 @@ pub struct Idp {
     pub proc: Proc,
     ready: Value,
     issuer: String,
+    /// The login client's id and secret (`start_with_login_client`).
+    login: Option<(String, String)>,
 }
 
 impl Idp {
@@ -75,7 +77,23 @@ impl Idp {
         let spec = format!("{id}:{secret}:{redirect_uri}");
         let mut args = vec!["--login-client", &spec];
         args.extend_from_slice(extra);
-        Idp::start_with_args(peers, &DEFAULT_SCOPES, &args).await
+        Idp {
+            login: Some((id.to_owned(), secret.to_owned())),
+            ..Idp::start_with_args(peers, &DEFAULT_SCOPES, &args).await
+        }
+    }
+
+    /// `[authorization_server.provider]` naming this provider ("Test IdP") and its login
+    /// client (the one `start_with_login_client` was given).
+    pub fn provider(&self) -> mcp_ui_gateway::config::ProviderConfig {
+        let (id, secret) = self.login.clone().expect("started with a login client");
+        mcp_ui_gateway::config::ProviderConfig {
+            name: Some("Test IdP".into()),
+            issuer: Some(self.issuer.clone()),
+            client_id: id,
+            client_secret: Some(secret),
+            ..Default::default()
+        }
     }
 
     async fn start_with_args(peers: &Peers, scopes: &[&str], extra: &[&str]) -> Idp {
@@ -107,6 +125,7 @@ impl Idp {
             issuer: issuer.to_owned(),
             ready,
             proc,
+            login: None,
         }
     }
 

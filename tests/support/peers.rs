@@ -506,3 +506,15 @@ pub fn brief(v: &Value) -> String {
         v["elapsed_s"]
     )
 }
+
+/// The issuer `examples/oauth-local/run.sh`, started as `provider`, says it listens at
+/// (its `Local OpenID provider listening on URL` line).
+pub async fn example_provider_issuer(provider: &Proc) -> Result<String, String> {
+    provider
+        .look_for_async(READY_LIMIT, |s, l| {
+            let url = l.strip_prefix("Local OpenID provider listening on ")?;
+            (s == Stream::Stdout).then(|| url.trim().to_owned())
+        })
+        .await
+        .map_err(|e| format!("no provider ({e:?}):\n{}", provider.tail(40)))
+}
