@@ -16,12 +16,14 @@
 //! provider's answer (another login's state, a mix-up's `iss`, a hostile provider's ID
 //! tokens); `tokens` floods and rate-limits the token endpoint, revokes, and checks the
 //! scopes granted end to end; `logs` captures a sign-in's log at TRACE and finds no
-//! secret in it; `local` runs docs/oauth.md's "Try it locally" as written (the example
+//! secret in it; `enterprise` redeems an enterprise identity provider's identity
+//! assertions (ID-JAG, the JWT bearer grant) and attacks them; `local` runs docs/oauth.md's "Try it locally" as written (the example
 //! provider of `examples/oauth-local/`, the gateway with its configuration, the SDK
 //! scripts).
 
 mod browsers;
 mod callback;
+mod enterprise;
 mod local;
 mod logs;
 mod redirects;

@@ -58,7 +58,9 @@
 //                           (RS256 unless named; ES256 takes the EC key), the header as
 //                           given (`kid` defaults to that key's id, `typ` is left out unless
 //                           given): what the issuer would sign, for checks no token it
-//                           issues can reach (another `typ`, array claims). Answers
+//                           issues can reach (another `typ`, array claims). With an HMAC
+//                           `alg` (HS256…), the key confusion attack instead: an HMAC
+//                           keyed with the text of the published key set. Answers
 //                           {"access_token":…,"kid":…,"alg":…}.
 //   GET  /admin/counts      what the provider was asked: {"introspections":N,"most_at_once":M}
 //                           (introspection requests received, and most in progress at once).
@@ -325,6 +327,15 @@ async function foreignToken(issuer, query) {
 async function mint(body) {
     const { header = {}, claims = {} } = JSON.parse(body);
     const alg = header.alg ?? 'RS256';
+    if (/^HS/.test(alg)) {
+        // The key confusion attack: an HMAC keyed with the published key set's text.
+        const published = JSON.stringify({ keys: keys.map(publicJwk) });
+        const protectedHeader = { ...header, alg, kid: header.kid ?? keys[0].kid };
+        const token = await new jose.SignJWT(claims)
+            .setProtectedHeader(protectedHeader)
+            .sign(new TextEncoder().encode(published));
+        return { access_token: token, kid: protectedHeader.kid, alg };
+    }
     const key = keys.find(k => k.alg === alg);
     if (!key) throw new Error(`no current key for ${alg}`);
     const protectedHeader = { ...header, alg, kid: header.kid ?? key.kid };

@@ -2,6 +2,8 @@
 //! login to the operator's identity provider: the rules, with no IO and no
 //! clock (the caller fetches, seals, stores and passes the time).
 //!
+//! - [`assertion`]: an enterprise's identity assertion (ID-JAG) redeemed as a
+//!   JWT bearer grant (RFC 7523), every rule of its profile;
 //! - [`params`]: query and form parameters, each at most once (RFC 6749 §3.1);
 //! - [`pkce`]: the S256 code challenge and its verifier (RFC 7636);
 //! - [`client`]: a client as registered (RFC 7591) or as its Client ID
@@ -18,6 +20,7 @@
 //! - [`provider`]: the identity provider's ID token and user info, read as a
 //!   subject (OpenID Connect Core §3.1.3.7).
 
+pub mod assertion;
 pub mod authorize;
 pub mod client;
 pub mod family;

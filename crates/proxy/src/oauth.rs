@@ -22,11 +22,15 @@
 //!   its own resource server accepts.
 //!
 //! - [`fetch`]: what the gateway asks identity providers over HTTP, for
-//!   the resource server and the authorization server alike.
+//!   the resource server and the authorization server alike;
+//! - [`keys`]: an issuer's signing keys, found by its metadata and fetched
+//!   again when it rotates them (the resource server's issuers, the
+//!   authorization server's enterprise issuers).
 //!
 //! Nothing here logs a token, a code or a secret.
 
 pub mod authorization_server;
 pub mod fetch;
+pub mod keys;
 pub mod passthrough;
 pub mod resource_server;

@@ -183,12 +183,18 @@ fn read(m: &Map<String, Value>, limits: &Limits, document: bool) -> Result<Clien
     };
     let grant_types =
         strings("grant_types")?.unwrap_or_else(|| vec!["authorization_code".to_owned()]);
-    if let Some(other) = grant_types
-        .iter()
-        .find(|g| !matches!(g.as_str(), "authorization_code" | "refresh_token"))
-    {
+    // A client redeeming enterprise assertions registers the JWT bearer
+    // grant too; which clients may is the configuration's
+    // (`enterprise_issuers.clients`), not the registration's.
+    if let Some(other) = grant_types.iter().find(|g| {
+        !matches!(
+            g.as_str(),
+            "authorization_code" | "refresh_token" | super::assertion::GRANT_TYPE
+        )
+    }) {
         return Err(metadata_error(format!(
-            "grant type `{other}` is not supported (authorization_code, refresh_token)"
+            "grant type `{other}` is not supported (authorization_code, refresh_token, {})",
+            super::assertion::GRANT_TYPE
         )));
     }
     if !grant_types.iter().any(|g| g == "authorization_code") {

@@ -229,7 +229,7 @@ pub fn redeem_refresh(
 
 /// A token request's `resource`s, if any, must name the resource the grant
 /// is for (RFC 8707 §2.2).
-fn same_resource(form: &Params, granted: &str) -> Result<(), OAuthError> {
+pub fn same_resource(form: &Params, granted: &str) -> Result<(), OAuthError> {
     match form.all("resource").as_slice() {
         [] => Ok(()),
         [one] if crate::urls::names_resource(one, granted) => Ok(()),

@@ -59,8 +59,43 @@ fn not_accepted(alg: jsonwebtoken::Algorithm) -> Rejection {
 /// `token`'s header and signature checked against `keys`, for an endpoint
 /// with `policy` (whose algorithms the header's must be among).
 pub fn signed(token: &str, keys: &JwkSet, policy: &Policy) -> Result<Signed, Rejection> {
-    let header = header_of(token)?;
-    if !policy.accepts(header.alg) {
+    signed_as(token, keys, Typ::AccessToken, |alg| policy.accepts(alg))
+}
+
+/// The `typ` a JWT's header must carry to be read as what it is used for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Typ {
+    /// An access token: `at+jwt` (RFC 9068 §2.1), or `JWT` or none, as most
+    /// issuers write them.
+    AccessToken,
+    /// Exactly this media type (with or without its `application/` prefix,
+    /// compared without regard to case, RFC 7515 §4.1.9); never absent.
+    Exactly(&'static str),
+}
+
+impl Typ {
+    fn admits(self, typ: Option<&str>) -> bool {
+        let typ = typ.map(str::to_ascii_lowercase);
+        let typ = typ.as_deref();
+        let bare = typ.map(|t| t.strip_prefix("application/").unwrap_or(t));
+        match self {
+            Typ::AccessToken => matches!(bare, None | Some("at+jwt" | "jwt")),
+            Typ::Exactly(wanted) => bare == Some(wanted),
+        }
+    }
+}
+
+/// `token`'s header (its `typ` one `typ` admits, its algorithm one
+/// `accepts` takes, no key of its own) and signature checked against
+/// `keys`. Nothing of its claims is judged.
+pub fn signed_as(
+    token: &str,
+    keys: &JwkSet,
+    typ: Typ,
+    accepts: impl Fn(jsonwebtoken::Algorithm) -> bool,
+) -> Result<Signed, Rejection> {
+    let header = header_of(token, typ)?;
+    if crate::resource_server::is_hmac(header.alg) || !accepts(header.alg) {
         return Err(not_accepted(header.alg));
     }
     let key = key_for(&header, keys)?;
@@ -104,9 +139,9 @@ pub fn claims_verdict(
     claims::caller(claims, policy)
 }
 
-/// The token's header, refused when it is no JWS access token the gateway
+/// The token's header, refused when it is no JWS of type `typ` the gateway
 /// understands.
-fn header_of(token: &str) -> Result<Header, Rejection> {
+fn header_of(token: &str, typ: Typ) -> Result<Header, Rejection> {
     let first = token.split('.').next().unwrap_or_default();
     if token.split('.').count() != 3 {
         return Err(Rejection::Invalid("the token is not a signed JWT".into()));
@@ -122,13 +157,23 @@ fn header_of(token: &str) -> Result<Header, Rejection> {
             "the token's header has critical extensions (`crit`) the gateway does not know".into(),
         ));
     }
-    if let Some(typ) = raw.get("typ") {
-        let typ = typ.as_str().unwrap_or_default().to_ascii_lowercase();
-        if !matches!(typ.as_str(), "at+jwt" | "application/at+jwt" | "jwt") {
-            return Err(Rejection::Invalid(format!(
-                "the token's type `{typ}` is not an access token's"
-            )));
-        }
+    let given = match raw.get("typ") {
+        None => None,
+        Some(Value::String(t)) => Some(t.as_str()),
+        Some(_) => Some(""),
+    };
+    if !typ.admits(given) {
+        let what = match typ {
+            Typ::AccessToken => "an access token's".to_owned(),
+            Typ::Exactly(wanted) => format!("`{wanted}`"),
+        };
+        return Err(Rejection::Invalid(match given {
+            Some(t) => format!(
+                "the token's type `{}` is not {what}",
+                t.to_ascii_lowercase()
+            ),
+            None => format!("the token names no type (`typ`); it must be {what}"),
+        }));
     }
     // The key is the issuer's, found by `kid`: never one the token carries.
     for embedded in ["jwk", "jku", "x5u", "x5c"] {

@@ -24,11 +24,14 @@
 //! - `login`: the authorization endpoint, the consent page and its answer;
 //! - `callback`: the provider's answer, and the code;
 //! - `token`: the token and revocation endpoints;
+//! - `assertion`: the JWT bearer grant with an enterprise's identity
+//!   assertion (ID-JAG), and the enterprise issuers' keys;
 //! - `provider`: the identity provider's endpoints and token exchange;
 //! - `sealed`: what is sealed, and the cookies that carry some of it;
 //! - `store`: what is remembered between requests;
 //! - `page`: the HTML pages a person sees.
 
+mod assertion;
 mod basics;
 mod callback;
 mod clients;
@@ -72,7 +75,7 @@ pub async fn serve(
         (Endpoint::Authorize, &Method::GET) => login::authorize(a, &resources(a, gw), req).await,
         (Endpoint::Authorize, &Method::POST) => login::decide(a, req).await,
         (Endpoint::Callback, &Method::GET) => callback::serve(a, req).await,
-        (Endpoint::Token, &Method::POST) => token::serve(a, req).await,
+        (Endpoint::Token, &Method::POST) => token::serve(a, &resources(a, gw), req).await,
         (Endpoint::Revoke, &Method::POST) => token::revoke(a, req).await,
         (Endpoint::Register, _) if !registration => reply::text(
             StatusCode::NOT_FOUND,

@@ -22,6 +22,10 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::issuer_url;
 
+mod enterprise;
+
+pub use enterprise::{DEFAULT_MAX_LIFETIME_SECS, EnterpriseIssuer, EnterpriseIssuerConfig};
+
 /// `[authorization_server]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -69,6 +73,10 @@ pub struct AuthorizationServerConfig {
     /// shares (`redis://host:6379/0`, `unix:///run/redis.sock`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<String>,
+    /// Enterprise identity providers whose identity assertions (ID-JAG)
+    /// the token endpoint redeems, by the JWT bearer grant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub enterprise_issuers: Vec<EnterpriseIssuerConfig>,
 }
 
 /// The identity provider, and the client the gateway has there.
@@ -255,6 +263,8 @@ pub struct AuthorizationServer {
     /// Some endpoint passes the provider's token for the user on
     /// (`provider_access_token`): it is kept, sealed, in the gateway's tokens.
     pub provider_tokens: bool,
+    /// The enterprise issuers whose assertions are redeemed.
+    pub enterprise: Vec<EnterpriseIssuer>,
 }
 
 /// The issuer `[authorization_server]` makes of `public_url`.
@@ -433,6 +443,7 @@ pub fn resolve(
             None
         }
     };
+    let enterprise = enterprise::resolve(&config.enterprise_issuers, &issuer, &mut problems);
     if !docs.enabled && !reg.enabled {
         problems.push(format!(
             "{at}: with neither registration nor client_metadata_documents enabled, no client could sign in"
@@ -467,6 +478,7 @@ pub fn resolve(
         documents: docs.clone(),
         store,
         provider_tokens: false,
+        enterprise,
     })
 }
 

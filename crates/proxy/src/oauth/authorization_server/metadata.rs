@@ -33,7 +33,7 @@ pub(super) fn document(a: &AuthorizationServer, resources: &[Resource]) -> Respo
         "scopes_supported": scopes,
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
-        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "grant_types_supported": a.grant_types(),
         "token_endpoint_auth_methods_supported": methods,
         "revocation_endpoint_auth_methods_supported": methods,
         "code_challenge_methods_supported": ["S256"],
@@ -46,6 +46,16 @@ pub(super) fn document(a: &AuthorizationServer, resources: &[Resource]) -> Respo
         m.insert(
             "registration_endpoint".into(),
             url(Endpoint::Register).into(),
+        );
+    }
+    // Enterprise-managed authorization: the profile of the JWT bearer grant
+    // it takes (draft-ietf-oauth-identity-assertion-authz-grant).
+    if a.enterprise.offered()
+        && let Value::Object(m) = &mut doc
+    {
+        m.insert(
+            "authorization_grant_profiles_supported".into(),
+            json!([mcp_ui_identity::authorization_server::assertion::PROFILE]),
         );
     }
     cached(reply::json(StatusCode::OK, Bytes::from(doc.to_string())))

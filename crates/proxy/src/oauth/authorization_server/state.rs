@@ -8,7 +8,7 @@ use http::Response;
 
 use super::basics::too_many;
 use super::endpoints::{self, Endpoint};
-use super::{clients, provider, store::Store};
+use super::{assertion, clients, provider, store::Store};
 use crate::config::AuthorizationServer as Settings;
 use crate::reply::Body;
 use crate::session::SessionKey;
@@ -27,6 +27,8 @@ pub struct AuthorizationServer {
     pub(super) keys: JwkSet,
     pub(super) provider: provider::Provider,
     pub(super) clients: clients::Clients,
+    /// The enterprise issuers whose identity assertions are redeemed.
+    pub(super) enterprise: assertion::Enterprise,
     pub(super) store: Store,
     /// Registrations by address: a full table refuses a new address
     /// rather than forget one a flood of addresses would empty.
@@ -80,6 +82,8 @@ impl AuthorizationServer {
         let provider =
             provider::Provider::new(&config.provider, connect_timeout).map_err(|e| vec![e])?;
         let clients = clients::Clients::new(&config.documents).map_err(|e| vec![e])?;
+        let enterprise =
+            assertion::Enterprise::new(&config.enterprise, connect_timeout).map_err(|e| vec![e])?;
         let store = match &config.store {
             Some(url) => Store::redis(url).map_err(|e| vec![e])?,
             None => Store::memory(super::basics::random_text(12), crate::clock::unix_secs()),
@@ -95,6 +99,7 @@ impl AuthorizationServer {
             signers,
             provider,
             clients,
+            enterprise,
             store,
             registrations: std::sync::Mutex::new(Buckets::new(MAX_RATED, WhenFull::Refuse)),
             token_requests: std::sync::Mutex::new(Buckets::new(MAX_RATED, WhenFull::ForgetOne)),
@@ -134,6 +139,15 @@ impl AuthorizationServer {
                 Ok(known)
             }
         }
+    }
+
+    /// The grant types its token endpoint takes.
+    pub(super) fn grant_types(&self) -> Vec<&'static str> {
+        let mut all = vec!["authorization_code", "refresh_token"];
+        if self.enterprise.offered() {
+            all.push(mcp_ui_identity::authorization_server::assertion::GRANT_TYPE);
+        }
+        all
     }
 
     /// How many codes and families its memory store holds (none with

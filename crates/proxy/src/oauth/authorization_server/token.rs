@@ -19,6 +19,8 @@ use super::state::AuthorizationServer;
 use super::store::{FamilyRef, Unavailable};
 use crate::reply::{self, Body};
 use mcp_ui_identity::authorization_server::OAuthError;
+use mcp_ui_identity::authorization_server::assertion::GRANT_TYPE as ASSERTION;
+use mcp_ui_identity::authorization_server::authorize::Resource;
 use mcp_ui_identity::authorization_server::family::Rotation;
 use mcp_ui_identity::authorization_server::params::Params;
 use mcp_ui_identity::authorization_server::signing::AccessToken;
@@ -27,7 +29,11 @@ use mcp_ui_identity::authorization_server::token::{self as rules, Code, Presente
 /// The largest token or revocation request.
 const MAX_BODY: usize = 16 * 1024;
 
-pub(super) async fn serve(a: &AuthorizationServer, req: Request<Incoming>) -> Response<Body> {
+pub(super) async fn serve(
+    a: &AuthorizationServer,
+    resources: &[Resource],
+    req: Request<Incoming>,
+) -> Response<Body> {
     let (form, presented, client) = match authenticated(a, req).await {
         Ok(x) => x,
         Err(r) => return *r,
@@ -46,10 +52,14 @@ pub(super) async fn serve(a: &AuthorizationServer, req: Request<Incoming>) -> Re
             "unauthorized_client",
             "the client did not register the refresh_token grant",
         ))),
+        Some(ASSERTION) if a.enterprise.offered() => {
+            super::assertion::redeem(a, &form, &presented, &client, resources, now).await
+        }
         Some(other) => Err(Refused::OAuth(OAuthError::new(
             "unsupported_grant_type",
             format!(
-                "the grant type `{other}` is not supported (authorization_code, refresh_token)"
+                "the grant type `{other}` is not supported ({})",
+                a.grant_types().join(", ")
             ),
         ))),
         None => Err(Refused::OAuth(OAuthError::request(
@@ -68,7 +78,7 @@ pub(super) async fn serve(a: &AuthorizationServer, req: Request<Incoming>) -> Re
 
 /// Why a grant is refused: an OAuth error (400, or 503 when the server
 /// cannot answer now), or an answer of its own (a 429, a 503 saying when).
-enum Refused {
+pub(super) enum Refused {
     OAuth(OAuthError),
     Answer(Box<Response<Body>>),
 }
@@ -315,27 +325,31 @@ async fn provider_tokens(
 }
 
 /// What a token answer is issued for.
-struct Grant<'a> {
-    client_id: &'a str,
-    subject: &'a str,
-    resource: &'a str,
+pub(super) struct Grant<'a> {
+    pub(super) client_id: &'a str,
+    pub(super) subject: &'a str,
+    pub(super) resource: &'a str,
     /// The access token's scopes.
-    scopes: &'a [String],
+    pub(super) scopes: &'a [String],
     /// The authorization's: the refresh token keeps them (RFC 6749 §6).
-    granted: &'a [String],
-    auth_time: u64,
-    family: &'a str,
+    pub(super) granted: &'a [String],
+    pub(super) auth_time: u64,
+    pub(super) family: &'a str,
     /// The new refresh token's place in its family.
-    generation: u64,
-    upstream: Option<&'a str>,
-    refresh: bool,
+    pub(super) generation: u64,
+    pub(super) upstream: Option<&'a str>,
+    pub(super) refresh: bool,
     /// How it was asked for (`grant_type`), for the log.
-    by: &'static str,
+    pub(super) by: &'static str,
 }
 
 /// The token answer: an access token signed for the resource, and a new
 /// refresh token of the family when the client may refresh.
-fn issue(a: &AuthorizationServer, g: Grant<'_>, now: u64) -> Result<serde_json::Value, OAuthError> {
+pub(super) fn issue(
+    a: &AuthorizationServer,
+    g: Grant<'_>,
+    now: u64,
+) -> Result<serde_json::Value, OAuthError> {
     // An access token carrying the provider's lives no longer than it.
     let provider_expiry = g
         .upstream

@@ -44,3 +44,56 @@ fn a_provider_needs_its_client_and_the_gateway_a_public_url() {
         "{problems}"
     );
 }
+
+#[test]
+fn an_enterprise_issuer_names_who_it_asserts_for_and_each_problem_its_field() {
+    let env = |v: &str| (v == "GOOGLE_SECRET").then(|| "s3cret".to_owned());
+    let mut config = google();
+    config.enterprise_issuers = vec![EnterpriseIssuerConfig {
+        issuer: "https://acme.okta.com".into(),
+        clients: vec!["claude".into()],
+        ..EnterpriseIssuerConfig::default()
+    }];
+    let ok = resolve(&config, Some("https://mcp.example.com"), &env).unwrap();
+    let e = &ok.enterprise[0];
+    assert_eq!(
+        (e.subject_claim.as_str(), e.max_lifetime_secs),
+        ("sub", 300)
+    );
+    let bad = |e: EnterpriseIssuerConfig| {
+        let mut config = google();
+        config.enterprise_issuers = vec![e.clone(), e];
+        resolve(&config, Some("https://mcp.example.com"), &env)
+            .unwrap_err()
+            .join("\n")
+    };
+    let problems = bad(EnterpriseIssuerConfig {
+        issuer: "http://acme.okta.com".into(),
+        max_lifetime_secs: Some(0),
+        ..EnterpriseIssuerConfig::default()
+    });
+    for says in [
+        "enterprise_issuers[0].issuer: \"http://acme.okta.com\"",
+        "enterprise_issuers[0].clients: missing",
+        "enterprise_issuers[1].max_lifetime_secs: 0 must be between 1 and 3600",
+    ] {
+        assert!(problems.contains(says), "{says:?} in {problems}");
+    }
+    let problems = bad(EnterpriseIssuerConfig {
+        issuer: "https://mcp.example.com".into(),
+        clients: vec![" ".into()],
+        ..EnterpriseIssuerConfig::default()
+    });
+    assert!(problems.contains("is the gateway itself"), "{problems}");
+    assert!(problems.contains("\" \" is not a client_id"), "{problems}");
+    let problems = bad(EnterpriseIssuerConfig {
+        issuer: "https://acme.okta.com".into(),
+        clients: vec!["*".into()],
+        ..EnterpriseIssuerConfig::default()
+    });
+    assert!(
+        problems
+            .contains("enterprise_issuers[1].issuer: \"https://acme.okta.com\" is listed twice"),
+        "{problems}"
+    );
+}

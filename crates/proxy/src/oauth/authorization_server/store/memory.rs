@@ -2,16 +2,17 @@
 //! dropped in the order it expires, so that no request waits on a scan of a
 //! whole table.
 //!
-//! - Codes: at most [`MAX_CODES`] redeemed within their minute; past it a
-//!   redemption is refused (503, `Retry-After` the seconds until the oldest
-//!   expires), never allowed twice.
+//! - Codes (and identity assertions): at most [`MAX_CODES`] redeemed
+//!   within their lifetime; past it a redemption is refused (503,
+//!   `Retry-After` the seconds until the first expires), never allowed
+//!   twice.
 //! - Families: at most [`MAX_FAMILIES`]; past it, the family refreshed
 //!   longest ago is forgotten (its next refresh is refused: sign in again).
 //!   Each user keeps at most `sign_ins_per_user` of them.
 //! - Clients' last uses: at most [`MAX_CLIENTS`]; past it, expired ones are
 //!   swept at most once a minute, and a client not recorded counts as in use.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 use super::record::{FamilyRef, Remembered, Unavailable};
@@ -48,7 +49,7 @@ impl Memory {
             codes: Mutex::new(Codes {
                 max: max_codes,
                 used: HashMap::new(),
-                order: VecDeque::new(),
+                order: BTreeSet::new(),
             }),
             families: Mutex::new(Families {
                 max: max_families,
@@ -77,11 +78,11 @@ impl Memory {
                     "the memory store holds {} codes redeemed within their minute",
                     c.max
                 ),
-                retry_after: c.order.front().map(|(u, _)| u.saturating_sub(now).max(1)),
+                retry_after: c.order.first().map(|(u, _)| u.saturating_sub(now).max(1)),
             });
         }
         c.used.insert(id.to_owned(), until);
-        c.order.push_back((until, id.to_owned()));
+        c.order.insert((until, id.to_owned()));
         Ok(true)
     }
 
@@ -164,20 +165,20 @@ impl Memory {
     }
 }
 
-/// Codes redeemed, and the order they expire in (each lives the same 60 s,
-/// so the order they came in).
+/// Codes and identity assertions redeemed, in the order they expire (a
+/// code lives 60 s, an assertion until its own `exp`).
 struct Codes {
     max: usize,
     used: HashMap<String, u64>,
-    order: VecDeque<(u64, String)>,
+    order: BTreeSet<(u64, String)>,
 }
 
 impl Codes {
     fn expire(&mut self, now: u64) {
-        while let Some((until, _)) = self.order.front()
+        while let Some((until, _)) = self.order.first()
             && *until <= now
         {
-            let Some((until, id)) = self.order.pop_front() else {
+            let Some((until, id)) = self.order.pop_first() else {
                 break;
             };
             if self.used.get(&id) == Some(&until) {
