@@ -32,6 +32,7 @@ async fn signing_in_world(peers: &Peers) -> World {
         Setup {
             login_form: true,
             clock_skew_secs: Some(0),
+            ..Setup::default()
         },
     )
     .await

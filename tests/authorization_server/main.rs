@@ -24,6 +24,7 @@
 mod browsers;
 mod callback;
 mod enterprise;
+mod hosts;
 mod local;
 mod logs;
 mod redirects;
@@ -131,6 +132,8 @@ struct Setup {
     login_form: bool,
     /// `[auth] clock_skew_secs` (60 by default): 0 to see a short-lived token expire.
     clock_skew_secs: Option<u64>,
+    /// `[[app]]` endpoints besides the upstreams' own.
+    apps: Vec<mcp_ui_gateway::config::AppConfig>,
 }
 
 async fn world_set_up(
@@ -167,6 +170,7 @@ async fn world_set_up(
         public_url: Some(issuer.clone()),
         session_key: Some("ab".repeat(32)),
         upstreams,
+        apps: setup.apps,
         auth: Some(AuthConfig {
             scopes: Some(vec!["tools:call".into()]),
             clock_skew_secs: setup.clock_skew_secs,
@@ -261,8 +265,19 @@ fn authorize_url(w: &World, client_id: &str, extra: &[(&str, &str)]) -> String {
 /// The whole sign-in in `browser`: the consent page answered `decision`, the provider's
 /// login, back to the client's redirect URI. The URL the client receives.
 async fn sign_in(w: &World, browser: &mut Browser, url: &str, decision: &str) -> String {
-    let (status, _, body, at) = browser.navigate(url, REDIRECT).await;
-    if at.starts_with(REDIRECT) {
+    sign_in_to(w, browser, url, decision, REDIRECT).await
+}
+
+/// [`sign_in`] of a client whose redirect URI is `redirect`.
+async fn sign_in_to(
+    w: &World,
+    browser: &mut Browser,
+    url: &str,
+    decision: &str,
+    redirect: &str,
+) -> String {
+    let (status, _, body, at) = browser.navigate(url, redirect).await;
+    if at.starts_with(redirect) {
         return at;
     }
     assert_eq!(
@@ -278,10 +293,10 @@ async fn sign_in(w: &World, browser: &mut Browser, url: &str, decision: &str) ->
         ("remember", "1"),
     ]);
     let (_, _, _, end) = browser
-        .submit(&w.url("/oauth/authorize"), &form, REDIRECT)
+        .submit(&w.url("/oauth/authorize"), &form, redirect)
         .await;
     assert!(
-        end.starts_with(REDIRECT),
+        end.starts_with(redirect),
         "ended at {end}: {:?}",
         browser.visited
     );
@@ -959,10 +974,19 @@ struct DocumentHost {
 impl DocumentHost {
     /// Answers a GET of each URL with `doc(url)`, until the test ends.
     async fn start(doc: impl Fn(&str) -> Value + Send + Sync + 'static) -> DocumentHost {
+        DocumentHost::start_as(&["127.0.0.1"], doc).await
+    }
+
+    /// [`DocumentHost::start`] with a certificate for `names`; the URL `doc` is given is
+    /// the one asked for, by its `Host`.
+    async fn start_as(
+        names: &[&str],
+        doc: impl Fn(&str) -> Value + Send + Sync + 'static,
+    ) -> DocumentHost {
         use rustls_pki_types::pem::PemObject;
         use rustls_pki_types::{CertificateDer, PrivateKeyDer};
         let ca = Ca::new("Document CA");
-        let leaf = ca.server(&["127.0.0.1"], Validity::Now);
+        let leaf = ca.server(names, Validity::Now);
         let certs = CertificateDer::pem_slice_iter(leaf.cert.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .unwrap();
@@ -986,7 +1010,9 @@ impl DocumentHost {
                         return;
                     };
                     let answer = hyper::service::service_fn(move |req: hyper::Request<_>| {
-                        let body = doc(&format!("{base}{}", req.uri())).to_string();
+                        let host = req.headers().get("host").and_then(|h| h.to_str().ok());
+                        let origin = host.map_or(base.clone(), |h| format!("https://{h}"));
+                        let body = doc(&format!("{origin}{}", req.uri())).to_string();
                         let mut r = hyper::Response::new(Full::new(Bytes::from(body)));
                         r.headers_mut()
                             .insert("content-type", "application/json".parse().unwrap());

@@ -189,6 +189,13 @@ pub struct MetadataDocumentsConfig {
     /// make the gateway reach into its own network).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub private_hosts: Vec<String>,
+    /// Where the documents of a host are fetched from instead of the
+    /// addresses its name resolves to (`"chatgpt.com" = "127.0.0.1:8443"`,
+    /// as curl's `--connect-to`): a stand-in for tests, or a split-horizon
+    /// network. The address is checked as a resolved one is (loopback needs
+    /// the host in `private_hosts`); TLS still verifies the host's name.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub connect_to: std::collections::BTreeMap<String, String>,
     /// A PEM bundle of certificate authorities trusted for documents besides
     /// the system's roots.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -203,6 +210,7 @@ impl Default for MetadataDocumentsConfig {
             timeout_secs: 5,
             cache_secs: 300,
             private_hosts: Vec::new(),
+            connect_to: std::collections::BTreeMap::new(),
             ca_file: None,
         }
     }
@@ -430,6 +438,13 @@ pub fn resolve(
         problems.push(format!(
             "{at}.client_metadata_documents: max_bytes must be at least 256 and timeout_secs at least 1"
         ));
+    }
+    for (host, to) in &docs.connect_to {
+        if to.parse::<std::net::SocketAddr>().is_err() {
+            problems.push(format!(
+                "{at}.client_metadata_documents.connect_to.\"{host}\": \"{to}\" is not an address and port (\"127.0.0.1:8443\")"
+            ));
+        }
     }
     let store = match config.store.as_deref() {
         None | Some("memory") => None,

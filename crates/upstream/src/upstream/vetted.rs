@@ -22,6 +22,8 @@ pub struct Vetted {
     connector: Arc<Connector>,
     /// Hosts that may resolve to addresses that are not public.
     private_hosts: Vec<String>,
+    /// Hosts fetched from a given address instead of their DNS answer.
+    connect_to: Vec<(String, SocketAddr)>,
 }
 
 impl Vetted {
@@ -29,6 +31,17 @@ impl Vetted {
     pub fn new(
         ca_file: Option<std::path::PathBuf>,
         private_hosts: Vec<String>,
+    ) -> Result<Vetted, String> {
+        Vetted::connecting(ca_file, private_hosts, Vec::new())
+    }
+
+    /// [`Vetted::new`], the hosts of `connect_to` fetched from their
+    /// address there (their TLS name still theirs, the address still
+    /// checked).
+    pub fn connecting(
+        ca_file: Option<std::path::PathBuf>,
+        private_hosts: Vec<String>,
+        connect_to: Vec<(String, SocketAddr)>,
     ) -> Result<Vetted, String> {
         let settings = match ca_file {
             Some(f) => UpstreamTls::trusting(f),
@@ -40,6 +53,10 @@ impl Vetted {
             private_hosts: private_hosts
                 .into_iter()
                 .map(|h| h.to_ascii_lowercase())
+                .collect(),
+            connect_to: connect_to
+                .into_iter()
+                .map(|(h, a)| (h.to_ascii_lowercase(), a))
                 .collect(),
         })
     }
@@ -79,10 +96,14 @@ impl Vetted {
         };
         let port = url.port_or_known_default().unwrap_or(443);
         let allowed_private = self.private_hosts.contains(&bare);
-        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((bare.as_str(), port))
-            .await
-            .map_err(|e| format!("{url}: {host} does not resolve ({e})"))?
-            .collect();
+        let pinned = self.connect_to.iter().find(|(h, _)| *h == bare);
+        let addrs: Vec<SocketAddr> = match pinned {
+            Some((_, addr)) => vec![*addr],
+            None => tokio::net::lookup_host((bare.as_str(), port))
+                .await
+                .map_err(|e| format!("{url}: {host} does not resolve ({e})"))?
+                .collect(),
+        };
         if addrs.is_empty() {
             return Err(format!("{url}: {host} does not resolve"));
         }

@@ -42,8 +42,16 @@ impl Clients {
     pub(super) fn new(config: &MetadataDocumentsConfig) -> Result<Clients, String> {
         let vetted = match config.enabled {
             true => Some(
-                Vetted::new(config.ca_file.clone(), config.private_hosts.clone())
-                    .map_err(|e| format!("authorization_server.client_metadata_documents: {e}"))?,
+                Vetted::connecting(
+                    config.ca_file.clone(),
+                    config.private_hosts.clone(),
+                    config
+                        .connect_to
+                        .iter()
+                        .filter_map(|(h, a)| Some((h.clone(), a.parse().ok()?)))
+                        .collect(),
+                )
+                .map_err(|e| format!("authorization_server.client_metadata_documents: {e}"))?,
             ),
             false => None,
         };

@@ -97,3 +97,21 @@ fn an_enterprise_issuer_names_who_it_asserts_for_and_each_problem_its_field() {
         "{problems}"
     );
 }
+
+#[test]
+fn a_pinned_document_host_names_an_address_and_port() {
+    let env = |v: &str| (v == "GOOGLE_SECRET").then(|| "s3cret".to_owned());
+    let mut config = google();
+    let pins = &mut config.client_metadata_documents.connect_to;
+    pins.insert("chatgpt.com".into(), "127.0.0.1:8443".into());
+    resolve(&config, Some("https://mcp.example.com"), &env).unwrap();
+    let pins = &mut config.client_metadata_documents.connect_to;
+    pins.insert("claude.ai".into(), "localhost".into());
+    let problems = resolve(&config, Some("https://mcp.example.com"), &env)
+        .unwrap_err()
+        .join("\n");
+    assert!(
+        problems.contains("client_metadata_documents.connect_to.\"claude.ai\": \"localhost\" is not an address and port"),
+        "{problems}"
+    );
+}
