@@ -186,6 +186,11 @@ pub fn judge(
         Some(_) => return Err(grant("the assertion's `resource` is not one URL")),
         None => return Err(grant("the assertion names no `resource`")),
     };
+    // RFC 7523 §3: a JWT grant names its subject, whichever claim names the
+    // user here.
+    if !matches!(claims.get("sub"), Some(Value::String(s)) if !s.is_empty()) {
+        return Err(grant("the assertion has no `sub`"));
+    }
     let subject = match claims.get(trust.subject_claim) {
         Some(Value::String(s)) if !s.is_empty() && s.len() <= MAX_CLAIM => s.clone(),
         _ => {

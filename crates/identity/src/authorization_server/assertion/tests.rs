@@ -110,6 +110,15 @@ fn a_good_assertion_names_its_user_endpoint_and_scopes() {
     let signed = signed(&sign(&k, Some(TYP), &claims()), &k.set, &by_email).unwrap();
     let a = judge(&signed, &by_email, CLIENT, GATEWAY, NOW).unwrap();
     assert_eq!(a.subject, "ada@acme.example");
+    // Whichever claim names the user, the grant names its subject (RFC 7523 §3).
+    let mut c = claims();
+    c.as_object_mut().unwrap().remove("sub");
+    let no_sub = super::signed(&sign(&k, Some(TYP), &c), &k.set, &by_email).unwrap();
+    refused(
+        judge(&no_sub, &by_email, CLIENT, GATEWAY, NOW),
+        "invalid_grant",
+        "no `sub`",
+    );
 }
 
 #[test]
