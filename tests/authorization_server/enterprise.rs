@@ -332,17 +332,10 @@ async fn only_listed_clients_redeem_and_a_replica_knows_a_used_assertion() {
     let Some((peers, _guard)) = setup().await else {
         return;
     };
-    let (_redis_proc, url, _dir) = redis().await;
+    let shared = Shared::start().await;
     let okta = Idp::start(&peers).await;
     let trusted = okta.issuer().to_owned();
-    let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("signing.pem");
-    std::fs::write(&key, rcgen::KeyPair::generate().unwrap().serialize_pem()).unwrap();
-    let w = world(&peers, |a| {
-        a.store = Some(url.clone());
-        a.signing_keys = vec![key.clone()];
-    })
-    .await;
+    let w = world(&peers, |a| shared.apply(a)).await;
     // Clients are registered at `w` (sealed with the shared session key), then two
     // replicas trust the enterprise for one of them only.
     let (listed, listed_secret) = confidential_client(&w).await;

@@ -1463,6 +1463,36 @@ async fn redis() -> (support::process::Proc, String, tempfile::TempDir) {
     (proc, format!("unix://{}", socket.display()), dir)
 }
 
+/// What replicas share: a Redis of their own (`authorization_server.store`) and a
+/// signing key file, each alive as long as this is.
+struct Shared {
+    redis: support::process::Proc,
+    url: String,
+    key: std::path::PathBuf,
+    _dirs: [tempfile::TempDir; 2],
+}
+
+impl Shared {
+    async fn start() -> Shared {
+        let (redis, url, redis_dir) = redis().await;
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("signing.pem");
+        std::fs::write(&key, rcgen::KeyPair::generate().unwrap().serialize_pem()).unwrap();
+        Shared {
+            redis,
+            url,
+            key,
+            _dirs: [redis_dir, dir],
+        }
+    }
+
+    /// `a` keeps its store in the Redis and signs with the key.
+    fn apply(&self, a: &mut AuthorizationServerConfig) {
+        a.store = Some(self.url.clone());
+        a.signing_keys = vec![self.key.clone()];
+    }
+}
+
 /// Replicas sharing a Redis store (`authorization_server.store`) and a signing key: a
 /// code redeemed at one is refused at the other, a refresh token reused at another
 /// replica revokes its family everywhere, each replica's tokens are accepted by the
@@ -1472,15 +1502,8 @@ async fn replicas_sharing_a_store_recognise_every_replay() {
     let Some((peers, _guard)) = setup().await else {
         return;
     };
-    let (mut redis_proc, url, _dir) = redis().await;
-    let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("signing.pem");
-    std::fs::write(&key, rcgen::KeyPair::generate().unwrap().serialize_pem()).unwrap();
-    let w = world(&peers, |a| {
-        a.store = Some(url.clone());
-        a.signing_keys = vec![key.clone()];
-    })
-    .await;
+    let mut shared = Shared::start().await;
+    let w = world(&peers, |a| shared.apply(a)).await;
     let b = TestGateway::start_with(w.config.clone()).await;
     let at_b = |path: &str| b.url_for(path);
     let client_id = public_client(&w).await;
@@ -1555,7 +1578,7 @@ async fn replicas_sharing_a_store_recognise_every_replay() {
     )
     .await;
     let code = param(&back, "code").unwrap();
-    redis_proc.kill_tree();
+    shared.redis.kill_tree();
     let (status, body) = redeem(&w, &client_id, &code).await;
     assert_eq!(
         (status, body["error"].as_str()),

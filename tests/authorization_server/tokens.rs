@@ -180,13 +180,10 @@ async fn in_redis_a_family_is_the_same_keys_whatever_its_rotations_at_either_rep
     let Some((peers, _guard)) = setup().await else {
         return;
     };
-    let (_redis, url, _dir) = super::redis().await;
-    let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("signing.pem");
-    std::fs::write(&key, rcgen::KeyPair::generate().unwrap().serialize_pem()).unwrap();
+    let shared = super::Shared::start().await;
+    let url = shared.url.clone();
     let w = world(&peers, |a| {
-        a.store = Some(url.clone());
-        a.signing_keys = vec![key.clone()];
+        shared.apply(a);
         a.token_endpoint.refreshes_per_minute = 40;
     })
     .await;
