@@ -75,9 +75,11 @@ pub enum Command {
     /// and, unless --offline, what each overlaid upstream's live tools/list
     /// contradicts: unknown tools, file parameters its input schema cannot
     /// carry, result shaping that cannot work. Warns of what the app
-    /// directories ask (ChatGPT's review): annotation hints, output schemas,
-    /// in-band OAuth challenges, widget domains, native MCP Apps tools an
-    /// overlay replaces; --strict makes these problems. Takes the upstreams
+    /// directories ask, each warning naming the hosts that ask it (ChatGPT's
+    /// review: annotation hints, output schemas, in-band OAuth challenges,
+    /// widget domains, native MCP Apps tools an overlay replaces; Claude's
+    /// directory: titles and hints, app-only helpers, sign-in, widget
+    /// height); --host chooses whose, --strict makes them problems. Takes the upstreams
     /// from the configuration, or one from the same flags as `serve`. Exit
     /// status: 0 when clean, 1 when there are problems, 2 on a usage or
     /// configuration error.
@@ -120,8 +122,37 @@ pub struct CheckArgs {
     /// 1) instead of warnings.
     #[arg(long)]
     pub strict: bool,
+    /// Whose app directory rules to apply: `claude` (Claude's connector
+    /// directory: titles, the three hints, app-only helper tools, sign-in by
+    /// OAuth with dynamic registration or a Client ID Metadata Document,
+    /// inline widgets at most 500 px high), `chatgpt` (ChatGPT's app review:
+    /// the three hints, output schemas, in-band OAuth challenges, widget
+    /// domains) or `both`. Each finding names the hosts that ask for it; with
+    /// --strict, CI fails only on the chosen hosts' rules.
+    #[arg(long, value_enum, default_value_t = DirectoryHost::Both)]
+    pub host: DirectoryHost,
     #[command(flatten)]
     pub one: OneUpstream,
+}
+
+/// `check --host`: whose app directory rules apply.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirectoryHost {
+    Claude,
+    Chatgpt,
+    Both,
+}
+
+impl DirectoryHost {
+    /// The hosts whose rules apply.
+    pub fn hosts(self) -> super::directory::Hosts {
+        use super::directory::Hosts;
+        match self {
+            DirectoryHost::Claude => Hosts::CLAUDE,
+            DirectoryHost::Chatgpt => Hosts::CHATGPT,
+            DirectoryHost::Both => Hosts::BOTH,
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]

@@ -38,6 +38,11 @@ pub struct Options {
     pub offline: bool,
     /// The app directories' rules are problems, not warnings.
     pub strict: bool,
+    /// Whose directories' rules apply (`--host`).
+    pub hosts: directory::Hosts,
+    /// How hosts sign in to the endpoints that ask them to (gathered from
+    /// the configuration, and live from other issuers' metadata).
+    pub sign_ins: Vec<directory::SignIn>,
     /// The gateway's `public_url`, when configured.
     pub public_url: Option<String>,
     /// The `[[app]]` endpoints an overlay file may name.
@@ -219,7 +224,7 @@ pub async fn run(
             }
         }
     }
-    directory_rules(&inspection, mounts, &listings, &options, &mut report);
+    directory_rules(dir, &inspection, mounts, &listings, &options, &mut report);
     let order = |a: &LoadError, b: &LoadError| (&a.file, a.line).cmp(&(&b.file, b.line));
     report.problems.sort_by(order);
     report.warnings.sort_by(order);
@@ -227,18 +232,34 @@ pub async fn run(
 }
 
 /// The app directories' rules, over the listings `check` obtained: warnings,
-/// or problems with `--strict`.
+/// or problems with `--strict`; each tagged with the hosts that ask for it.
 fn directory_rules(
+    dir: &Path,
     inspection: &Inspection,
     mounts: &[Mount],
     listings: &[(&str, Listing)],
     options: &Options,
     report: &mut Report,
 ) {
+    // Where a table for a mount's tool goes: the mount file naming it, else
+    // the one its name would make.
+    let files: Vec<PathBuf> = mounts
+        .iter()
+        .map(|mount| {
+            inspection
+                .mount_files
+                .iter()
+                .find(|f| f.mount == mount.name && !f.app)
+                .map(|f| f.file.clone())
+                .unwrap_or_else(|| dir.join(format!("{}.toml", mount.name)))
+        })
+        .collect();
     let upstreams: Vec<directory::Upstream<'_>> = mounts
         .iter()
-        .map(|mount| directory::Upstream {
+        .zip(&files)
+        .map(|(mount, file)| directory::Upstream {
             mount: &mount.name,
+            file,
             in_band_challenges: mount.auth_challenge == AuthChallenge::InBand,
             tools: listings
                 .iter()
@@ -252,18 +273,58 @@ fn directory_rules(
         widgets: &inspection.widgets,
         upstreams: &upstreams,
         public_url: options.public_url.as_deref(),
+        hosts: options.hosts,
+        sign_ins: &options.sign_ins,
+        heights: &heights(inspection, mounts),
     };
     let findings = directory::findings(&input).into_iter().map(|f| LoadError {
         file: f.file,
         line: f.line,
         place: f.place,
-        reason: format!("[{}] {}", f.rule, f.message),
+        reason: format!("{} {}", f.rule.tag(), f.message),
     });
     if options.strict {
         report.problems.extend(findings);
     } else {
         report.warnings.extend(findings);
     }
+}
+
+/// Each widget a tool or render tool of a configured mount shows, and what
+/// is known of its height: a widget without a `sample` cannot be rendered.
+fn heights(inspection: &Inspection, mounts: &[Mount]) -> Vec<directory::Height> {
+    use directory::{Height, Measured};
+    let configured = |mount: &str| mounts.iter().any(|m| m.name == mount);
+    let measured = |sample: bool| {
+        if sample {
+            Measured::NotRendered
+        } else {
+            Measured::NoSample
+        }
+    };
+    let tools = inspection.tools.iter().filter_map(|site| {
+        let overlay = site.overlay.as_ref()?;
+        let widget = overlay.widget.clone()?;
+        configured(&site.mount).then(|| Height {
+            file: site.file.clone(),
+            line: site.line,
+            place: format!("tools.{}", super::init::toml_key(&site.key)),
+            widget,
+            measured: measured(overlay.sample.is_some()),
+        })
+    });
+    let renders = inspection
+        .renders
+        .iter()
+        .filter(|site| configured(&site.mount))
+        .map(|site| Height {
+            file: site.file.clone(),
+            line: site.line,
+            place: format!("render.{}", super::init::toml_key(&site.key)),
+            widget: site.render.widget.clone(),
+            measured: measured(site.render.sample.is_some()),
+        });
+    tools.chain(renders).collect()
 }
 
 /// Overlay files whose mount is not a configured upstream: the gateway never

@@ -1,38 +1,97 @@
-//! The app directories' rules: what ChatGPT's app review asks of the tools
-//! and widgets an app lists, checked over the overlays, the facts of the
-//! configuration they need, and each upstream's live `tools/list` when it
-//! is known. Pure: `check` gathers the inputs and prints the findings, as
-//! warnings, or as problems with `--strict`.
+//! The app directories' rules: what ChatGPT's app review and Claude's
+//! connector directory ask of the tools, widgets and sign-in an app lists,
+//! checked over the overlays, the facts of the configuration they need,
+//! each upstream's live `tools/list` when it is known, and the widget
+//! heights `check` measured. Pure: `check` gathers the inputs and prints the
+//! findings, as warnings, or as problems with `--strict`; `--host` chooses
+//! whose directory's rules apply ([`Hosts`]), each finding naming the hosts
+//! that ask for it ([`Rule::hosts`]).
 //!
 //! It sits beside `check` rather than in `overlay::validate` because it
 //! reads listings as the rewrites do (the Python SDK's text wrapper schema).
 //!
-//! Rules that need a listing (the upstream's annotations, schemas and
-//! `_meta`) are skipped for an upstream whose listing is not known
-//! (`check --offline`); the others apply to the files alone.
+//! Rules that need a listing (the upstream's titles, annotations, schemas
+//! and `_meta`) are skipped for an upstream whose listing is not known
+//! (`check --offline`); the others apply to the files alone. ChatGPT's own
+//! rules are in [`chatgpt`], Claude's in [`claude`]; the hints both ask for
+//! are here.
 
-use std::collections::BTreeSet;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::init::toml_key;
-use crate::overlay::validate::url_origin;
-use crate::overlay::{
-    RenderSite, SecurityScheme, ToolOverlay, ToolSite, WidgetDomain, WidgetManifest, WidgetSite,
-};
-use crate::rewrite::call::is_text_wrapper_schema;
+use crate::overlay::{RenderSite, ToolOverlay, ToolSite, WidgetSite};
+
+mod chatgpt;
+pub mod claude;
+
+pub use chatgpt::has_chatgpt_domain;
+pub use claude::{CLAUDE_INLINE_MAX_PX, Height, Measured, SignIn, SignInKind};
 
 #[cfg(test)]
 mod tests;
 
+/// A host whose app directory asks for a rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    ChatGpt,
+    Claude,
+}
+
+impl Host {
+    /// As printed in findings.
+    pub fn name(self) -> &'static str {
+        match self {
+            Host::ChatGpt => "ChatGPT",
+            Host::Claude => "Claude",
+        }
+    }
+}
+
+/// Whose directories' rules apply (`check --host`): both by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hosts {
+    pub chatgpt: bool,
+    pub claude: bool,
+}
+
+impl Default for Hosts {
+    fn default() -> Self {
+        Hosts::BOTH
+    }
+}
+
+impl Hosts {
+    pub const BOTH: Hosts = Hosts {
+        chatgpt: true,
+        claude: true,
+    };
+    pub const CHATGPT: Hosts = Hosts {
+        chatgpt: true,
+        claude: false,
+    };
+    pub const CLAUDE: Hosts = Hosts {
+        chatgpt: false,
+        claude: true,
+    };
+
+    /// Whether one of the chosen hosts asks for `rule`.
+    pub fn ask(self, rule: Rule) -> bool {
+        rule.hosts().iter().any(|host| match host {
+            Host::ChatGpt => self.chatgpt,
+            Host::Claude => self.claude,
+        })
+    }
+}
+
 /// One rule of the app directories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Rule {
-    /// An overlaid tool lacks `readOnlyHint`, `destructiveHint` or
+    /// A listed tool lacks `readOnlyHint`, `destructiveHint` or
     /// `openWorldHint` in its annotations, the upstream's and the overlay's
-    /// together (ChatGPT's review requires all three).
+    /// together (both directories require all three).
     Annotations,
     /// A tool's results carry `structuredContent` (shaped by the gateway,
     /// or an MCP App's) but `tools/list` shows no `outputSchema`.
@@ -47,6 +106,19 @@ pub enum Rule {
     /// An overlay replaces the `resourceUri` of a tool the upstream already
     /// lists as an MCP App.
     NativeUi,
+    /// A listed tool (or render tool) without a `title`: Claude's directory
+    /// requires one on every tool.
+    Title,
+    /// A tool a built-in widget calls, whose visibility nothing states:
+    /// Claude's directory wants the tools only a widget calls (helpers)
+    /// visible to the app alone.
+    AppOnlyHelper,
+    /// An endpoint hosts cannot sign in to by OAuth with dynamic client
+    /// registration or a Client ID Metadata Document (nor use without
+    /// signing in): a static token or header blocks Claude's listing.
+    SignIn,
+    /// An inline widget taller than Claude's limit, or not measured.
+    WidgetHeight,
 }
 
 impl Rule {
@@ -58,7 +130,29 @@ impl Rule {
             Rule::OauthInBand => "oauth-in-band",
             Rule::WidgetDomain => "widget-domain",
             Rule::NativeUi => "native-ui",
+            Rule::Title => "title",
+            Rule::AppOnlyHelper => "app-only-helper",
+            Rule::SignIn => "sign-in",
+            Rule::WidgetHeight => "widget-height",
         }
+    }
+
+    /// The hosts whose directory asks for it.
+    pub fn hosts(self) -> &'static [Host] {
+        match self {
+            Rule::Annotations | Rule::NativeUi => &[Host::ChatGpt, Host::Claude],
+            Rule::OutputSchema | Rule::OauthInBand | Rule::WidgetDomain => &[Host::ChatGpt],
+            Rule::Title | Rule::AppOnlyHelper | Rule::SignIn | Rule::WidgetHeight => {
+                &[Host::Claude]
+            }
+        }
+    }
+
+    /// The rule and its hosts, as a finding is tagged:
+    /// `[app-directory/annotations: ChatGPT, Claude]`.
+    pub fn tag(self) -> String {
+        let hosts: Vec<&str> = self.hosts().iter().map(|h| h.name()).collect();
+        format!("[{self}: {}]", hosts.join(", "))
     }
 }
 
@@ -84,6 +178,9 @@ pub struct Finding {
 pub struct Upstream<'a> {
     /// Its mount name (the overlays' `upstream`).
     pub mount: &'a str,
+    /// The overlay file of the mount (where a table for one of its tools
+    /// goes: the mount file that names it, else `<overlays>/<mount>.toml`).
+    pub file: &'a Path,
     /// `auth_challenge = "in-band"`: a refused `tools/call` is answered with
     /// a tool result carrying the challenge, which ChatGPT acts on.
     pub in_band_challenges: bool,
@@ -92,7 +189,7 @@ pub struct Upstream<'a> {
 }
 
 /// Everything the rules look at.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Input<'a> {
     pub tools: &'a [ToolSite],
     pub renders: &'a [RenderSite],
@@ -101,15 +198,22 @@ pub struct Input<'a> {
     pub upstreams: &'a [Upstream<'a>],
     /// The gateway's `public_url`, when configured.
     pub public_url: Option<&'a str>,
+    /// Whose directories' rules apply.
+    pub hosts: Hosts,
+    /// How hosts sign in to each endpoint that asks them to.
+    pub sign_ins: &'a [SignIn],
+    /// Each inline widget's height, or why it was not measured.
+    pub heights: &'a [Height],
 }
 
-/// The three hints ChatGPT's review requires, by wire name.
+/// The three hints both directories require, by wire name.
 pub const REQUIRED_HINTS: [&str; 3] = ["readOnlyHint", "destructiveHint", "openWorldHint"];
 
-/// Every finding, in the order of `input.tools` then of `input.widgets`.
-/// Render tools always carry the three hints (the gateway's defaults,
-/// merged under the overlay's) and an output schema, so only their widgets
-/// are checked.
+/// Every finding the chosen hosts ask for: the tools' (overlaid, then the
+/// listed ones no overlay names), the widgets', the render tools', the
+/// helpers', the endpoints' and the heights'. Render tools always carry the
+/// three hints (the gateway's defaults, merged under the overlay's) and an
+/// output schema, so only their titles and widgets are checked.
 pub fn findings(input: &Input<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     for site in input.tools {
@@ -125,90 +229,70 @@ pub fn findings(input: &Input<'_>) -> Vec<Finding> {
             .tools
             .map(|tools| tools.iter().find(|t| t["name"] == site.tool.as_str()));
         let tool = listed.flatten();
-        let at = Located { site };
+        let at = Located { site, new: false };
         if let Some(tool) = tool {
             out.extend(annotations(&at, overlay, tool));
-            out.extend(native_ui(&at, overlay, tool));
+            out.extend(claude::title(&at, overlay, tool));
+            out.extend(chatgpt::native_ui(&at, overlay, tool));
         }
         if listed.is_none() || tool.is_some() {
-            out.extend(output_schema(&at, overlay, tool));
+            out.extend(chatgpt::output_schema(&at, overlay, tool));
         }
-        out.extend(oauth_in_band(&at, overlay, upstream, tool));
+        out.extend(chatgpt::oauth_in_band(&at, overlay, upstream, tool));
     }
-    if let Some(public_url) = input.public_url {
-        let used: BTreeSet<&str> = input
-            .tools
-            .iter()
-            .filter_map(|s| s.overlay.as_ref()?.widget.as_deref())
-            .chain(input.renders.iter().map(|r| r.render.widget.as_str()))
-            .collect();
-        for widget in input.widgets {
-            if used.contains(widget.name.as_str()) && !has_chatgpt_domain(&widget.manifest) {
-                out.push(widget_domain(widget, public_url));
-            }
-        }
-        // Built-in widgets take theirs from their `view`.
-        let builtin = |widget: &str| widget.starts_with("builtin:");
-        for site in input.tools {
-            let Some(overlay) = &site.overlay else {
-                continue;
-            };
-            if overlay.widget.as_deref().is_some_and(builtin)
-                && !gives_chatgpt(overlay.view.as_ref().and_then(|v| v.domain()))
-            {
-                let place = format!("tools.{}.view.domain", toml_key(&site.key));
-                out.push(builtin_domain(&site.file, site.line, place, public_url));
-            }
-        }
-        for site in input.renders {
-            if builtin(&site.render.widget)
-                && !gives_chatgpt(site.render.view.as_ref().and_then(|v| v.domain()))
-            {
-                let place = format!("render.{}.view.domain", toml_key(&site.key));
-                out.push(builtin_domain(&site.file, site.line, place, public_url));
-            }
-        }
+    for upstream in input.upstreams {
+        out.extend(unoverlaid(input, upstream));
     }
+    out.extend(chatgpt::widget_domains(input));
+    out.extend(claude::render_titles(input));
+    out.extend(claude::helpers(input));
+    out.extend(input.sign_ins.iter().filter_map(claude::sign_in));
+    out.extend(input.heights.iter().filter_map(claude::height));
+    out.retain(|f| input.hosts.ask(f.rule));
     out
 }
 
-/// Whether the manifest gives ChatGPT a widget domain.
-pub fn has_chatgpt_domain(manifest: &WidgetManifest) -> bool {
-    gives_chatgpt(manifest.domain.as_ref())
-}
-
-fn gives_chatgpt(domain: Option<&WidgetDomain>) -> bool {
-    match domain {
-        Some(WidgetDomain::One(_)) => true,
-        Some(WidgetDomain::PerHost(hosts)) => hosts.chatgpt.is_some(),
-        None => false,
+/// The hints and title of the tools `upstream` lists that no overlay table
+/// names: what a new `[tools.<name>]` table in its file would set.
+fn unoverlaid(input: &Input<'_>, upstream: &Upstream<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let written = |name: &str| {
+        input
+            .tools
+            .iter()
+            .any(|s| s.mount == upstream.mount && s.tool == name)
+    };
+    let blank = ToolOverlay::default();
+    for tool in upstream.tools.unwrap_or_default() {
+        let Some(name) = tool.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        if written(name) {
+            continue;
+        }
+        let site = ToolSite {
+            file: upstream.file.to_path_buf(),
+            line: None,
+            mount: upstream.mount.to_owned(),
+            tool: name.to_owned(),
+            key: name.to_owned(),
+            overlay: None,
+        };
+        let at = Located {
+            site: &site,
+            new: true,
+        };
+        out.extend(annotations(&at, &blank, tool));
+        out.extend(claude::title(&at, &blank, tool));
     }
-}
-
-/// [`Rule::WidgetDomain`] for a built-in widget (its `view` at `place` of
-/// `file`) with no ChatGPT domain, while the public URL is known.
-fn builtin_domain(
-    file: &std::path::Path,
-    line: Option<usize>,
-    place: String,
-    public_url: &str,
-) -> Finding {
-    let origin = url_origin(public_url).unwrap_or_else(|| public_url.to_owned());
-    let message = format!(
-        "ChatGPT requires a unique widget domain for app submission, and the built-in widget at {place} has none for ChatGPT: give it an origin unique to this app, such as public_url's: `{place} = {{ chatgpt = \"{origin}\" }}` (a table keeps Claude's domain derived from public_url)"
-    );
-    Finding {
-        rule: Rule::WidgetDomain,
-        file: file.to_path_buf(),
-        line,
-        place: Some(place),
-        message,
-    }
+    out
 }
 
 /// A tool table's location, for findings.
 struct Located<'a> {
     site: &'a ToolSite,
+    /// No table names the tool yet: the fix writes a new one.
+    new: bool,
 }
 
 impl Located<'_> {
@@ -301,170 +385,8 @@ fn annotations(at: &Located<'_>, overlay: &ToolOverlay, tool: &Value) -> Option<
         text
     };
     let message = format!(
-        "{} missing from its annotations (ChatGPT's app review requires readOnlyHint, destructiveHint and openWorldHint; without them hosts assume a tool that writes, destroys and reaches the outside world); {add}",
+        "{} missing from its annotations (ChatGPT's app review and Claude's directory require readOnlyHint, destructiveHint and openWorldHint; without them hosts assume a tool that writes, destroys and reaches the outside world); {add}",
         missing.join(", ")
     );
     Some(at.finding(Rule::Annotations, "annotations", message))
-}
-
-/// [`Rule::OutputSchema`]: results that carry `structuredContent` with no
-/// `outputSchema` in `tools/list`. With the listing (`tool`), the schema
-/// listed is the overlay's, or else the upstream's (which the gateway drops
-/// when shaping replaces the Python SDK's `{"result": string}` wrapper);
-/// without it, only the overlay's own shaping is judged.
-fn output_schema(at: &Located<'_>, overlay: &ToolOverlay, tool: Option<&Value>) -> Option<Finding> {
-    if overlay.output_schema.is_some() {
-        return None;
-    }
-    let from_text = overlay.result.structured_from_text;
-    let why = match tool {
-        None if from_text => "result.structured_from_text makes it from the text",
-        None => return None,
-        Some(tool) => {
-            let schema = tool.get("outputSchema").filter(|s| s.is_object());
-            let wrapper = schema.is_some_and(is_text_wrapper_schema);
-            if schema.is_some() && !(wrapper && from_text) {
-                return None;
-            }
-            if from_text {
-                "result.structured_from_text makes it from the text"
-            } else if !overlay.result.widget_only.is_empty() {
-                "result.widget_only shapes it"
-            } else if native_resource_uri(tool).is_some() {
-                "the upstream lists the tool as an MCP App, whose UI renders it"
-            } else {
-                return None;
-            }
-        }
-    };
-    let name = &at.site.key;
-    let add = if at.is_json() {
-        format!(
-            "add \"output_schema\": {{ \"type\": \"object\", \"properties\": {{ … }} }} to tool {name:?}"
-        )
-    } else {
-        format!(
-            "add [tools.{}.output_schema] with type = \"object\" and the properties of the results",
-            toml_key(name)
-        )
-    };
-    let message = format!(
-        "its results carry structuredContent ({why}), but tools/list shows no outputSchema for it; ChatGPT's app review expects one describing structuredContent: {add}"
-    );
-    Some(at.finding(Rule::OutputSchema, "", message))
-}
-
-/// [`Rule::OauthInBand`]: an `oauth2` scheme the overlay writes (or, when
-/// it writes none, the upstream lists) on an upstream whose challenges
-/// reach clients as HTTP 401/403, which ChatGPT does not link accounts from.
-fn oauth_in_band(
-    at: &Located<'_>,
-    overlay: &ToolOverlay,
-    upstream: &Upstream<'_>,
-    tool: Option<&Value>,
-) -> Option<Finding> {
-    if upstream.in_band_challenges {
-        return None;
-    }
-    let in_meta = overlay
-        .meta
-        .as_ref()
-        .and_then(|m| m.get("securitySchemes"))
-        .is_some_and(has_oauth2);
-    let key = if let Some(schemes) = &overlay.security_schemes {
-        let oauth2 = schemes
-            .iter()
-            .any(|s| matches!(s, SecurityScheme::Oauth2 { .. }));
-        if oauth2 {
-            "security_schemes"
-        } else if in_meta {
-            "meta"
-        } else {
-            return None;
-        }
-    } else if in_meta {
-        "meta"
-    } else {
-        let listed = tool.is_some_and(|t| {
-            t.get("securitySchemes").is_some_and(has_oauth2)
-                || t.pointer("/_meta/securitySchemes").is_some_and(has_oauth2)
-        });
-        if !listed {
-            return None;
-        }
-        ""
-    };
-    let whose = if key.is_empty() {
-        "the upstream lists an oauth2 security scheme for it"
-    } else {
-        "an oauth2 security scheme"
-    };
-    let mount = upstream.mount;
-    let message = format!(
-        "{whose}, but upstream '{mount}' relays its authorization challenges as HTTP 401/403, and ChatGPT starts account linking only from a challenge in the tool result: set auth_challenge = \"in-band\" in the [[upstream]] named '{mount}' of the configuration"
-    );
-    Some(at.finding(Rule::OauthInBand, key, message))
-}
-
-/// Whether a `securitySchemes` value lists an `oauth2` scheme.
-fn has_oauth2(schemes: &Value) -> bool {
-    schemes
-        .as_array()
-        .is_some_and(|a| a.iter().any(|s| s["type"] == "oauth2"))
-}
-
-/// [`Rule::NativeUi`]: the overlay replaces the `resourceUri` of a tool the
-/// upstream already lists as an MCP App (its `widget`, or its `meta`
-/// setting the `ui` keys or ChatGPT's alias).
-fn native_ui(at: &Located<'_>, overlay: &ToolOverlay, tool: &Value) -> Option<Finding> {
-    let uri = native_resource_uri(tool)?;
-    let key = if overlay.widget.is_some() {
-        "widget"
-    } else if overlay.meta.as_ref().is_some_and(|m| {
-        ["ui", "ui/resourceUri", "openai/outputTemplate"]
-            .iter()
-            .any(|k| m.contains_key(*k))
-    }) {
-        "meta"
-    } else {
-        return None;
-    };
-    let message = format!(
-        "the upstream already lists this tool as an MCP App (resourceUri {uri}); the overlay's `{key}` replaces that resourceUri, so hosts render the overlay's widget instead of the upstream's own UI: remove `{key}` to keep the upstream's"
-    );
-    Some(at.finding(Rule::NativeUi, key, message))
-}
-
-/// The `_meta.ui.resourceUri` (or the flat `ui/resourceUri`) a listed tool
-/// carries: an MCP Apps tool of the upstream's own.
-fn native_resource_uri(tool: &Value) -> Option<&str> {
-    tool.pointer("/_meta/ui/resourceUri")
-        .and_then(Value::as_str)
-        .or_else(|| tool.get("_meta")?.get("ui/resourceUri")?.as_str())
-}
-
-/// [`Rule::WidgetDomain`]: a widget some tool renders, with no ChatGPT
-/// domain, while the public URL is known.
-fn widget_domain(widget: &WidgetSite, public_url: &str) -> Finding {
-    let origin = url_origin(public_url).unwrap_or_else(|| public_url.to_owned());
-    let file = widget.manifest_file.display();
-    let json = widget
-        .manifest_file
-        .extension()
-        .is_some_and(|e| e == "json");
-    let lines = if json {
-        format!("\"domain\": {{\"chatgpt\": \"{origin}\"}}")
-    } else {
-        format!("domain = {{ chatgpt = \"{origin}\" }}")
-    };
-    Finding {
-        rule: Rule::WidgetDomain,
-        file: widget.manifest_file.clone(),
-        line: None,
-        place: Some("domain".into()),
-        message: format!(
-            "ChatGPT requires a unique widget domain for app submission, and widget `{}` has none for ChatGPT: give it an origin unique to this app in {file}, such as public_url's: `{lines}` (a table keeps Claude's domain derived from public_url)",
-            widget.name
-        ),
-    }
 }

@@ -2,7 +2,8 @@
 //! directory, offline and against each overlaid upstream's live `tools/list`;
 //! [`init`] writes overlay stubs for the tools of a live upstream, and
 //! [`init_widget`] a minimal widget folder (`init --widget NAME`);
-//! [`directory`] holds the app directories' rules `check` applies.
+//! [`directory`] holds the app directories' rules `check` applies, and
+//! [`sign_ins`] gathers how hosts sign in to each endpoint for them.
 //!
 //! [`args`] is the binary's command line; [`upstreams`] says which upstreams
 //! its flags give `check` and `init`; [`loaded`] loads the configuration
@@ -21,6 +22,7 @@ pub mod loaded;
 pub mod output;
 pub mod run_check;
 pub mod run_init;
+pub mod sign_ins;
 pub mod upstreams;
 
 use crate::config::{Mount, Transport};

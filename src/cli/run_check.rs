@@ -40,9 +40,21 @@ pub async fn run(args: CheckArgs) -> ExitCode {
     resolved
         .apps
         .retain(|app| app.upstream_names().iter().all(|n| checked.contains(n)));
+    let config_file = match args.config.as_deref() {
+        Some(file) => file.to_path_buf(),
+        None => std::path::PathBuf::from(&loaded.source),
+    };
+    let hosts = args.host.hosts();
+    let sign_ins = if hosts.claude {
+        super::sign_ins::gather(&loaded, &config_file, args.offline).await
+    } else {
+        Vec::new()
+    };
     let options = super::check::Options {
         offline: args.offline,
         strict: args.strict,
+        hosts,
+        sign_ins,
         public_url: loaded.config.public_url.clone(),
         apps: overlay_apps(&loaded.resolved.apps),
         dir_named,

@@ -133,22 +133,45 @@ invoked = "Tasks loaded"
 annotations = { readOnlyHint = true, destructiveHint = false, openWorldHint = false }
 result = { structured_from_text = true }
 output_schema = { type = "object" }
+
+[tools.add_task]
+annotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false }
+
+[tools.complete_task]
+annotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false }
+
+[tools.refresh_tasks]
+annotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false }
 "#,
     );
     write(
         root.join("overlays/widgets/board/index.html"),
         "<p>board</p>\n",
     );
-    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    // ChatGPT's rules: every listed tool has its hints (Claude's would also
+    // want titles and the widget's height).
+    let chatgpt = ["check", "--config", "gw.toml", "--host", "chatgpt"];
+    let out = run(root, &chatgpt).await;
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
     assert_eq!(
         stdout,
-        "overlays OK: 1 overlay file, 1 tool overlaid, 1 widget; checked against upstream 'demo' (4 tools)\n",
+        "overlays OK: 1 overlay file, 4 tools overlaid, 1 widget; checked against upstream 'demo' (4 tools)\n",
         "{both}"
     );
     // Offline, the upstream is not contacted.
-    let out = run(root, &["check", "--config", "gw.toml", "--offline"]).await;
+    let out = run(
+        root,
+        &[
+            "check",
+            "--config",
+            "gw.toml",
+            "--offline",
+            "--host",
+            "chatgpt",
+        ],
+    )
+    .await;
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
     assert!(
@@ -202,7 +225,12 @@ input_schema = { type = "object" }
         ),
         "{both}"
     );
-    assert!(!stdout.contains("render.show_tasks"), "{both}");
+    // Nothing is wrong with show_tasks (the directories' rules aside).
+    let problems = stdout.lines().filter(|l| !l.starts_with("warning: "));
+    assert!(
+        !problems.clone().any(|l| l.contains("render.show_tasks")),
+        "{both}"
+    );
     // Offline, the collision cannot be seen, and the overlay is valid.
     let out = run(root, &["check", "--config", "gw.toml", "--offline"]).await;
     let (_, both) = streams(&out);
@@ -257,16 +285,22 @@ security_schemes = [{ type = "noauth" }, { type = "oauth2", scopes = ["tasks.rea
         "<p>board</p>\n",
     );
     let findings = [
-        "overlays/clocks.toml:1: tools.clock.widget: [app-directory/native-ui] the upstream already lists this tool as an MCP App (resourceUri ui://clock/native.html); the overlay's `widget` replaces that resourceUri",
-        "overlays/demo.toml:1: tools.list_tasks.annotations: [app-directory/annotations] readOnlyHint, destructiveHint, openWorldHint missing from its annotations",
-        "overlays/demo.toml:1: tools.list_tasks: [app-directory/output-schema] its results carry structuredContent (result.structured_from_text makes it from the text), but tools/list shows no outputSchema for it",
-        "overlays/demo.toml:1: tools.list_tasks.security_schemes: [app-directory/oauth-in-band] an oauth2 security scheme, but upstream 'demo' relays its authorization challenges as HTTP 401/403",
-        "overlays/widgets/board/widget.toml: domain: [app-directory/widget-domain] ChatGPT requires a unique widget domain for app submission",
+        "overlays/clocks.toml:1: tools.clock.widget: [app-directory/native-ui: ChatGPT, Claude] the upstream already lists this tool as an MCP App (resourceUri ui://clock/native.html); the overlay's `widget` replaces that resourceUri",
+        "overlays/demo.toml:1: tools.list_tasks.annotations: [app-directory/annotations: ChatGPT, Claude] readOnlyHint, destructiveHint, openWorldHint missing from its annotations",
+        "overlays/demo.toml:1: tools.list_tasks: [app-directory/output-schema: ChatGPT] its results carry structuredContent (result.structured_from_text makes it from the text), but tools/list shows no outputSchema for it",
+        "overlays/demo.toml:1: tools.list_tasks.security_schemes: [app-directory/oauth-in-band: ChatGPT] an oauth2 security scheme, but upstream 'demo' relays its authorization challenges as HTTP 401/403",
+        "overlays/widgets/board/widget.toml: domain: [app-directory/widget-domain: ChatGPT] ChatGPT requires a unique widget domain for app submission",
+        // The demo's tools no overlay names need their hints too, in a table
+        // of their own in the mount's file.
+        "overlays/demo.toml: tools.add_task.annotations: [app-directory/annotations: ChatGPT, Claude] readOnlyHint, destructiveHint, openWorldHint missing",
+        "overlays/demo.toml: tools.complete_task.annotations: [app-directory/annotations: ChatGPT, Claude]",
+        "overlays/demo.toml: tools.refresh_tasks.annotations: [app-directory/annotations: ChatGPT, Claude]",
     ];
     // The lines that would set the missing hints, under the warning.
     let fix = "\n    [tools.list_tasks.annotations]\n    readOnlyHint = false  # true if it changes nothing\n    destructiveHint = true  # false if it never deletes nor overwrites\n    openWorldHint = true  # false if it reaches nothing beyond its own data\n";
 
-    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    // ChatGPT's rules (Claude's are tested below).
+    let out = run(root, &["check", "--config", "gw.toml", "--host", "chatgpt"]).await;
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
     for finding in findings {
@@ -280,12 +314,15 @@ security_schemes = [{ type = "noauth" }, { type = "oauth2", scopes = ["tasks.rea
     assert_eq!(
         stdout.lines().last(),
         Some(
-            "overlays OK: 2 overlay files, 2 tools overlaid, 1 widget; checked against upstream 'demo' (4 tools), 'clocks' (1 tool), 5 warnings"
+            "overlays OK: 2 overlay files, 2 tools overlaid, 1 widget; checked against upstream 'demo' (4 tools), 'clocks' (1 tool), 8 warnings"
         ),
         "{both}"
     );
 
-    let out = run(root, &["check", "--config", "gw.toml", "--strict"]).await;
+    let strict = [
+        "check", "--config", "gw.toml", "--strict", "--host", "chatgpt",
+    ];
+    let out = run(root, &strict).await;
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(1), "{both}");
     for finding in findings {
@@ -297,14 +334,22 @@ security_schemes = [{ type = "noauth" }, { type = "oauth2", scopes = ["tasks.rea
     assert!(!stdout.contains("warning: "), "{both}");
     assert_eq!(
         stdout.lines().last(),
-        Some("5 problems in overlays"),
+        Some("8 problems in overlays"),
         "{both}"
     );
 
     // Offline: the rules that need the listings (hints, native UI) wait.
     let out = run(
         root,
-        &["check", "--config", "gw.toml", "--offline", "--strict"],
+        &[
+            "check",
+            "--config",
+            "gw.toml",
+            "--offline",
+            "--strict",
+            "--host",
+            "chatgpt",
+        ],
     )
     .await;
     let (stdout, both) = streams(&out);
@@ -326,8 +371,14 @@ async fn check_passes_on_the_repository_overlays() {
     let out = run(Path::new(env!("CARGO_MANIFEST_DIR")), &["check"]).await;
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
-    assert!(stdout.starts_with("overlays OK: "), "{both}");
-    assert!(stdout.contains("checked against upstream 'demo'"), "{both}");
+    // After the directories' warnings (the widgets' heights are not
+    // measured), the verdict.
+    let verdict = stdout.lines().last().unwrap_or_default();
+    assert!(verdict.starts_with("overlays OK: "), "{both}");
+    assert!(
+        verdict.contains("checked against upstream 'demo'"),
+        "{both}"
+    );
 }
 
 #[tokio::test]
@@ -368,13 +419,13 @@ async fn warnings_do_not_fail_the_check() {
     // advertises results the tool never returns; and no tool uses `spare`.
     write(
         root.join("overlays/demo.toml"),
-        "[tools.add_task]\nannotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false }\n\n[tools.add_task.output_schema]\ntype = \"object\"\n",
+        "[tools.add_task]\nannotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false }\n\n[tools.add_task.output_schema]\ntype = \"object\"\n\n[tools.list_tasks]\nannotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false }\n\n[tools.complete_task]\nannotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false }\n\n[tools.refresh_tasks]\nannotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false }\n",
     );
     write(
         root.join("overlays/widgets/spare/index.html"),
         "<p>spare</p>\n",
     );
-    let out = run(root, &["check", "--config", "gw.toml"]).await;
+    let out = run(root, &["check", "--config", "gw.toml", "--host", "chatgpt"]).await;
     let (stdout, both) = streams(&out);
     assert_eq!(out.status.code(), Some(0), "{both}");
     let lines: Vec<&str> = stdout.lines().collect();
@@ -514,4 +565,164 @@ async fn the_probe_lists_a_streamable_http_server_with_a_session() {
     );
     stop.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(10), server).await;
+}
+
+/// Claude's directory rules in front of the demo, each found with the
+/// overlay lines that fix it, then fixed by writing them: titles and hints
+/// on every listed tool (a table of its own for one no overlay names), a
+/// render tool's title, the helper a built-in widget calls made app-only;
+/// a widget with no sample is reported as not measured, which is no pass.
+#[tokio::test]
+async fn check_applies_claudes_rules_and_each_is_fixed_by_the_lines_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("gw.toml"),
+        &format!("{}{LIMITS}", demo_upstream("demo")),
+    );
+    let broken = r#"[tools.list_tasks]
+annotations = { readOnlyHint = true, destructiveHint = false, openWorldHint = false }
+result = { structured_from_text = true }
+output_schema = { type = "object", properties = { tasks = { type = "array" } } }
+
+[render.task_table]
+widget = "builtin:table"
+data_tools = ["list_tasks"]
+view = { actions = [{ label = "Done", tool = "complete_task", arguments = { id = "/id" } }] }
+"#;
+    write(root.join("overlays/demo.toml"), broken);
+    let claude = ["check", "--config", "gw.toml", "--host", "claude"];
+    let out = run(root, &claude).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    let expected = [
+        "warning: overlays/demo.toml: tools.add_task: [app-directory/title: Claude] no title: Claude's directory requires a title on every tool, and neither the upstream nor the overlay gives this one; add, in words a user reads:",
+        "warning: overlays/demo.toml: tools.add_task.annotations: [app-directory/annotations: ChatGPT, Claude] readOnlyHint, destructiveHint, openWorldHint missing",
+        "warning: overlays/demo.toml: tools.complete_task.visibility: [app-directory/app-only-helper: Claude] the widget of render.task_table calls `complete_task` (render.task_table.view.actions[0].tool), and nothing says whether the model calls it too",
+        "warning: overlays/demo.toml:1: tools.list_tasks.title: [app-directory/title: Claude] no title",
+        "warning: overlays/demo.toml:6: render.task_table.title: [app-directory/title: Claude] no title",
+        "warning: overlays/demo.toml:6: render.task_table: [app-directory/widget-height: Claude] its widget `builtin:table` was not measured: Claude's directory allows inline widgets at most 500 px high, and nothing to render it with is written; add [render.task_table.sample]",
+    ];
+    for line in expected {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(line)),
+            "missing {line:?}\n{both}"
+        );
+    }
+    assert!(
+        stdout.contains("\n    [tools.add_task]\n    title = \"Add task\"\n")
+            && stdout.contains("\n    [tools.complete_task]\n    visibility = [\"app\"]\n")
+            && stdout.contains("add to [render.task_table]:\n    title = \"Task table\"\n"),
+        "{both}"
+    );
+    // ChatGPT's rules say nothing of titles, helpers or heights.
+    let out = run(root, &["check", "--config", "gw.toml", "--host", "chatgpt"]).await;
+    let (stdout, both) = streams(&out);
+    assert!(
+        !stdout.contains("[app-directory/title")
+            && !stdout.contains("app-only-helper")
+            && !stdout.contains("widget-height")
+            && stdout.contains("[app-directory/annotations: ChatGPT, Claude]"),
+        "{both}"
+    );
+
+    // Written as the findings say: only the height is left, measured by
+    // no browser here.
+    let hints =
+        "annotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false }";
+    let fixed = format!(
+        "[tools.list_tasks]\ntitle = \"List tasks\"\nannotations = {{ readOnlyHint = true, destructiveHint = false, openWorldHint = false }}\nresult = {{ structured_from_text = true }}\noutput_schema = {{ type = \"object\", properties = {{ tasks = {{ type = \"array\" }} }} }}\n\n[render.task_table]\ntitle = \"Task table\"\nwidget = \"builtin:table\"\ndata_tools = [\"list_tasks\"]\nview = {{ actions = [{{ label = \"Done\", tool = \"complete_task\", arguments = {{ id = \"/id\" }} }}] }}\nsample = {{ arguments = {{ tasks = [{{ id = 1, title = \"Write\", done = false }}] }} }}\n\n[tools.add_task]\ntitle = \"Add task\"\n{hints}\n\n[tools.complete_task]\ntitle = \"Complete task\"\nvisibility = [\"app\"]\n{hints}\n\n[tools.refresh_tasks]\ntitle = \"Refresh tasks\"\n{hints}\n"
+    );
+    write(root.join("overlays/demo.toml"), &fixed);
+    let out = run(root, &claude).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    let warnings: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{both}");
+    assert!(
+        warnings[0].starts_with(
+            "warning: overlays/demo.toml:7: render.task_table: [app-directory/widget-height: Claude] its widget `builtin:table` was not measured"
+        ),
+        "{both}"
+    );
+    // Not measured is no pass: --strict fails on it.
+    let mut strict = claude.to_vec();
+    strict.push("--strict");
+    let out = run(root, &strict).await;
+    assert_eq!(out.status.code(), Some(1), "{}", streams(&out).1);
+}
+
+/// `--host` chooses whose rules apply, and `--strict` fails only on those:
+/// every demo tool hinted but untitled passes ChatGPT's rules and fails
+/// Claude's (and both). An endpoint that takes a header from its clients is
+/// reported against the configuration, offline too.
+#[tokio::test]
+async fn host_chooses_the_rules_and_strict_fails_only_on_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("gw.toml"),
+        &format!("{}{LIMITS}", demo_upstream("demo")),
+    );
+    let hints =
+        "annotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false }";
+    let overlay: String = ["list_tasks", "add_task", "complete_task", "refresh_tasks"]
+        .iter()
+        .map(|t| format!("[tools.{t}]\n{hints}\n\n"))
+        .collect();
+    write(root.join("overlays/demo.toml"), &overlay);
+    for (host, status) in [("chatgpt", 0), ("claude", 1), ("both", 1)] {
+        let args = ["check", "--config", "gw.toml", "--strict", "--host", host];
+        let out = run(root, &args).await;
+        let (stdout, both) = streams(&out);
+        assert_eq!(out.status.code(), Some(status), "--host {host}\n{both}");
+        let titles = stdout.matches("[app-directory/title: Claude]").count();
+        assert_eq!(titles, if host == "chatgpt" { 0 } else { 4 }, "{both}");
+    }
+    // The default is both.
+    let out = run(root, &["check", "--config", "gw.toml", "--strict"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", streams(&out).1);
+
+    // A static header the host would have to send: no sign-in Claude knows.
+    write(
+        root.join("gw.toml"),
+        &format!(
+            "[[upstream]]\nname = \"notes\"\nurl = \"http://127.0.0.1:9/mcp\"\nforward_headers = [\"x-api-key\"]\n\n{LIMITS}"
+        ),
+    );
+    std::fs::remove_file(root.join("overlays/demo.toml")).unwrap();
+    write(root.join("overlays/notes.toml"), "");
+    let args = [
+        "check",
+        "--config",
+        "gw.toml",
+        "--offline",
+        "--host",
+        "claude",
+    ];
+    let out = run(root, &args).await;
+    let (stdout, both) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{both}");
+    assert!(
+        stdout.contains(
+            "warning: gw.toml: upstream[0].forward_headers: [app-directory/sign-in: Claude] endpoint 'notes' asks no sign-in but forwards the client's x-api-key to its upstream"
+        ),
+        "{both}"
+    );
+    let out = run(
+        root,
+        &[
+            "check",
+            "--config",
+            "gw.toml",
+            "--offline",
+            "--host",
+            "chatgpt",
+        ],
+    )
+    .await;
+    assert!(!streams(&out).0.contains("sign-in"), "{}", streams(&out).1);
 }

@@ -3,9 +3,12 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::overlay::{Annotations, HostDomains, RenderTool, ResultShaping};
+use crate::overlay::{
+    Annotations, HostDomains, RenderSite, RenderTool, ResultShaping, SecurityScheme, ToolOverlay,
+    ToolSite, WidgetDomain, WidgetManifest, WidgetSite,
+};
 
-fn site(tool: &str, overlay: ToolOverlay) -> ToolSite {
+pub(super) fn site(tool: &str, overlay: ToolOverlay) -> ToolSite {
     ToolSite {
         file: PathBuf::from("overlays/demo.toml"),
         line: Some(3),
@@ -16,24 +19,24 @@ fn site(tool: &str, overlay: ToolOverlay) -> ToolSite {
     }
 }
 
-fn upstream(tools: Option<&[Value]>) -> Upstream<'_> {
+pub(super) fn upstream(tools: Option<&[Value]>) -> Upstream<'_> {
     Upstream {
         mount: "demo",
+        file: std::path::Path::new("overlays/demo.toml"),
         in_band_challenges: false,
         tools,
     }
 }
 
-/// The findings for `sites` on upstream `demo` listing `tools` (offline
-/// when `None`), with no widgets.
+/// The findings of ChatGPT's rules for `sites` on upstream `demo` listing
+/// `tools` (offline when `None`), with no widgets.
 fn run(sites: &[ToolSite], tools: Option<&[Value]>) -> Vec<Finding> {
     let upstreams = [upstream(tools)];
     findings(&Input {
         tools: sites,
-        renders: &[],
-        widgets: &[],
         upstreams: &upstreams,
-        public_url: None,
+        hosts: Hosts::CHATGPT,
+        ..Input::default()
     })
 }
 
@@ -41,7 +44,7 @@ fn rules(findings: &[Finding]) -> Vec<Rule> {
     findings.iter().map(|f| f.rule).collect()
 }
 
-fn all_hints() -> Option<Annotations> {
+pub(super) fn all_hints() -> Option<Annotations> {
     Some(Annotations {
         read_only_hint: Some(true),
         destructive_hint: Some(false),
@@ -225,7 +228,8 @@ fn oauth2_needs_in_band_challenges() {
         renders: &[],
         widgets: &[],
         upstreams: &in_band,
-        public_url: None,
+        hosts: Hosts::CHATGPT,
+        ..Input::default()
     };
     assert!(findings(&input).is_empty());
 
@@ -301,6 +305,8 @@ fn a_widget_needs_a_chatgpt_domain_when_the_public_url_is_known() {
         widgets: &widgets,
         upstreams: &upstreams,
         public_url,
+        hosts: Hosts::CHATGPT,
+        ..Input::default()
     };
     // No public URL: nothing is known of the domain to give.
     assert!(findings(&input(None)).is_empty());
@@ -365,12 +371,14 @@ fn replacing_a_native_mcp_apps_resource_uri_is_named() {
         found[0].message
     );
     assert_eq!(found[1].place.as_deref(), Some("tools.b.meta"));
-    // A native tool the overlay leaves its UI: nothing to say.
+    // Native tools the overlay leaves their UI: nothing to say (each
+    // overlaid with the hints, which every listed tool needs).
     let plain = ToolOverlay {
         annotations: all_hints(),
         ..Default::default()
     };
-    assert!(run(&[site("a", plain)], Some(&tools)).is_empty());
+    let plain = ["a", "b", "c"].map(|t| site(t, plain.clone()));
+    assert!(run(&plain, Some(&tools)).is_empty());
     // Offline, nothing is known of the upstream's UI.
     assert!(run(&[site("a", widget)], None).is_empty());
 }
@@ -380,8 +388,11 @@ fn tools_of_unconfigured_or_unlisted_upstream_tools_are_left_alone() {
     let mut other = site("t", shaping(true, &[]));
     other.mount = "elsewhere".into();
     assert!(run(&[other], None).is_empty());
-    // A tool the listing lacks is reported as unknown elsewhere.
-    let tools = [json!({"name": "u"})];
+    // A tool the listing lacks is reported as unknown elsewhere (the listed
+    // one has its hints: listed tools no overlay names are checked too).
+    let tools = [
+        json!({"name": "u", "annotations": {"readOnlyHint": true, "destructiveHint": false, "openWorldHint": false}}),
+    ];
     assert!(run(&[site("t", shaping(true, &[]))], Some(&tools)).is_empty());
     // A table that did not parse has nothing to judge.
     let mut broken = site("t", ToolOverlay::default());
@@ -436,6 +447,8 @@ fn a_builtin_widget_without_a_chatgpt_domain_is_named_at_its_view() {
         widgets: &[],
         upstreams: &upstreams,
         public_url,
+        hosts: Hosts::CHATGPT,
+        ..Input::default()
     };
     assert!(findings(&input(None)).is_empty());
     let found = findings(&input(Some("https://gw.example.com/base")));
@@ -453,3 +466,5 @@ fn a_builtin_widget_without_a_chatgpt_domain_is_named_at_its_view() {
         found[0].message
     );
 }
+
+mod claude;

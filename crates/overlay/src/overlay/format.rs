@@ -95,6 +95,9 @@ pub struct ToolOverlay {
     pub result: ResultShaping,
     /// The options of a built-in widget (`widget = "builtin:<kind>"`).
     pub view: Option<super::builtin::view::View>,
+    /// What the widget is shown with when its height is measured (`check`,
+    /// `/preview`).
+    pub sample: Option<Sample>,
     /// Keys merged into the tool's `_meta` as given, last (an escape hatch
     /// for keys this format does not know yet); overriding a key the gateway
     /// writes itself is allowed, with a warning.
@@ -149,6 +152,24 @@ pub struct RenderTool {
     /// The options of a built-in widget (`widget = "builtin:<kind>"`); its
     /// data is the render tool's arguments.
     pub view: Option<super::builtin::view::View>,
+    /// What the widget is shown with when its height is measured (`check`,
+    /// `/preview`): `arguments` only, which the render tool echoes.
+    pub sample: Option<Sample>,
+}
+
+/// `[tools.<name>.sample]` (or `[render.<name>.sample]`): a call and its
+/// result, as the widget receives them, to render it with when its height
+/// is measured. Nothing is called: the upstream never sees a sample.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sample {
+    /// The tool's arguments (`ui/notifications/tool-input`,
+    /// `window.openai.toolInput`); a render tool's are also its result.
+    #[serde(default)]
+    pub arguments: Map<String, Value>,
+    /// The result's `structuredContent` (`window.openai.toolOutput`):
+    /// required for a tool, refused for a render tool.
+    pub structured_content: Option<Map<String, Value>>,
 }
 
 /// The `_meta` key that marks a tool in `tools/list` as gateway-owned (a

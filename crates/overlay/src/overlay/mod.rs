@@ -30,7 +30,7 @@ pub mod widget;
 
 pub use format::{
     Annotations, Audience, BridgeKind, CacheScope, Csp, DisplayMode, HostDomains,
-    MAX_TOOLS_LIST_TTL_MS, Permissions, RENDER_TOOL_META, RenderTool, ResultShaping,
+    MAX_TOOLS_LIST_TTL_MS, Permissions, RENDER_TOOL_META, RenderTool, ResultShaping, Sample,
     SecurityScheme, ToolOverlay, ToolsList, WidgetDomain, WidgetManifest, merge_meta,
 };
 pub use load::{

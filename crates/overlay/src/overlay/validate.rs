@@ -16,6 +16,7 @@ pub mod builtin;
 mod csp;
 mod names;
 mod problem;
+mod sample;
 #[cfg(test)]
 mod tests;
 mod widget_domain;
@@ -89,6 +90,7 @@ pub fn tool(tool: &ToolOverlay, widget_exists: &dyn Fn(&str) -> bool) -> Vec<Pro
         &tool.result.widget_only,
         &mut problems,
     );
+    sample::tool(tool, &mut problems);
     let required = tool
         .output_schema
         .as_ref()
@@ -176,6 +178,7 @@ pub fn render(
             ));
         }
     }
+    sample::render(render, &mut problems);
     if mount.render_input_schema(render).is_none() {
         problems.push(Problem::new(
             "input_schema",

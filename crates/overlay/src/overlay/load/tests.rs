@@ -753,3 +753,44 @@ fn a_mount_file_sets_the_freshness_of_its_tool_listing() {
         "{found:?}"
     );
 }
+
+/// A `sample` (what a widget is measured with): a tool's needs a widget
+/// and the result's structuredContent, a render tool's takes arguments
+/// only; each problem named at its file, line and key.
+#[test]
+fn samples_are_checked_and_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "widgets/board/index.html", "<p>board</p>");
+    write(
+        root,
+        "demo.toml",
+        "[tools.list]\nwidget = \"board\"\noutput_schema = { type = \"object\" }\n\n[tools.list.sample]\narguments = { all = true }\nstructured_content = { tasks = [] }\n\n[render.show]\nwidget = \"board\"\ndata_tools = [\"list\"]\nsample = { arguments = { tasks = [] } }\n",
+    );
+    let set = load_dir(root).expect("valid samples load");
+    let sample = set
+        .mount("demo")
+        .unwrap()
+        .tool("list")
+        .unwrap()
+        .sample
+        .clone();
+    assert_eq!(
+        sample.unwrap().structured_content,
+        Some(serde_json::Map::from_iter([("tasks".into(), json!([]))]))
+    );
+    write(
+        root,
+        "demo.toml",
+        "[tools.list]\nwidget = \"board\"\nsample = { arguments = {} }\n\n[tools.add]\nsample = { structured_content = {} }\n\n[render.show]\nwidget = \"board\"\ndata_tools = [\"list\"]\ninput_schema = { type = \"object\" }\nsample = { structured_content = {} }\n\n[tools.odd]\nwidget = \"board\"\nsample = { result = {} }\n",
+    );
+    assert_eq!(
+        errors(root),
+        [
+            "demo.toml:1: tools.list.sample.structured_content: missing: the result's structuredContent the widget renders (a sample is never sent to the upstream, so the result is written here)",
+            "demo.toml:5: tools.add.sample: the tool has no widget: a sample is what its widget is shown with when measured; set `widget`, or remove the sample",
+            "demo.toml:8: render.show.sample.structured_content: a render tool's result is its arguments: write the data as sample.arguments",
+            "demo.toml:14: tools.odd.sample: unknown key `result`; the keys are `arguments`, `structured_content`",
+        ],
+    );
+}
