@@ -220,6 +220,15 @@ async fn demo_tools_and_widget_carry_every_key_a_native_mcp_apps_server_emits() 
     assert_eq!(refresh["_meta"]["ui"]["visibility"], json!(["app"]));
     assert_eq!(refresh["_meta"]["openai/visibility"], "private");
     assert_eq!(refresh["_meta"]["openai/widgetAccessible"], true);
+    // Tools the model sees say so in `_meta.ui.visibility` alone: ChatGPT
+    // deprecated `openai/visibility`, kept only where it hides a tool.
+    for tool in &ui_tools {
+        assert!(
+            tool["_meta"]["ui"]["visibility"][0] == "model"
+                && tool["_meta"].get("openai/visibility").is_none(),
+            "a model-visible tool carries no openai/visibility: {tool}"
+        );
+    }
     let mut widget_uris = BTreeSet::new();
     for tool in &ui_tools {
         let mut gaps = Vec::new();

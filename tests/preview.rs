@@ -20,6 +20,8 @@
 //! when the test ends, panics included; every wait is bounded; only 127.0.0.1 is used
 //! (and the name `localhost`, which the browser resolves to it).
 
+#[path = "preview/hosts.rs"]
+mod hosts;
 #[path = "preview/sign_in.rs"]
 mod sign_in;
 mod support;

@@ -6,7 +6,7 @@
 // answers its ui/* requests and records what it posts; a second document of
 // origin B plays the other document of the same origin. Prints a JSON summary.
 //
-//   node tests/browser/bridge.mjs [--case proto|state-size|planted|foreign|all] [--timeout SECONDS]
+//   node tests/browser/bridge.mjs [--case proto|state-size|planted|foreign|tool-input|styles|all] [--timeout SECONDS]
 //
 // proto: tools/call answered with a result whose "__proto__" key holds
 //   {"isError": true, …}; what window.openai.callTool resolves with.
@@ -19,6 +19,12 @@
 // foreign: another frame of the host page (another origin) posts the widget a
 //   tool result, a theme change and answers to every request id while the
 //   widget's callTool waits for the host; what the widget then holds.
+// tool-input: window.openai.toolInput before the host's
+//   ui/notifications/tool-input (ChatGPT sends it once the user approved the
+//   call), then after it, and the openai:set_globals events the widget heard.
+// styles: the host's hostContext.styles.variables, in ui/initialize's answer
+//   and in a ui/notifications/host-context-changed, as the computed style of
+//   the widget's document root; and what window.openai then holds.
 //
 // Exit status: 0 when the run completed (the checks are the caller's, on the
 // summary), 1 when it could not, 2 on bad usage or a missing peer. Only
@@ -38,7 +44,7 @@ const BRIDGE = join(ROOT, 'crates/overlay/src/overlay/widget/openai_bridge.js');
 const started = Date.now();
 
 function usage(message) {
-  process.stderr.write(`bridge.mjs: ${message}\nusage: node tests/browser/bridge.mjs [--case proto|state-size|planted|foreign|all] [--timeout SECONDS]\n`);
+  process.stderr.write(`bridge.mjs: ${message}\nusage: node tests/browser/bridge.mjs [--case proto|state-size|planted|foreign|tool-input|styles|all] [--timeout SECONDS]\n`);
   process.exit(2);
 }
 const opts = { case: 'all', timeout: 60 };
@@ -48,7 +54,7 @@ for (let i = 0; i < argv.length; i += 2) {
   if (!key || i + 1 >= argv.length) usage(`unknown argument or missing value: ${argv[i]}`);
   opts[key] = argv[i + 1];
 }
-const CASES = ['proto', 'state-size', 'planted', 'foreign'];
+const CASES = ['proto', 'state-size', 'planted', 'foreign', 'tool-input', 'styles'];
 if (opts.case !== 'all' && !CASES.includes(opts.case)) usage(`--case: ${opts.case}`);
 opts.timeout = Number(opts.timeout);
 if (!Number.isFinite(opts.timeout) || opts.timeout <= 0) usage('--timeout must be a positive number');
@@ -112,15 +118,24 @@ window.addEventListener('message', function (ev) {
     result = { protocolVersion: '2026-01-26', hostInfo: { name: 'bridge-test', version: '1' }, hostCapabilities: {},
       hostContext: { theme: 'light', toolInfo: { id: JSON.parse(q.get('call')),
         tool: { name: 'show', _meta: { ui: { resourceUri: q.get('uri') } } } } } };
+    if (q.get('styles')) result.hostContext.styles = { variables: JSON.parse(q.get('styles')) };
   } else if (m.method === 'tools/call') result = JSON.parse(q.get('result'));
   var answer = function () { frame.contentWindow.postMessage({ jsonrpc: '2.0', id: m.id, result: result }, '*'); };
   if (m.method === 'tools/call' && q.get('delay')) setTimeout(answer, Number(q.get('delay'))); else answer();
 });
 frame.src = q.get('widget');
+// What only the host says: a notification posted to the widget.
+window.__notify = function (method, params) {
+  frame.contentWindow.postMessage({ jsonrpc: '2.0', method: method, params: params }, '*');
+};
 </script>`;
 
 const BRIDGE_JS = readFileSync(BRIDGE, 'utf8');
-const WIDGET_PAGE = `<!doctype html><html><head><meta charset=utf-8><script>${BRIDGE_JS}</script></head><body><p>widget</p></body></html>`;
+// The events window.openai's globals changed by, as the Apps SDK's hooks hear them.
+const WIDGET_PAGE = `<!doctype html><html><head><meta charset=utf-8><script>${BRIDGE_JS}</script><script>
+window.__globals = [];
+window.addEventListener('openai:set_globals', function (e) { window.__globals.push(JSON.parse(JSON.stringify(e.detail.globals))); });
+</script></head><body><p>widget</p></body></html>`;
 // Another document of the widget's origin: writes what ?plant holds (key → text).
 const PLANT_PAGE = `<!doctype html><meta charset=utf-8><script>
 var plant = JSON.parse(new URLSearchParams(location.search).get('plant'));
@@ -189,9 +204,10 @@ async function main() {
 
   // The widget mounted for `call` of the widget `uri`, initialised; its frame.
   // `sandbox`: the frame's sandbox attribute (none by default).
-  const mount = async ({ call = 7, uri = 'ui://board/v1.html', result = {}, sandbox, delay } = {}) => {
+  const mount = async ({ call = 7, uri = 'ui://board/v1.html', result = {}, sandbox, delay, styles } = {}) => {
     const q = new URLSearchParams({ call: JSON.stringify(call), uri, widget: `${widgetOrigin}/widget.html`,
       result: typeof result === 'string' ? result : JSON.stringify(result) });
+    if (styles !== undefined) q.set('styles', JSON.stringify(styles));
     if (sandbox !== undefined) q.set('sandbox', sandbox);
     if (delay !== undefined) q.set('delay', String(delay));
     await page.goto(`${hostOrigin}/?${q}`, { waitUntil: 'load', timeout: 20000 });
@@ -318,6 +334,34 @@ async function main() {
     const result = await frame.evaluate(() => window.__call);
     const after = await frame.evaluate(() => ({ toolOutput: window.openai.toolOutput ?? null, theme: window.openai.theme ?? null }));
     summary.cases.foreign = { during, result, after, foreign_frames: page.frames().filter((f) => f.url().startsWith(foreignOrigin)).length };
+  }
+  await moreCases(cases, mount);
+}
+
+async function moreCases(cases, mount) {
+  if (cases.includes('tool-input')) {
+    const frame = await mount();
+    const out = summary.cases['tool-input'] = {};
+    out.before = await frame.evaluate(() => window.openai.toolInput);
+    out.events_before = await frame.evaluate(() => window.__globals.filter((g) => 'toolInput' in g).length);
+    await frame.page().evaluate(() => window.__notify('ui/notifications/tool-input', { arguments: { city: 'Lyon', days: 3 } }));
+    await frame.waitForFunction(() => window.openai.toolInput && window.openai.toolInput.city, null, { timeout: 5000, polling: 50 });
+    out.after = await frame.evaluate(() => window.openai.toolInput);
+    out.events = await frame.evaluate(() => window.__globals.filter((g) => 'toolInput' in g));
+  }
+  if (cases.includes('styles')) {
+    const frame = await mount({ styles: { '--color-background-primary': 'rgb(1, 2, 3)', 'not-a-variable': 'red' } });
+    const root = () => frame.evaluate(() => ({
+      background: getComputedStyle(document.documentElement).getPropertyValue('--color-background-primary').trim(),
+      text: getComputedStyle(document.documentElement).getPropertyValue('--color-text-primary').trim(),
+      inline: document.documentElement.getAttribute('style'),
+    }));
+    const out = summary.cases.styles = { initialized: await root() };
+    await frame.page().evaluate(() => window.__notify('ui/notifications/host-context-changed',
+      { theme: 'dark', styles: { variables: { '--color-text-primary': 'rgb(4, 5, 6)' } } }));
+    await frame.waitForFunction(() => window.openai.theme === 'dark', null, { timeout: 5000, polling: 50 });
+    out.changed = await root();
+    out.openai_keys = await frame.evaluate(() => Object.keys(window.openai).filter((k) => /style|variable|css/i.test(k)));
   }
 }
 

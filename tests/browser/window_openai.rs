@@ -209,3 +209,48 @@ fn widget_state_is_restored_only_to_its_own_widget_and_call() {
     assert_eq!(got["other_widget_same_call"], Value::Null, "{got}");
     assert_eq!(got["same_widget_other_call"], Value::Null, "{got}");
 }
+
+/// `window.openai.toolInput` is empty until the host's
+/// `ui/notifications/tool-input` (ChatGPT sends a call's arguments only once
+/// the user approved it: plugin UI changelog, May 2026), then is the
+/// notification's `arguments`, and `openai:set_globals` carries them. Nothing
+/// fills it before: no event names `toolInput` until the notification.
+#[test]
+fn tool_input_reaches_window_openai_only_with_the_hosts_notification() {
+    if !peers_ready() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let got = bridge_case("tool-input");
+    assert_eq!(got["before"], serde_json::json!({}), "{got}");
+    assert_eq!(got["events_before"], 0, "{got}");
+    let args = serde_json::json!({ "city": "Lyon", "days": 3 });
+    assert_eq!(got["after"], args, "{got}");
+    assert_eq!(
+        got["events"],
+        serde_json::json!([{ "toolInput": args }]),
+        "{got}"
+    );
+}
+
+/// The host's `hostContext.styles.variables` reach a `window.openai`
+/// widget's document root as CSS variables, from `ui/initialize`'s answer
+/// and from `ui/notifications/host-context-changed` (a key that is not a
+/// custom property is left out); `window.openai` gains no field of its own
+/// for them (ChatGPT documents none). (Before: neither reached the widget.)
+#[test]
+fn host_style_variables_reach_a_window_openai_widgets_computed_style() {
+    if !peers_ready() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let got = bridge_case("styles");
+    assert_eq!(got["initialized"]["background"], "rgb(1, 2, 3)", "{got}");
+    assert!(
+        !texts(&got["initialized"]["inline"]).contains("not-a-variable"),
+        "{got}"
+    );
+    assert_eq!(got["changed"]["text"], "rgb(4, 5, 6)", "{got}");
+    assert_eq!(got["changed"]["background"], "rgb(1, 2, 3)", "{got}");
+    assert_eq!(got["openai_keys"], serde_json::json!([]), "{got}");
+}

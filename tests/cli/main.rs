@@ -6,6 +6,7 @@
 //! Every server listens on 127.0.0.1, and every run of the binary is bounded.
 
 mod bare_binary;
+mod challenge;
 mod check;
 mod commands;
 mod init;

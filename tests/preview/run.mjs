@@ -51,6 +51,13 @@
 // paste that one first and report the error shown (checks.bad_token); paste TOKEN, wait for
 // the tools (checks.pasted), then --call as below.
 //
+// --hosts: list_tasks renders the built-in table and complete_task the window.openai-only
+// widget (both installed by the caller): the page's "What each host sees" table before any
+// call (checks.table_before), then list_tasks called and rendered as each host in turn
+// (checks.as.<host>: the frame's host, the host CSS variable the widget's root computes,
+// the frame's height, the table's cells), the widget made 900 px taller as Claude
+// (checks.claude_tall), and complete_task {"id": 1} rendered as ChatGPT (checks.openai_as_chatgpt:
+// the toolInput the widget saw first, its globals, the variable it computes).
 // --builtin-table: list_tasks renders the built-in table (widget = "builtin:table")
 // --openai-widget: complete_task renders a widget that only knows window.openai
 // (tests/preview/openai-only, installed in the overlays by the caller); call it and
@@ -80,6 +87,7 @@ const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i += 2) {
   if (argv[i] === '--openai-widget') { opts.openaiWidget = true; i -= 1; continue; }
   if (argv[i] === '--builtin-table') { opts.builtinTable = true; i -= 1; continue; }
+  if (argv[i] === '--hosts') { opts.hosts = true; i -= 1; continue; }
   if (argv[i] === '--sign-out') { opts.signOut = true; i -= 1; continue; }
   if (argv[i] === '--forged-callbacks') { opts.forged = true; i -= 1; continue; }
   const key = {
@@ -187,6 +195,7 @@ async function main() {
   if (opts.signIn) return signInFlow(page);
   if (opts.paste) return pasteFlow(page);
   if (opts.forged) return forgedCallbacks(page);
+  if (opts.hosts) return hostsFlow(page);
   await step('open /preview', async () => {
     const response = await page.goto(opts.url, { timeout: left(20000), waitUntil: 'load' });
     summary.checks.page_status = response.status();
@@ -738,3 +747,81 @@ async function pasteFlow(page) {
 }
 
 main().then(() => finish(true), (e) => finish(false, e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : String(e)));
+
+// --hosts: the widget rendered as each host, and what the page says each host sees.
+async function hostsFlow(page) {
+  const table = () => page.$$eval('#hosts-table tbody tr', (trs) => Object.fromEntries(trs.map((tr) => [
+    tr.dataset.row, Object.fromEntries([...tr.querySelectorAll('td')].map((td) => [td.dataset.host, td.textContent]))])));
+  const frameOf = async () => (await page.$('#widget-host iframe')).contentFrame();
+  const rootVar = (frame) => frame.evaluate(() =>
+    getComputedStyle(document.documentElement).getPropertyValue('--color-background-primary').trim());
+  await step('open /preview', async () => {
+    await page.goto(opts.url, { timeout: left(20000), waitUntil: 'load' });
+    await page.locator('#tool-list button[data-tool="list_tasks"]').waitFor({ timeout: left(30000) });
+    summary.checks.app_only_badges = await page.$$eval('#tool-list button[data-tool]', (bs) => bs
+      .filter((b) => [...b.querySelectorAll('.badge')].some((x) => x.textContent === 'app only')).map((b) => b.dataset.tool));
+    summary.checks.table_before = await table();
+    summary.checks.hosts = await page.evaluate(() => window.__previewHosts);
+  });
+  await step('call list_tasks (the built-in table)', async () => {
+    await page.click('#tool-list button[data-tool="list_tasks"]');
+    await page.click('#call-button');
+    await page.frameLocator('#widget-host iframe').locator('table tbody tr').first().waitFor({ timeout: left(30000) });
+  });
+  summary.checks.as = {};
+  for (const host of ['chatgpt', 'claude', 'apps']) {
+    await step(`render it as ${host}`, async () => {
+      await page.selectOption('#preview-host', host);
+      await page.locator(`#widget-host[data-host="${host}"] iframe[data-host="${host}"]`).waitFor({ timeout: left(20000) });
+      await page.frameLocator('#widget-host iframe').locator('table tbody tr').first().waitFor({ timeout: left(30000) });
+      const frame = await frameOf();
+      const styles = summary.checks.hosts[host].styles;
+      const want = styles ? styles.light['--color-background-primary'] : '';
+      await frame.waitForFunction((w) => getComputedStyle(document.documentElement)
+        .getPropertyValue('--color-background-primary').trim() === w, want, { timeout: left(10000), polling: 100 }).catch(() => {});
+      await page.waitForFunction(() => window.__preview.view && window.__preview.view.reportedHeight !== null, null,
+        { timeout: left(10000), polling: 100 });
+      summary.checks.as[host] = {
+        frame_host: await page.getAttribute('#widget-host iframe', 'data-host'),
+        background: await rootVar(frame),
+        frame_height: await page.$eval('#widget-host iframe', (f) => f.getBoundingClientRect().height),
+        table: await table(),
+        note: await page.textContent('#host-note'),
+      };
+    });
+  }
+  await step('as Claude, a widget taller than 500 px is cut at 500', async () => {
+    await page.selectOption('#preview-host', 'claude');
+    await page.locator('#widget-host iframe[data-host="claude"]').waitFor({ timeout: left(20000) });
+    await page.frameLocator('#widget-host iframe').locator('table tbody tr').first().waitFor({ timeout: left(30000) });
+    const frame = await frameOf();
+    await frame.evaluate(() => {
+      const tall = document.createElement('div');
+      tall.style.height = '900px';
+      document.body.appendChild(tall);
+    });
+    await page.waitForFunction(() => window.__preview.view.reportedHeight > 900, null, { timeout: left(10000), polling: 100 });
+    summary.checks.claude_tall = {
+      reported: await page.evaluate(() => window.__preview.view.reportedHeight),
+      frame_height: await page.$eval('#widget-host iframe', (f) => f.getBoundingClientRect().height),
+      cell: (await table()).height.claude,
+      flagged: await page.$$eval('#hosts-table tr[data-row="height"] td[data-host="claude"] .over', (x) => x.length),
+    };
+  });
+  await step('complete_task {"id": 1} as ChatGPT (the window.openai widget)', async () => {
+    await page.selectOption('#preview-host', 'chatgpt');
+    await page.click('#tool-list button[data-tool="complete_task"]');
+    await page.fill('#arg-id', '1');
+    await page.click('#call-button');
+    const widget = page.frameLocator('#widget-host iframe');
+    await widget.locator('#globals', { hasText: 'input={"id":1}' }).waitFor({ timeout: left(30000) });
+    const frame = await frameOf();
+    summary.checks.openai_as_chatgpt = {
+      first_input: await widget.locator('#first-input').textContent(),
+      globals: await widget.locator('#globals').textContent(),
+      background: await rootVar(frame),
+      frame_host: await page.getAttribute('#widget-host iframe', 'data-host'),
+    };
+  });
+  await endClean(page);
+}

@@ -83,6 +83,8 @@ pub struct Gateway {
     pub reopening: crate::session::Flights<(usize, String)>,
     /// Whether `/preview` is served (`Config::preview_enabled`).
     pub preview: bool,
+    /// The token answered at `/.well-known/openai-apps-challenge`.
+    pub openai_apps_challenge: Option<Arc<str>>,
     /// Request counters and latency histograms, served at `/metrics`.
     pub metrics: Arc<Metrics>,
     /// The upstreams' last readiness, served at `/readyz`.
@@ -299,6 +301,7 @@ impl Gateway {
             reviving: Default::default(),
             reopening: Default::default(),
             preview: config.preview_enabled(),
+            openai_apps_challenge: config.openai_apps_challenge.as_deref().map(Arc::from),
             metrics: Arc::new(metrics),
         }))
     }

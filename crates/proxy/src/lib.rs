@@ -18,13 +18,15 @@
 //!   OAuth through, the resource server of `[auth]` and the authorization
 //!   server of `[authorization_server]` (their rules are `mcp_ui_identity`'s).
 //! - [`metrics`], [`health`], [`preview`]: `/metrics`, `/readyz`, `/preview`;
-//!   [`assets`]: the widget files the gateway serves, `/assets/…`.
+//!   [`assets`]: the widget files the gateway serves, `/assets/…`;
+//!   `challenge`: ChatGPT's domain-verification token.
 //! - [`live`]: the overlay snapshot in force, swapped whole on reload;
 //!   [`upstream_tools`]: what each upstream last listed, and what `check`
 //!   would say of it.
 
 pub mod app_endpoint;
 pub mod assets;
+mod challenge;
 pub mod endpoint;
 pub mod gateway;
 pub mod health;

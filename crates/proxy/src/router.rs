@@ -1,6 +1,7 @@
 //! Which part of the gateway answers a request, by its path: liveness,
 //! protected-resource metadata, metrics, readiness, the preview page, a
-//! widget's served files, or a mount's MCP endpoint. The innermost service of [`crate::stack`].
+//! widget's served files, ChatGPT's domain-verification token, or a mount's
+//! MCP endpoint. The innermost service of [`crate::stack`].
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -17,7 +18,7 @@ use crate::gateway::Gateway;
 use crate::middleware::cors;
 use crate::oauth::passthrough;
 use crate::reply::{Body, text};
-use crate::{assets, endpoint, health, metrics, preview};
+use crate::{assets, challenge, endpoint, health, metrics, preview};
 
 /// The router's future, boxed: hyper keeps room for a connection's service
 /// future for as long as the connection is open, idle or not, so an
@@ -104,6 +105,11 @@ impl Service<Request<Incoming>> for Router {
         }
         if preview::claims(path) {
             return ready(preview_page(&gw, &req));
+        }
+        if path == challenge::PATH
+            && let Some(token) = &gw.openai_apps_challenge
+        {
+            return ready(challenge::answer(token, req.method()));
         }
         ready(text(StatusCode::NOT_FOUND, not_found(&gw)))
     }

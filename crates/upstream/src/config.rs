@@ -11,6 +11,7 @@
 pub mod app;
 pub mod auth;
 pub mod authorization;
+mod challenge;
 mod load;
 mod problems;
 mod schema;

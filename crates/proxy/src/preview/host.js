@@ -59,6 +59,7 @@
     authSignIn: $('auth-sign-in'), signIn: $('sign-in'), signInNote: $('sign-in-note'),
     tokenDetails: $('token-details'), tokenForm: $('token-form'), tokenInput: $('token-input'), tokenHint: $('token-hint'),
     fillFrom: $('fill-from'), fillNote: $('fill-note'),
+    previewHost: $('preview-host'), hostNote: $('host-note'), hostsTable: $('hosts-table'),
   };
 
   var state = {
@@ -77,6 +78,8 @@
     displayMode: 'inline',
     locale: 'en-US',
     modelContext: null,
+    // The host the widget is rendered as (HOSTS).
+    host: 'apps',
   };
   // For tests and debugging.
   window.__preview = state;
@@ -1038,6 +1041,7 @@
       button.addEventListener('click', function () { selectTool(tool.name); });
       ui.toolList.appendChild(el('li', {}, [button]));
     });
+    renderHostsTable();
   }
 
   // What calling the tool requires, from its securitySchemes (what the
@@ -1329,7 +1333,7 @@
       containerDimensions: { maxHeight: 2000 },
     };
     if (tool) ctx.toolInfo = { tool: tool };
-    return ctx;
+    return asHost(ctx);
   }
 
   function changeHostContext(partial) {
@@ -1340,7 +1344,7 @@
     ui.locale.value = state.locale;
     applyDisplayMode();
     var view = state.view;
-    if (view && view.initialized) notifyView(view, 'ui/notifications/host-context-changed', partial);
+    if (view && view.initialized) notifyView(view, 'ui/notifications/host-context-changed', hostChange(partial));
   }
 
   function applyDisplayMode() {
@@ -1354,6 +1358,190 @@
   ui.exitMode.addEventListener('click', function () { changeHostContext({ displayMode: 'inline' }); });
   ui.clearLog.addEventListener('click', function () { ui.bridgeLog.textContent = ''; });
 
+  // ------------------------------------------------------------------ what each host sees
+
+  // The hosts the widget can be rendered as, side by side in "What each host
+  // sees": what an author should check before submitting. The style
+  // variables are stand-ins in MCP Apps' standard names, one set a theme (the
+  // hosts' own values differ and change); what matters is that the widget
+  // follows them. Sources:
+  // - ChatGPT reads _meta.ui.visibility (openai/visibility is deprecated,
+  //   developers.openai.com/plugins/changelog, July 2026) and refuses a
+  //   widget's call to a tool without openai/widgetAccessible; it sends
+  //   hostContext.styles.variables (May 2026); its inline frame is as tall
+  //   as the widget reports, with no cap (window.openai.maxHeight unset
+  //   inline; fullscreen or pip for more); widgets run at the app's origin
+  //   under web-sandbox.oaiusercontent.com; CSP from openai/widgetCSP.
+  // - Claude is an MCP Apps host: _meta.ui.visibility, widgets inline at most
+  //   500 px high (Anthropic's directory checklist), a sandbox origin per
+  //   server under claudemcpcontent.com, CSP from _meta.ui.csp.
+  var FONT = 'ui-sans-serif, system-ui, -apple-system, "Segoe UI", sans-serif';
+  var HOSTS = {
+    apps: {
+      label: 'MCP Apps host', info: HOST_INFO, inlineMax: null, styles: null,
+      height: 'as tall as the widget reports (this page: at most 2000 px)',
+    },
+    chatgpt: {
+      label: 'ChatGPT', info: { name: 'chatgpt', version: 'preview' }, inlineMax: null,
+      styles: {
+        light: { '--color-background-primary': 'rgb(255, 255, 255)', '--color-text-primary': 'rgb(13, 13, 13)', '--font-sans': FONT },
+        dark: { '--color-background-primary': 'rgb(33, 33, 33)', '--color-text-primary': 'rgb(236, 236, 236)', '--font-sans': FONT },
+      },
+      height: 'inline: as tall as the widget reports, no cap; fullscreen or pip for more',
+    },
+    claude: {
+      label: 'Claude', info: { name: 'Claude', version: 'preview' }, inlineMax: 500,
+      styles: {
+        light: { '--color-background-primary': 'rgb(250, 249, 245)', '--color-text-primary': 'rgb(20, 20, 19)', '--font-sans': FONT },
+        dark: { '--color-background-primary': 'rgb(38, 38, 36)', '--color-text-primary': 'rgb(250, 249, 245)', '--font-sans': FONT },
+      },
+      height: 'inline: at most 500 px',
+    },
+  };
+  window.__previewHosts = HOSTS;
+
+  function hostStyles() {
+    var styles = HOSTS[state.host].styles;
+    return styles ? styles[state.theme] || styles.light : null;
+  }
+
+  // The widget's most height inline, as the host tells it (containerDimensions, maxHeight).
+  function hostMaxHeight() {
+    var cap = HOSTS[state.host].inlineMax;
+    return cap && state.displayMode === 'inline' ? cap : 2000;
+  }
+
+  // The page's host context as the chosen host gives it.
+  function asHost(ctx) {
+    var vars = hostStyles();
+    if (vars) ctx.styles = { variables: vars };
+    ctx.containerDimensions = { maxHeight: hostMaxHeight() };
+    return ctx;
+  }
+
+  // A host context change as the chosen host sends it: a new theme brings
+  // its style variables.
+  function hostChange(partial) {
+    var sent = {};
+    Object.keys(partial).forEach(function (k) { sent[k] = partial[k]; });
+    var vars = hostStyles();
+    if (partial.theme && vars) sent.styles = { variables: vars };
+    if (partial.displayMode) sent.containerDimensions = { maxHeight: hostMaxHeight() };
+    return sent;
+  }
+
+  function renderedAsHost(view) {
+    ui.widgetHost.setAttribute('data-host', view.host);
+    view.iframe.setAttribute('data-host', view.host);
+    ui.hostNote.textContent = HOSTS[view.host].height;
+    renderHostsTable();
+  }
+
+  // What the widget says of its size, as the chosen host takes it: Claude
+  // keeps an inline widget at most 500 px high, whatever it reports.
+  function hostSaw(view, method, params) {
+    if (method !== 'ui/notifications/size-changed' || typeof params.height !== 'number') return;
+    view.reportedHeight = Math.ceil(params.height);
+    var cap = HOSTS[view.host].inlineMax;
+    if (cap && state.displayMode === 'inline' && view.reportedHeight > cap) view.iframe.style.height = cap + 'px';
+    renderHostsTable();
+  }
+
+  ui.previewHost.addEventListener('change', function () {
+    state.host = HOSTS[ui.previewHost.value] ? ui.previewHost.value : 'apps';
+    var view = state.view;
+    if (view && !view.closed) renderWidget(view.tool, view.arguments, view.result);
+    else renderHostsTable();
+  });
+
+  // Who each host lets see a tool: the model (no visibility, or one with
+  // "model"), the app only, and which tools a widget may call.
+  function toolAudiences() {
+    var model = [], appOnly = [], appCalls = [], chatgptCalls = [], legacy = [];
+    state.tools.forEach(function (tool) {
+      var visibility = uiMeta(tool).visibility;
+      var meta = tool._meta || {};
+      var seen = !Array.isArray(visibility) || visibility.indexOf('model') >= 0;
+      (seen ? model : appOnly).push(tool.name);
+      if (!Array.isArray(visibility) || visibility.indexOf('app') >= 0) appCalls.push(tool.name);
+      if (meta['openai/widgetAccessible'] === true) chatgptCalls.push(tool.name);
+      if (meta['openai/visibility'] !== undefined) legacy.push(tool.name + ' (' + meta['openai/visibility'] + ')');
+    });
+    return { model: model, appOnly: appOnly, appCalls: appCalls, chatgptCalls: chatgptCalls, legacy: legacy };
+  }
+
+  function names(list, none) { return list.length ? list.join(', ') : none; }
+
+  // A host's CSP of the rendered widget, from the resource's _meta.ui.csp
+  // (MCP Apps hosts, Claude) or openai/widgetCSP (ChatGPT, falling back to
+  // _meta.ui.csp): where it may connect, load from, frame and send links.
+  function cspOf(host, contentMeta) {
+    var declared = (contentMeta.ui && contentMeta.ui.csp) || {};
+    var legacy = host === 'chatgpt' ? contentMeta['openai/widgetCSP'] : null;
+    var list = function (v) { return Array.isArray(v) && v.length ? v.join(' ') : "'none'"; };
+    var parts = legacy ? [
+      'connect-src ' + list(legacy.connect_domains), 'resources ' + list(legacy.resource_domains),
+      'frame-src ' + list(legacy.frame_domains), 'redirects ' + list(legacy.redirect_domains),
+    ] : [
+      'connect-src ' + list(declared.connectDomains), 'resources ' + list(declared.resourceDomains),
+      'frame-src ' + list(declared.frameDomains), 'base-uri ' + list(declared.baseUriDomains),
+    ];
+    return (legacy ? 'openai/widgetCSP: ' : '_meta.ui.csp: ') + parts.join('; ');
+  }
+
+  // The origin a host serves the widget at.
+  function originOf(host, view) {
+    var origins = state.mount && state.mount.origins;
+    if (host === 'apps') {
+      var domain = view && view.meta && view.meta.domain;
+      return 'this page\'s sandbox (an opaque origin)' + (domain ? '; _meta.ui.domain ' + domain : '');
+    }
+    if (!origins) return 'set public_url to derive it';
+    return host === 'chatgpt' ? origins.chatgpt : origins.claude + ' (per server)';
+  }
+
+  function heightOf(host, view) {
+    var said = HOSTS[host].height;
+    if (!view || view.reportedHeight === null) return [said];
+    var cap = HOSTS[host].inlineMax;
+    var over = cap && view.reportedHeight > cap;
+    var text = 'reported ' + view.reportedHeight + ' px' + (cap ? ' of at most ' + cap : '');
+    return [said, el('br'), el('span', { className: over ? 'over' : '', text: over ? text + ': cut off' : text })];
+  }
+
+  function renderHostsTable() {
+    var body = ui.hostsTable.tBodies[0];
+    body.textContent = '';
+    var a = toolAudiences();
+    var view = state.view && !state.view.closed ? state.view : null;
+    var rows = [
+      ['model', 'The model sees', function () { return names(a.model, 'no tool'); }],
+      ['app-only', 'Only the app (app only)', function (h) {
+        return names(a.appOnly, 'none') + (h === 'chatgpt' && a.legacy.length ? ' · openai/visibility: ' + a.legacy.join(', ') : '');
+      }],
+      ['calls', 'The widget may call', function (h) { return names(h === 'chatgpt' ? a.chatgptCalls : a.appCalls, 'no tool'); }],
+      ['origin', 'Widget origin', function (h) { return originOf(h, view); }],
+      ['height', 'Height', function (h) { return heightOf(h, view); }],
+      ['csp', 'CSP', function (h) { return view ? cspOf(h, view.contentMeta) : 'render a widget to see it'; }],
+    ];
+    rows.forEach(function (row) {
+      var tr = el('tr', { 'data-row': row[0] }, [el('th', { scope: 'row', text: row[1] })]);
+      Object.keys(HOSTS).forEach(function (h) {
+        var shown = row[2](h);
+        var td = el('td', { 'data-host': h }, Array.isArray(shown) ? shown.map(function (x) {
+          return typeof x === 'string' ? document.createTextNode(x) : x;
+        }) : [document.createTextNode(shown)]);
+        if (h === state.host) td.setAttribute('data-current', '');
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+    Array.prototype.forEach.call(ui.hostsTable.tHead.rows[0].cells, function (th) {
+      if (th.getAttribute('data-host') === state.host) th.setAttribute('data-current', '');
+      else th.removeAttribute('data-current');
+    });
+  }
+
   // ------------------------------------------------------------------ the widget and its bridge
 
   // Runs inside the widget document (serialized into it): window.openai for
@@ -1362,13 +1550,25 @@
     var seq = 0;
     var pending = {};
     var bridgeSeen = false;
+    // toolInput is empty until ui/notifications/tool-input: ChatGPT sends a
+    // call's arguments only once the user approved it (plugin UI changelog,
+    // May 2026), and nothing fills them in before.
     var globals = {
-      toolInput: init.toolInput, toolOutput: init.toolOutput, toolResponseMetadata: init.toolResponseMetadata,
+      toolInput: {}, toolOutput: init.toolOutput, toolResponseMetadata: init.toolResponseMetadata,
       widgetState: null, theme: init.theme, displayMode: init.displayMode, locale: init.locale,
       maxHeight: init.maxHeight, safeArea: { insets: { top: 0, right: 0, bottom: 0, left: 0 } },
       userAgent: { device: { type: 'desktop' }, capabilities: { hover: true, touch: false } },
       view: { mode: init.displayMode, params: null },
     };
+    // The host's CSS variables (hostContext.styles.variables) on the
+    // document root; window.openai has no field for them.
+    function applyStyles(vars) {
+      if (!vars || typeof vars !== 'object') return;
+      Object.keys(vars).forEach(function (k) {
+        if (/^--[\w-]+$/.test(k) && typeof vars[k] === 'string') document.documentElement.style.setProperty(k, vars[k]);
+      });
+    }
+    applyStyles(init.styles);
     function post(message) { window.parent.postMessage(message, '*'); }
     function request(method, params) {
       var id = 'openai:' + (++seq);
@@ -1429,6 +1629,7 @@
         setGlobals({ toolOutput: p.structuredContent === undefined ? null : p.structuredContent,
           toolResponseMetadata: p._meta === undefined ? null : p._meta });
       } else if (m.method === 'ui/notifications/host-context-changed') {
+        applyStyles(p.styles && p.styles.variables);
         var g = {};
         ['theme', 'displayMode', 'locale'].forEach(function (k) { if (p[k] !== undefined) g[k] = p[k]; });
         if (Object.keys(g).length) setGlobals(g);
@@ -1577,11 +1778,10 @@
       return;
     }
     var init = {
-      toolInput: args,
       toolOutput: result && result.structuredContent !== undefined ? result.structuredContent : null,
       toolResponseMetadata: result && result._meta !== undefined ? result._meta : null,
-      theme: state.theme, displayMode: state.displayMode, locale: state.locale, maxHeight: 2000,
-      protocolVersion: APPS_PROTOCOL_VERSION,
+      theme: state.theme, displayMode: state.displayMode, locale: state.locale, maxHeight: hostMaxHeight(),
+      protocolVersion: APPS_PROTOCOL_VERSION, styles: hostStyles(),
     };
     await teardown(state.view);
     var iframe = el('iframe', {
@@ -1596,13 +1796,14 @@
     var view = {
       iframe: iframe, tool: tool, uri: uri, csp: csp, arguments: args, result: result,
       html: prepareHtml(html, init), source: html, meta: meta, initialized: false, closed: false, nextId: 1, pending: {},
-      mimeType: content.mimeType,
+      mimeType: content.mimeType, contentMeta: content._meta || {}, host: state.host, reportedHeight: null,
     };
     state.view = view;
     ui.widgetEmpty.hidden = true;
     ui.widgetUri.textContent = uri;
     ui.widgetHost.appendChild(iframe);
     applyDisplayMode();
+    renderedAsHost(view);
     log('info', 'host', 'render', uri + ' · ' + content.mimeType + ' · csp ' + short(csp));
   }
 
@@ -1639,6 +1840,7 @@
     log('info', 'in', msg.method, params);
     if (!isRequest) {
       onViewNotification(view, msg.method, params);
+      hostSaw(view, msg.method, params);
       return;
     }
     onViewRequest(view, msg.id, msg.method, params).then(function (result) {
@@ -1697,7 +1899,7 @@
       case 'ui/initialize':
         return {
           protocolVersion: APPS_PROTOCOL_VERSION,
-          hostInfo: HOST_INFO,
+          hostInfo: HOSTS[view.host].info,
           hostCapabilities: {
             openLinks: {}, serverTools: {}, serverResources: {}, logging: {},
             updateModelContext: { text: {}, structuredContent: {} },

@@ -106,8 +106,9 @@ pub fn descriptor(
     }
     let meta = object_at(&mut tool, "_meta");
     template_meta(meta, &uri);
+    // Model and app; `ui.visibility` alone says so (see
+    // `tools::set_visibility` on ChatGPT's deprecated `openai/visibility`).
     object_at(meta, "ui").insert("visibility".into(), json!(["model", "app"]));
-    meta.insert("openai/visibility".into(), json!("public"));
     meta.insert("openai/widgetAccessible".into(), json!(true));
     if let Some(text) = &render.invoking {
         meta.insert("openai/toolInvocation/invoking".into(), json!(text));
@@ -324,6 +325,11 @@ mod tests {
         );
         assert_eq!(tool["_meta"]["openai/toolInvocation/invoking"], "Drawing…");
         assert!(tool["_meta"]["ui"]["resourceUri"].is_string());
+        // Model and app: `ui.visibility` alone says so (ChatGPT's deprecated
+        // `openai/visibility` is written only to hide a tool from the model).
+        assert_eq!(tool["_meta"]["ui"]["visibility"], json!(["model", "app"]));
+        assert_eq!(tool["_meta"].get("openai/visibility"), None);
+        assert_eq!(tool["_meta"]["openai/widgetAccessible"], true);
         assert!(
             tool["description"]
                 .as_str()
@@ -355,14 +361,14 @@ mod tests {
     fn meta_is_merged_into_the_render_tool_with_a_warning_per_gateway_key() {
         let (mount, widgets) = setup();
         let mut render = mount.render_tool("show").unwrap().clone();
-        render.meta = json!({ "vendor/x": 1, "openai/visibility": "private" })
+        render.meta = json!({ "vendor/x": 1, "openai/widgetAccessible": false })
             .as_object()
             .cloned();
         let (tool, warnings) = descriptor("show", &render, &mount, &widgets).unwrap();
         assert_eq!(tool["_meta"]["vendor/x"], 1);
-        assert_eq!(tool["_meta"]["openai/visibility"], "private");
+        assert_eq!(tool["_meta"]["openai/widgetAccessible"], false);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(warnings[0].reason.contains("openai/visibility"));
+        assert!(warnings[0].reason.contains("openai/widgetAccessible"));
     }
 
     #[test]

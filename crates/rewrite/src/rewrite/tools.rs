@@ -4,12 +4,13 @@
 //! need the tool's live `inputSchema` and so are checked here, per listing.
 
 pub mod page;
+mod visibility;
 
 use serde_json::{Map, Value, json};
 
 use super::object::object_at;
 use super::warning::Warning;
-use crate::overlay::{Audience, MountOverlays, ToolOverlay, Widgets, merge_meta};
+use crate::overlay::{MountOverlays, ToolOverlay, Widgets, merge_meta};
 
 /// Rewrites a `tools/list` result in place. Tools without an overlay, the
 /// order of tools, `nextCursor` and every other field stay as they are.
@@ -237,7 +238,7 @@ fn set_meta(tool: &mut Map<String, Value>, overlay: &ToolOverlay, changes: MetaC
         meta.insert("openai/outputTemplate".into(), json!(uri));
     }
     if overlay.widget.is_some() || overlay.visibility.is_some() || overlay.app_callable {
-        set_visibility(meta, overlay.visibility.as_deref(), overlay.app_callable);
+        visibility::set(meta, overlay.visibility.as_deref(), overlay.app_callable);
     }
     if let Some(text) = &overlay.invoking {
         meta.insert("openai/toolInvocation/invoking".into(), json!(text));
@@ -288,53 +289,6 @@ fn widget_only_against_output_schema(
             warnings.push(Warning::new(name, reason));
         }
     }
-}
-
-/// Writes `ui.visibility` and both OpenAI aliases, always explicitly: MCP's
-/// default visibility includes "app" while ChatGPT's `widgetAccessible`
-/// defaults to false, so leaving either out means two hosts disagree.
-///
-/// Without an overlay value, a visibility the upstream already declared is
-/// kept (and mirrored), with `"app"` added when a built-in widget calls the
-/// tool (`app_callable`); otherwise MCP's default `["model", "app"]` applies.
-fn set_visibility(meta: &mut Map<String, Value>, overlay: Option<&[Audience]>, app_callable: bool) {
-    let audiences: Vec<Audience> = match overlay {
-        Some(list) => list.to_vec(),
-        None => {
-            let mut upstream = meta
-                .get("ui")
-                .and_then(|ui| ui.get("visibility"))
-                .and_then(upstream_visibility)
-                .unwrap_or_else(|| vec![Audience::Model, Audience::App]);
-            if app_callable {
-                upstream.push(Audience::App);
-            }
-            upstream
-        }
-    };
-    let model = audiences.contains(&Audience::Model);
-    let app = audiences.contains(&Audience::App);
-    // Canonical order, whatever the overlay's.
-    let visibility: Vec<&str> = [(model, "model"), (app, "app")]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect();
-    object_at(meta, "ui").insert("visibility".into(), json!(visibility));
-    let openai = if model { "public" } else { "private" };
-    meta.insert("openai/visibility".into(), json!(openai));
-    meta.insert("openai/widgetAccessible".into(), json!(app));
-}
-
-fn upstream_visibility(value: &Value) -> Option<Vec<Audience>> {
-    value
-        .as_array()?
-        .iter()
-        .map(|v| match v.as_str()? {
-            "model" => Some(Audience::Model),
-            "app" => Some(Audience::App),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The overlay's file parameters that the tool's `inputSchema` declares

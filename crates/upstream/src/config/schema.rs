@@ -34,6 +34,12 @@ pub struct Config {
     /// listen address for direct clients), and no derived widget domain.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub public_url: Option<String>,
+    /// The domain-verification token ChatGPT's app submission gives, served
+    /// as it is at `/.well-known/openai-apps-challenge` (ChatGPT looks for it
+    /// at the root of the MCP URL's host, whatever the path; every mount and
+    /// app of the gateway shares that origin). Unset: that path is 404.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openai_apps_challenge: Option<String>,
     /// Serve HTTPS: the certificate chain (PEM, leaf first) and its private
     /// key (PEM: PKCS#8, PKCS#1 or SEC1). HTTP/1.1 and HTTP/2 by ALPN. Both
     /// files are re-read when they change; a pair that does not load keeps
@@ -86,6 +92,7 @@ impl Default for Config {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             public_url: None,
+            openai_apps_challenge: None,
             tls_cert: None,
             tls_key: None,
             overlays: PathBuf::from("overlays"),

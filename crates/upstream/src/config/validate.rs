@@ -232,6 +232,9 @@ impl Config {
                 ));
             }
         }
+        if let Some(token) = &self.openai_apps_challenge {
+            problems.extend(super::challenge::problem(token));
+        }
         match (&self.tls_cert, &self.tls_key) {
             (Some(_), None) => problems.push("tls_key: must be set with tls_cert".into()),
             (None, Some(_)) => problems.push("tls_cert: must be set with tls_key".into()),

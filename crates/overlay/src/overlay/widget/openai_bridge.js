@@ -16,6 +16,8 @@
     theme: 'light', locale: navigator.language || 'en-US', displayMode: 'inline', maxHeight: null,
     view: { mode: 'inline', params: null }, safeArea: { insets: { top: 0, right: 0, bottom: 0, left: 0 } },
     userAgent: { device: { type: 'unknown' }, capabilities: { hover: true, touch: false } },
+    // toolInput stays empty until the host's ui/notifications/tool-input:
+    // ChatGPT sends a call's arguments only once the user approved it.
     toolInput: {}, toolOutput: null, toolResponseMetadata: null, widgetState: null
   };
 
@@ -50,6 +52,18 @@
       };
     }
     return p;
+  }
+  // The host's CSS variables (hostContext.styles.variables, which ChatGPT
+  // sends since May 2026, developers.openai.com/plugins/changelog) set on the
+  // document root, as the MCP Apps SDK's applyHostStyleVariables does.
+  // window.openai has no field for them: its globals are the theme, locale,
+  // layout and tool data only.
+  function styles(c) {
+    var vars = c && c.styles && c.styles.variables;
+    if (!vars || typeof vars !== 'object') return;
+    Object.keys(vars).forEach(function (k) {
+      if (/^--[\w-]+$/.test(k) && typeof vars[k] === 'string') document.documentElement.style.setProperty(k, vars[k]);
+    });
   }
   function unsupported(name) {
     return function () {
@@ -159,7 +173,7 @@
     else if (m.method === 'ui/notifications/tool-result') {
       set({ toolOutput: p.structuredContent === undefined ? null : p.structuredContent,
         toolResponseMetadata: p._meta === undefined ? null : p._meta });
-    } else if (m.method === 'ui/notifications/host-context-changed') set(fromContext(p));
+    } else if (m.method === 'ui/notifications/host-context-changed') { styles(p); set(fromContext(p)); }
     else if (m.id !== undefined) {
       post(m.method === 'ping' || m.method === 'ui/resource-teardown' ? { jsonrpc: '2.0', id: m.id, result: {} }
         : { jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'Method not found: ' + m.method } });
@@ -182,6 +196,7 @@
     appInfo: { name: 'window.openai', version: '1.0.0' }, appCapabilities: {}, protocolVersion: '2026-01-26'
   }).then(function (r) {
     var c = r && r.hostContext || {};
+    styles(c);
     set(fromContext(c));
     var info = c.toolInfo || {}, meta = info.tool && info.tool._meta || {};
     var uri = meta.ui && meta.ui.resourceUri || meta['ui/resourceUri'] || meta['openai/outputTemplate'];

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::overlay::{Annotations, SecurityScheme, Widget, WidgetManifest};
+use crate::overlay::{Annotations, Audience, SecurityScheme, Widget, WidgetManifest};
 
 fn clock() -> Widget {
     Widget::compile("clock", &WidgetManifest::default(), "<p>clock</p>".into())
@@ -49,7 +49,6 @@ fn a_widget_sets_all_three_uri_keys_and_explicit_visibility() {
                 "ui": { "resourceUri": uri, "visibility": ["model", "app"] },
                 "ui/resourceUri": uri,
                 "openai/outputTemplate": uri,
-                "openai/visibility": "public",
                 "openai/widgetAccessible": true
             }
         })
@@ -60,11 +59,13 @@ fn a_widget_sets_all_three_uri_keys_and_explicit_visibility() {
 #[test]
 fn visibility_mapping() {
     use Audience::{App, Model};
-    let cases: [(Vec<Audience>, Value, &str, bool); 4] = [
-        (vec![Model, App], json!(["model", "app"]), "public", true),
-        (vec![App], json!(["app"]), "private", true),
-        (vec![Model], json!(["model"]), "public", false),
-        (vec![App, Model], json!(["model", "app"]), "public", true),
+    // ChatGPT's deprecated `openai/visibility` only where it hides a tool
+    // from the model; absent wherever the model sees the tool.
+    let cases: [(Vec<Audience>, Value, Value, bool); 4] = [
+        (vec![Model, App], json!(["model", "app"]), Value::Null, true),
+        (vec![App], json!(["app"]), json!("private"), true),
+        (vec![Model], json!(["model"]), Value::Null, false),
+        (vec![App, Model], json!(["model", "app"]), Value::Null, true),
     ];
     for (visibility, ui, openai, accessible) in cases {
         for widget in [None, Some("clock".to_owned())] {
@@ -104,6 +105,41 @@ fn an_upstream_visibility_is_kept_and_mirrored_unless_overridden() {
     assert_eq!(tool["_meta"]["openai/widgetAccessible"], false);
 }
 
+/// `_meta.ui.visibility` is the one written form: ChatGPT deprecated
+/// `openai/visibility` (plugin UI changelog, July 2026) and reads
+/// `ui.visibility`, so the alias stays only as `"private"` on a tool hidden
+/// from the model, and an upstream's alias on a tool the model sees goes
+/// (its `"private"` would hide the tool from ChatGPT's model against
+/// `ui.visibility`).
+#[test]
+fn openai_visibility_is_written_only_to_hide_a_tool_from_the_model() {
+    for upstream in ["private", "public"] {
+        let native = json!({ "name": "t", "_meta": { "openai/visibility": upstream } });
+        let (tool, _) = rewrite_one(native, with_widget());
+        assert_eq!(tool["_meta"]["ui"]["visibility"], json!(["model", "app"]));
+        assert_eq!(
+            tool["_meta"].get("openai/visibility"),
+            None,
+            "{upstream}: {tool}"
+        );
+        let app_only = ToolOverlay {
+            visibility: Some(vec![Audience::App]),
+            ..ToolOverlay::default()
+        };
+        let native = json!({ "name": "t", "_meta": { "openai/visibility": upstream } });
+        let (tool, _) = rewrite_one(native, app_only);
+        assert_eq!(
+            tool["_meta"]["openai/visibility"], "private",
+            "{upstream}: {tool}"
+        );
+    }
+    // A tool without an overlay keeps whatever its upstream wrote.
+    let mut result =
+        json!({ "tools": [{ "name": "other", "_meta": { "openai/visibility": "public" } }] });
+    tools_list(&mut result, &mount(&[("t", with_widget())]), &widgets());
+    assert_eq!(result["tools"][0]["_meta"]["openai/visibility"], "public");
+}
+
 #[test]
 fn a_tool_a_builtin_widget_calls_becomes_callable_from_widgets() {
     let callable = ToolOverlay {
@@ -115,7 +151,7 @@ fn a_tool_a_builtin_widget_calls_becomes_callable_from_widgets() {
     let (tool, _) = rewrite_one(model_only, callable.clone());
     assert_eq!(tool["_meta"]["ui"]["visibility"], json!(["model", "app"]));
     assert_eq!(tool["_meta"]["openai/widgetAccessible"], true);
-    assert_eq!(tool["_meta"]["openai/visibility"], "public");
+    assert_eq!(tool["_meta"].get("openai/visibility"), None);
     // Nothing declared: MCP's default, written out for ChatGPT.
     let (tool, _) = rewrite_one(json!({ "name": "t" }), callable.clone());
     assert_eq!(tool["_meta"]["openai/widgetAccessible"], true);
@@ -185,7 +221,6 @@ fn existing_keys_keep_their_order_and_unknown_fields_stay() {
             "securitySchemes",
             "ui",
             "ui/resourceUri",
-            "openai/visibility",
             "openai/widgetAccessible"
         ]
     );
