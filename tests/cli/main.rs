@@ -8,6 +8,7 @@
 mod bare_binary;
 mod check;
 mod commands;
+mod heights;
 mod init;
 mod serve;
 #[path = "../support/mod.rs"]
