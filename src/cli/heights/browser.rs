@@ -150,7 +150,7 @@ pub async fn dump_dom(
     let output = match ran {
         Err(_) => {
             return Err(format!(
-                "the browser did not answer within {} s",
+                "the browser did not answer within {} s (a widget that never yields, such as an endless loop, holds it; --browser-timeout gives it longer)",
                 timeout.as_secs()
             ));
         }

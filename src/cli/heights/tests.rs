@@ -1,7 +1,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use super::browser::find;
+use super::browser::{dump_dom, find};
 use super::page::{self, Outcome};
 
 /// A directory holding `names` as executable files (and `plain` as a file
@@ -135,4 +135,34 @@ fn the_page_carries_any_widget_html_as_data() {
         .unwrap();
     let jobs: serde_json::Value = serde_json::from_str(data).unwrap();
     assert_eq!(jobs[0]["html"], "<script>x</script><!-- </script> -->");
+}
+
+/// A browser that fails is said with its exit status; nothing is waited
+/// for.
+#[tokio::test]
+async fn a_browser_that_fails_is_said_with_its_status() {
+    let profile = tempfile::tempdir().unwrap();
+    let why = dump_dom(
+        Path::new("/bin/false"),
+        "file:///nonexistent.html",
+        profile.path(),
+        1_000,
+        std::time::Duration::from_secs(30),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(why, "the browser /bin/false failed (exit status: 1)");
+    let why = dump_dom(
+        Path::new("/nonexistent/chromium"),
+        "file:///nonexistent.html",
+        profile.path(),
+        1_000,
+        std::time::Duration::from_secs(30),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        why.starts_with("the browser /nonexistent/chromium could not be started: "),
+        "{why}"
+    );
 }
