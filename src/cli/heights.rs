@@ -129,8 +129,7 @@ async fn run(
     let url = url::Url::from_file_path(&file)
         .map_err(|()| format!("no file URL for {}", file.display()))?;
     let budget = page::LIMIT_MS + 5_000;
-    let profile = dir.path().join("profile");
-    let dump = browser::dump_dom(browser, url.as_str(), &profile, budget, timeout).await?;
+    let dump = browser::dump_dom(browser, url.as_str(), dir.path(), budget, timeout).await?;
     let outcomes = page::parse(&dump, jobs.len())?;
     let _ = writeln!(
         progress,

@@ -1,14 +1,19 @@
 //! The browser `check` measures widgets in: found by `--browser`, else
 //! `$CHROMIUM`, else the usual names on the PATH; run headless on the
 //! measuring page once, its DOM dumped on stdout when the page's (virtual)
-//! time is up. The run is bounded in wall-clock time: the browser leads a
+//! time is up. The run is bounded in wall-clock time. The browser leads a
 //! process group of its own, which is killed whole at the bound and after
-//! every run (what a browser leaves behind goes with it).
+//! every run; and the group is on the list of the gateway's guardian
+//! (`upstream::stdio::guardian`, started for the run), which ends it should
+//! `check` die first, a Ctrl-C included (a Chromium told to stop while a
+//! widget holds its renderer does not end by itself).
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
+
+use crate::upstream::stdio::guardian;
 
 /// The names looked for on the PATH, in order, when neither `--browser`
 /// nor `$CHROMIUM` names a browser.
@@ -115,57 +120,93 @@ pub fn flags(budget_ms: u64) -> Vec<String> {
     flags
 }
 
-/// Runs `browser` on `url` with a fresh `profile` directory and
-/// [`flags`], and returns what it printed on stdout (the page's DOM).
-/// `Err` when it did not end within `timeout` or failed, in words.
+/// Runs `browser` on `url` with [`flags`], its profile, stdout and stderr
+/// in the directory `work` (files, not pipes: Chromium's crash handler,
+/// outside its group, holds them a while after it ends), and returns what
+/// it printed on stdout (the page's DOM). `Err` when it did not end within
+/// `timeout` (it is then killed) or failed, in words.
 pub async fn dump_dom(
     browser: &Path,
     url: &str,
-    profile: &Path,
+    work: &Path,
     budget_ms: u64,
     timeout: Duration,
 ) -> Result<String, String> {
-    let mut command = tokio::process::Command::new(browser);
-    command
+    let (dom, log) = (work.join("dom.html"), work.join("browser.log"));
+    let create = |file: &Path| {
+        std::fs::File::create(file).map_err(|e| format!("cannot write {}: {e}", file.display()))
+    };
+    let mut child = tokio::process::Command::new(browser)
         .args(flags(budget_ms))
-        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!(
+            "--user-data-dir={}",
+            work.join("profile").display()
+        ))
         .arg(url)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(create(&dom)?)
+        .stderr(create(&log)?)
         .process_group(0)
-        .kill_on_drop(true);
-    let child = command.spawn().map_err(|e| {
-        format!(
-            "the browser {} could not be started: {e}",
-            browser.display()
-        )
-    })?;
-    let group = child.id().and_then(|pid| i32::try_from(pid).ok());
-    let ran = tokio::time::timeout(timeout, child.wait_with_output()).await;
-    // Whatever it left running (helpers, or all of it at the bound).
-    if let Some(pid) = group.and_then(rustix::process::Pid::from_raw) {
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-    }
-    let output = match ran {
-        Err(_) => {
-            return Err(format!(
-                "the browser did not answer within {} s (a widget that never yields, such as an endless loop, holds it; --browser-timeout gives it longer)",
-                timeout.as_secs()
-            ));
-        }
-        Ok(Err(e)) => return Err(format!("the browser {} failed: {e}", browser.display())),
-        Ok(Ok(output)) => output,
-    };
-    if !output.status.success() {
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "the browser {} could not be started: {e}",
+                browser.display()
+            )
+        })?;
+    let group = Group::led_by(child.id());
+    let ran = tokio::time::timeout(timeout, child.wait()).await;
+    // Whatever it left running, or all of it at the bound.
+    drop(group);
+    let Ok(status) = ran else {
+        // Reaped: the group was killed above.
+        let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
         return Err(format!(
-            "the browser {} failed ({}){}",
-            browser.display(),
-            output.status,
-            last_error(&output.stderr)
+            "the browser did not answer within {} s (a widget that never yields, such as an endless loop, holds it; --browser-timeout gives it longer)",
+            timeout.as_secs()
         ));
+    };
+    match status {
+        Err(e) => Err(format!("the browser {} failed: {e}", browser.display())),
+        Ok(status) if !status.success() => Err(format!(
+            "the browser {} failed ({status}){}",
+            browser.display(),
+            last_error(&std::fs::read(&log).unwrap_or_default())
+        )),
+        Ok(_) => std::fs::read(&dom)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .map_err(|e| format!("cannot read {}: {e}", dom.display())),
     }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The browser's process group, on the guardian's list while it may have
+/// members; SIGKILLed whole when dropped.
+struct Group(Option<rustix::process::Pid>);
+
+impl Group {
+    /// The group led by the child `pid` (started with `process_group(0)`).
+    fn led_by(pid: Option<u32>) -> Group {
+        let pid = pid
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(pid) = pid {
+            // Once per process; without one (it could not start) the group
+            // is still ended here, only not should `check` be killed.
+            let _ = std::env::current_exe().and_then(|exe| guardian::start(&exe));
+            guardian::watch(pid.as_raw_nonzero().get());
+        }
+        Group(pid)
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            guardian::forget(pid.as_raw_nonzero().get());
+        }
+    }
 }
 
 /// The last line of the browser's stderr that says an error, as `: …`,

@@ -141,11 +141,11 @@ fn the_page_carries_any_widget_html_as_data() {
 /// for.
 #[tokio::test]
 async fn a_browser_that_fails_is_said_with_its_status() {
-    let profile = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
     let why = dump_dom(
         Path::new("/bin/false"),
         "file:///nonexistent.html",
-        profile.path(),
+        work.path(),
         1_000,
         std::time::Duration::from_secs(30),
     )
@@ -155,7 +155,7 @@ async fn a_browser_that_fails_is_said_with_its_status() {
     let why = dump_dom(
         Path::new("/nonexistent/chromium"),
         "file:///nonexistent.html",
-        profile.path(),
+        work.path(),
         1_000,
         std::time::Duration::from_secs(30),
     )
