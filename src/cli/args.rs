@@ -79,7 +79,8 @@ pub enum Command {
     /// review: annotation hints, output schemas, in-band OAuth challenges,
     /// widget domains, native MCP Apps tools an overlay replaces; Claude's
     /// directory: titles and hints, app-only helpers, sign-in, widget
-    /// height); --host chooses whose, --strict makes them problems. Takes the upstreams
+    /// height, measured in headless Chromium with each widget's sample);
+    /// --host chooses whose, --strict makes them problems. Takes the upstreams
     /// from the configuration, or one from the same flags as `serve`. Exit
     /// status: 0 when clean, 1 when there are problems, 2 on a usage or
     /// configuration error.
@@ -131,6 +132,20 @@ pub struct CheckArgs {
     /// --strict, CI fails only on the chosen hosts' rules.
     #[arg(long, value_enum, default_value_t = DirectoryHost::Both)]
     pub host: DirectoryHost,
+    /// The browser Claude's widget-height rule renders widgets in: each
+    /// inline widget with a `sample` is rendered in headless Chromium, as
+    /// a host renders it (its resource as the gateway serves it, the ui/*
+    /// bridge, 720 px wide), and the height it reports is compared with 500
+    /// px; all in one browser run, offline too [default: $CHROMIUM, else
+    /// chromium, chromium-browser, google-chrome or google-chrome-stable on
+    /// the PATH]. Without one, the widgets are reported as not measured.
+    #[arg(long, value_name = "PATH")]
+    pub browser: Option<PathBuf>,
+    /// How long the browser may take to measure the widgets before it is
+    /// ended and they are reported as not measured.
+    #[arg(long, value_name = "SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub browser_timeout: u64,
     #[command(flatten)]
     pub one: OneUpstream,
 }

@@ -16,7 +16,8 @@
 //! Hazards that only might be problems (it depends on results no listing
 //! shows) are warnings: printed, but they do not fail the check. So are the
 //! app directories' rules ([`super::directory`]), unless `--strict` makes
-//! them problems.
+//! them problems; for Claude's height rule, the inline widgets with a
+//! `sample` are rendered in a headless browser first ([`super::heights`]).
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -49,6 +50,8 @@ pub struct Options {
     pub apps: Vec<crate::overlay::AppScope>,
     /// The directory was named (`--overlays`): it must exist.
     pub dir_named: bool,
+    /// How inline widgets are measured for Claude's height rule.
+    pub heights: super::heights::Options,
 }
 
 /// Everything `check` found. A finding reads `file:line: key.path: reason`,
@@ -224,23 +227,41 @@ pub async fn run(
             }
         }
     }
-    directory_rules(dir, &inspection, mounts, &listings, &options, &mut report);
+    directory_rules(
+        dir,
+        &inspection,
+        mounts,
+        &listings,
+        &options,
+        progress,
+        &mut report,
+    )
+    .await;
     let order = |a: &LoadError, b: &LoadError| (&a.file, a.line).cmp(&(&b.file, b.line));
     report.problems.sort_by(order);
     report.warnings.sort_by(order);
     Ok(report)
 }
 
-/// The app directories' rules, over the listings `check` obtained: warnings,
-/// or problems with `--strict`; each tagged with the hosts that ask for it.
-fn directory_rules(
+/// The app directories' rules, over the listings `check` obtained and the
+/// widget heights it measures for Claude's (progress to `progress`):
+/// warnings, or problems with `--strict`; each tagged with the hosts that
+/// ask for it.
+async fn directory_rules(
     dir: &Path,
     inspection: &Inspection,
     mounts: &[Mount],
     listings: &[(&str, Listing)],
     options: &Options,
+    progress: &mut dyn Write,
     report: &mut Report,
 ) {
+    // Only Claude's directory has a height rule.
+    let heights = if options.hosts.claude {
+        super::heights::measure(inspection, mounts, &options.heights, progress).await
+    } else {
+        Vec::new()
+    };
     // Where a table for a mount's tool goes: the mount file naming it, else
     // the one its name would make.
     let files: Vec<PathBuf> = mounts
@@ -275,7 +296,7 @@ fn directory_rules(
         public_url: options.public_url.as_deref(),
         hosts: options.hosts,
         sign_ins: &options.sign_ins,
-        heights: &heights(inspection, mounts),
+        heights: &heights,
     };
     let findings = directory::findings(&input).into_iter().map(|f| LoadError {
         file: f.file,
@@ -288,43 +309,6 @@ fn directory_rules(
     } else {
         report.warnings.extend(findings);
     }
-}
-
-/// Each widget a tool or render tool of a configured mount shows, and what
-/// is known of its height: a widget without a `sample` cannot be rendered.
-fn heights(inspection: &Inspection, mounts: &[Mount]) -> Vec<directory::Height> {
-    use directory::{Height, Measured};
-    let configured = |mount: &str| mounts.iter().any(|m| m.name == mount);
-    let measured = |sample: bool| {
-        if sample {
-            Measured::NotRendered
-        } else {
-            Measured::NoSample
-        }
-    };
-    let tools = inspection.tools.iter().filter_map(|site| {
-        let overlay = site.overlay.as_ref()?;
-        let widget = overlay.widget.clone()?;
-        configured(&site.mount).then(|| Height {
-            file: site.file.clone(),
-            line: site.line,
-            place: format!("tools.{}", super::init::toml_key(&site.key)),
-            widget,
-            measured: measured(overlay.sample.is_some()),
-        })
-    });
-    let renders = inspection
-        .renders
-        .iter()
-        .filter(|site| configured(&site.mount))
-        .map(|site| Height {
-            file: site.file.clone(),
-            line: site.line,
-            place: format!("render.{}", super::init::toml_key(&site.key)),
-            widget: site.render.widget.clone(),
-            measured: measured(site.render.sample.is_some()),
-        });
-    tools.chain(renders).collect()
 }
 
 /// Overlay files whose mount is not a configured upstream: the gateway never

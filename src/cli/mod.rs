@@ -2,8 +2,9 @@
 //! directory, offline and against each overlaid upstream's live `tools/list`;
 //! [`init`] writes overlay stubs for the tools of a live upstream, and
 //! [`init_widget`] a minimal widget folder (`init --widget NAME`);
-//! [`directory`] holds the app directories' rules `check` applies, and
-//! [`sign_ins`] gathers how hosts sign in to each endpoint for them.
+//! [`directory`] holds the app directories' rules `check` applies,
+//! [`sign_ins`] gathers how hosts sign in to each endpoint for them, and
+//! [`heights`] measures the inline widgets' heights in a headless browser.
 //!
 //! [`args`] is the binary's command line; [`upstreams`] says which upstreams
 //! its flags give `check` and `init`; [`loaded`] loads the configuration
@@ -16,6 +17,7 @@ pub mod apps;
 pub mod args;
 pub mod check;
 pub mod directory;
+pub mod heights;
 pub mod init;
 pub mod init_widget;
 pub mod loaded;

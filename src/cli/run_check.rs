@@ -58,6 +58,10 @@ pub async fn run(args: CheckArgs) -> ExitCode {
         public_url: loaded.config.public_url.clone(),
         apps: overlay_apps(&loaded.resolved.apps),
         dir_named,
+        heights: super::heights::Options {
+            browser: args.browser,
+            timeout: std::time::Duration::from_secs(args.browser_timeout),
+        },
     };
     let report = super::check::run(
         &loaded.config.overlays,

@@ -36,6 +36,10 @@ async fn both_commands_are_in_the_help() {
     let (stdout, both) = streams(&out);
     assert!(stdout.contains("--offline"), "{both}");
     assert!(stdout.contains("--strict"), "{both}");
+    assert!(
+        stdout.contains("--browser <PATH>") && stdout.contains("headless Chromium"),
+        "{both}"
+    );
     assert!(stdout.contains("Exit status"), "{both}");
     let out = run(Path::new("."), &["init", "--help"]).await;
     let (stdout, both) = streams(&out);

@@ -9,6 +9,7 @@ mod bare_binary;
 mod challenge;
 mod check;
 mod commands;
+mod heights;
 mod init;
 mod serve;
 #[path = "../support/mod.rs"]

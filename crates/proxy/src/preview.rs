@@ -238,7 +238,7 @@ fn auth_json(auth: &Auth, m: &Endpoint<'_>, site: &Site<'_>) -> serde_json::Valu
 /// The domains a widget resource declares (`_meta.ui.csp`).
 #[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub(crate) struct DeclaredCsp {
+pub struct DeclaredCsp {
     pub connect_domains: Vec<String>,
     pub resource_domains: Vec<String>,
     pub frame_domains: Vec<String>,
@@ -263,8 +263,9 @@ pub(crate) fn declared_csp(query: Option<&str>) -> DeclaredCsp {
 /// nested frames only from `frameDomains`. Entries that could inject a
 /// directive or keyword are dropped. Framed only by the preview page, and
 /// sandboxed (an opaque origin) however it is opened, so what is written
-/// into it can never act as the gateway's origin.
-pub(crate) fn widget_csp(csp: &DeclaredCsp) -> String {
+/// into it can never act as the gateway's origin. `check` measures widgets
+/// under the same policy.
+pub fn widget_csp(csp: &DeclaredCsp) -> String {
     fn list(domains: &[String]) -> String {
         domains
             .iter()

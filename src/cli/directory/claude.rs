@@ -70,12 +70,14 @@ pub struct Height {
 /// See [`Height`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Measured {
-    /// The height the widget reported in `/preview`, in CSS pixels.
+    /// The height the widget reported, rendered with its sample in headless
+    /// Chromium as a host renders it, in CSS pixels.
     Px(u32),
     /// No `sample` to render it with.
     NoSample,
-    /// It has a sample, but `check` rendered it in no browser.
-    NotRendered,
+    /// It has a sample, but no height came of it: why (no browser, the
+    /// browser failed, the widget reported none), and how to get one.
+    NotMeasured { why: String, fix: String },
 }
 
 /// [`Rule::Title`]: a tool neither the upstream nor the overlay titles
@@ -323,31 +325,45 @@ pub fn registers(doc: &Map<String, Value>) -> bool {
 }
 
 /// [`Rule::WidgetHeight`]: an inline widget over Claude's limit, or not
-/// measured (which is no pass: the limit is unverified).
+/// measured (which is no pass: the limit is unverified). A measured widget
+/// is named at its `sample`, what it was measured with.
 pub(super) fn height(height: &Height) -> Option<Finding> {
-    let place = &height.place;
     let widget = &height.widget;
     let limit = CLAUDE_INLINE_MAX_PX;
-    let sample = format!(
-        "[{place}.sample] with arguments and (for a tool) the structured_content of a typical result"
-    );
-    let message = match &height.measured {
+    let at_sample = format!("{}.sample", height.place);
+    let (place, message) = match &height.measured {
         Measured::Px(px) if *px <= limit => return None,
-        Measured::Px(px) => format!(
-            "its widget `{widget}` is {px} px high with its sample, rendered in /preview; Claude's directory allows inline widgets at most {limit} px high (without scrolling inside them): make its inline layout shorter (fewer rows, a summary that opens fullscreen), then check again"
+        Measured::Px(px) => {
+            let fix = if widget.starts_with(crate::overlay::builtin::PREFIX) {
+                "no `view` option bounds a built-in widget's height, which grows with its data: have the tool return fewer items per call (a page of them), point `view.data` at a shorter part of the result, or write a widget with a shorter inline layout"
+            } else {
+                "make its inline layout shorter (fewer rows, a summary that opens fullscreen)"
+            };
+            (
+                at_sample,
+                format!(
+                    "its widget `{widget}` is {px} px high with its sample; Claude shows at most {limit} px inline (its directory's limit, without scrolling inside; measured in headless Chromium, 720 px wide, as a host renders it): {fix}; then check again"
+                ),
+            )
+        }
+        Measured::NoSample => (
+            height.place.clone(),
+            format!(
+                "its widget `{widget}` was not measured: Claude's directory allows inline widgets at most {limit} px high, and nothing to render it with is written; add [{at_sample}] with arguments and (for a tool) the structured_content of a typical result"
+            ),
         ),
-        Measured::NoSample => format!(
-            "its widget `{widget}` was not measured: Claude's directory allows inline widgets at most {limit} px high, and nothing to render it with is written; add {sample}"
-        ),
-        Measured::NotRendered => format!(
-            "its widget `{widget}` was not measured: `check` does not render widgets in a browser; open /preview, call the tool with its sample and compare the widget's height with Claude's {limit} px"
+        Measured::NotMeasured { why, fix } => (
+            at_sample,
+            format!(
+                "its widget `{widget}` was not measured: {why}; Claude's directory allows inline widgets at most {limit} px high, and a height not measured is no pass: {fix}"
+            ),
         ),
     };
     Some(Finding {
         rule: Rule::WidgetHeight,
         file: height.file.clone(),
         line: height.line,
-        place: Some(place.clone()),
+        place: Some(place),
         message,
     })
 }

@@ -334,10 +334,22 @@ fn widgets_over_500_px_or_not_measured_are_named() {
     let found = run(height(Measured::Px(612)));
     assert_eq!(rules(&found), [Rule::WidgetHeight]);
     assert_eq!(found[0].line, Some(7));
+    assert_eq!(found[0].place.as_deref(), Some("tools.list_tasks.sample"));
     assert!(
         found[0].message.starts_with(
-            "its widget `board` is 612 px high with its sample, rendered in /preview; Claude's directory allows inline widgets at most 500 px high"
-        ),
+            "its widget `board` is 612 px high with its sample; Claude shows at most 500 px inline"
+        ) && found[0].message.contains("make its inline layout shorter"),
+        "{}",
+        found[0].message
+    );
+    // A built-in widget's height follows its data: no view option bounds it.
+    let mut builtin = height(Measured::Px(900));
+    builtin.widget = "builtin:table".into();
+    let found = run(builtin);
+    assert!(
+        found[0]
+            .message
+            .contains("no `view` option bounds a built-in widget's height"),
         "{}",
         found[0].message
     );
@@ -351,13 +363,15 @@ fn widgets_over_500_px_or_not_measured_are_named() {
         "{}",
         found[0].message
     );
-    let found = run(height(Measured::NotRendered));
-    assert!(
-        found[0].message.contains(
-            "was not measured: `check` does not render widgets in a browser; open /preview"
-        ),
-        "{}",
-        found[0].message
+    assert_eq!(found[0].place.as_deref(), Some("tools.list_tasks"));
+    let found = run(height(Measured::NotMeasured {
+        why: "no browser".into(),
+        fix: "install Chromium".into(),
+    }));
+    assert_eq!(found[0].place.as_deref(), Some("tools.list_tasks.sample"));
+    assert_eq!(
+        found[0].message,
+        "its widget `board` was not measured: no browser; Claude's directory allows inline widgets at most 500 px high, and a height not measured is no pass: install Chromium"
     );
 }
 

@@ -22,6 +22,7 @@
 //! gateway): a line that does not fit is dropped with a warning. The list is
 //! process-wide because the guardian guards the process; the library used on
 //! its own (tests, `check`) runs without one, and then nothing is sent.
+//! `check` starts one for the browser it measures widgets in.
 
 use std::collections::BTreeSet;
 use std::io::{self, BufRead, Write};
