@@ -10,7 +10,8 @@ depends on another when its code names an item of that module: a `use`
 anywhere in the code. The deepest module a path reaches is the one depended
 on; a module does not depend on its own children by declaring them (`mod x;`),
 only by naming their items. Test code (`#[cfg(test)] mod tests { .. }` and
-`tests.rs` files) is left out: tests may reach into any module.
+`tests.rs` files, and files under a `tests/` folder) is left out: tests may
+reach into any module.
 
     scripts/module-graph.py            check: exit 1 and list every cycle
     scripts/module-graph.py --dot      the graph in Graphviz dot
@@ -165,7 +166,8 @@ def graph(ROOT):
             if not name.endswith(".rs"):
                 continue
             rel = os.path.relpath(os.path.join(dirpath, name), ROOT)
-            if rel in BINARIES or name == "tests.rs":
+            # Test code: `tests.rs`, and every file of a `tests/` folder.
+            if rel in BINARIES or name == "tests.rs" or "tests" in rel.split(os.sep)[:-1]:
                 continue
             files[module_of(rel)] = rel
     modules = set(files)

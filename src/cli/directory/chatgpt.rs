@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::{Finding, Input, Located, Rule, Upstream};
+use super::model::{Finding, Input, Located, Rule, Upstream};
 use crate::cli::init::toml_key;
 use crate::overlay::validate::url_origin;
 use crate::overlay::{SecurityScheme, ToolOverlay, WidgetDomain, WidgetManifest, WidgetSite};

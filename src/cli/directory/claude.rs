@@ -10,75 +10,16 @@
 //! (`plugins/mcp-server-dev/skills/build-mcp-app/references/directory-checklist.md`).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use super::{Finding, Input, Located, Rule};
+use super::model::{
+    CLAUDE_INLINE_MAX_PX, Finding, Height, Input, Located, Measured, Rule, SignIn, SignInKind,
+    Upstream,
+};
 use crate::cli::init::toml_key;
 use crate::overlay::ToolOverlay;
 use crate::overlay::builtin::view::View;
-
-/// Claude's limit on an inline widget's height, in CSS pixels.
-pub const CLAUDE_INLINE_MAX_PX: u32 = 500;
-
-/// How hosts sign in to one endpoint that asks them to, as the
-/// configuration (and, for another issuer, its metadata) says.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SignIn {
-    /// The configuration file, where the fix is written.
-    pub file: PathBuf,
-    /// The key path of the setting that decides it (`auth.issuer`,
-    /// `upstream[1].forward_headers`, …).
-    pub place: String,
-    /// The endpoints it decides for (mount names), for the message.
-    pub endpoints: Vec<String>,
-    pub kind: SignInKind,
-}
-
-/// See [`SignIn`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum SignInKind {
-    /// `[authorization_server]`: the gateway is the hosts' authorization
-    /// server, with these registration paths enabled.
-    Gateway { registration: bool, documents: bool },
-    /// `[auth]` with another issuer: its metadata, or why it could not be
-    /// read; `None` when it was not fetched (`--offline`).
-    Issuer {
-        issuer: String,
-        metadata: Option<Result<Map<String, Value>, String>>,
-    },
-    /// An endpoint without `[auth]` whose upstream takes these headers from
-    /// the client (`forward_headers`): a static credential the host would
-    /// have to present.
-    Headers(Vec<String>),
-}
-
-/// One inline widget's height, or why it was not measured.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Height {
-    /// The overlay file and line of the tool (or render tool) table.
-    pub file: PathBuf,
-    pub line: Option<usize>,
-    /// `tools.<name>` or `render.<name>`.
-    pub place: String,
-    /// The widget it renders, as the overlay names it.
-    pub widget: String,
-    pub measured: Measured,
-}
-
-/// See [`Height`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Measured {
-    /// The height the widget reported, rendered with its sample in headless
-    /// Chromium as a host renders it, in CSS pixels.
-    Px(u32),
-    /// No `sample` to render it with.
-    NoSample,
-    /// It has a sample, but no height came of it: why (no browser, the
-    /// browser failed, the widget reported none), and how to get one.
-    NotMeasured { why: String, fix: String },
-}
 
 /// [`Rule::Title`]: a tool neither the upstream nor the overlay titles
 /// (`title`, or the upstream's `annotations.title`).
@@ -218,7 +159,7 @@ pub(super) fn helpers(input: &Input<'_>) -> Vec<Finding> {
 /// Whether anything shows who calls `target` of `upstream`'s mount: a
 /// visibility written for it, a widget of its own, being a render tool or
 /// a render tool's data tool.
-fn says_who_calls(input: &Input<'_>, upstream: &super::Upstream<'_>, target: &str) -> bool {
+fn says_who_calls(input: &Input<'_>, upstream: &Upstream<'_>, target: &str) -> bool {
     let mount = upstream.mount;
     let overlay = input
         .tools

@@ -24,8 +24,10 @@
 //! - `login`: the authorization endpoint, the consent page and its answer;
 //! - `callback`: the provider's answer, and the code;
 //! - `token`: the token and revocation endpoints;
+//! - `grant`: the token answer every grant ends in, and why one is refused;
 //! - `assertion`: the JWT bearer grant with an enterprise's identity
-//!   assertion (ID-JAG), and the enterprise issuers' keys;
+//!   assertion (ID-JAG); `enterprise`: the issuers trusted for them, and
+//!   their keys;
 //! - `provider`: the identity provider's endpoints and token exchange;
 //! - `sealed`: what is sealed, and the cookies that carry some of it;
 //! - `store`: what is remembered between requests;
@@ -36,6 +38,8 @@ mod basics;
 mod callback;
 mod clients;
 mod endpoints;
+mod enterprise;
+mod grant;
 mod login;
 mod metadata;
 mod page;

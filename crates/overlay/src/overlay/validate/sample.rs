@@ -3,7 +3,7 @@
 //! tool is never called for it); a render tool's result is its arguments,
 //! so it takes those alone.
 
-use super::Problem;
+use super::problem::Problem;
 use crate::overlay::format::{RenderTool, ToolOverlay};
 
 /// A tool's `sample`: it needs a widget to show it and a result to show.

@@ -12,16 +12,13 @@
 //! before anything is fetched, so an assertion cannot make the gateway
 //! fetch from a place of its choosing.
 
-use std::time::Duration;
-
 use serde_json::Value;
 
 use super::clients::Known;
+use super::enterprise::Trusted;
+use super::grant::{Grant, Refused, issue};
 use super::state::AuthorizationServer;
-use super::token::{Grant, Refused, issue};
-use crate::config::authorization::EnterpriseIssuer;
-use crate::oauth::fetch::Fetcher;
-use crate::oauth::keys::{IssuerKeys, Unchecked};
+use crate::oauth::keys::Unchecked;
 use mcp_ui_identity::authorization_server::OAuthError;
 use mcp_ui_identity::authorization_server::assertion::{self as rules, Trust};
 use mcp_ui_identity::authorization_server::authorize::Resource;
@@ -32,45 +29,6 @@ use mcp_ui_identity::resource_server::DEFAULT_ALGORITHMS;
 
 /// Clock skew tolerated on an assertion's times.
 const LEEWAY_SECS: u64 = 30;
-
-/// The enterprise issuers trusted, and the client that fetches their keys.
-pub(super) struct Enterprise {
-    trusted: Vec<Trusted>,
-    fetcher: Fetcher,
-}
-
-struct Trusted {
-    config: EnterpriseIssuer,
-    keys: IssuerKeys,
-}
-
-impl Enterprise {
-    pub(super) fn new(
-        issuers: &[EnterpriseIssuer],
-        connect_timeout: Duration,
-    ) -> Result<Enterprise, String> {
-        let trusted = issuers
-            .iter()
-            .filter_map(|e| Some((e.issuer.as_str(), e.ca_file.as_ref()?)));
-        let fetcher = Fetcher::new(connect_timeout, trusted)
-            .map_err(|p| format!("authorization_server.enterprise_issuers: {}", p.join("; ")))?;
-        Ok(Enterprise {
-            trusted: issuers
-                .iter()
-                .map(|e| Trusted {
-                    config: e.clone(),
-                    keys: IssuerKeys::new(&e.issuer),
-                })
-                .collect(),
-            fetcher,
-        })
-    }
-
-    /// Whether any issuer is trusted (the grant is offered at all).
-    pub(super) fn offered(&self) -> bool {
-        !self.trusted.is_empty()
-    }
-}
 
 fn grant(why: impl Into<String>) -> OAuthError {
     OAuthError::new("invalid_grant", why)

@@ -8,7 +8,7 @@ use http::Response;
 
 use super::basics::too_many;
 use super::endpoints::{self, Endpoint};
-use super::{assertion, clients, provider, store::Store};
+use super::{clients, enterprise, provider, store::Store};
 use crate::config::AuthorizationServer as Settings;
 use crate::reply::Body;
 use crate::session::SessionKey;
@@ -28,7 +28,7 @@ pub struct AuthorizationServer {
     pub(super) provider: provider::Provider,
     pub(super) clients: clients::Clients,
     /// The enterprise issuers whose identity assertions are redeemed.
-    pub(super) enterprise: assertion::Enterprise,
+    pub(super) enterprise: enterprise::Enterprise,
     pub(super) store: Store,
     /// Registrations by address: a full table refuses a new address
     /// rather than forget one a flood of addresses would empty.
@@ -82,8 +82,8 @@ impl AuthorizationServer {
         let provider =
             provider::Provider::new(&config.provider, connect_timeout).map_err(|e| vec![e])?;
         let clients = clients::Clients::new(&config.documents).map_err(|e| vec![e])?;
-        let enterprise =
-            assertion::Enterprise::new(&config.enterprise, connect_timeout).map_err(|e| vec![e])?;
+        let enterprise = enterprise::Enterprise::new(&config.enterprise, connect_timeout)
+            .map_err(|e| vec![e])?;
         let store = match &config.store {
             Some(url) => Store::redis(url).map_err(|e| vec![e])?,
             None => Store::memory(super::basics::random_text(12), crate::clock::unix_secs()),
