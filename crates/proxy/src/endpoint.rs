@@ -75,23 +75,22 @@ pub(crate) async fn admit(
         )));
     };
     let metadata = crate::oauth::passthrough::prm_url(&base, path);
-    use crate::oauth::resource_server::{Access, Caller};
+    use crate::oauth::resource_server::Access;
     let anonymous = auth.anonymous && req.headers().get(header::AUTHORIZATION).is_none();
     let access = match anonymous {
         // What such a caller may reach is judged per request, once read.
         true => Access::Anonymous,
         false => {
-            let audience = audience(gw, auth, path)?;
-            let verified = gw
-                .resource_server
-                .admit(auth, req.headers(), &audience, &metadata)
-                .await?;
-            let verified = match &gw.authorization_server {
-                Some(a) => a.reveal(verified),
-                None => verified,
+            let rs = &gw.resource_server;
+            let policy = rs.policy_for(path, auth, || audience(gw, auth, path))?;
+            let caller = rs.admit(auth, req.headers(), &policy, &metadata).await?;
+            let caller = match &gw.authorization_server {
+                Some(a) => a.reveal(caller),
+                None => caller,
             };
             // Who called is logged only where the operator asks.
             if auth.log_callers {
+                let verified = &caller.verified;
                 tracing::info!(
                     issuer = %verified.issuer,
                     subject = %verified.subject,
@@ -100,7 +99,7 @@ pub(crate) async fn admit(
                     "caller verified"
                 );
             }
-            Access::Granted(Caller::new(verified))
+            Access::Granted(caller)
         }
     };
     if let Some(per_minute) = auth.requests_per_minute {

@@ -41,13 +41,60 @@ pub struct Signed {
 }
 
 /// The verdict on a token whose signature verified, at an endpoint with
-/// `policy`, at `now`: the endpoint's algorithms, then every claim. Kept
-/// [`Signed`] tokens are judged by this at every use.
+/// `policy`, at `now`: the endpoint's algorithms, then every claim.
 pub fn verdict(signed: &Signed, policy: &Policy, now: u64) -> Result<Verified, Rejection> {
+    let caller = caller_of(signed);
+    judge(signed, caller.as_ref(), policy, now)?;
+    caller.ok_or_else(no_subject)
+}
+
+/// The caller a token whose signature verified names, whatever endpoint it
+/// is shown to: its issuer, subject, scopes, expiry, client and claims;
+/// `None` when it names no subject. Made once for a kept token; whether it
+/// may reach an endpoint is [`judge`]'s, at every use.
+pub fn caller_of(signed: &Signed) -> Option<Verified> {
+    let claims = &signed.claims;
+    Some(Verified {
+        issuer: claims.get("iss")?.as_str()?.to_owned(),
+        subject: claims::subject_of(claims)?,
+        scopes: crate::scopes_of(claims),
+        expires_at: claims.get("exp").and_then(Value::as_u64),
+        client_id: claims
+            .get("client_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        claims: claims.clone(),
+    })
+}
+
+/// Whether a token whose signature verified, naming `caller` (its
+/// [`caller_of`]), may reach an endpoint with `policy` at `now`: the
+/// endpoint's algorithms, the issuer, the audience, the lifetime, a
+/// subject, and the scopes every request needs, in that order. Kept tokens
+/// are judged by this at every use, with nothing made anew.
+pub fn judge(
+    signed: &Signed,
+    caller: Option<&Verified>,
+    policy: &Policy,
+    now: u64,
+) -> Result<(), Rejection> {
     if !policy.accepts(signed.alg) {
         return Err(not_accepted(signed.alg));
     }
-    claims_verdict(&signed.claims, policy, now)
+    issuer_and_audience(&signed.claims, policy)?;
+    claims::check_times(&signed.claims, policy, now, true)?;
+    let caller = caller.ok_or_else(no_subject)?;
+    let missing = caller.missing(&policy.required_scopes);
+    match missing.is_empty() {
+        true => Ok(()),
+        false => Err(Rejection::InsufficientScope(
+            missing.into_iter().map(str::to_owned).collect(),
+        )),
+    }
+}
+
+fn no_subject() -> Rejection {
+    Rejection::Invalid("the token names no subject".into())
 }
 
 fn not_accepted(alg: jsonwebtoken::Algorithm) -> Rejection {
@@ -121,6 +168,13 @@ pub fn claims_verdict(
     policy: &Policy,
     now: u64,
 ) -> Result<Verified, Rejection> {
+    issuer_and_audience(claims, policy)?;
+    claims::check_times(claims, policy, now, true)?;
+    claims::caller(claims, policy)
+}
+
+/// `iss` the policy's issuer, and `aud` one of its audiences.
+fn issuer_and_audience(claims: &Map<String, Value>, policy: &Policy) -> Result<(), Rejection> {
     match claims.get("iss").and_then(Value::as_str) {
         Some(iss) if iss == policy.issuer => {}
         Some(_) => {
@@ -135,8 +189,7 @@ pub fn claims_verdict(
             "the token is for another resource (its audience is not this one)".into(),
         ));
     }
-    claims::check_times(claims, policy, now, true)?;
-    claims::caller(claims, policy)
+    Ok(())
 }
 
 /// The token's header, refused when it is no JWS of type `typ` the gateway

@@ -36,7 +36,7 @@ use crate::reply::Body;
 use answer::Outcome;
 use issuer::Issuer;
 use mcp_ui_identity::resource_server::bearer;
-use mcp_ui_identity::{Policy, Rejection, Verified};
+use mcp_ui_identity::{Policy, Rejection};
 
 /// The issuers the gateway's endpoints accept tokens from.
 pub struct ResourceServer {
@@ -44,6 +44,9 @@ pub struct ResourceServer {
     issuers: HashMap<String, Arc<Issuer>>,
     /// Each caller's requests at each endpoint (`requests_per_minute`).
     rates: std::sync::Mutex<mcp_ui_identity::rate::Buckets<u64>>,
+    /// Each endpoint's policy, by its configured path: made at its first
+    /// request, read with no lock after.
+    policies: arc_swap::ArcSwap<HashMap<String, Arc<Policy>>>,
 }
 
 /// Most callers whose rate is kept at once; past it, those whose bucket is
@@ -95,7 +98,30 @@ impl ResourceServer {
                 MAX_RATED,
                 mcp_ui_identity::rate::WhenFull::ForgetOne,
             )),
+            policies: arc_swap::ArcSwap::default(),
         })
+    }
+
+    /// The policy of the endpoint configured at `path`, which requires
+    /// `auth` and whose tokens must name the audience `audience` gives:
+    /// made once. Paths are the configuration's, never a request's, so
+    /// the table holds one policy per endpoint.
+    pub fn policy_for<E>(
+        &self,
+        path: &str,
+        auth: &Auth,
+        audience: impl FnOnce() -> Result<String, E>,
+    ) -> Result<Arc<Policy>, E> {
+        if let Some(p) = self.policies.load().get(path) {
+            return Ok(p.clone());
+        }
+        let made = Arc::new(policy(auth, &audience()?));
+        self.policies.rcu(|all| {
+            let mut all = HashMap::clone(all);
+            all.insert(path.to_owned(), made.clone());
+            all
+        });
+        Ok(made)
     }
 
     /// Take `cost` of `caller`'s requests (a batch's, or one) to the
@@ -123,16 +149,16 @@ impl ResourceServer {
     }
 
     /// The caller of a request with `headers` to an endpoint that requires
-    /// `auth`, whose tokens must name `audience` (the endpoint's URL under
-    /// `public_url`, or `auth.audience`: never made of the request); or the
-    /// answer refusing it.
+    /// `auth`, with `policy` ([`Self::policy_for`]: its audience the
+    /// endpoint's URL under `public_url`, or `auth.audience`, never made of
+    /// the request); or the answer refusing it.
     pub async fn admit(
         &self,
         auth: &Auth,
         headers: &HeaderMap,
-        audience: &str,
+        policy: &Policy,
         metadata_url: &str,
-    ) -> Result<Verified, Box<Response<Body>>> {
+    ) -> Result<Caller, Box<Response<Body>>> {
         let refuse = |r: Rejection| Box::new(refusal(auth, metadata_url, &r));
         let values: Vec<&[u8]> = headers
             .get_all(header::AUTHORIZATION)
@@ -147,10 +173,12 @@ impl ResourceServer {
         let Some(issuer) = self.issuers.get(&auth.issuer) else {
             return Err(refuse(Rejection::Invalid("no issuer is configured".into())));
         };
-        let policy = policy(auth, audience);
         let verdict = match token.split('.').count() {
-            3 => issuer.verify_jwt(&self.fetcher, token, &policy).await,
-            _ => issuer.introspect(&self.fetcher, auth, token, &policy).await,
+            3 => issuer.verify_jwt(&self.fetcher, token, policy).await,
+            _ => issuer
+                .introspect(&self.fetcher, auth, token, policy)
+                .await
+                .map(Caller::new),
         };
         match verdict {
             Ok(v) => Ok(v),

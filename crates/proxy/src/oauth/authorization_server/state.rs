@@ -220,31 +220,37 @@ impl AuthorizationServer {
         )
     }
 
-    /// `verified`, a caller of the gateway's own tokens, with the provider's
+    /// `caller`, a caller of the gateway's own tokens, with the provider's
     /// access token it carries sealed made readable as the claim
     /// `provider_access_token` (for `claims_to_headers` and
     /// `claims_to_env`), and the sealed claim removed. Anyone else's
-    /// caller is returned as it is.
-    pub fn reveal(&self, mut verified: mcp_ui_identity::Verified) -> mcp_ui_identity::Verified {
+    /// caller, and one carrying no provider token, is returned as it is.
+    pub fn reveal(
+        &self,
+        caller: crate::oauth::resource_server::Caller,
+    ) -> crate::oauth::resource_server::Caller {
         use mcp_ui_identity::authorization_server::signing::UPSTREAM_CLAIM;
-        if verified.issuer != self.config.issuer {
-            return verified;
+        let v = &caller.verified;
+        if v.issuer != self.config.issuer || !v.claims.contains_key(UPSTREAM_CLAIM) {
+            return caller;
         }
-        let Some(serde_json::Value::String(sealed_tokens)) = verified.claims.remove(UPSTREAM_CLAIM)
-        else {
-            return verified;
-        };
-        if let Some(tokens) = super::sealed::open::<super::sealed::ProviderTokens>(
-            &self.key,
-            super::sealed::Purpose::Upstream,
-            &sealed_tokens,
-        ) {
-            verified.claims.insert(
-                crate::config::auth::PROVIDER_ACCESS_TOKEN.into(),
-                tokens.access_token.into(),
-            );
-        }
-        verified
+        caller.with_claims(|verified| {
+            let Some(serde_json::Value::String(sealed_tokens)) =
+                verified.claims.remove(UPSTREAM_CLAIM)
+            else {
+                return;
+            };
+            if let Some(tokens) = super::sealed::open::<super::sealed::ProviderTokens>(
+                &self.key,
+                super::sealed::Purpose::Upstream,
+                &sealed_tokens,
+            ) {
+                verified.claims.insert(
+                    crate::config::auth::PROVIDER_ACCESS_TOKEN.into(),
+                    tokens.access_token.into(),
+                );
+            }
+        })
     }
 
     /// Every path it answers at: open to any `Origin`, as its defences are

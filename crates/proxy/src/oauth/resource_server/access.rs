@@ -107,6 +107,17 @@ impl Caller {
             verified: Arc::new(verified),
         }
     }
+
+    /// The same caller, its claims made anew by `change` (its issuer and
+    /// subject, and so its digest, unchanged).
+    pub fn with_claims(&self, change: impl FnOnce(&mut Verified)) -> Caller {
+        let mut verified = (*self.verified).clone();
+        change(&mut verified);
+        Caller {
+            digest: self.digest,
+            verified: Arc::new(verified),
+        }
+    }
 }
 
 /// What a verified caller's claims give its upstream connection: headers

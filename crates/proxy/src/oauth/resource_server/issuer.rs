@@ -10,6 +10,7 @@ pub(super) use introspect::Bounds;
 
 use serde_json::Value;
 
+use super::Caller;
 use super::answer::Outcome::{self, Refused, Unavailable};
 use crate::config::Auth;
 use crate::oauth::fetch::{ClientAuth, Fetcher};
@@ -49,33 +50,39 @@ impl Issuer {
         }
     }
 
-    /// The verdict on the JWT `token` at an endpoint with `policy`: its
-    /// signature verified once per key set (`verified`), its claims judged
-    /// at every use.
+    /// The caller of the JWT `token` at an endpoint with `policy`: its
+    /// signature verified and its caller made once per key set
+    /// (`verified`), its claims judged at every use.
     pub(super) async fn verify_jwt(
         &self,
         fetcher: &Fetcher,
         token: &str,
         policy: &Policy,
-    ) -> Result<Verified, Outcome> {
+    ) -> Result<Caller, Outcome> {
         let keys = self.keys.current(fetcher).await.map_err(Unavailable)?;
         let now = crate::clock::unix_secs();
         let key = verified::key_of(token);
-        if let Some(signed) = self.verified.get(&key, &keys, now) {
-            return jwt::verdict(&signed, policy, now).map_err(Outcome::from);
-        }
-        let (signed, keys) = self
-            .keys
-            .check(fetcher, keys, |set| jwt::signed(token, set, policy))
-            .await
-            .map_err(|e| match e {
-                Unchecked::Refused(r) => Outcome::from(r),
-                Unchecked::Unavailable(why) => Unavailable(why),
-            })?;
-        let signed = std::sync::Arc::new(signed);
-        self.verified
-            .keep(key, token.len(), signed.clone(), &keys, now);
-        jwt::verdict(&signed, policy, now).map_err(Outcome::from)
+        let (signed, caller) = match self.verified.get(&key, &keys, now) {
+            Some(kept) => kept,
+            None => {
+                let (signed, keys) = self
+                    .keys
+                    .check(fetcher, keys, |set| jwt::signed(token, set, policy))
+                    .await
+                    .map_err(|e| match e {
+                        Unchecked::Refused(r) => Outcome::from(r),
+                        Unchecked::Unavailable(why) => Unavailable(why),
+                    })?;
+                let caller = jwt::caller_of(&signed).map(Caller::new);
+                let kept = (std::sync::Arc::new(signed), caller);
+                self.verified
+                    .keep(key, token.len(), kept.clone(), &keys, now);
+                kept
+            }
+        };
+        jwt::judge(&signed, caller.as_ref().map(|c| &*c.verified), policy, now)
+            .map_err(Outcome::from)?;
+        caller.ok_or_else(|| Refused(Rejection::Invalid("the token names no subject".into())))
     }
 
     /// The verdict on the opaque `token` at an endpoint requiring `auth`,

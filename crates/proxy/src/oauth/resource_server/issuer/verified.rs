@@ -3,20 +3,22 @@
 //! verified again: an RS256 or ES256 signature costs more than the rest of
 //! a relayed call.
 //!
-//! What is kept is the token's [`Signed`] form (its algorithm and claims),
+//! What is kept is the token's [`Signed`] form (its algorithm and claims)
+//! and the caller it names (made once: `jwt::caller_of`, and its digest),
 //! keyed by the token's SHA-256 (never the token), with the key set it
 //! verified against. A kept token counts only while that key set is still
 //! the issuer's: once the set is fetched again (a rotation, a key removed)
 //! every token is verified anew. Every use judges the kept claims against
-//! the endpoint's own policy at that moment (`jwt::verdict`: algorithms,
+//! the endpoint's own policy at that moment (`jwt::judge`: algorithms,
 //! issuer, audience, lifetime, subject, scopes), so the cache only ever
-//! saves the signature check. Kept at most until the token's `exp`, and
+//! saves the signature check and the making of the caller. Kept at most until the token's `exp`, and
 //! bounded in entries and in the bytes of the tokens kept: when full of
 //! live tokens, a new one is verified every time, never kept.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::oauth::resource_server::Caller;
 use mcp_ui_identity::JwkSet;
 use mcp_ui_identity::resource_server::jwt::Signed;
 
@@ -43,8 +45,13 @@ struct Table {
     bytes: usize,
 }
 
+/// A kept token: its signed form, and the caller it names (none without a
+/// subject, which every use refuses).
+pub(super) type Entry = (Arc<Signed>, Option<Caller>);
+
 struct Kept {
     signed: Arc<Signed>,
+    caller: Option<Caller>,
     /// The key set it verified against.
     keys: Keys,
     /// Its `exp` (seconds since the epoch): past it, it is dropped.
@@ -61,12 +68,12 @@ pub(super) fn key_of(token: &str) -> [u8; 32] {
 impl Verified {
     /// The token keyed `key`, kept and verified against `keys` (the key set
     /// in force), at `now`.
-    pub(super) fn get(&self, key: &[u8; 32], keys: &Keys, now: u64) -> Option<Arc<Signed>> {
+    pub(super) fn get(&self, key: &[u8; 32], keys: &Keys, now: u64) -> Option<Entry> {
         let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         kept.tokens
             .get(key)
             .filter(|k| Arc::ptr_eq(&k.keys, keys) && now < k.until)
-            .map(|k| k.signed.clone())
+            .map(|k| (k.signed.clone(), k.caller.clone()))
     }
 
     /// Keeps `signed` (the token keyed `key`, `len` bytes long), verified
@@ -76,7 +83,7 @@ impl Verified {
         &self,
         key: [u8; 32],
         len: usize,
-        signed: Arc<Signed>,
+        (signed, caller): Entry,
         keys: &Keys,
         now: u64,
     ) {
@@ -102,6 +109,7 @@ impl Verified {
             key,
             Kept {
                 signed,
+                caller,
                 keys: keys.clone(),
                 until,
                 bytes,
@@ -130,12 +138,13 @@ mod tests {
         Arc::new((JwkSet { keys: Vec::new() }, std::time::Instant::now()))
     }
 
-    fn signed(exp: u64) -> Arc<Signed> {
+    fn signed(exp: u64) -> Entry {
         let claims = json!({"iss": "i", "exp": exp}).as_object().unwrap().clone();
-        Arc::new(Signed {
+        let signed = Signed {
             alg: mcp_ui_identity::Algorithm::RS256,
             claims,
-        })
+        };
+        (Arc::new(signed), None)
     }
 
     #[test]
@@ -151,10 +160,13 @@ mod tests {
         assert!(v.get(&key, &other, 100).is_none());
         assert!(v.get(&key_of("a.b.d"), &set, 100).is_none());
         // Never kept: no exp, an exp already past, a token too long.
-        let no_exp = Arc::new(Signed {
-            alg: mcp_ui_identity::Algorithm::RS256,
-            claims: serde_json::Map::new(),
-        });
+        let no_exp = (
+            Arc::new(Signed {
+                alg: mcp_ui_identity::Algorithm::RS256,
+                claims: serde_json::Map::new(),
+            }),
+            None,
+        );
         v.keep(key_of("x"), 1, no_exp, &set, 100);
         v.keep(key_of("y"), 1, signed(100), &set, 100);
         v.keep(key_of("z"), MAX_TOKEN + 1, signed(200), &set, 100);
