@@ -51,7 +51,7 @@ pub async fn callers(
     );
     let _ = writeln!(
         extra,
-        "\n## Memory per caller\n\nThe gateway's RSS (KiB) for sessions over {SHARED} shared connections, each initialized and making one `tools/call`; a fresh gateway for each row. With `[auth]`, every caller's token is a different user's RS256 JWT access token ({} bytes) and `requests_per_minute = 1000000` (so each caller has a rate budget, never exhausted).\n\n| gateway | sessions | callers | RSS before | RSS after | KiB per session | errors |\n|---|--:|--:|--:|--:|--:|--:|",
+        "\n## Memory per caller\n\nThe gateway's RSS (KiB) for sessions over {SHARED} shared connections, each initialized and making one `tools/call` (3 requests), and the time and the gateway's CPU opening them; a fresh gateway for each row but the third. With `[auth]`, every caller's token is a different user's RS256 JWT access token ({} bytes) and `requests_per_minute = 1000000` (so each caller has a rate budget, never exhausted).\n\n| gateway | sessions | callers | RSS before | RSS after | KiB per session | s | gateway CPU s | errors |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|",
         tokens.first().map(String::len).unwrap_or(0)
     );
     let plain = resource_gateway(
@@ -65,7 +65,7 @@ pub async fn callers(
     .await?;
     let mut errors = 0;
     let row = sessions(&plain, &vec![None; n]).await;
-    errors += row.2;
+    errors += row.errors;
     let bare = line(extra, "no `[auth]`", n, 0, row);
     plain.stop().await;
 
@@ -82,10 +82,10 @@ pub async fn callers(
     let first: Vec<Option<&str>> = first.iter().map(|t| Some(t.as_str())).collect();
     let second: Vec<Option<&str>> = second.iter().map(|t| Some(t.as_str())).collect();
     let row = sessions(&gw, &first).await;
-    errors += row.2;
+    errors += row.errors;
     let each = line(extra, "`[auth]`, a caller per session", n, n, row);
     let row = sessions(&gw, &second).await;
-    errors += row.2;
+    errors += row.errors;
     let more = line(extra, "the same gateway, as many callers again", n, n, row);
     gw.stop().await;
 
@@ -99,7 +99,7 @@ pub async fn callers(
     )
     .await?;
     let row = sessions(&gw, &vec![Some(one[0].as_str()); n]).await;
-    errors += row.2;
+    errors += row.errors;
     let single = line(extra, "`[auth]`, one caller for all", n, 1, row);
     gw.stop().await;
     let token = tokens.first().map(String::len).unwrap_or(0);
@@ -123,15 +123,12 @@ pub async fn callers(
 }
 
 /// A row of the table; the KiB per session.
-fn line(
-    extra: &mut String,
-    label: &str,
-    n: usize,
-    callers: usize,
-    (before, after, errors): (u64, u64, usize),
-) -> f64 {
-    let per = after.saturating_sub(before) as f64 / n.max(1) as f64;
-    let row = format!("| {label} | {n} | {callers} | {before} | {after} | {per:.2} | {errors} |");
+fn line(extra: &mut String, label: &str, n: usize, callers: usize, r: Row) -> f64 {
+    let per = r.after.saturating_sub(r.before) as f64 / n.max(1) as f64;
+    let row = format!(
+        "| {label} | {n} | {callers} | {} | {} | {per:.2} | {:.1} | {:.1} | {} |",
+        r.before, r.after, r.secs, r.cpu, r.errors
+    );
     println!("memory: {row}");
     let _ = writeln!(extra, "{row}");
     per
@@ -212,7 +209,18 @@ async fn resource_gateway(
 /// One session per entry of `callers` (its token, or none), over
 /// [`SHARED`] connections, each initialized and making one call; the
 /// gateway's RSS before and after (KiB), and the errors.
-async fn sessions(gw: &Proc, callers: &[Option<&str>]) -> (u64, u64, usize) {
+/// What a batch of sessions cost the gateway.
+struct Row {
+    /// RSS before and after, KiB.
+    before: u64,
+    after: u64,
+    errors: usize,
+    /// Wall time and the gateway's CPU seconds, opening them.
+    secs: f64,
+    cpu: f64,
+}
+
+async fn sessions(gw: &Proc, callers: &[Option<&str>]) -> Row {
     let target = Target::Http {
         addr: gw.addr,
         host: gw.addr.to_string(),
@@ -222,6 +230,7 @@ async fn sessions(gw: &Proc, callers: &[Option<&str>]) -> (u64, u64, usize) {
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (before, _) = gw.rss_kib();
+    let (started, cpu0) = (Instant::now(), gw.cpu_secs());
     let mut errors = 0;
     let mut conns = Vec::new();
     for _ in 0..SHARED {
@@ -259,10 +268,17 @@ async fn sessions(gw: &Proc, callers: &[Option<&str>]) -> (u64, u64, usize) {
         }))
         .await;
     errors += opened.iter().sum::<usize>();
+    let (secs, cpu) = (started.elapsed().as_secs_f64(), gw.cpu_secs() - cpu0);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (after, _) = gw.rss_kib();
     drop(conns);
-    (before, after, errors)
+    Row {
+        before,
+        after,
+        errors,
+        secs,
+        cpu,
+    }
 }
 
 /// The `families` scenario: its lines go to `extra`.
