@@ -9,7 +9,11 @@
 //! with scripts/install-peers.sh) and writes target/bench/load.md and
 //! target/bench/latency.svg. `-- --quick` runs shorter points; `-- --only
 //! NAME[,NAME]` selects scenarios (sweep, sse, tls, stdio, everything, big, list, idle,
-//! reload, app, hosts; app: an app endpoint against a single mount; hosts: the
+//! reload, app, hosts, authorization-server, memory, families;
+//! authorization-server: the gateway's token endpoint, its store in memory and
+//! in Redis, against oidc-provider's (benches/load/tokens.rs); memory and
+//! families: the gateway's memory per signed-in caller and per refresh-token
+//! family (benches/load/memory.rs); app: an app endpoint against a single mount; hosts: the
 //! patterns of ChatGPT and Claude against a stdio server, before and after
 //! client sessions stopped owning a process (benches/load/hosts.rs); tls: HTTPS upstreams and an HTTPS listener against plain, with
 //! the gateway's TLS handshakes per point); `-- --no-peers` skips the peers; `-- --secs S` sets the time of
@@ -17,7 +21,8 @@
 //! profiling one case). `-- --target NAME=URL` (repeated) drives endpoints
 //! that are already running instead (see `-- --help`). Without `--bench` (as
 //! `cargo test --all-targets` runs it) it is a few-second correctness smoke
-//! of direct and gateway paths (TLS included) that asserts zero errors,
+//! of direct and gateway paths (TLS included, and the authorization
+//! server's token endpoint in miniature) that asserts zero errors,
 //! connections kept across calls, and never speed.
 //!
 //! The same binary is the upstream: `__upstream-http`, `__upstream-https`
@@ -33,6 +38,10 @@ mod everything;
 mod given;
 #[path = "load/hosts.rs"]
 mod hosts;
+#[path = "load/memory.rs"]
+mod memory;
+#[path = "load/oauth.rs"]
+mod oauth;
 #[path = "load/opts.rs"]
 mod opts;
 #[path = "../tests/support/process.rs"]
@@ -49,8 +58,12 @@ mod report;
 mod run;
 #[path = "load/tls.rs"]
 mod tls;
+#[path = "load/tokens.rs"]
+mod tokens;
 #[path = "load/upstream.rs"]
 mod upstream;
+#[path = "load/web.rs"]
+mod web;
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -311,6 +324,7 @@ async fn smoke() -> bool {
     points.extend(app::compare(&gw_app, 2, &small, 1).await);
     gw_app.stop().await;
     ok &= given_mode(&exe, &up, &gw, &out).await;
+    ok &= tokens::smoke(Path::new(ROOT), Path::new(GATEWAY), &up, &logs, &mut points).await;
     let reload = reload_under_load(&gw, &overlays, 2, Duration::from_millis(1500), 200).await;
     points.push(reload.0);
     print!("{}", report::table(&points));
@@ -745,6 +759,40 @@ async fn full(opts: &Opts) -> bool {
             Err(e) => notes.push(format!("hosts scenario skipped: {e}")),
         }
     }
+    let mut failed = false;
+    let conc = opts.conc.clone().unwrap_or_else(|| vec![1, 32]);
+    if opts.wants("authorization-server") {
+        let sizes = tokens::Sizes {
+            secs,
+            codes: if opts.quick { 500 } else { 5000 },
+            conc,
+        };
+        let gw_exe = Path::new(GATEWAY);
+        let run = tokens::run(root, gw_exe, &up, &logs, &sizes, &mut points, &mut extra);
+        if let Err(e) = run.await {
+            eprintln!("ERROR: authorization-server: {e}");
+            notes.push(format!("authorization-server scenario failed: {e}"));
+            failed = true;
+        }
+    }
+    if opts.wants("memory") {
+        let n = if opts.quick { 1000 } else { 10_000 };
+        let run = memory::callers(root, Path::new(GATEWAY), &up, &logs, n, &mut extra);
+        if let Err(e) = run.await {
+            eprintln!("ERROR: memory: {e}");
+            notes.push(format!("memory scenario failed: {e}"));
+            failed = true;
+        }
+    }
+    if opts.wants("families") {
+        let n = if opts.quick { 500 } else { 10_000 };
+        let run = memory::families(root, Path::new(GATEWAY), &up, &logs, n, &mut extra);
+        if let Err(e) = run.await {
+            eprintln!("ERROR: families: {e}");
+            notes.push(format!("families scenario failed: {e}"));
+            failed = true;
+        }
+    }
     if opts.wants("idle") {
         let n = if opts.quick { 200 } else { 1000 };
         let fresh = gateway(
@@ -793,7 +841,7 @@ async fn full(opts: &Opts) -> bool {
     up.stop().await;
     let _ = std::fs::remove_dir_all(&overlays);
 
-    let ok = report::errors_ok(&points);
+    let ok = report::errors_ok(&points) && !failed;
     let md = markdown(&points, &extra, &notes, started.elapsed());
     println!("\n{md}");
     std::fs::write(out.join("load.md"), &md).expect("write load.md");

@@ -134,6 +134,15 @@ impl Session {
         self.notify("notifications/initialized").await
     }
 
+    /// Send `Authorization: Bearer token` on this session's requests from
+    /// now on (HTTP only): the next [`Session::restart`] is another
+    /// caller's session on the same connection.
+    pub fn set_bearer(&mut self, token: &str) {
+        if let Conn::Http { authorization, .. } = &mut self.conn {
+            *authorization = Some(format!("Bearer {token}"));
+        }
+    }
+
     /// One request; returns the size of the response message on success.
     pub async fn request(&mut self, method: &str, params: &str) -> Result<usize, Error> {
         self.request_raw(method, params).await.map(|(n, _)| n)

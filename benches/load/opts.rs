@@ -15,7 +15,11 @@ With --target it drives endpoints that are already running: yours.
 OPTIONS (the built-in scenarios):
     --quick                1 s points instead of 3 s
     --only LIST            scenarios, comma-separated: sweep sse tls stdio everything big list
-                           idle reload app hosts (hosts: ChatGPT's and Claude's patterns
+                           idle reload app hosts authorization-server memory families
+                           (authorization-server: refresh rotations and code redemptions at
+                           the gateway's token endpoint, memory and Redis stores, against
+                           oidc-provider's; memory: RSS per signed-in caller; families: memory
+                           per refresh-token family; hosts: ChatGPT's and Claude's patterns
                            against a stdio server, before and after; sweep: direct, the bare relay, nginx, HAProxy, the
                            gateway and the Rust mcp-proxy; everything: server-everything over
                            stdio through the gateway against its own streamable HTTP; app: an

@@ -41,6 +41,18 @@ impl Proc {
         })
     }
 
+    /// A process this run started by itself, listening at `addr`.
+    pub fn started(addr: SocketAddr, child: process::Proc) -> Proc {
+        Proc {
+            addr,
+            pid: child.pid,
+            tls: None,
+            scrape: false,
+            tree: false,
+            child: Some(child),
+        }
+    }
+
     /// A gateway whose TLS handshake counters each point reads from its
     /// `/metrics`.
     pub fn scraping(mut self) -> Proc {

@@ -142,7 +142,31 @@ pub struct Sample {
     handshakes: Option<(Handshakes, Handshakes)>,
 }
 
-fn summarize(scenario: &str, label: &str, concurrency: usize, samples: Vec<Sample>) -> Point {
+impl Sample {
+    /// A sample of requests made elsewhere (the OAuth scenarios' own):
+    /// latencies in ns, errors, wall time, the server's CPU seconds and
+    /// peak RSS (KiB).
+    pub fn of(
+        lat: Vec<u64>,
+        (errors, first_error): (usize, Option<String>),
+        wall: f64,
+        cpu: Option<f64>,
+        peak: Option<u64>,
+    ) -> Sample {
+        Sample {
+            lat,
+            errors,
+            first_error,
+            wall,
+            cpu,
+            peak,
+            handshakes: None,
+        }
+    }
+}
+
+/// One point from the samples of its turns: latencies pooled, times summed.
+pub fn summarize(scenario: &str, label: &str, concurrency: usize, samples: Vec<Sample>) -> Point {
     let mut lat = Vec::new();
     let (mut errors, mut wall, mut first_error) = (0, 0.0, None);
     let (mut cpu, mut peak): (Option<f64>, Option<u64>) = (None, None);
