@@ -13,7 +13,8 @@
 //! issuer, audience, lifetime, subject, scopes), so the cache only ever
 //! saves the signature check and the making of the caller. Kept at most until the token's `exp`, and
 //! bounded in entries and in the bytes of the tokens kept: when full of
-//! live tokens, a new one is verified every time, never kept.
+//! live tokens, a new one is verified every time, never kept, and the
+//! table is swept for expired ones at most once a second.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -43,6 +44,10 @@ pub(super) struct Verified {
 struct Table {
     tokens: HashMap<[u8; 32], Kept, foldhash::fast::RandomState>,
     bytes: usize,
+    /// When the full table was last swept (seconds since the epoch): at
+    /// most once a second, so that callers past the bound do not each scan
+    /// it under the lock every kept token's lookup takes.
+    swept: u64,
 }
 
 /// A kept token: its signed form, and the caller it names (none without a
@@ -95,14 +100,16 @@ impl Verified {
         }
         let bytes = len + 64;
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.tokens.len() >= MAX_KEPT || kept.bytes + bytes > MAX_BYTES {
+        let full = |t: &Table| t.tokens.len() >= MAX_KEPT || t.bytes + bytes > MAX_BYTES;
+        if full(&kept) && kept.swept < now {
             // Expired tokens and tokens of a key set no longer in force go.
             let t = &mut *kept;
             t.tokens
                 .retain(|_, k| now < k.until && Arc::ptr_eq(&k.keys, keys));
             t.bytes = t.tokens.values().map(|k| k.bytes).sum();
+            t.swept = now;
         }
-        if kept.tokens.len() >= MAX_KEPT || kept.bytes + bytes > MAX_BYTES {
+        if full(&kept) {
             return;
         }
         let old = kept.tokens.insert(
@@ -183,7 +190,11 @@ mod tests {
         assert_eq!(v.size().0, MAX_KEPT);
         // Full of live tokens: a new one is not kept.
         assert!(v.get(&key_of(&MAX_KEPT.to_string()), &set, 100).is_none());
-        // Once they expire (or their key set is gone), room again.
+        // Once they expire (or their key set is gone), room again, found by
+        // one sweep a second: a caller past the bound within the second
+        // of a sweep does not sweep again.
+        v.keep(key_of("late"), 100, signed(400), &set, 100);
+        assert_eq!(v.size().0, MAX_KEPT, "swept within the same second");
         v.keep(key_of("late"), 100, signed(400), &set, 300);
         assert_eq!(v.size(), (1, 164));
         // Bytes: tokens of the longest kept size fill MAX_BYTES first.
