@@ -104,9 +104,11 @@ impl Redis {
         per_user: u32,
         now_ms: u64,
     ) -> Result<(), Unavailable> {
-        let mut cmd = script(family, "open", now_ms);
-        cmd.arg(per_user.max(1)).arg(now_ms);
-        let _: (String, u64) = self.run(cmd).await?;
+        let _: (String, u64) = self
+            .families(family, "open", now_ms, |cmd| {
+                cmd.arg(per_user.max(1)).arg(now_ms);
+            })
+            .await?;
         Ok(())
     }
 
@@ -118,9 +120,11 @@ impl Redis {
         now_ms: u64,
     ) -> Result<Rotation, Unavailable> {
         let (interval, tolerance) = pace(per_minute);
-        let mut cmd = script(family, "rotate", now_ms);
-        cmd.arg(presented).arg(now_ms).arg(interval).arg(tolerance);
-        let (what, n): (String, u64) = self.run(cmd).await?;
+        let (what, n): (String, u64) = self
+            .families(family, "rotate", now_ms, |cmd| {
+                cmd.arg(presented).arg(now_ms).arg(interval).arg(tolerance);
+            })
+            .await?;
         Ok(match what.as_str() {
             "rotated" => Rotation::Rotated(Family {
                 generation: n,
@@ -133,8 +137,7 @@ impl Redis {
     }
 
     pub(super) async fn end(&self, family: &FamilyRef<'_>) -> Result<(), Unavailable> {
-        let cmd = script(family, "end", 0);
-        let _: (String, u64) = self.run(cmd).await?;
+        let _: (String, u64) = self.families(family, "end", 0, |_| {}).await?;
         Ok(())
     }
 
@@ -177,18 +180,55 @@ impl Redis {
     }
 
     async fn run<T: redis::FromRedisValue>(&self, cmd: redis::Cmd) -> Result<T, Unavailable> {
-        let mut c = self.connection().await?;
-        match tokio::time::timeout(REDIS_TIMEOUT, cmd.query_async::<T>(&mut c)).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => {
+        match self.answer(cmd).await? {
+            Ok(v) => Ok(v),
+            Err(e) => {
                 self.forget().await;
                 Err(Unavailable::new(format!("Redis: {e}")))
             }
+        }
+    }
+
+    /// Redis's answer to `cmd`, an error included; `Err` when it gave none
+    /// in time (the connection is then forgotten).
+    async fn answer<T: redis::FromRedisValue>(
+        &self,
+        cmd: redis::Cmd,
+    ) -> Result<redis::RedisResult<T>, Unavailable> {
+        let mut c = self.connection().await?;
+        match tokio::time::timeout(REDIS_TIMEOUT, cmd.query_async::<T>(&mut c)).await {
+            Ok(answer) => Ok(answer),
             Err(_) => {
                 self.forget().await;
                 Err(Unavailable::new("Redis did not answer in time"))
             }
         }
+    }
+
+    /// [`FAMILIES`] run for `op` on `family`, `args` its own arguments: by
+    /// its SHA-1 (`EVALSHA`, the script not sent again at every call), and
+    /// whole (`EVAL`, which loads it) when Redis does not know it yet (a
+    /// new or restarted server, `SCRIPT FLUSH`).
+    async fn families<T: redis::FromRedisValue>(
+        &self,
+        family: &FamilyRef<'_>,
+        op: &str,
+        now_ms: u64,
+        args: impl Fn(&mut redis::Cmd),
+    ) -> Result<T, Unavailable> {
+        let mut by_sha = script(family, op, now_ms, Some(families_sha()));
+        args(&mut by_sha);
+        match self.answer(by_sha).await? {
+            Ok(v) => return Ok(v),
+            Err(e) if e.kind() != redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                self.forget().await;
+                return Err(Unavailable::new(format!("Redis: {e}")));
+            }
+            Err(_) => {}
+        }
+        let mut whole = script(family, op, now_ms, None);
+        args(&mut whole);
+        self.run(whole).await
     }
 
     async fn exists(&self, key: &str) -> Result<bool, Unavailable> {
@@ -199,11 +239,32 @@ impl Redis {
     }
 }
 
-/// `EVAL` of [`FAMILIES`] for `op` on `family`, its common arguments set.
-fn script(family: &FamilyRef<'_>, op: &str, now_ms: u64) -> redis::Cmd {
-    let mut cmd = redis::cmd("EVAL");
-    cmd.arg(FAMILIES)
-        .arg(2)
+/// [`FAMILIES`]' SHA-1 in hex, by which Redis knows the script once loaded.
+fn families_sha() -> &'static str {
+    static SHA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SHA.get_or_init(|| {
+        use aws_lc_rs::digest::{SHA1_FOR_LEGACY_USE_ONLY, digest};
+        let d = digest(&SHA1_FOR_LEGACY_USE_ONLY, FAMILIES.as_bytes());
+        d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+    })
+}
+
+/// [`FAMILIES`] for `op` on `family`, its common arguments set: `EVALSHA`
+/// of `sha`, else `EVAL` of the script.
+fn script(family: &FamilyRef<'_>, op: &str, now_ms: u64, sha: Option<&str>) -> redis::Cmd {
+    let mut cmd = match sha {
+        Some(sha) => {
+            let mut cmd = redis::cmd("EVALSHA");
+            cmd.arg(sha);
+            cmd
+        }
+        None => {
+            let mut cmd = redis::cmd("EVAL");
+            cmd.arg(FAMILIES);
+            cmd
+        }
+    };
+    cmd.arg(2)
         .arg(format!("{PREFIX}family:{}", family.id))
         .arg(format!("{PREFIX}user:{}", family.user))
         .arg(op)
