@@ -10,7 +10,7 @@ pub(super) use introspect::Bounds;
 
 use serde_json::Value;
 
-use super::Caller;
+use super::access::Caller;
 use super::answer::Outcome::{self, Refused, Unavailable};
 use crate::config::Auth;
 use crate::oauth::fetch::{ClientAuth, Fetcher};

@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::oauth::resource_server::Caller;
+use crate::oauth::resource_server::access::Caller;
 use mcp_ui_identity::JwkSet;
 use mcp_ui_identity::resource_server::jwt::Signed;
 
