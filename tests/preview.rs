@@ -458,21 +458,18 @@ fn preview_flag_serves_or_hides_the_page() {
     );
 }
 
-#[test]
-fn preview_page_renders_calls_and_reloads_the_demo_widget() {
-    if !browser_ready("the /preview browser test") {
-        return;
-    }
-    let temp = tempfile::tempdir().unwrap();
-    let overlays = temp.path().join("overlays");
+/// The repository's overlays in `dir/overlays`, with the demo's tools calling
+/// two more widgets when called from the form: `complete_task` a
+/// window.openai-only widget (`tests/preview/openai-only`), `list_tasks` a
+/// built-in table (its table also given `list_tasks_extra`).
+fn demo_with_two_widgets(dir: &Path, list_tasks_extra: &str) -> PathBuf {
+    let overlays = dir.join("overlays");
     copy_dir(&root().join("overlays"), &overlays);
-    // complete_task, when called from the form, renders a window.openai-only widget.
     copy_dir(
         &root().join("tests/preview/openai-only"),
         &overlays.join("widgets/openai-only"),
     );
     let demo = std::fs::read_to_string(overlays.join("demo.toml")).unwrap();
-    // list_tasks, when called from the form, renders a built-in table.
     let remapped = demo
         .replace(
             "[tools.complete_task]\nwidget = \"task-board\"",
@@ -480,13 +477,26 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
         )
         .replace(
             "[tools.list_tasks]\n",
-            "[tools.list_tasks]\nwidget = \"builtin:table\"\nsecurity_schemes = [{ type = \"noauth\" }, { type = \"oauth2\", scopes = [\"tasks:read\"] }]\n",
+            &format!("[tools.list_tasks]\nwidget = \"builtin:table\"\n{list_tasks_extra}"),
         );
     assert_ne!(
         demo, remapped,
         "overlays/demo.toml maps complete_task to task-board"
     );
     std::fs::write(overlays.join("demo.toml"), remapped).unwrap();
+    overlays
+}
+
+#[test]
+fn preview_page_renders_calls_and_reloads_the_demo_widget() {
+    if !browser_ready("the /preview browser test") {
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let overlays = demo_with_two_widgets(
+        temp.path(),
+        "security_schemes = [{ type = \"noauth\" }, { type = \"oauth2\", scopes = [\"tasks:read\"] }]\n",
+    );
     let (mut gateway, lines) = start_gateway(&overlays, &[]);
     let base = base_url(lines.last().unwrap());
     lines_until(&mut gateway, "Preview: ");

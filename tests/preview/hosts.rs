@@ -9,8 +9,7 @@ use std::ffi::OsStr;
 
 use serde_json::Value;
 
-use super::support::process::copy_dir;
-use super::{base_url, browser_ready, drive, lines_until, root, start_gateway_with};
+use super::{base_url, browser_ready, drive, lines_until, start_gateway_with};
 
 /// The demo with `list_tasks` on the built-in table and `complete_task` on a
 /// widget that knows only `window.openai`, behind `public_url` (so the hosts'
@@ -28,23 +27,7 @@ fn preview_renders_the_widget_as_each_host_and_says_what_each_sees() {
         return;
     }
     let temp = tempfile::tempdir().unwrap();
-    let overlays = temp.path().join("overlays");
-    copy_dir(&root().join("overlays"), &overlays);
-    copy_dir(
-        &root().join("tests/preview/openai-only"),
-        &overlays.join("widgets/openai-only"),
-    );
-    let demo = std::fs::read_to_string(overlays.join("demo.toml")).unwrap();
-    let remapped = demo
-        .replace(
-            "[tools.complete_task]\nwidget = \"task-board\"",
-            "[tools.complete_task]\nwidget = \"openai-only\"",
-        )
-        .replace(
-            "[tools.list_tasks]\n",
-            "[tools.list_tasks]\nwidget = \"builtin:table\"\n",
-        );
-    std::fs::write(overlays.join("demo.toml"), remapped).unwrap();
+    let overlays = super::demo_with_two_widgets(temp.path(), "");
     let config = temp.path().join("gw.toml");
     std::fs::write(
         &config,
