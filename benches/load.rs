@@ -8,8 +8,11 @@
 //! `cargo bench --bench load` runs everything (it installs the peers first
 //! with scripts/install-peers.sh) and writes target/bench/load.md and
 //! target/bench/latency.svg. `-- --quick` runs shorter points; `-- --only
-//! NAME[,NAME]` selects scenarios (sweep, sse, tls, stdio, everything, big, list, idle,
-//! reload, app, hosts, authorization-server, memory, families;
+//! NAME[,NAME]` selects scenarios (sweep, revision, sse, tls, stdio, everything, big, list,
+//! idle, reload, app, hosts, auth, authorization-server, memory, families; revision: a
+//! sessionless 2026-07-28 call against a 2025 call on a session (benches/load/revision.rs);
+//! auth: the gateway with `[auth]` (RS256 and ES256 JWTs, introspected tokens) against
+//! the same gateway open (benches/load/signed.rs);
 //! authorization-server: the gateway's token endpoint, its store in memory and
 //! in Redis, against oidc-provider's (benches/load/tokens.rs); memory and
 //! families: the gateway's memory per signed-in caller and per refresh-token
@@ -54,8 +57,12 @@ mod refs;
 mod relay;
 #[path = "load/report.rs"]
 mod report;
+#[path = "load/revision.rs"]
+mod revision;
 #[path = "load/run.rs"]
 mod run;
+#[path = "load/signed.rs"]
+mod signed;
 #[path = "load/tls.rs"]
 mod tls;
 #[path = "load/tokens.rs"]
@@ -257,6 +264,7 @@ fn http(p: &Proc, path: &str) -> Target {
         path: path.into(),
         tls: p.tls.clone(),
         bearer: None,
+        sessionless: false,
     }
 }
 
@@ -581,6 +589,15 @@ async fn full(opts: &Opts) -> bool {
         refs.stop().await;
         bare.stop().await;
     }
+    if opts.wants("revision") {
+        for &c in opts.conc.as_deref().unwrap_or(&[1, 32]) {
+            for p in revision::compare(&gw, c, &budget(c), ROUNDS).await {
+                println!("{}", report::line(&p));
+                points.push(p);
+            }
+        }
+        extra.push_str(&revision::summary(&points));
+    }
     if opts.wants("sse") {
         let gw_sse = gateway("gateway-sse", Upstream::Http(&up, "/sse"), &overlays, &logs).await;
         for c in [1, 32] {
@@ -775,6 +792,17 @@ async fn full(opts: &Opts) -> bool {
             failed = true;
         }
     }
+    if opts.wants("auth") {
+        let concs = opts.conc.clone().unwrap_or_else(|| vec![1, 32]);
+        let gw_exe = Path::new(GATEWAY);
+        let sinks = (&mut points, &mut extra);
+        let run = signed::run(root, gw_exe, &up, &logs, &concs, &budget, ROUNDS, sinks);
+        if let Err(e) = run.await {
+            eprintln!("ERROR: auth: {e}");
+            notes.push(format!("auth scenario failed: {e}"));
+            failed = true;
+        }
+    }
     if opts.wants("memory") {
         let n = if opts.quick { 1000 } else { 10_000 };
         let run = memory::callers(root, Path::new(GATEWAY), &up, &logs, n, &mut extra);
@@ -794,14 +822,29 @@ async fn full(opts: &Opts) -> bool {
         }
     }
     if opts.wants("idle") {
-        let n = if opts.quick { 200 } else { 1000 };
-        let fresh = gateway(
-            "gateway-idle",
-            Upstream::Http(&up, "/mcp"),
-            &overlays,
-            &logs,
-        )
-        .await;
+        let n = idle_count(if opts.quick { 200 } else { 10_000 }, &mut notes);
+        // Room for every session's own connection, whatever the default
+        // (half the gateway's open-file limit) would be.
+        let cap = (n + 256).to_string();
+        let env = [
+            ("RUST_LOG", "info"),
+            ("MCP_UI_GATEWAY_LIMITS__MAX_CONNECTIONS", &cap),
+        ];
+        let args = [
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--overlays",
+            &overlays.display().to_string(),
+            "--name",
+            "bench",
+            "--upstream",
+            &format!("http://{}/mcp", up.addr),
+        ]
+        .map(str::to_owned);
+        let fresh = procs::gateway("gateway-idle", Path::new(GATEWAY), &args, &env, &logs)
+            .await
+            .unwrap_or_else(|e| panic!("gateway-idle: {e}"));
         extra.push_str(&idle_sessions(&fresh, n).await);
         fresh.stop().await;
     }
@@ -1080,6 +1123,29 @@ async fn compare(
 /// call) sharing a few connections, as a host's backend pools them, then `n`
 /// sessions each holding a connection of its own; the gateway's RSS before,
 /// with all of them idle, and after they went away.
+/// `wanted` idle sessions, or as many as this process's open-file limit
+/// (raised to the hard limit) leaves room for, each holding a connection;
+/// a note when fewer.
+fn idle_count(wanted: usize, notes: &mut Vec<String>) -> usize {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let Rlimit { maximum, .. } = getrlimit(Resource::Nofile);
+    let _ = setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: maximum,
+            maximum,
+        },
+    );
+    let soft = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+    let room = usize::try_from(soft.saturating_sub(512)).unwrap_or(usize::MAX);
+    if room < wanted {
+        notes.push(format!(
+            "idle: {room} sessions with a connection of their own instead of {wanted} (the open-file limit is {soft}; raise `ulimit -n`)"
+        ));
+    }
+    wanted.min(room)
+}
+
 async fn idle_sessions(gw: &Proc, n: usize) -> String {
     let target = http(gw, "/mcp");
     tokio::time::sleep(Duration::from_millis(300)).await;

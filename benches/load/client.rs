@@ -12,11 +12,12 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
+/// The sessionless revision: no `initialize`, every request declares itself.
+pub const REVISION_2026: &str = "2026-07-28";
 /// How long any one exchange may take before it counts as an error.
 pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -32,6 +33,10 @@ pub enum Target {
         tls: Option<Arc<rustls::ClientConfig>>,
         /// Sent as `Authorization: Bearer …` on every request.
         bearer: Option<String>,
+        /// Speak the 2026-07-28 revision, as ChatGPT calls: no `initialize`
+        /// and no session id; every request carries the `_meta` envelope
+        /// and `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`.
+        sessionless: bool,
     },
     Stdio {
         program: PathBuf,
@@ -51,6 +56,7 @@ enum Conn {
         path: String,
         session: Option<String>,
         authorization: Option<String>,
+        sessionless: bool,
     },
     Stdio {
         // Held so the child lives (and is killed on drop) with the session.
@@ -64,8 +70,15 @@ enum Conn {
 #[derive(Deserialize)]
 struct Reply {
     id: Option<u64>,
-    result: Option<IgnoredAny>,
+    result: Option<Outcome>,
     error: Option<serde_json::Value>,
+}
+
+/// Of a result, whether a tool said it failed.
+#[derive(Deserialize)]
+struct Outcome {
+    #[serde(rename = "isError", default)]
+    is_error: bool,
 }
 
 type Error = String;
@@ -81,15 +94,21 @@ impl Session {
                 path,
                 tls,
                 bearer,
+                sessionless,
             } => {
                 let sender = crate::tls::connect(*addr, tls.as_ref()).await?;
-                Conn::Http {
+                let conn = Conn::Http {
                     sender,
                     host: host.clone(),
                     path: path.clone(),
                     session: None,
                     authorization: bearer.as_ref().map(|t| format!("Bearer {t}")),
+                    sessionless: *sessionless,
+                };
+                if *sessionless {
+                    return Ok(Session { next_id: 0, conn });
                 }
+                conn
             }
             Target::Stdio { program, args } => {
                 let mut child = Command::new(program)
@@ -158,11 +177,14 @@ impl Session {
     async fn request_raw(&mut self, method: &str, params: &str) -> Result<(usize, Bytes), Error> {
         self.next_id += 1;
         let id = self.next_id;
-        let body =
-            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
-        match tokio::time::timeout(EXCHANGE_TIMEOUT, self.exchange(body.into_bytes(), Some(id)))
-            .await
-        {
+        let body = match &self.conn {
+            Conn::Http {
+                sessionless: true, ..
+            } => revision_body(id, method, params)?,
+            _ => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#),
+        };
+        let call = Some((id, method, named(method, params)));
+        match tokio::time::timeout(EXCHANGE_TIMEOUT, self.exchange(body.into_bytes(), call)).await {
             Ok(r) => r,
             Err(_) => Err(format!("{method}: no response in {EXCHANGE_TIMEOUT:?}")),
         }
@@ -186,6 +208,7 @@ impl Session {
                 path,
                 session: Some(session),
                 authorization,
+                ..
             } => {
                 let mut req = http::Request::delete(path)
                     .header("host", host)
@@ -203,7 +226,14 @@ impl Session {
         }
     }
 
-    async fn exchange(&mut self, body: Vec<u8>, id: Option<u64>) -> Result<(usize, Bytes), Error> {
+    /// Send `body`; `call` is the request's id, method and the name it
+    /// calls (none for a notification).
+    async fn exchange(
+        &mut self,
+        body: Vec<u8>,
+        call: Option<(u64, &str, Option<String>)>,
+    ) -> Result<(usize, Bytes), Error> {
+        let id = call.as_ref().map(|(id, _, _)| *id);
         match &mut self.conn {
             Conn::Http {
                 sender,
@@ -211,6 +241,7 @@ impl Session {
                 path,
                 session,
                 authorization,
+                sessionless,
             } => {
                 let mut req = http::Request::post(path.as_str())
                     .header("host", host.as_str())
@@ -223,6 +254,14 @@ impl Session {
                     req = req
                         .header("mcp-session-id", s)
                         .header("mcp-protocol-version", PROTOCOL_VERSION);
+                }
+                if *sessionless && let Some((_, method, name)) = &call {
+                    req = req
+                        .header("mcp-protocol-version", REVISION_2026)
+                        .header("mcp-method", *method);
+                    if let Some(name) = name {
+                        req = req.header("mcp-name", name.as_str());
+                    }
                 }
                 let req = req.body(Full::new(Bytes::from(body))).unwrap();
                 sender
@@ -305,6 +344,39 @@ impl Session {
     }
 }
 
+/// A request of the 2026-07-28 revision: `params` (a JSON object) with the
+/// `_meta` envelope every request of the revision carries.
+fn revision_body(id: u64, method: &str, params: &str) -> Result<String, Error> {
+    let rest = params
+        .trim_start()
+        .strip_prefix('{')
+        .ok_or_else(|| format!("{method}: params must be an object, not {params}"))?;
+    let sep = if rest.trim_start().starts_with('}') {
+        ""
+    } else {
+        ","
+    };
+    Ok(format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{REVISION_2026}","io.modelcontextprotocol/clientInfo":{{"name":"mcp-ui-gateway-load","version":"0.0.0"}},"io.modelcontextprotocol/clientCapabilities":{{}}}}{sep}{rest}}}"#
+    ))
+}
+
+/// What `Mcp-Name` carries for `method`: the tool's or prompt's name, or
+/// the resource's URI.
+fn named(method: &str, params: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Named {
+        name: Option<String>,
+        uri: Option<String>,
+    }
+    let named: Named = serde_json::from_str(params).ok()?;
+    match method {
+        "tools/call" | "prompts/get" => named.name,
+        "resources/read" => named.uri,
+        _ => None,
+    }
+}
+
 /// The message must be the response to `id`, with a result.
 fn check(msg: &[u8], id: u64) -> Result<usize, Error> {
     let reply: Reply = serde_json::from_slice(msg).map_err(|e| {
@@ -319,8 +391,15 @@ fn check(msg: &[u8], id: u64) -> Result<usize, Error> {
     if let Some(e) = reply.error {
         return Err(format!("JSON-RPC error: {e}"));
     }
-    if reply.result.is_none() {
-        return Err("response without result".into());
+    match reply.result {
+        None => return Err("response without result".into()),
+        Some(Outcome { is_error: true }) => {
+            return Err(format!(
+                "the tool failed (isError): {}",
+                String::from_utf8_lossy(&msg[..msg.len().min(200)])
+            ));
+        }
+        Some(_) => {}
     }
     Ok(msg.len())
 }

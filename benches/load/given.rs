@@ -169,6 +169,7 @@ fn target(what: &str, allow_remote: bool) -> Result<Target, String> {
         path: path.to_owned(),
         tls: None,
         bearer: None,
+        sessionless: false,
     })
 }
 

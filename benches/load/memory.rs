@@ -227,6 +227,7 @@ async fn sessions(gw: &Proc, callers: &[Option<&str>]) -> Row {
         path: "/mcp".into(),
         tls: None,
         bearer: callers.first().copied().flatten().map(str::to_owned),
+        sessionless: false,
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (before, _) = gw.rss_kib();

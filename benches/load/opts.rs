@@ -14,9 +14,12 @@ With --target it drives endpoints that are already running: yours.
 
 OPTIONS (the built-in scenarios):
     --quick                1 s points instead of 3 s
-    --only LIST            scenarios, comma-separated: sweep sse tls stdio everything big list
-                           idle reload app hosts authorization-server memory families
-                           (authorization-server: refresh rotations and code redemptions at
+    --only LIST            scenarios, comma-separated: sweep revision sse tls stdio everything
+                           big list idle reload app hosts auth authorization-server memory
+                           families (revision: a sessionless 2026-07-28 tools/call against a
+                           2025 one on a reused session, same gateway; auth: the gateway with
+                           [auth], RS256 and ES256 JWTs and introspected tokens, against it
+                           open; authorization-server: refresh rotations and code redemptions at
                            the gateway's token endpoint, memory and Redis stores, against
                            oidc-provider's; memory: RSS per signed-in caller; families: memory
                            per refresh-token family; hosts: ChatGPT's and Claude's patterns
