@@ -63,6 +63,8 @@ mod revision;
 mod run;
 #[path = "load/signed.rs"]
 mod signed;
+#[path = "load/summary.rs"]
+mod summary;
 #[path = "load/tls.rs"]
 mod tls;
 #[path = "load/tokens.rs"]
@@ -796,7 +798,12 @@ async fn full(opts: &Opts) -> bool {
         let concs = opts.conc.clone().unwrap_or_else(|| vec![1, 32]);
         let gw_exe = Path::new(GATEWAY);
         let sinks = (&mut points, &mut extra);
-        let run = signed::run(root, gw_exe, &up, &logs, &concs, &budget, ROUNDS, sinks);
+        let plan = signed::Plan {
+            concs: &concs,
+            budget: &budget,
+            rounds: ROUNDS,
+        };
+        let run = signed::run(root, gw_exe, &up, &logs, &plan, sinks);
         if let Err(e) = run.await {
             eprintln!("ERROR: auth: {e}");
             notes.push(format!("auth scenario failed: {e}"));
@@ -1266,13 +1273,25 @@ fn markdown(points: &[Point], extra: &str, notes: &[String], took: Duration) -> 
         },
         took.as_secs_f64()
     );
+    // The sweep's MCP gateways besides this one, in the order measured.
+    let mut gateways: Vec<&str> = Vec::new();
+    for p in points.iter().filter(|p| p.scenario == "tools/call") {
+        let t = p.target.as_str();
+        if !["direct", "bare relay", "nginx", "haproxy", "gateway"].contains(&t)
+            && !gateways.contains(&t)
+        {
+            gateways.push(t);
+        }
+    }
+    s.push_str("## Summary\n\n");
+    s.push_str(&summary::table(points, &gateways));
+    s.push_str("\n## Every point\n\n");
     s.push_str(&report::table(points));
-    s.push_str(&report::ratios(
-        points,
-        "tools/call",
-        "gateway",
-        &["direct", "bare relay", "nginx", "haproxy", MCP_PROXY_RS],
-    ));
+    let refs: Vec<&str> = ["direct", "bare relay", "nginx", "haproxy"]
+        .into_iter()
+        .chain(gateways.iter().copied())
+        .collect();
+    s.push_str(&report::ratios(points, "tools/call", "gateway", &refs));
     for hop in ["bare relay", "nginx", "haproxy"] {
         s.push_str(&report::ratios(points, "tools/call", hop, &["direct"]));
     }

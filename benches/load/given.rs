@@ -29,7 +29,7 @@ impl Given {
     pub fn parse(
         targets: &[String],
         pids: &[String],
-        bearers: &[String],
+        (bearers, sessionless): (&[String], &[String]),
         call: Option<&str>,
         params: Option<&str>,
         allow_remote: bool,
@@ -64,6 +64,13 @@ impl Given {
                 }
                 Some(_) => return Err(format!("--bearer {spec:?}: {name} is not an HTTP target")),
                 None => return Err(format!("--bearer {spec:?}: no --target is named {name:?}")),
+            }
+        }
+        for name in sessionless {
+            match parsed.iter_mut().find(|(n, _, _)| n == name) {
+                Some((_, Target::Http { sessionless, .. }, _)) => *sessionless = true,
+                Some(_) => return Err(format!("--sessionless {name}: not an HTTP target")),
+                None => return Err(format!("--sessionless {name}: no --target is named so")),
             }
         }
         let mut watched = Vec::new();

@@ -44,6 +44,9 @@ OPTIONS (your endpoints):
     --pid NAME=PID         read CPU seconds and peak RSS of the process serving NAME
     --bearer NAME=TOKEN    send `Authorization: Bearer TOKEN` on NAME's requests (a gateway
                            with [auth]); the token stays out of the report
+    --sessionless NAME     call NAME as a client of the 2026-07-28 revision does (ChatGPT):
+                           no initialize and no session id, the `_meta` envelope and
+                           MCP-Protocol-Version, Mcp-Method and Mcp-Name on every request
     --conc LIST, --secs S  as above (default 1,8,32 and 3 s)
     --allow-remote         allow targets that are not loopback addresses
 
@@ -88,6 +91,7 @@ impl Opts {
         let mut targets: Vec<String> = Vec::new();
         let mut pids: Vec<String> = Vec::new();
         let mut bearers: Vec<String> = Vec::new();
+        let mut sessionless: Vec<String> = Vec::new();
         let (mut call, mut params, mut allow_remote) = (None, None, false);
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -131,6 +135,7 @@ impl Opts {
                 "--target" => targets.push(value(a)?),
                 "--pid" => pids.push(value(a)?),
                 "--bearer" => bearers.push(value(a)?),
+                "--sessionless" => sessionless.push(value(a)?),
                 "--call" => call = Some(value(a)?),
                 "--params" => params = Some(value(a)?),
                 other if other.starts_with('-') => {
@@ -145,10 +150,11 @@ impl Opts {
                 || params.is_some()
                 || !pids.is_empty()
                 || !bearers.is_empty()
+                || !sessionless.is_empty()
                 || allow_remote
             {
                 return Err(
-                    "--call, --params, --pid and --allow-remote go with --target (see --help)"
+                    "--call, --params, --pid, --bearer, --sessionless and --allow-remote go with --target (see --help)"
                         .into(),
                 );
             }
@@ -156,7 +162,7 @@ impl Opts {
             o.given = Some(Given::parse(
                 &targets,
                 &pids,
-                &bearers,
+                (&bearers, &sessionless),
                 call.as_deref(),
                 params.as_deref(),
                 allow_remote,

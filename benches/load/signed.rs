@@ -38,17 +38,28 @@ enum Check {
     Introspection,
 }
 
+/// How the points are measured: at which concurrencies, each point's
+/// budget, and the turns the gateways take in it.
+pub struct Plan<'a> {
+    pub concs: &'a [usize],
+    pub budget: &'a dyn Fn(usize) -> Budget,
+    pub rounds: usize,
+}
+
 /// The scenario: its points go to `points`, its ratios to `extra`.
 pub async fn run(
     root: &Path,
     gateway_exe: &Path,
     upstream: &Proc,
     logs: &Path,
-    concs: &[usize],
-    budget: &dyn Fn(usize) -> Budget,
-    rounds: usize,
+    plan: &Plan<'_>,
     (points, extra): (&mut Vec<Point>, &mut String),
 ) -> Result<(), String> {
+    let Plan {
+        concs,
+        budget,
+        rounds,
+    } = *plan;
     let http = web::client();
     let oidc = oauth::provider(root, logs).await?;
     let ports = oauth::free_ports(KINDS.len())?;
