@@ -1,9 +1,10 @@
 //! The load benchmark: real MCP (initialize, session header, JSON and SSE
 //! responses) from N concurrent sessions × M calls, against a fast in-tree
 //! upstream reached directly, through the gateway, through the reference
-//! HTTP proxies nginx and HAProxy and the Rust MCP gateway `mcp-proxy`
-//! (benches/load/refs.rs), and through the stdio bridges `supergateway` (npm)
-//! and `mcp-proxy` (PyPI), all in one run.
+//! HTTP proxies nginx and HAProxy, the Rust MCP gateway `mcp-proxy`
+//! (benches/load/refs.rs) and IBM ContextForge (benches/load/contextforge.rs),
+//! and through the stdio bridges `supergateway` (npm) and `mcp-proxy` (PyPI),
+//! all in one run.
 //!
 //! `cargo bench --bench load` runs everything (it installs the peers first
 //! with scripts/install-peers.sh) and writes target/bench/load.md and
@@ -35,6 +36,8 @@
 mod app;
 #[path = "load/client.rs"]
 mod client;
+#[path = "load/contextforge.rs"]
+mod contextforge;
 #[path = "load/everything.rs"]
 mod everything;
 #[path = "load/given.rs"]
@@ -581,6 +584,9 @@ async fn full(opts: &Opts) -> bool {
             if let Some(p) = &refs.mcp_proxy {
                 targets.push((MCP_PROXY_RS, http(p, "/"), Some(p), MCP_PROXY_RS_CALL));
             }
+            for cf in &refs.contextforge {
+                targets.push((cf.label, cf.target(), Some(&cf.proc), cf.call));
+            }
             let measured =
                 run::interleaved_calls("tools/call", &targets, c, &budget(c), ROUNDS).await;
             for p in measured {
@@ -904,6 +910,8 @@ async fn full(opts: &Opts) -> bool {
             ("tools/call", "haproxy"),
             ("tools/call", "gateway"),
             ("tools/call", MCP_PROXY_RS),
+            ("tools/call", CONTEXTFORGE),
+            ("tools/call", CONTEXTFORGE_STATEFUL),
             ("stdio tools/call", "stdio"),
             ("stdio tools/call", "gateway (stdio)"),
             ("stdio tools/call", "supergateway"),
@@ -932,12 +940,18 @@ const MCP_PROXY_RS_CALL: Call = Call::Given {
     params: r#"{"name":"bench/echo","arguments":{"message":"hello"}}"#,
 };
 
-/// The reference proxies of the sweep that started: nginx and HAProxy, and
-/// the Rust `mcp-proxy`; a note for each that did not.
+/// ContextForge's labels: its default sessions (a new upstream session per
+/// call) and stateful ones (benches/load/contextforge.rs).
+const CONTEXTFORGE: &str = contextforge::Sessions::Stateless.label();
+const CONTEXTFORGE_STATEFUL: &str = contextforge::Sessions::Stateful.label();
+
+/// The reference proxies of the sweep that started: nginx and HAProxy, the
+/// Rust `mcp-proxy` and ContextForge; a note for each that did not.
 #[derive(Default)]
 struct References {
     http: Vec<(&'static str, Proc)>,
     mcp_proxy: Option<Proc>,
+    contextforge: Vec<contextforge::ContextForge>,
     dir: Option<PathBuf>,
 }
 
@@ -954,11 +968,9 @@ impl References {
             Err(e) => notes.push(format!("haproxy unavailable: {e}")),
         }
         println!("installing the Rust mcp-proxy (scripts/install-bench-peers.sh, idempotent) …");
-        let installed = std::process::Command::new("bash")
-            .arg(root.join("scripts/install-bench-peers.sh"))
-            .status();
+        let installed = refs::install(root, "mcp-proxy");
         let bin = refs::mcp_proxy_bin(root);
-        if !matches!(installed, Ok(s) if s.success()) || !bin.exists() {
+        if installed != Some(0) || !bin.exists() {
             notes.push(
                 "the Rust mcp-proxy did not install (scripts/install-bench-peers.sh); skipped"
                     .into(),
@@ -969,6 +981,7 @@ impl References {
                 Err(e) => notes.push(format!("the Rust mcp-proxy unavailable: {e}")),
             }
         }
+        refs.contextforge = contextforge::start_both(root, up, &dir, logs, notes).await;
         refs.dir = Some(dir);
         refs
     }
@@ -979,6 +992,9 @@ impl References {
         }
         if let Some(p) = self.mcp_proxy {
             p.stop().await;
+        }
+        for cf in self.contextforge {
+            cf.proc.stop().await;
         }
         if let Some(d) = self.dir {
             let _ = std::fs::remove_dir_all(d);

@@ -153,6 +153,15 @@ impl Session {
         self.notify("notifications/initialized").await
     }
 
+    /// Whether the server closed this session's connection (HTTP only): no
+    /// later request on it can succeed.
+    pub fn closed(&self) -> bool {
+        match &self.conn {
+            Conn::Http { sender, .. } => sender.is_closed(),
+            Conn::Stdio { .. } => false,
+        }
+    }
+
     /// Send `Authorization: Bearer token` on this session's requests from
     /// now on (HTTP only): the next [`Session::restart`] is another
     /// caller's session on the same connection.

@@ -24,11 +24,12 @@ OPTIONS (the built-in scenarios):
                            oidc-provider's; memory: RSS per signed-in caller; families: memory
                            per refresh-token family; hosts: ChatGPT's and Claude's patterns
                            against a stdio server, before and after; sweep: direct, the bare relay, nginx, HAProxy, the
-                           gateway and the Rust mcp-proxy; everything: server-everything over
+                           gateway, the Rust mcp-proxy and IBM ContextForge (default and stateful
+                           sessions; Python >= 3.12); everything: server-everything over
                            stdio through the gateway against its own streamable HTTP; app: an
                            app endpoint against a single mount)
-    --no-peers             skip the peers (nginx, HAProxy, both mcp-proxy, supergateway,
-                           server-everything) and their install
+    --no-peers             skip the peers (nginx, HAProxy, both mcp-proxy, ContextForge,
+                           supergateway, server-everything) and their install
     --secs S               seconds per measured point
     --conc LIST            concurrencies of the sweeps, e.g. 1,32 (default 1,2,4,8,16,32,64;
                            1,32 for tls)

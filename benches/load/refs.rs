@@ -22,8 +22,19 @@ pub fn mcp_proxy_bin(root: &Path) -> PathBuf {
     root.join("tests/peers/.cargo-bench/bin/mcp-proxy")
 }
 
+/// Run scripts/install-bench-peers.sh for one peer (`mcp-proxy`,
+/// `contextforge`); its exit code.
+pub fn install(root: &Path, peer: &str) -> Option<i32> {
+    std::process::Command::new("bash")
+        .arg(root.join("scripts/install-bench-peers.sh"))
+        .args(["--only", peer])
+        .status()
+        .ok()
+        .and_then(|s| s.code())
+}
+
 /// `dir/file`, written from a template with its `@NAME@` values filled in.
-fn write_filled(
+pub fn write_filled(
     dir: &Path,
     file: &str,
     template: &str,
@@ -37,7 +48,8 @@ fn write_filled(
     Ok(path)
 }
 
-fn workers() -> String {
+/// One worker per core.
+pub fn workers() -> String {
     std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .to_string()

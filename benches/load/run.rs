@@ -255,12 +255,28 @@ async fn measure(
         }
     }
     let (method, params) = call.message();
-    for s in sessions.iter_mut() {
+    // Every session warms up at once, each with at most `warmup_calls`
+    // calls, all within `max_time`: one after the other, a slow target
+    // (tens of ms a call) would spend sessions × calls × its latency here.
+    let warm_until = Instant::now() + budget.max_time;
+    let warmed = futures_util::future::join_all(sessions.iter_mut().map(|s| async move {
+        let (mut errs, mut first) = (0, None);
         for _ in 0..budget.warmup_calls {
-            if let Err(e) = s.request(method, params).await {
-                errors += 1;
-                first_error.get_or_insert(format!("warm-up: {e}"));
+            if Instant::now() >= warm_until {
+                break;
             }
+            if let Err(e) = s.request(method, params).await {
+                errs += 1;
+                first.get_or_insert(e);
+            }
+        }
+        (errs, first)
+    }))
+    .await;
+    for (errs, first) in warmed {
+        errors += errs;
+        if let Some(e) = first {
+            first_error.get_or_insert(format!("warm-up: {e}"));
         }
     }
     if let Some(s) = scrape.as_mut() {
@@ -292,6 +308,11 @@ async fn measure(
                     Err(e) => {
                         errs += 1;
                         first.get_or_insert(e);
+                        // One error for a connection the server closed, not
+                        // one per call left in the budget.
+                        if s.closed() {
+                            break;
+                        }
                     }
                 }
             }
