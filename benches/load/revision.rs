@@ -36,5 +36,5 @@ pub fn summary(points: &[Point]) -> String {
     format!(
         "\n## The 2026-07-28 revision against a 2025 session\n\nThe same gateway and upstream; a call of the revision (no session, `_meta` on every request) bridged to the 2025 upstream, against a 2025 call on a reused session.\n{}",
         report::ratios(points, SCENARIO, SESSIONLESS, &[SESSION])
-    )
+    ) + "\n"
 }
