@@ -1160,3 +1160,52 @@ async fn a_large_member_listing_counts_against_the_memory_budget() {
     }
     stop.cancel();
 }
+
+/// Hosts call a tool without listing first, and several at once (ChatGPT's
+/// sessionless calls, a host reconnecting after a restart). On a fresh app,
+/// the first such call lists the members to find the tool's owner; the calls
+/// that come while it lists wait for that listing instead of being told the
+/// tool is unknown.
+#[tokio::test]
+async fn concurrent_first_calls_to_a_fresh_app_wait_for_its_listing() {
+    use support::upstreams::{HttpFlavor, start_http};
+    const CALLS: usize = 16;
+    let one = start_http(HttpFlavor::StatefulSse).await.expect("fixture");
+    let two = start_http(HttpFlavor::StatelessJson)
+        .await
+        .expect("fixture");
+    let gw = gateway(
+        vec![http("one", &one.url), http("two", &two.url)],
+        vec![app("suite", vec![named("one"), prefixed("two", "t_")])],
+    )
+    .await;
+    let url = gw.url_for("/suite/mcp");
+    let clients = futures_util::future::join_all(
+        (0..CALLS).map(|_| async { AppClient::initialize(url.clone()).await.0 }),
+    )
+    .await;
+    let answers = futures_util::future::join_all(clients.into_iter().enumerate().map(
+        |(i, mut c)| async move {
+            let name = if i % 2 == 0 { "echo" } else { "t_echo" };
+            let text = format!("call {i}");
+            let m = c
+                .request(
+                    "tools/call",
+                    json!({"name": name, "arguments": {"text": text}}),
+                )
+                .await;
+            (text, m)
+        },
+    ))
+    .await;
+    let wrong: Vec<String> = answers
+        .iter()
+        .filter(|(text, m)| text_of(&m["result"]) != *text)
+        .map(|(_, m)| m.to_string())
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {CALLS} first calls were not answered by their member: {wrong:?}",
+        wrong.len()
+    );
+}

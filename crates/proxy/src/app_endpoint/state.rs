@@ -26,6 +26,10 @@ pub struct AppState {
     resources: Mutex<HashMap<String, usize>>,
     /// When the members' names were last listed to find an unknown one.
     learnt: Mutex<HashMap<Kind, Instant>>,
+    /// Held while the members' names are listed to find an unknown one: a
+    /// request for a name not known yet waits for a listing under way (which
+    /// may name it) before it is told the name is unknown.
+    pub(crate) learning: tokio::sync::Mutex<()>,
 }
 
 /// An unknown name makes the app list its members' names at most this
@@ -41,6 +45,7 @@ impl AppState {
             prompts: Mutex::default(),
             resources: Mutex::default(),
             learnt: Mutex::default(),
+            learning: tokio::sync::Mutex::const_new(()),
         }
     }
 

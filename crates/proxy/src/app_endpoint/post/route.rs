@@ -20,7 +20,9 @@ use crate::reply::{self, Body};
 
 impl Exchange<'_> {
     /// The member owning `name`, listing the members' names first when it is
-    /// not known yet.
+    /// not known yet. A request that finds a listing under way waits for it,
+    /// and looks again, before it lists (or is refused) itself: a host's
+    /// first calls, made at once without a listing, all find their member.
     pub(super) async fn owner(
         &self,
         kind: Kind,
@@ -28,9 +30,13 @@ impl Exchange<'_> {
     ) -> Result<(usize, String), Response<Body>> {
         let mut owner = self.app.owner(kind, name);
         let mut refused = None;
-        if owner == Owner::Unknown && self.app.learn_turn(kind, std::time::Instant::now()) {
-            refused = self.learn(kind).await;
+        if owner == Owner::Unknown {
+            let _learning = self.app.learning.lock().await;
             owner = self.app.owner(kind, name);
+            if owner == Owner::Unknown && self.app.learn_turn(kind, std::time::Instant::now()) {
+                refused = self.learn(kind).await;
+                owner = self.app.owner(kind, name);
+            }
         }
         // A member that could not be asked for its names without signing
         // in: the client signs in, then calls again.
