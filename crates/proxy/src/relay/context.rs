@@ -61,6 +61,9 @@ pub struct Ctx<'a> {
     /// Whom the sessions this exchange opens are for: the caller of
     /// `access`, the one a session id it names must have been made for.
     pub owner: Owner,
+    /// [`Ctx::credentials`], worked out at its first use: the caller, the
+    /// mount and the headers it depends on do not change within an exchange.
+    pub(crate) credentials: std::sync::OnceLock<u64>,
 }
 
 /// The headers of a 2026-07-28 request, as its body says them: hosts send
@@ -142,6 +145,10 @@ impl<'a> Ctx<'a> {
     /// every transport (naming another caller's conversation reaches a
     /// connection of one's own), and what the limits on one caller count by.
     pub(crate) fn credentials(&self) -> u64 {
+        *self.credentials.get_or_init(|| self.digest_credentials())
+    }
+
+    fn digest_credentials(&self) -> u64 {
         let verified = self.caller.map(u64::to_le_bytes);
         let mut parts: Vec<&[u8]> = Vec::new();
         // The subject the gateway verified, and whatever credentials still go
@@ -190,6 +197,7 @@ impl<'a> Ctx<'a> {
             caller: access.digest(),
             access: access.clone(),
             owner,
+            credentials: Default::default(),
         })
     }
 

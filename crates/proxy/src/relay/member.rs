@@ -83,6 +83,7 @@ impl<'a> Member<'a> {
                 // session its id names.
                 access: Default::default(),
                 owner: Default::default(),
+                credentials: Default::default(),
             },
         }
     }

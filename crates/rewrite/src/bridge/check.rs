@@ -188,12 +188,14 @@ pub fn check(
             ));
         }
     }
-    let params = params.and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok());
-    let Some(meta) = params
-        .as_ref()
-        .and_then(|p| p.get("_meta"))
-        .and_then(Value::as_object)
-    else {
+    // The params' members are read one by one, as they are needed: a
+    // call's arguments are never parsed here.
+    let params = params.and_then(|p| serde_json::from_str::<Members<'_>>(p.get()).ok());
+    let member = |key: &str| -> Option<Value> {
+        serde_json::from_str(params.as_ref()?.get(key)?.get()).ok()
+    };
+    let meta = member("_meta");
+    let Some(meta) = meta.as_ref().and_then(Value::as_object) else {
         return Err(Refusal::new(
             code::INVALID_PARAMS,
             format!(
@@ -260,11 +262,8 @@ pub fn check(
         ));
     }
     if let (Seen::Once(v), Some(field)) = (name_header, named_by(method)) {
-        let body = params
-            .as_ref()
-            .and_then(|p| p.get(field))
-            .and_then(Value::as_str);
-        if header_value(v).as_deref() != body {
+        let body = member(field);
+        if header_value(v).as_deref() != body.as_ref().and_then(Value::as_str) {
             return Err(Refusal::new(
                 code::HEADER_MISMATCH,
                 format!("Mcp-Name header does not match the request's '{field}'"),
@@ -282,20 +281,27 @@ pub fn check(
             Refusal::new(code::METHOD_NOT_FOUND, "Method not found").with_data(json!(method))
         );
     }
-    params.as_ref().map_or(Ok(()), input)
+    match params {
+        Some(_) => input(&member),
+        None => Ok(()),
+    }
 }
+
+/// A JSON object's members, each unparsed; a member given twice counts as
+/// its last, as when the object is parsed whole.
+type Members<'a> = std::collections::HashMap<String, &'a RawValue>;
 
 /// `inputResponses` and `requestState` as the revision types them: an
 /// object whose every member is an `InputResponse`, and a string. Either
 /// may be absent; `null` is neither.
-fn input(params: &Map<String, Value>) -> Result<(), Refusal> {
-    if params.get("requestState").is_some_and(|s| !s.is_string()) {
+fn input(member: &dyn Fn(&str) -> Option<Value>) -> Result<(), Refusal> {
+    if member("requestState").is_some_and(|s| !s.is_string()) {
         return Err(Refusal::new(
             code::INVALID_PARAMS,
             "params.requestState must be a string",
         ));
     }
-    let Some(responses) = params.get("inputResponses") else {
+    let Some(responses) = member("inputResponses") else {
         return Ok(());
     };
     let Some(responses) = responses.as_object() else {

@@ -436,3 +436,39 @@ fn acknowledgements_are_read_back_and_united() {
     let other = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
     assert_eq!(Filter::acknowledged(other), None);
 }
+
+/// The params are read member by member, as a whole parse reads them: a
+/// member given twice counts as its last, a name's escapes are decoded before
+/// it is compared with `Mcp-Name`, and the arguments are never looked into.
+#[test]
+fn params_are_read_member_by_member_as_a_whole_parse_reads_them() {
+    fn named(name: &str) -> Headers<'_> {
+        Headers {
+            name: Seen::Once(name.as_bytes()),
+            ..Headers::default()
+        }
+    }
+    let big = format!(r#"{{"deep":{}}}"#, "[".repeat(100) + &"]".repeat(100));
+    let p = raw(&format!(
+        r#"{{"name":"first","name":"t\u00e9","arguments":{big},{META}}}"#
+    ));
+    assert_eq!(
+        check("tools/call", Some(&p), &named("=?base64?dMOp?=")),
+        Ok(())
+    );
+    let r = refused(
+        "tools/call",
+        &format!(r#"{{"name":"first","name":"t\u00e9",{META}}}"#),
+        named("first"),
+    );
+    assert_eq!((r.status, r.code), (400, -32020));
+    // A `_meta` given twice: the last one is the request's.
+    let twice = format!(r#"{{"_meta":1,"name":"a",{META}}}"#);
+    assert_eq!(
+        check("tools/call", Some(&raw(&twice)), &Headers::default()),
+        Ok(())
+    );
+    let last_bad = format!(r#"{{"name":"a",{META},"_meta":1}}"#);
+    let r = refused("tools/call", &last_bad, Headers::default());
+    assert_eq!((r.status, r.code), (400, -32602));
+}

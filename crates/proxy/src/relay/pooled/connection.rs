@@ -3,6 +3,8 @@
 //! where the upstream speaks it) and its lane (a pool place, its
 //! conversation's, its client session's, one of its own).
 
+use serde_json::value::RawValue;
+
 use crate::config::{ConversationKey, SessionMode, Transport};
 use crate::jsonrpc::Message;
 use crate::outcome::Failure;
@@ -80,9 +82,9 @@ fn named_conversation(cx: &Ctx<'_>, m: &Message<'_>) -> Option<u64> {
             Some(digest([h.as_str().as_bytes(), v.as_bytes()]))
         }
         ConversationKey::Meta(k) => {
-            let params: serde_json::Value = serde_json::from_str(m.params?.get()).ok()?;
-            let v = params.get("_meta")?.get(k)?;
-            let text = match v {
+            let v: serde_json::Value =
+                serde_json::from_str(meta_member(m.params?, k)?.get()).ok()?;
+            let text = match &v {
                 serde_json::Value::String(s) if !s.is_empty() => s.clone(),
                 serde_json::Value::String(_) | serde_json::Value::Null => return None,
                 other => other.to_string(),
@@ -90,6 +92,15 @@ fn named_conversation(cx: &Ctx<'_>, m: &Message<'_>) -> Option<u64> {
             Some(digest([k.as_bytes(), text.as_bytes()]))
         }
     }
+}
+
+/// `params._meta[key]`, unparsed; nothing else of the params is parsed (a
+/// call's arguments may be large). A member given twice counts as its last.
+fn meta_member<'a>(params: &'a RawValue, key: &str) -> Option<&'a RawValue> {
+    type Members<'a> = std::collections::HashMap<String, &'a RawValue>;
+    let params: Members<'a> = serde_json::from_str(params.get()).ok()?;
+    let meta: Members<'a> = serde_json::from_str(params.get("_meta")?.get()).ok()?;
+    meta.get(key).copied()
 }
 
 /// The requests a server asks its client while serving one of the client's.
