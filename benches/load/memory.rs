@@ -196,14 +196,7 @@ async fn resource_gateway(
         "listen = \"127.0.0.1:{port}\"\npublic_url = \"http://127.0.0.1:{port}\"\n\n[[upstream]]\nname = \"bench\"\nurl = \"http://{}/mcp\"\npath = \"/mcp\"\n{auth}",
         upstream.addr
     );
-    let file = logs.join(format!("{name}.toml"));
-    std::fs::write(&file, toml).map_err(|e| format!("{}: {e}", file.display()))?;
-    let args = [
-        "serve".to_owned(),
-        "--config".into(),
-        file.display().to_string(),
-    ];
-    procs::gateway(name, exe, &args, &[("RUST_LOG", "warn")], logs).await
+    procs::gateway_with_config(name, exe, &toml, "warn", logs).await
 }
 
 /// One session per entry of `callers` (its token, or none), over

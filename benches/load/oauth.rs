@@ -215,14 +215,7 @@ client_secret = "{secret}"
         id = g.client.0,
         secret = g.client.1,
     );
-    let file = logs.join(format!("{name}.toml"));
-    std::fs::write(&file, toml).map_err(|e| format!("{}: {e}", file.display()))?;
-    let args = [
-        "serve".to_owned(),
-        "--config".into(),
-        file.display().to_string(),
-    ];
-    procs::gateway(name, exe, &args, &[("RUST_LOG", "warn")], logs).await
+    procs::gateway_with_config(name, exe, &toml, "warn", logs).await
 }
 
 /// A client of one authorization server, and how its users sign in.

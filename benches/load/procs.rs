@@ -278,6 +278,25 @@ pub async fn gateway(
     })
 }
 
+/// Start the gateway binary `program` as `serve --config FILE`, the file
+/// `logs/NAME.toml` written with `toml`, logging at `log_level`.
+pub async fn gateway_with_config(
+    name: &str,
+    program: &Path,
+    toml: &str,
+    log_level: &str,
+    logs: &Path,
+) -> Result<Proc, String> {
+    let file = logs.join(format!("{name}.toml"));
+    std::fs::write(&file, toml).map_err(|e| format!("{}: {e}", file.display()))?;
+    let args = [
+        "serve".to_owned(),
+        "--config".into(),
+        file.display().to_string(),
+    ];
+    gateway(name, program, &args, &[("RUST_LOG", log_level)], logs).await
+}
+
 /// Start `program args` on `port` and wait until it accepts connections (an
 /// error when it exits first: the port may have been taken).
 pub async fn start(
