@@ -365,6 +365,13 @@ pub fn params_view(params: Option<&RawValue>) -> ParamsView<'_> {
     }
 }
 
+/// A JSON object's members, each left unparsed (a call's arguments may be
+/// large); a member given twice counts as its last, as when the object is
+/// parsed whole. `None` when `object` is not an object.
+pub fn members(object: &RawValue) -> Option<std::collections::HashMap<String, &RawValue>> {
+    serde_json::from_str(object.get()).ok()
+}
+
 /// Remove raw line breaks so a message fits on one stdio line. Inside valid
 /// JSON a raw CR or LF can only be insignificant whitespace (strings escape
 /// them), so this never changes a value.

@@ -22,7 +22,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::jsonrpc::code;
+use crate::jsonrpc::{self, code};
 use mcp_ui_wire::protocol::{self, ENVELOPE, KNOWN_VERSIONS, META_PROTOCOL_VERSION};
 
 /// The `_meta` key of the client's capabilities.
@@ -190,7 +190,7 @@ pub fn check(
     }
     // The params' members are read one by one, as they are needed: a
     // call's arguments are never parsed here.
-    let params = params.and_then(|p| serde_json::from_str::<Members<'_>>(p.get()).ok());
+    let params = params.and_then(jsonrpc::members);
     let member = |key: &str| -> Option<Value> {
         serde_json::from_str(params.as_ref()?.get(key)?.get()).ok()
     };
@@ -286,10 +286,6 @@ pub fn check(
         None => Ok(()),
     }
 }
-
-/// A JSON object's members, each unparsed; a member given twice counts as
-/// its last, as when the object is parsed whole.
-type Members<'a> = std::collections::HashMap<String, &'a RawValue>;
 
 /// `inputResponses` and `requestState` as the revision types them: an
 /// object whose every member is an `InputResponse`, and a string. Either

@@ -6,7 +6,7 @@
 use serde_json::value::RawValue;
 
 use crate::config::{ConversationKey, SessionMode, Transport};
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{self, Message};
 use crate::outcome::Failure;
 use crate::protocol::{self, Era};
 use crate::relay::context::{Ctx, PROTOCOL_HEADER, SessionRef};
@@ -94,12 +94,9 @@ fn named_conversation(cx: &Ctx<'_>, m: &Message<'_>) -> Option<u64> {
     }
 }
 
-/// `params._meta[key]`, unparsed; nothing else of the params is parsed (a
-/// call's arguments may be large). A member given twice counts as its last.
+/// `params._meta[key]`, unparsed; nothing else of the params is parsed.
 fn meta_member<'a>(params: &'a RawValue, key: &str) -> Option<&'a RawValue> {
-    type Members<'a> = std::collections::HashMap<String, &'a RawValue>;
-    let params: Members<'a> = serde_json::from_str(params.get()).ok()?;
-    let meta: Members<'a> = serde_json::from_str(params.get("_meta")?.get()).ok()?;
+    let meta = jsonrpc::members(jsonrpc::members(params)?.get("_meta")?)?;
     meta.get(key).copied()
 }
 
