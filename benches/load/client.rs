@@ -186,13 +186,17 @@ impl Session {
     async fn request_raw(&mut self, method: &str, params: &str) -> Result<(usize, Bytes), Error> {
         self.next_id += 1;
         let id = self.next_id;
-        let body = match &self.conn {
+        // Only a call of the revision names what it calls in a header.
+        let (body, name) = match &self.conn {
             Conn::Http {
                 sessionless: true, ..
-            } => revision_body(id, method, params)?,
-            _ => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#),
+            } => (revision_body(id, method, params)?, named(method, params)),
+            _ => (
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#),
+                None,
+            ),
         };
-        let call = Some((id, method, named(method, params)));
+        let call = Some((id, method, name));
         match tokio::time::timeout(EXCHANGE_TIMEOUT, self.exchange(body.into_bytes(), call)).await {
             Ok(r) => r,
             Err(_) => Err(format!("{method}: no response in {EXCHANGE_TIMEOUT:?}")),
