@@ -23,11 +23,12 @@ pub mod cli;
 pub mod demo;
 pub mod log_filter;
 
+pub use mcp_ui_model::{config, outcome, reply};
 pub use mcp_ui_overlay::{host, overlay, spelling};
 pub use mcp_ui_proxy::{
     app_endpoint, assets, endpoint, gateway, health, live, metrics, middleware, oauth, preview,
     relay, router, server, stack, upstream_tools,
 };
 pub use mcp_ui_rewrite::{combine, rewrite};
-pub use mcp_ui_upstream::{config, outcome, probe, reply, session, telemetry, tls, upstream};
+pub use mcp_ui_upstream::{probe, session, telemetry, upstream};
 pub use mcp_ui_wire::{jsonrpc, percent, protocol, sse};

@@ -14,8 +14,8 @@ use mcp_ui_gateway::config::{Config, Overrides};
 use mcp_ui_gateway::gateway::Gateway;
 use mcp_ui_gateway::host::WidgetOrigins;
 use mcp_ui_gateway::live::Live;
+use mcp_ui_gateway::server::ListenerTls;
 use mcp_ui_gateway::server::Server;
-use mcp_ui_gateway::tls::ListenerTls;
 use mcp_ui_gateway::upstream::stdio::guardian;
 use tokio_util::sync::CancellationToken;
 

@@ -339,7 +339,7 @@ impl TlsClient {
             roots.add(cert.expect("CA PEM")).expect("CA cert");
         }
         let mut config =
-            rustls::ClientConfig::builder_with_provider(mcp_ui_gateway::tls::crypto::provider())
+            rustls::ClientConfig::builder_with_provider(mcp_ui_model::tls::crypto::provider())
                 .with_safe_default_protocol_versions()
                 .unwrap()
                 .with_root_certificates(roots)

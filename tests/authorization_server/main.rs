@@ -992,7 +992,7 @@ impl DocumentHost {
             .unwrap();
         let key = PrivateKeyDer::from_pem_slice(leaf.key.as_bytes()).unwrap();
         let tls =
-            rustls::ServerConfig::builder_with_provider(mcp_ui_gateway::tls::crypto::provider())
+            rustls::ServerConfig::builder_with_provider(mcp_ui_model::tls::crypto::provider())
                 .with_safe_default_protocol_versions()
                 .unwrap()
                 .with_no_client_auth()

@@ -4,22 +4,22 @@
 //! that own no connection go through), so their overlays, connections,
 //! limits and metrics apply exactly as on their own paths, with no HTTP
 //! between the app and its members; the pure rules that unite their answers
-//! are in [`crate::combine`]; what an app has learnt from listings is its
+//! are in [`mcp_ui_rewrite::combine`]; what an app has learnt from listings is its
 //! [`state`], and its page cursors are sealed by [`cursor`].
 //!
 //! - `initialize` opens a session with every member at once, answered as
 //!   each mount answers its own clients' (from its connection's handshake),
 //!   and seals the client's number and what it said into the one id the
-//!   client gets ([`crate::session::app`]); a member that fails is left out
+//!   client gets ([`mcp_ui_upstream::session::app`]); a member that fails is left out
 //!   of the session, its tools answering an error that names it;
 //! - listings are the members' pages one after the other, the cursor
 //!   carrying which member and its own cursor;
 //! - `tools/call` and `prompts/get` go to the member owning the name
-//!   ([`crate::combine::names`]), `resources/*` to the member that listed
+//!   ([`mcp_ui_rewrite::combine::names`]), `resources/*` to the member that listed
 //!   the URI, else to each member in turn until one has it;
 //! - notifications go to every member; the client's answers to members'
 //!   requests go back to the member whose request it was
-//!   ([`crate::combine::ids`]); the GET stream merges the members'
+//!   ([`mcp_ui_rewrite::combine::ids`]); the GET stream merges the members'
 //!   ([`stream`]);
 //! - a member's authorization challenge reaches the client pointing at the
 //!   app's own protected-resource metadata, which the app serves ([`oauth`]).
@@ -40,8 +40,8 @@ use hyper::body::Incoming;
 use crate::endpoint::{accepts, post_body};
 use crate::gateway::Gateway;
 use crate::middleware::cors;
-use crate::outcome::Failure;
-use crate::reply::Body;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::Body;
 use member::session_of;
 use state::AppState;
 
@@ -124,5 +124,5 @@ async fn delete(
         gw.metrics
             .record_session(version, crate::metrics::SessionEnd::Deleted, lasted);
     }
-    crate::reply::status(http::StatusCode::OK)
+    mcp_ui_model::reply::status(http::StatusCode::OK)
 }

@@ -19,9 +19,9 @@ use std::ops::Range;
 use http::header::{self, HeaderValue};
 use http::{Method, Response, StatusCode};
 
-use crate::overlay::OverlaySet;
-use crate::percent::{Plus, percent_decode};
-use crate::reply::{Body, empty, full, text};
+use mcp_ui_model::reply::{Body, empty, full, text};
+use mcp_ui_overlay::overlay::OverlaySet;
+use mcp_ui_wire::percent::{Plus, percent_decode};
 
 /// The path every served widget file is under.
 pub const PREFIX: &str = "/assets/";
@@ -103,7 +103,11 @@ pub fn serve(
     headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     // A file opened as a page runs in an opaque origin, never the
     // gateway's.
-    crate::reply::confine(headers, "sandbox", crate::reply::Framing::AsItsPolicySays);
+    mcp_ui_model::reply::confine(
+        headers,
+        "sandbox",
+        mcp_ui_model::reply::Framing::AsItsPolicySays,
+    );
     headers.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=31536000, immutable"),

@@ -7,7 +7,7 @@
 use http::header::{self, HeaderValue};
 use http::{Method, Response, StatusCode};
 
-use crate::reply::{Body, text};
+use mcp_ui_model::reply::{Body, text};
 
 /// Where the submission looks for the token.
 pub(crate) const PATH: &str = "/.well-known/openai-apps-challenge";

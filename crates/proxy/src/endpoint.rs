@@ -16,10 +16,10 @@ use hyper::body::Incoming;
 use crate::gateway::{Gateway, MountState};
 use crate::metrics::MethodId;
 use crate::middleware::cors;
-use crate::outcome::Failure;
-use crate::protocol::BODY_FLOOR_BYTES_PER_SEC;
 use crate::relay;
-use crate::reply::Body;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::Body;
+use mcp_ui_wire::protocol::BODY_FLOOR_BYTES_PER_SEC;
 
 /// One request to `mount`'s endpoint.
 pub async fn serve(
@@ -64,12 +64,12 @@ pub async fn serve(
 /// many requests it holds, [`Rated`]); or the answer that refuses it.
 pub(crate) async fn admit(
     gw: &Gateway,
-    auth: &crate::config::Auth,
+    auth: &mcp_ui_model::config::Auth,
     path: &str,
     req: &mut Request<Incoming>,
 ) -> Result<(), Box<Response<Body>>> {
     let Some(base) = gw.auth.base(req.headers()) else {
-        return Err(Box::new(crate::reply::text(
+        return Err(Box::new(mcp_ui_model::reply::text(
             http::StatusCode::BAD_REQUEST,
             "no valid Host header\n",
         )));
@@ -128,7 +128,7 @@ pub(crate) async fn admit(
 /// refuses) every token is refused.
 fn audience(
     gw: &Gateway,
-    auth: &crate::config::Auth,
+    auth: &mcp_ui_model::config::Auth,
     path: &str,
 ) -> Result<String, Box<Response<Body>>> {
     if let Some(a) = &auth.audience {
@@ -136,7 +136,7 @@ fn audience(
     }
     match gw.auth.public_url() {
         Some(base) => Ok(crate::oauth::passthrough::resource_url(base, path)),
-        None => Err(Box::new(crate::reply::text(
+        None => Err(Box::new(mcp_ui_model::reply::text(
             http::StatusCode::INTERNAL_SERVER_ERROR,
             "the endpoint has no audience to check tokens against (set public_url or auth.audience)\n",
         ))),
@@ -162,7 +162,7 @@ impl Rated {
 /// What a POST body costs of its caller's rate: its JSON-RPC requests and
 /// notifications (each of a batch), at least one.
 fn cost_of(body: &[u8]) -> u32 {
-    use crate::jsonrpc::{self, Kind};
+    use mcp_ui_wire::jsonrpc::{self, Kind};
     // Only a batch costs more than one: a body that does not open one is
     // not read (the relay reads it once, next).
     if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
@@ -220,20 +220,20 @@ pub(crate) async fn read_body(
     limit: usize,
     patience: Duration,
 ) -> Result<Bytes, Failure> {
-    let bounds = crate::body::Bounds {
+    let bounds = mcp_ui_model::body::Bounds {
         limit,
         patience,
         floor_bytes_per_sec: Some(BODY_FLOOR_BYTES_PER_SEC),
     };
-    crate::body::read(body, bounds)
+    mcp_ui_model::body::read(body, bounds)
         .await
         .map_err(|cut| match cut {
-            crate::body::Cut::TooLarge { limit } => Failure::BodyTooLarge { limit },
-            crate::body::Cut::Stalled { received, patience } => Failure::BodyTimeout {
+            mcp_ui_model::body::Cut::TooLarge { limit } => Failure::BodyTooLarge { limit },
+            mcp_ui_model::body::Cut::Stalled { received, patience } => Failure::BodyTimeout {
                 secs: patience.as_secs(),
                 received,
             },
-            crate::body::Cut::Broken(why) => Failure::UnreadableBody(why),
+            mcp_ui_model::body::Cut::Broken(why) => Failure::UnreadableBody(why),
         })
 }
 

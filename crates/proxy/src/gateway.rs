@@ -12,23 +12,24 @@ use std::time::Duration;
 use rand::RngCore;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{Config, ConfigError, Limits, Mount, Resolved, Transport};
 use crate::health::{Readiness, Upstreams};
 use crate::live::{LIST_CHANGED, Live};
 use crate::metrics::Metrics;
 use crate::middleware::origin_policy::OriginPolicy;
 use crate::oauth::passthrough::{AuthState, PrmTarget};
-use crate::outcome::Failure;
-use crate::protocol::{self, Era};
-use crate::session::pool::{Conn, Pool, SlotKey};
-use crate::session::{Hello, InFlight, OpenedIds, Owned, SessionKey};
-use crate::telemetry::Tracer;
-use crate::upstream::budget::Budget;
-use crate::upstream::handshake;
-use crate::upstream::messages::{EndedBy, MessageSession, Mux};
-use crate::upstream::stdio::{Children, Fault, Restarts, Supervisor};
-use crate::upstream::{self, client::Client};
 use crate::upstream_tools::UpstreamTools;
+use mcp_ui_model::config::{Config, ConfigError, Limits, Mount, Resolved, Transport};
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::session_id::{Hello, OpenedIds, SessionKey};
+use mcp_ui_upstream::session::pool::{Conn, Pool, SlotKey};
+use mcp_ui_upstream::session::{InFlight, Owned};
+use mcp_ui_upstream::telemetry::Tracer;
+use mcp_ui_upstream::upstream::budget::Budget;
+use mcp_ui_upstream::upstream::handshake;
+use mcp_ui_upstream::upstream::messages::{EndedBy, MessageSession, Mux};
+use mcp_ui_upstream::upstream::stdio::{Children, Fault, Restarts, Supervisor};
+use mcp_ui_upstream::upstream::{self, client::Client};
+use mcp_ui_wire::protocol::{self, Era};
 
 /// The longest a request waits for a crashed stdio command's next start.
 const MAX_BACKOFF_WAIT: Duration = Duration::from_secs(5);
@@ -53,7 +54,7 @@ pub struct Gateway {
     /// By mount index: the connections clients share, and their sessions.
     pub pools: Arc<Vec<Pool>>,
     /// Streamable HTTP sessions opened again in place of forgotten ones.
-    pub reopened: crate::session::reopened::Reopened,
+    pub reopened: mcp_ui_upstream::session::reopened::Reopened,
     /// Requests waiting for an upstream, per client session.
     pub in_flight: Arc<InFlight>,
     /// 2026-07-28 requests of 2025 upstreams waiting for the client's
@@ -79,8 +80,8 @@ pub struct Gateway {
     /// Revivals in flight: of a session this process owns by (mount, the
     /// instance and number its id names), of an HTTP upstream's session by
     /// (mount, the upstream id): one at a time each.
-    pub reviving: crate::session::Flights<(usize, [u8; 16], u64)>,
-    pub reopening: crate::session::Flights<(usize, String)>,
+    pub reviving: mcp_ui_upstream::session::Flights<(usize, [u8; 16], u64)>,
+    pub reopening: mcp_ui_upstream::session::Flights<(usize, String)>,
     /// Whether `/preview` is served (`Config::preview_enabled`).
     pub preview: bool,
     /// The token answered at `/.well-known/openai-apps-challenge`.
@@ -159,7 +160,10 @@ const CHILD_PLACE_WAIT: Duration = Duration::from_secs(3);
 /// Each mount's pool, holding what `limits` allows: per mount, per caller,
 /// and, for every mount together, as many upstream connections as client
 /// connections (`max_connections`: half the descriptors are theirs).
-fn pools(mounts: &[crate::config::Mount], limits: &crate::config::Limits) -> Vec<Pool> {
+fn pools(
+    mounts: &[mcp_ui_model::config::Mount],
+    limits: &mcp_ui_model::config::Limits,
+) -> Vec<Pool> {
     let total = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let cap = limits
         .max_connections
@@ -167,7 +171,7 @@ fn pools(mounts: &[crate::config::Mount], limits: &crate::config::Limits) -> Vec
     mounts
         .iter()
         .map(|m| {
-            let room = crate::session::pool::Room {
+            let room = mcp_ui_upstream::session::pool::Room {
                 per_mount: limits.max_mount_connections,
                 per_caller: limits.max_caller_connections,
                 total: total.clone(),
@@ -184,7 +188,7 @@ fn pools(mounts: &[crate::config::Mount], limits: &crate::config::Limits) -> Vec
 fn claude_domain(public_url: Option<&str>, path: &str) -> Option<Arc<str>> {
     let base = public_url?.trim_end_matches('/');
     let url = crate::oauth::passthrough::resource_url(base, path);
-    Some(crate::host::claude_domain(&url).into())
+    Some(mcp_ui_overlay::host::claude_domain(&url).into())
 }
 
 impl Gateway {
@@ -416,7 +420,7 @@ impl Gateway {
                 _ => {
                     let start = || self.start_with(mount, Some(pool.mux.clone()), &claimed.env);
                     match Box::pin(start()).await {
-                        Err(Failure::Upstream(crate::outcome::UpstreamError::ChildLimit { .. }))
+                        Err(Failure::Upstream(mcp_ui_model::outcome::UpstreamError::ChildLimit { .. }))
                             if self.end_idlest_child().await =>
                         {
                             Box::pin(start()).await?
@@ -430,7 +434,7 @@ impl Gateway {
                     // A conversation's connection serves whoever takes part,
                     // each asked only what it declared.
                     let caps = match key.lane {
-                        crate::session::pool::Lane::Conversation(_) => crate::session::Caps::ALL,
+                        mcp_ui_upstream::session::pool::Lane::Conversation(_) => mcp_ui_model::session_id::Caps::ALL,
                         _ => key.caps,
                     };
                     let hello = Hello {
@@ -523,7 +527,7 @@ impl Gateway {
         let bound = tokio::time::Instant::now() + MAX_BACKOFF_WAIT.min(self.request_timeout());
         loop {
             match open().await {
-                Err(crate::outcome::UpstreamError::Backoff { retry_in_ms, .. })
+                Err(mcp_ui_model::outcome::UpstreamError::Backoff { retry_in_ms, .. })
                     if tokio::time::Instant::now() + Duration::from_millis(retry_in_ms) < bound =>
                 {
                     tokio::time::sleep(Duration::from_millis(retry_in_ms.max(1))).await;
@@ -600,13 +604,19 @@ impl Gateway {
             .iter()
             .map(|m| matches!(m.config.transport, Transport::Stdio(_)).then_some(quiet_ttl))
             .collect();
-        let limits = crate::session::reaper::Limits {
+        let limits = mcp_ui_upstream::session::reaper::Limits {
             ttl,
             quiet,
             conversation: Duration::from_secs(self.limits.conversation_idle_secs),
         };
         let pools = Arc::downgrade(&self.pools);
-        crate::session::reaper::spawn(sessions, pools, every, limits, self.shutdown.clone());
+        mcp_ui_upstream::session::reaper::spawn(
+            sessions,
+            pools,
+            every,
+            limits,
+            self.shutdown.clone(),
+        );
         self.spawn_change_announcer();
     }
 

@@ -1,5 +1,5 @@
 //! Readiness: `/readyz` answers 200 when every upstream answered a real MCP
-//! exchange (`initialize` and `tools/list`, through [`crate::probe`]) within
+//! exchange (`initialize` and `tools/list`, through [`mcp_ui_upstream::probe`]) within
 //! [`PROBE_TIMEOUT`], 503 naming each one that did not and why. Results are
 //! cached for [`CACHE_FOR`], and concurrent checks share one probe, so the
 //! endpoint can be polled often without loading the upstreams (a stdio
@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use http::{Response, StatusCode};
 
-use crate::config::{Limits, Mount};
-use crate::reply::Body;
-use crate::upstream::stdio::Fault;
+use mcp_ui_model::config::{Limits, Mount};
+use mcp_ui_model::reply::Body;
+use mcp_ui_upstream::upstream::stdio::Fault;
 
 /// How long one upstream may take to answer the probe.
 pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -77,7 +77,11 @@ async fn probe(upstreams: &Upstreams<'_>, m: usize) -> Verdict {
     let mount = upstreams.mounts[m];
     match tokio::time::timeout(
         PROBE_TIMEOUT,
-        crate::probe::list_tools(mount, upstreams.limits, crate::probe::Prober::Readiness),
+        mcp_ui_upstream::probe::list_tools(
+            mount,
+            upstreams.limits,
+            mcp_ui_upstream::probe::Prober::Readiness,
+        ),
     )
     .await
     {
@@ -123,7 +127,7 @@ pub async fn readyz(readiness: &Readiness, upstreams: &Upstreams<'_>) -> Respons
             )),
         }
     }
-    let mut r = Response::new(crate::reply::full(body));
+    let mut r = Response::new(mcp_ui_model::reply::full(body));
     *r.status_mut() = if ready {
         StatusCode::OK
     } else {

@@ -40,10 +40,3 @@ pub mod router;
 pub mod server;
 pub mod stack;
 pub mod upstream_tools;
-
-use mcp_ui_overlay::{host, overlay};
-use mcp_ui_rewrite::{combine, rewrite};
-use mcp_ui_upstream::{
-    body, clock, config, outcome, probe, reply, session, telemetry, tls, upstream,
-};
-use mcp_ui_wire::{jsonrpc, percent, protocol, sse};

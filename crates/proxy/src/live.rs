@@ -13,7 +13,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::overlay::{
+use mcp_ui_overlay::overlay::{
     LoadError, LoadErrors, LoadOptions, OverlaySet, inspect_dir_with, load_dir_with,
 };
 

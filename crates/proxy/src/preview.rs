@@ -28,9 +28,9 @@ use http::header::{self, HeaderValue};
 use http::{Method, Response, StatusCode, Uri};
 use serde::Deserialize;
 
-use crate::config::{Auth, Mount};
-use crate::percent::{Plus, percent_decode};
-use crate::reply::{Body, empty, full, text};
+use mcp_ui_model::config::{Auth, Mount};
+use mcp_ui_model::reply::{Body, empty, full, text};
+use mcp_ui_wire::percent::{Plus, percent_decode};
 
 /// Where the page is served.
 pub const PATH: &str = "/preview";
@@ -175,7 +175,7 @@ pub fn serve<'a>(
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    crate::reply::confine(h, &csp, crate::reply::Framing::AsItsPolicySays);
+    mcp_ui_model::reply::confine(h, &csp, mcp_ui_model::reply::Framing::AsItsPolicySays);
     r
 }
 
@@ -192,7 +192,7 @@ fn mounts_json<'a>(mounts: impl Iterator<Item = Endpoint<'a>>, site: &Site<'_>) 
             if let Some(members) = &m.members {
                 v["app"] = serde_json::json!(members);
             }
-            if let Some(o) = crate::host::WidgetOrigins::behind(site.public_url, m.path) {
+            if let Some(o) = mcp_ui_overlay::host::WidgetOrigins::behind(site.public_url, m.path) {
                 v["origins"] = serde_json::json!(o);
             }
             if let Some(auth) = m.auth {

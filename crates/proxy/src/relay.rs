@@ -48,15 +48,15 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::value::RawValue;
 
-use crate::config::Transport;
 use crate::gateway::{Gateway, MountState};
-use crate::jsonrpc::{self, Kind};
 use crate::metrics::MethodId;
-use crate::outcome::{Failure, Outcome};
-use crate::reply::{self, Body};
-use crate::telemetry::{self, Traced, Tracer, request_spans::Place};
 use context::{Ctx, SESSION_HEADER};
 use finish::{Finisher, ResultChallenges};
+use mcp_ui_model::config::Transport;
+use mcp_ui_model::outcome::{Failure, Outcome};
+use mcp_ui_model::reply::{self, Body};
+use mcp_ui_upstream::telemetry::{self, Traced, Tracer, request_spans::Place};
+use mcp_ui_wire::jsonrpc::{self, Kind};
 use plan::Plan;
 
 // === POST ===
@@ -94,7 +94,9 @@ pub async fn post(
                     let params = m
                         .params
                         .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok());
-                    cx.hello = Some(crate::session::Hello::of_initialize(params.as_ref()));
+                    cx.hello = Some(mcp_ui_model::session_id::Hello::of_initialize(
+                        params.as_ref(),
+                    ));
                 }
                 if let Some(tracer) = &gw.telemetry {
                     tracer.answered_by_client(watch::session_of(&parts.headers), m);
@@ -153,7 +155,7 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         return refused;
     }
     let target = cx.target();
-    let planned_at = cx.trace.as_ref().map(|_| crate::clock::unix_nanos());
+    let planned_at = cx.trace.as_ref().map(|_| mcp_ui_model::clock::unix_nanos());
     let (plan, request_id) = match &parsed {
         jsonrpc::Body::Single(m) => (
             plan_one(cx, &overlays, m, &target),
@@ -248,10 +250,10 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
     // A request under the 2026-07-28 envelope needs no session: an HTTP
     // upstream that speaks it answers it as it is, whatever the mode.
     let envelope = matches!((&parsed, &cx.session), (jsonrpc::Body::Single(m), context::SessionRef::None)
-        if crate::protocol::era(
+        if mcp_ui_wire::protocol::era(
             cx.headers.get(context::PROTOCOL_HEADER).and_then(|v| v.to_str().ok()),
             m.params,
-        ) == crate::protocol::Era::Envelope);
+        ) == mcp_ui_wire::protocol::Era::Envelope);
     let http = !cx.mount.is_message();
     let response = if bridged {
         pooled::post(cx, body, parsed, finisher).await
@@ -307,10 +309,10 @@ async fn http_post(
         jsonrpc::Body::Batch(_) => false,
     };
     let pool = &cx.gw.pools[cx.mount.index];
-    let envelope = matches!(&parsed, jsonrpc::Body::Single(m) if crate::protocol::era(
+    let envelope = matches!(&parsed, jsonrpc::Body::Single(m) if mcp_ui_wire::protocol::era(
         cx.headers.get(context::PROTOCOL_HEADER).and_then(|v| v.to_str().ok()),
         m.params,
-    ) == crate::protocol::Era::Envelope);
+    ) == mcp_ui_wire::protocol::Era::Envelope);
     if held && !envelope && pool.stateful() {
         return pooled::post(cx, body, parsed, finisher).await;
     }
@@ -345,9 +347,9 @@ fn is_tool_call(parsed: &jsonrpc::Body<'_>) -> bool {
 /// What the overlay snapshot `overlays` plans for one message.
 fn plan_one(
     cx: &Ctx<'_>,
-    overlays: &crate::overlay::OverlaySet,
+    overlays: &mcp_ui_overlay::overlay::OverlaySet,
     m: &jsonrpc::Message<'_>,
-    target: &crate::host::Target,
+    target: &mcp_ui_overlay::host::Target,
 ) -> Plan {
     let name = cx.upstream();
     plan::plan(overlays, name, m, target, &|tool| {
@@ -374,9 +376,9 @@ pub(crate) fn prepare(cx: &Ctx<'_>, m: &jsonrpc::Message<'_>) -> Result<Option<F
 fn finisher(
     cx: &Ctx<'_>,
     tool_call: bool,
-    overlays: Arc<crate::overlay::OverlaySet>,
+    overlays: Arc<mcp_ui_overlay::overlay::OverlaySet>,
     plan: Plan,
-    target: crate::host::Target,
+    target: mcp_ui_overlay::host::Target,
     revision: Option<mcp_ui_rewrite::bridge::Answering>,
 ) -> Option<Finisher> {
     let challenges =

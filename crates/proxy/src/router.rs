@@ -17,8 +17,8 @@ use tower::Service;
 use crate::gateway::Gateway;
 use crate::middleware::cors;
 use crate::oauth::passthrough;
-use crate::reply::{Body, text};
 use crate::{assets, challenge, endpoint, health, metrics, preview};
+use mcp_ui_model::reply::{Body, text};
 
 /// The router's future, boxed: hyper keeps room for a connection's service
 /// future for as long as the connection is open, idle or not, so an

@@ -15,8 +15,8 @@ use crate::middleware::cors::CorsLayer;
 use crate::middleware::http_metrics::HttpMetricsLayer;
 use crate::middleware::origin_policy::OriginLayer;
 use crate::middleware::request_id::RequestIdLayer;
-use crate::reply::Body;
 use crate::router::Router;
+use mcp_ui_model::reply::Body;
 
 /// The whole service for one gateway: every request, start to finish.
 pub fn service(

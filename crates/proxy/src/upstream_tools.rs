@@ -1,7 +1,7 @@
 //! What each upstream last listed, as seen in the `tools/list` responses
 //! passing through (and the probe at start): render tools yield to the
 //! upstream's names, and the overlays are compared with the listing as
-//! `check` compares them ([`crate::rewrite::listing`]). Each finding is
+//! `check` compares them ([`mcp_ui_rewrite::rewrite::listing`]). Each finding is
 //! logged once per overlay snapshot and listing: on the first whole listing,
 //! after each reload, and when the upstream's tools change.
 
@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::config::{Limits, Mount};
 use crate::live::Live;
-use crate::overlay::OverlaySet;
-use crate::probe::{self, Prober};
-use crate::rewrite::listing::{self, Findings, Listed, ListedPage};
+use mcp_ui_model::config::{Limits, Mount};
+use mcp_ui_overlay::overlay::OverlaySet;
+use mcp_ui_rewrite::rewrite::listing::{self, Findings, Listed, ListedPage};
+use mcp_ui_upstream::probe::{self, Prober};
 
 /// The tools each upstream last listed, by mount.
 #[derive(Debug, Default)]

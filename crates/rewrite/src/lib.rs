@@ -18,6 +18,3 @@ pub mod bridge;
 pub mod combine;
 pub mod plan;
 pub mod rewrite;
-
-use mcp_ui_overlay::{host, overlay};
-use mcp_ui_wire::jsonrpc;

@@ -11,11 +11,11 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::host::Target;
-use crate::jsonrpc::{self, Kind, Message, code};
-use crate::overlay::{MountOverlays, OverlaySet};
 use crate::rewrite::listing::ListedPage;
 use crate::rewrite::{self, ListChanged, Warning};
+use mcp_ui_overlay::host::Target;
+use mcp_ui_overlay::overlay::{MountOverlays, OverlaySet};
+use mcp_ui_wire::jsonrpc::{self, Kind, Message, code};
 
 /// The methods whose responses the gateway may rewrite.
 #[derive(Debug, Clone, PartialEq, Eq)]

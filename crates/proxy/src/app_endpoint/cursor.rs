@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::session::id::SessionKey;
+use mcp_ui_model::session_id::SessionKey;
 
 /// What a cursor is sealed for, before the app's name.
 const AAD: &[u8] = b"mcp-ui-gateway app cursor v1\0";

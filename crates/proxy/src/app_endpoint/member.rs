@@ -10,10 +10,10 @@ use serde_json::Value;
 
 use crate::app_endpoint::state::AppState;
 use crate::gateway::Gateway;
-use crate::outcome::Failure;
 use crate::relay::context::SESSION_HEADER;
 use crate::relay::member::{Member, Seat};
-use crate::session::app::AppSession;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_upstream::session::app::AppSession;
 
 /// The session with member `i` of `app`, for a client of app session
 /// `session` whose request carries `headers`; `None` when the member's

@@ -15,9 +15,9 @@ use crate::app_endpoint::state::AppState;
 use crate::gateway::Gateway;
 use crate::middleware::cors;
 use crate::oauth::passthrough;
-use crate::outcome::Failure;
 use crate::relay::context::SESSION_HEADER;
-use crate::reply::{self, Body};
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::{self, Body};
 
 /// The app's protected-resource metadata, `GET <PRM_PATH><app path>`.
 pub async fn metadata(

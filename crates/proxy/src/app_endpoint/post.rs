@@ -22,15 +22,15 @@ use serde_json::{Value, json};
 
 use super::member::session_of;
 use crate::app_endpoint::state::AppState;
-use crate::combine::Kind;
 use crate::gateway::Gateway;
-use crate::jsonrpc::{self, Kind as MessageKind, code};
-use crate::outcome::Failure;
 use crate::relay::context::SESSION_HEADER;
-use crate::reply::{self, Body};
-use crate::session::Hello;
 use context::{Exchange, answer, with_params};
 use initialize::initialize;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::{self, Body};
+use mcp_ui_model::session_id::Hello;
+use mcp_ui_rewrite::combine::Kind;
+use mcp_ui_wire::jsonrpc::{self, Kind as MessageKind, code};
 
 pub async fn post(
     gw: &Arc<Gateway>,
@@ -83,7 +83,7 @@ pub async fn post(
         let agent = headers
             .get(http::header::USER_AGENT)
             .and_then(|v| v.to_str().ok());
-        let host = crate::host::detect(None, Some("initialize"), message.params, agent);
+        let host = mcp_ui_overlay::host::detect(None, Some("initialize"), message.params, agent);
         return initialize(gw, app, (headers, &access), body, id, hello, host).await;
     }
     let session = match session_of(gw, app, headers, &access) {

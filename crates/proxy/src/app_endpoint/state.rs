@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::config::App;
+use mcp_ui_model::config::App;
 
-use crate::combine::list::Kind;
-use crate::combine::names::{Collision, Names, Owner};
+use mcp_ui_rewrite::combine::list::Kind;
+use mcp_ui_rewrite::combine::names::{Collision, Names, Owner};
 
 /// An app, served at its path.
 #[derive(Debug)]
@@ -128,7 +128,7 @@ impl AppState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{App, Member};
+    use mcp_ui_model::config::{App, Member};
 
     #[test]
     fn unknown_names_are_looked_for_at_most_once_a_while() {

@@ -1,6 +1,6 @@
 //! The app's GET stream: what each member's upstream says to the session
 //! on its own, merged, a member's requests to the client with their ids
-//! tagged with the member ([`crate::combine::ids`]).
+//! tagged with the member ([`mcp_ui_rewrite::combine::ids`]).
 
 use std::sync::Arc;
 
@@ -9,11 +9,11 @@ use futures_util::StreamExt;
 
 use super::member::{self, session_of};
 use crate::app_endpoint::state::AppState;
-use crate::combine::ids;
 use crate::gateway::Gateway;
-use crate::outcome::Failure;
 use crate::relay::deliver;
-use crate::reply::Body;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::Body;
+use mcp_ui_rewrite::combine::ids;
 
 /// A member's message on its way to the client: a request's id tagged with
 /// the member, anything else as it is.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::histogram::Histogram;
 use super::method::{METHODS, MethodId};
-use crate::outcome::Outcome;
+use mcp_ui_model::outcome::Outcome;
 
 /// Latency histograms by `[method][outcome]`, for both sides.
 pub(super) struct Conventional {

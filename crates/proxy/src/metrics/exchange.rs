@@ -18,11 +18,11 @@ use http_body_util::BodyExt;
 
 use super::method::MethodId;
 use super::table::Metrics;
-use crate::jsonrpc;
-use crate::outcome::{Outcome, OutcomeSlot};
-use crate::reply::{Body, BoxError};
-use crate::telemetry::Span;
-use crate::telemetry::request_spans::end_server;
+use mcp_ui_model::outcome::{Outcome, OutcomeSlot};
+use mcp_ui_model::reply::{Body, BoxError};
+use mcp_ui_upstream::telemetry::Span;
+use mcp_ui_upstream::telemetry::request_spans::end_server;
+use mcp_ui_wire::jsonrpc;
 
 impl Metrics {
     /// Start timing an exchange; it counts as `cancelled` unless finished.
@@ -323,7 +323,7 @@ fn is_error(bytes: &[u8]) -> bool {
 
 /// Whether the last event of an SSE answer (the response ends it) is an error.
 fn last_event_is_error(chunk: &[u8]) -> bool {
-    let mut parser = crate::sse::Parser::new(chunk.len() + 2);
+    let mut parser = mcp_ui_wire::sse::Parser::new(chunk.len() + 2);
     parser.push(chunk);
     let mut last = None;
     while let Ok(Some(event)) = parser.next_event() {
@@ -354,7 +354,7 @@ mod tests {
 
     fn observed(m: &Arc<Metrics>, kind: BodyKind, slot: Option<OutcomeSlot>) -> Observed {
         Observed {
-            inner: crate::reply::empty(),
+            inner: mcp_ui_model::reply::empty(),
             exchange: Some(m.exchange(0, MethodId::of("tools/call"))),
             status: StatusCode::OK,
             kind,

@@ -11,8 +11,8 @@ use super::conventional::Conventional;
 use super::histogram::Histogram;
 use super::method::METHODS;
 use super::table::{BUCKETS, Metrics, STATUS_MIN};
-use crate::outcome::Outcome;
-use crate::reply::Body;
+use mcp_ui_model::outcome::Outcome;
+use mcp_ui_model::reply::Body;
 
 impl Metrics {
     /// The Prometheus text exposition (format 0.0.4) of everything counted,
@@ -393,7 +393,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The `/metrics` response.
 pub fn response(body: String) -> Response<Body> {
-    let mut r = Response::new(crate::reply::full(body));
+    let mut r = Response::new(mcp_ui_model::reply::full(body));
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
     r

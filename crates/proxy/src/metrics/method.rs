@@ -1,6 +1,6 @@
 //! The JSON-RPC methods the metrics count by name, as small indexes.
 
-use crate::jsonrpc;
+use mcp_ui_wire::jsonrpc;
 
 /// The JSON-RPC methods counted under their own name; anything else counts
 /// as `other`. `GET` and `DELETE` are the bodyless HTTP exchanges, `batch` a

@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::protocol::KNOWN_VERSIONS;
+use mcp_ui_wire::protocol::KNOWN_VERSIONS;
 
 /// Upper bounds of the session buckets, in seconds (`+Inf` follows): a
 /// second to a day.

@@ -10,7 +10,7 @@ use http::StatusCode;
 use super::conventional::Conventional;
 use super::method::{METHODS, MethodId};
 use super::session::{SessionEnd, Sessions};
-use crate::outcome::Outcome;
+use mcp_ui_model::outcome::Outcome;
 
 pub(crate) use super::histogram::{BUCKETS, Histogram};
 

@@ -8,8 +8,8 @@ use http::{Request, Response, header};
 use tower::{Layer, Service};
 
 use super::Refusable;
-use crate::outcome::Failure;
-use crate::reply::Body;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::Body;
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BodyLimitLayer {
@@ -76,7 +76,7 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::reply;
+    use mcp_ui_model::reply;
 
     #[tokio::test]
     async fn a_declared_length_over_the_limit_is_refused_unread() {

@@ -11,7 +11,7 @@ use tower::{Layer, Service};
 
 use super::origin_policy::OriginPolicy;
 use super::{MapResponse, OnResponse};
-use crate::reply::{self, Body};
+use mcp_ui_model::reply::{self, Body};
 
 /// Headers a browser host may send (CORS preflight).
 const ALLOW_HEADERS: &str = "authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id, mcp-method, mcp-name, x-request-id";
@@ -112,7 +112,7 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::config::Config;
+    use mcp_ui_model::config::Config;
 
     async fn respond(origin: Option<&str>) -> Response<Body> {
         let policy = Arc::new(OriginPolicy::new(&Config::default()));

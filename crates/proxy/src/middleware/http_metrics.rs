@@ -9,7 +9,7 @@ use tower::{Layer, Service};
 
 use super::{MapResponse, OnResponse};
 use crate::metrics::Metrics;
-use crate::reply::Body;
+use mcp_ui_model::reply::Body;
 
 #[derive(Clone)]
 pub(crate) struct HttpMetricsLayer {

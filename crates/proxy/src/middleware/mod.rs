@@ -18,7 +18,7 @@ use std::task::{Context, Poll, ready};
 
 use http::Response;
 
-use crate::reply::Body;
+use mcp_ui_model::reply::Body;
 
 /// The future of a layer that may answer a request itself.
 pub(crate) enum Refusable<F> {

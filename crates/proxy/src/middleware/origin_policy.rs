@@ -14,9 +14,9 @@ use http::{Request, Response};
 use tower::{Layer, Service};
 
 use super::Refusable;
-use crate::config::Config;
-use crate::outcome::Failure;
-use crate::reply::Body;
+use mcp_ui_model::config::Config;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::Body;
 
 /// Refuses (403) a request whose `Host` or `Origin` the policy does not
 /// accept, before anything else looks at it.
@@ -299,9 +299,9 @@ mod tests {
         use tower::ServiceExt;
         let policy = std::sync::Arc::new(policy("127.0.0.1:0", &[], &[]));
         let inner = tower::service_fn(|_req: Request<()>| {
-            std::future::ready(Ok::<_, std::convert::Infallible>(crate::reply::status(
-                http::StatusCode::OK,
-            )))
+            std::future::ready(Ok::<_, std::convert::Infallible>(
+                mcp_ui_model::reply::status(http::StatusCode::OK),
+            ))
         });
         let svc = OriginLayer::new(policy).layer(inner);
         let one = Request::get("/mcp")

@@ -17,7 +17,7 @@ use tracing::Instrument;
 use tracing::instrument::Instrumented;
 
 use super::{MapResponse, OnResponse};
-use crate::reply::Body;
+use mcp_ui_model::reply::Body;
 
 /// The request id header.
 pub(crate) const HEADER: HeaderName = HeaderName::from_static("x-request-id");

@@ -54,8 +54,8 @@ use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 
 use crate::gateway::Gateway;
-use crate::reply::{self, Body};
 use mcp_ui_identity::authorization_server::authorize::Resource;
+use mcp_ui_model::reply::{self, Body};
 
 pub use basics::{Peer, media_type};
 pub use endpoints::Endpoint;

@@ -6,7 +6,7 @@
 //! endpoint a metadata document names), and the request goes where that
 //! parse says: it is built from the parsed parts, never from the text read
 //! again by another parser. Every answer is bounded in time and size
-//! ([`crate::body`]); each provider is trusted by its own `ca_file`, or by
+//! ([`mcp_ui_model::body`]); each provider is trusted by its own `ca_file`, or by
 //! the system's roots.
 
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ use http_body_util::Full;
 use serde_json::{Map, Value};
 use url::Url;
 
-use crate::upstream::client::{Client, client_trusting, send};
+use mcp_ui_upstream::upstream::client::{Client, client_trusting, send};
 
 /// Each request to a provider, and its answer, within this long.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -57,10 +57,10 @@ impl Fetcher {
         connect_timeout: Duration,
         trusted: impl IntoIterator<Item = (&'a str, &'a PathBuf)>,
     ) -> Result<Fetcher, Vec<String>> {
-        let settings: Vec<(&str, String, crate::tls::upstream::UpstreamTls)> = trusted
+        let settings: Vec<(&str, String, mcp_ui_model::tls::UpstreamTls)> = trusted
             .into_iter()
             .map(|(anchor, ca)| {
-                let tls = crate::tls::upstream::UpstreamTls::trusting(ca.clone());
+                let tls = mcp_ui_model::tls::UpstreamTls::trusting(ca.clone());
                 (anchor, peer_name(anchor), tls)
             })
             .collect();
@@ -134,8 +134,8 @@ impl Fetcher {
             .await
             .map_err(|e| format!("{url}: {e}"))?;
         let status = resp.status();
-        let bounds = crate::body::Bounds::within(MAX_BYTES, TIMEOUT);
-        let body = crate::body::read(resp.into_body(), bounds)
+        let bounds = mcp_ui_model::body::Bounds::within(MAX_BYTES, TIMEOUT);
+        let body = mcp_ui_model::body::read(resp.into_body(), bounds)
             .await
             .map_err(|cut| format!("{url}: {cut}"))?;
         if !status.is_success() {
@@ -157,7 +157,7 @@ impl Fetcher {
         anchor: &str,
         issuer: &str,
     ) -> Result<(Url, Map<String, Value>), String> {
-        let parsed = mcp_ui_upstream::config::auth::issuer_url(issuer)
+        let parsed = mcp_ui_model::config::auth::issuer_url(issuer)
             .map_err(|why| format!("the issuer {issuer:?} {why}"))?;
         let mut tried = Vec::new();
         for url in metadata_urls(&parsed) {
@@ -224,7 +224,7 @@ pub fn uri_of(url: &Url) -> Result<http::Uri, String> {
 /// authorization server's endpoint may be (`config::auth::issuer_url`).
 pub fn endpoint(doc: &Map<String, Value>, key: &str) -> Option<Url> {
     let text = doc.get(key)?.as_str()?;
-    mcp_ui_upstream::config::auth::issuer_url(text).ok()
+    mcp_ui_model::config::auth::issuer_url(text).ok()
 }
 
 /// The metadata URLs of `issuer`, in the order they are tried: RFC 8414's

@@ -30,13 +30,13 @@ use std::time::Duration;
 use http::Response;
 use http::header::{self, HeaderMap, HeaderValue};
 
-use crate::config::Auth;
 use crate::oauth::fetch::Fetcher;
-use crate::reply::Body;
 use answer::Outcome;
 use issuer::Issuer;
 use mcp_ui_identity::resource_server::bearer;
 use mcp_ui_identity::{Policy, Rejection};
+use mcp_ui_model::config::Auth;
+use mcp_ui_model::reply::Body;
 
 /// The issuers the gateway's endpoints accept tokens from.
 pub struct ResourceServer {
@@ -139,8 +139,10 @@ impl ResourceServer {
         if !Bucket::fits(cost, per_minute) {
             return Err(Box::new(answer::too_large(per_minute, cost)));
         }
-        let key =
-            crate::session::pool::digest([path.as_bytes(), &caller.unwrap_or(0).to_le_bytes()]);
+        let key = mcp_ui_upstream::session::pool::digest([
+            path.as_bytes(),
+            &caller.unwrap_or(0).to_le_bytes(),
+        ]);
         self.rates
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::Config;
+use mcp_ui_model::config::Config;
 
 fn get(enabled: bool, path: &str) -> Response<Body> {
     serve(

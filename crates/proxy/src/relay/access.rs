@@ -6,15 +6,15 @@ use http::Response;
 use serde_json::value::RawValue;
 
 use super::context::Ctx;
-use crate::jsonrpc::{self, Kind};
-use crate::reply::Body;
+use mcp_ui_model::reply::Body;
+use mcp_ui_wire::jsonrpc::{self, Kind};
 
 /// The answer refusing a request its caller may not make (see
 /// [`crate::oauth::resource_server::gate`]), `None` when it may go on.
 pub(crate) fn refused(
     cx: &Ctx<'_>,
     parsed: &jsonrpc::Body<'_>,
-    overlays: &crate::overlay::OverlaySet,
+    overlays: &mcp_ui_overlay::overlay::OverlaySet,
 ) -> Option<Response<Body>> {
     let auth = cx.mount.config.auth.as_ref()?;
     let refusal = |r: &mcp_ui_identity::Rejection, id: Option<&RawValue>, in_band: bool| {
@@ -38,7 +38,7 @@ pub(crate) fn refused(
     match parsed {
         jsonrpc::Body::Single(m) => check(m).err().map(|r| {
             let in_band = m.method.as_deref() == Some("tools/call")
-                && cx.mount.config.auth_challenge == crate::config::AuthChallenge::InBand;
+                && cx.mount.config.auth_challenge == mcp_ui_model::config::AuthChallenge::InBand;
             refusal(&r, m.id, in_band)
         }),
         jsonrpc::Body::Batch(items) => items

@@ -10,8 +10,8 @@ use hyper::body::Frame;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::reply::{self, Body, BoxError};
-use crate::sse;
+use mcp_ui_model::reply::{self, Body, BoxError};
+use mcp_ui_wire::sse;
 
 /// 202: a notification or response was taken.
 pub fn accepted() -> Response<Body> {

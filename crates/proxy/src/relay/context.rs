@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::config::SessionMode;
 use crate::gateway::{Gateway, MountState};
-use crate::host::{self, HostKind, Target};
-use crate::jsonrpc::Message;
 use crate::oauth::resource_server::Access;
-use crate::outcome::Failure;
-use crate::session::{Hello, Owner, Route};
-use crate::telemetry::Traced;
+use mcp_ui_model::config::SessionMode;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::session_id::{Hello, Owner, Route};
+use mcp_ui_overlay::host::{self, HostKind, Target};
+use mcp_ui_upstream::telemetry::Traced;
+use mcp_ui_wire::jsonrpc::Message;
 
 pub const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 pub const PROTOCOL_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -47,7 +47,7 @@ pub struct Ctx<'a> {
     pub(crate) app_claude_domain: Option<Arc<str>>,
     /// The client capabilities a request of the 2026-07-28 revision
     /// declares in its `_meta` (`None` for a request of the handshake era).
-    pub declared: Option<crate::protocol::Caps>,
+    pub declared: Option<mcp_ui_wire::protocol::Caps>,
     /// The caller the gateway verified (`[auth]`), as a digest of its
     /// issuer and subject: what its conversations and held sessions are
     /// keyed by.
@@ -80,12 +80,12 @@ impl EnvelopeHeaders {
     /// say otherwise (or nothing); `None` when they agree already.
     pub fn of(headers: &HeaderMap, m: &Message<'_>) -> Option<EnvelopeHeaders> {
         let header = headers.get(PROTOCOL_HEADER).and_then(|v| v.to_str().ok());
-        let body = crate::protocol::meta_version(m.params)?;
-        if !crate::protocol::is_envelope(&body) {
+        let body = mcp_ui_wire::protocol::meta_version(m.params)?;
+        if !mcp_ui_wire::protocol::is_envelope(&body) {
             return None;
         }
         let method = HeaderValue::from_str(m.method.as_deref()?).ok()?;
-        let view = crate::jsonrpc::params_view(m.params);
+        let view = mcp_ui_wire::jsonrpc::params_view(m.params);
         let name = match m.method.as_deref() {
             Some("tools/call" | "prompts/get") => view.name.as_deref().map(name_header),
             Some("resources/read") => view.uri.as_deref().map(name_header),
@@ -101,7 +101,7 @@ impl EnvelopeHeaders {
     pub fn apply(&self, out: &mut HeaderMap) {
         out.insert(
             PROTOCOL_HEADER,
-            HeaderValue::from_static(crate::protocol::ENVELOPE),
+            HeaderValue::from_static(mcp_ui_wire::protocol::ENVELOPE),
         );
         out.insert(METHOD_HEADER, self.method.clone());
         match &self.name {
@@ -165,7 +165,7 @@ impl<'a> Ctx<'a> {
                 parts.push(v.as_bytes());
             }
         }
-        crate::session::pool::digest(parts)
+        mcp_ui_upstream::session::pool::digest(parts)
     }
 
     /// The exchange of a request to `mount` with these headers, admitted as
@@ -281,13 +281,13 @@ fn resolve_session(
         },
         (Route::Pooled { client }, true, _) => SessionRef::Pooled { client: *client },
         (Route::Http { upstream_session }, true, _) => SessionRef::Pooled {
-            client: crate::session::pool::digest([upstream_session
+            client: mcp_ui_upstream::session::pool::digest([upstream_session
                 .as_deref()
                 .unwrap_or("")
                 .as_bytes()]),
         },
         (Route::Local { instance, id }, true, _) => SessionRef::Pooled {
-            client: crate::session::pool::digest([&instance[..], &id.to_be_bytes()]),
+            client: mcp_ui_upstream::session::pool::digest([&instance[..], &id.to_be_bytes()]),
         },
         (Route::Local { instance, id }, false, true) => SessionRef::Local {
             instance: *instance,

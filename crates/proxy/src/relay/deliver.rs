@@ -19,12 +19,12 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::answer::{accepted, message_event, sse_response};
 use super::context::{Ctx, METHOD_HEADER, NAME_HEADER};
 use super::finish::Finisher;
-use crate::jsonrpc::{self, Kind, Message};
-use crate::outcome::{Failure, Outcome, OutcomeSlot};
-use crate::reply::{self, Body};
-use crate::sse;
-use crate::upstream::messages::{Delivery, MessageSession, Mux, Peer, PendingGuard};
+use mcp_ui_model::outcome::{Failure, Outcome, OutcomeSlot};
+use mcp_ui_model::reply::{self, Body};
 use mcp_ui_rewrite::bridge;
+use mcp_ui_upstream::upstream::messages::{Delivery, MessageSession, Mux, Peer, PendingGuard};
+use mcp_ui_wire::jsonrpc::{self, Kind, Message};
+use mcp_ui_wire::sse;
 
 /// Send server messages as SSE comments this often on idle streams.
 pub(super) const KEEPALIVE: Duration = Duration::from_secs(15);

@@ -11,7 +11,7 @@ use http::header::HeaderMap;
 use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER, SessionRef};
 use crate::gateway::Gateway;
 use crate::metrics::{Metrics, SessionEnd};
-use crate::upstream::messages::{EndedBy, MessageSession};
+use mcp_ui_upstream::upstream::messages::{EndedBy, MessageSession};
 
 /// The client's protocol revision, as its header says.
 fn version(headers: &HeaderMap) -> Option<&str> {

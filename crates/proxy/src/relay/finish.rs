@@ -8,15 +8,15 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 
-use crate::config::Transport;
 use crate::gateway::Gateway;
-use crate::host::Target;
 use crate::oauth::passthrough;
-use crate::overlay::OverlaySet;
-use crate::telemetry::{Kind, Parent, Span};
 use crate::upstream_tools::UpstreamTools;
+use mcp_ui_model::config::Transport;
+use mcp_ui_overlay::host::Target;
+use mcp_ui_overlay::overlay::OverlaySet;
 use mcp_ui_rewrite::bridge::{self, Answering};
 use mcp_ui_rewrite::plan::{self, Rewrite};
+use mcp_ui_upstream::telemetry::{Kind, Parent, Span};
 
 /// Rewrites the response to one planned request.
 #[derive(Clone)]

@@ -9,7 +9,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http_body_util::Full;
 
 use super::context::{Ctx, METHOD_HEADER, NAME_HEADER, PROTOCOL_HEADER, SESSION_HEADER};
-use crate::config::Transport;
+use mcp_ui_model::config::Transport;
 
 /// Request headers the mount's own upstream receives when the client sent
 /// them (with the mount's `forward_headers`); never any other upstream's, and
@@ -79,8 +79,8 @@ pub(super) fn request_for(
 }
 
 /// The trace context an HTTP upstream receives in its headers too.
-fn trace_headers(out: &mut HeaderMap, trace: &crate::telemetry::request_spans::Outgoing) {
-    use crate::telemetry::request_spans::{TRACEPARENT, TRACESTATE};
+fn trace_headers(out: &mut HeaderMap, trace: &mcp_ui_upstream::telemetry::request_spans::Outgoing) {
+    use mcp_ui_upstream::telemetry::request_spans::{TRACEPARENT, TRACESTATE};
     if let Ok(v) = HeaderValue::from_str(&trace.traceparent) {
         out.insert(TRACEPARENT, v);
     }

@@ -20,11 +20,11 @@ use super::context::{Ctx, SessionRef};
 use super::deliver::Reply;
 use super::pooled::{self, Mailbox};
 use crate::gateway::{Gateway, MountState};
-use crate::host::HostKind;
-use crate::jsonrpc::{self, Kind, Message};
 use crate::metrics::MethodId;
-use crate::outcome::Failure;
-use crate::session::Hello;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::session_id::Hello;
+use mcp_ui_overlay::host::HostKind;
+use mcp_ui_wire::jsonrpc::{self, Kind, Message};
 
 /// Who holds a member's session.
 #[derive(Debug, Clone, Default)]
@@ -114,7 +114,7 @@ impl<'a> Member<'a> {
         let exchange = self.cx.gw.metrics.exchange(self.cx.mount.index, method);
         let finisher = match super::prepare(&self.cx, &m) {
             Err(answer) => {
-                exchange.finish(crate::outcome::Outcome::Ok);
+                exchange.finish(mcp_ui_model::outcome::Outcome::Ok);
                 return Ok(Reply::Now(answer));
             }
             Ok(f) => f,
@@ -122,7 +122,7 @@ impl<'a> Member<'a> {
         match pooled::exchange(&self.cx, body, &m, finisher).await {
             Ok(Reply::Waiting(w)) => Ok(Reply::Waiting(Box::new(w.counted(exchange)))),
             Ok(now) => {
-                exchange.finish(crate::outcome::Outcome::Ok);
+                exchange.finish(mcp_ui_model::outcome::Outcome::Ok);
                 Ok(now)
             }
             Err(f) => {
@@ -136,7 +136,7 @@ impl<'a> Member<'a> {
     /// serves its own: validated, stood in for where the upstream speaks
     /// only the handshake era (rounds and subscriptions included), and
     /// answered in the revision's form.
-    pub async fn revision(&mut self, body: &Bytes) -> http::Response<crate::reply::Body> {
+    pub async fn revision(&mut self, body: &Bytes) -> http::Response<mcp_ui_model::reply::Body> {
         let parsed = match jsonrpc::classify(body) {
             Ok(p) => p,
             Err(e) => return Failure::from(e).respond(None),
@@ -145,7 +145,7 @@ impl<'a> Member<'a> {
             self.cx.judge_host(m);
             let http = matches!(
                 self.cx.mount.config.transport,
-                crate::config::Transport::Http { .. }
+                mcp_ui_model::config::Transport::Http { .. }
             );
             if http && matches!(self.cx.session, SessionRef::None) {
                 self.cx.envelope = super::context::EnvelopeHeaders::of(self.cx.headers, m);

@@ -13,12 +13,12 @@ use super::answer::accepted;
 use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER, SessionRef};
 use super::deliver::{Waiting, answer, check_method_headers, post_batch};
 use super::finish::Finisher;
-use crate::jsonrpc::{self, Kind};
-use crate::outcome::{Failure, Outcome};
-use crate::protocol::KNOWN_VERSIONS;
-use crate::reply::{self, Body};
-use crate::session::{Hello, Route, Token};
-use crate::upstream::messages::{EndedBy, MessageSession};
+use mcp_ui_model::outcome::{Failure, Outcome};
+use mcp_ui_model::reply::{self, Body};
+use mcp_ui_model::session_id::{Hello, Route, Token};
+use mcp_ui_upstream::upstream::messages::{EndedBy, MessageSession};
+use mcp_ui_wire::jsonrpc::{self, Kind};
+use mcp_ui_wire::protocol::KNOWN_VERSIONS;
 
 /// Relay one POST of a client session that owns its connection (`sessions
 /// = "client"`): through the session its headers name, opened again when
@@ -167,7 +167,7 @@ fn finish_initialize(
         },
         owner: cx.owner,
         host: Some(cx.host),
-        started: Some(crate::clock::unix_millis()),
+        started: Some(mcp_ui_model::clock::unix_millis()),
         hello: Some(hello),
     };
     let id =

@@ -25,16 +25,16 @@ use super::answer::accepted;
 use super::context::{Ctx, PROTOCOL_HEADER};
 use super::deliver::{self, EndOnDrop, Reply, Waiting};
 use super::finish::Finisher;
-use crate::config::SessionMode;
-use crate::jsonrpc::{self, Kind, Message};
-use crate::outcome::Failure;
-use crate::protocol::{Era, KNOWN_VERSIONS};
-use crate::reply::{self, Body};
-use crate::session::pool::{Lane, SlotKey};
-use crate::upstream::messages::peer::level_rank;
-use crate::upstream::messages::{MessageSession, Peer};
 use client::{initialize, peer};
 use connection::{connect, default_key, pool, slot_key};
+use mcp_ui_model::config::SessionMode;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::{self, Body};
+use mcp_ui_upstream::session::pool::{Lane, SlotKey};
+use mcp_ui_upstream::upstream::messages::peer::level_rank;
+use mcp_ui_upstream::upstream::messages::{MessageSession, Peer};
+use mcp_ui_wire::jsonrpc::{self, Kind, Message};
+use mcp_ui_wire::protocol::{Era, KNOWN_VERSIONS};
 
 pub(crate) use client::{Listener, new_client};
 pub use client::{Mailbox, delete, get};
@@ -46,7 +46,7 @@ pub use connection::creds;
 /// opened for it.
 pub(super) async fn handshake(
     cx: &Ctx<'_>,
-) -> Result<std::sync::Arc<crate::upstream::handshake::Handshake>, Failure> {
+) -> Result<std::sync::Arc<mcp_ui_upstream::upstream::handshake::Handshake>, Failure> {
     let creds = creds(cx);
     if let Some(h) = pool(cx)
         .handshake(creds)
@@ -237,7 +237,7 @@ pub(super) async fn exchange(
     let peer = match peer(cx) {
         None if bridged => Some(Peer::new(
             rand::random::<u64>() | 1,
-            crate::protocol::Caps::ALL,
+            mcp_ui_wire::protocol::Caps::ALL,
         )),
         p => p,
     };

@@ -13,11 +13,11 @@ use serde_json::value::RawValue;
 use super::context::{Ctx, METHOD_HEADER, NAME_HEADER, PROTOCOL_HEADER};
 use super::pooled;
 use crate::gateway::MountState;
-use crate::jsonrpc::{self, Message};
-use crate::overlay::OverlaySet;
-use crate::reply::{self, Body};
+use mcp_ui_model::reply::{self, Body};
+use mcp_ui_overlay::overlay::OverlaySet;
 use mcp_ui_rewrite::bridge::{self, Answering, Headers, Hints, Seen};
 use mcp_ui_rewrite::rewrite::{self as rw, ListChanged};
+use mcp_ui_wire::jsonrpc::{self, Message};
 
 /// A request of the revision, admitted.
 #[derive(Debug, Clone)]
@@ -26,7 +26,7 @@ pub(super) struct Revision {
     pub uri: Option<String>,
     pub name: Option<String>,
     /// The capabilities the client declared in the request's `_meta`.
-    caps: crate::protocol::Caps,
+    caps: mcp_ui_wire::protocol::Caps,
 }
 
 impl Revision {
@@ -55,8 +55,8 @@ pub(crate) fn hints(mount: &MountState, overlays: &OverlaySet, method: &str) -> 
         Some(l) => Hints {
             ttl_ms: l.ttl_ms,
             scope: match l.cache_scope {
-                crate::overlay::CacheScope::Public => bridge::CacheScope::Public,
-                crate::overlay::CacheScope::Private => bridge::CacheScope::Private,
+                mcp_ui_overlay::overlay::CacheScope::Public => bridge::CacheScope::Public,
+                mcp_ui_overlay::overlay::CacheScope::Private => bridge::CacheScope::Private,
             },
         },
         None => mount.config.cache,
@@ -94,21 +94,21 @@ pub(crate) fn declared(
     method: Option<&str>,
     headers: &http::HeaderMap,
     params: Option<&RawValue>,
-) -> Option<crate::protocol::Caps> {
+) -> Option<mcp_ui_wire::protocol::Caps> {
     let header = headers.get(PROTOCOL_HEADER).and_then(|v| v.to_str().ok());
     bridge::is_revision_request(method.unwrap_or_default(), header, params)
         .then(|| client_caps(params))
 }
 
 /// The capabilities a request's `_meta` declares.
-fn client_caps(params: Option<&RawValue>) -> crate::protocol::Caps {
+fn client_caps(params: Option<&RawValue>) -> mcp_ui_wire::protocol::Caps {
     #[derive(serde::Deserialize)]
     struct P {
         #[serde(rename = "_meta")]
         meta: Option<serde_json::Map<String, serde_json::Value>>,
     }
     let meta = params.and_then(|p| serde_json::from_str::<P>(p.get()).ok()?.meta);
-    crate::protocol::Caps::of(
+    mcp_ui_wire::protocol::Caps::of(
         meta.as_ref()
             .and_then(|m| m.get(mcp_ui_rewrite::bridge::check::META_CLIENT_CAPABILITIES)),
     )
@@ -146,10 +146,9 @@ pub(super) async fn bridged(cx: &Ctx<'_>) -> bool {
         // An HTTP upstream of the handshake era refuses the question with
         // something that is no answer to it (400 for a missing session or
         // an unknown revision).
-        Err(crate::outcome::Failure::Upstream(crate::outcome::UpstreamError::Protocol {
-            detail,
-            ..
-        })) => {
+        Err(mcp_ui_model::outcome::Failure::Upstream(
+            mcp_ui_model::outcome::UpstreamError::Protocol { detail, .. },
+        )) => {
             tracing::info!(upstream = %cx.upstream(), "upstream speaks only the handshake era ({detail}): the gateway stands in for 2026-07-28");
             cx.gw.pools[cx.mount.index].set_speaks_envelope(false);
             true

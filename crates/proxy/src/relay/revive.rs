@@ -2,7 +2,7 @@
 //! the session a client's id carries, so the gateway sends the upstream the
 //! client's `initialize` again (as the id says the client sent it), then
 //! `notifications/initialized`, and remembers the new session in place of
-//! the old ([`crate::session::reopened`]). The request the upstream refused
+//! the old ([`mcp_ui_upstream::session::reopened`]). The request the upstream refused
 //! never reached it: the relay sends it again on the new session.
 
 use bytes::Bytes;
@@ -11,9 +11,9 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER};
-use crate::outcome::{Failure, UpstreamError};
-use crate::protocol;
-use crate::upstream::client::send;
+use mcp_ui_model::outcome::{Failure, UpstreamError};
+use mcp_ui_upstream::upstream::client::send;
+use mcp_ui_wire::protocol;
 
 /// Open a session in place of `stale`, whose upstream answered 404.
 pub async fn reopen(cx: &Ctx<'_>, stale: &str) -> Result<(), Failure> {
@@ -79,7 +79,7 @@ fn answer_version(body: &[u8]) -> Option<String> {
     if let Ok(v) = serde_json::from_slice::<Value>(body) {
         return of(&v);
     }
-    let mut parser = crate::sse::Parser::new(body.len() + 1);
+    let mut parser = mcp_ui_wire::sse::Parser::new(body.len() + 1);
     parser.push(body);
     while let Ok(Some(ev)) = parser.next_event() {
         if let Ok(v) = serde_json::from_str::<Value>(&ev.data)

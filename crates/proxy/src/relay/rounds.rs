@@ -38,11 +38,11 @@ use super::context::Ctx;
 use super::deliver::{self, Interrupt, Next, Waiting};
 use super::parked::Full;
 use crate::gateway::Gateway;
-use crate::jsonrpc::{self, Kind, code};
-use crate::protocol::Caps;
-use crate::reply::{self, Body};
-use crate::session::pool::digest;
+use mcp_ui_model::reply::{self, Body};
 use mcp_ui_rewrite::bridge;
+use mcp_ui_upstream::session::pool::digest;
+use mcp_ui_wire::jsonrpc::{self, Kind, code};
+use mcp_ui_wire::protocol::Caps;
 
 /// The longest a parked request waits for its retry.
 const MAX_WAIT: Duration = Duration::from_secs(600);
@@ -367,7 +367,9 @@ fn seal(gw: &Gateway, mount: usize, key: u64, bound: u64, wait: Duration) -> Str
     let mut plain = Vec::with_capacity(24);
     plain.extend_from_slice(&key.to_be_bytes());
     plain.extend_from_slice(&bound.to_be_bytes());
-    plain.extend_from_slice(&(crate::clock::unix_millis() + wait.as_millis() as u64).to_be_bytes());
+    plain.extend_from_slice(
+        &(mcp_ui_model::clock::unix_millis() + wait.as_millis() as u64).to_be_bytes(),
+    );
     gw.key.seal_bytes(&aad(gw, mount), &plain)
 }
 
@@ -381,7 +383,7 @@ fn open(gw: &Gateway, mount: usize, state: &str, bound: u64) -> Option<u64> {
         ))
     };
     let (key, sealed_bound, expires) = (word(0)?, word(1)?, word(2)?);
-    (sealed_bound == bound && expires > crate::clock::unix_millis()).then_some(key)
+    (sealed_bound == bound && expires > mcp_ui_model::clock::unix_millis()).then_some(key)
 }
 
 fn error_response(id: &RawValue, error: &Value) -> Bytes {

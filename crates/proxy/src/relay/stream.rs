@@ -13,15 +13,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::answer::message_event;
 use super::finish::Finisher;
-use crate::jsonrpc::{self, Kind};
 use crate::live::LIST_CHANGED;
-use crate::outcome::{Failure, Outcome, StreamCause};
-use crate::reply::{Body, BoxError};
-use crate::sse::{self, Event, Parser};
-use crate::upstream::client::UpstreamBody;
+use mcp_ui_model::outcome::{Failure, Outcome, StreamCause};
+use mcp_ui_model::reply::{Body, BoxError};
+use mcp_ui_upstream::upstream::client::UpstreamBody;
+use mcp_ui_wire::jsonrpc::{self, Kind};
+use mcp_ui_wire::sse::{self, Event, Parser};
 
 /// Sees the data of each event on its way to the client (the spans of the
-/// requests an upstream sends the client: [`crate::telemetry::outbound`]).
+/// requests an upstream sends the client: [`mcp_ui_upstream::telemetry::outbound`]).
 pub type Watch = Box<dyn FnMut(&[u8]) + Send>;
 
 fn look(watch: &mut Option<Watch>, ev: &Event) {
@@ -136,7 +136,7 @@ type Announce = Box<dyn FnMut() -> Bytes + Send>;
 pub(crate) struct FailureEnd {
     pub upstream: String,
     pub id: Box<RawValue>,
-    pub slot: crate::outcome::OutcomeSlot,
+    pub slot: mcp_ui_model::outcome::OutcomeSlot,
     pub timeout_secs: u64,
 }
 

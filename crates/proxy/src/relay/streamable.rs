@@ -23,10 +23,10 @@ use serde_json::value::RawValue;
 use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER, SessionRef};
 use super::finish::Finisher;
 use super::stream;
-use crate::outcome::Failure;
-use crate::reply::Body;
-use crate::session::{Route, Token};
-use crate::upstream::client::{UpstreamBody, send};
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::Body;
+use mcp_ui_model::session_id::{Route, Token};
+use mcp_ui_upstream::upstream::client::{UpstreamBody, send};
 use media::{is_event_stream, protocol_failure};
 
 /// Response headers relayed from an HTTP upstream; the session id is
@@ -90,7 +90,7 @@ pub async fn post(
 }
 
 /// Send a request for the client's session; when the upstream says it does
-/// not know it ([`crate::protocol::forgot_session`]: it forgot the session,
+/// not know it ([`mcp_ui_wire::protocol::forgot_session`]: it forgot the session,
 /// which the client did not end), open
 /// another in its place and send the request again: it never reached the
 /// upstream.
@@ -126,7 +126,7 @@ async fn send_reviving(
         StatusCode::BAD_REQUEST => answer.read_whole(4096).await,
         _ => (None, answer),
     };
-    if !crate::protocol::forgot_session(status, read.as_deref()) {
+    if !mcp_ui_wire::protocol::forgot_session(status, read.as_deref()) {
         return Ok(http::Response::from_parts(parts, answer));
     }
     drop(answer);
@@ -193,14 +193,14 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()
                 upstream: Some(_),
                 received,
             } if current_session(cx).as_deref() == Some(up) => received.clone(),
-            _ if !crate::session::id::carries_upstream_id(up) => {
+            _ if !mcp_ui_model::session_id::carries_upstream_id(up) => {
                 end_upstream_session(cx, up);
                 return Err(protocol_failure(
                     cx,
                     format!(
                         "its session id is {} bytes long; the gateway carries session ids of at most {} bytes",
                         up.len(),
-                        crate::session::id::MAX_UPSTREAM_SESSION_ID
+                        mcp_ui_model::session_id::MAX_UPSTREAM_SESSION_ID
                     ),
                 ));
             }
@@ -212,7 +212,7 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()
                     },
                     owner: cx.owner,
                     host: Some(cx.host),
-                    started: Some(crate::clock::unix_millis()),
+                    started: Some(mcp_ui_model::clock::unix_millis()),
                     hello: cx.hello.clone(),
                 };
                 HeaderValue::from_str(&cx.gw.key.seal(&token))

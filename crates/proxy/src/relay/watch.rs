@@ -1,6 +1,6 @@
 //! With tracing on, what sees each message relayed to the client: the
 //! requests an upstream sends the client get their spans
-//! ([`crate::telemetry::outbound`]).
+//! ([`mcp_ui_upstream::telemetry::outbound`]).
 
 use super::context::{Ctx, SESSION_HEADER};
 use super::stream::Watch;

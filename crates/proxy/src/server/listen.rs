@@ -17,8 +17,8 @@ use tower::Service;
 
 use super::conn::{Admission, Conn, Phase, Registry, Timeouts, Tracked, Watched};
 use crate::gateway::Gateway;
-use crate::tls::ListenerTls;
-use crate::upstream::stdio::KILL_GRACE;
+use crate::server::tls::ListenerTls;
+use mcp_ui_upstream::upstream::stdio::KILL_GRACE;
 
 /// A bound gateway, ready to serve.
 pub struct Server {
@@ -472,7 +472,7 @@ mod tests {
         fn size_of_future<S: Service<Request<Incoming>>>(_: &S) -> usize {
             std::mem::size_of::<S::Future>()
         }
-        let config = crate::config::Config {
+        let config = mcp_ui_model::config::Config {
             overlays: std::path::PathBuf::from("/nonexistent/server-test-overlays"),
             ..Default::default()
         };

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use crate::jsonrpc::{self, Kind, code};
+use mcp_ui_wire::jsonrpc::{self, Kind, code};
 pub use mcp_ui_wire::protocol::{CacheScope, Caps, Hints};
 
 /// What answering one request of the revision needs to know.

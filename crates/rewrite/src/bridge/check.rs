@@ -22,7 +22,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::jsonrpc::{self, code};
+use mcp_ui_wire::jsonrpc::{self, code};
 use mcp_ui_wire::protocol::{self, ENVELOPE, KNOWN_VERSIONS, META_PROTOCOL_VERSION};
 
 /// The `_meta` key of the client's capabilities.
@@ -132,7 +132,7 @@ pub fn http_status(code: i64) -> u16 {
 /// The HTTP status of a JSON answer to a request of the revision: its
 /// error's, as [`http_status`] maps them (200 for a result).
 pub fn status_of(response: &[u8]) -> u16 {
-    crate::jsonrpc::classify_one(response)
+    mcp_ui_wire::jsonrpc::classify_one(response)
         .ok()
         .and_then(|m| {
             let error: Value = serde_json::from_str(m.error?.get()).ok()?;

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::check::Refusal;
 use super::discover::Announced;
-use crate::jsonrpc::{self, code};
+use mcp_ui_wire::jsonrpc::{self, code};
 
 /// The `_meta` key naming the subscription a notification belongs to.
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";

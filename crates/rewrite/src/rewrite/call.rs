@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::schema;
 use super::warning::Warning;
-use crate::overlay::ToolOverlay;
+use mcp_ui_overlay::overlay::ToolOverlay;
 
 /// The text item a result that breaks the listed `outputSchema` gains (after
 /// the upstream's content), before the reason.

@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use super::object::object_at;
-use crate::overlay::widget::MCP_APP_MIME;
+use mcp_ui_overlay::overlay::widget::MCP_APP_MIME;
 
 /// The MCP Apps extension identifier.
 pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";

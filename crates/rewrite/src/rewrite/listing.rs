@@ -13,9 +13,9 @@ use serde_json::Value;
 
 use super::call::is_text_wrapper_schema;
 use super::tools::file_param_problems;
-use crate::overlay::builtin::View;
-use crate::overlay::validate::{self, builtin};
-use crate::overlay::{LoadError, MountOverlays, RenderSite, ToolOverlay, ToolSite};
+use mcp_ui_overlay::overlay::builtin::View;
+use mcp_ui_overlay::overlay::validate::{self, builtin};
+use mcp_ui_overlay::overlay::{LoadError, MountOverlays, RenderSite, ToolOverlay, ToolSite};
 
 /// An upstream's listing, as the rules read it.
 pub trait Listed {

@@ -1,5 +1,5 @@
 //! Pure rewrites of MCP results that add what the overlays declare: plain
-//! functions over `serde_json::Value` and the compiled [`crate::overlay`]
+//! functions over `serde_json::Value` and the compiled [`mcp_ui_overlay::overlay`]
 //! types, with no IO, clock, globals or async, so the relay can call them on
 //! any path and tests can pin their output byte for byte.
 //!

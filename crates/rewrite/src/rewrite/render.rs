@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use super::object::object_at;
 use super::schema;
 use super::warning::Warning;
-use crate::overlay::{MountOverlays, RENDER_TOOL_META, RenderTool, Widgets, merge_meta};
+use mcp_ui_overlay::overlay::{MountOverlays, RENDER_TOOL_META, RenderTool, Widgets, merge_meta};
 
 /// Adds the mount's render tools to a `tools/list` result, on the last page
 /// only (the one without `nextCursor`), after the upstream's tools.
@@ -233,7 +233,7 @@ fn summary(render: &RenderTool, arguments: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::overlay::{Annotations, ToolOverlay, Widget};
+    use mcp_ui_overlay::overlay::{Annotations, ToolOverlay, Widget};
 
     fn setup() -> (MountOverlays, Widgets) {
         let schema = json!({

@@ -10,9 +10,9 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 use super::warning::Warning;
-use crate::host::Target;
-use crate::overlay::Widget;
-use crate::overlay::widget::MCP_APP_MIME;
+use mcp_ui_overlay::host::Target;
+use mcp_ui_overlay::overlay::Widget;
+use mcp_ui_overlay::overlay::widget::MCP_APP_MIME;
 
 /// The `resources/read` result for a widget version, as `target` sees it.
 pub fn read_result(widget: &Widget, target: &Target) -> Value {
@@ -94,7 +94,7 @@ pub fn local_resources_list(widgets: &[&Widget], target: &Target) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::overlay::{Csp, DisplayMode, Permissions, WidgetManifest};
+    use mcp_ui_overlay::overlay::{Csp, DisplayMode, Permissions, WidgetManifest};
 
     /// A host other than ChatGPT and Claude: the manifest's values as given.
     fn any_host() -> Target {

@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::overlay::builtin::pointer_segment;
+use mcp_ui_overlay::overlay::builtin::pointer_segment;
 
 /// `$ref` hops allowed along one path: enough for real schemas, and a bound
 /// on recursive ones applied to a cyclic value.

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::object::object_at;
 use super::warning::Warning;
-use crate::overlay::{MountOverlays, ToolOverlay, Widgets, merge_meta};
+use mcp_ui_overlay::overlay::{MountOverlays, ToolOverlay, Widgets, merge_meta};
 
 /// Rewrites a `tools/list` result in place. Tools without an overlay, the
 /// order of tools, `nextCursor` and every other field stay as they are.

@@ -15,11 +15,11 @@ use super::round_trip::{
     CLIENT_NAME, Conn, HttpConn, PROTOCOL_HEADER, PROTOCOL_VERSION, SESSION_HEADER, error_text,
     http_exchange, http_post, messages_exchange,
 };
-use crate::config::{Limits, Mount, Transport};
-use crate::jsonrpc::Kind;
-use crate::outcome::UpstreamError;
 use crate::upstream::messages::EndedBy;
 use crate::upstream::{self, client as up_client};
+use mcp_ui_model::config::{Limits, Mount, Transport};
+use mcp_ui_model::outcome::UpstreamError;
+use mcp_ui_wire::jsonrpc::Kind;
 
 /// Most `tools/list` pages followed: an upstream whose cursors never end must
 /// not keep `check` going for ever (a repeated cursor is caught sooner).

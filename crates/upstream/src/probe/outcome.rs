@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::outcome::{Failure, UpstreamError};
+use mcp_ui_model::outcome::{Failure, UpstreamError};
 
 /// What an upstream said about itself and its tools.
 #[derive(Debug, Clone, PartialEq)]

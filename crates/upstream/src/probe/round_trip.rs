@@ -11,10 +11,10 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::outcome::{ProbeError, protocol};
-use crate::jsonrpc::{self, Kind, code};
-use crate::sse;
 use crate::upstream::client::{self, UpstreamBody};
 use crate::upstream::messages::{Delivery, MessageSession};
+use mcp_ui_wire::jsonrpc::{self, Kind, code};
+use mcp_ui_wire::sse;
 
 /// The protocol revision asked for in `initialize`.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
@@ -210,10 +210,10 @@ pub(super) async fn http_post(
 /// The whole body, refused beyond `limit` bytes (the body's own deadline,
 /// from [`client::send`], bounds its time).
 pub(super) async fn read_body(body: &mut UpstreamBody, limit: usize) -> Result<Vec<u8>, String> {
-    let bounds = crate::body::Bounds::within(limit, Duration::MAX);
-    match crate::body::read(body, bounds).await {
+    let bounds = mcp_ui_model::body::Bounds::within(limit, Duration::MAX);
+    match mcp_ui_model::body::read(body, bounds).await {
         Ok(bytes) => Ok(bytes.to_vec()),
-        Err(crate::body::Cut::TooLarge { limit }) => {
+        Err(mcp_ui_model::body::Cut::TooLarge { limit }) => {
             Err(format!("a response over the {limit}-byte message limit"))
         }
         Err(cut) => Err(format!("the response body failed: {cut}")),

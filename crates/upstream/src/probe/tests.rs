@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use super::round_trip::answer_server_request;
 use super::*;
-use crate::config::StdioCommand;
-use crate::config::{Limits, Mount, Transport};
+use mcp_ui_model::config::StdioCommand;
+use mcp_ui_model::config::{Limits, Mount, Transport};
 
 fn limits(request_timeout_secs: u64) -> Limits {
     Limits {

@@ -2,20 +2,20 @@
 //! name, the client's number with its members, what it said at
 //! `initialize` and the host it is, and which members were left out. The
 //! app's members serve it as one of their own sessions that owns no
-//! connection ([`crate::relay::member`]), so the id names no upstream
+//! connection (the proxy's `relay::member`), so the id names no upstream
 //! session: any replica holding the key serves the next request, opening
 //! what it needs with the capabilities the id carries.
 //!
 //! It names the caller it was made for, as a mount's id does
-//! ([`super::id::Owner`]): a request naming it is served only for that
+//! ([`mcp_ui_model::session_id::Owner`]): a request naming it is served only for that
 //! caller. Ids sealed before they named one open as an open endpoint's.
 //!
 //! Ids of the first format (each member's own session id, sealed inside)
 //! still open: as a session of a number drawn from the id.
 
-use super::hello::Hello;
-use super::id::{MAX_MOUNT_NAME, MAX_SEALED_ID, Owner, SessionKey};
-use crate::host::HostKind;
+use mcp_ui_model::session_id::hello::Hello;
+use mcp_ui_model::session_id::{MAX_MOUNT_NAME, MAX_SEALED_ID, Owner, SessionKey};
+use mcp_ui_overlay::host::HostKind;
 
 const AAD_V1: &[u8] = b"mcp-ui-gateway/app-session/v1";
 const AAD: &[u8] = b"mcp-ui-gateway/app-session/v2";
@@ -68,7 +68,7 @@ impl AppSession {
     pub fn age(&self) -> Option<std::time::Duration> {
         (self.started != 0).then(|| {
             std::time::Duration::from_millis(
-                crate::clock::unix_millis().saturating_sub(self.started),
+                mcp_ui_model::clock::unix_millis().saturating_sub(self.started),
             )
         })
     }
@@ -202,7 +202,7 @@ fn take<'a>(r: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::{Route, Token};
+    use mcp_ui_model::session_id::{Route, Token};
 
     #[test]
     fn round_trip_and_refusals() {

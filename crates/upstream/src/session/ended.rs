@@ -43,7 +43,7 @@ impl<K: std::hash::Hash + Eq + Clone> Ended<K> {
     /// The session `key`, started at `started` (Unix milliseconds; `None`
     /// for an id that does not say), was ended by its client.
     pub fn insert(&self, key: K, started: Option<u64>) {
-        self.insert_at(key, started, crate::clock::unix_millis(), ENDED_MAX);
+        self.insert_at(key, started, mcp_ui_model::clock::unix_millis(), ENDED_MAX);
     }
 
     fn insert_at(&self, key: K, started: Option<u64>, now: u64, max: usize) {

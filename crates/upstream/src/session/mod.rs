@@ -3,10 +3,7 @@
 //! of idle ones.
 //!
 //! - [`app`]: the sealed id of a session with an app, one session per member;
-//! - [`hello`]: what a client said of itself at `initialize`, carried in its id;
 //! - [`ended`]: the sessions their clients ended, so their ids stay ended;
-//! - [`id`]: sealed ids that carry their own routing, so any replica holding
-//!   the key serves an HTTP-upstream session with no shared store;
 //! - [`owned`]: the sessions this process holds open with stdio and legacy
 //!   SSE upstreams for clients that own their connection, by number;
 //! - [`pool`]: per mount, the connections clients share (a pool, one per
@@ -19,8 +16,6 @@
 pub mod app;
 pub mod ended;
 pub mod flights;
-pub mod hello;
-pub mod id;
 pub mod in_flight;
 pub mod owned;
 pub mod pool;
@@ -29,7 +24,5 @@ pub mod reopened;
 
 pub use ended::Ended;
 pub use flights::Flights;
-pub use hello::{Caps, Hello};
-pub use id::{OpenedIds, Owner, Route, SessionKey, Token};
 pub use in_flight::InFlight;
 pub use owned::{Held, Owned};

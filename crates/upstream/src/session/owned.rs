@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::outcome::Failure;
+use mcp_ui_model::outcome::Failure;
 
 /// What the table needs of a session it holds: the upstream side owns the
 /// session type (`upstream::messages::MessageSession`) and says how.

@@ -22,11 +22,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::outcome::Failure;
-use crate::protocol::Era;
-use crate::session::Caps;
 use crate::upstream::handshake::Handshake;
 use crate::upstream::messages::{EndedBy, MessageSession, Mux, Peers};
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::session_id::Caps;
+use mcp_ui_wire::protocol::Era;
 
 /// Which connection of a mount.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -91,7 +91,7 @@ mod tests {
         let _ = busy
             .notify(
                 bytes::Bytes::from_static(b"{}"),
-                crate::jsonrpc::Kind::Notification,
+                mcp_ui_wire::jsonrpc::Kind::Notification,
                 Some("notifications/x"),
                 None,
             )

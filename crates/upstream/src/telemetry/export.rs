@@ -18,8 +18,8 @@ use tokio::time::Instant;
 
 use super::data::SpanData;
 use super::otlp;
-use crate::outcome::UpstreamError;
 use crate::upstream::client::{BodyError, client, send};
+use mcp_ui_model::outcome::UpstreamError;
 
 /// Most spans in one export request.
 pub(crate) const MAX_BATCH: usize = 512;

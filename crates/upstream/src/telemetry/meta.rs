@@ -151,7 +151,7 @@ fn offset(buf: &[u8], part: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jsonrpc;
+    use mcp_ui_wire::jsonrpc;
 
     const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 

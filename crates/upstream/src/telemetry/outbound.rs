@@ -18,7 +18,7 @@ use super::data::{SpanData, Value};
 use super::meta;
 use super::span::{Kind, Parent, Span};
 use super::tracer::Tracer;
-use crate::jsonrpc::{self, Kind as MessageKind, Message};
+use mcp_ui_wire::jsonrpc::{self, Kind as MessageKind, Message};
 
 impl Tracer {
     /// The upstream's message `data` is being relayed to the client of
@@ -108,7 +108,7 @@ impl Tracer {
 
     /// End a span taken from the table, now.
     fn end_data(&self, mut data: SpanData) {
-        data.end_nanos = crate::clock::unix_nanos().max(data.start_nanos);
+        data.end_nanos = mcp_ui_model::clock::unix_nanos().max(data.start_nanos);
         self.queue(data);
     }
 }

@@ -26,8 +26,8 @@ use super::context::{self, Remote, SpanId, new_span_id, new_trace_id};
 use super::meta;
 use super::span::{Kind, Parent, Span};
 use super::tracer::Tracer;
-use crate::jsonrpc::{Kind as MessageKind, Message};
-use crate::outcome::Outcome;
+use mcp_ui_model::outcome::Outcome;
+use mcp_ui_wire::jsonrpc::{Kind as MessageKind, Message};
 
 pub const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 pub const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
@@ -258,7 +258,7 @@ pub fn end_server(mut span: Span, outcome: Outcome, answer: Option<&[u8]>) {
 
 /// The code of a JSON-RPC error response.
 fn error_code(answer: &[u8]) -> Option<i64> {
-    let m = crate::jsonrpc::classify_one(answer).ok()?;
+    let m = mcp_ui_wire::jsonrpc::classify_one(answer).ok()?;
     error_code_of(m.error?.get())
 }
 

@@ -9,8 +9,8 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::export::Target;
 use super::sampler::Sampler;
-use crate::config::Telemetry;
-use crate::percent::{Plus, percent_decode};
+use mcp_ui_model::config::Telemetry;
+use mcp_ui_wire::percent::{Plus, percent_decode};
 
 /// The default `service.name`.
 pub(crate) const SERVICE_NAME: &str = "mcp-ui-gateway";

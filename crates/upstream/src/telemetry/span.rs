@@ -68,7 +68,7 @@ impl Span {
                 tracestate: None,
                 name,
                 kind,
-                start_nanos: crate::clock::unix_nanos(),
+                start_nanos: mcp_ui_model::clock::unix_nanos(),
                 end_nanos: 0,
                 attributes: Vec::with_capacity(8),
                 error: None,
@@ -131,7 +131,7 @@ impl Span {
 
     fn finish(&mut self) {
         if let Some(mut d) = self.data.take() {
-            d.end_nanos = crate::clock::unix_nanos().max(d.start_nanos);
+            d.end_nanos = mcp_ui_model::clock::unix_nanos().max(d.start_nanos);
             self.tracer.queue(d);
         }
     }

@@ -10,7 +10,7 @@ use super::data::SpanData;
 use super::export::{self, Counts, Msg};
 use super::sampler::Sampler;
 use super::settings::{self, SpanLimits};
-use crate::config::Telemetry;
+use mcp_ui_model::config::Telemetry;
 
 /// Starts spans and queues them for export. One per gateway, when tracing
 /// is configured.

@@ -1,7 +1,7 @@
 //! The HTTP client shared by every HTTP and legacy SSE upstream: keep-alive
 //! connections pooled per worker thread, a connect timeout, and errors that
 //! name the upstream. `https://` upstreams are reached over TLS
-//! ([`crate::tls::upstream`]), with HTTP/2 when the upstream chooses it by
+//! ([`crate::tls`]), with HTTP/2 when the upstream chooses it by
 //! ALPN: one multiplexed connection per thread then, shared by every
 //! request, instead of one idle HTTP/1.1 connection per request.
 //!
@@ -33,11 +33,11 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http_body_util::Full;
 
-use crate::config::{Mount, Transport};
-use crate::outcome::UpstreamError;
 use crate::tls::Connector;
 use body::Deadline;
 use connect::{Sender, request_error};
+use mcp_ui_model::config::{Mount, Transport};
+use mcp_ui_model::outcome::UpstreamError;
 use pool::{Checkin, Pool, Tls};
 
 /// A pooled HTTP client. Cheap to clone: clones share the pool.
@@ -78,14 +78,10 @@ pub fn client_for(connect_timeout: Duration, mounts: &[Mount]) -> Result<Client,
 /// the identity providers the gateway asks (`oauth::fetch`).
 pub fn client_trusting<'a>(
     connect_timeout: Duration,
-    peers: impl IntoIterator<Item = (String, &'a str, &'a crate::tls::upstream::UpstreamTls)>,
+    peers: impl IntoIterator<Item = (String, &'a str, &'a mcp_ui_model::tls::UpstreamTls)>,
 ) -> Result<Client, Vec<String>> {
     let mut system = None;
-    let mut roots = || {
-        system
-            .get_or_insert_with(crate::tls::upstream::system_roots)
-            .clone()
-    };
+    let mut roots = || system.get_or_insert_with(crate::tls::system_roots).clone();
     let mut tls = Tls::default();
     let mut problems = Vec::new();
     for (said, name, settings) in peers {

@@ -14,9 +14,9 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::messages::{Delivery, MessageSession};
-use crate::jsonrpc::{self, Kind};
-use crate::outcome::{Failure, UpstreamError};
-use crate::protocol;
+use mcp_ui_model::outcome::{Failure, UpstreamError};
+use mcp_ui_wire::jsonrpc::{self, Kind};
+use mcp_ui_wire::protocol;
 
 /// What the upstream answered the gateway's `initialize`.
 #[derive(Debug)]

@@ -31,10 +31,10 @@ use serde_json::Value;
 
 use super::client::{Client, UpstreamBody, send};
 use super::messages::{MessageSession, Mux};
-use crate::config::Limits;
-use crate::jsonrpc::{self, Kind};
-use crate::outcome::{Failure, UpstreamError};
-use crate::sse::Parser;
+use mcp_ui_model::config::Limits;
+use mcp_ui_model::outcome::{Failure, UpstreamError};
+use mcp_ui_wire::jsonrpc::{self, Kind};
+use mcp_ui_wire::sse::Parser;
 
 const SESSION: HeaderName = HeaderName::from_static("mcp-session-id");
 const PROTOCOL: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -172,9 +172,9 @@ impl Pipe {
         // did not initialize says so in its headers, as that revision
         // requires (the probe that asks whether the upstream speaks it).
         let envelope = (lock(&self.version).is_none())
-            .then(|| crate::protocol::meta_version(m.params))
+            .then(|| mcp_ui_wire::protocol::meta_version(m.params))
             .flatten()
-            .filter(|v| crate::protocol::is_envelope(v))
+            .filter(|v| mcp_ui_wire::protocol::is_envelope(v))
             .and_then(|v| HeaderValue::from_str(&v).ok())
             .zip(
                 m.method
@@ -204,7 +204,7 @@ impl Pipe {
                 }
                 _ => (resp, None),
             };
-            if may_reopen && crate::protocol::forgot_session(status, body.as_deref()) {
+            if may_reopen && mcp_ui_wire::protocol::forgot_session(status, body.as_deref()) {
                 // The upstream forgot the session: it never saw this message.
                 if let Err(f) = self.reopen(session, sid.as_ref()).await {
                     session.close(format!(

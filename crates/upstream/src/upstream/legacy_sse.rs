@@ -10,10 +10,10 @@ use http_body_util::{BodyExt, Full};
 
 use super::client::{Client, UpstreamBody, send};
 use super::messages::{MessageSession, Mux};
-use crate::config::Limits;
-use crate::jsonrpc::{self, Kind};
-use crate::outcome::{Failure, UpstreamError};
-use crate::sse::Parser;
+use mcp_ui_model::config::Limits;
+use mcp_ui_model::outcome::{Failure, UpstreamError};
+use mcp_ui_wire::jsonrpc::{self, Kind};
+use mcp_ui_wire::sse::Parser;
 
 /// Connect, wait for the `endpoint` event, and start moving messages.
 pub async fn connect(

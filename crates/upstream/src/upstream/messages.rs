@@ -39,9 +39,9 @@ use bytes::Bytes;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use mcp_ui_model::outcome::{Failure, UpstreamError};
 #[cfg(test)]
-use crate::jsonrpc;
-use crate::outcome::{Failure, UpstreamError};
+use mcp_ui_wire::jsonrpc;
 #[cfg(test)]
 use serde_json::value::RawValue;
 use state::{Pending, State};

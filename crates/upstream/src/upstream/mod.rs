@@ -18,8 +18,8 @@ pub mod vetted;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{Limits, Mount, Transport};
-use crate::outcome::UpstreamError;
+use mcp_ui_model::config::{Limits, Mount, Transport};
+use mcp_ui_model::outcome::UpstreamError;
 use messages::{MessageSession, Mux};
 
 /// Open a new session on a message-oriented upstream. `shared` sessions

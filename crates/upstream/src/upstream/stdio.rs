@@ -33,9 +33,9 @@ use std::time::Instant;
 use tokio::process::Command;
 
 use super::messages::{EndedBy, MessageSession, Mux};
-use crate::config::{Limits, StdioCommand};
-use crate::outcome::UpstreamError;
 use group::Group;
+use mcp_ui_model::config::{Limits, StdioCommand};
+use mcp_ui_model::outcome::UpstreamError;
 
 /// Start the child and the tasks that move its messages.
 pub fn spawn(

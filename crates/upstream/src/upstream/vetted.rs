@@ -15,7 +15,8 @@ use bytes::Bytes;
 use http_body_util::Empty;
 use hyper_util::rt::TokioIo;
 
-use crate::tls::upstream::{Connector, UpstreamTls};
+use crate::tls::Connector;
+use mcp_ui_model::tls::UpstreamTls;
 
 /// How vetted fetches connect.
 pub struct Vetted {
@@ -47,7 +48,7 @@ impl Vetted {
             Some(f) => UpstreamTls::trusting(f),
             None => UpstreamTls::default(),
         };
-        let connector = Connector::new(&settings, &mut crate::tls::upstream::system_roots)?;
+        let connector = Connector::new(&settings, &mut crate::tls::system_roots)?;
         Ok(Vetted {
             connector: Arc::new(connector),
             private_hosts: private_hosts
@@ -144,8 +145,8 @@ impl Vetted {
                 resp.status()
             ));
         }
-        let bounds = crate::body::Bounds::within(max_bytes, timeout);
-        crate::body::read(resp.into_body(), bounds)
+        let bounds = mcp_ui_model::body::Bounds::within(max_bytes, timeout);
+        mcp_ui_model::body::read(resp.into_body(), bounds)
             .await
             .map_err(|cut| format!("{url}: {cut}"))
     }

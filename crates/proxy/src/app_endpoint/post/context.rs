@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 use crate::app_endpoint::state::AppState;
 use crate::app_endpoint::{member, oauth};
 use crate::gateway::Gateway;
-use crate::jsonrpc::{self, code};
-use crate::outcome::Failure;
 use crate::relay::member::Member;
-use crate::reply::{self, Body};
-use crate::session::app::AppSession;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::{self, Body};
+use mcp_ui_upstream::session::app::AppSession;
+use mcp_ui_wire::jsonrpc::{self, code};
 
 /// One exchange with an app.
 pub(super) struct Exchange<'a> {
@@ -37,7 +37,7 @@ pub(super) struct Exchange<'a> {
 #[derive(Debug, Clone)]
 pub(super) struct AppRevision {
     /// The capabilities the client declared.
-    pub caps: crate::protocol::Caps,
+    pub caps: mcp_ui_wire::protocol::Caps,
     /// The request's `_meta`, which the app's own requests to its members
     /// carry (to learn their names).
     pub meta: Value,
@@ -45,7 +45,7 @@ pub(super) struct AppRevision {
 
 impl AppRevision {
     /// The revision's `_meta` of a request's params.
-    pub fn of(caps: crate::protocol::Caps, params: &Value) -> AppRevision {
+    pub fn of(caps: mcp_ui_wire::protocol::Caps, params: &Value) -> AppRevision {
         AppRevision {
             caps,
             meta: params.get("_meta").cloned().unwrap_or_else(|| json!({})),

@@ -13,13 +13,13 @@ use super::context::{answer, raw, silent};
 use crate::app_endpoint::member::{self, result_of};
 use crate::app_endpoint::oauth;
 use crate::app_endpoint::state::AppState;
-use crate::combine::init;
 use crate::gateway::Gateway;
-use crate::jsonrpc::{self, code};
 use crate::relay::context::SESSION_HEADER;
-use crate::reply::{self, Body};
-use crate::session::Hello;
-use crate::session::app::AppSession;
+use mcp_ui_model::reply::{self, Body};
+use mcp_ui_model::session_id::Hello;
+use mcp_ui_rewrite::combine::init;
+use mcp_ui_upstream::session::app::AppSession;
+use mcp_ui_wire::jsonrpc::{self, code};
 
 /// `initialize`: every member's session opened at once, their results
 /// united, the session sealed into the app's id.
@@ -30,7 +30,7 @@ pub(super) async fn initialize(
     body: Bytes,
     id: Value,
     hello: Hello,
-    host: crate::host::HostKind,
+    host: mcp_ui_overlay::host::HostKind,
 ) -> Response<Body> {
     let caller = access.digest();
     let mut session = AppSession {
@@ -38,7 +38,7 @@ pub(super) async fn initialize(
         client: Some(crate::relay::pooled::new_client()),
         owner: crate::relay::context::owner_of(access),
         host: Some(host),
-        started: crate::clock::unix_millis(),
+        started: mcp_ui_model::clock::unix_millis(),
         hello: Some(hello),
         failed: vec![false; app.config.members.len()],
     };

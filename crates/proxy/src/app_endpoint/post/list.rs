@@ -10,12 +10,12 @@ use super::context::{Exchange, raw, silent};
 use crate::app_endpoint::cursor;
 use crate::app_endpoint::member::raw_result_of;
 use crate::app_endpoint::oauth;
-use crate::combine::names::{Collision, collision_message};
-use crate::combine::{Kind, list};
-use crate::jsonrpc::code;
-use crate::outcome::Failure;
-use crate::reply::Body;
-use crate::upstream::budget::Permit;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::Body;
+use mcp_ui_rewrite::combine::names::{Collision, collision_message};
+use mcp_ui_rewrite::combine::{Kind, list};
+use mcp_ui_upstream::upstream::budget::Permit;
+use mcp_ui_wire::jsonrpc::code;
 
 /// Most pages of one member read to learn its names.
 const MAX_LEARN_PAGES: usize = 100;
@@ -180,7 +180,7 @@ impl Exchange<'_> {
 
     /// A member's answer held against the memory budget of answers read
     /// whole, with the page made of it, as on the member's own path.
-    fn held(&self, m: &crate::config::Member, answer: &Bytes) -> Result<Permit, Miss> {
+    fn held(&self, m: &mcp_ui_model::config::Member, answer: &Bytes) -> Result<Permit, Miss> {
         self.gw
             .buffers
             .try_take(answer.len().saturating_mul(2))

@@ -18,12 +18,12 @@ use serde_json::{Value, json};
 
 use super::context::{Exchange, raw, silent};
 use crate::app_endpoint::member;
-use crate::combine::init;
-use crate::jsonrpc;
 use crate::relay::context::{METHOD_HEADER, NAME_HEADER, SESSION_HEADER, name_header};
 use crate::relay::member::Member;
-use crate::reply::{self, Body};
+use mcp_ui_model::reply::{self, Body};
 use mcp_ui_rewrite::bridge::{self, Answering, Filter, Hints};
+use mcp_ui_rewrite::combine::init;
+use mcp_ui_wire::jsonrpc;
 use mcp_ui_wire::sse;
 
 impl<'a> Exchange<'a> {

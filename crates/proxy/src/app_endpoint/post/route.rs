@@ -12,11 +12,11 @@ use serde_json::Value;
 use super::context::{Exchange, answer, raw, with_params};
 use crate::app_endpoint::member::result_of;
 use crate::app_endpoint::{oauth, stream};
-use crate::combine::{Kind, Owner, ids};
-use crate::jsonrpc::{self, code};
-use crate::outcome::Failure;
 use crate::relay::deliver::{self, Next, Reply, Shape};
-use crate::reply::{self, Body};
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::{self, Body};
+use mcp_ui_rewrite::combine::{Kind, Owner, ids};
+use mcp_ui_wire::jsonrpc::{self, code};
 
 impl Exchange<'_> {
     /// The member owning `name`, listing the members' names first when it is

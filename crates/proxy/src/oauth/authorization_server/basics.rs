@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 
-use crate::reply::{self, Body};
+use mcp_ui_model::reply::{self, Body};
 
 /// The address a request came from (set by the listener).
 #[derive(Debug, Clone, Copy)]
@@ -58,7 +58,7 @@ pub(super) fn oauth_error(
 }
 
 /// How long a form to the authorization server may take to arrive, plus a
-/// second for every [`BODY_FLOOR_BYTES_PER_SEC`](crate::protocol::BODY_FLOOR_BYTES_PER_SEC)
+/// second for every [`BODY_FLOOR_BYTES_PER_SEC`](mcp_ui_wire::protocol::BODY_FLOOR_BYTES_PER_SEC)
 /// bytes received.
 const BODY_PATIENCE: Duration = Duration::from_secs(10);
 
@@ -68,14 +68,14 @@ pub(super) async fn read_body(
     req: Request<Incoming>,
     max: usize,
 ) -> Result<(http::request::Parts, Bytes), Box<Response<Body>>> {
-    use crate::body::{Bounds, Cut};
+    use mcp_ui_model::body::{Bounds, Cut};
     let (parts, body) = req.into_parts();
     let bounds = Bounds {
         limit: max,
         patience: BODY_PATIENCE,
-        floor_bytes_per_sec: Some(crate::protocol::BODY_FLOOR_BYTES_PER_SEC),
+        floor_bytes_per_sec: Some(mcp_ui_wire::protocol::BODY_FLOOR_BYTES_PER_SEC),
     };
-    let status = match crate::body::read(body, bounds).await {
+    let status = match mcp_ui_model::body::read(body, bounds).await {
         Ok(b) => return Ok((parts, b)),
         Err(Cut::TooLarge { .. }) => StatusCode::PAYLOAD_TOO_LARGE,
         Err(Cut::Stalled { .. }) => StatusCode::REQUEST_TIMEOUT,

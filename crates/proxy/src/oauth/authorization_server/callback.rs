@@ -12,11 +12,11 @@ use super::endpoints::Endpoint;
 use super::page;
 use super::sealed::{self, Login, MAX_REMEMBERED, Purpose, REMEMBERED, Remembered, login_cookie};
 use super::state::AuthorizationServer;
-use crate::reply::Body;
 use mcp_ui_identity::authorization_server::OAuthError;
 use mcp_ui_identity::authorization_server::authorize;
 use mcp_ui_identity::authorization_server::params::Params;
 use mcp_ui_identity::authorization_server::token::Code;
+use mcp_ui_model::reply::Body;
 
 /// How long a code may wait to be redeemed.
 const CODE_SECS: u64 = 60;
@@ -34,7 +34,7 @@ pub(super) async fn serve(a: &AuthorizationServer, req: Request<Incoming>) -> Re
     let login: Option<Login> = sealed::cookie(req.headers(), &cookie_name)
         .and_then(|c| sealed::open(&a.key, Purpose::Login, c))
         .filter(|l: &Login| bool::from(l.state.as_bytes().ct_eq(state.as_bytes())));
-    let Some(login) = login.filter(|l| l.expires_at > crate::clock::unix_secs()) else {
+    let Some(login) = login.filter(|l| l.expires_at > mcp_ui_model::clock::unix_secs()) else {
         return page::error(
             StatusCode::BAD_REQUEST,
             "This sign-in was not started in this browser, or took more than ten minutes.",
@@ -124,7 +124,7 @@ async fn finish(
             );
         }
     };
-    let now = crate::clock::unix_secs();
+    let now = mcp_ui_model::clock::unix_secs();
     // The provider's tokens travel on, sealed, only where an upstream acts
     // as the user there.
     let upstream = match a.config.provider_tokens {

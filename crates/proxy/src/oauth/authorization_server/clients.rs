@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::config::authorization::MetadataDocumentsConfig;
-use crate::session::SessionKey;
-use crate::upstream::vetted::Vetted;
 use mcp_ui_identity::authorization_server::OAuthError;
 use mcp_ui_identity::authorization_server::client::{self, Client, Limits};
 use mcp_ui_identity::urls::Url;
+use mcp_ui_model::config::authorization::MetadataDocumentsConfig;
+use mcp_ui_model::session_id::SessionKey;
+use mcp_ui_upstream::upstream::vetted::Vetted;
 
 use super::sealed::{self, Purpose, Registered};
 

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use crate::config::authorization::EnterpriseIssuer;
 use crate::oauth::fetch::Fetcher;
 use crate::oauth::keys::IssuerKeys;
+use mcp_ui_model::config::authorization::EnterpriseIssuer;
 
 /// The enterprise issuers trusted, and the client that fetches their keys.
 pub(super) struct Enterprise {

@@ -10,10 +10,10 @@ use super::basics::oauth_error;
 use super::sealed::{self, ProviderTokens, Purpose};
 use super::state::AuthorizationServer;
 use super::store::Unavailable;
-use crate::reply::Body;
 use mcp_ui_identity::authorization_server::OAuthError;
 use mcp_ui_identity::authorization_server::signing::AccessToken;
 use mcp_ui_identity::authorization_server::token::Refresh;
+use mcp_ui_model::reply::Body;
 
 /// Why a grant is refused: an OAuth error (400, or 503 when the server
 /// cannot answer now), or an answer of its own (a 429, a 503 saying when).

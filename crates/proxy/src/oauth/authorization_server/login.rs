@@ -12,11 +12,11 @@ use super::endpoints::Endpoint;
 use super::page;
 use super::sealed::{self, Login, Purpose, Ticket};
 use super::state::AuthorizationServer;
-use crate::reply::Body;
 use mcp_ui_identity::authorization_server::OAuthError;
 use mcp_ui_identity::authorization_server::authorize::{self, Refusal, Resource};
 use mcp_ui_identity::authorization_server::params::Params;
 use mcp_ui_identity::authorization_server::pkce;
+use mcp_ui_model::reply::Body;
 
 /// The cookie binding a consent form to the browser shown it.
 const BINDING: &str = "mcp_ui_consent_binding";
@@ -42,7 +42,7 @@ pub(super) async fn authorize(
         Ok(r) => r,
         Err(r) => return refused(a, r),
     };
-    let now = crate::clock::unix_secs();
+    let now = mcp_ui_model::clock::unix_secs();
     if let Some(earlier) = remembered(a, req.headers(), &request, now) {
         return begin(a, request, false, Some(earlier), StatusCode::FOUND).await;
     }
@@ -85,7 +85,7 @@ pub(super) async fn decide(a: &AuthorizationServer, req: Request<Incoming>) -> R
         .ok()
         .flatten()
         .and_then(|t| sealed::open(&a.key, Purpose::Ticket, t));
-    let Some(ticket) = ticket.filter(|t| t.expires_at > crate::clock::unix_secs()) else {
+    let Some(ticket) = ticket.filter(|t| t.expires_at > mcp_ui_model::clock::unix_secs()) else {
         return page::error(
             StatusCode::BAD_REQUEST,
             "This consent form is not one this server showed, or it was left open for more than ten minutes.",
@@ -155,7 +155,7 @@ pub(super) async fn begin(
         state: super::basics::random_text(24),
         nonce: super::basics::random_text(24),
         verifier: super::basics::random_text(32),
-        expires_at: crate::clock::unix_secs() + STEP_SECS,
+        expires_at: mcp_ui_model::clock::unix_secs() + STEP_SECS,
         remember,
         consented_as,
     };

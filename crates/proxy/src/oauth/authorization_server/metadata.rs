@@ -8,9 +8,9 @@ use serde_json::{Value, json};
 
 use super::endpoints::Endpoint;
 use super::state::AuthorizationServer;
-use crate::reply::{self, Body};
 use mcp_ui_identity::authorization_server::authorize::Resource;
 use mcp_ui_identity::authorization_server::client::AuthMethod;
+use mcp_ui_model::reply::{self, Body};
 
 /// The metadata document.
 pub(super) fn document(a: &AuthorizationServer, resources: &[Resource]) -> Response<Body> {

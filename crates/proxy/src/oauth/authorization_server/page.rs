@@ -5,9 +5,9 @@
 use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 
-use crate::reply::{self, Body};
 use mcp_ui_identity::authorization_server::authorize::Request;
 use mcp_ui_identity::authorization_server::client::Client;
+use mcp_ui_model::reply::{self, Body};
 
 /// `text` safe inside HTML text and attribute values.
 pub(super) fn escape(text: &str) -> String {

@@ -11,15 +11,15 @@ use arc_swap::ArcSwapOption;
 use serde_json::{Map, Value};
 use url::Url;
 
-use crate::config::authorization::ProviderAuth;
 use crate::oauth::fetch::{self, ClientAuth, Fetcher};
 use mcp_ui_identity::authorization_server::provider as rules;
+use mcp_ui_model::config::authorization::ProviderAuth;
 
 /// Clock skew tolerated on the ID token's expiry.
 const LEEWAY_SECS: u64 = 60;
 
 pub(super) struct Provider {
-    pub config: crate::config::Provider,
+    pub config: mcp_ui_model::config::Provider,
     fetcher: Fetcher,
     /// What its requests are known by in the HTTP client (its issuer, or
     /// its token endpoint): its TLS settings.
@@ -45,7 +45,7 @@ pub(super) struct Tokens {
 
 impl Provider {
     pub(super) fn new(
-        config: &crate::config::Provider,
+        config: &mcp_ui_model::config::Provider,
         connect_timeout: Duration,
     ) -> Result<Provider, String> {
         let anchor = config
@@ -83,7 +83,7 @@ impl Provider {
         // A configured endpoint was held to the same rule at start.
         let configured = |u: &Option<String>| {
             u.as_deref()
-                .and_then(|u| mcp_ui_upstream::config::auth::issuer_url(u).ok())
+                .and_then(|u| mcp_ui_model::config::auth::issuer_url(u).ok())
         };
         let from_doc = |k: &str| doc.as_ref().and_then(|d| fetch::endpoint(d, k));
         let missing = |k: &str| format!("the provider's metadata names no {k}");
@@ -227,7 +227,7 @@ impl Provider {
                     issuer,
                     client_id: &c.client_id,
                     nonce,
-                    now: crate::clock::unix_secs(),
+                    now: mcp_ui_model::clock::unix_secs(),
                     leeway_secs: LEEWAY_SECS,
                 },
             )?;

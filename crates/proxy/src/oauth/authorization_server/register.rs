@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 use super::basics::{Peer, oauth_error, read_body};
 use super::sealed::{self, Purpose, Registered};
 use super::state::AuthorizationServer;
-use crate::reply::{self, Body};
 use mcp_ui_identity::authorization_server::OAuthError;
 use mcp_ui_identity::authorization_server::client::{self, AuthMethod, Limits};
+use mcp_ui_model::reply::{self, Body};
 
 pub(super) async fn serve(a: &AuthorizationServer, req: Request<Incoming>) -> Response<Body> {
     let peer = req.extensions().get::<Peer>().map(|p| p.0.ip());
@@ -44,7 +44,7 @@ pub(super) async fn serve(a: &AuthorizationServer, req: Request<Incoming>) -> Re
         Ok(c) => c,
         Err(e) => return oauth_error(StatusCode::BAD_REQUEST, &e),
     };
-    let now = crate::clock::unix_secs();
+    let now = mcp_ui_model::clock::unix_secs();
     let secret = (registered.token_endpoint_auth_method != AuthMethod::None)
         .then(|| super::basics::random_text(32));
     let sealed = Registered {

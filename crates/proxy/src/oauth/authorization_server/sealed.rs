@@ -9,10 +9,10 @@ use http::HeaderMap;
 use http::header::{self, HeaderValue};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
-use crate::session::SessionKey;
 use mcp_ui_identity::authorization_server::authorize::Request;
 use mcp_ui_identity::authorization_server::client::Client;
 use mcp_ui_identity::urls::RedirectUri;
+use mcp_ui_model::session_id::SessionKey;
 
 /// What a sealed value is for.
 #[derive(Debug, Clone, Copy)]

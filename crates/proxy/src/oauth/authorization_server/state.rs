@@ -9,13 +9,13 @@ use http::Response;
 use super::basics::too_many;
 use super::endpoints::{self, Endpoint};
 use super::{clients, enterprise, provider, store::Store};
-use crate::config::AuthorizationServer as Settings;
-use crate::reply::Body;
-use crate::session::SessionKey;
 use mcp_ui_identity::JwkSet;
 use mcp_ui_identity::authorization_server::OAuthError;
 use mcp_ui_identity::authorization_server::signing::{Signer, key_set};
 use mcp_ui_identity::rate::{Buckets, WhenFull};
+use mcp_ui_model::config::AuthorizationServer as Settings;
+use mcp_ui_model::reply::Body;
+use mcp_ui_model::session_id::SessionKey;
 
 /// The gateway's authorization server.
 pub struct AuthorizationServer {
@@ -86,7 +86,10 @@ impl AuthorizationServer {
             .map_err(|e| vec![e])?;
         let store = match &config.store {
             Some(url) => Store::redis(url).map_err(|e| vec![e])?,
-            None => Store::memory(super::basics::random_text(12), crate::clock::unix_secs()),
+            None => Store::memory(
+                super::basics::random_text(12),
+                mcp_ui_model::clock::unix_secs(),
+            ),
         };
         if !problems.is_empty() {
             return Err(problems);
@@ -121,7 +124,7 @@ impl AuthorizationServer {
         let id = super::sealed::digest(client_id);
         match self
             .store
-            .client_in_use(&id, issued_at, window, crate::clock::unix_secs())
+            .client_in_use(&id, issued_at, window, mcp_ui_model::clock::unix_secs())
             .await
         {
             Ok(true) => Ok(known),
@@ -246,7 +249,7 @@ impl AuthorizationServer {
                 &sealed_tokens,
             ) {
                 verified.claims.insert(
-                    crate::config::auth::PROVIDER_ACCESS_TOKEN.into(),
+                    mcp_ui_model::config::auth::PROVIDER_ACCESS_TOKEN.into(),
                     tokens.access_token.into(),
                 );
             }

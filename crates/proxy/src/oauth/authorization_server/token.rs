@@ -17,13 +17,13 @@ use super::grant::{Grant, Refused, busy, issue, short};
 use super::sealed::{self, ProviderTokens, Purpose};
 use super::state::AuthorizationServer;
 use super::store::FamilyRef;
-use crate::reply::{self, Body};
 use mcp_ui_identity::authorization_server::OAuthError;
 use mcp_ui_identity::authorization_server::assertion::GRANT_TYPE as ASSERTION;
 use mcp_ui_identity::authorization_server::authorize::Resource;
 use mcp_ui_identity::authorization_server::family::Rotation;
 use mcp_ui_identity::authorization_server::params::Params;
 use mcp_ui_identity::authorization_server::token::{self as rules, Code, Presented, Refresh};
+use mcp_ui_model::reply::{self, Body};
 
 /// The largest token or revocation request.
 const MAX_BODY: usize = 16 * 1024;
@@ -37,7 +37,7 @@ pub(super) async fn serve(
         Ok(x) => x,
         Err(r) => return *r,
     };
-    let now = crate::clock::unix_secs();
+    let now = mcp_ui_model::clock::unix_secs();
     let grant = match form.one("grant_type") {
         Ok(g) => g,
         Err(e) => return bad(&e),
@@ -141,7 +141,7 @@ async fn by_code(
             .open(
                 &family,
                 a.config.sign_ins_per_user,
-                crate::clock::unix_millis(),
+                mcp_ui_model::clock::unix_millis(),
             )
             .await?;
     }
@@ -195,7 +195,7 @@ async fn by_refresh(
             refresh.generation,
             &refresh.store,
             limits,
-            crate::clock::unix_millis(),
+            mcp_ui_model::clock::unix_millis(),
         )
         .await?;
     let generation = match rotation {
@@ -300,7 +300,7 @@ pub(super) async fn revoke(a: &AuthorizationServer, req: Request<Incoming>) -> R
         Ok(x) => x,
         Err(r) => return *r,
     };
-    let now = crate::clock::unix_secs();
+    let now = mcp_ui_model::clock::unix_secs();
     if let Ok(Some(token)) = form.one("token")
         && let Some(refresh) = sealed::open::<Refresh>(&a.key, Purpose::Refresh, token)
         && refresh.client_id == presented.client_id

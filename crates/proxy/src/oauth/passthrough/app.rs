@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 use super::challenge::point_challenges;
 use super::metadata::{Fetch, document, upstream_doc};
 use super::state::{AuthState, resource_url};
-use crate::config::Mount;
-use crate::reply::{self, Body};
+use mcp_ui_model::config::Mount;
+use mcp_ui_model::reply::{self, Body};
 
 /// The metadata an app serves, from its members' documents (`(member,
 /// document)`, in member order): the first document, with `scopes_supported`

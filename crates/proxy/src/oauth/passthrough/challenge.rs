@@ -9,7 +9,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::state::{AuthState, origin_of, prm_url};
-use crate::config::{Mount, Transport};
+use mcp_ui_model::config::{Mount, Transport};
 
 /// Byte range of the value of auth-param `name` in a challenge (quotes
 /// excluded), if present.
@@ -265,11 +265,11 @@ pub(crate) fn in_band_refusal(
     status: StatusCode,
     challenge: HeaderValue,
     prm: &str,
-) -> http::Response<crate::reply::Body> {
+) -> http::Response<mcp_ui_model::reply::Body> {
     let mut headers = HeaderMap::new();
     headers.insert(header::WWW_AUTHENTICATE, challenge);
     let result = in_band_result(id, status, &headers, prm);
-    crate::reply::json(StatusCode::OK, result)
+    mcp_ui_model::reply::json(StatusCode::OK, result)
 }
 
 /// The gateway's refusal of request `id` for want of a token or a scope
@@ -277,12 +277,12 @@ pub(crate) fn in_band_refusal(
 /// the tool result carrying the challenge, anything else as the HTTP
 /// challenge.
 pub(crate) fn refusal_of(
-    auth: &crate::config::Auth,
+    auth: &mcp_ui_model::config::Auth,
     metadata_url: &str,
     r: &mcp_ui_identity::Rejection,
     id: Option<&RawValue>,
     in_band: bool,
-) -> http::Response<crate::reply::Body> {
+) -> http::Response<mcp_ui_model::reply::Body> {
     let challenge = crate::oauth::resource_server::challenge_value(auth, metadata_url, r);
     match (in_band, id, challenge) {
         (true, Some(id), Some(c)) => {

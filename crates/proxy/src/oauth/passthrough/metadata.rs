@@ -13,9 +13,9 @@ use serde_json::{Map, Value};
 
 use super::cache::Doc;
 use super::state::{AuthState, PRM_PATH, origin_of, resource_url};
-use crate::config::{Mount, Transport};
-use crate::reply::{self, Body};
-use crate::upstream::client::{Client, send};
+use mcp_ui_model::config::{Mount, Transport};
+use mcp_ui_model::reply::{self, Body};
+use mcp_ui_upstream::upstream::client::{Client, send};
 
 /// Largest upstream metadata document accepted.
 const PRM_MAX_BYTES: usize = 256 * 1024;
@@ -28,7 +28,7 @@ const PRM_MAX_BYTES: usize = 256 * 1024;
 /// itself (`[auth]`): its resource URL and the configured issuer.
 pub(crate) fn serve_own(
     auth: &AuthState,
-    required: &crate::config::Auth,
+    required: &mcp_ui_model::config::Auth,
     path: &str,
     declared: &[String],
     headers: &HeaderMap,
@@ -165,8 +165,10 @@ async fn fetch_json(fetch: &Fetch<'_>, url: &str) -> Option<Value> {
     if !resp.status().is_success() {
         return None;
     }
-    let bounds = crate::body::Bounds::within(PRM_MAX_BYTES, timeout);
-    let body = crate::body::read(resp.into_body(), bounds).await.ok()?;
+    let bounds = mcp_ui_model::body::Bounds::within(PRM_MAX_BYTES, timeout);
+    let body = mcp_ui_model::body::read(resp.into_body(), bounds)
+        .await
+        .ok()?;
     let v: Value = serde_json::from_slice(&body).ok()?;
     v.as_object().filter(|o| !o.is_empty())?;
     Some(v)

@@ -48,10 +48,10 @@ const ANONYMOUS_METHODS: [&str; 8] = [
 pub(crate) fn gate(
     access: &Access,
     method: &str,
-    tool: Option<&crate::overlay::ToolOverlay>,
+    tool: Option<&mcp_ui_overlay::overlay::ToolOverlay>,
     uri: Option<&str>,
 ) -> Result<(), Rejection> {
-    use crate::overlay::SecurityScheme;
+    use mcp_ui_overlay::overlay::SecurityScheme;
     let schemes = tool
         .and_then(|t| t.security_schemes.as_deref())
         .unwrap_or_default();
@@ -100,8 +100,10 @@ pub struct Caller {
 
 impl Caller {
     pub fn new(verified: Verified) -> Caller {
-        let digest =
-            crate::session::pool::digest([verified.issuer.as_bytes(), verified.subject.as_bytes()]);
+        let digest = mcp_ui_upstream::session::pool::digest([
+            verified.issuer.as_bytes(),
+            verified.subject.as_bytes(),
+        ]);
         Caller {
             digest,
             verified: Arc::new(verified),
@@ -133,7 +135,11 @@ impl Claimed {
     /// What `access` gives an upstream of an endpoint that requires `auth`;
     /// the environment only when the connection is the caller's alone
     /// (`own_process`).
-    pub fn of(auth: Option<&crate::config::Auth>, access: &Access, own_process: bool) -> Claimed {
+    pub fn of(
+        auth: Option<&mcp_ui_model::config::Auth>,
+        access: &Access,
+        own_process: bool,
+    ) -> Claimed {
         let (Some(auth), Access::Granted(caller)) = (auth, access) else {
             return Claimed::default();
         };

@@ -5,10 +5,10 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 
-use crate::config::Auth;
-use crate::reply::{self, Body};
 use mcp_ui_identity::Rejection;
 use mcp_ui_identity::resource_server::challenge;
+use mcp_ui_model::config::Auth;
+use mcp_ui_model::reply::{self, Body};
 
 /// Why a token has no verdict yet, or its refusal.
 pub(crate) enum Outcome {
@@ -47,7 +47,11 @@ pub fn refusal_for(
     };
     let mut resp = reply::json(
         status,
-        crate::jsonrpc::error_response(id, crate::jsonrpc::code::SERVER_ERROR, &message),
+        mcp_ui_wire::jsonrpc::error_response(
+            id,
+            mcp_ui_wire::jsonrpc::code::SERVER_ERROR,
+            &message,
+        ),
     );
     if let Some(c) = challenge_value(auth, metadata_url, r) {
         resp.headers_mut().insert(header::WWW_AUTHENTICATE, c);
@@ -85,7 +89,11 @@ pub(super) fn unavailable(why: &str, retry: std::time::Duration) -> Response<Bod
     let message = format!("the authorization server could not be asked to check the token: {why}");
     let mut resp = reply::json(
         StatusCode::SERVICE_UNAVAILABLE,
-        crate::jsonrpc::error_response(None, crate::jsonrpc::code::SERVER_ERROR, &message),
+        mcp_ui_wire::jsonrpc::error_response(
+            None,
+            mcp_ui_wire::jsonrpc::code::SERVER_ERROR,
+            &message,
+        ),
     );
     if let Ok(v) = HeaderValue::from_str(&whole_secs(retry).to_string()) {
         resp.headers_mut().insert(header::RETRY_AFTER, v);
@@ -119,8 +127,8 @@ pub fn metadata(auth: &Auth, resource: &str, declared: &[String]) -> Bytes {
 
 /// The scopes the `oauth2` schemes of a mount's tool overlays name, in
 /// tool order.
-pub fn declared_scopes(mount: Option<&crate::overlay::MountOverlays>) -> Vec<String> {
-    use crate::overlay::SecurityScheme;
+pub fn declared_scopes(mount: Option<&mcp_ui_overlay::overlay::MountOverlays>) -> Vec<String> {
+    use mcp_ui_overlay::overlay::SecurityScheme;
     let mut out: Vec<String> = Vec::new();
     let Some(mount) = mount else {
         return out;
@@ -167,7 +175,11 @@ pub(super) fn too_large(per_minute: u32, cost: u32) -> Response<Body> {
 fn rate_refusal(message: &str, retry_secs: u64) -> Response<Body> {
     let mut resp = reply::json(
         StatusCode::TOO_MANY_REQUESTS,
-        crate::jsonrpc::error_response(None, crate::jsonrpc::code::SERVER_ERROR, message),
+        mcp_ui_wire::jsonrpc::error_response(
+            None,
+            mcp_ui_wire::jsonrpc::code::SERVER_ERROR,
+            message,
+        ),
     );
     if let Ok(v) = HeaderValue::from_str(&retry_secs.to_string()) {
         resp.headers_mut().insert(header::RETRY_AFTER, v);

@@ -12,11 +12,11 @@ use serde_json::Value;
 
 use super::access::Caller;
 use super::answer::Outcome::{self, Refused, Unavailable};
-use crate::config::Auth;
 use crate::oauth::fetch::{ClientAuth, Fetcher};
 use crate::oauth::keys::{IssuerKeys, Unchecked};
 use mcp_ui_identity::resource_server::{introspection, jwt};
 use mcp_ui_identity::{JwkSet, Policy, Rejection, Verified};
+use mcp_ui_model::config::Auth;
 
 pub use crate::oauth::keys::REFETCH_EVERY;
 
@@ -60,7 +60,7 @@ impl Issuer {
         policy: &Policy,
     ) -> Result<Caller, Outcome> {
         let keys = self.keys.current(fetcher).await.map_err(Unavailable)?;
-        let now = crate::clock::unix_secs();
+        let now = mcp_ui_model::clock::unix_secs();
         let key = verified::key_of(token);
         let (signed, caller) = match self.verified.get(&key, &keys, now) {
             Some(kept) => kept,
@@ -105,7 +105,8 @@ impl Issuer {
             .introspected
             .answer(&self.issuer, key, || self.ask(fetcher, with, token))
             .await?;
-        introspection::verdict(&answer, policy, crate::clock::unix_secs()).map_err(Outcome::from)
+        introspection::verdict(&answer, policy, mcp_ui_model::clock::unix_secs())
+            .map_err(Outcome::from)
     }
 
     /// The provider's answer about `token` (RFC 7662 §2.1), the gateway's
@@ -113,11 +114,11 @@ impl Issuer {
     async fn ask(
         &self,
         fetcher: &Fetcher,
-        with: &crate::config::Introspection,
+        with: &mcp_ui_model::config::Introspection,
         token: &str,
     ) -> Result<Value, Outcome> {
         let endpoint = match &with.endpoint {
-            Some(e) => mcp_ui_upstream::config::auth::issuer_url(e)
+            Some(e) => mcp_ui_model::config::auth::issuer_url(e)
                 .map_err(|why| Unavailable(format!("auth.introspection.endpoint {why}")))?,
             None => self
                 .keys

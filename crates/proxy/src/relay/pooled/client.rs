@@ -9,17 +9,17 @@ use http::{Response, StatusCode};
 use tokio::sync::mpsc;
 
 use super::connection::{connect, creds, pool};
-use crate::config::SessionMode;
-use crate::jsonrpc::Message;
-use crate::outcome::Failure;
-use crate::protocol::Era;
 use crate::relay::context::{Ctx, SESSION_HEADER, SessionRef};
 use crate::relay::finish::Finisher;
 use crate::relay::{deliver, watch};
-use crate::reply::{self, Body};
-use crate::session::pool::{Lane, SlotKey};
-use crate::session::{Hello, Route, Token};
-use crate::upstream::messages::{MessageSession, Peer};
+use mcp_ui_model::config::SessionMode;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::{self, Body};
+use mcp_ui_model::session_id::{Hello, Route, Token};
+use mcp_ui_upstream::session::pool::{Lane, SlotKey};
+use mcp_ui_upstream::upstream::messages::{MessageSession, Peer};
+use mcp_ui_wire::jsonrpc::Message;
+use mcp_ui_wire::protocol::Era;
 
 /// The client session the request belongs to, as the pool knows it.
 pub(super) fn peer(cx: &Ctx<'_>) -> Option<Arc<Peer>> {
@@ -62,7 +62,7 @@ pub(super) async fn initialize(
         route: Route::Pooled { client },
         owner: cx.owner,
         host: Some(cx.host),
-        started: Some(crate::clock::unix_millis()),
+        started: Some(mcp_ui_model::clock::unix_millis()),
         hello: Some(hello),
     };
     let sid = cx.gw.key.seal(&token);
@@ -145,7 +145,7 @@ pub fn get(cx: &Ctx<'_>) -> Response<Body> {
 pub struct Mailbox {
     pub rx: mpsc::Receiver<Bytes>,
     /// The peer made for a client with no session, forgotten with this.
-    own: Option<(Arc<crate::upstream::messages::Peers>, u64)>,
+    own: Option<(Arc<mcp_ui_upstream::upstream::messages::Peers>, u64)>,
 }
 
 impl Drop for Mailbox {
@@ -182,7 +182,7 @@ pub(crate) struct Listener {
     pub mailbox: Mailbox,
     key: u64,
     pool_index: usize,
-    pools: std::sync::Weak<Vec<crate::session::pool::Pool>>,
+    pools: std::sync::Weak<Vec<mcp_ui_upstream::session::pool::Pool>>,
 }
 
 impl Listener {

@@ -5,13 +5,13 @@
 
 use serde_json::value::RawValue;
 
-use crate::config::{ConversationKey, SessionMode, Transport};
-use crate::jsonrpc::{self, Message};
-use crate::outcome::Failure;
-use crate::protocol::{self, Era};
 use crate::relay::context::{Ctx, PROTOCOL_HEADER, SessionRef};
-use crate::session::pool::{Conn, Lane, Pool, SlotKey, digest};
-use crate::upstream::handshake;
+use mcp_ui_model::config::{ConversationKey, SessionMode, Transport};
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_upstream::session::pool::{Conn, Lane, Pool, SlotKey, digest};
+use mcp_ui_upstream::upstream::handshake;
+use mcp_ui_wire::jsonrpc::{self, Message};
+use mcp_ui_wire::protocol::{self, Era};
 
 /// The mount's pool.
 pub(super) fn pool<'a>(cx: &Ctx<'a>) -> &'a Pool {

@@ -6,9 +6,9 @@
 use http::{Response, StatusCode};
 use serde_json::value::RawValue;
 
-use crate::config::AuthChallenge;
 use crate::relay::context::{Ctx, SESSION_HEADER};
-use crate::reply::{self, Body};
+use mcp_ui_model::config::AuthChallenge;
+use mcp_ui_model::reply::{self, Body};
 
 /// The answer to a `tools/call` (`tool_call`) the upstream refused with
 /// `status`, when the mount answers challenges in band; `head` is the

@@ -7,14 +7,14 @@ use http::Response;
 use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 
-use crate::jsonrpc;
-use crate::outcome::OutcomeSlot;
 use crate::relay::context::Ctx;
 use crate::relay::finish::Finisher;
 use crate::relay::{stream, watch};
-use crate::reply::Body;
-use crate::upstream::client::UpstreamBody;
+use mcp_ui_model::outcome::OutcomeSlot;
+use mcp_ui_model::reply::Body;
 use mcp_ui_rewrite::bridge::Filter;
+use mcp_ui_upstream::upstream::client::UpstreamBody;
+use mcp_ui_wire::jsonrpc;
 
 /// How long a `subscriptions/listen` stream may last: as long as its client
 /// keeps it (the bound only keeps the deadline's arithmetic finite).

@@ -4,8 +4,8 @@
 use http::StatusCode;
 use http::header::{self, HeaderMap};
 
-use crate::outcome::{Failure, UpstreamError};
 use crate::relay::context::Ctx;
+use mcp_ui_model::outcome::{Failure, UpstreamError};
 
 /// A request's answer is JSON or an SSE stream; anything else (an HTML
 /// error page from a proxy, a misconfigured URL) is not an MCP answer: the

@@ -7,10 +7,10 @@ use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 
 use super::media::protocol_failure;
-use crate::outcome::Failure;
 use crate::relay::context::Ctx;
-use crate::reply::{self, Body, BoxError};
-use crate::upstream::client::{BodyError, UpstreamBody};
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::{self, Body, BoxError};
+use mcp_ui_upstream::upstream::client::{BodyError, UpstreamBody};
 
 /// A JSON (or empty, or error) answer passed through as it streams in, once
 /// its first bytes have come: until then a deadline or a failure can still

@@ -10,12 +10,12 @@ use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 
 use super::media::protocol_failure;
-use crate::outcome::Failure;
 use crate::relay::context::Ctx;
 use crate::relay::finish::Finisher;
-use crate::reply::{self, Body};
-use crate::upstream::budget::{Budget, Permit};
-use crate::upstream::client::{BodyError, UpstreamBody};
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_model::reply::{self, Body};
+use mcp_ui_upstream::upstream::budget::{Budget, Permit};
+use mcp_ui_upstream::upstream::client::{BodyError, UpstreamBody};
 
 /// The upstream's JSON answer `body` to request `id`, read whole and
 /// finished by `finisher`, under `head`.

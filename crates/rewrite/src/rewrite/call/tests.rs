@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::overlay::ResultShaping;
+use mcp_ui_overlay::overlay::ResultShaping;
 
 fn overlay(from_text: bool, widget_only: &[&str], schema: Option<Value>) -> ToolOverlay {
     ToolOverlay {

@@ -8,9 +8,9 @@ pub(crate) mod tests;
 use serde_json::{Map, Value, json};
 
 use super::{Bare, tool, tools_list, touches};
-use crate::overlay::{MountOverlays, ToolOverlay, Widgets};
 use crate::rewrite::render::add_render_tools;
 use crate::rewrite::warning::Warning;
+use mcp_ui_overlay::overlay::{MountOverlays, ToolOverlay, Widgets};
 use members::{Members, Page, offset};
 
 /// What [`tools_list_page`] made of a page.

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::overlay::{Annotations, Audience, SecurityScheme, Widget, WidgetManifest};
+use mcp_ui_overlay::overlay::{Annotations, Audience, SecurityScheme, Widget, WidgetManifest};
 
 fn clock() -> Widget {
     Widget::compile("clock", &WidgetManifest::default(), "<p>clock</p>".into())
@@ -478,7 +478,7 @@ fn only_valid_file_params_are_emitted() {
 #[test]
 fn widget_only_keys_required_by_the_upstream_output_schema_are_flagged() {
     let overlay = ToolOverlay {
-        result: crate::overlay::ResultShaping {
+        result: mcp_ui_overlay::overlay::ResultShaping {
             structured_from_text: false,
             widget_only: vec!["raw".into()],
         },
@@ -511,7 +511,7 @@ fn the_python_sdk_wrapper_schema_goes_when_results_are_shaped_from_text() {
         "outputSchema": wrapper
     });
     let shaped = ToolOverlay {
-        result: crate::overlay::ResultShaping {
+        result: mcp_ui_overlay::overlay::ResultShaping {
             structured_from_text: true,
             widget_only: vec![],
         },

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use super::super::object::object_at;
-use crate::overlay::Audience;
+use mcp_ui_overlay::overlay::Audience;
 
 /// Writes `ui.visibility` and `openai/widgetAccessible`, always explicitly:
 /// MCP's default visibility includes "app" while ChatGPT's `widgetAccessible`

@@ -11,8 +11,8 @@ use http_body_util::Full;
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
-use crate::outcome::UpstreamError;
 use crate::tls::Connector;
+use mcp_ui_model::outcome::UpstreamError;
 
 /// Most bytes read from a connection at once. Larger reads save few
 /// syscalls, and a body held while it is read (a JSON answer the gateway
@@ -149,7 +149,7 @@ pub(super) fn request_error(
     // A TLS 1.3 server checks the client's certificate after the handshake:
     // its refusal arrives with the first request.
     if let Some(tls) = tls
-        && let Some(detail) = crate::tls::upstream::explain_late(e, tls.has_client_cert())
+        && let Some(detail) = crate::tls::explain_late(e, tls.has_client_cert())
     {
         return UpstreamError::Unreachable {
             upstream: upstream.to_owned(),

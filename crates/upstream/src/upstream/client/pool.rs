@@ -49,8 +49,7 @@ impl Tls {
         }
         self.default
             .get_or_init(|| {
-                Connector::new(&Default::default(), &mut crate::tls::upstream::system_roots)
-                    .map(Arc::new)
+                Connector::new(&Default::default(), &mut crate::tls::system_roots).map(Arc::new)
             })
             .clone()
     }

@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 use super::mux::{self, Sink};
 use super::state::{BACKLOG, Delivery, Target, progress_of, route_unrelated};
 use super::{MessageSession, STREAM_BUFFER};
-use crate::jsonrpc::{self, Kind};
-use crate::outcome::{Failure, UpstreamError};
+use mcp_ui_model::outcome::{Failure, UpstreamError};
+use mcp_ui_wire::jsonrpc::{self, Kind};
 
 impl MessageSession {
     /// Attach the client's GET stream, which receives what the server says on

@@ -29,8 +29,8 @@ use tokio::time::Instant;
 
 use super::peer::{Peers, level_rank};
 use super::state::{Delivery, State, Target};
-use crate::jsonrpc::{self, Kind, Message, code};
-use crate::outcome::Failure;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_wire::jsonrpc::{self, Kind, Message, code};
 
 /// The connection a server request came from, as the [`Mux`] reaches it
 /// again with the client's answer.

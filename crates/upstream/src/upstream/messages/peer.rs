@@ -14,7 +14,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::protocol::Caps;
+use mcp_ui_wire::protocol::Caps;
 
 /// Messages kept for a client session with no GET stream open.
 const BACKLOG: usize = 8;

@@ -14,8 +14,8 @@ use tokio::sync::mpsc;
 use super::peer::Peer;
 use super::state::{Delivery, Pending};
 use super::{MessageSession, PendingGuard, STREAM_BUFFER};
-use crate::jsonrpc::{self, Kind};
-use crate::outcome::Failure;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_wire::jsonrpc::{self, Kind};
 
 impl MessageSession {
     /// Send a client request and get the stream of what relates to it. The

@@ -9,8 +9,8 @@ use serde_json::value::RawValue;
 use super::MessageSession;
 use super::mux::Sink;
 use super::state::Delivery;
-use crate::jsonrpc;
-use crate::outcome::Failure;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_wire::jsonrpc;
 
 /// What a connection shared by several clients keeps for each.
 impl MessageSession {

@@ -9,8 +9,8 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::peer::Peer;
-use crate::jsonrpc::{self, Message};
-use crate::outcome::Failure;
+use mcp_ui_model::outcome::Failure;
+use mcp_ui_wire::jsonrpc::{self, Message};
 
 /// Most server messages kept for a client that has no stream open yet.
 pub(super) const BACKLOG: usize = 1024;

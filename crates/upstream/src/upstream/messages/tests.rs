@@ -1,6 +1,6 @@
 use super::outbox::{MAX_QUEUED, MAX_QUEUED_BYTES};
 use super::*;
-use crate::outcome::UpstreamError;
+use mcp_ui_model::outcome::UpstreamError;
 
 fn raw(s: &str) -> &RawValue {
     serde_json::from_str(s).unwrap()
@@ -295,7 +295,7 @@ async fn a_full_outbox_refuses_with_an_error_naming_the_upstream() {
         ),
         "{e}"
     );
-    assert_eq!(e.code(), crate::jsonrpc::code::SERVER_ERROR);
+    assert_eq!(e.code(), mcp_ui_wire::jsonrpc::code::SERVER_ERROR);
     let text = UpstreamError::Backlog {
         upstream: "x".into(),
         messages: 0,

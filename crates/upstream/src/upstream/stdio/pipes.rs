@@ -16,8 +16,8 @@ use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 
-use crate::jsonrpc;
 use crate::upstream::messages::MessageSession;
+use mcp_ui_wire::jsonrpc;
 
 /// After the end of a child's stdout, how long its exit (whose status says
 /// more) is awaited before the session ends for the closed stdout itself.

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::config::Limits;
-use crate::outcome::UpstreamError;
+use mcp_ui_model::config::Limits;
+use mcp_ui_model::outcome::UpstreamError;
 
 /// Wait before restarting after the first crash.
 pub(crate) const FIRST_BACKOFF: Duration = Duration::from_millis(500);

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::config::Introspection;
 use crate::oauth::resource_server::answer::Outcome;
 use mcp_ui_identity::rate::Bucket;
+use mcp_ui_model::config::Introspection;
 
 /// An active answer is kept at most this long (and never past the token's
 /// expiry), so a token revoked at the provider is refused within it; any
@@ -54,7 +54,7 @@ pub(crate) struct Bounds {
 
 impl Default for Bounds {
     fn default() -> Self {
-        use mcp_ui_upstream::config::auth::{
+        use mcp_ui_model::config::auth::{
             INTROSPECTION_CALLS_PER_MINUTE, INTROSPECTION_MAX_CONCURRENT_CALLS,
         };
         Bounds {
@@ -92,7 +92,7 @@ impl Introspected {
     }
 
     fn keep(&self, key: [u8; 32], answer: Arc<Value>) {
-        let keep = keep_for(&answer, crate::clock::unix_secs());
+        let keep = keep_for(&answer, mcp_ui_model::clock::unix_secs());
         if keep.is_zero() {
             return;
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::overlay::{OverlaySet, RenderTool, Widget};
+use mcp_ui_overlay::overlay::{OverlaySet, RenderTool, Widget};
 
 /// A mount `demo` whose tool `list` renders in widget `board`, with a
 /// render tool `show`.

@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::super::{Delivery, MessageSession, Mux, Peer, Peers};
-use crate::jsonrpc;
-use crate::protocol::Caps;
+use mcp_ui_wire::jsonrpc;
+use mcp_ui_wire::protocol::Caps;
 
 fn shared() -> (Arc<MessageSession>, Arc<Mux>) {
     let mux = Mux::new(Arc::new(Peers::default()));
@@ -260,7 +260,7 @@ async fn a_clients_cancellation_reaches_the_upstream_under_its_id() {
 struct Recorded(std::sync::Mutex<Vec<Bytes>>);
 
 impl super::Sink for Recorded {
-    fn send_raw(&self, message: Bytes) -> Result<(), crate::outcome::Failure> {
+    fn send_raw(&self, message: Bytes) -> Result<(), mcp_ui_model::outcome::Failure> {
         self.0.lock().unwrap().push(message);
         Ok(())
     }

@@ -92,8 +92,8 @@ impl App {
 
     /// The app as overlay files see it: a file naming it gives its entries
     /// to the members that own them.
-    pub fn overlay_scope(&self) -> crate::overlay::AppScope {
-        crate::overlay::AppScope {
+    pub fn overlay_scope(&self) -> mcp_ui_overlay::overlay::AppScope {
+        mcp_ui_overlay::overlay::AppScope {
             name: self.name.clone(),
             members: self
                 .members
@@ -132,11 +132,11 @@ pub fn resolve(
                 .name
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
-        if !name_ok || app.name.len() > crate::session::id::MAX_MOUNT_NAME {
+        if !name_ok || app.name.len() > crate::session_id::MAX_MOUNT_NAME {
             problems.push(format!(
                 "{at}.name: \"{}\" must be 1 to {} letters, digits, '-', '_' or '.'",
                 app.name,
-                crate::session::id::MAX_MOUNT_NAME
+                crate::session_id::MAX_MOUNT_NAME
             ));
         }
         if mounts.iter().any(|m| m.name == app.name) || out.iter().any(|a| a.name == app.name) {

@@ -6,8 +6,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use mcp_ui_model::session_id::{Owner, Route, SessionKey, Token};
 use mcp_ui_overlay::host::HostKind;
-use mcp_ui_upstream::session::{Owner, Route, SessionKey, Token};
 
 /// The gateway binary's allocator, so the figures are the binary's.
 #[global_allocator]

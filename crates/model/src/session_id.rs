@@ -32,8 +32,10 @@ use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use rand::RngCore;
 
-use super::hello::Hello;
-use crate::host::HostKind;
+pub mod hello;
+
+pub use hello::{Caps, Hello};
+use mcp_ui_overlay::host::HostKind;
 
 /// The layout sealed now; ids of the first (without an [`Owner`]) still open.
 const VERSION: u8 = 2;
@@ -47,7 +49,7 @@ const TAG_LEN: usize = 16;
 /// upstream that issues a longer one is refused at `initialize`.
 pub const MAX_UPSTREAM_SESSION_ID: usize = 4096;
 /// Longest mount name an id carries (the configuration refuses longer ones).
-pub(crate) const MAX_MOUNT_NAME: usize = 255;
+pub const MAX_MOUNT_NAME: usize = 255;
 /// Most bytes a sealed [`Hello`] takes: capabilities and three strings of
 /// at most 255 bytes, each with its length.
 const MAX_HELLO: usize = 2 + 3 * 256;
@@ -56,7 +58,7 @@ const MAX_OWNER: usize = 1 + 32;
 /// The longest id [`SessionKey::seal`] makes, so the longest [`SessionKey::open`]
 /// looks at: version, kind, mount length, mount, flag, id length, id, owner,
 /// host, start, hello.
-pub(crate) const MAX_SEALED_ID: usize = base64_len(
+pub const MAX_SEALED_ID: usize = base64_len(
     NONCE_LEN
         + 3
         + MAX_MOUNT_NAME
@@ -125,7 +127,7 @@ impl Owner {
         Owner::Caller(digest)
     }
 
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+    pub fn encode(&self, out: &mut Vec<u8>) {
         match self {
             Owner::Open => out.push(0),
             Owner::Anonymous => out.push(1),
@@ -137,7 +139,7 @@ impl Owner {
     }
 
     /// An owner read from the front of `r`, which it advances.
-    pub(crate) fn decode_from(r: &mut &[u8]) -> Option<Owner> {
+    pub fn decode_from(r: &mut &[u8]) -> Option<Owner> {
         let (&kind, rest) = r.split_first()?;
         let (owner, rest) = match kind {
             0 => (Owner::Open, rest),

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use figment::error::Kind;
 
-use crate::spelling::nearest;
+use mcp_ui_overlay::spelling::nearest;
 
 /// How many keys an "unknown key" message lists when none is close.
 const KEYS_SHOWN: usize = 12;

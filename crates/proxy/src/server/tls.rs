@@ -16,7 +16,7 @@ use rustls::sign::CertifiedKey;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
-use super::pem;
+use mcp_ui_model::tls::pem;
 
 /// How often the certificate files are looked at for a change.
 pub(crate) const ROTATION_CHECK: Duration = Duration::from_secs(1);
@@ -65,7 +65,7 @@ fn pair(files: &Contents, cert: &Path, key: &Path) -> Result<CertifiedKey, Strin
         .map_err(Clone::clone)
         .and_then(|text| pem::parse_key(text, key))
         .map_err(|e| format!("tls_key: {e}"))?;
-    CertifiedKey::from_der(chain, der, &super::crypto::provider()).map_err(|e| {
+    CertifiedKey::from_der(chain, der, &mcp_ui_model::tls::crypto::provider()).map_err(|e| {
         format!(
             "tls_cert {} and tls_key {} are not a pair: {e}",
             cert.display(),
@@ -91,7 +91,7 @@ impl ListenerTls {
             key_path: key.to_path_buf(),
             seen: Mutex::new(seen),
         });
-        let mut config = ServerConfig::builder_with_provider(super::crypto::provider())
+        let mut config = ServerConfig::builder_with_provider(mcp_ui_model::tls::crypto::provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| e.to_string())?
             .with_no_client_auth()
@@ -191,8 +191,8 @@ mod tests {
         std::fs::write(&key, &k2).unwrap();
         assert_eq!(tls.reload_if_changed(), Ok(true));
         assert_eq!(tls.current.key.load().cert[0].as_ref(), {
-            use rustls_pki_types::pem::PemObject;
-            rustls_pki_types::CertificateDer::from_pem_slice(c2.as_bytes())
+            use rustls::pki_types::pem::PemObject;
+            rustls::pki_types::CertificateDer::from_pem_slice(c2.as_bytes())
                 .unwrap()
                 .as_ref()
                 .to_vec()

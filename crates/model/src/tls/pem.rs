@@ -29,10 +29,7 @@ pub fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 }
 
 /// [`certs`] of the bytes read from `path`.
-pub(crate) fn parse_certs(
-    text: &[u8],
-    path: &Path,
-) -> Result<Vec<CertificateDer<'static>>, String> {
+pub fn parse_certs(text: &[u8], path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let certs = CertificateDer::pem_slice_iter(text)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{}: not a PEM certificate file ({e})", path.display()))?;
@@ -51,7 +48,7 @@ pub fn key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
 }
 
 /// [`key`] of the bytes read from `path`.
-pub(crate) fn parse_key(text: &[u8], path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+pub fn parse_key(text: &[u8], path: &Path) -> Result<PrivateKeyDer<'static>, String> {
     PrivateKeyDer::from_pem_slice(text).map_err(|e| {
         format!(
             "{}: holds no private key in PEM (PKCS#8, RSA or EC) ({e})",

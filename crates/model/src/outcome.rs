@@ -16,9 +16,9 @@ use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 use serde_json::value::RawValue;
 
-use crate::jsonrpc::{self, ClassifyError, code};
-use crate::protocol::{BODY_FLOOR_BYTES_PER_SEC, KNOWN_VERSIONS};
 use crate::reply::{self, Body};
+use mcp_ui_wire::jsonrpc::{self, ClassifyError, code};
+use mcp_ui_wire::protocol::{BODY_FLOOR_BYTES_PER_SEC, KNOWN_VERSIONS};
 
 mod upstream;
 

@@ -216,7 +216,7 @@ impl Config {
     /// the public URL, the listener's certificate and key.
     fn check_settings(&self, problems: &mut Vec<String>) {
         if let Some(key) = &self.session_key
-            && let Err(e) = crate::session::SessionKey::from_hex(key)
+            && let Err(e) = crate::session_id::SessionKey::from_hex(key)
         {
             problems.push(format!("session_key: {e}"));
         }
@@ -369,7 +369,7 @@ fn mount(up: &UpstreamConfig, single: bool) -> Result<Mount, Vec<String>> {
             up.name
         ));
     }
-    let longest = crate::session::id::MAX_MOUNT_NAME;
+    let longest = crate::session_id::MAX_MOUNT_NAME;
     if up.name.len() > longest {
         // Session ids carry the name: a longer one could not be read back.
         errs.push(format!(
