@@ -9,6 +9,7 @@
 //! - [`owned`]: to stdio and legacy SSE upstreams, through sessions that
 //!   own their connection (`sessions = "client"`);
 //! - [`deliver`]: the answers made of what a message session delivers;
+//!   `batch`: a batch on a message session, its answers as one stream;
 //! - [`pooled`]: through connections clients share (`sessions = "shared"`
 //!   or `"conversation"`, and requests without a session);
 //! - [`revive`]: a streamable HTTP session opened again after its upstream
@@ -19,10 +20,12 @@
 //! - [`access`]: what a caller may reach of an endpoint that asks for tokens;
 //! - [`answer`]: the answers the relay writes itself;
 //! - [`ended`]: the ends of client sessions, timed;
+//! - [`route`]: where a request leaves the gateway, decided once;
 //! - [`watch`]: the spans of requests relayed to the client.
 
 pub(crate) mod access;
 pub mod answer;
+mod batch;
 pub mod context;
 pub mod deliver;
 pub mod ended;
@@ -36,6 +39,7 @@ pub mod pooled;
 pub(crate) mod revision;
 pub(crate) mod revive;
 pub(crate) mod rounds;
+pub(crate) mod route;
 pub mod stream;
 pub mod streamable;
 pub mod watch;
@@ -51,13 +55,14 @@ use serde_json::value::RawValue;
 use crate::gateway::{Gateway, MountState};
 use crate::metrics::MethodId;
 use context::{Ctx, SESSION_HEADER};
-use finish::{Finisher, ResultChallenges};
+use finish::{Finisher, finisher};
 use mcp_ui_model::config::Transport;
 use mcp_ui_model::outcome::{Failure, Outcome};
 use mcp_ui_model::reply::{self, Body};
-use mcp_ui_upstream::telemetry::{self, Traced, Tracer, request_spans::Place};
+use mcp_ui_upstream::telemetry;
 use mcp_ui_wire::jsonrpc::{self, Kind};
 use plan::Plan;
+use route::{Refused, Route, StandIn};
 
 // === POST ===
 
@@ -100,7 +105,7 @@ pub async fn post(
                 }
                 if let Some(tracer) = &gw.telemetry {
                     tracer.answered_by_client(watch::session_of(&parts.headers), m);
-                    cx.trace = Some(Box::new(start_trace(
+                    cx.trace = Some(Box::new(watch::start_trace(
                         tracer,
                         mount,
                         &parts.headers,
@@ -113,7 +118,7 @@ pub async fn post(
                 for (m, _) in items {
                     tracer.answered_by_client(watch::session_of(&parts.headers), m);
                 }
-                exchange.set_batch_spans(batch_spans(tracer, mount, &parts.headers, items));
+                exchange.set_batch_spans(watch::batch_spans(tracer, mount, &parts.headers, items));
             }
             post_exchange(&cx, &body, parsed).await
         }
@@ -124,21 +129,8 @@ pub async fn post(
 
 async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) -> Response<Body> {
     let gw = cx.gw;
-    // A batch whose requests share an id is refused whole, each request
-    // answered with the error: whatever transport, the answers to it could
-    // not be told apart.
-    if let jsonrpc::Body::Batch(items) = &parsed
-        && let Some(id) = jsonrpc::repeated_request_id(items)
-    {
-        let failure = Failure::RepeatedIdInBatch {
-            id: id.get().to_owned(),
-        };
-        let ids: Vec<&RawValue> = items
-            .iter()
-            .filter(|(m, _)| m.kind == Kind::Request)
-            .filter_map(|(m, _)| m.id)
-            .collect();
-        return failure.respond_batch(&ids);
+    if let Some(refused) = repeated_ids(&parsed) {
+        return refused;
     }
     // A request of the 2026-07-28 revision is held to its rules first.
     let revision = match &parsed {
@@ -164,114 +156,43 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         jsonrpc::Body::Batch(_) => (Plan::Forward, None),
     };
     if let Plan::Answer(answer) = plan {
-        if let (Some(trace), Some(at)) = (&cx.trace, planned_at) {
-            trace.answered(at);
-        }
-        let answer = match &revision {
-            Some(r) => mcp_ui_rewrite::bridge::answer(&r.answering(cx, &overlays, false), &answer)
-                .map_or(answer, Bytes::from),
-            None => answer,
-        };
-        return reply::json(StatusCode::OK, answer);
+        return answered(cx, answer, revision.as_ref(), &overlays, planned_at);
     }
     // An upstream of the handshake era is stood in for.
     let bridged = match &revision {
         Some(_) => revision::bridged(cx).await,
         None => false,
     };
-    if let (true, Some(r), jsonrpc::Body::Single(m)) = (bridged, &revision, &parsed)
-        && r.method == "server/discover"
+    let route = route_of(cx, &parsed, bridged.then_some(()).and(revision.as_ref()));
+    if let (Route::StandIn(stand_in), Some(r), jsonrpc::Body::Single(m)) =
+        (&route, &revision, &parsed)
+        && let Some(answer) = stand_in_first(cx, stand_in, r, m, &overlays).await
     {
-        return revision::discover(cx, m, &overlays).await;
-    }
-    if let (true, Some(r), jsonrpc::Body::Single(m)) = (bridged, &revision, &parsed) {
-        if let Some(refusal) = mcp_ui_rewrite::bridge::beyond(&r.method) {
-            return revision::refused(&refusal, m.id);
-        }
-        if r.method == "subscriptions/listen" {
-            return revision::listen(cx, m).await;
-        }
-        // The retry of a round the gateway gave for its upstream.
-        let named = r.uri.as_deref().or(r.name.as_deref());
-        if let Some(resp) = rounds::resume(cx, m, &r.method, named).await {
-            return resp;
-        }
+        return answer;
     }
     // Its answers are put in the revision's form where the gateway stands
     // in, or where it writes the HTTP answer itself (a message session's).
     let answering = revision
         .filter(|_| bridged || cx.mount.is_message())
         .map(|r| r.answering(cx, &overlays, bridged));
-    // A session's requests waiting upstream are bounded; the place is held
-    // until the response body ends.
-    let has_request = match &parsed {
-        jsonrpc::Body::Single(m) => m.kind == Kind::Request,
-        jsonrpc::Body::Batch(items) => items.iter().any(|(m, _)| m.kind == Kind::Request),
-    };
-    let in_flight = match cx.headers.get(SESSION_HEADER) {
-        Some(sid) if has_request => {
-            let max = gw.limits.max_in_flight_per_session;
-            match gw.in_flight.try_enter(sid.as_bytes(), max) {
-                Some(guard) => Some(guard),
-                None => return Failure::TooManyInFlight { max }.respond(request_id),
-            }
-        }
-        _ => None,
+    let in_flight = match in_flight(cx, &parsed) {
+        Ok(guard) => guard,
+        Err(failure) => return failure.respond(request_id),
     };
     let finisher = finisher(cx, is_tool_call(&parsed), overlays, plan, target, answering);
-    // An upstream of the handshake era is asked without the envelope.
-    let translated = match (&parsed, bridged) {
-        (jsonrpc::Body::Single(_), true) => {
-            mcp_ui_rewrite::bridge::to_handshake(body).map(Bytes::from)
-        }
-        _ => None,
-    };
-    let (body, parsed) = match translated.as_ref().map(|b| (b, jsonrpc::classify(b))) {
-        Some((b, Ok(p))) => (b, p),
-        _ => (body, parsed),
-    };
-    // A traced request carries its context upstream in `params._meta`.
-    let injected = match (&cx.trace, &parsed) {
-        (Some(trace), jsonrpc::Body::Single(m)) => trace.inject(body, m),
-        _ => None,
-    };
     // The message's view is re-read from the bytes that go upstream: what
     // forwards it splices by position (a message session's own ids).
-    let (body, parsed) = match injected.as_ref().map(|b| (b, jsonrpc::classify(b))) {
-        Some((b, Ok(p))) => (b, p),
-        _ => (body, parsed),
-    };
+    let translated = translated(body, &parsed, bridged);
+    let (body, parsed) = reread(body, translated.as_ref(), parsed);
+    let injected = injected(cx, body, &parsed);
+    let (body, parsed) = reread(body, injected.as_ref(), parsed);
     let client_span = cx
         .trace
         .as_ref()
-        .and_then(|t| t.client(network_transport(cx)));
+        .and_then(|t| t.client(watch::network_transport(cx)));
     let method = MethodId::of_body(&parsed);
     let sent = std::time::Instant::now();
-    // A request under the 2026-07-28 envelope needs no session: an HTTP
-    // upstream that speaks it answers it as it is, whatever the mode.
-    let envelope = matches!((&parsed, &cx.session), (jsonrpc::Body::Single(m), context::SessionRef::None)
-        if mcp_ui_wire::protocol::era(
-            cx.headers.get(context::PROTOCOL_HEADER).and_then(|v| v.to_str().ok()),
-            m.params,
-        ) == mcp_ui_wire::protocol::Era::Envelope);
-    let http = !cx.mount.is_message();
-    let response = if bridged {
-        pooled::post(cx, body, parsed, finisher).await
-    } else if http && envelope {
-        http_post(cx, body, parsed, request_id, finisher).await
-    } else if pooled::pooled(cx) {
-        pooled::post(cx, body, parsed, finisher).await
-    } else if cx.mount.is_message() {
-        let initialize = matches!(&parsed, jsonrpc::Body::Single(m)
-            if m.kind == Kind::Request && m.method.as_deref() == Some("initialize"));
-        match (&cx.session, initialize) {
-            // A request without a session goes to the mount's pool.
-            (context::SessionRef::None, false) => pooled::post(cx, body, parsed, finisher).await,
-            _ => owned::post(cx, body, parsed, finisher).await,
-        }
-    } else {
-        http_post(cx, body, parsed, request_id, finisher).await
-    };
+    let response = execute(cx, &route, body, parsed, request_id, finisher).await;
     let said = response.extensions().get::<Outcome>().copied();
     let outcome = said.unwrap_or_else(|| Outcome::of_answer(response.status(), false));
     gw.metrics.record_client(method, outcome, sent.elapsed());
@@ -279,43 +200,179 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         telemetry::request_spans::end_client(span, response.status(), said);
     }
     match in_flight {
-        Some(guard) => response.map(|b| {
-            b.map_frame(move |f| {
-                let _held = &guard;
-                f
-            })
-            .boxed_unsync()
-        }),
+        Some(guard) => held_until_the_end(response, guard),
         None => response,
     }
 }
 
-/// A POST to an HTTP upstream whose clients own their sessions: relayed
-/// as it is. One that comes without a session and is refused for it (400:
-/// a stateful upstream) goes through a session the gateway holds instead,
-/// and so do the next ones, without asking first.
-async fn http_post(
+/// `response`, holding `guard` until its body ends.
+fn held_until_the_end<G: Send + 'static>(response: Response<Body>, guard: G) -> Response<Body> {
+    response.map(|b| {
+        b.map_frame(move |f| {
+            let _held = &guard;
+            f
+        })
+        .boxed_unsync()
+    })
+}
+
+/// A batch whose requests share an id is refused whole, each request
+/// answered with the error: whatever transport, the answers to it could not
+/// be told apart.
+fn repeated_ids(parsed: &jsonrpc::Body<'_>) -> Option<Response<Body>> {
+    let jsonrpc::Body::Batch(items) = parsed else {
+        return None;
+    };
+    let id = jsonrpc::repeated_request_id(items)?;
+    let failure = Failure::RepeatedIdInBatch {
+        id: id.get().to_owned(),
+    };
+    let ids: Vec<&RawValue> = items
+        .iter()
+        .filter(|(m, _)| m.kind == Kind::Request)
+        .filter_map(|(m, _)| m.id)
+        .collect();
+    Some(failure.respond_batch(&ids))
+}
+
+/// The answer the plan wrote (a widget resource, a render tool), in the
+/// revision's form when the request was of the 2026-07-28 revision.
+fn answered(
     cx: &Ctx<'_>,
+    answer: Bytes,
+    revision: Option<&revision::Revision>,
+    overlays: &mcp_ui_overlay::overlay::OverlaySet,
+    planned_at: Option<u64>,
+) -> Response<Body> {
+    if let (Some(trace), Some(at)) = (&cx.trace, planned_at) {
+        trace.answered(at);
+    }
+    let answer = match revision {
+        Some(r) => mcp_ui_rewrite::bridge::answer(&r.answering(cx, overlays, false), &answer)
+            .map_or(answer, Bytes::from),
+        None => answer,
+    };
+    reply::json(StatusCode::OK, answer)
+}
+
+/// The route of a POST: what [`route::post`] reads, taken from the exchange.
+/// `stood_in`: the 2026-07-28 request the gateway stands in for.
+fn route_of(
+    cx: &Ctx<'_>,
+    parsed: &jsonrpc::Body<'_>,
+    stood_in: Option<&revision::Revision>,
+) -> Route {
+    let single = match parsed {
+        jsonrpc::Body::Single(m) => Some(m),
+        jsonrpc::Body::Batch(_) => None,
+    };
+    let envelope = single.is_some_and(|m| {
+        mcp_ui_wire::protocol::era(
+            cx.headers
+                .get(context::PROTOCOL_HEADER)
+                .and_then(|v| v.to_str().ok()),
+            m.params,
+        ) == mcp_ui_wire::protocol::Era::Envelope
+    });
+    route::post(&route::Post {
+        http: !cx.mount.is_message(),
+        client_sessions: !pooled::pooled(cx),
+        stateful: cx.gw.pools[cx.mount.index].stateful(),
+        session: &cx.session,
+        single: single.is_some(),
+        initialize: single
+            .is_some_and(|m| m.kind == Kind::Request && m.method.as_deref() == Some("initialize")),
+        envelope,
+        stood_in: stood_in.map(|r| r.method.as_str()),
+    })
+}
+
+/// The steps of a stand-in that answer before anything goes upstream: the
+/// revision's own methods, and the retry of a round the gateway gave.
+async fn stand_in_first(
+    cx: &Ctx<'_>,
+    stand_in: &StandIn,
+    r: &revision::Revision,
+    m: &jsonrpc::Message<'_>,
+    overlays: &mcp_ui_overlay::overlay::OverlaySet,
+) -> Option<Response<Body>> {
+    match stand_in {
+        StandIn::Discover => Some(revision::discover(cx, m, overlays).await),
+        StandIn::Beyond(refusal) => Some(revision::refused(refusal, m.id)),
+        StandIn::Listen => Some(revision::listen(cx, m).await),
+        StandIn::Relay => {
+            let named = r.uri.as_deref().or(r.name.as_deref());
+            rounds::resume(cx, m, &r.method, named).await
+        }
+    }
+}
+
+/// A session's requests waiting upstream are bounded; the place is held
+/// until the response body ends.
+fn in_flight(
+    cx: &Ctx<'_>,
+    parsed: &jsonrpc::Body<'_>,
+) -> Result<Option<mcp_ui_upstream::session::in_flight::InFlightGuard>, Failure> {
+    let has_request = match parsed {
+        jsonrpc::Body::Single(m) => m.kind == Kind::Request,
+        jsonrpc::Body::Batch(items) => items.iter().any(|(m, _)| m.kind == Kind::Request),
+    };
+    match cx.headers.get(SESSION_HEADER) {
+        Some(sid) if has_request => {
+            let max = cx.gw.limits.max_in_flight_per_session;
+            match cx.gw.in_flight.try_enter(sid.as_bytes(), max) {
+                Some(guard) => Ok(Some(guard)),
+                None => Err(Failure::TooManyInFlight { max }),
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+/// An upstream of the handshake era is asked without the envelope.
+fn translated(body: &Bytes, parsed: &jsonrpc::Body<'_>, bridged: bool) -> Option<Bytes> {
+    match (parsed, bridged) {
+        (jsonrpc::Body::Single(_), true) => {
+            mcp_ui_rewrite::bridge::to_handshake(body).map(Bytes::from)
+        }
+        _ => None,
+    }
+}
+
+/// A traced request carries its context upstream in `params._meta`.
+fn injected(cx: &Ctx<'_>, body: &Bytes, parsed: &jsonrpc::Body<'_>) -> Option<Bytes> {
+    match (&cx.trace, parsed) {
+        (Some(trace), jsonrpc::Body::Single(m)) => trace.inject(body, m),
+        _ => None,
+    }
+}
+
+/// `body`'s replacement and its view, or `body` and `parsed` as they are.
+fn reread<'a>(
+    body: &'a Bytes,
+    replaced: Option<&'a Bytes>,
+    parsed: jsonrpc::Body<'a>,
+) -> (&'a Bytes, jsonrpc::Body<'a>) {
+    match replaced.map(|b| (b, jsonrpc::classify(b))) {
+        Some((b, Ok(p))) => (b, p),
+        _ => (body, parsed),
+    }
+}
+
+/// The route executed: the way out, and the steps its refusals lead to.
+async fn execute(
+    cx: &Ctx<'_>,
+    route: &Route,
     body: &Bytes,
     parsed: jsonrpc::Body<'_>,
     request_id: Option<&RawValue>,
     finisher: Option<Finisher>,
 ) -> Response<Body> {
-    let held = match &parsed {
-        jsonrpc::Body::Single(m) => {
-            matches!(cx.session, context::SessionRef::None)
-                && !(m.kind == Kind::Request && m.method.as_deref() == Some("initialize"))
-        }
-        jsonrpc::Body::Batch(_) => false,
+    let (revive, refused) = match route {
+        Route::StandIn(_) | Route::Pooled => return pooled::post(cx, body, parsed, finisher).await,
+        Route::Owned => return owned::post(cx, body, parsed, finisher).await,
+        Route::Streamable { revive, refused } => (*revive, *refused),
     };
-    let pool = &cx.gw.pools[cx.mount.index];
-    let envelope = matches!(&parsed, jsonrpc::Body::Single(m) if mcp_ui_wire::protocol::era(
-        cx.headers.get(context::PROTOCOL_HEADER).and_then(|v| v.to_str().ok()),
-        m.params,
-    ) == mcp_ui_wire::protocol::Era::Envelope);
-    if held && !envelope && pool.stateful() {
-        return pooled::post(cx, body, parsed, finisher).await;
-    }
     let subscription = match &parsed {
         jsonrpc::Body::Single(m) if m.method.as_deref() == Some("subscriptions/listen") => {
             mcp_ui_rewrite::bridge::Filter::of(m.params).ok()
@@ -326,15 +383,16 @@ async fn http_post(
         request_id: request_id.map(RawValue::to_owned),
         tool_call: is_tool_call(&parsed),
         subscription,
+        revive,
     };
     let resp = streamable::post(cx, body.clone(), call, finisher.clone()).await;
-    if !held || resp.status() != StatusCode::BAD_REQUEST {
+    if refused != Refused::HeldSession || resp.status() != StatusCode::BAD_REQUEST {
         return resp;
     }
     tracing::debug!(upstream = %cx.upstream(), "a request without a session was refused: it goes through a session the gateway holds");
     let resp = pooled::post(cx, body, parsed, finisher).await;
     if resp.status().is_success() {
-        pool.set_stateful();
+        cx.gw.pools[cx.mount.index].set_stateful();
     }
     resp
 }
@@ -371,86 +429,6 @@ pub(crate) fn prepare(cx: &Ctx<'_>, m: &jsonrpc::Message<'_>) -> Result<Option<F
     }
 }
 
-/// What finishes the response, when the plan rewrites it or it may carry an
-/// in-band challenge (a tool result from a non-stdio upstream).
-fn finisher(
-    cx: &Ctx<'_>,
-    tool_call: bool,
-    overlays: Arc<mcp_ui_overlay::overlay::OverlaySet>,
-    plan: Plan,
-    target: mcp_ui_overlay::host::Target,
-    revision: Option<mcp_ui_rewrite::bridge::Answering>,
-) -> Option<Finisher> {
-    let challenges =
-        (tool_call && !matches!(cx.mount.config.transport, Transport::Stdio(_))).then(|| {
-            ResultChallenges {
-                gateway: cx.gw.clone(),
-                mount: cx.mount.index,
-                host: cx.headers.get(http::header::HOST).cloned(),
-            }
-        });
-    let rewrite = match plan {
-        Plan::Rewrite(rewrite) => Some(rewrite),
-        _ => None,
-    };
-    (rewrite.is_some() || challenges.is_some() || revision.is_some()).then(|| Finisher {
-        overlays,
-        mount: cx.upstream().to_owned(),
-        rewrite,
-        target,
-        challenges,
-        upstream_tools: cx.gw.upstream_tools.clone(),
-        trace: cx.trace.as_ref().and_then(|t| t.parent.clone()),
-        revision,
-    })
-}
-
-/// Start the trace of a single message: its server span is ended with the
-/// exchange (by the metrics, which know how it ended).
-fn start_trace(
-    tracer: &Arc<Tracer>,
-    mount: &MountState,
-    headers: &http::HeaderMap,
-    m: &jsonrpc::Message<'_>,
-    exchange: &mut crate::metrics::Exchange,
-) -> Traced {
-    let place = Place {
-        path: &mount.config.path,
-        upstream: &mount.config.name,
-    };
-    let (span, traced) = tracer.server(headers, m, &place);
-    exchange.set_span(span);
-    traced
-}
-
-/// A server span for each request of a batch (sampled ones), each from its
-/// own `params._meta` context or the headers'. A batch goes upstream as
-/// received: no context is added to its messages.
-fn batch_spans(
-    tracer: &Arc<Tracer>,
-    mount: &MountState,
-    headers: &http::HeaderMap,
-    items: &[(jsonrpc::Message<'_>, &RawValue)],
-) -> Vec<telemetry::Span> {
-    let place = Place {
-        path: &mount.config.path,
-        upstream: &mount.config.name,
-    };
-    items
-        .iter()
-        .filter(|(m, _)| m.kind == Kind::Request)
-        .filter_map(|(m, _)| tracer.server(headers, m, &place).0)
-        .collect()
-}
-
-/// `network.transport` of the mount's upstream.
-fn network_transport(cx: &Ctx<'_>) -> &'static str {
-    match cx.mount.config.transport {
-        Transport::Stdio(_) => "pipe",
-        _ => "tcp",
-    }
-}
-
 // === GET and DELETE ===
 
 /// A GET (the client's stream of what the server says on its own) or a
@@ -481,22 +459,19 @@ pub(crate) async fn bodyless_parts(
         Err(failure) => return failure.respond(None),
     };
     let http = matches!(mount.config.transport, Transport::Http { .. });
-    let resp = match (&cx.session, method) {
-        (context::SessionRef::None, &Method::GET) if http && !pooled::pooled(&cx) => {
-            // A host's GET without a session (ChatGPT's, after a long idle)
-            // that the upstream refuses gets the gateway's own stream.
-            let resp = streamable::forward_bodyless(&cx, method.clone()).await;
-            match resp.status().is_client_error() {
+    let route = route::bodyless(http, !pooled::pooled(&cx), &cx.session, method);
+    let get = method == Method::GET;
+    let resp = match route {
+        Route::Streamable { revive, refused } => {
+            let resp = streamable::forward_bodyless(&cx, method.clone(), revive).await;
+            match refused == Refused::OwnStream && resp.status().is_client_error() {
                 true => pooled::get(&cx),
                 false => resp,
             }
         }
-        (_, method) if http && !pooled::pooled(&cx) => {
-            streamable::forward_bodyless(&cx, method.clone()).await
-        }
-        (context::SessionRef::Local { .. }, &Method::GET) => owned::get(&cx).await,
-        (context::SessionRef::Local { .. }, _) => owned::delete(&cx),
-        (_, &Method::GET) => pooled::get(&cx),
+        Route::Owned if get => owned::get(&cx).await,
+        Route::Owned => owned::delete(&cx),
+        _ if get => pooled::get(&cx),
         _ => pooled::delete(&cx),
     };
     if method == Method::DELETE {

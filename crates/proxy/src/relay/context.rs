@@ -226,6 +226,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// The client's session, as its header says.
+#[derive(Debug)]
 pub enum SessionRef {
     None,
     /// An HTTP-upstream session; `received` is the client's id, reused when

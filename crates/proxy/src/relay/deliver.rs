@@ -14,16 +14,15 @@ use http::{Response, StatusCode};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tokio_stream::wrappers::ReceiverStream;
 
-use super::answer::{accepted, message_event, sse_response};
+use super::answer::{message_event, sse_response};
 use super::context::{Ctx, METHOD_HEADER, NAME_HEADER};
 use super::finish::Finisher;
 use mcp_ui_model::outcome::{Failure, Outcome, OutcomeSlot};
 use mcp_ui_model::reply::{self, Body};
 use mcp_ui_rewrite::bridge;
-use mcp_ui_upstream::upstream::messages::{Delivery, MessageSession, Mux, Peer, PendingGuard};
-use mcp_ui_wire::jsonrpc::{self, Kind, Message};
+use mcp_ui_upstream::upstream::messages::{Delivery, MessageSession, PendingGuard};
+use mcp_ui_wire::jsonrpc::{self, Message};
 use mcp_ui_wire::sse;
 
 /// Send server messages as SSE comments this often on idle streams.
@@ -408,120 +407,15 @@ where
 }
 
 /// How an SSE answer to request `id` ends when the gateway ends it.
-struct Events {
-    id: Box<RawValue>,
-    slot: OutcomeSlot,
+pub(super) struct Events {
+    pub(super) id: Box<RawValue>,
+    pub(super) slot: OutcomeSlot,
 }
 
 impl Events {
     /// The error that ends the answer, its outcome recorded.
-    fn failed(&self, failure: &Failure) -> Bytes {
+    pub(super) fn failed(&self, failure: &Failure) -> Bytes {
         self.slot.set(failure.outcome());
         failure.body(Some(&self.id))
     }
-}
-
-/// A batch (2025-03-26) on `session`, each message sent on its own;
-/// `peer` and `mux` for a connection shared by several clients.
-pub(super) async fn post_batch(
-    cx: &Ctx<'_>,
-    items: Vec<(Message<'_>, &RawValue)>,
-    session: Arc<MessageSession>,
-    peer: Option<Arc<Peer>>,
-    mux: Option<&Mux>,
-) -> Response<Body> {
-    if items
-        .iter()
-        .any(|(m, _)| m.method.as_deref() == Some("initialize"))
-    {
-        return Failure::InitializeInBatch.respond(None);
-    }
-    let _ = cx;
-    let slot = OutcomeSlot::new();
-    // Each message goes upstream on its own; stdio servers need not know batches.
-    let mut streams = Vec::new();
-    for (m, raw) in &items {
-        let bytes = raw.get().as_bytes();
-        if m.kind == Kind::Request {
-            let progress = jsonrpc::params_view(m.params).request_progress_token;
-            let id = m.id.expect("requests have ids");
-            let events = Events {
-                id: id.to_owned(),
-                slot: slot.clone(),
-            };
-            match session.request_as(bytes, id, progress, peer.as_ref()).await {
-                Ok((rx, guard)) => streams.push(
-                    ReceiverStream::new(rx)
-                        .map(move |d| {
-                            let _keep = &guard;
-                            match d {
-                                Delivery::Failed(f) => Delivery::Final(events.failed(&f)),
-                                d => d,
-                            }
-                        })
-                        .boxed(),
-                ),
-                Err(f) => {
-                    let err = Delivery::Final(events.failed(&f));
-                    streams.push(futures_util::stream::iter([err]).boxed());
-                }
-            }
-        } else if let (Some(mux), Kind::Response, Some(id)) = (mux, m.kind, m.id) {
-            if let Err(f) = mux.answer(bytes, id) {
-                return f.respond(None);
-            }
-        } else if session
-            .notify(
-                Bytes::copy_from_slice(bytes),
-                m.kind,
-                m.method.as_deref(),
-                m.params,
-            )
-            .await
-            .is_err()
-        {
-            return Failure::SessionNotFound.respond(None);
-        }
-    }
-    if streams.is_empty() {
-        return accepted();
-    }
-    let expected = streams.len();
-    let deadline = Instant::now() + cx.gw.request_timeout();
-    let timeout = Failure::timeout(session.upstream(), cx.gw.limits.request_timeout_secs);
-    let end = slot.clone();
-    let (tx, out) = mpsc::channel::<Bytes>(16);
-    tokio::spawn(async move {
-        let mut merged = futures_util::stream::select_all(streams);
-        let mut finals = 0;
-        while finals < expected {
-            let d = match tokio::time::timeout_at(deadline, merged.next()).await {
-                Ok(Some(d)) => d,
-                Ok(None) => return,
-                Err(_) => {
-                    end.set(timeout.outcome());
-                    let _ = tx.send(message_event(&timeout.body(None))).await;
-                    return;
-                }
-            };
-            let b = match d {
-                Delivery::Related(b) => b,
-                Delivery::Final(b) => {
-                    finals += 1;
-                    b
-                }
-                // Each request's stream maps its failure to a response.
-                Delivery::Failed(f) => {
-                    finals += 1;
-                    f.body(None)
-                }
-            };
-            if tx.send(message_event(&b)).await.is_err() {
-                return;
-            }
-        }
-    });
-    let mut r = sse_response(out);
-    r.extensions_mut().insert(slot);
-    r
 }

@@ -18,6 +18,40 @@ use mcp_ui_rewrite::bridge::{self, Answering};
 use mcp_ui_rewrite::plan::{self, Rewrite};
 use mcp_ui_upstream::telemetry::{Kind, Parent, Span};
 
+/// What finishes the response, when the plan rewrites it or it may carry an
+/// in-band challenge (a tool result from a non-stdio upstream).
+pub(super) fn finisher(
+    cx: &super::context::Ctx<'_>,
+    tool_call: bool,
+    overlays: Arc<OverlaySet>,
+    plan: plan::Plan,
+    target: Target,
+    revision: Option<Answering>,
+) -> Option<Finisher> {
+    let challenges =
+        (tool_call && !matches!(cx.mount.config.transport, Transport::Stdio(_))).then(|| {
+            ResultChallenges {
+                gateway: cx.gw.clone(),
+                mount: cx.mount.index,
+                host: cx.headers.get(http::header::HOST).cloned(),
+            }
+        });
+    let rewrite = match plan {
+        plan::Plan::Rewrite(rewrite) => Some(rewrite),
+        _ => None,
+    };
+    (rewrite.is_some() || challenges.is_some() || revision.is_some()).then(|| Finisher {
+        overlays,
+        mount: cx.upstream().to_owned(),
+        rewrite,
+        target,
+        challenges,
+        upstream_tools: cx.gw.upstream_tools.clone(),
+        trace: cx.trace.as_ref().and_then(|t| t.parent.clone()),
+        revision,
+    })
+}
+
 /// Rewrites the response to one planned request.
 #[derive(Clone)]
 pub struct Finisher {

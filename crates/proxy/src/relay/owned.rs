@@ -11,7 +11,7 @@ use http::{Response, StatusCode};
 
 use super::answer::accepted;
 use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER, SessionRef};
-use super::deliver::{Waiting, answer, check_method_headers, post_batch};
+use super::deliver::{Waiting, answer, check_method_headers};
 use super::finish::Finisher;
 use mcp_ui_model::outcome::{Failure, Outcome};
 use mcp_ui_model::reply::{self, Body};
@@ -42,7 +42,7 @@ pub async fn post(
         jsonrpc::Body::Batch(items) => {
             return match local_session(cx).await {
                 Ok((s, revived)) => {
-                    let resp = post_batch(cx, items, s, None, None).await;
+                    let resp = super::batch::post(cx, items, s, None, None).await;
                     say_session(cx, revived, resp)
                 }
                 Err(f) => f.respond(None),

@@ -139,7 +139,7 @@ async fn post_pooled(
                 Ok((c, key)) => {
                     let end = single_end(cx, key);
                     let resp =
-                        deliver::post_batch(cx, items, c.session, peer(cx), Some(&pool(cx).mux))
+                        super::batch::post(cx, items, c.session, peer(cx), Some(&pool(cx).mux))
                             .await;
                     end_with(end, resp)
                 }

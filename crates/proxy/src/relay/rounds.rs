@@ -40,17 +40,17 @@ use super::parked::Full;
 use crate::gateway::Gateway;
 use mcp_ui_model::reply::{self, Body};
 use mcp_ui_rewrite::bridge;
-use mcp_ui_upstream::session::pool::digest;
 use mcp_ui_wire::jsonrpc::{self, Kind, code};
 use mcp_ui_wire::protocol::Caps;
+use state::{bound, open, seal};
+
+mod state;
 
 /// The longest a parked request waits for its retry.
 const MAX_WAIT: Duration = Duration::from_secs(600);
 /// How long the gateway waits for more requests of the upstream once it
 /// asked one, so that requests asked together go out in one round.
 const GATHER: Duration = Duration::from_millis(25);
-/// What a sealed state is bound to (with the mount's name).
-const AAD: &[u8] = b"mcp-ui-gateway/request-state/v1/";
 
 /// A request waiting for its client's input.
 struct Parked {
@@ -350,42 +350,6 @@ fn input_requests(asked: &[Asked]) -> Map<String, Value> {
         .collect()
 }
 
-/// What a state is bound to: the request's method and what it names.
-fn bound(method: &str, name: Option<&str>) -> u64 {
-    digest([method.as_bytes(), name.unwrap_or_default().as_bytes()])
-}
-
-fn aad(gw: &Gateway, mount: usize) -> Vec<u8> {
-    let mut aad = AAD.to_vec();
-    aad.extend_from_slice(gw.mounts[mount].config.name.as_bytes());
-    aad
-}
-
-/// The sealed state of parked request `key`: it, what it is bound to and
-/// when it expires, readable by this gateway's key only.
-fn seal(gw: &Gateway, mount: usize, key: u64, bound: u64, wait: Duration) -> String {
-    let mut plain = Vec::with_capacity(24);
-    plain.extend_from_slice(&key.to_be_bytes());
-    plain.extend_from_slice(&bound.to_be_bytes());
-    plain.extend_from_slice(
-        &(mcp_ui_model::clock::unix_millis() + wait.as_millis() as u64).to_be_bytes(),
-    );
-    gw.key.seal_bytes(&aad(gw, mount), &plain)
-}
-
-/// The parked request a state names, if it opens, is unexpired and is
-/// bound to `bound`.
-fn open(gw: &Gateway, mount: usize, state: &str, bound: u64) -> Option<u64> {
-    let plain = gw.key.open_bytes(&aad(gw, mount), state)?;
-    let word = |i: usize| {
-        Some(u64::from_be_bytes(
-            plain.get(i * 8..i * 8 + 8)?.try_into().ok()?,
-        ))
-    };
-    let (key, sealed_bound, expires) = (word(0)?, word(1)?, word(2)?);
-    (sealed_bound == bound && expires > mcp_ui_model::clock::unix_millis()).then_some(key)
-}
-
 fn error_response(id: &RawValue, error: &Value) -> Bytes {
     Bytes::from(format!(
         r#"{{"jsonrpc":"2.0","id":{},"error":{error}}}"#,
@@ -422,6 +386,40 @@ fn answer_upstream(gw: &Gateway, mount: usize, answer: &[u8]) {
     }
 }
 
+/// The parked request `key` of `mount`, taken when `responses` are
+/// answers it can use; malformed answers leave it parked, for a retry that
+/// is not. `Err`: why the retry is refused, `None` for a state that names
+/// no request of the mount's (`invalid_request_state`).
+fn take(
+    gw: &Gateway,
+    mount: usize,
+    key: u64,
+    responses: &Map<String, Value>,
+) -> Result<Box<Parked>, Option<String>> {
+    let taken = gw.rounds.take_if(key, |p| {
+        let p = p.downcast_ref::<Parked>().ok_or(None)?;
+        if p.mount != mount {
+            return Err(None);
+        }
+        match p
+            .asked
+            .iter()
+            .find(|a| responses.get(&a.key).is_some_and(|r| !r.is_object()))
+        {
+            Some(a) => Err(Some(format!(
+                "inputResponses['{}'] must be the result of {}",
+                a.key, a.method
+            ))),
+            None => Ok(()),
+        }
+    });
+    match taken {
+        Ok(Some(p)) => p.downcast::<Parked>().map_err(|_| None),
+        Ok(None) => Err(None),
+        Err(why) => Err(why),
+    }
+}
+
 /// A retry of a request the gateway gave a round for (its params carry
 /// `requestState`): the client's answers go upstream, and what the
 /// upstream says next answers it. `None` when it carries no state (a new
@@ -454,27 +452,9 @@ pub(super) async fn resume(
         None | Some(Value::Null) => Map::new(),
         Some(_) => return Some(refused(id, "inputResponses must be an object", None)),
     };
-    // Malformed answers leave the request parked, for a retry that is not.
-    let taken = gw.rounds.take_if(key, |p| {
-        let p = p.downcast_ref::<Parked>().ok_or(None)?;
-        if p.mount != cx.mount.index {
-            return Err(None);
-        }
-        match p
-            .asked
-            .iter()
-            .find(|a| responses.get(&a.key).is_some_and(|r| !r.is_object()))
-        {
-            Some(a) => Err(Some(format!(
-                "inputResponses['{}'] must be the result of {}",
-                a.key, a.method
-            ))),
-            None => Ok(()),
-        }
-    });
-    let parked = match taken {
-        Ok(Some(p)) => p.downcast::<Parked>().ok()?,
-        Ok(None) | Err(None) => return Some(invalid_state(id)),
+    let parked = match take(gw, cx.mount.index, key, &responses) {
+        Ok(p) => p,
+        Err(None) => return Some(invalid_state(id)),
         Err(Some(why)) => return Some(refused(id, &why, None)),
     };
     let Parked {

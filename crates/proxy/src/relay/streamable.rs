@@ -48,6 +48,9 @@ pub struct Call {
     pub tool_call: bool,
     /// A `subscriptions/listen` (2026-07-28): what it listens for.
     pub subscription: Option<mcp_ui_rewrite::bridge::Filter>,
+    /// The client's session is the upstream's, opened again when forgotten
+    /// ([`super::route::Route::Streamable`]).
+    pub revive: bool,
 }
 
 /// Forward one POST and relay its answer.
@@ -61,9 +64,10 @@ pub async fn post(
         request_id,
         tool_call,
         subscription,
+        revive,
     } = call;
     let id = request_id.as_deref();
-    let resp = match send_reviving(cx, http::Method::POST, body).await {
+    let resp = match send_reviving(cx, http::Method::POST, body, revive).await {
         Ok(resp) => resp,
         Err(f) => return f.respond(id),
     };
@@ -89,8 +93,8 @@ pub async fn post(
     whole::finished(cx, head, body, finisher, id).await
 }
 
-/// Send a request for the client's session; when the upstream says it does
-/// not know it ([`mcp_ui_wire::protocol::forgot_session`]: it forgot the session,
+/// Send a request for the client's session; when its route says to
+/// `revive` it and the upstream says it does not know it ([`mcp_ui_wire::protocol::forgot_session`]: it forgot the session,
 /// which the client did not end), open
 /// another in its place and send the request again: it never reached the
 /// upstream.
@@ -98,6 +102,7 @@ async fn send_reviving(
     cx: &Ctx<'_>,
     method: http::Method,
     body: Bytes,
+    revive: bool,
 ) -> Result<http::Response<UpstreamBody>, Failure> {
     let gw = cx.gw;
     let used = current_session(cx);
@@ -105,17 +110,19 @@ async fn send_reviving(
     let resp = send(&gw.client, cx.upstream(), req, gw.request_timeout())
         .await
         .map_err(Failure::Upstream)?;
-    let SessionRef::Http {
-        upstream: Some(stale),
-        ..
-    } = &cx.session
+    let (
+        true,
+        SessionRef::Http {
+            upstream: Some(stale),
+            ..
+        },
+    ) = (revive, &cx.session)
     else {
         return Ok(resp);
     };
     let index = cx.mount.index;
     let status = resp.status();
     if !matches!(status, StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST)
-        || method == http::Method::DELETE
         || gw.reopened.is_ended(index, stale, cx.session_started)
     {
         return Ok(resp);
@@ -249,7 +256,11 @@ fn end_upstream_session(cx: &Ctx<'_>, upstream_id: &str) {
 
 /// Forward a GET or DELETE and relay its answer. A GET stream also carries
 /// the gateway's list-changed announcements after an overlay reload.
-pub(crate) async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Response<Body> {
+pub(crate) async fn forward_bodyless(
+    cx: &Ctx<'_>,
+    method: http::Method,
+    revive: bool,
+) -> Response<Body> {
     let gw = cx.gw;
     let get = method == http::Method::GET;
     if method == http::Method::DELETE
@@ -264,7 +275,7 @@ pub(crate) async fn forward_bodyless(cx: &Ctx<'_>, method: http::Method) -> Resp
             gw.reopened.end(cx.mount.index, old, cx.session_started);
         }
     }
-    match send_reviving(cx, method, Bytes::new()).await {
+    match send_reviving(cx, method, Bytes::new(), revive).await {
         Ok(resp) => {
             let (parts, body) = resp.into_parts();
             super::ended::expired(cx, parts.status);
