@@ -72,7 +72,7 @@ pub struct Gateway {
     /// Memory held by answers read whole, against `limits.max_buffered_bytes`.
     pub buffers: Arc<Budget>,
     /// OAuth: upstream metadata locations and the rewritten documents.
-    pub auth: AuthState,
+    pub auth: Arc<AuthState>,
     /// The issuers of the endpoints that require a token (`[auth]`).
     pub resource_server: crate::oauth::resource_server::ResourceServer,
     /// The gateway as an authorization server (`[authorization_server]`).
@@ -95,9 +95,8 @@ pub struct Gateway {
     pub telemetry: Option<Arc<Tracer>>,
 }
 
-/// The requests set aside for their round, type-erased (the relay knows
-/// what they are).
-pub(crate) type Rounds = crate::relay::parked::Parked<Box<dyn std::any::Any + Send>>;
+/// The requests set aside for their round.
+pub(crate) type Rounds = crate::relay::parked::Parked<Box<crate::relay::rounds::round::Parked>>;
 
 /// Most requests waiting for their client's input at once: past it a new
 /// round is refused (nobody else's is dropped for it); each caller's are
@@ -115,6 +114,8 @@ pub struct MountState {
     /// public endpoint URL (`public_url` and the path); `None` without a
     /// `public_url`.
     pub claude_domain: Option<Arc<str>>,
+    /// Where in-band challenges in its upstream's tool results point.
+    pub(crate) result_target: Option<Arc<crate::oauth::passthrough::ResultTarget>>,
 }
 
 impl MountState {

@@ -15,12 +15,16 @@
 //! - [`revive`]: a streamable HTTP session opened again after its upstream
 //!   forgot it;
 //! - [`stream`]: event-by-event transforms of an upstream's SSE stream;
+//! - `prepare`: what the overlays plan for a message, and what finishes its
+//!   answer;
 //! - [`finish`]: the planned rewrite of a response;
 //! - [`forward`]: the request an HTTP upstream gets for a client's;
 //! - [`access`]: what a caller may reach of an endpoint that asks for tokens;
 //! - [`answer`]: the answers the relay writes itself;
 //! - [`ended`]: the ends of client sessions, timed;
 //! - [`route`]: where a request leaves the gateway, decided once;
+//! - [`waiting`]: a request sent upstream through a message session,
+//!   waiting for what the upstream says about it;
 //! - [`watch`]: the spans of requests relayed to the client.
 
 pub(crate) mod access;
@@ -36,12 +40,14 @@ pub mod owned;
 pub mod parked;
 pub use mcp_ui_rewrite::plan;
 pub mod pooled;
+mod prepare;
 pub(crate) mod revision;
 pub(crate) mod revive;
 pub(crate) mod rounds;
 pub(crate) mod route;
 pub mod stream;
 pub mod streamable;
+pub mod waiting;
 pub mod watch;
 
 use std::sync::Arc;
@@ -55,13 +61,14 @@ use serde_json::value::RawValue;
 use crate::gateway::{Gateway, MountState};
 use crate::metrics::MethodId;
 use context::{Ctx, SESSION_HEADER};
-use finish::{Finisher, finisher};
+use finish::Finisher;
 use mcp_ui_model::config::Transport;
 use mcp_ui_model::outcome::{Failure, Outcome};
 use mcp_ui_model::reply::{self, Body};
 use mcp_ui_upstream::telemetry;
 use mcp_ui_wire::jsonrpc::{self, Kind};
 use plan::Plan;
+use prepare::{finisher, plan_one};
 use route::{Refused, Route, StandIn};
 
 // === POST ===
@@ -400,33 +407,6 @@ async fn execute(
 fn is_tool_call(parsed: &jsonrpc::Body<'_>) -> bool {
     matches!(parsed, jsonrpc::Body::Single(m)
         if m.kind == Kind::Request && m.method.as_deref() == Some("tools/call"))
-}
-
-/// What the overlay snapshot `overlays` plans for one message.
-fn plan_one(
-    cx: &Ctx<'_>,
-    overlays: &mcp_ui_overlay::overlay::OverlaySet,
-    m: &jsonrpc::Message<'_>,
-    target: &mcp_ui_overlay::host::Target,
-) -> Plan {
-    let name = cx.upstream();
-    plan::plan(overlays, name, m, target, &|tool| {
-        cx.gw.upstream_tools.has(name, tool)
-    })
-}
-
-/// One message planned as the mount's own path plans it: the answer the
-/// gateway writes itself (`Err`), or what finishes the upstream's.
-pub(crate) fn prepare(cx: &Ctx<'_>, m: &jsonrpc::Message<'_>) -> Result<Option<Finisher>, Bytes> {
-    let overlays = cx.gw.live.load();
-    let target = cx.target();
-    match plan_one(cx, &overlays, m, &target) {
-        Plan::Answer(answer) => Err(answer),
-        plan => {
-            let call = m.kind == Kind::Request && m.method.as_deref() == Some("tools/call");
-            Ok(finisher(cx, call, overlays, plan, target, None))
-        }
-    }
 }
 
 // === GET and DELETE ===

@@ -63,7 +63,11 @@ impl Service<Request<Incoming>> for Router {
         {
             let authority = authority.clone();
             return Box::pin(async move {
-                Ok(crate::oauth::authorization_server::serve(&authority, &gw, endpoint, req).await)
+                let resources = || gw.resources_for(&authority);
+                Ok(
+                    crate::oauth::authorization_server::serve(&authority, resources, endpoint, req)
+                        .await,
+                )
             });
         }
         if let Some(target) = passthrough::prm_target(path) {

@@ -123,7 +123,10 @@ impl Gateway {
             shutdown: CancellationToken::new(),
             children: Children::new(limits.max_stdio_children),
             buffers: Budget::new(limits.max_buffered_bytes),
-            auth: AuthState::new(config.public_url.clone(), config.tls_cert.is_some()),
+            auth: Arc::new(AuthState::new(
+                config.public_url.clone(),
+                config.tls_cert.is_some(),
+            )),
             resource_server,
             authorization_server,
             reviving: Default::default(),
@@ -176,6 +179,7 @@ fn mount_states(config: &Config, mounts: Vec<mcp_ui_model::config::Mount>) -> Ve
         .map(|(index, mount)| MountState {
             index,
             claude_domain: claude_domain(config.public_url.as_deref(), &mount.path),
+            result_target: crate::oauth::passthrough::ResultTarget::of(&mount).map(Arc::new),
             config: mount,
             restarts: Arc::default(),
         })

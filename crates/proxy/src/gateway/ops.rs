@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Gateway;
+use crate::oauth::authorization_server::state::AuthorizationServer;
+use mcp_ui_identity::authorization_server::authorize::Resource;
 
 use crate::health::Upstreams;
 use crate::live::LIST_CHANGED;
@@ -130,5 +132,53 @@ impl Gateway {
         for m in &self.mounts {
             self.upstream_tools.compare(&m.config.name, &overlays);
         }
+    }
+
+    /// The protected endpoints whose tokens `a` issues: every mount and app
+    /// accepting its tokens, at `public_url` and its path, offering the scopes
+    /// its `[auth]` requires, its overlays declare and `[authorization_server]
+    /// scopes` adds.
+    pub(crate) fn resources_for(&self, a: &AuthorizationServer) -> Vec<Resource> {
+        let overlays = self.live.load();
+        let mut out = Vec::new();
+        let mounts = self.mounts.iter().filter_map(|m| {
+            let declared =
+                crate::oauth::resource_server::declared_scopes(overlays.mount(&m.config.name));
+            Some((m.config.auth.as_ref()?, m.config.path.as_str(), declared))
+        });
+        let apps = self.apps.iter().filter_map(|app| {
+            let mut declared = Vec::new();
+            for name in app.config.upstream_names() {
+                declared.extend(crate::oauth::resource_server::declared_scopes(
+                    overlays.mount(name),
+                ));
+            }
+            Some((
+                app.config.auth.as_ref()?,
+                app.config.path.as_str(),
+                declared,
+            ))
+        });
+        for (auth, path, declared) in mounts.chain(apps) {
+            if auth.issuer != a.config.issuer {
+                continue;
+            }
+            let url = auth
+                .audience
+                .clone()
+                .unwrap_or_else(|| crate::oauth::passthrough::resource_url(&a.config.issuer, path));
+            let mut offered = auth.scopes.clone();
+            for s in declared.iter().chain(&a.config.scopes) {
+                if !offered.contains(s) {
+                    offered.push(s.clone());
+                }
+            }
+            out.push(Resource {
+                url,
+                offered,
+                default: auth.scopes.clone(),
+            });
+        }
+        out
     }
 }

@@ -53,7 +53,6 @@ mod token;
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 
-use crate::gateway::Gateway;
 use mcp_ui_identity::authorization_server::authorize::Resource;
 use mcp_ui_model::reply::{self, Body};
 
@@ -61,25 +60,24 @@ pub use basics::{Peer, media_type};
 pub use endpoints::Endpoint;
 use state::AuthorizationServer;
 
-/// The answer of `a`'s `endpoint` to `req`.
+/// The answer of `a`'s `endpoint` to `req`; `resources`: the protected
+/// endpoints whose tokens it issues, as they are now.
 pub async fn serve(
     a: &AuthorizationServer,
-    gw: &Gateway,
+    resources: impl Fn() -> Vec<Resource>,
     endpoint: Endpoint,
     req: Request<Incoming>,
 ) -> Response<Body> {
     let registration = a.config.registration.enabled;
     let mut r = match (endpoint, req.method()) {
         (_, &Method::OPTIONS) => crate::middleware::cors::preflight(),
-        (Endpoint::Metadata, &Method::GET | &Method::HEAD) => {
-            metadata::document(a, &resources(a, gw))
-        }
+        (Endpoint::Metadata, &Method::GET | &Method::HEAD) => metadata::document(a, &resources()),
         (Endpoint::Keys, &Method::GET | &Method::HEAD) => metadata::keys(a),
         (Endpoint::Register, &Method::POST) if registration => register::serve(a, req).await,
-        (Endpoint::Authorize, &Method::GET) => login::authorize(a, &resources(a, gw), req).await,
+        (Endpoint::Authorize, &Method::GET) => login::authorize(a, &resources(), req).await,
         (Endpoint::Authorize, &Method::POST) => login::decide(a, req).await,
         (Endpoint::Callback, &Method::GET) => callback::serve(a, req).await,
-        (Endpoint::Token, &Method::POST) => token::serve(a, &resources(a, gw), req).await,
+        (Endpoint::Token, &Method::POST) => token::serve(a, &resources(), req).await,
         (Endpoint::Revoke, &Method::POST) => token::revoke(a, req).await,
         (Endpoint::Register, _) if !registration => reply::text(
             StatusCode::NOT_FOUND,
@@ -107,52 +105,4 @@ pub async fn serve(
         );
     }
     r
-}
-
-/// The protected endpoints whose tokens `a` issues: every mount and app
-/// accepting its tokens, at `public_url` and its path, offering the scopes
-/// its `[auth]` requires, its overlays declare and `[authorization_server]
-/// scopes` adds.
-fn resources(a: &AuthorizationServer, gw: &Gateway) -> Vec<Resource> {
-    let overlays = gw.live.load();
-    let mut out = Vec::new();
-    let mounts = gw.mounts.iter().filter_map(|m| {
-        let declared =
-            crate::oauth::resource_server::declared_scopes(overlays.mount(&m.config.name));
-        Some((m.config.auth.as_ref()?, m.config.path.as_str(), declared))
-    });
-    let apps = gw.apps.iter().filter_map(|app| {
-        let mut declared = Vec::new();
-        for name in app.config.upstream_names() {
-            declared.extend(crate::oauth::resource_server::declared_scopes(
-                overlays.mount(name),
-            ));
-        }
-        Some((
-            app.config.auth.as_ref()?,
-            app.config.path.as_str(),
-            declared,
-        ))
-    });
-    for (auth, path, declared) in mounts.chain(apps) {
-        if auth.issuer != a.config.issuer {
-            continue;
-        }
-        let url = auth
-            .audience
-            .clone()
-            .unwrap_or_else(|| crate::oauth::passthrough::resource_url(&a.config.issuer, path));
-        let mut offered = auth.scopes.clone();
-        for s in declared.iter().chain(&a.config.scopes) {
-            if !offered.contains(s) {
-                offered.push(s.clone());
-            }
-        }
-        out.push(Resource {
-            url,
-            offered,
-            default: auth.scopes.clone(),
-        });
-    }
-    out
 }

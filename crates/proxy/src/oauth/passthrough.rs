@@ -24,4 +24,4 @@ pub(crate) use challenge::rewrite_result_challenges;
 pub(crate) use challenge::{in_band_result, may_carry_challenge, refusal_of, rewrite_challenges};
 pub use metadata::Fetch;
 pub(crate) use metadata::{serve_own, serve_prm};
-pub(crate) use state::{AuthState, PrmTarget, origin_of, prm_target, prm_url, resource_url};
+pub(crate) use state::{AuthState, PrmTarget, ResultTarget, prm_target, prm_url, resource_url};

@@ -8,49 +8,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 
-use crate::gateway::Gateway;
-use crate::oauth::passthrough;
+use crate::oauth::passthrough::{self, AuthState, ResultTarget};
 use crate::upstream_tools::UpstreamTools;
-use mcp_ui_model::config::Transport;
 use mcp_ui_overlay::host::Target;
 use mcp_ui_overlay::overlay::OverlaySet;
 use mcp_ui_rewrite::bridge::{self, Answering};
 use mcp_ui_rewrite::plan::{self, Rewrite};
 use mcp_ui_upstream::telemetry::{Kind, Parent, Span};
-
-/// What finishes the response, when the plan rewrites it or it may carry an
-/// in-band challenge (a tool result from a non-stdio upstream).
-pub(super) fn finisher(
-    cx: &super::context::Ctx<'_>,
-    tool_call: bool,
-    overlays: Arc<OverlaySet>,
-    plan: plan::Plan,
-    target: Target,
-    revision: Option<Answering>,
-) -> Option<Finisher> {
-    let challenges =
-        (tool_call && !matches!(cx.mount.config.transport, Transport::Stdio(_))).then(|| {
-            ResultChallenges {
-                gateway: cx.gw.clone(),
-                mount: cx.mount.index,
-                host: cx.headers.get(http::header::HOST).cloned(),
-            }
-        });
-    let rewrite = match plan {
-        plan::Plan::Rewrite(rewrite) => Some(rewrite),
-        _ => None,
-    };
-    (rewrite.is_some() || challenges.is_some() || revision.is_some()).then(|| Finisher {
-        overlays,
-        mount: cx.upstream().to_owned(),
-        rewrite,
-        target,
-        challenges,
-        upstream_tools: cx.gw.upstream_tools.clone(),
-        trace: cx.trace.as_ref().and_then(|t| t.parent.clone()),
-        revision,
-    })
-}
 
 /// Rewrites the response to one planned request.
 #[derive(Clone)]
@@ -164,10 +128,11 @@ fn rewrite_span(parent: &Parent, rewrite: &Rewrite) -> Span {
 /// and the upstream origin are only worked out for a result that has one.
 #[derive(Clone)]
 pub struct ResultChallenges {
-    pub gateway: Arc<Gateway>,
-    pub mount: usize,
+    pub(crate) auth: Arc<AuthState>,
+    /// The mount's path and its upstream's origin.
+    pub(crate) target: Arc<ResultTarget>,
     /// The request's `Host`, the gateway's base URL without `public_url`.
-    pub host: Option<HeaderValue>,
+    pub(crate) host: Option<HeaderValue>,
 }
 
 impl ResultChallenges {
@@ -175,16 +140,12 @@ impl ResultChallenges {
         if !passthrough::may_carry_challenge(response) {
             return None;
         }
-        let mount = &self.gateway.mounts[self.mount].config;
-        let (Transport::Http { url } | Transport::Sse { url }) = &mount.transport else {
-            return None;
-        };
         let mut headers = HeaderMap::new();
         if let Some(host) = &self.host {
             headers.insert(header::HOST, host.clone());
         }
-        let base = self.gateway.auth.base(&headers)?;
-        let prm = passthrough::prm_url(&base, &mount.path);
-        passthrough::rewrite_result_challenges(response, &prm, &passthrough::origin_of(url))
+        let base = self.auth.base(&headers)?;
+        let prm = passthrough::prm_url(&base, &self.target.path);
+        passthrough::rewrite_result_challenges(response, &prm, &self.target.origin)
     }
 }

@@ -17,8 +17,8 @@ use bytes::Bytes;
 use http::header::HeaderMap;
 
 use super::context::{Ctx, SessionRef};
-use super::deliver::Reply;
 use super::pooled::{self, Mailbox};
+use super::waiting::Reply;
 use crate::gateway::{Gateway, MountState};
 use crate::metrics::MethodId;
 use mcp_ui_model::outcome::Failure;
@@ -100,7 +100,7 @@ impl<'a> Member<'a> {
         let client = *client;
         self.cx.judge_host(&m);
         let id = m.id.expect("requests have ids");
-        match super::prepare(&self.cx, &m) {
+        match super::prepare::prepare(&self.cx, &m) {
             Err(answer) => Ok(answer),
             Ok(finisher) => pooled::open(&self.cx, client, &hello, id, finisher).await,
         }
@@ -112,7 +112,7 @@ impl<'a> Member<'a> {
         self.cx.judge_host(&m);
         let method = MethodId::of(m.method.as_deref().unwrap_or_default());
         let exchange = self.cx.gw.metrics.exchange(self.cx.mount.index, method);
-        let finisher = match super::prepare(&self.cx, &m) {
+        let finisher = match super::prepare::prepare(&self.cx, &m) {
             Err(answer) => {
                 exchange.finish(mcp_ui_model::outcome::Outcome::Ok);
                 return Ok(Reply::Now(answer));

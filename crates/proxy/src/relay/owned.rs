@@ -11,8 +11,9 @@ use http::{Response, StatusCode};
 
 use super::answer::accepted;
 use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER, SessionRef};
-use super::deliver::{Waiting, answer, check_method_headers};
+use super::deliver::{answer, check_method_headers};
 use super::finish::Finisher;
+use super::waiting::Waiting;
 use mcp_ui_model::outcome::{Failure, Outcome};
 use mcp_ui_model::reply::{self, Body};
 use mcp_ui_model::session_id::{Hello, Route, Token};
@@ -80,7 +81,7 @@ pub async fn post(
     let progress = jsonrpc::params_view(m.params).request_progress_token;
     let resp = match session.request(body, id, progress).await {
         Ok(sent) => {
-            let waiting = Waiting::new(cx, session.clone(), sent, id, finisher);
+            let waiting = Waiting::new(cx.waiting_time(), session.clone(), sent, id, finisher);
             answer(cx, waiting, new_id.is_some()).await
         }
         Err(e) => e.respond(Some(id)),

@@ -23,8 +23,9 @@ use http_body_util::BodyExt;
 
 use super::answer::accepted;
 use super::context::{Ctx, PROTOCOL_HEADER};
-use super::deliver::{self, EndOnDrop, Reply, Waiting};
+use super::deliver;
 use super::finish::Finisher;
+use super::waiting::{EndOnDrop, Reply, Waiting};
 use client::{initialize, peer};
 use connection::{connect, default_key, pool, slot_key};
 use mcp_ui_model::config::SessionMode;
@@ -249,7 +250,7 @@ pub(super) async fn exchange(
         .request_as(body, id, progress, peer.as_ref())
         .await?;
     Ok(Reply::Waiting(Box::new(
-        Waiting::new(cx, session, sent, id, finisher).ending(end),
+        Waiting::new(cx.waiting_time(), session, sent, id, finisher).ending(end),
     )))
 }
 

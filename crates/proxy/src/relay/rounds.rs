@@ -35,8 +35,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::context::Ctx;
-use super::deliver::{self, Interrupt, Next, Waiting};
+use super::deliver::{self, Interrupt};
 use super::parked::Full;
+use super::waiting::{Next, Waiting};
 use crate::gateway::Gateway;
 use mcp_ui_model::reply::{self, Body};
 use mcp_ui_rewrite::bridge;
@@ -44,26 +45,16 @@ use mcp_ui_wire::jsonrpc::{self, Kind, code};
 use mcp_ui_wire::protocol::Caps;
 use state::{bound, open, seal};
 
+pub(crate) mod round;
 mod state;
+
+use round::{Asked, Parked};
 
 /// The longest a parked request waits for its retry.
 const MAX_WAIT: Duration = Duration::from_secs(600);
 /// How long the gateway waits for more requests of the upstream once it
 /// asked one, so that requests asked together go out in one round.
 const GATHER: Duration = Duration::from_millis(25);
-
-/// A request waiting for its client's input.
-struct Parked {
-    waiting: Waiting,
-    asked: Vec<Asked>,
-    mount: usize,
-    /// The request it was given for (method and name or URI).
-    bound: u64,
-    /// The client's capabilities, as its first request declared them.
-    caps: Caps,
-    /// The caller whose round it is.
-    owner: u64,
-}
 
 /// What answers the request a round was to be given for: the round, or
 /// the error that ends it (with `Retry-After` for a bound reached).
@@ -90,16 +81,6 @@ impl Given {
         }
         r
     }
-}
-
-/// One request of the upstream's, in the round.
-struct Asked {
-    /// Its key in `inputRequests` (the id the gateway gave it, unquoted).
-    key: String,
-    /// That id, as JSON.
-    id: Box<RawValue>,
-    method: String,
-    params: Option<Box<RawValue>>,
 }
 
 /// The answer to a request sent upstream: as [`deliver::answer`] gives
@@ -256,7 +237,7 @@ impl Parking {
         let wait = self.gw.request_timeout().min(MAX_WAIT);
         let requests = input_requests(&asked);
         waiting.park(true);
-        let parked: Box<dyn std::any::Any + Send> = Box::new(Parked {
+        let parked = Box::new(Parked {
             waiting,
             asked,
             mount: self.mount,
@@ -265,15 +246,17 @@ impl Parking {
             owner: self.owner,
         });
         let until = tokio::time::Instant::now() + wait;
-        let key = match self.gw.rounds.insert(self.owner, until, parked, ended) {
+        let key = match self
+            .gw
+            .rounds
+            .insert(self.owner, until, parked, |p| ended(p))
+        {
             Ok(key) => key,
             Err((back, full)) => {
-                if let Ok(p) = back.downcast::<Parked>() {
-                    self.refuse_upstream(
-                        &p.asked,
-                        "its client has too many requests waiting for input",
-                    );
-                }
+                self.refuse_upstream(
+                    &back.asked,
+                    "its client has too many requests waiting for input",
+                );
                 return beyond(&id, full);
             }
         };
@@ -298,9 +281,8 @@ impl Parking {
 
 /// Whether a parked request can no longer be answered: its connection
 /// ended (ended to make room, or by its upstream).
-fn ended(p: &Box<dyn std::any::Any + Send>) -> bool {
-    p.downcast_ref::<Parked>()
-        .is_some_and(|p| p.waiting.session.is_closed())
+fn ended(p: &Parked) -> bool {
+    p.waiting.session.is_closed()
 }
 
 /// The refusal of request `id`'s round past a bound on open rounds: the
@@ -397,7 +379,6 @@ fn take(
     responses: &Map<String, Value>,
 ) -> Result<Box<Parked>, Option<String>> {
     let taken = gw.rounds.take_if(key, |p| {
-        let p = p.downcast_ref::<Parked>().ok_or(None)?;
         if p.mount != mount {
             return Err(None);
         }
@@ -414,7 +395,7 @@ fn take(
         }
     });
     match taken {
-        Ok(Some(p)) => p.downcast::<Parked>().map_err(|_| None),
+        Ok(Some(p)) => Ok(p),
         Ok(None) => Err(None),
         Err(why) => Err(why),
     }

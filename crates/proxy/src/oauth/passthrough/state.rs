@@ -112,6 +112,28 @@ pub(crate) fn prm_target(path: &str) -> Option<PrmTarget<'_>> {
     rest.starts_with('/').then_some(PrmTarget::Mount(rest))
 }
 
+/// What an in-band challenge in a tool result of a mount's upstream is
+/// pointed at: the gateway's metadata for the mount's path, in place of
+/// the upstream's origin. `None` for a stdio upstream, which has no URL.
+#[derive(Debug)]
+pub(crate) struct ResultTarget {
+    pub(crate) path: String,
+    pub(crate) origin: String,
+}
+
+impl ResultTarget {
+    pub(crate) fn of(mount: &mcp_ui_model::config::Mount) -> Option<ResultTarget> {
+        use mcp_ui_model::config::Transport;
+        let (Transport::Http { url } | Transport::Sse { url }) = &mount.transport else {
+            return None;
+        };
+        Some(ResultTarget {
+            path: mount.path.clone(),
+            origin: origin_of(url),
+        })
+    }
+}
+
 /// `http://host:port` of an upstream URL.
 pub(crate) fn origin_of(url: &http::Uri) -> String {
     format!(
