@@ -250,7 +250,51 @@ def main():
     failed = 0
     for crate, modules, edges in graphs:
         failed |= check(crate, modules, edges)
+        failed |= check_reaching_up(crate, edges)
     return failed
+
+
+def ancestors(m):
+    """`a::b::c` -> [('a',), ('a', 'b')]: the modules `m` lies inside."""
+    return [m[:k] for k in range(1, len(m))]
+
+
+def check_reaching_up(crate, edges):
+    """Print each dependency that reaches up (1), or nothing (0).
+
+    A module reaches up when it names a module lying inside another that
+    depends on it: `gateway` naming `relay::parked` while `relay` takes the
+    gateway. No cycle shows it (the leaf `relay::parked` depends on nothing),
+    but the reader of `relay` sees a layer below it reach into it; the leaf
+    belongs beside the layers, not inside the one above.
+    """
+    reach = {}
+
+    def reachable(v):
+        if v not in reach:
+            seen, todo = set(), [v]
+            while todo:
+                for w in edges.get(todo.pop(), ()):
+                    if w not in seen:
+                        seen.add(w)
+                        todo.append(w)
+            reach[v] = seen
+        return reach[v]
+
+    found = []
+    for a in sorted(edges):
+        mine = set(ancestors(a)) | {a}
+        for t in sorted(edges[a]):
+            for p in ancestors(t):
+                if p in mine:
+                    continue
+                chain = [m for m in mine if not (m == t[: len(m)])]
+                if any(m in reachable(p) for m in chain):
+                    found.append((a, t, p))
+                    break
+    for a, t, p in found:
+        print(f"{crate}: {name(a)} reaches up into {name(t)}: {name(p)} depends on {name(a)}")
+    return 1 if found else 0
 
 
 def check(crate, modules, edges):

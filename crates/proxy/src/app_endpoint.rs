@@ -5,7 +5,7 @@
 //! limits and metrics apply exactly as on their own paths, with no HTTP
 //! between the app and its members; the pure rules that unite their answers
 //! are in [`mcp_ui_rewrite::combine`]; what an app has learnt from listings is its
-//! [`state`], and its page cursors are sealed by [`cursor`].
+//! state ([`crate::apps`]), and its page cursors are sealed by [`cursor`].
 //!
 //! - `initialize` opens a session with every member at once, answered as
 //!   each mount answers its own clients' (from its connection's handshake),
@@ -28,7 +28,6 @@ pub mod cursor;
 pub mod member;
 pub mod oauth;
 pub mod post;
-pub mod state;
 pub mod stream;
 
 use std::sync::Arc;
@@ -37,13 +36,13 @@ use http::header::HeaderMap;
 use http::{Method, Request, Response};
 use hyper::body::Incoming;
 
+use crate::apps::AppState;
 use crate::endpoint::{accepts, post_body};
 use crate::gateway::Gateway;
 use crate::middleware::cors;
 use mcp_ui_model::outcome::Failure;
 use mcp_ui_model::reply::Body;
 use member::session_of;
-use state::AppState;
 
 /// One request to `app`'s endpoint.
 pub async fn serve(

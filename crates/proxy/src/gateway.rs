@@ -40,7 +40,7 @@ pub struct Gateway {
     pub mounts: Vec<MountState>,
     pub(crate) by_path: HashMap<String, usize>,
     /// The `[[app]]` endpoints, each combining several mounts.
-    pub apps: Vec<Arc<crate::app_endpoint::state::AppState>>,
+    pub apps: Vec<Arc<crate::apps::AppState>>,
     pub key: SessionKey,
     /// Session ids `key` opened recently.
     pub(crate) opened_ids: OpenedIds,
@@ -96,7 +96,7 @@ pub struct Gateway {
 }
 
 /// The requests set aside for their round.
-pub(crate) type Rounds = crate::relay::parked::Parked<Box<crate::relay::rounds::round::Parked>>;
+pub(crate) type Rounds = crate::pending::parked::Parked<Box<crate::pending::round::Parked>>;
 
 /// Most requests waiting for their client's input at once: past it a new
 /// round is refused (nobody else's is dropped for it); each caller's are
@@ -146,7 +146,7 @@ impl Gateway {
     }
 
     /// The app served at `path` (a trailing `/` does not matter).
-    pub(crate) fn app_at(&self, path: &str) -> Option<&Arc<crate::app_endpoint::state::AppState>> {
+    pub(crate) fn app_at(&self, path: &str) -> Option<&Arc<crate::apps::AppState>> {
         let path = match path.trim_end_matches('/') {
             "" => "/",
             p => p,

@@ -23,17 +23,24 @@
 //! - [`live`]: the overlay snapshot in force, swapped whole on reload;
 //!   [`upstream_tools`]: what each upstream last listed, and what `check`
 //!   would say of it.
+//! - [`apps`]: what each `[[app]]` has learnt from its listings;
+//!   [`pending`]: requests waiting upstream and those set aside for their
+//!   client's input; [`fd`]: the open-file limit and the connection cap it
+//!   allows. State the gateway composes, beneath it.
 
 pub mod app_endpoint;
+pub mod apps;
 pub mod assets;
 mod challenge;
 pub mod endpoint;
+pub mod fd;
 pub mod gateway;
 pub mod health;
 pub mod live;
 pub mod metrics;
 pub mod middleware;
 pub mod oauth;
+pub mod pending;
 pub mod preview;
 pub mod relay;
 pub mod router;

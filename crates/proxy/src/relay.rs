@@ -17,14 +17,11 @@
 //! - [`stream`]: event-by-event transforms of an upstream's SSE stream;
 //! - `prepare`: what the overlays plan for a message, and what finishes its
 //!   answer;
-//! - [`finish`]: the planned rewrite of a response;
 //! - [`forward`]: the request an HTTP upstream gets for a client's;
 //! - [`access`]: what a caller may reach of an endpoint that asks for tokens;
 //! - [`answer`]: the answers the relay writes itself;
 //! - [`ended`]: the ends of client sessions, timed;
 //! - [`route`]: where a request leaves the gateway, decided once;
-//! - [`waiting`]: a request sent upstream through a message session,
-//!   waiting for what the upstream says about it;
 //! - [`watch`]: the spans of requests relayed to the client.
 
 pub(crate) mod access;
@@ -33,11 +30,9 @@ mod batch;
 pub mod context;
 pub mod deliver;
 pub mod ended;
-pub mod finish;
 pub mod forward;
 pub mod member;
 pub mod owned;
-pub mod parked;
 pub use mcp_ui_rewrite::plan;
 pub mod pooled;
 mod prepare;
@@ -47,7 +42,6 @@ pub(crate) mod rounds;
 pub(crate) mod route;
 pub mod stream;
 pub mod streamable;
-pub mod waiting;
 pub mod watch;
 
 use std::sync::Arc;
@@ -60,8 +54,8 @@ use serde_json::value::RawValue;
 
 use crate::gateway::{Gateway, MountState};
 use crate::metrics::MethodId;
+use crate::pending::finish::Finisher;
 use context::{Ctx, SESSION_HEADER};
-use finish::Finisher;
 use mcp_ui_model::config::Transport;
 use mcp_ui_model::outcome::{Failure, Outcome};
 use mcp_ui_model::reply::{self, Body};

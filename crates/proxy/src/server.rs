@@ -5,10 +5,9 @@
 //! [`tls`]: the listener's certificate, rotated without a restart.
 
 mod conn;
-pub(crate) mod fd;
 mod listen;
 pub mod tls;
 
-pub use fd::raise_fd_limit;
+pub use crate::fd::raise_fd_limit;
 pub use listen::Server;
 pub use tls::ListenerTls;

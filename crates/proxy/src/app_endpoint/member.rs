@@ -8,7 +8,7 @@ use std::sync::Arc;
 use http::header::HeaderMap;
 use serde_json::Value;
 
-use crate::app_endpoint::state::AppState;
+use crate::apps::AppState;
 use crate::gateway::Gateway;
 use crate::relay::context::SESSION_HEADER;
 use crate::relay::member::{Member, Seat};

@@ -11,7 +11,7 @@ use http::header::{self, HeaderMap};
 use http::{Method, Response, StatusCode};
 use serde_json::value::RawValue;
 
-use crate::app_endpoint::state::AppState;
+use crate::apps::AppState;
 use crate::gateway::Gateway;
 use crate::middleware::cors;
 use crate::oauth::passthrough;

@@ -21,7 +21,7 @@ use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::member::session_of;
-use crate::app_endpoint::state::AppState;
+use crate::apps::AppState;
 use crate::gateway::Gateway;
 use crate::relay::context::SESSION_HEADER;
 use context::{Exchange, answer, with_params};

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 
 use super::member::{self, session_of};
-use crate::app_endpoint::state::AppState;
+use crate::apps::AppState;
 use crate::gateway::Gateway;
 use crate::relay::deliver;
 use mcp_ui_model::outcome::Failure;

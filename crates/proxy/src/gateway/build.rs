@@ -31,7 +31,7 @@ fn pools(
     let total = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let cap = limits
         .max_connections
-        .unwrap_or_else(crate::server::fd::default_max_connections);
+        .unwrap_or_else(crate::fd::default_max_connections);
     mounts
         .iter()
         .map(|m| {
@@ -197,11 +197,11 @@ fn instance() -> [u8; 16] {
 fn app_states(
     config: &Config,
     apps: Vec<mcp_ui_model::config::App>,
-) -> Vec<Arc<crate::app_endpoint::state::AppState>> {
+) -> Vec<Arc<crate::apps::AppState>> {
     apps.into_iter()
         .map(|app| {
             let domain = claude_domain(config.public_url.as_deref(), &app.path);
-            Arc::new(crate::app_endpoint::state::AppState::new(app).with_claude_domain(domain))
+            Arc::new(crate::apps::AppState::new(app).with_claude_domain(domain))
         })
         .collect()
 }

@@ -16,8 +16,8 @@ use tokio::sync::mpsc;
 
 use super::answer::{message_event, sse_response};
 use super::context::{Ctx, METHOD_HEADER, NAME_HEADER};
-use super::finish::Finisher;
-use super::waiting::{Next, Waiting};
+use crate::pending::finish::Finisher;
+use crate::pending::waiting::{Next, Waiting};
 use mcp_ui_model::outcome::{Failure, Outcome, OutcomeSlot};
 use mcp_ui_model::reply::{self, Body};
 use mcp_ui_rewrite::bridge;

@@ -18,9 +18,9 @@ use http::header::HeaderMap;
 
 use super::context::{Ctx, SessionRef};
 use super::pooled::{self, Mailbox};
-use super::waiting::Reply;
 use crate::gateway::{Gateway, MountState};
 use crate::metrics::MethodId;
+use crate::pending::waiting::Reply;
 use mcp_ui_model::outcome::Failure;
 use mcp_ui_model::session_id::Hello;
 use mcp_ui_overlay::host::HostKind;

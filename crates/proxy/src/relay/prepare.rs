@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::context::Ctx;
-use super::finish::{Finisher, ResultChallenges};
+use crate::pending::finish::{Finisher, ResultChallenges};
 use mcp_ui_overlay::host::Target;
 use mcp_ui_overlay::overlay::OverlaySet;
 use mcp_ui_rewrite::bridge::Answering;

@@ -36,19 +36,18 @@ use serde_json::{Map, Value, json};
 
 use super::context::Ctx;
 use super::deliver::{self, Interrupt};
-use super::parked::Full;
-use super::waiting::{Next, Waiting};
 use crate::gateway::Gateway;
+use crate::pending::parked::Full;
+use crate::pending::waiting::{Next, Waiting};
 use mcp_ui_model::reply::{self, Body};
 use mcp_ui_rewrite::bridge;
 use mcp_ui_wire::jsonrpc::{self, Kind, code};
 use mcp_ui_wire::protocol::Caps;
 use state::{bound, open, seal};
 
-pub(crate) mod round;
 mod state;
 
-use round::{Asked, Parked};
+use crate::pending::round::{Asked, Parked};
 
 /// The longest a parked request waits for its retry.
 const MAX_WAIT: Duration = Duration::from_secs(600);

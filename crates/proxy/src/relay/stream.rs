@@ -12,8 +12,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::answer::message_event;
-use super::finish::Finisher;
 use crate::live::LIST_CHANGED;
+use crate::pending::finish::Finisher;
 use mcp_ui_model::outcome::{Failure, Outcome, StreamCause};
 use mcp_ui_model::reply::{Body, BoxError};
 use mcp_ui_upstream::upstream::client::UpstreamBody;

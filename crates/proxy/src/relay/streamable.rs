@@ -21,8 +21,8 @@ use http_body_util::{BodyExt, Full};
 use serde_json::value::RawValue;
 
 use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER, SessionRef};
-use super::finish::Finisher;
 use super::stream;
+use crate::pending::finish::Finisher;
 use mcp_ui_model::outcome::Failure;
 use mcp_ui_model::reply::Body;
 use mcp_ui_model::session_id::{Route, Token};

@@ -68,7 +68,7 @@ impl Server {
         self.gateway
             .limits
             .max_connections
-            .unwrap_or_else(super::fd::default_max_connections)
+            .unwrap_or_else(crate::fd::default_max_connections)
     }
 
     /// Serve until `shutdown` fires, then stop accepting, let open exchanges

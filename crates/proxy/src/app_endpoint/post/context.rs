@@ -8,8 +8,8 @@ use http::header::HeaderMap;
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::app_endpoint::state::AppState;
 use crate::app_endpoint::{member, oauth};
+use crate::apps::AppState;
 use crate::gateway::Gateway;
 use crate::relay::member::Member;
 use mcp_ui_model::outcome::Failure;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::context::{answer, raw, silent};
 use crate::app_endpoint::member::{self, result_of};
 use crate::app_endpoint::oauth;
-use crate::app_endpoint::state::AppState;
+use crate::apps::AppState;
 use crate::gateway::Gateway;
 use crate::relay::context::SESSION_HEADER;
 use mcp_ui_model::reply::{self, Body};

@@ -9,8 +9,8 @@ use http::{Response, StatusCode};
 use tokio::sync::mpsc;
 
 use super::connection::{connect, creds, pool};
+use crate::pending::finish::Finisher;
 use crate::relay::context::{Ctx, SESSION_HEADER, SessionRef};
-use crate::relay::finish::Finisher;
 use crate::relay::{deliver, watch};
 use mcp_ui_model::config::SessionMode;
 use mcp_ui_model::outcome::Failure;

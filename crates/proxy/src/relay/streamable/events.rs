@@ -7,8 +7,8 @@ use http::Response;
 use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 
+use crate::pending::finish::Finisher;
 use crate::relay::context::Ctx;
-use crate::relay::finish::Finisher;
 use crate::relay::{stream, watch};
 use mcp_ui_model::outcome::OutcomeSlot;
 use mcp_ui_model::reply::Body;

@@ -10,8 +10,8 @@ use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 
 use super::media::protocol_failure;
+use crate::pending::finish::Finisher;
 use crate::relay::context::Ctx;
-use crate::relay::finish::Finisher;
 use mcp_ui_model::outcome::Failure;
 use mcp_ui_model::reply::{self, Body};
 use mcp_ui_upstream::upstream::budget::{Budget, Permit};

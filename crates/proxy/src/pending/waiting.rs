@@ -26,8 +26,8 @@ pub struct Waiting {
     pub(crate) session: Arc<MessageSession>,
     rx: mpsc::Receiver<Delivery>,
     guard: Option<PendingGuard>,
-    pub(super) id: Box<RawValue>,
-    pub(super) finisher: Option<Finisher>,
+    pub(crate) id: Box<RawValue>,
+    pub(crate) finisher: Option<Finisher>,
     deadline: Instant,
     secs: u64,
     /// Run when the wait is over (a connection of one request only ends).
@@ -89,7 +89,7 @@ pub enum Next {
 
 impl Waiting {
     /// Waiting for `timeout` at most (`secs`, as the limit names it).
-    pub(super) fn new(
+    pub(crate) fn new(
         (timeout, secs): (Duration, u64),
         session: Arc<MessageSession>,
         (rx, guard): (mpsc::Receiver<Delivery>, PendingGuard),
@@ -111,7 +111,7 @@ impl Waiting {
     }
 
     /// A request of the 2026-07-28 revision the gateway stands in for.
-    pub(super) fn bridged(&self) -> Option<&mcp_ui_rewrite::bridge::Answering> {
+    pub(crate) fn bridged(&self) -> Option<&mcp_ui_rewrite::bridge::Answering> {
         self.finisher
             .as_ref()
             .and_then(|f| f.revision.as_ref())
@@ -120,7 +120,7 @@ impl Waiting {
 
     /// Go on waiting for the client's request `id` (a round's retry), with
     /// a new deadline.
-    pub(super) fn resume(&mut self, id: &RawValue, timeout: Duration) {
+    pub(crate) fn resume(&mut self, id: &RawValue, timeout: Duration) {
         self.id = id.to_owned();
         self.resumed_as = Some(id.to_owned());
         self.deadline = Instant::now() + timeout;
@@ -128,14 +128,14 @@ impl Waiting {
 
     /// The request is set aside for its client's input (`true`: a
     /// 2026-07-28 round), or taken up again.
-    pub(super) fn park(&self, parked: bool) {
+    pub(crate) fn park(&self, parked: bool) {
         if let Some(g) = &self.guard {
             g.park(parked);
         }
     }
 
     /// Count `exchange` when the wait is over.
-    pub(super) fn counted(mut self, exchange: crate::metrics::Exchange) -> Waiting {
+    pub(crate) fn counted(mut self, exchange: crate::metrics::Exchange) -> Waiting {
         self.exchange = Some(exchange);
         self
     }
@@ -147,7 +147,7 @@ impl Waiting {
     }
 
     /// End `end` with the wait.
-    pub(super) fn ending(mut self, end: Option<EndOnDrop>) -> Waiting {
+    pub(crate) fn ending(mut self, end: Option<EndOnDrop>) -> Waiting {
         self._end = end;
         self
     }

@@ -3,28 +3,28 @@
 
 use serde_json::value::RawValue;
 
-use crate::relay::waiting::Waiting;
+use super::waiting::Waiting;
 use mcp_ui_wire::protocol::Caps;
 
 /// A request waiting for its client's input.
 pub(crate) struct Parked {
-    pub(super) waiting: Waiting,
-    pub(super) asked: Vec<Asked>,
-    pub(super) mount: usize,
+    pub(crate) waiting: Waiting,
+    pub(crate) asked: Vec<Asked>,
+    pub(crate) mount: usize,
     /// The request it was given for (method and name or URI).
-    pub(super) bound: u64,
+    pub(crate) bound: u64,
     /// The client's capabilities, as its first request declared them.
-    pub(super) caps: Caps,
+    pub(crate) caps: Caps,
     /// The caller whose round it is.
-    pub(super) owner: u64,
+    pub(crate) owner: u64,
 }
 
 /// One request of the upstream's, in the round.
-pub(super) struct Asked {
+pub(crate) struct Asked {
     /// Its key in `inputRequests` (the id the gateway gave it, unquoted).
-    pub(super) key: String,
+    pub(crate) key: String,
     /// That id, as JSON.
-    pub(super) id: Box<RawValue>,
-    pub(super) method: String,
-    pub(super) params: Option<Box<RawValue>>,
+    pub(crate) id: Box<RawValue>,
+    pub(crate) method: String,
+    pub(crate) params: Option<Box<RawValue>>,
 }
