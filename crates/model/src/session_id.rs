@@ -34,7 +34,7 @@ use rand::RngCore;
 
 pub mod hello;
 
-pub use hello::{Caps, Hello};
+pub use hello::Hello;
 use mcp_ui_overlay::host::HostKind;
 
 /// The layout sealed now; ids of the first (without an [`Owner`]) still open.

@@ -33,7 +33,6 @@ pub mod ended;
 pub mod forward;
 pub mod member;
 pub mod owned;
-pub use mcp_ui_rewrite::plan;
 pub mod pooled;
 mod prepare;
 pub(crate) mod revision;
@@ -59,9 +58,9 @@ use context::{Ctx, SESSION_HEADER};
 use mcp_ui_model::config::Transport;
 use mcp_ui_model::outcome::{Failure, Outcome};
 use mcp_ui_model::reply::{self, Body};
+use mcp_ui_rewrite::plan::Plan;
 use mcp_ui_upstream::telemetry;
 use mcp_ui_wire::jsonrpc::{self, Kind};
-use plan::Plan;
 use prepare::{finisher, plan_one};
 use route::{Refused, Route, StandIn};
 

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-pub use mcp_ui_wire::protocol::caps::Caps;
+use mcp_ui_wire::protocol::caps::Caps;
 
 /// Longest `clientInfo.name` kept, in bytes.
 const MAX_NAME: usize = 64;

@@ -140,7 +140,7 @@ impl Gateway {
                     // A conversation's connection serves whoever takes part,
                     // each asked only what it declared.
                     let caps = match key.lane {
-                        mcp_ui_upstream::session::pool::Lane::Conversation(_) => mcp_ui_model::session_id::Caps::ALL,
+                        mcp_ui_upstream::session::pool::Lane::Conversation(_) => mcp_ui_wire::protocol::Caps::ALL,
                         _ => key.caps,
                     };
                     let hello = Hello {

@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use crate::upstream::handshake::Handshake;
 use crate::upstream::messages::{EndedBy, MessageSession, Mux, Peers};
 use mcp_ui_model::outcome::Failure;
-use mcp_ui_model::session_id::Caps;
+use mcp_ui_wire::protocol::Caps;
 use mcp_ui_wire::protocol::Era;
 
 /// Which connection of a mount.
