@@ -116,19 +116,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(one) => one,
         Err(message) => return usage_fail(&message),
     };
-    let overrides = Overrides {
-        listen: args.listen,
-        overlays: args.overlays.clone(),
-        preview: match (args.preview, args.no_preview) {
-            (true, _) => Some(true),
-            (_, true) => Some(false),
-            _ => None,
-        },
-        workers: args.workers,
-        tls_cert: args.tls_cert.clone(),
-        tls_key: args.tls_key.clone(),
-        upstreams: one.map(|u| vec![u]),
-    };
+    let overrides = overrides(&args, one);
     let Loaded {
         mut config,
         resolved,
@@ -142,14 +130,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
         .then(|| demo_overlays(&mut config))
         .flatten();
     start_guardian();
-    let overlay_options = mcp_ui_gateway::overlay::LoadOptions {
-        max_bytes: config.limits.max_widget_bytes,
-        public_url: config.public_url.clone(),
-        apps: overlay_apps(&resolved.apps),
-    };
-    let live = match Live::open_with(&config.overlays, overlay_options) {
+    let live = match open_overlays(&config, &resolved) {
         Ok(live) => live,
-        Err(errors) => return fail(&format!("{} (in {})", errors, config.overlays.display())),
+        Err(code) => return code,
     };
     let gateway = match Gateway::new(&config, resolved, live.clone()) {
         Ok(g) => g,
@@ -166,6 +149,108 @@ async fn serve(args: ServeArgs) -> ExitCode {
             .map(|m| m.config.name.clone())
             .collect(),
     );
+    warn_and_raise_limits(&config);
+    let (server, tls) = match listen(&config, &gateway, &source).await {
+        Ok(listening) => listening,
+        Err(code) => return code,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let addr = server.local_addr();
+    // Signals first: whoever reads the endpoint line may stop us at once.
+    let stop = CancellationToken::new();
+    stop_on_signal(stop.clone());
+    if let Some(tls) = &tls {
+        tls.watch(stop.clone());
+    }
+    announce(&gateway, &config, scheme, addr);
+    tracing::info!(
+        %addr,
+        tls = tls.is_some(),
+        config = %source,
+        max_connections = server.max_connections(),
+        "mcp-ui-gateway serving"
+    );
+    if let Err(e) = live.watch(stop.clone()) {
+        tracing::warn!(error = %e, dir = %config.overlays.display(), "cannot watch the overlay directory; edits need a restart");
+    }
+    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    let workers = server.run_workers(config.worker_count(), stop, grace);
+    tokio::pin!(workers);
+    // Beside serving, never delaying its end.
+    tokio::select! {
+        () = &mut workers => {}
+        () = beside_serving(&config, &gateway) => workers.await,
+    }
+    if let Some(tracer) = &gateway.telemetry
+        && !tracer.flush(Duration::from_secs(5)).await
+    {
+        tracing::warn!("traces still queued after 5 s at shutdown were not exported");
+    }
+    tracing::info!("stopped");
+    ExitCode::SUCCESS
+}
+
+/// The overlay directory, loaded for the resolved apps and watched from
+/// then on; the exit code of a failure (said on stderr) otherwise.
+fn open_overlays(
+    config: &Config,
+    resolved: &mcp_ui_gateway::config::Resolved,
+) -> Result<Arc<Live>, ExitCode> {
+    let overlay_options = mcp_ui_gateway::overlay::LoadOptions {
+        max_bytes: config.limits.max_widget_bytes,
+        public_url: config.public_url.clone(),
+        apps: overlay_apps(&resolved.apps),
+    };
+    Live::open_with(&config.overlays, overlay_options)
+        .map_err(|errors| fail(&format!("{} (in {})", errors, config.overlays.display())))
+}
+
+/// The listener, bound, with TLS when `tls_cert` and `tls_key` are set;
+/// the exit code of a failure (said on stderr) otherwise.
+async fn listen(
+    config: &Config,
+    gateway: &Arc<Gateway>,
+    source: &str,
+) -> Result<(Server, Option<Arc<ListenerTls>>), ExitCode> {
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => match ListenerTls::load(cert, key) {
+            Ok(tls) => Some(Arc::new(tls)),
+            Err(e) => return Err(fail(&format!("configuration error ({source}): {e}"))),
+        },
+        _ => None,
+    };
+    let server = match Server::bind(gateway.clone(), config.listen).await {
+        Ok(s) => s,
+        Err(e) => return Err(fail(&cli::listen_error(config.listen, &e))),
+    };
+    let server = match &tls {
+        Some(tls) => server.with_tls(tls.clone()),
+        None => server,
+    };
+    Ok((server, tls))
+}
+
+/// The settings the command line gives, over the configuration's.
+fn overrides(args: &ServeArgs, one: Option<mcp_ui_gateway::config::UpstreamConfig>) -> Overrides {
+    Overrides {
+        listen: args.listen,
+        overlays: args.overlays.clone(),
+        preview: match (args.preview, args.no_preview) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
+        workers: args.workers,
+        tls_cert: args.tls_cert.clone(),
+        tls_key: args.tls_key.clone(),
+        upstreams: one.map(|u| vec![u]),
+    }
+}
+
+/// What the operator should know before serving starts (an exposed
+/// listener, sessions that end with the process), and the open file limit
+/// raised as far as it goes.
+fn warn_and_raise_limits(config: &Config) {
     if let Some(warning) = config.exposure_warning() {
         tracing::warn!(listen = %config.listen, "{warning}");
     }
@@ -184,29 +269,12 @@ async fn serve(args: ServeArgs) -> ExitCode {
         hard = %shown(fds.hard),
         "open file limit (RLIMIT_NOFILE)"
     );
-    let tls = match (&config.tls_cert, &config.tls_key) {
-        (Some(cert), Some(key)) => match ListenerTls::load(cert, key) {
-            Ok(tls) => Some(Arc::new(tls)),
-            Err(e) => return fail(&format!("configuration error ({source}): {e}")),
-        },
-        _ => None,
-    };
-    let server = match Server::bind(gateway.clone(), config.listen).await {
-        Ok(s) => s,
-        Err(e) => return fail(&cli::listen_error(config.listen, &e)),
-    };
-    let server = match &tls {
-        Some(tls) => server.with_tls(tls.clone()),
-        None => server,
-    };
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    let addr = server.local_addr();
-    // Signals first: whoever reads the endpoint line may stop us at once.
-    let stop = CancellationToken::new();
-    stop_on_signal(stop.clone());
-    if let Some(tls) = &tls {
-        tls.watch(stop.clone());
-    }
+}
+
+/// The lines on stdout naming every endpoint served at `scheme://addr`:
+/// the mounts, the apps, the authorization server, the preview, and the
+/// widget origins behind `public_url`.
+fn announce(gateway: &Gateway, config: &Config, scheme: &str, addr: std::net::SocketAddr) {
     for m in &gateway.mounts {
         let m = &m.config;
         let what = cli::describe_transport(m);
@@ -245,31 +313,6 @@ async fn serve(args: ServeArgs) -> ExitCode {
             say!("{}", o.line());
         }
     }
-    tracing::info!(
-        %addr,
-        tls = tls.is_some(),
-        config = %source,
-        max_connections = server.max_connections(),
-        "mcp-ui-gateway serving"
-    );
-    if let Err(e) = live.watch(stop.clone()) {
-        tracing::warn!(error = %e, dir = %config.overlays.display(), "cannot watch the overlay directory; edits need a restart");
-    }
-    let grace = Duration::from_secs(config.shutdown_grace_secs);
-    let workers = server.run_workers(config.worker_count(), stop, grace);
-    tokio::pin!(workers);
-    // Beside serving, never delaying its end.
-    tokio::select! {
-        () = &mut workers => {}
-        () = beside_serving(&config, &gateway) => workers.await,
-    }
-    if let Some(tracer) = &gateway.telemetry
-        && !tracer.flush(Duration::from_secs(5)).await
-    {
-        tracing::warn!("traces still queued after 5 s at shutdown were not exported");
-    }
-    tracing::info!("stopped");
-    ExitCode::SUCCESS
 }
 
 /// What is listed once at start, beside serving: the overlays compared with

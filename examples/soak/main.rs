@@ -123,62 +123,17 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     if sessions.is_empty() {
         bail!("no session could be opened");
     }
-    let widget_uri = Arc::new(Mutex::new(String::new()));
-    let first_demo = sessions
-        .iter()
-        .find(|s| s.mount == Mount::Demo)
-        .cloned()
-        .ok_or_else(|| anyhow!("no demo session"))?;
-    let tools = call(&client, &first_demo, "tools/list", json!({})).await?;
-    *widget_uri.lock().unwrap() = show_tasks_uri(&tools)?;
-    load::prime(&client, &sessions, &stats, &widget_uri).await;
+    let (first_demo, widget_uri) = prime(&client, &sessions, &stats).await?;
 
-    // Long-lived GET streams on some sessions, counting announcements.
     let stop = tokio_util::sync::CancellationToken::new();
-    let stream_every = 100usize
-        .checked_div(args.stream_percent)
-        .map_or(usize::MAX, |n| n.max(1));
-    let mut streams = Vec::new();
-    for session in sessions.iter().step_by(stream_every) {
-        let (client, session, stats, stop) =
-            (client.clone(), session.clone(), stats.clone(), stop.clone());
-        streams.push(tokio::spawn(async move {
-            streams::hold_stream(&client, &session, &stats, stop).await;
-        }));
-    }
-
-    // Load, reloads and RSS sampling.
-    stats.measuring.store(true, Ordering::Relaxed);
-    let driver = {
-        let (client, sessions, stats, stop, uri) = (
-            client.clone(),
-            sessions.clone(),
-            stats.clone(),
-            stop.clone(),
-            widget_uri.clone(),
-        );
-        let rate = args.rate.max(1);
-        tokio::spawn(async move {
-            load::drive(client, sessions, stats, stop, uri, rate, stream_every).await;
-        })
+    let shared = Shared {
+        client: client.clone(),
+        stats: stats.clone(),
+        widget_uri: widget_uri.clone(),
+        stop: stop.clone(),
     };
-    let reloader = {
-        let (client, session, stats, stop, uri) = (
-            client.clone(),
-            first_demo.clone(),
-            stats.clone(),
-            stop.clone(),
-            widget_uri.clone(),
-        );
-        let period = Duration::from_secs(args.reload_secs.max(1));
-        let path = demo_toml.clone();
-        tokio::spawn(async move {
-            reload::reload_loop(
-                &client, &session, &stats, stop, &uri, &path, &original, period,
-            )
-            .await;
-        })
-    };
+    let load = shared.start_load(&args, &sessions, &first_demo, demo_toml, original);
+    let stream_every = load.stream_every;
 
     println!("soak: warming up for {} s", args.warmup_secs);
     tokio::time::sleep(Duration::from_secs(args.warmup_secs)).await;
@@ -191,11 +146,7 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     );
     let (samples, secs) = sample_rss(&args, gateway_pid, &stats, rss_start).await?;
     stop.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(60), driver).await;
-    let _ = tokio::time::timeout(Duration::from_secs(60), reloader).await;
-    for stream in streams {
-        let _ = tokio::time::timeout(Duration::from_secs(10), stream).await;
-    }
+    load.join().await;
     let rss_end = rss_kib(gateway_pid)?;
     stats.measuring.store(false, Ordering::Relaxed);
 
@@ -225,6 +176,124 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     }
     drop(upstream);
     Ok(pass)
+}
+
+/// The first session on the demo mount, the widget URI its `tools/list`
+/// names, and every session primed.
+async fn prime(
+    client: &mcp::HttpClient,
+    sessions: &[Arc<Session>],
+    stats: &Arc<Stats>,
+) -> anyhow::Result<(Arc<Session>, Arc<Mutex<String>>)> {
+    let widget_uri = Arc::new(Mutex::new(String::new()));
+    let first_demo = sessions
+        .iter()
+        .find(|s| s.mount == Mount::Demo)
+        .cloned()
+        .ok_or_else(|| anyhow!("no demo session"))?;
+    let tools = call(client, &first_demo, "tools/list", json!({})).await?;
+    *widget_uri.lock().unwrap() = show_tasks_uri(&tools)?;
+    load::prime(client, sessions, stats, &widget_uri).await;
+    Ok((first_demo, widget_uri))
+}
+
+/// What the load tasks share.
+struct Shared {
+    client: mcp::HttpClient,
+    stats: Arc<Stats>,
+    /// The widget's current URI, which each good reload changes.
+    widget_uri: Arc<Mutex<String>>,
+    stop: tokio_util::sync::CancellationToken,
+}
+
+/// The tasks loading the gateway until `stop`: the streams held open, the
+/// calls and the reloads.
+struct Load {
+    streams: Vec<tokio::task::JoinHandle<()>>,
+    driver: tokio::task::JoinHandle<()>,
+    reloader: tokio::task::JoinHandle<()>,
+    /// Every how many sessions one holds a stream.
+    stream_every: usize,
+}
+
+impl Shared {
+    /// Long-lived GET streams on some sessions, counting announcements;
+    /// then, measured, the calls over `sessions` and the reloads of
+    /// `demo_toml` (first `original`) through `first_demo`.
+    fn start_load(
+        &self,
+        args: &Args,
+        sessions: &[Arc<Session>],
+        first_demo: &Arc<Session>,
+        demo_toml: PathBuf,
+        original: String,
+    ) -> Load {
+        let stream_every = 100usize
+            .checked_div(args.stream_percent)
+            .map_or(usize::MAX, |n| n.max(1));
+        let mut streams = Vec::new();
+        for session in sessions.iter().step_by(stream_every) {
+            let (client, session, stats, stop) = (
+                self.client.clone(),
+                session.clone(),
+                self.stats.clone(),
+                self.stop.clone(),
+            );
+            streams.push(tokio::spawn(async move {
+                streams::hold_stream(&client, &session, &stats, stop).await;
+            }));
+        }
+
+        // Load, reloads and RSS sampling.
+        self.stats.measuring.store(true, Ordering::Relaxed);
+        let driver = {
+            let (client, sessions, stats, stop, uri) = (
+                self.client.clone(),
+                sessions.to_vec(),
+                self.stats.clone(),
+                self.stop.clone(),
+                self.widget_uri.clone(),
+            );
+            let rate = args.rate.max(1);
+            tokio::spawn(async move {
+                load::drive(client, sessions, stats, stop, uri, rate, stream_every).await;
+            })
+        };
+        let reloader = {
+            let (client, session, stats, stop, uri) = (
+                self.client.clone(),
+                first_demo.clone(),
+                self.stats.clone(),
+                self.stop.clone(),
+                self.widget_uri.clone(),
+            );
+            let period = Duration::from_secs(args.reload_secs.max(1));
+            let path = demo_toml;
+            tokio::spawn(async move {
+                reload::reload_loop(
+                    &client, &session, &stats, stop, &uri, &path, &original, period,
+                )
+                .await;
+            })
+        };
+        Load {
+            streams,
+            driver,
+            reloader,
+            stream_every,
+        }
+    }
+}
+
+impl Load {
+    /// Waits a while for each task to end, once stopped.
+    async fn join(self) {
+        let _ = tokio::time::timeout(Duration::from_secs(60), self.driver).await;
+        let _ = tokio::time::timeout(Duration::from_secs(60), self.reloader).await;
+        for stream in self.streams {
+            let _ = tokio::time::timeout(Duration::from_secs(10), stream).await;
+        }
+    }
 }
 
 /// Samples the gateway's RSS every 30 s (and at the end) of the measured

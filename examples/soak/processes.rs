@@ -4,7 +4,7 @@
 //! stdio upstream (mount `echo`); and the gateway's resident set size.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -60,29 +60,7 @@ pub async fn start(args: &Args, stdio_sessions: usize) -> anyhow::Result<Started
         .map_err(|e| anyhow!("the demo server printed no address ({e:?})"))?;
 
     let config = work.path().join("gateway.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"listen = "127.0.0.1:0"
-overlays = {overlays:?}
-
-[limits]
-max_sessions = {max}
-session_idle_secs = 3600
-
-[[upstream]]
-name = "demo"
-url = "http://{upstream_addr}/mcp"
-
-[[upstream]]
-name = "echo"
-command = {fixture:?}
-"#,
-            overlays = overlays.display().to_string(),
-            max = (stdio_sessions + 64).max(1024),
-            fixture = args.fixture_bin.canonicalize()?.display().to_string(),
-        ),
-    )?;
+    write_config(&config, &overlays, upstream_addr, stdio_sessions, args)?;
     let log_path = work.path().join("gateway.log");
     let log = std::fs::File::create(&log_path)?;
     let mut cmd = Command::new(&args.gateway_bin);
@@ -112,6 +90,42 @@ command = {fixture:?}
         gateway_addr,
         log_path,
     })
+}
+
+/// The gateway's configuration, at `config`: the demo server at
+/// `upstream_addr` as mount `demo`, the fixture server as the stdio mount
+/// `echo`, the `overlays` copy, and room for every session.
+fn write_config(
+    config: &Path,
+    overlays: &Path,
+    upstream_addr: SocketAddr,
+    stdio_sessions: usize,
+    args: &Args,
+) -> anyhow::Result<()> {
+    std::fs::write(
+        config,
+        format!(
+            r#"listen = "127.0.0.1:0"
+overlays = {overlays:?}
+
+[limits]
+max_sessions = {max}
+session_idle_secs = 3600
+
+[[upstream]]
+name = "demo"
+url = "http://{upstream_addr}/mcp"
+
+[[upstream]]
+name = "echo"
+command = {fixture:?}
+"#,
+            overlays = overlays.display().to_string(),
+            max = (stdio_sessions + 64).max(1024),
+            fixture = args.fixture_bin.canonicalize()?.display().to_string(),
+        ),
+    )?;
+    Ok(())
 }
 
 /// The `ADDR` of a `PREFIX http://ADDR/…` line.

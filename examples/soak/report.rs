@@ -29,34 +29,8 @@ pub fn print(args: &Args, stats: &Stats, run: &Measured) -> bool {
     let growth = (run.rss_end as f64 - run.rss_start as f64) * 100.0 / run.rss_start as f64;
     let errors = stats.errors.lock().unwrap().clone();
     let total_errors: u64 = errors.values().sum();
-    let calls = stats.calls.load(Ordering::Relaxed);
     println!("\n== soak report ==");
-    println!(
-        "sessions: {} open ({} HTTP upstream, {} stdio), {} long-lived GET streams, {} closed at the end",
-        run.sessions,
-        run.sessions - run.echo_sessions,
-        run.echo_sessions,
-        run.sessions
-            .div_ceil(run.stream_every.min(run.sessions).max(1)),
-        run.closed
-    );
-    println!(
-        "duration: {:.0} s measured after {} s warm-up; calls: {} in all, {} measured ({:.1}/s); skipped (session busy): {}",
-        run.secs,
-        args.warmup_secs,
-        calls,
-        calls - run.calls_at_start,
-        (calls - run.calls_at_start) as f64 / run.secs,
-        stats.skipped_busy.load(Ordering::Relaxed)
-    );
-    let ops = stats.by_op.lock().unwrap().clone();
-    println!(
-        "calls by kind: {}",
-        ops.iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    print_traffic(args, stats, run);
     println!(
         "errors: {total_errors} ({} during warm-up){}",
         run.errors_at_start,
@@ -107,4 +81,35 @@ pub fn print(args: &Args, stats: &Stats, run: &Measured) -> bool {
         }
     );
     pass
+}
+
+/// The sessions, the time and the calls of the run.
+fn print_traffic(args: &Args, stats: &Stats, run: &Measured) {
+    let calls = stats.calls.load(Ordering::Relaxed);
+    println!(
+        "sessions: {} open ({} HTTP upstream, {} stdio), {} long-lived GET streams, {} closed at the end",
+        run.sessions,
+        run.sessions - run.echo_sessions,
+        run.echo_sessions,
+        run.sessions
+            .div_ceil(run.stream_every.min(run.sessions).max(1)),
+        run.closed
+    );
+    println!(
+        "duration: {:.0} s measured after {} s warm-up; calls: {} in all, {} measured ({:.1}/s); skipped (session busy): {}",
+        run.secs,
+        args.warmup_secs,
+        calls,
+        calls - run.calls_at_start,
+        (calls - run.calls_at_start) as f64 / run.secs,
+        stats.skipped_busy.load(Ordering::Relaxed)
+    );
+    let ops = stats.by_op.lock().unwrap().clone();
+    println!(
+        "calls by kind: {}",
+        ops.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
 }

@@ -176,54 +176,9 @@ pub async fn run(
     let mut listings: Vec<(&str, Listing)> = Vec::new();
     if !options.offline {
         for mount in mounts {
-            let sites: Vec<&ToolSite> = inspection
-                .tools
-                .iter()
-                .filter(|site| site.mount == mount.name)
-                .collect();
-            let renders: Vec<&RenderSite> = inspection
-                .renders
-                .iter()
-                .filter(|site| site.mount == mount.name)
-                .collect();
-            // An upstream nothing overlays is still listed: that it answers
-            // at all (its TLS, its command, its URL) is what `serve` needs.
-            let _ = writeln!(
-                progress,
-                "checking upstream '{}' ({})",
-                mount.name,
-                describe_transport(mount)
-            );
-            match probe::list_tools(mount, limits, Prober::Command).await {
-                Ok(listing) => {
-                    let from = listing
-                        .server()
-                        .map(|s| format!(" from {s}"))
-                        .unwrap_or_default();
-                    let _ = writeln!(progress, "  {}{from}", plural(listing.tools.len(), "tool"));
-                    report
-                        .checked
-                        .push((mount.name.clone(), listing.tools.len()));
-                    let found = findings(sites, renders, &listing.tools);
-                    report.problems.extend(found.problems);
-                    report.warnings.extend(found.warnings);
-                    listings.push((&mount.name, listing));
-                }
-                Err(e) => {
-                    let (file, whose) = match (sites.first(), renders.first()) {
-                        (Some(site), _) => (site.file.clone(), String::new()),
-                        (None, Some(site)) => (site.file.clone(), String::new()),
-                        (None, None) => (dir.to_path_buf(), format!("upstream '{}': ", mount.name)),
-                    };
-                    report.problems.push(LoadError {
-                        file,
-                        line: None,
-                        place: None,
-                        reason: format!(
-                            "{whose}cannot check against the live tools/list: {e} (fix the upstream, or run with --offline)"
-                        ),
-                    });
-                }
+            let checked = check_live(dir, mount, &inspection, limits, progress, &mut report);
+            if let Some(listing) = checked.await {
+                listings.push((&mount.name, listing));
             }
         }
     }
@@ -241,6 +196,69 @@ pub async fn run(
     report.problems.sort_by(order);
     report.warnings.sort_by(order);
     Ok(report)
+}
+
+/// The overlays of `mount` checked against its live `tools/list` (progress
+/// to `progress`): the listing, or `None` (a problem in `report`) when the
+/// upstream cannot be listed.
+async fn check_live(
+    dir: &Path,
+    mount: &Mount,
+    inspection: &Inspection,
+    limits: &Limits,
+    progress: &mut dyn Write,
+    report: &mut Report,
+) -> Option<Listing> {
+    let sites: Vec<&ToolSite> = inspection
+        .tools
+        .iter()
+        .filter(|site| site.mount == mount.name)
+        .collect();
+    let renders: Vec<&RenderSite> = inspection
+        .renders
+        .iter()
+        .filter(|site| site.mount == mount.name)
+        .collect();
+    // An upstream nothing overlays is still listed: that it answers
+    // at all (its TLS, its command, its URL) is what `serve` needs.
+    let _ = writeln!(
+        progress,
+        "checking upstream '{}' ({})",
+        mount.name,
+        describe_transport(mount)
+    );
+    match probe::list_tools(mount, limits, Prober::Command).await {
+        Ok(listing) => {
+            let from = listing
+                .server()
+                .map(|s| format!(" from {s}"))
+                .unwrap_or_default();
+            let _ = writeln!(progress, "  {}{from}", plural(listing.tools.len(), "tool"));
+            report
+                .checked
+                .push((mount.name.clone(), listing.tools.len()));
+            let found = findings(sites, renders, &listing.tools);
+            report.problems.extend(found.problems);
+            report.warnings.extend(found.warnings);
+            Some(listing)
+        }
+        Err(e) => {
+            let (file, whose) = match (sites.first(), renders.first()) {
+                (Some(site), _) => (site.file.clone(), String::new()),
+                (None, Some(site)) => (site.file.clone(), String::new()),
+                (None, None) => (dir.to_path_buf(), format!("upstream '{}': ", mount.name)),
+            };
+            report.problems.push(LoadError {
+                file,
+                line: None,
+                place: None,
+                reason: format!(
+                    "{whose}cannot check against the live tools/list: {e} (fix the upstream, or run with --offline)"
+                ),
+            });
+            None
+        }
+    }
 }
 
 /// The app directories' rules, over the listings `check` obtained and the

@@ -18,7 +18,7 @@
 
 use serde_json::Value;
 
-use super::init::toml_key;
+use super::init::table::toml_key;
 use crate::overlay::{ToolOverlay, ToolSite};
 
 mod chatgpt;

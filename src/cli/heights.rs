@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::directory::{Height, Measured};
-use super::init::toml_key;
+use super::init::table::toml_key;
 use crate::config::Mount;
 use crate::host::{HostKind, Target};
 use crate::overlay::{Inspection, OverlaySet, RenderSite, Sample, ToolSite, Widget};

@@ -76,10 +76,21 @@ pub async fn run(args: CheckArgs) -> ExitCode {
         Err(message) => return usage_fail(&message),
     };
     let app_problems = check_apps(&loaded, args.offline).await;
+    print_verdict(&loaded, &report, &app_problems);
+    if report.is_clean() && app_problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The verdict on stdout: every problem and warning, the widget origins
+/// behind `public_url`, and the summary; what each widget got on stderr.
+fn print_verdict(loaded: &Loaded, report: &super::check::Report, app_problems: &[String]) {
     for problem in &report.problems {
         say!("{problem}");
     }
-    for problem in &app_problems {
+    for problem in app_problems {
         say!("{problem}");
     }
     for warning in &report.warnings {
@@ -98,11 +109,6 @@ pub async fn run(args: CheckArgs) -> ExitCode {
         }
     }
     say!("{}", report.summary());
-    if report.is_clean() && app_problems.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
 }
 
 /// `check`'s look at the `[[app]]` endpoints: their members' tool names and

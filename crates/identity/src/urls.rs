@@ -25,15 +25,50 @@ pub use url::Url;
 /// The longest client id URL (and the default longest redirect URI).
 pub const MAX_URL: usize = 2048;
 
+/// Why a URL is refused ([`as_written`], [`RedirectUri::parse`],
+/// [`client_id_url`]). The fault is whoever wrote the URL: a client's
+/// redirect URI or client id is the client's (answered as an OAuth error),
+/// a URL in the configuration the operator's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    #[error("not an absolute URL ({0})")]
+    NotAbsolute(url::ParseError),
+    /// How a browser reads it, which differs from what is written.
+    #[error("not written as a browser reads it (a browser reads {0:?})")]
+    NotAsRead(String),
+    #[error("a redirect URI may not have a fragment")]
+    RedirectFragment,
+    #[error("a redirect URI may not carry user information")]
+    RedirectUserInformation,
+    #[error("a redirect URI needs a host")]
+    RedirectNoHost,
+    #[error("http:// is allowed only on a loopback address; use https://")]
+    RedirectHttp,
+    #[error(
+        "the scheme must be https, http on a loopback address, or an app's reverse-domain scheme"
+    )]
+    RedirectScheme,
+    #[error("a client id URL may be at most {max} bytes", max = MAX_URL)]
+    ClientIdTooLong,
+    /// Why it is not a URL as written ([`as_written`]).
+    #[error("a client id URL is {0}")]
+    ClientIdNotAsWritten(Box<UrlError>),
+    #[error("a client id URL must be https://")]
+    ClientIdNotHttps,
+    #[error("a client id URL may not carry user information")]
+    ClientIdUserInformation,
+    #[error("a client id URL may not have a fragment")]
+    ClientIdFragment,
+    #[error("a client id URL needs a path")]
+    ClientIdNoPath,
+}
+
 /// `text` parsed, when the parser writes it back exactly as it is written;
 /// otherwise why not, naming how a browser reads it.
-pub fn as_written(text: &str) -> Result<Url, String> {
-    let url = Url::parse(text).map_err(|e| format!("not an absolute URL ({e})"))?;
+pub fn as_written(text: &str) -> Result<Url, UrlError> {
+    let url = Url::parse(text).map_err(UrlError::NotAbsolute)?;
     if url.as_str() != text {
-        return Err(format!(
-            "not written as a browser reads it (a browser reads {:?})",
-            url.as_str()
-        ));
+        return Err(UrlError::NotAsRead(url.as_str().to_owned()));
     }
     Ok(url)
 }
@@ -42,7 +77,7 @@ pub fn as_written(text: &str) -> Result<Url, String> {
 /// host alone may go without the `/` of its empty path
 /// (`http://127.0.0.1:33418`, as some native clients register it): the
 /// parser adds it, and a browser goes to the same place.
-pub fn as_written_or_rootless(text: &str) -> Result<Url, String> {
+pub fn as_written_or_rootless(text: &str) -> Result<Url, UrlError> {
     match as_written(text) {
         Err(why) => match Url::parse(&format!("{text}/")) {
             Ok(url)
@@ -94,25 +129,21 @@ pub struct RedirectUri {
 }
 
 impl RedirectUri {
-    pub fn parse(text: &str) -> Result<RedirectUri, String> {
+    pub fn parse(text: &str) -> Result<RedirectUri, UrlError> {
         let url = as_written_or_rootless(text)?;
         if url.fragment().is_some() {
-            return Err("a redirect URI may not have a fragment".into());
+            return Err(UrlError::RedirectFragment);
         }
         if has_user_info(&url) {
-            return Err("a redirect URI may not carry user information".into());
+            return Err(UrlError::RedirectUserInformation);
         }
         match url.scheme() {
             "https" if url.host_str().is_some_and(|h| !h.is_empty()) => {}
-            "https" => return Err("a redirect URI needs a host".into()),
+            "https" => return Err(UrlError::RedirectNoHost),
             "http" if loopback_host(&url) => {}
-            "http" => {
-                return Err("http:// is allowed only on a loopback address; use https://".into());
-            }
+            "http" => return Err(UrlError::RedirectHttp),
             scheme if scheme.contains('.') => {}
-            _ => {
-                return Err("the scheme must be https, http on a loopback address, or an app's reverse-domain scheme".into());
-            }
+            _ => return Err(UrlError::RedirectScheme),
         }
         Ok(RedirectUri {
             url,
@@ -220,22 +251,22 @@ impl<'de> Deserialize<'de> for RedirectUri {
 /// fragment, at most [`MAX_URL`] bytes, written as a browser reads it (so
 /// with no dot segments: the parser removes them). The URL returned is the
 /// one fetched.
-pub fn client_id_url(text: &str) -> Result<Url, String> {
+pub fn client_id_url(text: &str) -> Result<Url, UrlError> {
     if text.len() > MAX_URL {
-        return Err(format!("a client id URL may be at most {MAX_URL} bytes"));
+        return Err(UrlError::ClientIdTooLong);
     }
-    let url = as_written(text).map_err(|why| format!("a client id URL is {why}"))?;
+    let url = as_written(text).map_err(|why| UrlError::ClientIdNotAsWritten(Box::new(why)))?;
     if url.scheme() != "https" {
-        return Err("a client id URL must be https://".into());
+        return Err(UrlError::ClientIdNotHttps);
     }
     if has_user_info(&url) {
-        return Err("a client id URL may not carry user information".into());
+        return Err(UrlError::ClientIdUserInformation);
     }
     if url.fragment().is_some() {
-        return Err("a client id URL may not have a fragment".into());
+        return Err(UrlError::ClientIdFragment);
     }
     if url.path() == "/" {
-        return Err("a client id URL needs a path".into());
+        return Err(UrlError::ClientIdNoPath);
     }
     Ok(url)
 }

@@ -22,13 +22,14 @@ pub use auth::{Auth, AuthConfig, AuthSetting, Introspection, IntrospectionConfig
 pub use authorization::{AuthorizationServer, AuthorizationServerConfig, Provider, ProviderConfig};
 pub use load::{ConfigError, Overrides, load};
 pub use schema::{AuthChallenge, Config, Limits, SessionMode, Telemetry, UpstreamConfig};
-pub use validate::{ConversationKey, Mount, Resolved, Sessions, StdioCommand, Transport};
+pub use validate::Resolved;
+pub use validate::mount::{ConversationKey, Mount, Sessions, StdioCommand, Transport};
 
 // What the tests name besides the public items.
 #[cfg(test)]
 use figment::providers::{Format, Serialized, Toml};
 #[cfg(test)]
-use validate::is_reserved_path;
+use validate::mount::is_reserved_path;
 
 #[cfg(test)]
 mod tests;

@@ -154,21 +154,10 @@ pub fn apply(
     target: &Target,
     upstream_has: &dyn Fn(&str) -> bool,
 ) -> Applied {
-    if let Rewrite::ToolsListPage { .. } = rewrite {
-        let none = MountOverlays::default();
-        let overlaid = overlays.mount(mount).unwrap_or(&none);
-        let page = rewrite::tools_list_page(response, overlaid, overlays.widgets(), upstream_has);
-        if let Some(page) = page {
-            return Applied {
-                body: page.text.map(Bytes::from),
-                warnings: page.warnings,
-                upstream_tools: Some(ListedPage {
-                    names: page.names,
-                    overlaid: page.overlaid,
-                }),
-                last_page: page.last,
-            };
-        }
+    if let Rewrite::ToolsListPage { .. } = rewrite
+        && let Some(applied) = tools_list_page(overlays, mount, response, upstream_has)
+    {
+        return applied;
     }
     let Ok(Value::Object(mut message)) = serde_json::from_slice::<Value>(response) else {
         return Applied::default();
@@ -177,28 +166,7 @@ pub fn apply(
     // The gateway answers the resource listings an upstream lacks.
     if let Some(error) = message.get("error") {
         let not_found = error.get("code").and_then(Value::as_i64) == Some(code::METHOD_NOT_FOUND);
-        let local = match rewrite {
-            Rewrite::ResourcesList if not_found => {
-                rewrite::local_resources_list(&overlays.widgets_for(mount), target)
-            }
-            Rewrite::TemplatesList if not_found => json!({ "resourceTemplates": [] }),
-            Rewrite::ResourceRead(uri) if not_found || overlays_own(overlays, uri) => {
-                message.insert("error".into(), resource_not_found(uri));
-                return Applied {
-                    body: Some(to_bytes(&message)),
-                    warnings,
-                    ..Applied::default()
-                };
-            }
-            _ => return Applied::default(),
-        };
-        message.remove("error");
-        message.insert("result".into(), local);
-        return Applied {
-            body: Some(to_bytes(&message)),
-            warnings,
-            ..Applied::default()
-        };
+        return answer_error(overlays, mount, rewrite, target, message, not_found);
     }
     let Some(result) = message.get_mut("result") else {
         return Applied::default();
@@ -253,6 +221,64 @@ pub fn apply(
         warnings,
         upstream_tools,
         last_page,
+    }
+}
+
+/// A `tools/list` page rewritten as it was read, without parsing it into a
+/// tree; `None` when it must be parsed.
+fn tools_list_page(
+    overlays: &OverlaySet,
+    mount: &str,
+    response: &[u8],
+    upstream_has: &dyn Fn(&str) -> bool,
+) -> Option<Applied> {
+    let none = MountOverlays::default();
+    let overlaid = overlays.mount(mount).unwrap_or(&none);
+    let page = rewrite::tools_list_page(response, overlaid, overlays.widgets(), upstream_has)?;
+    Some(Applied {
+        body: page.text.map(Bytes::from),
+        warnings: page.warnings,
+        upstream_tools: Some(ListedPage {
+            names: page.names,
+            overlaid: page.overlaid,
+        }),
+        last_page: page.last,
+    })
+}
+
+/// An upstream's error `message` to a request the gateway can answer
+/// itself: a resource listing it lacks (`not_found`: it has no such
+/// method), or a read of a widget the overlays own. Any other error is
+/// left as it was.
+fn answer_error(
+    overlays: &OverlaySet,
+    mount: &str,
+    rewrite: &Rewrite,
+    target: &Target,
+    mut message: Map<String, Value>,
+    not_found: bool,
+) -> Applied {
+    let local = match rewrite {
+        Rewrite::ResourcesList if not_found => {
+            rewrite::local_resources_list(&overlays.widgets_for(mount), target)
+        }
+        Rewrite::TemplatesList if not_found => json!({ "resourceTemplates": [] }),
+        Rewrite::ResourceRead(uri) if not_found || overlays_own(overlays, uri) => {
+            message.insert("error".into(), resource_not_found(uri));
+            return Applied {
+                body: Some(to_bytes(&message)),
+                warnings: Vec::new(),
+                ..Applied::default()
+            };
+        }
+        _ => return Applied::default(),
+    };
+    message.remove("error");
+    message.insert("result".into(), local);
+    Applied {
+        body: Some(to_bytes(&message)),
+        warnings: Vec::new(),
+        ..Applied::default()
     }
 }
 

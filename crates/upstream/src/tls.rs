@@ -60,7 +60,7 @@ impl Connector {
         let (roots, trust) = match &settings.ca_file {
             Some(path) => {
                 let mut roots = RootCertStore::empty();
-                for cert in pem::certs(path)? {
+                for cert in pem::certs(path).map_err(|e| e.to_string())? {
                     roots.add(cert).map_err(|e| {
                         format!("ca_file: {}: not a CA certificate ({e})", path.display())
                     })?;

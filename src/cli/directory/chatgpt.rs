@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::model::{Finding, Input, Located, Rule, Upstream};
-use crate::cli::init::toml_key;
+use crate::cli::init::table::toml_key;
 use crate::overlay::validate::url_origin;
 use crate::overlay::{SecurityScheme, ToolOverlay, WidgetDomain, WidgetManifest, WidgetSite};
 use crate::rewrite::call::is_text_wrapper_schema;

@@ -17,7 +17,7 @@ use super::model::{
     CLAUDE_INLINE_MAX_PX, Finding, Height, Input, Located, Measured, Rule, SignIn, SignInKind,
     Upstream,
 };
-use crate::cli::init::toml_key;
+use crate::cli::init::table::toml_key;
 use crate::overlay::ToolOverlay;
 use crate::overlay::builtin::view::View;
 

@@ -1,3 +1,4 @@
+use super::table::{humanize, toml_string, widget_name};
 use super::*;
 use crate::overlay::{ToolOverlay, validate};
 use serde_json::json;
@@ -74,8 +75,10 @@ fn a_tool_with_its_own_widget_keeps_it() {
     toml::from_str::<toml::Table>(&text).unwrap();
 }
 
-#[test]
-fn the_stub_parses_and_changes_nothing() {
+/// A listing of every kind of tool a stub is written for, and the stub
+/// (with `taken` overlaid in another file): its text and its count of
+/// tool stubs.
+fn sample_stub() -> (Listing, String, usize) {
     let listing = Listing {
         server_info: Some(json!({"name": "srv", "version": "2"})),
         protocol_version: probe::PROTOCOL_VERSION.into(),
@@ -104,6 +107,12 @@ fn the_stub_parses_and_changes_nothing() {
     );
     let elsewhere = BTreeMap::from([("taken", Path::new("overlays/other.toml"))]);
     let (text, stubs) = stub("srv", &listing, &elsewhere);
+    (listing, text, stubs)
+}
+
+#[test]
+fn the_stub_parses_and_changes_nothing() {
+    let (_, text, stubs) = sample_stub();
     assert_eq!(stubs, 6);
     assert!(
         text.contains("[tools.read_graph]\n# (no description)\n# widget = \"read_graph\"\n# or, with no HTML to write: widget = \"builtin:table\" with the view below (a table of `entities`; or `/relations`; options in [tools.<name>.view])\n# view = { data = \"/entities\" }\n"),
@@ -137,6 +146,11 @@ fn the_stub_parses_and_changes_nothing() {
         let overlay: ToolOverlay = table.clone().try_into().unwrap();
         assert_eq!(overlay, ToolOverlay::default());
     }
+}
+
+#[test]
+fn every_suggestion_uncommented_is_a_valid_overlay() {
+    let (listing, text, _) = sample_stub();
     // Uncommented, every suggestion is a valid overlay.
     let uncommented = text
         .replace("\n# widget", "\nwidget")

@@ -146,35 +146,8 @@ pub fn judge(
     audience: &str,
     now: u64,
 ) -> Result<Assertion, OAuthError> {
+    check_parties(claims, trust, client_id, audience)?;
     let text = |name: &str| claims.get(name).and_then(Value::as_str);
-    if text("iss") != Some(trust.issuer) {
-        return Err(grant("the assertion is not from the issuer it names"));
-    }
-    let sole_audience = match claims.get("aud") {
-        Some(Value::String(a)) => a == audience,
-        Some(Value::Array(all)) => matches!(all.as_slice(), [Value::String(a)] if a == audience),
-        _ => false,
-    };
-    if !sole_audience {
-        return Err(grant(format!(
-            "the assertion is not for this authorization server (its `aud` must be {audience:?} alone)"
-        )));
-    }
-    match text("client_id") {
-        Some(c) if c == client_id => {}
-        Some(_) => {
-            return Err(grant(
-                "the assertion was issued to another client than the one redeeming it",
-            ));
-        }
-        None => return Err(grant("the assertion names no client (`client_id`)")),
-    }
-    if !trust.admits(client_id) {
-        return Err(OAuthError::new(
-            "unauthorized_client",
-            "this client may not redeem assertions of this issuer",
-        ));
-    }
     let (expires_at, issued_at) = times(claims, trust, now)?;
     let jti = match text("jti") {
         Some(j) if !j.is_empty() && j.len() <= MAX_CLAIM => j.to_owned(),
@@ -222,6 +195,47 @@ pub fn judge(
         expires_at,
         auth_time,
     })
+}
+
+/// Who the assertion is between: from the trusted issuer, for this
+/// authorization server alone, issued to the client redeeming it, which
+/// the issuer's settings let redeem it.
+fn check_parties(
+    claims: &Map<String, Value>,
+    trust: &Trust<'_>,
+    client_id: &str,
+    audience: &str,
+) -> Result<(), OAuthError> {
+    let text = |name: &str| claims.get(name).and_then(Value::as_str);
+    if text("iss") != Some(trust.issuer) {
+        return Err(grant("the assertion is not from the issuer it names"));
+    }
+    let sole_audience = match claims.get("aud") {
+        Some(Value::String(a)) => a == audience,
+        Some(Value::Array(all)) => matches!(all.as_slice(), [Value::String(a)] if a == audience),
+        _ => false,
+    };
+    if !sole_audience {
+        return Err(grant(format!(
+            "the assertion is not for this authorization server (its `aud` must be {audience:?} alone)"
+        )));
+    }
+    match text("client_id") {
+        Some(c) if c == client_id => {}
+        Some(_) => {
+            return Err(grant(
+                "the assertion was issued to another client than the one redeeming it",
+            ));
+        }
+        None => return Err(grant("the assertion names no client (`client_id`)")),
+    }
+    if !trust.admits(client_id) {
+        return Err(OAuthError::new(
+            "unauthorized_client",
+            "this client may not redeem assertions of this issuer",
+        ));
+    }
+    Ok(())
 }
 
 /// `exp` and `iat`, each present and within the leeway of `now`, `nbf`

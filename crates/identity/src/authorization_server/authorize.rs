@@ -82,28 +82,7 @@ pub fn check(
     resources: &[Resource],
 ) -> Result<Request, Refusal> {
     let sent = params.one("redirect_uri").map_err(Refusal::Shown)?;
-    let redirect_uri = match sent {
-        Some(asked) => {
-            let refused = |why: &str| {
-                Refusal::Shown(OAuthError::request(format!(
-                    "the redirect URI {asked:?} is not one this client registered{why}"
-                )))
-            };
-            let parsed = RedirectUri::parse(asked).map_err(|why| refused(&format!(": {why}")))?;
-            if matches_redirect(client, &parsed).is_none() {
-                return Err(refused(""));
-            }
-            parsed
-        }
-        None => match client.redirect_uris.as_slice() {
-            [only] => only.clone(),
-            _ => {
-                return Err(Refusal::Shown(OAuthError::request(
-                    "the request names no redirect URI (`redirect_uri`), and the client registered several",
-                )));
-            }
-        },
-    };
+    let redirect_uri = redirect_uri(sent, client)?;
     // From here on the client and its redirect URI are known: refusals go
     // back to it.
     let state = params.one("state").ok().flatten().map(str::to_owned);
@@ -123,39 +102,8 @@ pub fn check(
             "`state` is longer than {MAX_STATE} bytes"
         ))));
     }
-    match one("response_type")? {
-        Some("code") => {}
-        Some(other) => {
-            return Err(refuse(OAuthError::new(
-                "unsupported_response_type",
-                format!("the response type `{other}` is not supported (only `code`)"),
-            )));
-        }
-        None => return Err(refuse(OAuthError::request("`response_type` is missing"))),
-    }
-    let code_challenge = match (one("code_challenge")?, one("code_challenge_method")?) {
-        (None, _) => {
-            return Err(refuse(OAuthError::request(
-                "PKCE is required: send `code_challenge` with `code_challenge_method=S256`",
-            )));
-        }
-        (Some(_), None | Some("plain")) => {
-            return Err(refuse(OAuthError::request(
-                "only the S256 code challenge method is supported (`code_challenge_method=S256`)",
-            )));
-        }
-        (Some(_), Some(m)) if m != "S256" => {
-            return Err(refuse(OAuthError::request(format!(
-                "the code challenge method `{m}` is not supported (only S256)"
-            ))));
-        }
-        (Some(c), Some(_)) if !pkce::valid_challenge(c) => {
-            return Err(refuse(OAuthError::request(
-                "`code_challenge` is not an S256 challenge (43 characters of base64url)",
-            )));
-        }
-        (Some(c), Some(_)) => c.to_owned(),
-    };
+    response_type(params).map_err(refuse)?;
+    let code_challenge = code_challenge(params).map_err(refuse)?;
     let resource = pick_resource(&params.all("resource"), resources).map_err(refuse)?;
     let asked = one("scope")?;
     let scopes = grant_scopes(asked.or(client.scope.as_deref()), resource);
@@ -168,6 +116,66 @@ pub fn check(
         resource: resource.url.clone(),
         scopes,
     })
+}
+
+/// The redirect URI a request is answered at: the one `sent`, which must be
+/// one `client` registered, else the client's only one. Refused as shown:
+/// there is nowhere safe to send the browser.
+fn redirect_uri(sent: Option<&str>, client: &Client) -> Result<RedirectUri, Refusal> {
+    match sent {
+        Some(asked) => {
+            let refused = |why: &str| {
+                Refusal::Shown(OAuthError::request(format!(
+                    "the redirect URI {asked:?} is not one this client registered{why}"
+                )))
+            };
+            let parsed = RedirectUri::parse(asked).map_err(|why| refused(&format!(": {why}")))?;
+            if matches_redirect(client, &parsed).is_none() {
+                return Err(refused(""));
+            }
+            Ok(parsed)
+        }
+        None => match client.redirect_uris.as_slice() {
+            [only] => Ok(only.clone()),
+            _ => Err(Refusal::Shown(OAuthError::request(
+                "the request names no redirect URI (`redirect_uri`), and the client registered several",
+            ))),
+        },
+    }
+}
+
+/// `response_type`: `code`, the only one supported.
+fn response_type(params: &Params) -> Result<(), OAuthError> {
+    match params.one("response_type")? {
+        Some("code") => Ok(()),
+        Some(other) => Err(OAuthError::new(
+            "unsupported_response_type",
+            format!("the response type `{other}` is not supported (only `code`)"),
+        )),
+        None => Err(OAuthError::request("`response_type` is missing")),
+    }
+}
+
+/// The PKCE code challenge (OAuth 2.1 §4.1.1): required, S256 only.
+fn code_challenge(params: &Params) -> Result<String, OAuthError> {
+    match (
+        params.one("code_challenge")?,
+        params.one("code_challenge_method")?,
+    ) {
+        (None, _) => Err(OAuthError::request(
+            "PKCE is required: send `code_challenge` with `code_challenge_method=S256`",
+        )),
+        (Some(_), None | Some("plain")) => Err(OAuthError::request(
+            "only the S256 code challenge method is supported (`code_challenge_method=S256`)",
+        )),
+        (Some(_), Some(m)) if m != "S256" => Err(OAuthError::request(format!(
+            "the code challenge method `{m}` is not supported (only S256)"
+        ))),
+        (Some(c), Some(_)) if !pkce::valid_challenge(c) => Err(OAuthError::request(
+            "`code_challenge` is not an S256 challenge (43 characters of base64url)",
+        )),
+        (Some(c), Some(_)) => Ok(c.to_owned()),
+    }
 }
 
 /// The one resource asked for, which must be one of the gateway's

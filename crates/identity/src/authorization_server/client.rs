@@ -113,30 +113,67 @@ pub fn from_metadata_document(
 }
 
 fn read(m: &Map<String, Value>, limits: &Limits, document: bool) -> Result<Client, OAuthError> {
-    let text = |name: &str| -> Result<Option<String>, OAuthError> {
-        match m.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if s.len() <= limits.max_text => Ok(Some(s.clone())),
-            Some(Value::String(_)) => Err(metadata_error(format!(
-                "`{name}` is longer than {} bytes",
-                limits.max_text
-            ))),
-            Some(_) => Err(metadata_error(format!("`{name}` is not a string"))),
-        }
-    };
-    let strings = |name: &str| -> Result<Option<Vec<String>>, OAuthError> {
-        match m.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Array(all)) => all
-                .iter()
-                .map(|v| v.as_str().map(str::to_owned))
-                .collect::<Option<Vec<_>>>()
-                .map(Some)
-                .ok_or_else(|| metadata_error(format!("`{name}` is not an array of strings"))),
-            Some(_) => Err(metadata_error(format!("`{name}` is not an array"))),
-        }
-    };
-    let redirect_uris = strings("redirect_uris")?.unwrap_or_default();
+    let redirect_uris = redirect_uris(m, limits)?;
+    let method = auth_method(m, limits, document)?;
+    let grant_types = grant_types(m)?;
+    if let Some(types) = strings(m, "response_types")?
+        && types.iter().any(|t| t != "code")
+    {
+        return Err(metadata_error("only the response type `code` is supported"));
+    }
+    let scope = text(m, limits, "scope")?;
+    if let Some(s) = &scope
+        && !s.split(' ').all(super::is_scope_token)
+    {
+        return Err(metadata_error("`scope` is not a list of scope tokens"));
+    }
+    let client_uri = text(m, limits, "client_uri")?;
+    if let Some(u) = &client_uri
+        && !Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "https" | "http"))
+    {
+        return Err(metadata_error("`client_uri` is not an http(s) URL"));
+    }
+    Ok(Client {
+        redirect_uris,
+        client_name: text(m, limits, "client_name")?,
+        client_uri,
+        token_endpoint_auth_method: method,
+        refresh: grant_types.iter().any(|g| g == "refresh_token"),
+        scope,
+    })
+}
+
+/// The string member `name` of `m`, if any, at most `limits.max_text` bytes.
+fn text(m: &Map<String, Value>, limits: &Limits, name: &str) -> Result<Option<String>, OAuthError> {
+    match m.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.len() <= limits.max_text => Ok(Some(s.clone())),
+        Some(Value::String(_)) => Err(metadata_error(format!(
+            "`{name}` is longer than {} bytes",
+            limits.max_text
+        ))),
+        Some(_) => Err(metadata_error(format!("`{name}` is not a string"))),
+    }
+}
+
+/// The member `name` of `m`, if any, an array of strings.
+fn strings(m: &Map<String, Value>, name: &str) -> Result<Option<Vec<String>>, OAuthError> {
+    match m.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(all)) => all
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .map(Some)
+            .ok_or_else(|| metadata_error(format!("`{name}` is not an array of strings"))),
+        Some(_) => Err(metadata_error(format!("`{name}` is not an array"))),
+    }
+}
+
+/// `redirect_uris`: at least one, at most `limits.max_redirect_uris`, each
+/// a [`RedirectUri`] of at most `limits.max_text` bytes.
+fn redirect_uris(m: &Map<String, Value>, limits: &Limits) -> Result<Vec<RedirectUri>, OAuthError> {
+    let redirect_uris = strings(m, "redirect_uris")?.unwrap_or_default();
     if redirect_uris.is_empty() {
         return Err(OAuthError::new(
             "invalid_redirect_uri",
@@ -149,7 +186,7 @@ fn read(m: &Map<String, Value>, limits: &Limits, document: bool) -> Result<Clien
             format!("more than {} redirect URIs", limits.max_redirect_uris),
         ));
     }
-    let redirect_uris = redirect_uris
+    redirect_uris
         .iter()
         .map(|uri| {
             if uri.len() > limits.max_text {
@@ -161,28 +198,44 @@ fn read(m: &Map<String, Value>, limits: &Limits, document: bool) -> Result<Clien
             RedirectUri::parse(uri)
                 .map_err(|why| OAuthError::new("invalid_redirect_uri", format!("{uri:?}: {why}")))
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    let method = match text("token_endpoint_auth_method")?.as_deref() {
-        // RFC 7591 §2: the default is client_secret_basic; a document's client
-        // is public.
-        None if document => AuthMethod::None,
-        None => AuthMethod::ClientSecretBasic,
-        Some("none") => AuthMethod::None,
-        Some("client_secret_basic") if !document => AuthMethod::ClientSecretBasic,
-        Some("client_secret_post") if !document => AuthMethod::ClientSecretPost,
-        Some(other) => {
-            return Err(metadata_error(format!(
-                "token_endpoint_auth_method `{other}` is not supported{}",
-                if document {
-                    " for a client known by its metadata document (only `none`)"
-                } else {
-                    " (none, client_secret_basic, client_secret_post)"
-                }
-            )));
-        }
-    };
+        .collect()
+}
+
+/// `token_endpoint_auth_method`: one the gateway supports; a document's
+/// client is public.
+fn auth_method(
+    m: &Map<String, Value>,
+    limits: &Limits,
+    document: bool,
+) -> Result<AuthMethod, OAuthError> {
+    Ok(
+        match text(m, limits, "token_endpoint_auth_method")?.as_deref() {
+            // RFC 7591 §2: the default is client_secret_basic; a document's client
+            // is public.
+            None if document => AuthMethod::None,
+            None => AuthMethod::ClientSecretBasic,
+            Some("none") => AuthMethod::None,
+            Some("client_secret_basic") if !document => AuthMethod::ClientSecretBasic,
+            Some("client_secret_post") if !document => AuthMethod::ClientSecretPost,
+            Some(other) => {
+                return Err(metadata_error(format!(
+                    "token_endpoint_auth_method `{other}` is not supported{}",
+                    if document {
+                        " for a client known by its metadata document (only `none`)"
+                    } else {
+                        " (none, client_secret_basic, client_secret_post)"
+                    }
+                )));
+            }
+        },
+    )
+}
+
+/// `grant_types`: those the gateway supports, the authorization code among
+/// them (the default).
+fn grant_types(m: &Map<String, Value>) -> Result<Vec<String>, OAuthError> {
     let grant_types =
-        strings("grant_types")?.unwrap_or_else(|| vec!["authorization_code".to_owned()]);
+        strings(m, "grant_types")?.unwrap_or_else(|| vec!["authorization_code".to_owned()]);
     // A client redeeming enterprise assertions registers the JWT bearer
     // grant too; which clients may is the configuration's
     // (`enterprise_issuers.clients`), not the registration's.
@@ -202,31 +255,7 @@ fn read(m: &Map<String, Value>, limits: &Limits, document: bool) -> Result<Clien
             "`grant_types` must include authorization_code",
         ));
     }
-    if let Some(types) = strings("response_types")?
-        && types.iter().any(|t| t != "code")
-    {
-        return Err(metadata_error("only the response type `code` is supported"));
-    }
-    let scope = text("scope")?;
-    if let Some(s) = &scope
-        && !s.split(' ').all(super::is_scope_token)
-    {
-        return Err(metadata_error("`scope` is not a list of scope tokens"));
-    }
-    let client_uri = text("client_uri")?;
-    if let Some(u) = &client_uri
-        && !Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "https" | "http"))
-    {
-        return Err(metadata_error("`client_uri` is not an http(s) URL"));
-    }
-    Ok(Client {
-        redirect_uris,
-        client_name: text("client_name")?,
-        client_uri,
-        token_endpoint_auth_method: method,
-        refresh: grant_types.iter().any(|g| g == "refresh_token"),
-        scope,
-    })
+    Ok(grant_types)
 }
 
 fn metadata_error(why: impl Into<String>) -> OAuthError {
@@ -250,7 +279,7 @@ pub fn names_a_document(client_id: &str) -> bool {
 
 /// `client_id` as a Client ID Metadata Document URL the gateway may fetch
 /// ([`urls::client_id_url`]): the URL fetched.
-pub fn metadata_document_url(client_id: &str) -> Result<Url, String> {
+pub fn metadata_document_url(client_id: &str) -> Result<Url, urls::UrlError> {
     urls::client_id_url(client_id)
 }
 

@@ -21,27 +21,55 @@ pub struct Expect<'a> {
     pub leeway_secs: u64,
 }
 
+/// Why the provider's ID token is refused. The provider's fault (the
+/// upstream side of a sign-in), or an attacker's who slipped a token in:
+/// the user's sign-in fails, and the gateway says why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum IdTokenError {
+    #[error("the ID token is not a signed JWT")]
+    NotAJwt,
+    #[error("the ID token's claims are not JSON")]
+    ClaimsNotJson,
+    #[error("the ID token is from another issuer")]
+    OtherIssuer,
+    #[error("the ID token is for another client")]
+    OtherClient,
+    #[error("the ID token has several audiences and is not authorized for this client (`azp`)")]
+    NotAuthorizedParty,
+    #[error("the ID token has expired")]
+    Expired,
+    #[error("the ID token has no expiry")]
+    NoExpiry,
+    #[error("the ID token has no nonce")]
+    NoNonce,
+    #[error("the ID token's nonce is not the one sent")]
+    OtherNonce,
+}
+
 /// The claims of ID token `id_token` (a JWS), read.
-pub fn id_token_claims(id_token: &str) -> Result<Map<String, Value>, String> {
+pub fn id_token_claims(id_token: &str) -> Result<Map<String, Value>, IdTokenError> {
     let mut parts = id_token.split('.');
     let (Some(_), Some(payload), Some(_), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
-        return Err("the ID token is not a signed JWT".into());
+        return Err(IdTokenError::NotAJwt);
     };
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(payload.trim_end_matches('='))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .ok_or_else(|| "the ID token's claims are not JSON".into())
+        .ok_or(IdTokenError::ClaimsNotJson)
 }
 
 /// `claims` checked: `iss` exactly, `aud` naming the gateway's client (and
 /// `azp` it when there are several), not expired, and the nonce the gateway
 /// sent, present (an ID token without one is refused).
-pub fn check_id_token(claims: &Map<String, Value>, expect: &Expect<'_>) -> Result<(), String> {
+pub fn check_id_token(
+    claims: &Map<String, Value>,
+    expect: &Expect<'_>,
+) -> Result<(), IdTokenError> {
     if claims.get("iss").and_then(Value::as_str) != Some(expect.issuer) {
-        return Err("the ID token is from another issuer".into());
+        return Err(IdTokenError::OtherIssuer);
     }
     let audiences: Vec<&str> = match claims.get("aud") {
         Some(Value::String(a)) => vec![a.as_str()],
@@ -49,26 +77,23 @@ pub fn check_id_token(claims: &Map<String, Value>, expect: &Expect<'_>) -> Resul
         _ => Vec::new(),
     };
     if !audiences.contains(&expect.client_id) {
-        return Err("the ID token is for another client".into());
+        return Err(IdTokenError::OtherClient);
     }
     if audiences.len() > 1 && claims.get("azp").and_then(Value::as_str) != Some(expect.client_id) {
-        return Err(
-            "the ID token has several audiences and is not authorized for this client (`azp`)"
-                .into(),
-        );
+        return Err(IdTokenError::NotAuthorizedParty);
     }
     match claims.get("exp").and_then(Value::as_u64) {
         Some(exp) if exp + expect.leeway_secs > expect.now => {}
-        Some(_) => return Err("the ID token has expired".into()),
-        None => return Err("the ID token has no expiry".into()),
+        Some(_) => return Err(IdTokenError::Expired),
+        None => return Err(IdTokenError::NoExpiry),
     }
     // OpenID Connect Core §3.1.3.7 rule 11: the nonce must be present and
     // the one sent; a missing one is never taken as an empty one.
     let Some(nonce) = claims.get("nonce").and_then(Value::as_str) else {
-        return Err("the ID token has no nonce".into());
+        return Err(IdTokenError::NoNonce);
     };
     if expect.nonce.is_empty() || !bool::from(nonce.as_bytes().ct_eq(expect.nonce.as_bytes())) {
-        return Err("the ID token's nonce is not the one sent".into());
+        return Err(IdTokenError::OtherNonce);
     }
     Ok(())
 }
@@ -124,7 +149,7 @@ mod tests {
         let mut no_nonce = good.as_object().unwrap().clone();
         no_nonce.remove("nonce");
         assert_eq!(
-            check_id_token(&no_nonce, &expect),
+            check_id_token(&no_nonce, &expect).map_err(|e| e.to_string()),
             Err("the ID token has no nonce".into())
         );
         // Neither present nor sent is no match: a missing nonce never passes.

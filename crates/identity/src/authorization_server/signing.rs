@@ -7,6 +7,22 @@ use jsonwebtoken::jwk::{Jwk, JwkSet, KeyAlgorithm, PublicKeyUse, ThumbprintHash}
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Map, Value, json};
 
+/// Why a private key cannot sign the gateway's tokens. The operator's: a
+/// signing key is a setting, read at startup.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("not PEM text")]
+    NotText,
+    #[error("no PEM private key (-----BEGIN … PRIVATE KEY-----) in it")]
+    NoPrivateKey,
+    #[error("not an EC (P-256, P-384), Ed25519 or RSA private key")]
+    UnknownKind,
+    /// It read as a key of one or more kinds, none of which signs: why, for
+    /// each algorithm tried (`ES256: …`).
+    #[error("{}", .0.join("; "))]
+    Unusable(Vec<String>),
+}
+
 /// One signing key.
 pub struct Signer {
     alg: Algorithm,
@@ -28,10 +44,10 @@ impl std::fmt::Debug for Signer {
 impl Signer {
     /// A private key in PEM (PKCS#8 for EC and Ed25519; PKCS#1 or PKCS#8 for
     /// RSA, at least 2048 bits), signing with ES256, ES384, RS256 or EdDSA.
-    pub fn from_pem(pem: &[u8]) -> Result<Signer, String> {
-        let text = std::str::from_utf8(pem).map_err(|_| "not PEM text".to_owned())?;
+    pub fn from_pem(pem: &[u8]) -> Result<Signer, KeyError> {
+        let text = std::str::from_utf8(pem).map_err(|_| KeyError::NotText)?;
         if !text.contains("PRIVATE KEY-----") {
-            return Err("no PEM private key (-----BEGIN … PRIVATE KEY-----) in it".into());
+            return Err(KeyError::NoPrivateKey);
         }
         let mut tried = Vec::new();
         if let Ok(key) = EncodingKey::from_ec_pem(pem) {
@@ -55,14 +71,15 @@ impl Signer {
             }
         }
         Err(match tried.is_empty() {
-            true => "not an EC (P-256, P-384), Ed25519 or RSA private key".into(),
-            false => tried.join("; "),
+            true => KeyError::UnknownKind,
+            false => KeyError::Unusable(tried),
         })
     }
 
     /// An EC P-256 private key in PKCS#8 DER, signing with ES256.
-    pub fn from_ec_pkcs8_der(der: &[u8]) -> Result<Signer, String> {
+    pub fn from_ec_pkcs8_der(der: &[u8]) -> Result<Signer, KeyError> {
         Signer::new(EncodingKey::from_ec_der(der), Algorithm::ES256)
+            .map_err(|e| KeyError::Unusable(vec![e]))
     }
 
     fn new(key: EncodingKey, alg: Algorithm) -> Result<Signer, String> {
@@ -101,12 +118,13 @@ impl Signer {
     }
 
     /// `claims` signed as an access token: `typ` `at+jwt` (RFC 9068 §2.1),
-    /// this key's `kid`.
-    pub fn sign(&self, claims: &Map<String, Value>) -> Result<String, String> {
+    /// this key's `kid`. An error is the gateway's: its key, checked when
+    /// read, failed to sign.
+    pub fn sign(&self, claims: &Map<String, Value>) -> Result<String, jsonwebtoken::errors::Error> {
         let mut header = Header::new(self.alg);
         header.typ = Some("at+jwt".into());
         header.kid = Some(self.kid.clone());
-        jsonwebtoken::encode(&header, claims, &self.key).map_err(|e| e.to_string())
+        jsonwebtoken::encode(&header, claims, &self.key)
     }
 }
 
@@ -228,6 +246,7 @@ mod tests {
         assert!(
             Signer::from_pem(b"hello")
                 .unwrap_err()
+                .to_string()
                 .contains("no PEM private key")
         );
     }

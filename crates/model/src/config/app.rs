@@ -127,85 +127,9 @@ pub fn resolve(
     let mut out: Vec<App> = Vec::new();
     for (i, app) in apps.iter().enumerate() {
         let at = format!("app[{i}]");
-        let name_ok = !app.name.is_empty()
-            && app
-                .name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
-        if !name_ok || app.name.len() > crate::session_id::MAX_MOUNT_NAME {
-            problems.push(format!(
-                "{at}.name: \"{}\" must be 1 to {} letters, digits, '-', '_' or '.'",
-                app.name,
-                crate::session_id::MAX_MOUNT_NAME
-            ));
-        }
-        if mounts.iter().any(|m| m.name == app.name) || out.iter().any(|a| a.name == app.name) {
-            problems.push(format!(
-                "{at}.name: \"{}\" is used by an upstream or another app",
-                app.name
-            ));
-        }
-        let path = app
-            .path
-            .clone()
-            .unwrap_or_else(|| format!("/{}/mcp", app.name));
-        if !path.starts_with('/') || path.contains(['?', '#', ' ']) {
-            problems.push(format!(
-                "{at}.path: \"{path}\" must start with '/' and hold no query"
-            ));
-        } else if reserved(&path) {
-            problems.push(format!(
-                "{at}.path: \"{path}\" is one of the gateway's own paths"
-            ));
-        }
-        if let Some(m) = mounts.iter().find(|m| m.path == path) {
-            problems.push(format!(
-                "{at}.path: \"{path}\" is the path of upstream \"{}\"",
-                m.name
-            ));
-        }
-        if out.iter().any(|a| a.path == path) {
-            problems.push(format!("{at}.path: \"{path}\" is used by another app"));
-        }
-        if app.upstreams.is_empty() {
-            problems.push(format!("{at}.upstreams: must name at least one upstream"));
-        }
-        let mut members: Vec<Member> = Vec::new();
-        for (j, member) in app.upstreams.iter().enumerate() {
-            let name = member.upstream();
-            let Some(index) = mounts.iter().position(|m| m.name == name) else {
-                problems.push(format!(
-                    "{at}.upstreams[{j}]: \"{name}\" is not the name of an [[upstream]]"
-                ));
-                continue;
-            };
-            if members.iter().any(|m| m.upstream == name) {
-                problems.push(format!(
-                    "{at}.upstreams[{j}]: \"{name}\" is already a member"
-                ));
-                continue;
-            }
-            let prefix = member.prefix();
-            if !prefix
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
-            {
-                problems.push(format!(
-                    "{at}.upstreams[{j}].prefix: \"{prefix}\" must be letters, digits, '-', '_', '.' or '/'"
-                ));
-            }
-            members.push(Member {
-                upstream: name.to_owned(),
-                mount: index,
-                prefix: prefix.to_owned(),
-            });
-        }
-        if members.len() > MAX_MEMBERS {
-            problems.push(format!(
-                "{at}.upstreams: {} members, at most {MAX_MEMBERS}",
-                members.len()
-            ));
-        }
+        check_name(app, &at, mounts, &out, &mut problems);
+        let path = app_path(app, &at, mounts, &out, reserved, &mut problems);
+        let members = members(app, &at, mounts, &mut problems);
         let auth_challenge = match auth_rule(&app.name, &members, mounts) {
             Ok(c) => c,
             Err((j, why)) => {
@@ -226,6 +150,121 @@ pub fn resolve(
     } else {
         Err(problems)
     }
+}
+
+/// An app's name: the characters and length a session id can carry, and
+/// no upstream's or earlier app's.
+fn check_name(
+    app: &AppConfig,
+    at: &str,
+    mounts: &[MountRef<'_>],
+    earlier: &[App],
+    problems: &mut Vec<String>,
+) {
+    let name_ok = !app.name.is_empty()
+        && app
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+    if !name_ok || app.name.len() > crate::session_id::MAX_MOUNT_NAME {
+        problems.push(format!(
+            "{at}.name: \"{}\" must be 1 to {} letters, digits, '-', '_' or '.'",
+            app.name,
+            crate::session_id::MAX_MOUNT_NAME
+        ));
+    }
+    if mounts.iter().any(|m| m.name == app.name) || earlier.iter().any(|a| a.name == app.name) {
+        problems.push(format!(
+            "{at}.name: \"{}\" is used by an upstream or another app",
+            app.name
+        ));
+    }
+}
+
+/// The path an app is served at: as written, else `/<name>/mcp`; none of
+/// the gateway's own, an upstream's or an earlier app's.
+fn app_path(
+    app: &AppConfig,
+    at: &str,
+    mounts: &[MountRef<'_>],
+    earlier: &[App],
+    reserved: fn(&str) -> bool,
+    problems: &mut Vec<String>,
+) -> String {
+    let path = app
+        .path
+        .clone()
+        .unwrap_or_else(|| format!("/{}/mcp", app.name));
+    if !path.starts_with('/') || path.contains(['?', '#', ' ']) {
+        problems.push(format!(
+            "{at}.path: \"{path}\" must start with '/' and hold no query"
+        ));
+    } else if reserved(&path) {
+        problems.push(format!(
+            "{at}.path: \"{path}\" is one of the gateway's own paths"
+        ));
+    }
+    if let Some(m) = mounts.iter().find(|m| m.path == path) {
+        problems.push(format!(
+            "{at}.path: \"{path}\" is the path of upstream \"{}\"",
+            m.name
+        ));
+    }
+    if earlier.iter().any(|a| a.path == path) {
+        problems.push(format!("{at}.path: \"{path}\" is used by another app"));
+    }
+    path
+}
+
+/// An app's members: each an upstream, once, with a prefix of the
+/// characters a tool name may hold; at least one and at most
+/// [`MAX_MEMBERS`].
+fn members(
+    app: &AppConfig,
+    at: &str,
+    mounts: &[MountRef<'_>],
+    problems: &mut Vec<String>,
+) -> Vec<Member> {
+    if app.upstreams.is_empty() {
+        problems.push(format!("{at}.upstreams: must name at least one upstream"));
+    }
+    let mut members: Vec<Member> = Vec::new();
+    for (j, member) in app.upstreams.iter().enumerate() {
+        let name = member.upstream();
+        let Some(index) = mounts.iter().position(|m| m.name == name) else {
+            problems.push(format!(
+                "{at}.upstreams[{j}]: \"{name}\" is not the name of an [[upstream]]"
+            ));
+            continue;
+        };
+        if members.iter().any(|m| m.upstream == name) {
+            problems.push(format!(
+                "{at}.upstreams[{j}]: \"{name}\" is already a member"
+            ));
+            continue;
+        }
+        let prefix = member.prefix();
+        if !prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
+        {
+            problems.push(format!(
+                "{at}.upstreams[{j}].prefix: \"{prefix}\" must be letters, digits, '-', '_', '.' or '/'"
+            ));
+        }
+        members.push(Member {
+            upstream: name.to_owned(),
+            mount: index,
+            prefix: prefix.to_owned(),
+        });
+    }
+    if members.len() > MAX_MEMBERS {
+        problems.push(format!(
+            "{at}.upstreams: {} members, at most {MAX_MEMBERS}",
+            members.len()
+        ));
+    }
+    members
 }
 
 /// The auth rule of an app. A client signs in to an app once: it gets one

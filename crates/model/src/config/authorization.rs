@@ -15,6 +15,10 @@
 //! client_id = "1234.apps.googleusercontent.com"
 //! client_secret_env = "GOOGLE_CLIENT_SECRET"
 //! ```
+//!
+//! - `provider`: the identity provider, as written and checked.
+//! - `documents`: clients known by the URL of their metadata document.
+//! - `enterprise`: the enterprise issuers whose assertions are redeemed.
 
 use std::path::PathBuf;
 
@@ -24,9 +28,11 @@ use super::auth::issuer_url;
 
 mod documents;
 mod enterprise;
+mod provider;
 
 pub use documents::MetadataDocumentsConfig;
 pub use enterprise::{DEFAULT_MAX_LIFETIME_SECS, EnterpriseIssuer, EnterpriseIssuerConfig};
+pub use provider::{Provider, ProviderAuth, ProviderConfig};
 
 /// `[authorization_server]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,50 +87,6 @@ pub struct AuthorizationServerConfig {
     pub enterprise_issuers: Vec<EnterpriseIssuerConfig>,
 }
 
-/// The identity provider, and the client the gateway has there.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderConfig {
-    /// Its name on the consent page ("Google"). Default: its host.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// An OpenID provider, whose endpoints are discovered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub issuer: Option<String>,
-    /// The endpoints of a provider without discovery (GitHub), or overriding
-    /// what discovery finds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub authorization_endpoint: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_endpoint: Option<String>,
-    /// Where the subject is read when there is no ID token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub userinfo_endpoint: Option<String>,
-    #[serde(default)]
-    pub client_id: String,
-    /// The secret, written here (prefer `client_secret_env`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_secret: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_secret_env: Option<String>,
-    /// How the gateway authenticates at the provider's token endpoint:
-    /// `client_secret_basic` (default) or `client_secret_post`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_endpoint_auth_method: Option<String>,
-    /// Scopes asked of the provider. Default `["openid"]` with an issuer,
-    /// none without.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scopes: Option<Vec<String>>,
-    /// The claim (of the ID token, else of the user info) naming the user.
-    /// Default `sub` (GitHub: `id`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subject_claim: Option<String>,
-    /// A PEM bundle of the certificate authorities to trust for the provider
-    /// instead of the system's roots.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_file: Option<PathBuf>,
-}
-
 /// `[authorization_server.registration]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -176,40 +138,6 @@ impl Default for TokenEndpointConfig {
     }
 }
 
-/// How the gateway authenticates at the provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProviderAuth {
-    Basic,
-    Post,
-}
-
-/// The provider, every rule checked and its secret read.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Provider {
-    pub name: String,
-    pub issuer: Option<String>,
-    pub authorization_endpoint: Option<String>,
-    pub token_endpoint: Option<String>,
-    pub userinfo_endpoint: Option<String>,
-    pub client_id: String,
-    pub client_secret: String,
-    pub auth: ProviderAuth,
-    pub scopes: Vec<String>,
-    pub subject_claim: String,
-    pub ca_file: Option<PathBuf>,
-}
-
-impl std::fmt::Debug for Provider {
-    // The secret is never printed.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Provider")
-            .field("name", &self.name)
-            .field("issuer", &self.issuer)
-            .field("client_id", &self.client_id)
-            .finish_non_exhaustive()
-    }
-}
-
 /// `[authorization_server]`, every rule checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorizationServer {
@@ -249,7 +177,56 @@ pub fn resolve(
 ) -> Result<AuthorizationServer, Vec<String>> {
     let mut problems = Vec::new();
     let at = "authorization_server";
-    let issuer = match public_url {
+    let issuer = own_issuer(public_url, &mut problems);
+    let provider = provider::resolve(&config.provider, env, &mut problems);
+    for (field, list) in [
+        (format!("{at}.provider.scopes"), &provider.scopes),
+        (format!("{at}.scopes"), &config.scopes),
+    ] {
+        for s in list {
+            if !super::auth::is_scope_token(s) {
+                problems.push(format!("{field}: \"{s}\" is not a scope token"));
+            }
+        }
+    }
+    let (access, refresh) = lifetimes(config, &mut problems);
+    let reg = &config.registration;
+    let sign_ins_per_user = config.sign_ins_per_user.unwrap_or(100);
+    check_rates(config, sign_ins_per_user, &mut problems);
+    let docs = &config.client_metadata_documents;
+    documents::check(docs, &mut problems);
+    let store = store(config.store.as_deref(), &mut problems);
+    let enterprise = enterprise::resolve(&config.enterprise_issuers, &issuer, &mut problems);
+    if !docs.enabled && !reg.enabled {
+        problems.push(format!(
+            "{at}: with neither registration nor client_metadata_documents enabled, no client could sign in"
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(AuthorizationServer {
+        issuer,
+        provider,
+        signing_keys: config.signing_keys.clone(),
+        scopes: config.scopes.clone(),
+        access_token_ttl_secs: access,
+        refresh_token_ttl_secs: refresh,
+        consent_days: config.consent_days.unwrap_or(30),
+        sign_ins_per_user,
+        token_endpoint: config.token_endpoint.clone(),
+        registration: reg.clone(),
+        documents: docs.clone(),
+        store,
+        provider_tokens: false,
+        enterprise,
+    })
+}
+
+/// The gateway's issuer: `public_url`, which it needs.
+fn own_issuer(public_url: Option<&str>, problems: &mut Vec<String>) -> String {
+    let at = "authorization_server";
+    match public_url {
         Some(u) => {
             if let Err(why) = issuer_url(u.trim_end_matches('/')) {
                 problems.push(format!(
@@ -264,99 +241,12 @@ pub fn resolve(
             ));
             String::new()
         }
-    };
-    let p = &config.provider;
-    let pf = |name: &str| format!("{at}.provider.{name}");
-    let url = |name: &str, v: &Option<String>, problems: &mut Vec<String>| {
-        if let Some(u) = v
-            && let Err(why) = issuer_url(u)
-        {
-            problems.push(format!("{}: \"{u}\" {why}", pf(name)));
-        }
-    };
-    url("issuer", &p.issuer, &mut problems);
-    url(
-        "authorization_endpoint",
-        &p.authorization_endpoint,
-        &mut problems,
-    );
-    url("token_endpoint", &p.token_endpoint, &mut problems);
-    url("userinfo_endpoint", &p.userinfo_endpoint, &mut problems);
-    if p.issuer.is_none() && (p.authorization_endpoint.is_none() || p.token_endpoint.is_none()) {
-        problems.push(format!(
-            "{}: missing: name the provider's issuer (OpenID Connect discovery), or its authorization_endpoint and token_endpoint",
-            pf("issuer")
-        ));
     }
-    if p.issuer.is_none() && p.userinfo_endpoint.is_none() {
-        problems.push(format!(
-            "{}: missing: without an issuer there is no ID token, and the user is read from the user info",
-            pf("userinfo_endpoint")
-        ));
-    }
-    if p.client_id.is_empty() {
-        problems.push(format!(
-            "{}: missing (the client registered for the gateway at the provider)",
-            pf("client_id")
-        ));
-    }
-    let secret = match (&p.client_secret, &p.client_secret_env) {
-        (Some(s), None) => s.clone(),
-        (None, Some(var)) => env(var).unwrap_or_else(|| {
-            problems.push(format!(
-                "{}: the environment variable {var} is not set",
-                pf("client_secret_env")
-            ));
-            String::new()
-        }),
-        (Some(_), Some(_)) => {
-            problems.push(format!(
-                "{}: set client_secret or client_secret_env, not both",
-                pf("client_secret")
-            ));
-            String::new()
-        }
-        (None, None) => {
-            problems.push(format!(
-                "{}: missing (or client_secret_env)",
-                pf("client_secret")
-            ));
-            String::new()
-        }
-    };
-    let auth = match p.token_endpoint_auth_method.as_deref() {
-        None | Some("client_secret_basic") => ProviderAuth::Basic,
-        Some("client_secret_post") => ProviderAuth::Post,
-        Some(other) => {
-            problems.push(format!(
-                "{}: \"{other}\" is not client_secret_basic or client_secret_post",
-                pf("token_endpoint_auth_method")
-            ));
-            ProviderAuth::Basic
-        }
-    };
-    let scopes = p.scopes.clone().unwrap_or_else(|| match p.issuer {
-        Some(_) => vec!["openid".to_owned()],
-        None => Vec::new(),
-    });
-    for (field, list) in [
-        (pf("scopes"), &scopes),
-        (format!("{at}.scopes"), &config.scopes),
-    ] {
-        for s in list {
-            if !super::auth::is_scope_token(s) {
-                problems.push(format!("{field}: \"{s}\" is not a scope token"));
-            }
-        }
-    }
-    let name = p.name.clone().unwrap_or_else(|| {
-        p.issuer
-            .as_deref()
-            .or(p.authorization_endpoint.as_deref())
-            .and_then(|u| issuer_url(u).ok())
-            .and_then(|u| u.host_str().map(str::to_owned))
-            .unwrap_or_else(|| "the identity provider".to_owned())
-    });
+}
+
+/// The lifetimes of access and refresh tokens, each within its bounds.
+fn lifetimes(config: &AuthorizationServerConfig, problems: &mut Vec<String>) -> (u64, u64) {
+    let at = "authorization_server";
     let ttl = |name: &str, v: Option<u64>, default: u64, max: u64, problems: &mut Vec<String>| {
         let v = v.unwrap_or(default);
         if v == 0 || v > max {
@@ -369,22 +259,31 @@ pub fn resolve(
         config.access_token_ttl_secs,
         3600,
         86_400,
-        &mut problems,
+        problems,
     );
     let refresh = ttl(
         "refresh_token_ttl_secs",
         config.refresh_token_ttl_secs,
         30 * 86_400,
         365 * 86_400,
-        &mut problems,
+        problems,
     );
+    (access, refresh)
+}
+
+/// The bounds on registration, sign-ins and refreshes: none 0.
+fn check_rates(
+    config: &AuthorizationServerConfig,
+    sign_ins_per_user: u32,
+    problems: &mut Vec<String>,
+) {
+    let at = "authorization_server";
     let reg = &config.registration;
     if reg.enabled && (reg.per_minute == 0 || reg.max_redirect_uris == 0 || reg.max_bytes < 256) {
         problems.push(format!(
             "{at}.registration: per_minute and max_redirect_uris must be at least 1, max_bytes at least 256"
         ));
     }
-    let sign_ins_per_user = config.sign_ins_per_user.unwrap_or(100);
     if sign_ins_per_user == 0 {
         problems.push(format!("{at}.sign_ins_per_user: must be at least 1"));
     }
@@ -393,57 +292,23 @@ pub fn resolve(
             "{at}.token_endpoint.refreshes_per_minute: must be at least 1"
         ));
     }
-    let docs = &config.client_metadata_documents;
-    documents::check(docs, &mut problems);
-    let store = match config.store.as_deref() {
+}
+
+/// Where the sign-ins are kept: `None` for this process's memory, else the
+/// Redis URL.
+fn store(written: Option<&str>, problems: &mut Vec<String>) -> Option<String> {
+    match written {
         None | Some("memory") => None,
         Some(url) if url.starts_with("redis://") || url.starts_with("unix://") => {
             Some(url.to_owned())
         }
         Some(other) => {
             problems.push(format!(
-                "{at}.store: \"{other}\" is not \"memory\" or a Redis URL (redis://host:port/db, unix:///path)"
+                "authorization_server.store: \"{other}\" is not \"memory\" or a Redis URL (redis://host:port/db, unix:///path)"
             ));
             None
         }
-    };
-    let enterprise = enterprise::resolve(&config.enterprise_issuers, &issuer, &mut problems);
-    if !docs.enabled && !reg.enabled {
-        problems.push(format!(
-            "{at}: with neither registration nor client_metadata_documents enabled, no client could sign in"
-        ));
     }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    Ok(AuthorizationServer {
-        issuer,
-        provider: Provider {
-            name,
-            issuer: p.issuer.clone(),
-            authorization_endpoint: p.authorization_endpoint.clone(),
-            token_endpoint: p.token_endpoint.clone(),
-            userinfo_endpoint: p.userinfo_endpoint.clone(),
-            client_id: p.client_id.clone(),
-            client_secret: secret,
-            auth,
-            scopes,
-            subject_claim: p.subject_claim.clone().unwrap_or_else(|| "sub".to_owned()),
-            ca_file: p.ca_file.clone(),
-        },
-        signing_keys: config.signing_keys.clone(),
-        scopes: config.scopes.clone(),
-        access_token_ttl_secs: access,
-        refresh_token_ttl_secs: refresh,
-        consent_days: config.consent_days.unwrap_or(30),
-        sign_ins_per_user,
-        token_endpoint: config.token_endpoint.clone(),
-        registration: reg.clone(),
-        documents: docs.clone(),
-        store,
-        provider_tokens: false,
-        enterprise,
-    })
 }
 
 #[cfg(test)]

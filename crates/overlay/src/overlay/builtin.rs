@@ -144,7 +144,7 @@ impl Kind {
 
 /// `Some` when `widget` names a built-in widget (`builtin:<kind>`): the kind,
 /// or why it is none; `None` for a widget folder's name.
-pub fn reference(widget: &str) -> Option<Result<Kind, String>> {
+pub(crate) fn reference(widget: &str) -> Option<Result<Kind, String>> {
     let name = widget.strip_prefix(PREFIX)?;
     Some(Kind::parse(name).ok_or_else(|| {
         let kinds: Vec<String> = Kind::ALL

@@ -21,7 +21,8 @@ mod sample;
 mod tests;
 mod widget_domain;
 
-pub use csp::{claude_domain, domain, origin, origin_allowed, url_origin};
+use csp::origin;
+pub use csp::{origin_allowed, url_origin};
 pub use names::{nearest, unknown_tool};
 pub use problem::Problem;
 
@@ -315,7 +316,7 @@ pub(crate) fn status_text(text: &str) -> Result<(), String> {
 
 /// A widget folder name: it becomes the host part of `ui://<name>/…`, so it
 /// is kept to lowercase letters, digits, `-` and `_`.
-pub fn widget_name(name: &str) -> Result<(), String> {
+pub fn widget_name(name: &str) -> Result<(), WidgetNameError> {
     let valid = name.len() <= 63
         && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
         && name
@@ -324,8 +325,28 @@ pub fn widget_name(name: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!(
-            "widget folder `{name}`: names are 1 to 63 of a-z, 0-9, `-` and `_`, starting with a letter or digit (the name is the host of its ui:// URI)"
-        ))
+        Err(WidgetNameError {
+            name: name.to_owned(),
+        })
     }
 }
+
+/// A name that cannot be a widget folder's ([`widget_name`]). The
+/// operator's: the folder is in the overlay directory (or the name given to
+/// `init`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WidgetNameError {
+    pub name: String,
+}
+
+impl std::fmt::Display for WidgetNameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "widget folder `{}`: names are 1 to 63 of a-z, 0-9, `-` and `_`, starting with a letter or digit (the name is the host of its ui:// URI)",
+            self.name
+        )
+    }
+}
+
+impl std::error::Error for WidgetNameError {}

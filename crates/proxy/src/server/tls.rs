@@ -47,8 +47,8 @@ struct Contents {
 
 fn read(cert: &Path, key: &Path) -> Contents {
     Contents {
-        cert: pem::read(cert),
-        key: pem::read(key),
+        cert: pem::read(cert).map_err(|e| e.to_string()),
+        key: pem::read(key).map_err(|e| e.to_string()),
     }
 }
 
@@ -57,13 +57,13 @@ fn pair(files: &Contents, cert: &Path, key: &Path) -> Result<CertifiedKey, Strin
         .cert
         .as_ref()
         .map_err(Clone::clone)
-        .and_then(|text| pem::parse_certs(text, cert))
+        .and_then(|text| pem::parse_certs(text, cert).map_err(|e| e.to_string()))
         .map_err(|e| format!("tls_cert: {e}"))?;
     let der = files
         .key
         .as_ref()
         .map_err(Clone::clone)
-        .and_then(|text| pem::parse_key(text, key))
+        .and_then(|text| pem::parse_key(text, key).map_err(|e| e.to_string()))
         .map_err(|e| format!("tls_key: {e}"))?;
     CertifiedKey::from_der(chain, der, &mcp_ui_model::tls::crypto::provider()).map_err(|e| {
         format!(

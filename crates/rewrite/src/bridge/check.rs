@@ -195,7 +195,30 @@ pub fn check(
         serde_json::from_str(params.as_ref()?.get(key)?.get()).ok()
     };
     let meta = member("_meta");
-    let Some(meta) = meta.as_ref().and_then(Value::as_object) else {
+    let version = meta_version(meta.as_ref())?;
+    headers_match(method, version, headers, &member)?;
+    if !SUPPORTED.contains(&version) {
+        return Err(
+            Refusal::new(code::UNSUPPORTED_VERSION, "Unsupported protocol version")
+                .with_data(json!({ "supported": SUPPORTED, "requested": version })),
+        );
+    }
+    if REMOVED.contains(&method) {
+        return Err(
+            Refusal::new(code::METHOD_NOT_FOUND, "Method not found").with_data(json!(method))
+        );
+    }
+    match params {
+        Some(_) => input(&member),
+        None => Ok(()),
+    }
+}
+
+/// The protocol version `params._meta` names: `_meta` must be an object
+/// carrying the version, a string, and the client's capabilities, an
+/// object.
+fn meta_version(meta: Option<&Value>) -> Result<&str, Refusal> {
+    let Some(meta) = meta.and_then(Value::as_object) else {
         return Err(Refusal::new(
             code::INVALID_PARAMS,
             format!(
@@ -231,6 +254,18 @@ pub fn check(
             format!("params._meta['{META_CLIENT_CAPABILITIES}'] must be an object"),
         ));
     }
+    Ok(version)
+}
+
+/// The request's headers against its body: the protocol version (a host
+/// mixing in a version of its own era aside), the method, and the name a
+/// method is named by (`member` reads a member of the params).
+fn headers_match(
+    method: &str,
+    version: &str,
+    headers: &Headers<'_>,
+    member: &dyn Fn(&str) -> Option<Value>,
+) -> Result<(), Refusal> {
     if let Seen::Once(v) = headers.version {
         let v = std::str::from_utf8(v).unwrap_or_default().trim();
         let hosts_mix = KNOWN_VERSIONS.contains(&v) && !protocol::is_envelope(v);
@@ -270,21 +305,7 @@ pub fn check(
             ));
         }
     }
-    if !SUPPORTED.contains(&version) {
-        return Err(
-            Refusal::new(code::UNSUPPORTED_VERSION, "Unsupported protocol version")
-                .with_data(json!({ "supported": SUPPORTED, "requested": version })),
-        );
-    }
-    if REMOVED.contains(&method) {
-        return Err(
-            Refusal::new(code::METHOD_NOT_FOUND, "Method not found").with_data(json!(method))
-        );
-    }
-    match params {
-        Some(_) => input(&member),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 /// `inputResponses` and `requestState` as the revision types them: an

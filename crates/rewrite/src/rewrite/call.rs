@@ -90,7 +90,7 @@ fn conforms(result: &Map<String, Value>, output_schema: &Map<String, Value>) -> 
     let Some(structured) = structured else {
         return Err("no structuredContent".into());
     };
-    schema::validate(&Value::Object(output_schema.clone()), structured)
+    schema::validate(&Value::Object(output_schema.clone()), structured).map_err(|m| m.to_string())
 }
 
 /// Turns a successful result that breaks the listed `outputSchema` into a

@@ -21,17 +21,45 @@ const MAX_DEPTH: usize = 64;
 
 /// Checks `instance` against `schema`; the error names the first failing
 /// place as a JSON pointer, e.g. `/tasks/0/id: expected integer, got string`.
-pub fn validate(schema: &Value, instance: &Value) -> Result<(), String> {
+pub fn validate(schema: &Value, instance: &Value) -> Result<(), Mismatch> {
     Validator { root: schema }.check(schema, instance, "", 0)
 }
+
+/// Where an instance first fails its schema, and why; shown as
+/// `/tasks/0/id: expected integer, got string`. Whose fault it is, the
+/// caller knows: the upstream's for a result that breaks its output schema,
+/// the client's for arguments that break a tool's input schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The failing place, a JSON pointer (`/` for the root).
+    pub place: String,
+    pub reason: String,
+}
+
+impl Mismatch {
+    fn at(at: &str, reason: String) -> Mismatch {
+        Mismatch {
+            place: place(at).to_owned(),
+            reason,
+        }
+    }
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.place, self.reason)
+    }
+}
+
+impl std::error::Error for Mismatch {}
 
 struct Validator<'a> {
     root: &'a Value,
 }
 
 impl Validator<'_> {
-    fn check(&self, schema: &Value, value: &Value, at: &str, depth: usize) -> Result<(), String> {
-        let fail = |why: String| Err(format!("{}: {why}", place(at)));
+    fn check(&self, schema: &Value, value: &Value, at: &str, depth: usize) -> Result<(), Mismatch> {
+        let fail = |why: String| Err(Mismatch::at(at, why));
         if depth > MAX_DEPTH {
             return fail("schema nesting too deep".into());
         }
@@ -76,10 +104,11 @@ impl Validator<'_> {
             Value::String(s) => {
                 let len = s.chars().count() as f64;
                 bounds(schema, len, "minLength", "maxLength")
-                    .map_err(|why| format!("{}: length {why}", place(at)))
+                    .map_err(|why| Mismatch::at(at, format!("length {why}")))
             }
-            Value::Number(n) => numeric(schema, n.as_f64().unwrap_or(f64::NAN))
-                .map_err(|why| format!("{}: {why}", place(at))),
+            Value::Number(n) => {
+                numeric(schema, n.as_f64().unwrap_or(f64::NAN)).map_err(|why| Mismatch::at(at, why))
+            }
             _ => Ok(()),
         }
     }
@@ -90,7 +119,7 @@ impl Validator<'_> {
         value: &Value,
         at: &str,
         depth: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), Mismatch> {
         let list = |key: &str| schema.get(key).and_then(Value::as_array);
         for sub in list("allOf").into_iter().flatten() {
             self.check(sub, value, at, depth + 1)?;
@@ -100,7 +129,7 @@ impl Validator<'_> {
                 .iter()
                 .any(|b| self.check(b, value, at, depth + 1).is_ok())
         {
-            return Err(format!("{}: matches none of anyOf", place(at)));
+            return Err(Mismatch::at(at, "matches none of anyOf".into()));
         }
         if let Some(branches) = list("oneOf") {
             let matching = branches
@@ -108,16 +137,16 @@ impl Validator<'_> {
                 .filter(|b| self.check(b, value, at, depth + 1).is_ok())
                 .count();
             if matching != 1 {
-                return Err(format!(
-                    "{}: matches {matching} of oneOf, not exactly one",
-                    place(at)
+                return Err(Mismatch::at(
+                    at,
+                    format!("matches {matching} of oneOf, not exactly one"),
                 ));
             }
         }
         if let Some(not) = schema.get("not")
             && self.check(not, value, at, depth + 1).is_ok()
         {
-            return Err(format!("{}: matches the `not` schema", place(at)));
+            return Err(Mismatch::at(at, "matches the `not` schema".into()));
         }
         Ok(())
     }
@@ -128,7 +157,7 @@ impl Validator<'_> {
         object: &Map<String, Value>,
         at: &str,
         depth: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), Mismatch> {
         for key in schema
             .get("required")
             .and_then(Value::as_array)
@@ -138,7 +167,10 @@ impl Validator<'_> {
             if let Some(key) = key.as_str()
                 && !object.contains_key(key)
             {
-                return Err(format!("{}: missing required property `{key}`", place(at)));
+                return Err(Mismatch::at(
+                    at,
+                    format!("missing required property `{key}`"),
+                ));
             }
         }
         let properties = schema.get("properties").and_then(Value::as_object);
@@ -149,7 +181,7 @@ impl Validator<'_> {
                 Some(sub) => self.check(sub, member, &path, depth + 1)?,
                 None => match additional {
                     Some(Value::Bool(false)) => {
-                        return Err(format!("{path}: property not allowed"));
+                        return Err(Mismatch::at(&path, "property not allowed".into()));
                     }
                     Some(sub @ Value::Object(_)) => self.check(sub, member, &path, depth + 1)?,
                     _ => {}
@@ -165,9 +197,9 @@ impl Validator<'_> {
         items: &[Value],
         at: &str,
         depth: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), Mismatch> {
         bounds(schema, items.len() as f64, "minItems", "maxItems")
-            .map_err(|why| format!("{}: item count {why}", place(at)))?;
+            .map_err(|why| Mismatch::at(at, format!("item count {why}")))?;
         // Draft 2020-12 `prefixItems` + `items`, or the older tuple `items`
         // list + `additionalItems`.
         let (prefix, rest) = match (schema.get("prefixItems"), schema.get("items")) {
@@ -272,7 +304,10 @@ fn place(at: &str) -> &str {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::validate;
+    /// The check, its error as shown.
+    fn validate(schema: &Value, instance: &Value) -> Result<(), String> {
+        super::validate(schema, instance).map_err(|m| m.to_string())
+    }
 
     #[test]
     fn table() {

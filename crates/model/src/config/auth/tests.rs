@@ -1,5 +1,6 @@
 //! The `auth` settings checked: each rule, and what each problem says.
 
+use super::endpoint::resolve;
 use super::*;
 
 fn top() -> AuthConfig {
@@ -74,7 +75,7 @@ fn an_issuer_is_a_url_written_as_a_browser_reads_it() {
         ("https:login.example.com", "as a browser reads it"),
         ("login.example.com", "is not a URL"),
     ] {
-        let got = issuer_url(bad).unwrap_err();
+        let got = issuer_url(bad).unwrap_err().to_string();
         assert!(got.contains(why), "{bad}: {got}");
     }
 }

@@ -35,7 +35,7 @@ impl Loader {
             }
             names.push(name.clone());
             if let Err(reason) = validate::widget_name(&name) {
-                self.error(&path, None, None, reason);
+                self.error(&path, None, None, reason.to_string());
                 continue;
             }
             if let Some(widget) = self.widget(&path, &name) {
@@ -137,19 +137,7 @@ impl Loader {
         let bundled = match bundled {
             Ok(bundled) => bundled,
             Err(errors) => {
-                for e in errors {
-                    match e.file {
-                        None => {
-                            let line = line_of(&html, e.offset);
-                            self.error(&entry_path, Some(line), None, e.reason);
-                        }
-                        Some(file) => {
-                            let path = folder.join(&file);
-                            let line = self.read(&path).ok().map(|text| line_of(&text, e.offset));
-                            self.error(&path, line, None, e.reason);
-                        }
-                    }
-                }
+                self.bundle_errors(folder, &entry_path, &html, errors);
                 return None;
             }
         };
@@ -179,6 +167,30 @@ impl Loader {
         let mut widget = Widget::compile(name, &manifest, html);
         widget.bridge = bridge;
         Some(widget.with_assets(bundled.prefix, bundled.assets))
+    }
+
+    /// What kept a widget from bundling, each at the file and line it is
+    /// in (the entry document's, or the file it names).
+    fn bundle_errors(
+        &mut self,
+        folder: &Path,
+        entry_path: &Path,
+        html: &str,
+        errors: Vec<widget::BundleError>,
+    ) {
+        for e in errors {
+            match e.file {
+                None => {
+                    let line = line_of(html, e.offset);
+                    self.error(entry_path, Some(line), None, e.reason);
+                }
+                Some(file) => {
+                    let path = folder.join(&file);
+                    let line = self.read(&path).ok().map(|text| line_of(&text, e.offset));
+                    self.error(&path, line, None, e.reason);
+                }
+            }
+        }
     }
 
     /// Remote scripts and stylesheets stay remote; a host loads them only

@@ -211,126 +211,29 @@ fn is_currency_code(code: &str) -> bool {
 /// property of the records. A schema that does not say (no `properties`)
 /// passes.
 pub fn against_schema(kind: Kind, view: &View, schema: &Value) -> Vec<Problem> {
-    let mut problems = Vec::new();
-    let data = match &view.data {
-        Some(pointer) => pointer.clone(),
-        None if kind.shape() == Shape::List => match default_array(schema).as_slice() {
-            [only] => format!("/{}", pointer_segment(only)),
-            [] if schema.get("properties").is_some() => {
-                problems.push(Problem::new(
-                    "view.data",
-                    format!(
-                        "missing, and the output schema has no array property for the {} to show; point data at the list",
-                        if kind == Kind::Table { "table's rows" } else { "list's items" }
-                    ),
-                ));
-                return problems;
-            }
-            [] => return problems,
-            several => {
-                let names: Vec<String> = several.iter().map(|n| format!("`/{n}`")).collect();
-                problems.push(Problem::new(
-                    "view.data",
-                    format!(
-                        "missing, and the output schema has several array properties: set it to one of {}",
-                        names.join(", ")
-                    ),
-                ));
-                return problems;
-            }
-        },
-        // As the widget reads it: the root's only string property, else
-        // the result's first text, which the output schema does not describe.
-        None if kind.shape() == Shape::Text => match default_string(schema).as_slice() {
-            [only] => format!("/{}", pointer_segment(only)),
-            _ => return problems,
-        },
-        None => String::new(),
+    let data = match data_pointer(kind, view, schema) {
+        Ok(data) => data,
+        Err(stop) => return stop.into_iter().collect(),
     };
     let target = match resolve_pointer(schema, schema, &data) {
         Resolved::Found(target) => target,
-        Resolved::Unknown => return problems,
+        Resolved::Unknown => return Vec::new(),
         Resolved::Nowhere { at, known } => {
-            problems.push(Problem::new(
+            return vec![Problem::new(
                 "view.data",
                 format!(
                     "`{data}` points nowhere in the output schema: {}",
                     missing(&data, &at, &known)
                 ),
-            ));
-            return problems;
+            )];
         }
     };
-    let is_array = builtin::schema_is_array(schema, target);
-    let typed = target.get("type").is_some() || target.get("$ref").is_some();
-    match kind.shape() {
-        Shape::List if typed && !is_array => {
-            problems.push(Problem::new(
-                "view.data",
-                format!(
-                    "`{data}` is not an array in the output schema; `builtin:{}` shows a list of records",
-                    kind.as_str()
-                ),
-            ));
-            return problems;
-        }
-        Shape::Object if kind == Kind::Kv && is_array => {
-            problems.push(Problem::new(
-                "view.data",
-                format!(
-                    "`{data}` is an array; `builtin:kv` shows one object (use `builtin:table`)"
-                ),
-            ));
-            return problems;
-        }
-        Shape::Text if builtin::schema_is_string(schema, target) == Some(false) => {
-            let strings: Vec<String> = default_string(schema)
-                .iter()
-                .map(|name| format!("`/{}`", pointer_segment(name)))
-                .collect();
-            let hint = match strings.as_slice() {
-                [] => String::new(),
-                [one] => format!(": set it to {one}"),
-                several => format!(": set it to one of {}", several.join(", ")),
-            };
-            problems.push(Problem::new(
-                "view.data",
-                format!("`{data}` is not a string in the output schema; `builtin:markdown` renders a text{hint}"),
-            ));
-            return problems;
-        }
-        _ => {}
+    if let Some(problem) = shape_problem(kind, schema, target, &data) {
+        return vec![problem];
     }
     let record = builtin::schema_items(schema, target).unwrap_or(target);
-    let mut keys: Vec<(String, &str)> = Vec::new();
-    for (list, fields) in [
-        ("columns", &view.columns),
-        ("fields", &view.fields),
-        ("y", &view.y),
-    ] {
-        for (i, field) in fields.iter().flatten().enumerate() {
-            keys.push((format!("view.{list}[{i}]"), field.key.as_str()));
-        }
-    }
-    for (i, action) in view.actions.iter().flatten().enumerate() {
-        for (name, value) in action.arguments.iter().flatten() {
-            if let Some(pointer) = value.as_str().filter(|v| v.starts_with('/')) {
-                keys.push((format!("view.actions[{i}].arguments.{name}"), pointer));
-            }
-        }
-    }
-    let single = single_keys(view);
-    for (key, value) in single {
-        if let Some(value) = value {
-            keys.push((format!("view.{key}"), value.as_str()));
-        }
-    }
-    if view.columns.is_none()
-        && let Some(sort) = &view.sort
-    {
-        keys.push(("view.sort".into(), sort.strip_prefix('-').unwrap_or(sort)));
-    }
-    for (place, key) in keys {
+    let mut problems = Vec::new();
+    for (place, key) in view_keys(view) {
         let pointer = if key.starts_with('/') {
             key.to_owned()
         } else {
@@ -359,6 +262,120 @@ pub fn against_schema(kind: Kind, view: &View, schema: &Value) -> Vec<Problem> {
         }
     }
     problems
+}
+
+/// The pointer to the data a `kind` widget shows: `view.data`, else the one
+/// the widget would pick in the output schema. `Err` stops the check, with
+/// the problem when there is one (none: the schema does not say).
+fn data_pointer(kind: Kind, view: &View, schema: &Value) -> Result<String, Option<Problem>> {
+    match &view.data {
+        Some(pointer) => Ok(pointer.clone()),
+        None if kind.shape() == Shape::List => match default_array(schema).as_slice() {
+            [only] => Ok(format!("/{}", pointer_segment(only))),
+            [] if schema.get("properties").is_some() => Err(Some(Problem::new(
+                "view.data",
+                format!(
+                    "missing, and the output schema has no array property for the {} to show; point data at the list",
+                    if kind == Kind::Table {
+                        "table's rows"
+                    } else {
+                        "list's items"
+                    }
+                ),
+            ))),
+            [] => Err(None),
+            several => {
+                let names: Vec<String> = several.iter().map(|n| format!("`/{n}`")).collect();
+                Err(Some(Problem::new(
+                    "view.data",
+                    format!(
+                        "missing, and the output schema has several array properties: set it to one of {}",
+                        names.join(", ")
+                    ),
+                )))
+            }
+        },
+        // As the widget reads it: the root's only string property, else
+        // the result's first text, which the output schema does not describe.
+        None if kind.shape() == Shape::Text => match default_string(schema).as_slice() {
+            [only] => Ok(format!("/{}", pointer_segment(only))),
+            _ => Err(None),
+        },
+        None => Ok(String::new()),
+    }
+}
+
+/// Whether what `data` points at (`target`) has the shape a `kind` widget
+/// shows: a list of records, one object, or a text.
+fn shape_problem(kind: Kind, schema: &Value, target: &Value, data: &str) -> Option<Problem> {
+    let is_array = builtin::schema_is_array(schema, target);
+    let typed = target.get("type").is_some() || target.get("$ref").is_some();
+    match kind.shape() {
+        Shape::List if typed && !is_array => Some(Problem::new(
+            "view.data",
+            format!(
+                "`{data}` is not an array in the output schema; `builtin:{}` shows a list of records",
+                kind.as_str()
+            ),
+        )),
+        Shape::Object if kind == Kind::Kv && is_array => Some(Problem::new(
+            "view.data",
+            format!("`{data}` is an array; `builtin:kv` shows one object (use `builtin:table`)"),
+        )),
+        Shape::Text if builtin::schema_is_string(schema, target) == Some(false) => {
+            let strings: Vec<String> = default_string(schema)
+                .iter()
+                .map(|name| format!("`/{}`", pointer_segment(name)))
+                .collect();
+            let hint = match strings.as_slice() {
+                [] => String::new(),
+                [one] => format!(": set it to {one}"),
+                several => format!(": set it to one of {}", several.join(", ")),
+            };
+            Some(Problem::new(
+                "view.data",
+                format!(
+                    "`{data}` is not a string in the output schema; `builtin:markdown` renders a text{hint}"
+                ),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Every key and pointer the options name, with where each is written:
+/// columns, fields and y values, action arguments that are pointers, the
+/// single keys, and the sort key when there are no columns.
+fn view_keys(view: &View) -> Vec<(String, &str)> {
+    let mut keys: Vec<(String, &str)> = Vec::new();
+    for (list, fields) in [
+        ("columns", &view.columns),
+        ("fields", &view.fields),
+        ("y", &view.y),
+    ] {
+        for (i, field) in fields.iter().flatten().enumerate() {
+            keys.push((format!("view.{list}[{i}]"), field.key.as_str()));
+        }
+    }
+    for (i, action) in view.actions.iter().flatten().enumerate() {
+        for (name, value) in action.arguments.iter().flatten() {
+            if let Some(pointer) = value.as_str().filter(|v| v.starts_with('/')) {
+                keys.push((format!("view.actions[{i}].arguments.{name}"), pointer));
+            }
+        }
+    }
+    let single = single_keys(view);
+    for (key, value) in single {
+        if let Some(value) = value {
+            keys.push((format!("view.{key}"), value.as_str()));
+        }
+    }
+    if view.columns.is_none()
+        && let Some(sort) = &view.sort
+    {
+        keys.push(("view.sort".into(), sort.strip_prefix('-').unwrap_or(sort)));
+    }
+    keys
 }
 
 /// "`/` has no property `x`; did you mean `y`?" (or its properties).

@@ -16,7 +16,7 @@ const CSP_UNSAFE: [(char, &str); 7] = [
 /// A CSP origin: `scheme://host[:port]`, where the host may start with the
 /// wildcard label `*.`. Bare `*`, paths and anything that could inject a
 /// CSP directive are refused.
-pub fn origin(value: &str) -> Result<(), String> {
+pub(crate) fn origin(value: &str) -> Result<(), String> {
     if value == "*" || value.ends_with("://*") {
         return Err(
             "a bare `*` allows every origin (and ChatGPT rejects it); list the origins".into(),
@@ -46,7 +46,7 @@ pub fn origin(value: &str) -> Result<(), String> {
 
 /// `_meta.ui.domain`: an origin (ChatGPT's form) or a bare hostname
 /// (Claude's form); never a wildcard.
-pub fn domain(value: &str) -> Result<(), String> {
+pub(crate) fn domain(value: &str) -> Result<(), String> {
     injection(value)?;
     if value.contains('*') {
         return Err("a widget domain cannot be a wildcard".into());
@@ -71,7 +71,7 @@ pub(crate) fn chatgpt_domain(value: &str) -> Result<(), String> {
 
 /// Claude's widget domain: a bare host name (Claude's is
 /// `<32 hex digits>.claudemcpcontent.com`, hashed from the endpoint URL).
-pub fn claude_domain(value: &str) -> Result<(), String> {
+pub(crate) fn claude_domain(value: &str) -> Result<(), String> {
     domain(value)?;
     if let Some((_, rest)) = value.split_once("://") {
         return Err(format!(

@@ -1,7 +1,7 @@
 //! Tests of the overlay rules.
 
 use super::*;
-use crate::overlay::validate::csp::chatgpt_domain;
+use crate::overlay::validate::csp::{chatgpt_domain, claude_domain, domain};
 use crate::overlay::{
     Audience, Csp, DisplayMode, HostDomains, ResultShaping, SecurityScheme, WidgetDomain,
 };

@@ -2,6 +2,9 @@
 //! each reference in the scripts and stylesheets it loads, resolved to what
 //! the host can load (inlined text, a `data:` URI or a served URL), the files
 //! to serve gathered, and every reference to nothing reported.
+//!
+//! - `elements`: the elements of the entry document: scripts, stylesheets,
+//!   styles, links and media.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,8 +14,10 @@ use super::media::media_type;
 use super::options::{BundleOptions, Read};
 use super::paths::parent;
 use super::refs::{Ref, RefKind, css_refs, is_rooted, js_refs};
-use super::scan::{Element, Kind, MEDIA_ATTRS, escape_closing};
+use super::scan::{Element, escape_closing};
 use super::urls::{Reference, classify, fragment, is_bare, srcset, suffix};
+
+mod elements;
 
 /// A problem in a file of the widget: `file` is its path in the widget
 /// folder, `None` for the entry document.
@@ -86,113 +91,6 @@ impl<'o, 'r> Builder<'o, 'r> {
                 self.options.base,
             ),
             None => classify(reference, dir, self.options.base),
-        }
-    }
-
-    /// One element of the entry document.
-    pub(super) fn element(
-        &mut self,
-        html: &str,
-        element: &Element<'_>,
-        edits: &mut Vec<(usize, usize, Vec<Piece>)>,
-        deferred: &mut Vec<Piece>,
-        remote: &mut Vec<(usize, String)>,
-    ) {
-        let entry_dir = self.options.entry_dir;
-        let fail = |what: &str, reference: &str, reason: String| BundleError {
-            file: None,
-            offset: element.start,
-            reason: format!("{what} \"{reference}\": {reason}"),
-        };
-        match element.kind {
-            Kind::Script | Kind::Stylesheet => {
-                let Some(reference) = element.reference() else {
-                    return;
-                };
-                let what = if element.kind == Kind::Script {
-                    "script src"
-                } else {
-                    "stylesheet href"
-                };
-                let path = match self.resolve(reference, entry_dir) {
-                    Reference::Remote => {
-                        remote.push((element.start, reference.to_owned()));
-                        return;
-                    }
-                    Reference::Opaque => return,
-                    Reference::Invalid(reason) => {
-                        self.errors.push(fail(what, reference, reason));
-                        return;
-                    }
-                    Reference::Local(path) => path,
-                };
-                let text = match self.text(&path) {
-                    Ok(text) => text,
-                    Err(reason) => {
-                        self.errors.push(fail(what, reference, reason));
-                        return;
-                    }
-                };
-                let dir = parent(&path);
-                if element.kind == Kind::Script {
-                    let (refs, problems) = js_refs(&text, self.options.placeholder);
-                    let loads_modules = element.is_module_script()
-                        && (!problems.is_empty()
-                            || refs.iter().any(|r| {
-                                matches!(
-                                    r.kind,
-                                    RefKind::Import | RefKind::DynamicImport | RefKind::ModuleUrl
-                                ) && matches!(self.resolve(&r.value, &dir), Reference::Local(_))
-                            }));
-                    if loads_modules {
-                        // Served, so modules that import it share its instance.
-                        self.served.insert(path.clone());
-                        if let Some(src) = element.attrs.iter().find(|a| a.name == "src") {
-                            let start = src.value_at;
-                            let end = start + src.value.unwrap_or_default().len();
-                            edits.push((start, end, vec![Piece::Url(path)]));
-                        }
-                        return;
-                    }
-                    let content = self.inlined_content(&path, &text, &refs, &problems);
-                    let pieces = wrap(element, content);
-                    edits.push((element.start, element.end, Vec::new()));
-                    if element.is_deferred_script() {
-                        deferred.extend(pieces);
-                    } else {
-                        edits.last_mut().expect("just pushed").2 = pieces;
-                    }
-                } else {
-                    let refs = css_refs(&text);
-                    let content = self.inlined_content(&path, &text, &refs, &[]);
-                    edits.push((element.start, element.end, wrap(element, content)));
-                }
-            }
-            Kind::Style => {
-                let css = &html[element.content.clone()];
-                let refs = css_refs(css);
-                let start = element.content.start;
-                let pieces = self.rewritten(None, css, entry_dir, &refs);
-                edits.push((start, element.content.end, pieces));
-            }
-            Kind::Link => {
-                let Some(href) = element.attrs.iter().find(|a| a.name == "href") else {
-                    return;
-                };
-                let served = ["manifest", "modulepreload", "preload", "prefetch"]
-                    .iter()
-                    .any(|rel| element.has_rel(rel));
-                self.attribute(html, element, href, served, edits);
-            }
-            Kind::Media => {
-                for attr in element
-                    .attrs
-                    .iter()
-                    .filter(|a| MEDIA_ATTRS.contains(&a.name.as_str()))
-                {
-                    self.attribute(html, element, attr, false, edits);
-                }
-            }
         }
     }
 

@@ -57,14 +57,16 @@ enum Tok<'a> {
 /// for none) is root-relative, like one starting with `/`.
 pub(crate) fn js_refs(src: &str, placeholder: &str) -> (Vec<Ref>, Vec<ScanProblem>) {
     let b = src.as_bytes();
-    let mut refs = Vec::new();
-    let mut problems = Vec::new();
-    // Significant tokens so far; strings index into `strings`.
-    let mut toks: Vec<Tok<'_>> = Vec::new();
-    let mut strings: Vec<Range<usize>> = Vec::new();
-    // Open template literals: the brace depth at which each `${` started.
-    let mut templates: Vec<usize> = Vec::new();
-    let mut depth = 0usize;
+    let mut s = JsScan {
+        src,
+        placeholder,
+        refs: Vec::new(),
+        problems: Vec::new(),
+        toks: Vec::new(),
+        strings: Vec::new(),
+        templates: Vec::new(),
+        depth: 0,
+    };
     let mut i = 0;
     let n = b.len();
     while i < n {
@@ -75,72 +77,31 @@ pub(crate) fn js_refs(src: &str, placeholder: &str) -> (Vec<Ref>, Vec<ScanProble
         }
         if c == b'/' && b.get(i + 1) == Some(&b'/') {
             let end = src[i..].find('\n').map_or(n, |e| i + e);
-            source_map(src, i + 2, end, &mut refs);
+            source_map(src, i + 2, end, &mut s.refs);
             i = end;
             continue;
         }
         if c == b'/' && b.get(i + 1) == Some(&b'*') {
             let end = src[i + 2..].find("*/").map_or(n, |e| i + 2 + e);
-            source_map(src, i + 2, end, &mut refs);
+            source_map(src, i + 2, end, &mut s.refs);
             i = (end + 2).min(n);
             continue;
         }
-        if c == b'/' && regex_allowed(toks.last()) {
+        if c == b'/' && regex_allowed(s.toks.last()) {
             i = skip_regex(b, i);
-            toks.push(Tok::Other);
+            s.toks.push(Tok::Other);
             continue;
         }
         if c == b'"' || c == b'\'' {
             let (content_end, end) = skip_string(b, i, c);
-            strings.push(i + 1..content_end);
-            toks.push(Tok::Str(strings.len() - 1));
+            s.strings.push(i + 1..content_end);
+            s.toks.push(Tok::Str(s.strings.len() - 1));
             i = end;
-            check_string(src, &toks, &strings, &mut refs, placeholder);
+            s.check_string();
             continue;
         }
-        if c == b'`' || (c == b'}' && templates.last() == Some(&depth)) {
-            if c == b'}' {
-                templates.pop();
-            }
-            // Template text up to its end or the next `${`.
-            let open = i;
-            let mut j = i + 1;
-            let mut whole = c == b'`';
-            loop {
-                match b.get(j) {
-                    None => break,
-                    Some(b'\\') => j += 2,
-                    Some(b'`') => {
-                        j += 1;
-                        break;
-                    }
-                    Some(b'$') if b.get(j + 1) == Some(&b'{') => {
-                        templates.push(depth);
-                        whole = false;
-                        j += 2;
-                        break;
-                    }
-                    Some(_) => j += 1,
-                }
-            }
-            i = j.min(n);
-            if whole && i - 1 > open && b[i - 1] == b'`' {
-                // A template without substitutions is a plain string (how
-                // some bundlers write every string).
-                strings.push(open + 1..i - 1);
-                toks.push(Tok::Str(strings.len() - 1));
-                check_string(src, &toks, &strings, &mut refs, placeholder);
-            } else {
-                if c == b'`'
-                    && matches!(toks.as_slice(), [.., Tok::Word("import"), Tok::Punct(b'(')])
-                {
-                    problems.push(ScanProblem {
-                        offset: open,
-                        reason: NOT_LITERAL.into(),
-                    });
-                }
-                toks.push(Tok::Other);
-            }
+        if c == b'`' || (c == b'}' && s.templates.last() == Some(&s.depth)) {
+            i = s.template(i, c);
             continue;
         }
         if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80 {
@@ -150,28 +111,114 @@ pub(crate) fn js_refs(src: &str, placeholder: &str) -> (Vec<Ref>, Vec<ScanProble
             {
                 i += 1;
             }
-            toks.push(src.get(start..i).map_or(Tok::Other, Tok::Word));
+            s.toks.push(src.get(start..i).map_or(Tok::Other, Tok::Word));
             continue;
         }
+        s.punct(i, c);
+        i += 1;
+    }
+    (s.refs, s.problems)
+}
+
+/// A JavaScript file being scanned: what was found so far, and the state
+/// of its tokens.
+struct JsScan<'a> {
+    src: &'a str,
+    placeholder: &'a str,
+    refs: Vec<Ref>,
+    problems: Vec<ScanProblem>,
+    /// Significant tokens so far; strings index into `strings`.
+    toks: Vec<Tok<'a>>,
+    strings: Vec<Range<usize>>,
+    /// Open template literals: the brace depth at which each `${` started.
+    templates: Vec<usize>,
+    depth: usize,
+}
+
+impl JsScan<'_> {
+    /// Classifies the string literal just pushed.
+    fn check_string(&mut self) {
+        check_string(
+            self.src,
+            &self.toks,
+            &self.strings,
+            &mut self.refs,
+            self.placeholder,
+        );
+    }
+
+    /// Template text from `i` (its opening `` ` ``, or the `}` closing a
+    /// substitution) up to its end or the next `${`: the index after it.
+    fn template(&mut self, i: usize, c: u8) -> usize {
+        let b = self.src.as_bytes();
+        let n = b.len();
+        if c == b'}' {
+            self.templates.pop();
+        }
+        let open = i;
+        let mut j = i + 1;
+        let mut whole = c == b'`';
+        loop {
+            match b.get(j) {
+                None => break,
+                Some(b'\\') => j += 2,
+                Some(b'`') => {
+                    j += 1;
+                    break;
+                }
+                Some(b'$') if b.get(j + 1) == Some(&b'{') => {
+                    self.templates.push(self.depth);
+                    whole = false;
+                    j += 2;
+                    break;
+                }
+                Some(_) => j += 1,
+            }
+        }
+        let i = j.min(n);
+        if whole && i - 1 > open && b[i - 1] == b'`' {
+            // A template without substitutions is a plain string (how
+            // some bundlers write every string).
+            self.strings.push(open + 1..i - 1);
+            self.toks.push(Tok::Str(self.strings.len() - 1));
+            self.check_string();
+        } else {
+            if c == b'`'
+                && matches!(
+                    self.toks.as_slice(),
+                    [.., Tok::Word("import"), Tok::Punct(b'(')]
+                )
+            {
+                self.problems.push(ScanProblem {
+                    offset: open,
+                    reason: NOT_LITERAL.into(),
+                });
+            }
+            self.toks.push(Tok::Other);
+        }
+        i
+    }
+
+    /// The punctuation `c` at `i`: braces counted, and a dynamic `import(`
+    /// whose specifier is no string literal reported.
+    fn punct(&mut self, i: usize, c: u8) {
         match c {
-            b'{' => depth += 1,
-            b'}' => depth = depth.saturating_sub(1),
+            b'{' => self.depth += 1,
+            b'}' => self.depth = self.depth.saturating_sub(1),
             _ => {}
         }
-        toks.push(Tok::Punct(c));
-        if let [.., Tok::Word("import"), Tok::Punct(b'(')] = toks.as_slice() {
-            let prior = toks.len().checked_sub(3).map(|k| toks[k]);
-            let next = src[i + 1..].trim_start().as_bytes().first().copied();
+        self.toks.push(Tok::Punct(c));
+        if let [.., Tok::Word("import"), Tok::Punct(b'(')] = self.toks.as_slice() {
+            let prior = self.toks.len().checked_sub(3).map(|k| self.toks[k]);
+            let next = self.src[i + 1..].trim_start().as_bytes().first().copied();
             if prior != Some(Tok::Punct(b'.')) && !matches!(next, Some(b'"' | b'\'' | b'`')) {
-                problems.push(ScanProblem {
+                self.problems.push(ScanProblem {
                     offset: i,
                     reason: NOT_LITERAL.into(),
                 });
             }
         }
-        i += 1;
     }
-    (refs, problems)
 }
 
 /// Classifies the string literal just pushed by the tokens before it.

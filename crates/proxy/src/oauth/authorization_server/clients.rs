@@ -74,7 +74,8 @@ impl Clients {
                     "clients known by a metadata document URL are not accepted here (client_metadata_documents.enabled)",
                 ));
             };
-            let url = client::metadata_document_url(client_id).map_err(|why| invalid(&why))?;
+            let url = client::metadata_document_url(client_id)
+                .map_err(|why| invalid(&why.to_string()))?;
             let client = self.document(vetted, &url).await?;
             return Ok(Known {
                 client,

@@ -220,7 +220,7 @@ impl Provider {
             &c.issuer,
             tokens.answer.get("id_token").and_then(Value::as_str),
         ) {
-            let claims = rules::id_token_claims(id_token)?;
+            let claims = rules::id_token_claims(id_token).map_err(|e| e.to_string())?;
             rules::check_id_token(
                 &claims,
                 &rules::Expect {
@@ -230,7 +230,8 @@ impl Provider {
                     now: mcp_ui_model::clock::unix_secs(),
                     leeway_secs: LEEWAY_SECS,
                 },
-            )?;
+            )
+            .map_err(|e| e.to_string())?;
             if let Some(s) = rules::subject(&claims, &c.subject_claim) {
                 return Ok(s);
             }

@@ -324,5 +324,5 @@ fn generated_key() -> Result<Signer, String> {
     let pair =
         EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).map_err(|e| e.to_string())?;
     let der = pair.to_pkcs8v1().map_err(|e| e.to_string())?;
-    Signer::from_ec_pkcs8_der(der.as_ref())
+    Signer::from_ec_pkcs8_der(der.as_ref()).map_err(|e| e.to_string())
 }

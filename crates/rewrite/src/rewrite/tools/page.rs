@@ -102,22 +102,28 @@ pub(crate) fn tools_list_page(
             last,
         });
     }
-    let grown: usize = edits.iter().map(|(_, new)| new.len()).sum();
-    let mut out = String::with_capacity(text.len() + grown);
-    let mut at = 0;
-    for (range, new) in &edits {
-        out.push_str(&text[at..range.start]);
-        out.push_str(new);
-        at = range.end;
-    }
-    out.push_str(&text[at..]);
     Some(RewrittenPage {
-        text: Some(out),
+        text: Some(spliced(text, &edits)),
         warnings,
         names,
         overlaid: sent,
         last,
     })
+}
+
+/// `text` with each of `edits` (a range of it and its replacement, in
+/// order) made.
+fn spliced(text: &str, edits: &[(std::ops::Range<usize>, String)]) -> String {
+    let grown: usize = edits.iter().map(|(_, new)| new.len()).sum();
+    let mut out = String::with_capacity(text.len() + grown);
+    let mut at = 0;
+    for (range, new) in edits {
+        out.push_str(&text[at..range.start]);
+        out.push_str(new);
+        at = range.end;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// One overlaid tool (at `span` in `text`) rewritten in its text: the
