@@ -19,7 +19,7 @@ use super::model::{
 };
 use crate::cli::init::table::toml_key;
 use crate::overlay::ToolOverlay;
-use crate::overlay::builtin::view::View;
+use crate::overlay::builtin::View;
 
 /// [`Rule::Title`]: a tool neither the upstream nor the overlay titles
 /// (`title`, or the upstream's `annotations.title`).

@@ -22,8 +22,8 @@ mod schema;
 mod script_tests;
 #[cfg(test)]
 mod tests;
-pub mod view;
 
+use crate::overlay::format::view;
 pub(crate) use schema::resolve_pointer;
 pub use schema::{
     Resolved, default_array, default_string, is_array as schema_is_array,

@@ -8,6 +8,8 @@ use serde_json::{Map, Value};
 pub use super::domain::{HostDomains, WidgetDomain};
 use super::memo::Memo;
 
+pub mod view;
+
 #[cfg(test)]
 mod tests;
 
@@ -94,7 +96,7 @@ pub struct ToolOverlay {
     #[serde(default)]
     pub result: ResultShaping,
     /// The options of a built-in widget (`widget = "builtin:<kind>"`).
-    pub view: Option<super::builtin::view::View>,
+    pub view: Option<view::View>,
     /// What the widget is shown with when its height is measured (`check`,
     /// `/preview`).
     pub sample: Option<Sample>,
@@ -151,7 +153,7 @@ pub struct RenderTool {
     pub meta: Option<Map<String, Value>>,
     /// The options of a built-in widget (`widget = "builtin:<kind>"`); its
     /// data is the render tool's arguments.
-    pub view: Option<super::builtin::view::View>,
+    pub view: Option<view::View>,
     /// What the widget is shown with when its height is measured (`check`,
     /// `/preview`): `arguments` only, which the render tool echoes.
     pub sample: Option<Sample>,

@@ -94,7 +94,7 @@ fn shipped_schemas_are_json_and_match_the_overlay_types() {
     assert_same_keys::<Annotations>(&schema, "/definitions/annotations/properties");
     assert_same_keys::<ResultShaping>(&schema, "/definitions/result/properties");
     assert_same_keys::<crate::overlay::builtin::View>(&schema, "/definitions/view/properties");
-    assert_same_keys::<crate::overlay::builtin::view::Action>(
+    assert_same_keys::<crate::overlay::format::view::Action>(
         &schema,
         "/definitions/action/properties",
     );

@@ -9,9 +9,9 @@ use super::csp::origin;
 use super::names::nearest;
 use super::problem::Problem;
 use super::widget_domain;
-use crate::overlay::builtin::view::Confirm;
 use crate::overlay::builtin::{self, Field, Format, Kind, Resolved, Shape, View};
 use crate::overlay::builtin::{default_array, default_string, pointer_segment, resolve_pointer};
+use crate::overlay::format::view::Confirm;
 
 /// The built-in kind a tool overlay's `widget` names, if it names one that
 /// exists.
