@@ -255,8 +255,10 @@ impl Gateway {
             })
             .collect();
         let mounts_for_client = mounts.clone();
-        let telemetry = Tracer::from_config(&config.telemetry)
-            .map_err(|e| ConfigError::Invalid { problems: vec![e] })?;
+        let telemetry =
+            Tracer::from_config(&config.telemetry).map_err(|e| ConfigError::Invalid {
+                problems: vec![e.to_string()],
+            })?;
         Ok(Arc::new(Gateway {
             telemetry,
             sessions: Arc::new(Owned::new(mounts.len(), limits.max_sessions)),
