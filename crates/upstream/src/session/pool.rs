@@ -14,15 +14,16 @@
 //! (a crashed child, an upstream that forgot its session): connections come
 //! back by themselves, and clients never see them go.
 //!
-//! - `slot`: one connection's place, and how long it has gone unused;
+//! - `handshakes`: the upstream's last handshake per credentials, kept for
+//!   local `initialize`s;
 //! - `pick`: which pool place a request takes;
 //! - `room`: the limits on connections, what is ended to make room, and
 //!   what is ended for being unused;
 //! - `tests`: the places, the lanes and the limits, over stand-in connections.
 
+mod handshakes;
 mod pick;
 mod room;
-mod slot;
 #[cfg(test)]
 mod tests;
 
@@ -30,13 +31,15 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::upstream::handshake::Handshake;
 use crate::upstream::messages::{EndedBy, MessageSession, Mux, Peers};
 use mcp_ui_model::outcome::Failure;
 use mcp_ui_model::session_id::Caps;
 use mcp_ui_wire::protocol::Era;
-use slot::Slot;
 
 /// Which connection of a mount.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,9 +77,70 @@ pub struct Conn {
     pub handshake: Option<Arc<Handshake>>,
 }
 
-/// Most handshakes a pool keeps for local `initialize`s: one per
-/// credentials (a held HTTP session's caller and claims).
-const MAX_HANDSHAKES: usize = 4096;
+/// One connection's place: started on first use, started again when found
+/// ended.
+#[derive(Default)]
+pub struct Slot {
+    /// The caller whose own connection this is (a digest of its
+    /// credentials); 0 for a place of the mount's shared pool.
+    owner: u64,
+    conn: Arc<tokio::sync::Mutex<Option<Conn>>>,
+    /// The connection in use, readable without waiting for a start.
+    live: Mutex<Option<Arc<MessageSession>>>,
+    born: std::sync::OnceLock<Instant>,
+    last_ms: AtomicU64,
+}
+
+impl Slot {
+    fn owned_by(owner: u64) -> Slot {
+        Slot {
+            owner,
+            ..Slot::default()
+        }
+    }
+
+    /// Whether the place holds nothing: no connection open, none starting.
+    fn is_vacant(&self) -> bool {
+        self.live().is_none() && self.conn.try_lock().is_ok()
+    }
+
+    /// Whether the connection may be ended to make room: open, with no
+    /// request waiting, not starting.
+    fn is_idle(&self) -> bool {
+        self.live().is_some_and(|s| s.waiting() == 0) && self.conn.try_lock().is_ok()
+    }
+
+    /// Whether the connection may be ended to make room once no idle one
+    /// is left: open, not starting, and every request on it set aside for
+    /// its client's input (2026-07-28 rounds, which end with it: their
+    /// clients are told so when they come back).
+    fn is_set_aside(&self) -> bool {
+        self.live().is_some_and(|s| s.only_parked()) && self.conn.try_lock().is_ok()
+    }
+
+    fn touch(&self) {
+        let born = *self.born.get_or_init(Instant::now);
+        self.last_ms
+            .store(born.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    fn idle(&self) -> Duration {
+        let Some(born) = self.born.get() else {
+            return Duration::ZERO;
+        };
+        born.elapsed()
+            .saturating_sub(Duration::from_millis(self.last_ms.load(Ordering::Relaxed)))
+    }
+
+    /// The connection, if one is open.
+    pub fn live(&self) -> Option<Arc<MessageSession>> {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .filter(|s| !s.is_closed())
+    }
+}
 
 /// Whether the upstream speaks the 2026-07-28 envelope: not known yet, yes, no.
 const UNKNOWN: u8 = 0;
@@ -197,16 +261,6 @@ impl Pool {
         self.stateful.store(true, Ordering::Relaxed);
     }
 
-    /// The last handshake of this mount's upstream with `creds`, if any
-    /// connection made one.
-    pub fn handshake(&self, creds: u64) -> Option<Arc<Handshake>> {
-        self.init
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&creds)
-            .cloned()
-    }
-
     /// The connection of `key`, `owner`'s own (0: a shared place), started
     /// by `start` when there is none or it ended; a new place is made room
     /// for ([`Self::make_room`]). `start` gets whether this is a restart.
@@ -258,30 +312,6 @@ impl Pool {
         *slot.live.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.session.clone());
         *conn = Some(c.clone());
         Ok(c)
-    }
-
-    /// Keep `h` as the handshake of `creds`, for local `initialize`s. At
-    /// most [`MAX_HANDSHAKES`] are kept: past it, those of credentials with
-    /// no connection open are forgotten (a forgotten one is asked again).
-    fn keep_handshake(&self, creds: u64, h: Arc<Handshake>) {
-        let full = |init: &HashMap<u64, Arc<Handshake>>| {
-            init.len() >= MAX_HANDSHAKES && !init.contains_key(&creds)
-        };
-        if full(&self.init.lock().unwrap_or_else(|e| e.into_inner())) {
-            let open: std::collections::HashSet<u64> = self
-                .lock()
-                .iter()
-                .filter(|(_, s)| s.live().is_some())
-                .map(|(k, _)| k.creds)
-                .collect();
-            let mut init = self.init.lock().unwrap_or_else(|e| e.into_inner());
-            init.retain(|c, _| open.contains(c));
-            if full(&init) {
-                init.clear();
-            }
-        }
-        let mut init = self.init.lock().unwrap_or_else(|e| e.into_inner());
-        init.insert(creds, h);
     }
 
     /// The place of `key`, made (with room made for it) when there is none.

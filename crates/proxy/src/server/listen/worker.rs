@@ -42,7 +42,7 @@ impl Worker {
                     return;
                 }
             };
-            super::accept(
+            super::accept::accept(
                 &self.gateway,
                 self.tls.as_ref(),
                 listener,

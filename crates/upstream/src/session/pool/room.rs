@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::slot::Slot;
-use super::{Lane, Pool, SlotKey};
+use super::{Lane, Pool, Slot, SlotKey};
 use crate::upstream::messages::EndedBy;
 use mcp_ui_model::outcome::Failure;
 

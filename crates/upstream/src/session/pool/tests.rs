@@ -3,8 +3,8 @@
 //! what is ended to make room, and the handshakes kept; over message
 //! sessions with no upstream behind them.
 
+use super::handshakes::MAX_HANDSHAKES;
 use super::*;
-use std::time::Duration;
 
 fn conn(name: &str) -> Conn {
     Conn {
