@@ -100,7 +100,7 @@ pub async fn auth_servers(apps: &[App], mounts: &[Mount], limits: &Limits) -> Ve
             }
         }
         if let Err(why) = passthrough::app::united(&app.name, &docs) {
-            problems.push(why);
+            problems.push(why.to_string());
         }
     }
     problems

@@ -120,7 +120,7 @@ async fn fetch_metadata(loaded: &Loaded, sign_ins: &mut [SignIn]) {
     for sign_in in sign_ins.iter_mut() {
         if let SignInKind::Issuer { issuer, metadata } = &mut sign_in.kind {
             let found = fetcher.discover(issuer, issuer).await;
-            *metadata = Some(found.map(|(_, doc)| doc));
+            *metadata = Some(found.map(|(_, doc)| doc).map_err(|e| e.to_string()));
         }
     }
 }

@@ -84,7 +84,21 @@ pub fn serve(
             return r;
         }
     };
-    if let Some(span) = &span {
+    describe(&mut response, method, asset.media_type, len, span.as_ref());
+    response
+}
+
+/// The headers of a file's answer: its span (206), type and length, the
+/// sandbox every one carries, caching, and cross-origin reading (a
+/// preflight answered with 204).
+fn describe(
+    response: &mut Response<Body>,
+    method: &Method,
+    media_type: &'static str,
+    len: usize,
+    span: Option<&Range<usize>>,
+) {
+    if let Some(span) = span {
         *response.status_mut() = StatusCode::PARTIAL_CONTENT;
         let value = format!("bytes {}-{}/{len}", span.start, span.end - 1);
         if let Ok(v) = HeaderValue::from_str(&value) {
@@ -92,13 +106,10 @@ pub fn serve(
         }
     }
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(asset.media_type),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
     headers.insert(
         header::CONTENT_LENGTH,
-        HeaderValue::from(span.as_ref().map_or(len, |s| s.len())),
+        HeaderValue::from(span.map_or(len, |s| s.len())),
     );
     headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     // A file opened as a page runs in an opaque origin, never the
@@ -124,7 +135,6 @@ pub fn serve(
         );
         *response.status_mut() = StatusCode::NO_CONTENT;
     }
-    response
 }
 
 /// The one span of `len` bytes a `Range` header asks for: `None` when it is

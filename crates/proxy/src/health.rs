@@ -40,7 +40,7 @@ impl Readiness {
 
     /// Each mount's verdict, probed again when the cached one is older than
     /// [`CACHE_FOR`].
-    pub async fn check(&self, upstreams: &Upstreams<'_>) -> Arc<Vec<Verdict>> {
+    pub(crate) async fn check(&self, upstreams: &Upstreams<'_>) -> Arc<Vec<Verdict>> {
         let mut cached = self.cached.lock().await;
         if let Some((at, verdicts)) = cached.as_ref()
             && at.elapsed() < CACHE_FOR

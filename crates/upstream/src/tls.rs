@@ -53,7 +53,7 @@ pub(crate) fn system_roots() -> Result<Arc<RootCertStore>, String> {
 impl Connector {
     /// The connector for an upstream's settings; `system` gives the
     /// system's roots when it has no `ca_file`. Reads the files it names.
-    pub fn new(
+    pub(crate) fn new(
         settings: &UpstreamTls,
         system: &mut dyn FnMut() -> Result<Arc<RootCertStore>, String>,
     ) -> Result<Self, String> {
@@ -109,7 +109,7 @@ impl Connector {
 
     /// The TLS handshake over `tcp` with `host` (the URL's host, unless
     /// `tls_server_name` names another). Whether the upstream chose HTTP/2.
-    pub async fn connect(
+    pub(crate) async fn connect(
         &self,
         host: &str,
         port: u16,

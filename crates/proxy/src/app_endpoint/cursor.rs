@@ -33,7 +33,7 @@ pub fn encode(key: &SessionKey, app: &str, position: &Position) -> String {
 
 /// The position a client's cursor names (`None`: the start); `Err` for a
 /// cursor this gateway did not make for `app` of `members` members.
-pub fn decode(
+pub(crate) fn decode(
     key: &SessionKey,
     app: &str,
     cursor: Option<&str>,

@@ -81,7 +81,7 @@ pub(crate) fn session_of(
 
 /// A member's answer, read: its `result`, or why there is none (its
 /// error's message).
-pub fn result_of(answer: &[u8]) -> Result<Value, String> {
+pub(crate) fn result_of(answer: &[u8]) -> Result<Value, String> {
     let v: Value = serde_json::from_slice(answer).map_err(|e| format!("not JSON: {e}"))?;
     if let Some(r) = v.get("result") {
         return Ok(r.clone());

@@ -30,6 +30,7 @@ use mcp_ui_model::outcome::Failure;
 use mcp_ui_model::reply::{self, Body};
 use mcp_ui_model::session_id::Hello;
 use mcp_ui_rewrite::combine::Kind;
+use mcp_ui_upstream::session::in_flight::InFlightGuard;
 use mcp_ui_wire::jsonrpc::{self, Kind as MessageKind, code};
 
 pub async fn post(
@@ -40,38 +41,19 @@ pub async fn post(
     body: Bytes,
 ) -> Response<Body> {
     let caller = access.digest();
-    let message = match jsonrpc::classify(&body) {
-        Ok(jsonrpc::Body::Single(m)) => m,
-        Ok(jsonrpc::Body::Batch(_)) => {
-            return reply::json(
-                StatusCode::BAD_REQUEST,
-                jsonrpc::error_response(
-                    None,
-                    code::INVALID_REQUEST,
-                    "Invalid Request: an app endpoint takes one message per POST, not a batch",
-                ),
-            );
-        }
-        Err(e) => return Failure::from(e).respond(None),
+    let message = match single(&body) {
+        Ok(m) => m,
+        Err(refused) => return *refused,
     };
     let id: Value = message
         .id
         .and_then(|id| serde_json::from_str(id.get()).ok())
         .unwrap_or(Value::Null);
     let method = message.method.as_deref().unwrap_or_default().to_owned();
-    // A request of the 2026-07-28 revision is held to its rules first.
-    let declared = (message.kind == MessageKind::Request)
-        .then(|| crate::relay::revision::declared(Some(&method), headers, message.params))
-        .flatten();
-    if declared.is_some() {
-        let headers = crate::relay::revision::headers_of(headers);
-        let refusal = mcp_ui_rewrite::bridge::check(&method, message.params, &headers)
-            .err()
-            .or_else(|| mcp_ui_rewrite::bridge::beyond(&method));
-        if let Some(refusal) = refusal {
-            return crate::relay::revision::refused(&refusal, message.id);
-        }
-    }
+    let declared = match revision_of(&message, &method, headers) {
+        Ok(declared) => declared,
+        Err(refused) => return *refused,
+    };
     let raw_params = message.params;
     let params: Value = message
         .params
@@ -90,16 +72,9 @@ pub async fn post(
         Ok(s) => s,
         Err(f) => return f.respond(None),
     };
-    // A session's requests waiting upstream are bounded, as on a mount.
-    let _in_flight = match headers.get(SESSION_HEADER) {
-        Some(sid) if kind == MessageKind::Request => {
-            let max = gw.limits.max_in_flight_per_session;
-            match gw.in_flight.try_enter(sid.as_bytes(), max) {
-                Some(guard) => Some(guard),
-                None => return Failure::TooManyInFlight { max }.respond(message.id),
-            }
-        }
-        _ => None,
+    let _in_flight = match enter(gw, headers, &message) {
+        Ok(guard) => guard,
+        Err(refused) => return *refused,
     };
     let x = Exchange {
         gw,
@@ -130,6 +105,68 @@ pub async fn post(
             (Some(_), "subscriptions/listen") => x.listen(&body, raw_params).await,
             _ => x.request(&method, &params, body).await,
         },
+    }
+}
+
+/// The one message of a POST; a batch, or what is not JSON-RPC, refused.
+fn single(body: &Bytes) -> Result<jsonrpc::Message<'_>, Box<Response<Body>>> {
+    match jsonrpc::classify(body) {
+        Ok(jsonrpc::Body::Single(m)) => Ok(m),
+        Ok(jsonrpc::Body::Batch(_)) => Err(Box::new(reply::json(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::error_response(
+                None,
+                code::INVALID_REQUEST,
+                "Invalid Request: an app endpoint takes one message per POST, not a batch",
+            ),
+        ))),
+        Err(e) => Err(Box::new(Failure::from(e).respond(None))),
+    }
+}
+
+/// What a request of the 2026-07-28 revision declares, once it is held to
+/// that revision's rules (first, before anything else); `None` for any
+/// other message.
+fn revision_of(
+    message: &jsonrpc::Message<'_>,
+    method: &str,
+    headers: &HeaderMap,
+) -> Result<Option<mcp_ui_wire::protocol::Caps>, Box<Response<Body>>> {
+    let declared = (message.kind == MessageKind::Request)
+        .then(|| crate::relay::revision::declared(Some(method), headers, message.params))
+        .flatten();
+    if declared.is_some() {
+        let headers = crate::relay::revision::headers_of(headers);
+        let refusal = mcp_ui_rewrite::bridge::check(method, message.params, &headers)
+            .err()
+            .or_else(|| mcp_ui_rewrite::bridge::beyond(method));
+        if let Some(refusal) = refusal {
+            return Err(Box::new(crate::relay::revision::refused(
+                &refusal, message.id,
+            )));
+        }
+    }
+    Ok(declared)
+}
+
+/// A session's requests waiting upstream are bounded, as on a mount: the
+/// place of this one, if it is a request of a session, or its refusal.
+fn enter(
+    gw: &Gateway,
+    headers: &HeaderMap,
+    message: &jsonrpc::Message<'_>,
+) -> Result<Option<InFlightGuard>, Box<Response<Body>>> {
+    match headers.get(SESSION_HEADER) {
+        Some(sid) if message.kind == MessageKind::Request => {
+            let max = gw.limits.max_in_flight_per_session;
+            match gw.in_flight.try_enter(sid.as_bytes(), max) {
+                Some(guard) => Ok(Some(guard)),
+                None => Err(Box::new(
+                    Failure::TooManyInFlight { max }.respond(message.id),
+                )),
+            }
+        }
+        _ => Ok(None),
     }
 }
 

@@ -89,8 +89,10 @@ impl Gateway {
             .map(|(i, m)| (m.path.clone(), i))
             .collect();
         let limits = &config.limits;
-        let telemetry = Tracer::from_config(&config.telemetry)
-            .map_err(|e| ConfigError::Invalid { problems: vec![e] })?;
+        let telemetry =
+            Tracer::from_config(&config.telemetry).map_err(|e| ConfigError::Invalid {
+                problems: vec![e.to_string()],
+            })?;
         let client =
             upstream::client::client_for(Duration::from_secs(limits.connect_timeout_secs), &mounts)
                 .map_err(|problems| ConfigError::Invalid { problems })?;

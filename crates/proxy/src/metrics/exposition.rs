@@ -30,9 +30,20 @@ impl Metrics {
             "mcp_gateway_build_info{{version=\"{}\"}} 1",
             escape(env!("CARGO_PKG_VERSION"))
         );
+        self.render_exchanges(&mut out);
+        self.render_http(&mut out);
+        self.render_connections(&mut out, snapshot);
+        self.render_process(&mut out, snapshot);
+        self.render_tls_and_traces(&mut out, snapshot);
+        render_conventional(&mut out, &self.conventional);
+        render_sessions(&mut out, &self.sessions);
+        out
+    }
 
+    /// MCP exchanges by upstream, method and outcome, and their durations.
+    fn render_exchanges(&self, out: &mut String) {
         family(
-            &mut out,
+            out,
             "mcp_gateway_requests_total",
             "counter",
             "MCP exchanges by upstream, JSON-RPC method (GET and DELETE for the bodyless ones) and outcome.",
@@ -56,7 +67,7 @@ impl Metrics {
         }
 
         family(
-            &mut out,
+            out,
             "mcp_gateway_request_duration_seconds",
             "histogram",
             "Time from a request's arrival to the end of its response (a POST's SSE answer to its last event; GET and DELETE to the response head).",
@@ -66,12 +77,15 @@ impl Metrics {
             for (k, method) in METHODS.iter().enumerate() {
                 let h = &self.durations[m * METHODS.len() + k];
                 let labels = format!("upstream=\"{name}\",method=\"{}\"", escape(method));
-                write_histogram(&mut out, "mcp_gateway_request_duration_seconds", &labels, h);
+                write_histogram(out, "mcp_gateway_request_duration_seconds", &labels, h);
             }
         }
+    }
 
+    /// HTTP responses by status code.
+    fn render_http(&self, out: &mut String) {
         family(
-            &mut out,
+            out,
             "mcp_gateway_http_requests_total",
             "counter",
             "HTTP responses by status code (every path; 0 for codes outside 100-599).",
@@ -93,9 +107,12 @@ impl Metrics {
                 "mcp_gateway_http_requests_total{{status=\"0\"}} {other}"
             );
         }
+    }
 
+    /// Sessions and connections by mount: open, known, started, revived.
+    fn render_connections(&self, out: &mut String, snapshot: &Snapshot) {
         family(
-            &mut out,
+            out,
             "mcp_gateway_sessions_open",
             "gauge",
             "Connections this process holds open with an upstream (stdio and legacy SSE, shared or a session's own, and held streamable HTTP sessions); the sessions of streamable HTTP clients that own theirs live in their sealed ids and are not counted.",
@@ -116,52 +133,55 @@ impl Metrics {
             }
         };
         family(
-            &mut out,
+            out,
             "mcp_gateway_client_sessions",
             "gauge",
             "Client sessions this process knows: those on connections clients share, and those that own a connection of their own.",
         );
         per_mount(
-            &mut out,
+            out,
             "mcp_gateway_client_sessions",
             &snapshot.client_sessions,
         );
         family(
-            &mut out,
+            out,
             "mcp_gateway_upstream_connections",
             "gauge",
             "Upstream connections open: stdio children, legacy SSE streams and held streamable HTTP sessions, shared or a session's own.",
         );
         per_mount(
-            &mut out,
+            out,
             "mcp_gateway_upstream_connections",
             &snapshot.upstream_connections,
         );
         family(
-            &mut out,
+            out,
             "mcp_gateway_processes_started_total",
             "counter",
             "Stdio upstream processes started.",
         );
         per_mount(
-            &mut out,
+            out,
             "mcp_gateway_processes_started_total",
             &snapshot.processes_started,
         );
         family(
-            &mut out,
+            out,
             "mcp_gateway_sessions_revived_total",
             "counter",
             "Connections opened again in place of ones that ended under their clients (a crashed or reaped child, an upstream that forgot its session, a session id that outlived its process).",
         );
         per_mount(
-            &mut out,
+            out,
             "mcp_gateway_sessions_revived_total",
             &snapshot.sessions_revived,
         );
+    }
 
+    /// Stdio children, overlay reloads and readiness.
+    fn render_process(&self, out: &mut String, snapshot: &Snapshot) {
         family(
-            &mut out,
+            out,
             "mcp_gateway_stdio_children",
             "gauge",
             "Stdio upstream processes the gateway's sessions started and not yet reaped.",
@@ -173,7 +193,7 @@ impl Metrics {
         );
 
         family(
-            &mut out,
+            out,
             "mcp_gateway_overlay_reloads_total",
             "counter",
             "Overlay reloads by result: ok (applied, or nothing to apply) or error (the last good overlays stayed).",
@@ -190,7 +210,7 @@ impl Metrics {
         );
 
         family(
-            &mut out,
+            out,
             "mcp_gateway_upstream_up",
             "gauge",
             "Whether the upstream answered the last readiness probe (1) or not (0); absent before the first /readyz.",
@@ -205,9 +225,12 @@ impl Metrics {
                 );
             }
         }
+    }
 
+    /// TLS handshakes, and the trace spans exported when traces are.
+    fn render_tls_and_traces(&self, out: &mut String, snapshot: &Snapshot) {
         family(
-            &mut out,
+            out,
             "mcp_gateway_tls_handshakes_total",
             "counter",
             "TLS handshakes completed: side=\"listener\" with clients, side=\"upstream\" with https:// upstreams (pooled connections make them rare).",
@@ -224,7 +247,7 @@ impl Metrics {
         );
         if let Some((exported, dropped, failed)) = snapshot.otlp_spans {
             family(
-                &mut out,
+                out,
                 "mcp_gateway_otlp_spans_total",
                 "counter",
                 "Trace spans by what became of them: exported, dropped (the export queue was full), failed (the collector refused or did not answer).",
@@ -240,9 +263,6 @@ impl Metrics {
                 );
             }
         }
-        render_conventional(&mut out, &self.conventional);
-        render_sessions(&mut out, &self.sessions);
-        out
     }
 }
 

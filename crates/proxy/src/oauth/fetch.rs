@@ -19,6 +19,7 @@ use http_body_util::Full;
 use serde_json::{Map, Value};
 use url::Url;
 
+use mcp_ui_model::outcome::Side;
 use mcp_ui_upstream::upstream::client::{Client, client_trusting, send};
 
 /// Each request to a provider, and its answer, within this long.
@@ -77,7 +78,7 @@ impl Fetcher {
     }
 
     /// The JSON document at `url`, of the provider known as `anchor`.
-    pub async fn get(
+    pub(crate) async fn get(
         &self,
         anchor: &str,
         url: &Url,
@@ -87,7 +88,7 @@ impl Fetcher {
     }
 
     /// The JSON answer to the form `pairs` posted to `url`.
-    pub async fn post_form(
+    pub(crate) async fn post_form(
         &self,
         anchor: &str,
         url: &Url,
@@ -156,9 +157,13 @@ impl Fetcher {
         &self,
         anchor: &str,
         issuer: &str,
-    ) -> Result<(Url, Map<String, Value>), String> {
-        let parsed = mcp_ui_model::config::auth::issuer_url(issuer)
-            .map_err(|why| format!("the issuer {issuer:?} {why}"))?;
+    ) -> Result<(Url, Map<String, Value>), DiscoveryError> {
+        let parsed = mcp_ui_model::config::auth::issuer_url(issuer).map_err(|why| {
+            DiscoveryError::NotAnIssuer {
+                issuer: issuer.to_owned(),
+                why: why.to_string(),
+            }
+        })?;
         let mut tried = Vec::new();
         for url in metadata_urls(&parsed) {
             match self.get(anchor, &url, ClientAuth::None).await {
@@ -171,12 +176,51 @@ impl Fetcher {
                 Err(why) => tried.push(why),
             }
         }
-        Err(format!(
-            "no metadata of the issuer {issuer} was found ({})",
-            tried.join("; ")
-        ))
+        Err(DiscoveryError::NotFound {
+            issuer: issuer.to_owned(),
+            tried,
+        })
     }
 }
+
+/// Why an issuer's metadata was not found. It reaches a client as the
+/// gateway's failure to check its token or sign it in, never as the
+/// client's: [`DiscoveryError::side`] says whose it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiscoveryError {
+    /// The issuer is not a URL an issuer may have: the operator's
+    /// configuration, counted as the gateway's.
+    NotAnIssuer { issuer: String, why: String },
+    /// No metadata URL answered a document of this issuer: what each one
+    /// tried answered, in order.
+    NotFound { issuer: String, tried: Vec<String> },
+}
+
+impl DiscoveryError {
+    /// Whose fault it is: the gateway's configuration, or the issuer that
+    /// did not answer.
+    pub fn side(&self) -> Side {
+        match self {
+            DiscoveryError::NotAnIssuer { .. } => Side::Gateway,
+            DiscoveryError::NotFound { .. } => Side::Upstream,
+        }
+    }
+}
+
+impl std::fmt::Display for DiscoveryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DiscoveryError::NotAnIssuer { issuer, why } => write!(f, "the issuer {issuer:?} {why}"),
+            DiscoveryError::NotFound { issuer, tried } => write!(
+                f,
+                "no metadata of the issuer {issuer} was found ({})",
+                tried.join("; ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DiscoveryError {}
 
 /// The `Authorization` value of `auth`, if any.
 fn authorization(auth: &ClientAuth<'_>) -> Option<HeaderValue> {
@@ -202,7 +246,7 @@ fn authorization(auth: &ClientAuth<'_>) -> Option<HeaderValue> {
 /// The request target of `url`, built from the parts the WHATWG parser
 /// found: scheme, host (an IPv6 address in brackets), an explicit port, and
 /// the path with its query.
-pub fn uri_of(url: &Url) -> Result<http::Uri, String> {
+pub(crate) fn uri_of(url: &Url) -> Result<http::Uri, String> {
     let host = url.host_str().ok_or_else(|| format!("{url}: no host"))?;
     let authority = match url.port() {
         Some(port) => format!("{host}:{port}"),

@@ -77,7 +77,7 @@ impl IssuerKeys {
 
     /// The key set to check a token with: the one in hand while it is
     /// fresh, else fetched now.
-    pub async fn current(&self, fetcher: &Fetcher) -> Result<Held, String> {
+    pub(crate) async fn current(&self, fetcher: &Fetcher) -> Result<Held, String> {
         if self.fixed {
             return self.keys.load_full().ok_or_else(|| "no keys".to_owned());
         }
@@ -165,11 +165,14 @@ impl IssuerKeys {
 
     /// The issuer's metadata (`oauth::fetch::Fetcher::discover`), found
     /// once.
-    pub async fn found(&self, fetcher: &Fetcher) -> Result<Arc<Found>, String> {
+    pub(crate) async fn found(&self, fetcher: &Fetcher) -> Result<Arc<Found>, String> {
         if let Some(f) = self.found.load_full() {
             return Ok(f);
         }
-        let (url, doc) = fetcher.discover(&self.issuer, &self.issuer).await?;
+        let (url, doc) = fetcher
+            .discover(&self.issuer, &self.issuer)
+            .await
+            .map_err(|e| e.to_string())?;
         let found = Arc::new(Found {
             jwks_uri: fetch::endpoint(&doc, "jwks_uri"),
             introspection_endpoint: fetch::endpoint(&doc, "introspection_endpoint"),

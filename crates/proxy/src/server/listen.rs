@@ -3,21 +3,27 @@
 //! chosen by ALPN) by [`crate::stack`]'s service and closed when its phase
 //! outlives its limit, and the graceful shutdown that closes idle
 //! connections at once and drains the others.
+//!
+//! - `accept`: a thread's accepting and serving of connections;
+//! - `worker`: the extra worker threads, each accepting from the socket;
+//! - `served`: one accepted connection, served until it ends or is closed.
+
+mod accept;
+mod served;
+mod worker;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tower::Service;
 
-use super::conn::{Admission, Conn, Phase, Registry, Timeouts, Tracked, Watched};
+use super::conn::Registry;
 use crate::gateway::Gateway;
 use crate::server::tls::ListenerTls;
+use accept::accept;
 use mcp_ui_upstream::upstream::stdio::KILL_GRACE;
 
 /// A bound gateway, ready to serve.
@@ -93,36 +99,15 @@ impl Server {
         // Fires once every owned session has been ended, for the workers
         // still serving connections.
         let closed = CancellationToken::new();
-        let mut threads = Vec::new();
-        let listener = if workers > 1 {
-            let std = listener.into_std().expect("a bound listener");
-            for n in 1..workers {
-                let Ok(socket) = std.try_clone() else {
-                    tracing::warn!(workers = n, "cannot share the listener; fewer workers");
-                    break;
-                };
-                let worker = Worker {
-                    gateway: gateway.clone(),
-                    tls: tls.clone(),
-                    registry: registry.clone(),
-                    shutdown: shutdown.clone(),
-                    closed: closed.clone(),
-                };
-                match std::thread::Builder::new()
-                    .name(format!("worker-{n}"))
-                    .spawn(move || worker.run(socket))
-                {
-                    Ok(t) => threads.push(t),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot start a worker thread; fewer workers");
-                        break;
-                    }
-                }
-            }
-            TcpListener::from_std(std).expect("inside a runtime")
-        } else {
-            listener
-        };
+        let (listener, threads) = worker::spawn(
+            listener,
+            workers,
+            &gateway,
+            tls.as_ref(),
+            &registry,
+            &shutdown,
+            &closed,
+        );
         accept(&gateway, tls.as_ref(), listener, &shutdown, &registry).await;
         // The listener is closed: new connections are refused at once.
         tracing::info!(
@@ -199,269 +184,11 @@ async fn drain(registry: &Registry, grace: Duration) -> bool {
     }
 }
 
-/// One extra worker thread of [`Server::run_workers`].
-struct Worker {
-    gateway: Arc<Gateway>,
-    tls: Option<Arc<ListenerTls>>,
-    registry: Arc<Registry>,
-    shutdown: CancellationToken,
-    closed: CancellationToken,
-}
-
-impl Worker {
-    /// Serve on a single-threaded runtime of this thread until every owned
-    /// session is closed after shutdown.
-    fn run(self, socket: std::net::TcpListener) {
-        let runtime = match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot start a worker runtime; fewer workers");
-                return;
-            }
-        };
-        runtime.block_on(async move {
-            let listener = match TcpListener::from_std(socket) {
-                Ok(l) => l,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot share the listener; fewer workers");
-                    return;
-                }
-            };
-            accept(
-                &self.gateway,
-                self.tls.as_ref(),
-                listener,
-                &self.shutdown,
-                &self.registry,
-            )
-            .await;
-            // This thread's connections, and the sessions it started (their
-            // stdio children, their upstream connections), may still serve
-            // calls: this runtime runs until every session is closed.
-            self.closed.cancelled().await;
-        });
-    }
-}
-
-/// Accept and serve connections until `stop` fires. The listener is closed
-/// on return; the connections go on until they finish or `stop` closes them.
-async fn accept(
-    gateway: &Arc<Gateway>,
-    tls: Option<&Arc<ListenerTls>>,
-    listener: TcpListener,
-    stop: &CancellationToken,
-    registry: &Arc<Registry>,
-) {
-    let app = crate::stack::service(gateway);
-    let limits = &gateway.limits;
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    // What a connection may hold before its request head is complete.
-    builder.http1().max_buf_size(limits.max_header_bytes);
-    builder
-        .http2()
-        .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
-    let builder = Arc::new(builder);
-    let timeouts = Timeouts {
-        header: Duration::from_secs(limits.header_read_timeout_secs),
-        idle: Duration::from_secs(limits.idle_connection_secs),
-    };
-    // A timer always pending on this thread: the timeout every relayed
-    // request sets is then never the earliest, and setting it does not wake
-    // the thread's event loop (a syscall and a spurious wake-up per request).
-    let ticker = stop.clone();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = ticker.cancelled() => return,
-            }
-        }
-    });
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    // Out of file descriptors and the like: close the
-                    // longest-idle connection if there is one, and wait
-                    // rather than spin.
-                    let room = registry.make_room();
-                    if registry.should_warn() {
-                        tracing::warn!(error = %e, closed_idle = room, "accept failed");
-                    }
-                    tokio::time::sleep(Duration::from_millis(if room { 5 } else { 50 })).await;
-                    continue;
-                }
-            },
-            _ = stop.cancelled() => break,
-        };
-        let conn = match registry.admit() {
-            Admission::Admitted(c) => c,
-            Admission::Refused => {
-                refuse(&stream);
-                if registry.should_warn() {
-                    tracing::warn!(
-                        max = registry.max(),
-                        "every connection is busy (limits.max_connections): new clients get 503"
-                    );
-                }
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        // One copy of the stack per connection, called in turn by the
-        // connection's task (`call` only starts a request; its future runs on
-        // its own). Its services are always ready: no `poll_ready` needed.
-        let app = std::cell::RefCell::new(app.clone());
-        let this = conn.clone();
-        let service =
-            hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
-                req.extensions_mut()
-                    .insert(crate::oauth::authorization_server::Peer(peer));
-                let active = this.begin();
-                let answer = app.borrow_mut().call(req);
-                async move {
-                    let resp = answer.await?;
-                    Ok::<_, std::convert::Infallible>(resp.map(|b| Tracked::new(b, active)))
-                }
-            });
-        let served = Served {
-            builder: builder.clone(),
-            conn,
-            registry: registry.clone(),
-            stop: stop.clone(),
-            timeouts,
-            peer,
-        };
-        match tls {
-            None => {
-                tokio::spawn(served.run(stream, service));
-            }
-            Some(tls) => {
-                let acceptor = tls.acceptor().clone();
-                let metrics = gateway.metrics.clone();
-                tokio::spawn(async move {
-                    // The handshake is the head of the connection: it must end
-                    // within the head's limit, and gives way to a newcomer or
-                    // to shutdown like a connection that sent nothing.
-                    let handshake = tokio::time::timeout(timeouts.header, acceptor.accept(stream));
-                    let why = tokio::select! {
-                        done = handshake => match done {
-                            Ok(Ok(stream)) => {
-                                metrics.tls_accepted();
-                                served.run(stream, service).await;
-                                return;
-                            }
-                            Ok(Err(e)) => format!("TLS handshake failed: {e}"),
-                            Err(_) => "no TLS handshake within limits.header_read_timeout_secs".to_owned(),
-                        },
-                        () = served.conn.evicted() => "closed for a new client at limits.max_connections".to_owned(),
-                        () = served.stop.cancelled() => "shutting down".to_owned(),
-                    };
-                    tracing::debug!(client.addr = %peer, reason = %why, "connection closed");
-                    served.registry.remove(&served.conn);
-                });
-            }
-        }
-    }
-}
-
-/// One accepted connection, served until it ends or is closed.
-struct Served {
-    builder: Arc<auto::Builder<TokioExecutor>>,
-    conn: Arc<Conn>,
-    registry: Arc<Registry>,
-    stop: CancellationToken,
-    timeouts: Timeouts,
-    peer: SocketAddr,
-}
-
-impl Served {
-    /// Serve HTTP on `stream` (TCP, or TLS after its handshake) until the
-    /// client closes it, its phase outlives its limit, the registry needs its
-    /// place, or shutdown (at once when it serves no request, after its
-    /// requests otherwise).
-    async fn run<I, S>(self, stream: I, service: S)
-    where
-        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-        S: hyper::service::Service<
-                http::Request<hyper::body::Incoming>,
-                Response = http::Response<Tracked>,
-                Error = std::convert::Infallible,
-            > + Send
-            + 'static,
-        S::Future: Send + 'static,
-    {
-        let Served {
-            builder,
-            conn,
-            registry,
-            stop,
-            timeouts,
-            peer,
-        } = self;
-        let io = TokioIo::new(Watched::new(stream, conn.clone()));
-        let served = builder
-            .serve_connection_with_upgrades(io, service)
-            .into_owned();
-        tokio::pin!(served);
-        let timer = tokio::time::sleep(conn.expiry(timeouts).unwrap_or_default());
-        tokio::pin!(timer);
-        let mut closing = false;
-        let why = loop {
-            tokio::select! {
-                ended = served.as_mut() => {
-                    if let Err(e) = ended {
-                        tracing::debug!(client.addr = %peer, error = %e, "connection ended with an error");
-                    }
-                    break None;
-                }
-                () = &mut timer => {
-                    let busy = conn.phase() == Phase::Busy;
-                    match conn.expiry(timeouts) {
-                        _ if closing && !busy => break Some("shutting down"),
-                        Err(why) => break Some(why),
-                        Ok(_) if closing => timer.as_mut().reset(Instant::now() + TICK),
-                        Ok(left) => timer.as_mut().reset(Instant::now() + left),
-                    }
-                }
-                () = conn.evicted() => break Some("closed for a new client at limits.max_connections"),
-                () = stop.cancelled(), if !closing => {
-                    if conn.phase() != Phase::Busy {
-                        break Some("shutting down");
-                    }
-                    closing = true;
-                    served.as_mut().graceful_shutdown();
-                    timer.as_mut().reset(Instant::now() + TICK);
-                }
-            }
-        };
-        if let Some(why) = why {
-            tracing::debug!(client.addr = %peer, phase = conn.phase().name(), reason = why, "connection closed");
-        }
-        registry.remove(&conn);
-    }
-}
-
-/// How often a connection draining at shutdown looks whether its last
-/// request is answered.
-const TICK: Duration = Duration::from_millis(100);
-
-/// At the cap with every connection busy: a short 503 and close, without
-/// reading the request.
-fn refuse(stream: &TcpStream) {
-    const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 51\r\n\r\nevery connection is busy (limits.max_connections)\r\n";
-    let _ = stream.try_write(BUSY);
-}
-
 #[cfg(test)]
 mod tests {
     use http::Request;
     use hyper::body::Incoming;
+    use tower::Service;
 
     use super::*;
 

@@ -74,6 +74,21 @@ fn pair(files: &Contents, cert: &Path, key: &Path) -> Result<CertifiedKey, Strin
     })
 }
 
+/// Why the listener's certificate and key could not be loaded: a file that
+/// cannot be read or is not PEM, or a certificate and key that are not a
+/// pair; the message names the setting and the file. A startup error, the
+/// operator's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerTlsError(String);
+
+impl std::fmt::Display for ListenerTlsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ListenerTlsError {}
+
 impl ResolvesServerCert for Current {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         Some(self.key.load_full())
@@ -82,9 +97,9 @@ impl ResolvesServerCert for Current {
 
 impl ListenerTls {
     /// Read the pair; an error names the file and what is wrong with it.
-    pub fn load(cert: &Path, key: &Path) -> Result<Self, String> {
+    pub fn load(cert: &Path, key: &Path) -> Result<Self, ListenerTlsError> {
         let seen = read(cert, key);
-        let pair = pair(&seen, cert, key)?;
+        let pair = pair(&seen, cert, key).map_err(ListenerTlsError)?;
         let current = Arc::new(Current {
             key: ArcSwap::from_pointee(pair),
             cert_path: cert.to_path_buf(),
@@ -93,7 +108,7 @@ impl ListenerTls {
         });
         let mut config = ServerConfig::builder_with_provider(mcp_ui_model::tls::crypto::provider())
             .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .map_err(|e| ListenerTlsError(e.to_string()))?
             .with_no_client_auth()
             .with_cert_resolver(current.clone());
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -207,7 +222,8 @@ mod tests {
     fn a_missing_file_is_named() {
         let err = ListenerTls::load(Path::new("/nonexistent/tls.crt"), Path::new("/x.key"))
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(err.starts_with("tls_cert: /nonexistent/tls.crt: "), "{err}");
     }
 }

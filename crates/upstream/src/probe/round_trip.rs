@@ -126,6 +126,19 @@ pub(super) async fn http_exchange(
             )
         });
     }
+    sse_response(http, upstream, timeout, limit, id, body).await
+}
+
+/// The response to request `id` in an SSE answer, the server's requests
+/// before it answered.
+async fn sse_response(
+    http: &mut HttpConn,
+    upstream: &str,
+    timeout: Duration,
+    limit: usize,
+    id: u64,
+    mut body: UpstreamBody,
+) -> Result<Value, ProbeError> {
     let mut parser = sse::Parser::new(limit);
     let mut ended = false;
     loop {

@@ -70,21 +70,9 @@ impl Tracer {
         place: &Place<'_>,
     ) -> (Option<Span>, Traced) {
         let seen = meta::read(m.params);
-        let from_meta = meta::string(seen.traceparent)
-            .and_then(|tp| context::remote(&tp, meta::string(seen.tracestate).as_deref()));
-        let remote = from_meta.or_else(|| {
-            let header = |n: &HeaderName| headers.get(n).and_then(|v| v.to_str().ok());
-            context::remote(header(&TRACEPARENT)?, header(&TRACESTATE))
-        });
+        let remote = remote_of(&seen, headers);
         let method = m.method.as_deref().unwrap_or("response").to_owned();
-        let target = match method.as_str() {
-            "tools/call" => seen.name.map(|n| ("gen_ai.tool.name", n.into_owned())),
-            "prompts/get" => seen.name.map(|n| ("gen_ai.prompt.name", n.into_owned())),
-            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
-                seen.uri.map(|u| ("mcp.resource.uri", u.into_owned()))
-            }
-            _ => None,
-        };
+        let target = target_of(&method, seen);
         let name = match &target {
             Some((_, t)) => format!("{method} {t}"),
             None => method.clone(),
@@ -133,21 +121,7 @@ impl Tracer {
         );
         span.set_tracestate(tracestate.clone());
         traced.attributes(&mut span);
-        let header = |n: &'static str| {
-            headers
-                .get(n)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        if let Some(session) = header("mcp-session-id") {
-            span.set("mcp.session.id", session);
-        }
-        if let Some(version) = header("mcp-protocol-version") {
-            span.set("mcp.protocol.version", version);
-        }
-        span.set("network.transport", "tcp");
-        span.set("network.protocol.name", "http");
-        span.set("mcp_ui_gateway.mount", place.path.to_owned());
+        http_attributes(&mut span, headers, place);
         traced.parent = span.parent();
         traced.outgoing = Some(Outgoing {
             traceparent: context::traceparent(&trace_id, &client_span, true),
@@ -155,6 +129,48 @@ impl Tracer {
         });
         (Some(span), traced)
     }
+}
+
+/// The client's trace context: `params._meta`'s, else the headers'.
+fn remote_of(seen: &meta::ParamsTrace<'_>, headers: &HeaderMap) -> Option<Remote> {
+    let from_meta = meta::string(seen.traceparent)
+        .and_then(|tp| context::remote(&tp, meta::string(seen.tracestate).as_deref()));
+    from_meta.or_else(|| {
+        let header = |n: &HeaderName| headers.get(n).and_then(|v| v.to_str().ok());
+        context::remote(header(&TRACEPARENT)?, header(&TRACESTATE))
+    })
+}
+
+/// What a request of `method` acts on, as its span names it: the tool, the
+/// prompt or the resource.
+fn target_of(method: &str, seen: meta::ParamsTrace<'_>) -> Option<(&'static str, String)> {
+    match method {
+        "tools/call" => seen.name.map(|n| ("gen_ai.tool.name", n.into_owned())),
+        "prompts/get" => seen.name.map(|n| ("gen_ai.prompt.name", n.into_owned())),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            seen.uri.map(|u| ("mcp.resource.uri", u.into_owned()))
+        }
+        _ => None,
+    }
+}
+
+/// The server span's attributes of the HTTP exchange and the mount.
+fn http_attributes(span: &mut Span, headers: &HeaderMap, place: &Place<'_>) {
+    let header = |n: &'static str| {
+        headers
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    if let Some(session) = header("mcp-session-id") {
+        span.set("mcp.session.id", session);
+    }
+    if let Some(version) = header("mcp-protocol-version") {
+        span.set("mcp.protocol.version", version);
+    }
+    span.set("network.transport", "tcp");
+    span.set("network.protocol.name", "http");
+    span.set("mcp_ui_gateway.mount", place.path.to_owned());
 }
 
 impl Traced {

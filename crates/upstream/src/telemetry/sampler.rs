@@ -28,7 +28,7 @@ impl Default for Sampler {
 
 impl Sampler {
     /// The sampler `name` (with `arg` for the ratio ones, default 1.0).
-    pub fn parse(name: &str, arg: Option<f64>) -> Result<Sampler, String> {
+    pub(crate) fn parse(name: &str, arg: Option<f64>) -> Result<Sampler, String> {
         let ratio = || -> Result<Root, String> {
             let r = arg.unwrap_or(1.0);
             if !(0.0..=1.0).contains(&r) {

@@ -45,9 +45,12 @@ impl Default for SpanLimits {
     }
 }
 
+/// A variable of the environment, trimmed; `None` when unset or blank.
+type Var<'a> = &'a dyn Fn(&str) -> Option<String>;
+
 /// The settings `file` and the environment (`env` looks a variable up)
 /// give; `None` when no endpoint is set anywhere (tracing off).
-pub fn resolve(
+pub(crate) fn resolve(
     file: &Telemetry,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Settings>, String> {
@@ -56,72 +59,14 @@ pub fn resolve(
             .map(|v| v.trim().to_owned())
             .filter(|v| !v.is_empty())
     };
-    let url = match (
-        var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").or_else(|| file.traces_endpoint.clone()),
-        var("OTEL_EXPORTER_OTLP_ENDPOINT").or_else(|| file.endpoint.clone()),
-    ) {
-        (Some(traces), _) => traces,
-        (None, Some(base)) => format!("{}/v1/traces", base.trim_end_matches('/')),
-        (None, None) => return Ok(None),
+    let Some(url) = endpoint(file, &var)? else {
+        return Ok(None);
     };
-    let url: Uri = url
-        .parse()
-        .map_err(|e| format!("telemetry endpoint {url:?}: {e}"))?;
-    if !matches!(url.scheme_str(), Some("http" | "https")) || url.authority().is_none() {
-        return Err(format!(
-            "telemetry endpoint {url}: an http:// or https:// URL is needed (OTLP/HTTP)"
-        ));
-    }
-    let sampler_arg = match var("OTEL_TRACES_SAMPLER_ARG") {
-        Some(a) => Some(
-            a.parse::<f64>()
-                .map_err(|_| format!("OTEL_TRACES_SAMPLER_ARG {a:?} is not a number"))?,
-        ),
-        None => file.sampler_arg,
-    };
-    let sampler = match var("OTEL_TRACES_SAMPLER").or_else(|| file.sampler.clone()) {
-        Some(name) => Sampler::parse(&name, sampler_arg).map_err(|e| format!("telemetry: {e}"))?,
-        None => Sampler::default(),
-    };
-    let mut resource: BTreeMap<String, String> = file.resource_attributes.clone();
-    if let Some(list) = var("OTEL_RESOURCE_ATTRIBUTES") {
-        resource.extend(pairs(&list));
-    }
-    let service = var("OTEL_SERVICE_NAME")
-        .or_else(|| file.service_name.clone())
-        .or_else(|| resource.get("service.name").cloned())
-        .unwrap_or_else(|| SERVICE_NAME.to_owned());
-    resource.insert("service.name".into(), service);
-    resource
-        .entry("service.version".into())
-        .or_insert_with(|| env!("CARGO_PKG_VERSION").to_owned());
-    let mut header_pairs: BTreeMap<String, String> = file.headers.clone();
-    if let Some(list) = var("OTEL_EXPORTER_OTLP_HEADERS") {
-        header_pairs.extend(pairs(&list));
-    }
-    let mut headers = HeaderMap::new();
-    for (k, v) in header_pairs {
-        let name = HeaderName::try_from(k.as_str())
-            .map_err(|_| format!("telemetry header name {k:?} is not valid"))?;
-        let mut value = HeaderValue::try_from(v.as_str())
-            .map_err(|_| format!("telemetry header {k:?}: its value is not valid"))?;
-        value.set_sensitive(true);
-        headers.append(name, value);
-    }
-    let number = |name: &str, given: Option<u64>, default: u64| -> Result<u64, String> {
-        match var(name) {
-            Some(v) => v
-                .parse::<u64>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("{name} {v:?} is not a positive integer")),
-            None => match given {
-                Some(0) => Err(format!("telemetry: {name} must be above 0")),
-                Some(n) => Ok(n),
-                None => Ok(default),
-            },
-        }
-    };
+    let sampler = sampler(file, &var)?;
+    let resource = resource(file, &var);
+    let headers = headers(file, &var)?;
+    let number =
+        |name: &str, given: Option<u64>, default: u64| positive(&var, name, given, default);
     let timeout = number("OTEL_EXPORTER_OTLP_TIMEOUT", file.timeout_ms, 10_000)?;
     let delay = number("OTEL_BSP_SCHEDULE_DELAY", file.schedule_delay_ms, 1_000)?;
     let max_queue = number(
@@ -157,6 +102,97 @@ pub fn resolve(
         sampler,
         max_queue: usize::try_from(max_queue).unwrap_or(usize::MAX),
     }))
+}
+
+/// The traces endpoint: the traces one named, else the base one's
+/// `/v1/traces`; an OTLP/HTTP URL. `None` when neither is set.
+fn endpoint(file: &Telemetry, var: Var<'_>) -> Result<Option<Uri>, String> {
+    let url = match (
+        var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").or_else(|| file.traces_endpoint.clone()),
+        var("OTEL_EXPORTER_OTLP_ENDPOINT").or_else(|| file.endpoint.clone()),
+    ) {
+        (Some(traces), _) => traces,
+        (None, Some(base)) => format!("{}/v1/traces", base.trim_end_matches('/')),
+        (None, None) => return Ok(None),
+    };
+    let url: Uri = url
+        .parse()
+        .map_err(|e| format!("telemetry endpoint {url:?}: {e}"))?;
+    if !matches!(url.scheme_str(), Some("http" | "https")) || url.authority().is_none() {
+        return Err(format!(
+            "telemetry endpoint {url}: an http:// or https:// URL is needed (OTLP/HTTP)"
+        ));
+    }
+    Ok(Some(url))
+}
+
+/// The sampler named, with its argument; the default when none is.
+fn sampler(file: &Telemetry, var: Var<'_>) -> Result<Sampler, String> {
+    let sampler_arg = match var("OTEL_TRACES_SAMPLER_ARG") {
+        Some(a) => Some(
+            a.parse::<f64>()
+                .map_err(|_| format!("OTEL_TRACES_SAMPLER_ARG {a:?} is not a number"))?,
+        ),
+        None => file.sampler_arg,
+    };
+    match var("OTEL_TRACES_SAMPLER").or_else(|| file.sampler.clone()) {
+        Some(name) => Sampler::parse(&name, sampler_arg).map_err(|e| format!("telemetry: {e}")),
+        None => Ok(Sampler::default()),
+    }
+}
+
+/// The resource's attributes: the file's, the environment's over them, and
+/// the service's name and version.
+fn resource(file: &Telemetry, var: Var<'_>) -> BTreeMap<String, String> {
+    let mut resource: BTreeMap<String, String> = file.resource_attributes.clone();
+    if let Some(list) = var("OTEL_RESOURCE_ATTRIBUTES") {
+        resource.extend(pairs(&list));
+    }
+    let service = var("OTEL_SERVICE_NAME")
+        .or_else(|| file.service_name.clone())
+        .or_else(|| resource.get("service.name").cloned())
+        .unwrap_or_else(|| SERVICE_NAME.to_owned());
+    resource.insert("service.name".into(), service);
+    resource
+        .entry("service.version".into())
+        .or_insert_with(|| env!("CARGO_PKG_VERSION").to_owned());
+    resource
+}
+
+/// The headers sent with every export: the file's, the environment's over
+/// them; sensitive (never logged).
+fn headers(file: &Telemetry, var: Var<'_>) -> Result<HeaderMap, String> {
+    let mut header_pairs: BTreeMap<String, String> = file.headers.clone();
+    if let Some(list) = var("OTEL_EXPORTER_OTLP_HEADERS") {
+        header_pairs.extend(pairs(&list));
+    }
+    let mut headers = HeaderMap::new();
+    for (k, v) in header_pairs {
+        let name = HeaderName::try_from(k.as_str())
+            .map_err(|_| format!("telemetry header name {k:?} is not valid"))?;
+        let mut value = HeaderValue::try_from(v.as_str())
+            .map_err(|_| format!("telemetry header {k:?}: its value is not valid"))?;
+        value.set_sensitive(true);
+        headers.append(name, value);
+    }
+    Ok(headers)
+}
+
+/// A positive number: the variable `name`, else the file's `given`, else
+/// `default`.
+fn positive(var: Var<'_>, name: &str, given: Option<u64>, default: u64) -> Result<u64, String> {
+    match var(name) {
+        Some(v) => v
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("{name} {v:?} is not a positive integer")),
+        None => match given {
+            Some(0) => Err(format!("telemetry: {name} must be above 0")),
+            Some(n) => Ok(n),
+            None => Ok(default),
+        },
+    }
 }
 
 /// `k=v,k=v` (the OTEL list form; values may be percent-encoded).

@@ -27,12 +27,24 @@ pub struct Tracer {
     pub(super) outbound: super::pending::Pending,
 }
 
+/// Why tracing could not start. A startup error, the operator's: a
+/// `[telemetry]` setting or an `OTEL_*` variable is refused, or the export
+/// thread did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// A setting is refused; the message names it.
+    #[error("{0}")]
+    Setting(String),
+    #[error("cannot start the trace exporter: {0}")]
+    Exporter(#[source] std::io::Error),
+}
+
 impl Tracer {
     /// The tracer `file` and the `OTEL_*` environment configure (its export
     /// thread started), or `None` when neither sets an endpoint.
-    pub fn from_config(file: &Telemetry) -> Result<Option<Arc<Tracer>>, String> {
+    pub fn from_config(file: &Telemetry) -> Result<Option<Arc<Tracer>>, TelemetryError> {
         let env = |k: &str| std::env::var(k).ok();
-        let Some(s) = settings::resolve(file, &env)? else {
+        let Some(s) = settings::resolve(file, &env).map_err(TelemetryError::Setting)? else {
             return Ok(None);
         };
         tracing::info!(
@@ -43,7 +55,7 @@ impl Tracer {
         let counts = Arc::new(Counts::default());
         let queued = Arc::new(AtomicUsize::new(0));
         let tx = export::start(s.target, s.max_queue, counts.clone(), queued.clone())
-            .map_err(|e| format!("cannot start the trace exporter: {e}"))?;
+            .map_err(TelemetryError::Exporter)?;
         Ok(Some(Arc::new(Tracer {
             sampler: s.sampler,
             tx,

@@ -121,6 +121,75 @@ impl Client {
             });
         };
         let https = uri.scheme_str() == Some("https");
+        let target = self.target(upstream, authority, https)?;
+        let (key, tls) = (&target.key, target.tls.as_deref());
+        // After a shared HTTP/2 connection fails, a new one.
+        let mut fresh = false;
+        loop {
+            let (sender, reused) = self.sender(upstream, &target, fresh).await?;
+            let sent = match sender {
+                Sender::H1(mut sender) => {
+                    for_h1(&mut req, authority, &uri);
+                    if let Err(e) = sender.ready().await {
+                        if reused {
+                            continue;
+                        }
+                        return Err(request_error(upstream, tls, &e));
+                    }
+                    sender.try_send_request(req).await.map(|resp| {
+                        let checkin = Checkin {
+                            pool: Arc::downgrade(&self.inner),
+                            key: key.clone(),
+                            sender,
+                        };
+                        (resp, Some(checkin))
+                    })
+                }
+                Sender::H2(mut sender) => {
+                    // HTTP/2 carries the host as `:authority`, from the URI.
+                    req.headers_mut().remove(header::HOST);
+                    *req.uri_mut() = uri.clone();
+                    if let Err(e) = sender.ready().await {
+                        if reused {
+                            self.inner.forget_shared(key);
+                            fresh = true;
+                            continue;
+                        }
+                        return Err(request_error(upstream, tls, &e));
+                    }
+                    let sent = sender.try_send_request(req).await;
+                    if sent.is_err() && reused {
+                        self.inner.forget_shared(key);
+                        fresh = true;
+                    }
+                    sent.map(|resp| (resp, None))
+                }
+            };
+            match sent {
+                Ok((resp, checkin)) => {
+                    return Ok(resp.map(|inner| UpstreamBody {
+                        inner,
+                        checkin,
+                        deadline: None,
+                        read: None,
+                    }));
+                }
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if reused => req = unsent,
+                    _ => return Err(request_error(upstream, tls, e.error())),
+                },
+            }
+        }
+    }
+
+    /// Where a request to `authority` goes: its TLS connector when `https`,
+    /// the key of its connections in the pool, the host and port.
+    fn target<'a>(
+        &self,
+        upstream: &str,
+        authority: &'a http::uri::Authority,
+        https: bool,
+    ) -> Result<Target<'a>, UpstreamError> {
         let tls = if https {
             let c = self.inner.tls.connector(upstream).map_err(|detail| {
                 UpstreamError::Unreachable {
@@ -144,98 +213,70 @@ impl Client {
             .trim_start_matches('[')
             .trim_end_matches(']');
         let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
-        // After a shared HTTP/2 connection fails, a new one.
-        let mut fresh = false;
-        loop {
-            let pooled = if fresh {
-                None
-            } else {
-                self.inner.checkout(&key)
-            };
-            let (sender, reused) = match pooled {
-                Some(s) => (s, true),
-                None => {
-                    // Boxed: a connection (a TLS handshake above all) has
-                    // a large state, which every exchange would otherwise
-                    // carry and move, pooled or not.
-                    let s = Box::pin(connect::connect(
-                        upstream,
-                        tls.as_deref(),
-                        host,
-                        port,
-                        self.inner.connect_timeout,
-                        &self.inner.handshakes,
-                    ))
-                    .await?;
-                    if let Sender::H2(h2) = &s {
-                        self.inner.share(&key, h2);
-                    }
-                    (s, false)
-                }
-            };
-            let sent = match sender {
-                Sender::H1(mut sender) => {
-                    if !req.headers().contains_key(header::HOST) {
-                        let value = HeaderValue::from_str(authority.as_str())
-                            .expect("an authority is a valid header");
-                        req.headers_mut().insert(header::HOST, value);
-                    }
-                    // On the wire, the origin form: `/path?query`.
-                    *req.uri_mut() = match uri.path_and_query() {
-                        Some(path) => http::Uri::from(path.clone()),
-                        None => http::Uri::from_static("/"),
-                    };
-                    if let Err(e) = sender.ready().await {
-                        if reused {
-                            continue;
-                        }
-                        return Err(request_error(upstream, tls.as_deref(), &e));
-                    }
-                    sender.try_send_request(req).await.map(|resp| {
-                        let checkin = Checkin {
-                            pool: Arc::downgrade(&self.inner),
-                            key: key.clone(),
-                            sender,
-                        };
-                        (resp, Some(checkin))
-                    })
-                }
-                Sender::H2(mut sender) => {
-                    // HTTP/2 carries the host as `:authority`, from the URI.
-                    req.headers_mut().remove(header::HOST);
-                    *req.uri_mut() = uri.clone();
-                    if let Err(e) = sender.ready().await {
-                        if reused {
-                            self.inner.forget_shared(&key);
-                            fresh = true;
-                            continue;
-                        }
-                        return Err(request_error(upstream, tls.as_deref(), &e));
-                    }
-                    let sent = sender.try_send_request(req).await;
-                    if sent.is_err() && reused {
-                        self.inner.forget_shared(&key);
-                        fresh = true;
-                    }
-                    sent.map(|resp| (resp, None))
-                }
-            };
-            match sent {
-                Ok((resp, checkin)) => {
-                    return Ok(resp.map(|inner| UpstreamBody {
-                        inner,
-                        checkin,
-                        deadline: None,
-                        read: None,
-                    }));
-                }
-                Err(mut e) => match e.take_message() {
-                    Some(unsent) if reused => req = unsent,
-                    _ => return Err(request_error(upstream, tls.as_deref(), e.error())),
-                },
-            }
-        }
+        Ok(Target {
+            tls,
+            key,
+            host,
+            port,
+        })
     }
+
+    /// An idle connection to `target` (unless `fresh` asks for a new one),
+    /// else a new one; whether it was reused.
+    async fn sender(
+        &self,
+        upstream: &str,
+        target: &Target<'_>,
+        fresh: bool,
+    ) -> Result<(Sender, bool), UpstreamError> {
+        let pooled = if fresh {
+            None
+        } else {
+            self.inner.checkout(&target.key)
+        };
+        if let Some(s) = pooled {
+            return Ok((s, true));
+        }
+        // Boxed: a connection (a TLS handshake above all) has a large state,
+        // which every exchange would otherwise carry and move, pooled or not.
+        let s = Box::pin(connect::connect(
+            upstream,
+            target.tls.as_deref(),
+            target.host,
+            target.port,
+            self.inner.connect_timeout,
+            &self.inner.handshakes,
+        ))
+        .await?;
+        if let Sender::H2(h2) = &s {
+            self.inner.share(&target.key, h2);
+        }
+        Ok((s, false))
+    }
+}
+
+/// `req` as HTTP/1.1 sends it to `uri`: with a `Host` header, and the
+/// origin form of the URI.
+fn for_h1(req: &mut http::Request<Full<Bytes>>, authority: &http::uri::Authority, uri: &http::Uri) {
+    if !req.headers().contains_key(header::HOST) {
+        let value =
+            HeaderValue::from_str(authority.as_str()).expect("an authority is a valid header");
+        req.headers_mut().insert(header::HOST, value);
+    }
+    // On the wire, the origin form: `/path?query`.
+    *req.uri_mut() = match uri.path_and_query() {
+        Some(path) => http::Uri::from(path.clone()),
+        None => http::Uri::from_static("/"),
+    };
+}
+
+/// Where one request goes.
+struct Target<'a> {
+    tls: Option<Arc<Connector>>,
+    /// The pool's key for its connections.
+    key: String,
+    host: &'a str,
+    port: u16,
 }
 
 /// Send a request, waiting at most `timeout` for the response head; the

@@ -18,6 +18,13 @@
 //! go with every message, and with its stream: the pool never gives a held
 //! session to a request with other credentials, or whose caller's token
 //! says other claims (that one gets a session opened with its own).
+//!
+//! - `get_stream`: the session's GET stream, what the upstream says on its
+//!   own;
+//! - `read`: reading an answer, whole or as the events of an SSE body.
+
+mod get_stream;
+mod read;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,7 +33,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use serde_json::Value;
 
 use super::client::{Client, UpstreamBody, send};
@@ -34,7 +41,7 @@ use super::messages::{MessageSession, Mux};
 use mcp_ui_model::config::Limits;
 use mcp_ui_model::outcome::{Failure, UpstreamError};
 use mcp_ui_wire::jsonrpc::{self, Kind};
-use mcp_ui_wire::sse::Parser;
+use read::{Events, read};
 
 const SESSION: HeaderName = HeaderName::from_static("mcp-session-id");
 const PROTOCOL: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -372,59 +379,6 @@ impl Pipe {
         Ok(())
     }
 
-    /// Open the session's GET stream, once: what the upstream says on its
-    /// own. An upstream that offers none (405) is not asked again.
-    fn start_get(&self, session: &Arc<MessageSession>) {
-        if self.get_started.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let Some(sid) = lock(&self.sid).clone() else {
-            return;
-        };
-        let req = self.request(Method::GET, Bytes::new(), Some(&sid));
-        let (client, name, limit, session) = (
-            self.client.clone(),
-            self.name.clone(),
-            self.limit,
-            session.clone(),
-        );
-        let timeout = self.timeout;
-        tokio::spawn(async move {
-            let mut req = Some(req);
-            while let Some(r) = req.take() {
-                let (method, uri, headers) =
-                    (r.method().clone(), r.uri().clone(), r.headers().clone());
-                let resp = tokio::select! {
-                    r = send(&client, &name, r, timeout) => r,
-                    _ = session.closed().cancelled() => return,
-                };
-                let ok = matches!(&resp, Ok(r) if r.status().is_success());
-                if let (true, Ok(resp)) = (ok, resp) {
-                    let mut events = Events::new(resp.into_body().unbounded(), limit);
-                    loop {
-                        let e = tokio::select! {
-                            e = events.next() => e,
-                            _ = session.closed().cancelled() => return,
-                        };
-                        match e {
-                            Some(Ok(data)) => session.deliver(data).await,
-                            _ => break,
-                        }
-                    }
-                    tokio::select! {
-                        _ = tokio::time::sleep(GET_RETRY) => {}
-                        _ = session.closed().cancelled() => return,
-                    }
-                    let mut again = http::Request::new(Full::new(Bytes::new()));
-                    *again.method_mut() = method;
-                    *again.uri_mut() = uri;
-                    *again.headers_mut() = headers;
-                    req = Some(again);
-                }
-            }
-        });
-    }
-
     /// End the held session upstream (best effort).
     async fn end(&self) {
         let Some(sid) = lock(&self.sid).take() else {
@@ -444,72 +398,4 @@ fn protocol(upstream: &str, detail: String) -> Failure {
         upstream: upstream.to_owned(),
         detail,
     })
-}
-
-/// A whole body of at most `limit` bytes.
-async fn read(mut body: UpstreamBody, limit: usize) -> Result<Bytes, String> {
-    let mut out = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("could not read its answer: {e}"))?;
-        if let Ok(d) = frame.into_data() {
-            out.extend_from_slice(&d);
-            if out.len() > limit {
-                return Err(format!(
-                    "its answer exceeds {limit} bytes (limits.max_message_bytes)"
-                ));
-            }
-        }
-    }
-    Ok(Bytes::from(out))
-}
-
-/// The data of the `message` events of an SSE body.
-struct Events {
-    body: UpstreamBody,
-    parser: Parser,
-    done: bool,
-}
-
-impl Events {
-    fn new(body: UpstreamBody, limit: usize) -> Self {
-        Events {
-            body,
-            parser: Parser::new(limit),
-            done: false,
-        }
-    }
-
-    async fn next(&mut self) -> Option<Result<Bytes, String>> {
-        loop {
-            match self.parser.next_event() {
-                Ok(Some(ev)) if ev.kind() == "message" && ev.has_data && !ev.data.is_empty() => {
-                    return Some(Ok(Bytes::from(ev.data)));
-                }
-                Ok(Some(_)) => continue,
-                Ok(None) => {}
-                Err(e) => return Some(Err(e.to_string())),
-            }
-            if self.done {
-                return None;
-            }
-            match self.body.frame().await {
-                Some(Ok(f)) => {
-                    if let Some(d) = f.data_ref() {
-                        self.parser.push(d);
-                    }
-                }
-                Some(Err(e)) => return Some(Err(format!("its stream failed: {e}"))),
-                None => {
-                    self.done = true;
-                    if let Some(ev) = self.parser.finish()
-                        && ev.has_data
-                        && !ev.data.is_empty()
-                    {
-                        return Some(Ok(Bytes::from(ev.data)));
-                    }
-                    return None;
-                }
-            }
-        }
-    }
 }

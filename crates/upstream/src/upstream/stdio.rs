@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 use super::messages::{EndedBy, MessageSession, Mux};
 use group::Group;
@@ -62,20 +62,7 @@ pub(crate) fn spawn_supervised(
             max: sup.children.max,
         });
     };
-    let mut command = Command::new(&cmd.program);
-    command
-        .args(&cmd.args)
-        .envs(&cmd.env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    command.process_group(0);
-    if let Some(cwd) = &cmd.cwd {
-        command.current_dir(cwd);
-    }
-    let mut child = match command.spawn() {
+    let mut child = match command(cmd).spawn() {
         Ok(child) => child,
         Err(e) => {
             let detail = format!("`{}`: {e}", cmd.program);
@@ -89,7 +76,7 @@ pub(crate) fn spawn_supervised(
     };
     sup.restarts.count_start();
     let pid = child.id();
-    let mut group = Group::led_by(pid);
+    let group = Group::led_by(pid);
     let started = Instant::now();
     tracing::info!(upstream = name, pid, program = %cmd.program, "started stdio upstream");
 
@@ -119,61 +106,121 @@ pub(crate) fn spawn_supervised(
         limits.max_message_bytes,
         child_fault.clone(),
     ));
-    // Supervisor: ends the child's group when the session ends first, or
-    // what is left of it when the child exits; reaps the child.
-    let s = session.clone();
-    let restarts = sup.restarts.clone();
-    tokio::spawn(async move {
-        let _slot = slot;
-        let stable = tokio::time::sleep(STABLE_AFTER);
-        tokio::pin!(stable);
-        let mut marked = false;
-        let (status, on_its_own) = loop {
-            tokio::select! {
-                status = child.wait() => break (status, !s.is_closed()),
-                _ = s.closed().cancelled() => break (Err(std::io::ErrorKind::Interrupted.into()), false),
-                _ = &mut stable, if !marked => {
-                    marked = true;
-                    restarts.stable(s.upstream());
-                }
-            }
-        };
-        let mut said = String::new();
-        if on_its_own {
-            // What it wrote last says why; its final lines may still be in
-            // the pipe, so their reader is given a moment to finish.
-            let _ = tokio::time::timeout(STDERR_AFTER_EXIT, stderr_read).await;
-            said = tail.text();
-            // Its requests learn of the exit now, not after its group ends.
-            s.close(describe(&status, &said));
-        }
-        let ending_started = Instant::now();
-        let (status, ending) = group.end(&mut child).await;
-        let reason = describe(&status, &said);
-        let crashed = on_its_own || child_fault.load(Ordering::Acquire);
-        if crashed && started.elapsed() < STABLE_AFTER {
-            restarts.crashed(s.upstream(), &reason);
-        }
-        let took_ms = ending_started.elapsed().as_millis() as u64;
-        let probe = (s.ended_by() == Some(EndedBy::Probe)).then(|| s.reason().unwrap_or_default());
-        match (probe, ending) {
-            // The probe's own doing, however the process took it.
-            (Some(probe), Ending::Killed) => {
-                tracing::info!(upstream = %s.upstream(), pid, exit = %reason, took_ms, "{probe} (its process group outlived SIGTERM by {} s and was killed)", KILL_GRACE.as_secs());
-            }
-            (Some(probe), _) => {
-                tracing::info!(upstream = %s.upstream(), pid, exit = %reason, ?ending, took_ms, "{probe}");
-            }
-            (None, Ending::Killed) => {
-                tracing::warn!(upstream = %s.upstream(), pid, %reason, took_ms, "stdio upstream ended; its process group outlived SIGTERM by {} s and was killed", KILL_GRACE.as_secs());
-            }
-            (None, _) => {
-                tracing::info!(upstream = %s.upstream(), pid, %reason, ?ending, took_ms, "stdio upstream ended");
-            }
-        }
-        s.close(reason);
-    });
+    tokio::spawn(watch(Watch {
+        slot,
+        child,
+        group,
+        pid,
+        started,
+        session: session.clone(),
+        restarts: sup.restarts.clone(),
+        stderr_read,
+        tail,
+        child_fault,
+    }));
     Ok(session)
+}
+
+/// The child's command: its pipes, its own process group, its directory.
+fn command(cmd: &StdioCommand) -> Command {
+    let mut command = Command::new(&cmd.program);
+    command
+        .args(&cmd.args)
+        .envs(&cmd.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+    if let Some(cwd) = &cmd.cwd {
+        command.current_dir(cwd);
+    }
+    command
+}
+
+/// What the task that watches a child holds.
+struct Watch {
+    slot: restarts::ChildSlot,
+    child: Child,
+    group: Group,
+    pid: Option<u32>,
+    started: Instant,
+    session: Arc<MessageSession>,
+    restarts: Arc<Restarts>,
+    stderr_read: tokio::task::JoinHandle<()>,
+    tail: Arc<pipes::StderrTail>,
+    child_fault: Arc<AtomicBool>,
+}
+
+/// Supervisor: ends the child's group when the session ends first, or
+/// what is left of it when the child exits; reaps the child.
+async fn watch(w: Watch) {
+    let Watch {
+        slot,
+        mut child,
+        mut group,
+        pid,
+        started,
+        session: s,
+        restarts,
+        stderr_read,
+        tail,
+        child_fault,
+    } = w;
+    let _slot = slot;
+    let stable = tokio::time::sleep(STABLE_AFTER);
+    tokio::pin!(stable);
+    let mut marked = false;
+    let (status, on_its_own) = loop {
+        tokio::select! {
+            status = child.wait() => break (status, !s.is_closed()),
+            _ = s.closed().cancelled() => break (Err(std::io::ErrorKind::Interrupted.into()), false),
+            _ = &mut stable, if !marked => {
+                marked = true;
+                restarts.stable(s.upstream());
+            }
+        }
+    };
+    let mut said = String::new();
+    if on_its_own {
+        // What it wrote last says why; its final lines may still be in
+        // the pipe, so their reader is given a moment to finish.
+        let _ = tokio::time::timeout(STDERR_AFTER_EXIT, stderr_read).await;
+        said = tail.text();
+        // Its requests learn of the exit now, not after its group ends.
+        s.close(describe(&status, &said));
+    }
+    let ending_started = Instant::now();
+    let (status, ending) = group.end(&mut child).await;
+    let reason = describe(&status, &said);
+    let crashed = on_its_own || child_fault.load(Ordering::Acquire);
+    if crashed && started.elapsed() < STABLE_AFTER {
+        restarts.crashed(s.upstream(), &reason);
+    }
+    let took_ms = ending_started.elapsed().as_millis() as u64;
+    log_ended(&s, pid, &reason, ending, took_ms);
+    s.close(reason);
+}
+
+/// Log how a child ended: as the probe's own doing when the probe ended it.
+fn log_ended(s: &MessageSession, pid: Option<u32>, reason: &str, ending: Ending, took_ms: u64) {
+    let probe = (s.ended_by() == Some(EndedBy::Probe)).then(|| s.reason().unwrap_or_default());
+    match (probe, ending) {
+        // The probe's own doing, however the process took it.
+        (Some(probe), Ending::Killed) => {
+            tracing::info!(upstream = %s.upstream(), pid, exit = %reason, took_ms, "{probe} (its process group outlived SIGTERM by {} s and was killed)", KILL_GRACE.as_secs());
+        }
+        (Some(probe), _) => {
+            tracing::info!(upstream = %s.upstream(), pid, exit = %reason, ?ending, took_ms, "{probe}");
+        }
+        (None, Ending::Killed) => {
+            tracing::warn!(upstream = %s.upstream(), pid, %reason, took_ms, "stdio upstream ended; its process group outlived SIGTERM by {} s and was killed", KILL_GRACE.as_secs());
+        }
+        (None, _) => {
+            tracing::info!(upstream = %s.upstream(), pid, %reason, ?ending, took_ms, "stdio upstream ended");
+        }
+    }
 }
 
 /// How long the end of a child's stderr is awaited after it exits.

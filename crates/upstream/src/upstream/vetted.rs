@@ -16,6 +16,8 @@ use http_body_util::Empty;
 use hyper_util::rt::TokioIo;
 
 use crate::tls::Connector;
+use mcp_ui_model::body::Cut;
+use mcp_ui_model::outcome::Side;
 use mcp_ui_model::tls::UpstreamTls;
 
 /// How vetted fetches connect.
@@ -27,12 +29,45 @@ pub struct Vetted {
     connect_to: Vec<(String, SocketAddr)>,
 }
 
+/// Why vetted fetches could not be set up: the trusted roots (`ca_file`, or
+/// the system's) could not be read. A startup error, the operator's.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SetupError(String);
+
+/// Why a vetted fetch failed; the message names the URL. The URL is someone
+/// else's choice and the failure reaches them: [`FetchError::side`] says
+/// whose it is.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The URL, or what it leads to, is refused: not `https://`, no host, an
+    /// address that is not public, an answer other than 200, a body too
+    /// large. Whoever chose the URL must change it.
+    #[error("{0}")]
+    Refused(String),
+    /// Its host could not be resolved or reached, or did not answer whole
+    /// in time.
+    #[error("{0}")]
+    Unreachable(String),
+}
+
+impl FetchError {
+    /// Whose fault it is: the client's for a URL refused, the fetched
+    /// host's for one that could not be had.
+    pub fn side(&self) -> Side {
+        match self {
+            FetchError::Refused(_) => Side::Client,
+            FetchError::Unreachable(_) => Side::Upstream,
+        }
+    }
+}
+
 impl Vetted {
     /// Trusting the system's roots and those of `ca_file`, if any.
     pub fn new(
         ca_file: Option<std::path::PathBuf>,
         private_hosts: Vec<String>,
-    ) -> Result<Vetted, String> {
+    ) -> Result<Vetted, SetupError> {
         Vetted::connecting(ca_file, private_hosts, Vec::new())
     }
 
@@ -43,12 +78,13 @@ impl Vetted {
         ca_file: Option<std::path::PathBuf>,
         private_hosts: Vec<String>,
         connect_to: Vec<(String, SocketAddr)>,
-    ) -> Result<Vetted, String> {
+    ) -> Result<Vetted, SetupError> {
         let settings = match ca_file {
             Some(f) => UpstreamTls::trusting(f),
             None => UpstreamTls::default(),
         };
-        let connector = Connector::new(&settings, &mut crate::tls::system_roots)?;
+        let connector =
+            Connector::new(&settings, &mut crate::tls::system_roots).map_err(SetupError)?;
         Ok(Vetted {
             connector: Arc::new(connector),
             private_hosts: private_hosts
@@ -70,10 +106,15 @@ impl Vetted {
         accept: &str,
         max_bytes: usize,
         timeout: Duration,
-    ) -> Result<Bytes, String> {
+    ) -> Result<Bytes, FetchError> {
         tokio::time::timeout(timeout, self.fetch(url, accept, max_bytes, timeout))
             .await
-            .map_err(|_| format!("{url}: no whole answer within {} s", timeout.as_secs()))?
+            .map_err(|_| {
+                FetchError::Unreachable(format!(
+                    "{url}: no whole answer within {} s",
+                    timeout.as_secs()
+                ))
+            })?
     }
 
     async fn fetch(
@@ -82,45 +123,18 @@ impl Vetted {
         accept: &str,
         max_bytes: usize,
         timeout: Duration,
-    ) -> Result<Bytes, String> {
-        use url::{Host, Position};
-        if url.scheme() != "https" {
-            return Err(format!("{url}: only https:// is fetched"));
-        }
-        // The name resolved and the TLS server name: a domain as the parser
-        // wrote it (in lower case, IDNA applied), an address without brackets.
-        let (host, bare) = match url.host() {
-            Some(Host::Domain(d)) => (d.to_owned(), d.to_owned()),
-            Some(Host::Ipv4(ip)) => (ip.to_string(), ip.to_string()),
-            Some(Host::Ipv6(ip)) => (format!("[{ip}]"), ip.to_string()),
-            None => return Err(format!("{url}: no host")),
-        };
-        let port = url.port_or_known_default().unwrap_or(443);
-        let allowed_private = self.private_hosts.contains(&bare);
-        let pinned = self.connect_to.iter().find(|(h, _)| *h == bare);
-        let addrs: Vec<SocketAddr> = match pinned {
-            Some((_, addr)) => vec![*addr],
-            None => tokio::net::lookup_host((bare.as_str(), port))
-                .await
-                .map_err(|e| format!("{url}: {host} does not resolve ({e})"))?
-                .collect(),
-        };
-        if addrs.is_empty() {
-            return Err(format!("{url}: {host} does not resolve"));
-        }
-        if !allowed_private && let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
-            return Err(format!(
-                "{url}: {host} resolves to {}, which is not a public address",
-                bad.ip()
-            ));
-        }
-        let tcp = tokio::net::TcpStream::connect(addrs[0])
+    ) -> Result<Bytes, FetchError> {
+        use url::Position;
+        let unreachable = |e: String| FetchError::Unreachable(format!("{url}: {e}"));
+        let (tcp, bare, port) = self.connect(url).await?;
+        let (tls, _) = self
+            .connector
+            .connect(&bare, port, tcp)
             .await
-            .map_err(|e| format!("{url}: cannot connect to {}: {e}", addrs[0]))?;
-        let (tls, _) = self.connector.connect(&bare, port, tcp).await?;
+            .map_err(FetchError::Unreachable)?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
             .await
-            .map_err(|e| format!("{url}: {e}"))?;
+            .map_err(|e| unreachable(e.to_string()))?;
         tokio::spawn(async move {
             let _ = conn.await;
         });
@@ -134,21 +148,75 @@ impl Vetted {
                 concat!("mcp-ui-gateway/", env!("CARGO_PKG_VERSION")),
             )
             .body(Empty::<Bytes>::new())
-            .map_err(|e| format!("{url}: {e}"))?;
+            .map_err(|e| FetchError::Refused(format!("{url}: {e}")))?;
         let resp = sender
             .send_request(req)
             .await
-            .map_err(|e| format!("{url}: {e}"))?;
+            .map_err(|e| unreachable(e.to_string()))?;
         if resp.status() != http::StatusCode::OK {
-            return Err(format!(
+            return Err(FetchError::Refused(format!(
                 "{url}: answered {} (redirects are not followed)",
                 resp.status()
-            ));
+            )));
         }
         let bounds = mcp_ui_model::body::Bounds::within(max_bytes, timeout);
         mcp_ui_model::body::read(resp.into_body(), bounds)
             .await
-            .map_err(|cut| format!("{url}: {cut}"))
+            .map_err(|cut| match cut {
+                Cut::TooLarge { .. } => FetchError::Refused(format!("{url}: {cut}")),
+                _ => unreachable(cut.to_string()),
+            })
+    }
+
+    /// A TCP connection to a checked address of `url`'s host (or the one
+    /// `connect_to` gives it), with the host's name for TLS and the port.
+    async fn connect(
+        &self,
+        url: &url::Url,
+    ) -> Result<(tokio::net::TcpStream, String, u16), FetchError> {
+        use url::Host;
+        if url.scheme() != "https" {
+            return Err(FetchError::Refused(format!(
+                "{url}: only https:// is fetched"
+            )));
+        }
+        // The name resolved and the TLS server name: a domain as the parser
+        // wrote it (in lower case, IDNA applied), an address without brackets.
+        let (host, bare) = match url.host() {
+            Some(Host::Domain(d)) => (d.to_owned(), d.to_owned()),
+            Some(Host::Ipv4(ip)) => (ip.to_string(), ip.to_string()),
+            Some(Host::Ipv6(ip)) => (format!("[{ip}]"), ip.to_string()),
+            None => return Err(FetchError::Refused(format!("{url}: no host"))),
+        };
+        let port = url.port_or_known_default().unwrap_or(443);
+        let allowed_private = self.private_hosts.contains(&bare);
+        let pinned = self.connect_to.iter().find(|(h, _)| *h == bare);
+        let addrs: Vec<SocketAddr> = match pinned {
+            Some((_, addr)) => vec![*addr],
+            None => tokio::net::lookup_host((bare.as_str(), port))
+                .await
+                .map_err(|e| {
+                    FetchError::Unreachable(format!("{url}: {host} does not resolve ({e})"))
+                })?
+                .collect(),
+        };
+        if addrs.is_empty() {
+            return Err(FetchError::Unreachable(format!(
+                "{url}: {host} does not resolve"
+            )));
+        }
+        if !allowed_private && let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+            return Err(FetchError::Refused(format!(
+                "{url}: {host} resolves to {}, which is not a public address",
+                bad.ip()
+            )));
+        }
+        let tcp = tokio::net::TcpStream::connect(addrs[0])
+            .await
+            .map_err(|e| {
+                FetchError::Unreachable(format!("{url}: cannot connect to {}: {e}", addrs[0]))
+            })?;
+        Ok((tcp, bare, port))
     }
 }
 

@@ -15,6 +15,7 @@ use crate::app_endpoint::oauth;
 use crate::apps::AppState;
 use crate::gateway::Gateway;
 use crate::relay::context::SESSION_HEADER;
+use mcp_ui_model::outcome::Failure;
 use mcp_ui_model::reply::{self, Body};
 use mcp_ui_model::session_id::Hello;
 use mcp_ui_rewrite::combine::init;
@@ -42,22 +43,7 @@ pub(super) async fn initialize(
         hello: Some(hello),
         failed: vec![false; app.config.members.len()],
     };
-    let bound = gw.app_member_timeout();
-    let asks = (0..app.config.members.len()).map(|i| {
-        let member = member::of(gw, app, headers, &session, i, caller);
-        let body = &body;
-        async move {
-            match member {
-                Some(mut m) => Some(
-                    tokio::time::timeout(bound, m.initialize(body))
-                        .await
-                        .map_err(|_| silent(bound, "initialize")),
-                ),
-                None => None,
-            }
-        }
-    });
-    let answers = futures_util::future::join_all(asks).await;
+    let answers = ask_members(gw, app, headers, &session, caller, &body).await;
     let mut results = Vec::new();
     let mut problems = Vec::new();
     let mut refused = None;
@@ -109,4 +95,31 @@ pub(super) async fn initialize(
         r.headers_mut().insert(SESSION_HEADER, v);
     }
     r
+}
+
+/// Every member's answer to `initialize`, asked at once, each within the
+/// member timeout (`None`: no such mount).
+async fn ask_members(
+    gw: &Arc<Gateway>,
+    app: &AppState,
+    headers: &HeaderMap,
+    session: &AppSession,
+    caller: Option<u64>,
+    body: &Bytes,
+) -> Vec<Option<Result<Result<Bytes, Failure>, String>>> {
+    let bound = gw.app_member_timeout();
+    let asks = (0..app.config.members.len()).map(|i| {
+        let member = member::of(gw, app, headers, session, i, caller);
+        async move {
+            match member {
+                Some(mut m) => Some(
+                    tokio::time::timeout(bound, m.initialize(body))
+                        .await
+                        .map_err(|_| silent(bound, "initialize")),
+                ),
+                None => None,
+            }
+        }
+    });
+    futures_util::future::join_all(asks).await
 }

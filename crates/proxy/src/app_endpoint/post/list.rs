@@ -68,25 +68,11 @@ impl Exchange<'_> {
                         break;
                     }
                 }
-                Err(Miss::Refused(f)) => {
-                    let prm = oauth::prm_url(self.gw, self.app, self.headers);
-                    return oauth::refusal(prm.as_deref(), f, raw(&self.id).as_deref());
-                }
-                Err(Miss::Full(f)) => return f.respond(raw(&self.id).as_deref()),
-                // The page a client's cursor names could not be read: an
-                // error, never an empty page that would end its listing.
-                Err(Miss::Problem(why)) if at.upstream.is_some() => {
-                    return self.error(
-                        code::SERVER_ERROR,
-                        &format!(
-                            "app `{app}`: member `{}` could not give the page this cursor names: {why}",
-                            members[i].upstream
-                        ),
-                    );
-                }
-                Err(Miss::Problem(why)) => {
-                    tracing::debug!(app = %self.app.config.name, member = %members[i].upstream, error = %why, "{method}: member left out");
-                    left_out.push(format!("`{}`: {why}", members[i].upstream));
+                Err(miss) => {
+                    let cursor_named = at.upstream.is_some();
+                    if let Some(r) = self.missed(miss, i, method, cursor_named, &mut left_out) {
+                        return r;
+                    }
                 }
             }
             at = cursor::Position {
@@ -110,6 +96,41 @@ impl Exchange<'_> {
         let r = self.in_form(method, Bytes::from(body));
         drop(held);
         r
+    }
+
+    /// What a member's page that could not be had makes of the listing: the
+    /// answer when it ends it, else `None` with the member noted in
+    /// `left_out`. `cursor_named` says the client's cursor named the page.
+    fn missed(
+        &self,
+        miss: Miss,
+        i: usize,
+        method: &str,
+        cursor_named: bool,
+        left_out: &mut Vec<String>,
+    ) -> Option<Response<Body>> {
+        let (app, members) = (&self.app.config.name, &self.app.config.members);
+        match miss {
+            Miss::Refused(f) => {
+                let prm = oauth::prm_url(self.gw, self.app, self.headers);
+                Some(oauth::refusal(prm.as_deref(), f, raw(&self.id).as_deref()))
+            }
+            Miss::Full(f) => Some(f.respond(raw(&self.id).as_deref())),
+            // The page a client's cursor names could not be read: an
+            // error, never an empty page that would end its listing.
+            Miss::Problem(why) if cursor_named => Some(self.error(
+                code::SERVER_ERROR,
+                &format!(
+                    "app `{app}`: member `{}` could not give the page this cursor names: {why}",
+                    members[i].upstream
+                ),
+            )),
+            Miss::Problem(why) => {
+                tracing::debug!(app = %self.app.config.name, member = %members[i].upstream, error = %why, "{method}: member left out");
+                left_out.push(format!("`{}`: {why}", members[i].upstream));
+                None
+            }
+        }
     }
 
     /// One member's page of a listing, prefixed.

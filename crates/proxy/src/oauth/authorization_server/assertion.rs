@@ -20,7 +20,7 @@ use super::grant::{Grant, Refused, issue};
 use super::state::AuthorizationServer;
 use crate::oauth::keys::Unchecked;
 use mcp_ui_identity::authorization_server::OAuthError;
-use mcp_ui_identity::authorization_server::assertion::{self as rules, Trust};
+use mcp_ui_identity::authorization_server::assertion::{self as rules, Assertion, Trust};
 use mcp_ui_identity::authorization_server::authorize::Resource;
 use mcp_ui_identity::authorization_server::client::AuthMethod;
 use mcp_ui_identity::authorization_server::params::Params;
@@ -56,15 +56,7 @@ pub(super) async fn redeem(
         )
         .into());
     }
-    let named = rules::named_issuer(assertion)?;
-    let Some(trusted) = a
-        .enterprise
-        .trusted
-        .iter()
-        .find(|t| t.config.issuer == named)
-    else {
-        return Err(grant("the assertion's issuer is not one this server trusts").into());
-    };
+    let trusted = trusted_issuer(a, assertion)?;
     let config = &trusted.config;
     let trust = Trust {
         issuer: &config.issuer,
@@ -102,19 +94,7 @@ pub(super) async fn redeem(
         &resource.offered,
         &resource.default,
     )?;
-    let used = format!(
-        "jag:{}:{}",
-        super::sealed::digest(&config.issuer),
-        super::sealed::digest(&asserted.jti)
-    );
-    if !a
-        .store
-        .first_use(&used, asserted.expires_at + LEEWAY_SECS, now)
-        .await?
-    {
-        tracing::warn!(issuer = %config.issuer, "an identity assertion was presented twice");
-        return Err(grant("the assertion was already used").into());
-    }
+    first_use(a, &config.issuer, &asserted, now).await?;
     Ok(issue(
         a,
         Grant {
@@ -132,6 +112,46 @@ pub(super) async fn redeem(
         },
         now,
     )?)
+}
+
+/// The trusted issuer the assertion names, read before its signature is
+/// checked only to choose whose keys check it; one not configured is
+/// refused before anything is fetched.
+fn trusted_issuer<'a>(a: &'a AuthorizationServer, assertion: &str) -> Result<&'a Trusted, Refused> {
+    let named = rules::named_issuer(assertion)?;
+    let Some(trusted) = a
+        .enterprise
+        .trusted
+        .iter()
+        .find(|t| t.config.issuer == named)
+    else {
+        return Err(grant("the assertion's issuer is not one this server trusts").into());
+    };
+    Ok(trusted)
+}
+
+/// Remember the assertion's `jti` as redeemed until it expires; refused
+/// when it already was.
+async fn first_use(
+    a: &AuthorizationServer,
+    issuer: &str,
+    asserted: &Assertion,
+    now: u64,
+) -> Result<(), Refused> {
+    let used = format!(
+        "jag:{}:{}",
+        super::sealed::digest(issuer),
+        super::sealed::digest(&asserted.jti)
+    );
+    if !a
+        .store
+        .first_use(&used, asserted.expires_at + LEEWAY_SECS, now)
+        .await?
+    {
+        tracing::warn!(issuer = %issuer, "an identity assertion was presented twice");
+        return Err(grant("the assertion was already used").into());
+    }
+    Ok(())
 }
 
 /// The assertion's claims, its signature checked with the trusted issuer's

@@ -10,6 +10,7 @@ use subtle::ConstantTimeEq;
 use super::basics::redirect;
 use super::endpoints::Endpoint;
 use super::page;
+use super::provider::{Endpoints, Tokens};
 use super::sealed::{self, Login, MAX_REMEMBERED, Purpose, REMEMBERED, Remembered, login_cookie};
 use super::state::AuthorizationServer;
 use mcp_ui_identity::authorization_server::OAuthError;
@@ -67,54 +68,15 @@ async fn finish(
             ),
         )
     };
-    let one = |k: &str| params.one(k).ok().flatten();
     let endpoints = match a.provider.endpoints().await {
         Ok(e) => e,
         Err(why) => return to_client("temporarily_unavailable", why),
     };
-    if let Some(issuer) = &a.provider.config.issuer {
-        match one("iss") {
-            Some(iss) if iss != issuer => {
-                tracing::warn!(provider = %issuer, "an answer named another issuer (RFC 9207): refused");
-                return to_client(
-                    "access_denied",
-                    "the identity provider's answer names another issuer".into(),
-                );
-            }
-            None if endpoints.iss_supported => {
-                return to_client(
-                    "access_denied",
-                    "the identity provider's answer has no issuer (RFC 9207)".into(),
-                );
-            }
-            _ => {}
-        }
-    }
-    if let Some(error) = one("error") {
-        return to_client(
-            "access_denied",
-            format!("the identity provider said: {error}"),
-        );
-    }
-    let Some(code) = one("code") else {
-        return to_client(
-            "server_error",
-            "the identity provider's answer has no code".into(),
-        );
+    let code = match provider_code(a, &endpoints, params) {
+        Ok(code) => code,
+        Err((error, why)) => return to_client(error, why),
     };
-    let subject = match a
-        .provider
-        .exchange(&endpoints, code, &a.callback_url(), &login.verifier)
-        .await
-    {
-        Ok(tokens) => a
-            .provider
-            .subject(&endpoints, &tokens, &login.nonce)
-            .await
-            .map(|s| (s, tokens)),
-        Err(why) => Err(why),
-    };
-    let (subject, tokens) = match subject {
+    let (subject, tokens) = match signed_in(a, &endpoints, code, login).await {
         Ok(s) => s,
         Err(why) => {
             tracing::warn!(provider = %a.provider.config.name, "a sign-in failed: {why}");
@@ -158,21 +120,91 @@ async fn finish(
         &authorize::code_redirect(request, &sealed_code, a.issuer()),
     );
     if login.remember {
-        let client = sealed::digest(&request.client_id);
-        remembered.retain(|r| {
-            !(r.client == client && r.redirect_uri == request.redirect_uri) && r.until > now
-        });
-        remembered.push(Remembered {
-            client,
-            redirect_uri: request.redirect_uri.clone(),
-            subject,
-            until: now + u64::from(a.config.consent_days) * 86_400,
-        });
-        remembered.sort_by_key(|r| std::cmp::Reverse(r.until));
-        remembered.truncate(MAX_REMEMBERED);
-        set_remembered(a, &mut r, &remembered);
+        remember(a, &mut r, remembered, request, subject, now);
     }
     r
+}
+
+/// The provider's code in its answer `params`, once its issuer is checked
+/// (RFC 9207); else the error the client is sent, and why.
+fn provider_code<'p>(
+    a: &AuthorizationServer,
+    endpoints: &Endpoints,
+    params: &'p Params,
+) -> Result<&'p str, (&'static str, String)> {
+    let one = |k: &str| params.one(k).ok().flatten();
+    if let Some(issuer) = &a.provider.config.issuer {
+        match one("iss") {
+            Some(iss) if iss != issuer => {
+                tracing::warn!(provider = %issuer, "an answer named another issuer (RFC 9207): refused");
+                return Err((
+                    "access_denied",
+                    "the identity provider's answer names another issuer".into(),
+                ));
+            }
+            None if endpoints.iss_supported => {
+                return Err((
+                    "access_denied",
+                    "the identity provider's answer has no issuer (RFC 9207)".into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    if let Some(error) = one("error") {
+        return Err((
+            "access_denied",
+            format!("the identity provider said: {error}"),
+        ));
+    }
+    one("code").ok_or_else(|| {
+        (
+            "server_error",
+            "the identity provider's answer has no code".into(),
+        )
+    })
+}
+
+/// The user the provider signed in, and its tokens, for `code`.
+async fn signed_in(
+    a: &AuthorizationServer,
+    endpoints: &Endpoints,
+    code: &str,
+    login: &Login,
+) -> Result<(String, Tokens), String> {
+    let tokens = a
+        .provider
+        .exchange(endpoints, code, &a.callback_url(), &login.verifier)
+        .await?;
+    a.provider
+        .subject(endpoints, &tokens, &login.nonce)
+        .await
+        .map(|s| (s, tokens))
+}
+
+/// Remember that `subject` consented to `request`'s client at its redirect
+/// URI, for `consent_days`, with the others still valid.
+fn remember(
+    a: &AuthorizationServer,
+    r: &mut Response<Body>,
+    mut remembered: Vec<Remembered>,
+    request: &authorize::Request,
+    subject: String,
+    now: u64,
+) {
+    let client = sealed::digest(&request.client_id);
+    remembered.retain(|r| {
+        !(r.client == client && r.redirect_uri == request.redirect_uri) && r.until > now
+    });
+    remembered.push(Remembered {
+        client,
+        redirect_uri: request.redirect_uri.clone(),
+        subject,
+        until: now + u64::from(a.config.consent_days) * 86_400,
+    });
+    remembered.sort_by_key(|r| std::cmp::Reverse(r.until));
+    remembered.truncate(MAX_REMEMBERED);
+    set_remembered(a, r, &remembered);
 }
 
 /// Remember `all` (newest first) in the browser: as many as fit in a cookie.

@@ -77,7 +77,13 @@ impl Provider {
         }
         let c = &self.config;
         let doc = match &c.issuer {
-            Some(issuer) => Some(self.fetcher.discover(&self.anchor, issuer).await?.1),
+            Some(issuer) => Some(
+                self.fetcher
+                    .discover(&self.anchor, issuer)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .1,
+            ),
             None => None,
         };
         // A configured endpoint was held to the same rule at start.

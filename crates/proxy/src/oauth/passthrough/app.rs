@@ -13,6 +13,7 @@ use super::challenge::point_challenges;
 use super::metadata::{Fetch, document, upstream_doc};
 use super::state::{AuthState, resource_url};
 use mcp_ui_model::config::Mount;
+use mcp_ui_model::outcome::Side;
 use mcp_ui_model::reply::{self, Body};
 
 /// The metadata an app serves, from its members' documents (`(member,
@@ -23,7 +24,7 @@ use mcp_ui_model::reply::{self, Body};
 pub fn united(
     app: &str,
     docs: &[(&str, Map<String, Value>)],
-) -> Result<Option<Map<String, Value>>, String> {
+) -> Result<Option<Map<String, Value>>, Disunited> {
     let Some((first_name, first)) = docs.first() else {
         return Ok(None);
     };
@@ -46,14 +47,13 @@ pub fn united(
     for (name, d) in &docs[1..] {
         let got = servers(d);
         if got != want {
-            return Err(format!(
-                "app `{app}`: member `{name}` names authorization servers {} but member \
-                 `{first_name}` names {} (`authorization_servers` of their protected-resource \
-                 metadata); a client signs in to the app once, and one token for the app's URL \
-                 cannot be good at both",
-                brief(&got),
-                brief(&want)
-            ));
+            return Err(Disunited {
+                app: app.to_owned(),
+                member: (*name).to_owned(),
+                first: (*first_name).to_owned(),
+                got: brief(&got),
+                want: brief(&want),
+            });
         }
     }
     let mut out = first.clone();
@@ -76,6 +76,48 @@ pub fn united(
     }
     Ok(Some(out))
 }
+
+/// Why an app's members cannot be one protected resource: two name
+/// different authorization servers. The upstreams' (a client asking for the
+/// app's metadata is answered 502); `check` reports it to the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Disunited {
+    pub app: String,
+    /// The member whose servers differ from the first member's.
+    pub member: String,
+    pub first: String,
+    /// Each one's servers, as a reason names them ([`brief`]).
+    pub got: String,
+    pub want: String,
+}
+
+impl Disunited {
+    /// Whose fault it is: the members' upstreams'.
+    pub fn side(&self) -> Side {
+        Side::Upstream
+    }
+}
+
+impl std::fmt::Display for Disunited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Disunited {
+            app,
+            member,
+            first,
+            got,
+            want,
+        } = self;
+        write!(
+            f,
+            "app `{app}`: member `{member}` names authorization servers {got} but member \
+             `{first}` names {want} (`authorization_servers` of their protected-resource \
+             metadata); a client signs in to the app once, and one token for the app's URL \
+             cannot be good at both"
+        )
+    }
+}
+
+impl std::error::Error for Disunited {}
 
 /// At most this many authorization servers of a member are named in a
 /// reason, each cut to [`BRIEF_CHARS`]: a member's document is the
@@ -138,6 +180,7 @@ pub(crate) async fn serve_app_prm(
             "not found: no member of this app publishes protected-resource metadata\n",
         ),
         Err(why) => {
+            let why = why.to_string();
             // Once per change: an anonymous GET must not be a way to fill
             // the log.
             let mut logged = auth.app_conflicts.lock().unwrap_or_else(|p| p.into_inner());
@@ -199,7 +242,9 @@ mod tests {
     fn members_of_different_authorization_servers_are_refused() {
         let a = doc(json!({"authorization_servers": ["http://as-1"]}));
         let b = doc(json!({"authorization_servers": ["http://as-2"]}));
-        let why = united("suite", &[("a", a), ("b", b)]).unwrap_err();
+        let why = united("suite", &[("a", a), ("b", b)])
+            .unwrap_err()
+            .to_string();
         for want in [
             "app `suite`",
             "member `b`",
@@ -211,12 +256,29 @@ mod tests {
     }
 
     #[test]
+    fn the_reason_is_one_sentence() {
+        let a = doc(json!({"authorization_servers": ["http://as-1"]}));
+        let b = doc(json!({"authorization_servers": ["http://as-2"]}));
+        let why = united("suite", &[("a", a), ("b", b)]).unwrap_err();
+        assert_eq!(why.side(), Side::Upstream);
+        assert_eq!(
+            why.to_string(),
+            "app `suite`: member `b` names authorization servers [\"http://as-2\"] but member \
+             `a` names [\"http://as-1\"] (`authorization_servers` of their protected-resource \
+             metadata); a client signs in to the app once, and one token for the app's URL \
+             cannot be good at both"
+        );
+    }
+
+    #[test]
     fn a_reason_names_a_few_servers_each_cut_short() {
         let long = format!("https://as.example.com/{}", "x".repeat(250_000));
         let many: Vec<String> = (0..1000).map(|i| format!("https://as-{i}")).collect();
         let a = doc(json!({ "authorization_servers": [long] }));
         let b = doc(json!({ "authorization_servers": many }));
-        let why = united("suite", &[("a", a), ("b", b)]).unwrap_err();
+        let why = united("suite", &[("a", a), ("b", b)])
+            .unwrap_err()
+            .to_string();
         assert!(why.len() < 1200, "{} bytes: {why}", why.len());
         assert!(why.contains("\"https://as-0\", \"https://as-1\""), "{why}");
         assert!(why.contains("and 996 more"), "{why}");

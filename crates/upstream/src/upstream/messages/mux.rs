@@ -250,61 +250,11 @@ pub(super) fn route(
 ) -> Target {
     let method = m.method.as_deref().unwrap_or_default();
     if m.kind == Kind::Request {
-        let id = m.id.expect("requests have ids");
-        if method == "ping" {
-            let pong = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.get());
-            return Target::Upstream(Bytes::from(pong));
-        }
-        let Some(p) = candidate(st, related) else {
-            return refusal(
-                id,
-                &format!(
-                    "{method}: no client of the gateway can be told for this request: the connection is shared between clients (sessions = \"shared\" or \"conversation\") and none, or several, have requests waiting on it; a server that asks its clients wants sessions = \"client\""
-                ),
-            );
-        };
-        let caps = p.peer.as_ref().map(|p| p.caps()).unwrap_or_default();
-        if !caps.answers(method) {
-            return refusal(
-                id,
-                &format!("{method}: the client did not declare the capability this request needs"),
-            );
-        }
-        let ours = mux.remember(
-            me.clone(),
-            id,
-            p.peer.as_ref().map(|p| p.key()),
-            Some(p.tx.clone()),
-        );
-        let bytes = jsonrpc::splice(message, id, &ours)
-            .map(Bytes::from)
-            .unwrap_or_else(|| message.clone());
-        return p.target(Delivery::Related(bytes));
+        return server_request(st, mux, me, m, message, related);
     }
     match method {
         "notifications/cancelled" => server_cancelled(st, mux, me, m, message),
-        "notifications/message" => {
-            let rank = m
-                .params
-                .and_then(|p| serde_json::from_str::<LogParams<'_>>(p.get()).ok())
-                .and_then(|p| level_rank(&p.level))
-                .unwrap_or(u8::MAX);
-            match candidate(st, related) {
-                Some(p) if p.peer.as_ref().is_none_or(|p| p.wants_log(rank)) => {
-                    p.target(Delivery::Related(message.clone()))
-                }
-                Some(_) => Target::Queued,
-                None => {
-                    let to = mux
-                        .peers
-                        .all()
-                        .into_iter()
-                        .filter(|p| p.has_stream() && p.wants_log(rank))
-                        .collect();
-                    Target::Peers(to, message.clone())
-                }
-            }
-        }
+        "notifications/message" => server_log(st, mux, m, message, related),
         m if m.starts_with("notifications/") && m.ends_with("/list_changed") => {
             Target::Peers(mux.peers.all(), message.clone())
         }
@@ -328,6 +278,82 @@ pub(super) fn route(
                 Target::Queued
             }
         },
+    }
+}
+
+/// A server's request: `ping` answered here, else handed to the client it
+/// concerns under an id of the gateway's, or refused when no client can be
+/// told or the client did not declare what it needs.
+fn server_request(
+    st: &State,
+    mux: &Mux,
+    me: &Weak<dyn Sink>,
+    m: &Message<'_>,
+    message: &Bytes,
+    related: Option<&str>,
+) -> Target {
+    let method = m.method.as_deref().unwrap_or_default();
+    let id = m.id.expect("requests have ids");
+    if method == "ping" {
+        let pong = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.get());
+        return Target::Upstream(Bytes::from(pong));
+    }
+    let Some(p) = candidate(st, related) else {
+        return refusal(
+            id,
+            &format!(
+                "{method}: no client of the gateway can be told for this request: the connection is shared between clients (sessions = \"shared\" or \"conversation\") and none, or several, have requests waiting on it; a server that asks its clients wants sessions = \"client\""
+            ),
+        );
+    };
+    let caps = p.peer.as_ref().map(|p| p.caps()).unwrap_or_default();
+    if !caps.answers(method) {
+        return refusal(
+            id,
+            &format!("{method}: the client did not declare the capability this request needs"),
+        );
+    }
+    let ours = mux.remember(
+        me.clone(),
+        id,
+        p.peer.as_ref().map(|p| p.key()),
+        Some(p.tx.clone()),
+    );
+    let bytes = jsonrpc::splice(message, id, &ours)
+        .map(Bytes::from)
+        .unwrap_or_else(|| message.clone());
+    p.target(Delivery::Related(bytes))
+}
+
+/// A log message: to the client whose request it accompanies, if its level
+/// lets it through; with no such request, to every client with a stream
+/// whose level does.
+fn server_log(
+    st: &State,
+    mux: &Mux,
+    m: &Message<'_>,
+    message: &Bytes,
+    related: Option<&str>,
+) -> Target {
+    let rank = m
+        .params
+        .and_then(|p| serde_json::from_str::<LogParams<'_>>(p.get()).ok())
+        .and_then(|p| level_rank(&p.level))
+        .unwrap_or(u8::MAX);
+    match candidate(st, related) {
+        Some(p) if p.peer.as_ref().is_none_or(|p| p.wants_log(rank)) => {
+            p.target(Delivery::Related(message.clone()))
+        }
+        Some(_) => Target::Queued,
+        None => {
+            let to = mux
+                .peers
+                .all()
+                .into_iter()
+                .filter(|p| p.has_stream() && p.wants_log(rank))
+                .collect();
+            Target::Peers(to, message.clone())
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::peer::Peer;
-use super::state::{Delivery, Pending};
+use super::state::{Delivery, Pending, State};
 use super::{MessageSession, PendingGuard, STREAM_BUFFER};
 use mcp_ui_model::outcome::Failure;
 use mcp_ui_wire::jsonrpc::{self, Kind};
@@ -79,46 +79,22 @@ impl MessageSession {
             }
             st.seq += 1;
             let seq = st.seq;
-            let (key, wire, progress, client_token, rewritten) = if shared {
-                // On a connection several clients use, the upstream sees
-                // only ids and progress tokens of the connection's own:
-                // clients' could be told apart by the gateway and not by
-                // the upstream (`0` and `-0`, integers a JavaScript server
-                // rounds alike), which would hand one client's answer to
-                // another. The gateway's own requests keep theirs.
-                let mut parts = Vec::new();
-                let mut key = jsonrpc::id_key(id);
-                if !own || st.pending.contains_key(&key) {
-                    key = st.fresh_key("mcp-ui-gateway/");
-                    parts.push((id, key.clone()));
-                }
-                let mut progress = progress_token.map(jsonrpc::id_key);
-                let mut client_token = None;
-                if let (Some(t), Some(p)) = (progress_token, &progress)
-                    && (!own || st.by_progress.contains_key(p))
-                {
-                    let mine = st.fresh_key("mcp-ui-gateway/p");
-                    parts.push((t, mine.clone()));
-                    progress = Some(mine);
-                    client_token = Some(Box::<str>::from(t.get()));
-                }
-                let wire = match parts.is_empty() {
-                    true => Bytes::copy_from_slice(message),
-                    false => jsonrpc::splice_all(message, &parts)
-                        .map(Bytes::from)
-                        .unwrap_or_else(|| Bytes::copy_from_slice(message)),
-                };
-                let rewritten = parts.iter().any(|(p, _)| std::ptr::eq(*p, id));
-                (key, wire, progress, client_token, rewritten)
+            let Wire {
+                key,
+                wire,
+                progress,
+                client_token,
+                rewritten,
+            } = if shared {
+                Wire::shared(&mut st, message, id, progress_token, own)
             } else {
-                let progress = progress_token.map(jsonrpc::id_key);
-                (
-                    jsonrpc::id_key(id),
-                    Bytes::copy_from_slice(message),
-                    progress,
-                    None,
-                    false,
-                )
+                Wire {
+                    key: jsonrpc::id_key(id),
+                    wire: Bytes::copy_from_slice(message),
+                    progress: progress_token.map(jsonrpc::id_key),
+                    client_token: None,
+                    rewritten: false,
+                }
             };
             // Queued under the lock: the upstream sees requests in the order
             // they were registered.
@@ -245,6 +221,66 @@ impl MessageSession {
         );
         if self.outbox.push(Bytes::from(cancel)).is_err() {
             tracing::debug!(upstream = %self.upstream, id = %key, "no room to send the cancellation of a request");
+        }
+    }
+}
+
+/// A request as the upstream sees it.
+struct Wire {
+    /// The key the upstream answers to: the request's id, or the
+    /// connection's own in its place.
+    key: String,
+    wire: Bytes,
+    /// The key of its progress token as the upstream sees it.
+    progress: Option<String>,
+    /// The client's own progress token, when the upstream sees another.
+    client_token: Option<Box<str>>,
+    /// Whether its id was replaced.
+    rewritten: bool,
+}
+
+impl Wire {
+    /// On a connection several clients use, the upstream sees only ids and
+    /// progress tokens of the connection's own: clients' could be told
+    /// apart by the gateway and not by the upstream (`0` and `-0`, integers
+    /// a JavaScript server rounds alike), which would hand one client's
+    /// answer to another. The gateway's own requests keep theirs.
+    fn shared(
+        st: &mut State,
+        message: &[u8],
+        id: &RawValue,
+        progress_token: Option<&RawValue>,
+        own: bool,
+    ) -> Wire {
+        let mut parts = Vec::new();
+        let mut key = jsonrpc::id_key(id);
+        if !own || st.pending.contains_key(&key) {
+            key = st.fresh_key("mcp-ui-gateway/");
+            parts.push((id, key.clone()));
+        }
+        let mut progress = progress_token.map(jsonrpc::id_key);
+        let mut client_token = None;
+        if let (Some(t), Some(p)) = (progress_token, &progress)
+            && (!own || st.by_progress.contains_key(p))
+        {
+            let mine = st.fresh_key("mcp-ui-gateway/p");
+            parts.push((t, mine.clone()));
+            progress = Some(mine);
+            client_token = Some(Box::<str>::from(t.get()));
+        }
+        let wire = match parts.is_empty() {
+            true => Bytes::copy_from_slice(message),
+            false => jsonrpc::splice_all(message, &parts)
+                .map(Bytes::from)
+                .unwrap_or_else(|| Bytes::copy_from_slice(message)),
+        };
+        let rewritten = parts.iter().any(|(p, _)| std::ptr::eq(*p, id));
+        Wire {
+            key,
+            wire,
+            progress,
+            client_token,
+            rewritten,
         }
     }
 }
