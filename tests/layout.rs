@@ -1,8 +1,9 @@
-//! The source's shape, as ARCHITECTURE.md describes it: no module of the
-//! product (the crates, the binary, the examples) grows past 1,000 lines,
-//! where one concern has become several; and percent-decoding happens in one
-//! place (`mcp_ui_wire::percent`), so every URL part is decoded by the same
-//! rules, each caller saying only what a `+` means to it.
+//! The source's shape, as ARCHITECTURE.md describes it: no file of the
+//! product (the crates, the binary, the examples) grows past 500 lines and
+//! no function past 80, where one concern has become several; no crate
+//! hands another an error as a bare `String`; and percent-decoding happens
+//! in one place (`mcp_ui_wire::percent`), so every URL part is decoded by
+//! the same rules, each caller saying only what a `+` means to it.
 
 use std::path::{Path, PathBuf};
 
@@ -46,13 +47,18 @@ fn relative(path: &Path) -> String {
         .to_string()
 }
 
+/// Longest a product file may be, in lines.
+const MAX_FILE_LINES: usize = 500;
+/// Longest a function may be, from its `fn` to its closing brace.
+const MAX_FN_LINES: usize = 80;
+
 #[test]
-fn no_module_grows_past_a_thousand_lines() {
+fn no_file_grows_past_five_hundred_lines() {
     let long: Vec<String> = product_sources()
         .iter()
         .filter_map(|p| {
             let lines = std::fs::read_to_string(p).ok()?.lines().count();
-            (lines > 1_000).then(|| format!("{} ({lines} lines)", relative(p)))
+            (lines > MAX_FILE_LINES).then(|| format!("{} ({lines} lines)", relative(p)))
         })
         .collect();
     assert!(
@@ -60,6 +66,276 @@ fn no_module_grows_past_a_thousand_lines() {
         "split these into modules by concern, as the rest are: {}",
         long.join(", ")
     );
+}
+
+#[test]
+fn no_function_grows_past_eighty_lines() {
+    let mut long = Vec::new();
+    for p in product_sources() {
+        let text = std::fs::read_to_string(&p).expect("readable source");
+        for f in functions(&code_only(&text)) {
+            if f.lines > MAX_FN_LINES {
+                long.push(format!(
+                    "{}:{} {} ({} lines)",
+                    relative(&p),
+                    f.line,
+                    f.name,
+                    f.lines
+                ));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "split these into the steps they take: {}",
+        long.join(", ")
+    );
+}
+
+#[test]
+fn no_crate_hands_another_a_string_for_an_error() {
+    let mut found = Vec::new();
+    for p in product_sources() {
+        if !relative(&p).starts_with("crates/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).expect("readable source");
+        for f in functions(&code_only(&text)) {
+            if f.public && returns_string_error(&f.signature) {
+                found.push(format!("{}:{} {}", relative(&p), f.line, f.name));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a function another crate can call returns Result<_, String>: give its error a type \
+         (or keep it within its crate, pub(crate)): {}",
+        found.join(", ")
+    );
+}
+
+#[test]
+fn the_source_reader_finds_functions_and_their_lengths() {
+    let text = r##"
+pub fn a() -> Result<(), String> {
+    let s = "fn not_me() { {";
+    let c = '{';
+    // fn nor_me() {
+    /* fn nor_this() { /* nested */ } */
+    let r = r#"}"#;
+    fn inner<'a>(x: &'a str) -> &'a str { x }
+}
+pub(crate) fn b() -> Result<(), String>;
+fn e(key: [u8; 16]) {}
+pub async fn c(
+    x: u8,
+) -> Result<Vec<u8>, String> where u8: Copy {}
+"##;
+    let fns = functions(&code_only(text));
+    let names: Vec<(&str, usize, bool)> = fns
+        .iter()
+        .map(|f| (f.name.as_str(), f.lines, f.public))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("a", 8, true),
+            ("inner", 1, false),
+            ("e", 1, false),
+            ("c", 3, true)
+        ]
+    );
+    assert!(returns_string_error(&fns[0].signature));
+    assert!(returns_string_error(&fns[3].signature));
+    assert!(!returns_string_error("fn d() -> Result<String, Error>"));
+}
+
+/// A function of a source file: where it starts, how long it is, whether
+/// another crate may call it, and its signature.
+struct Function {
+    name: String,
+    line: usize,
+    lines: usize,
+    public: bool,
+    signature: String,
+}
+
+/// `text` with comments and the contents of string and character literals
+/// blanked (newlines kept), so that what remains is code.
+fn code_only(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut out[from..to.min(b.len())] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &b[i..];
+        let ident_before = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+        if rest.starts_with(b"//") {
+            let end = rest
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |n| i + n);
+            blank(&mut out, i, end);
+            i = end;
+        } else if rest.starts_with(b"/*") {
+            let (mut depth, mut j) = (1, i + 2);
+            while j < b.len() && depth > 0 {
+                if b[j..].starts_with(b"/*") {
+                    depth += 1;
+                    j += 2;
+                } else if b[j..].starts_with(b"*/") {
+                    depth -= 1;
+                    j += 2;
+                } else {
+                    j += 1;
+                }
+            }
+            blank(&mut out, i, j);
+            i = j;
+        } else if !ident_before && raw_string_start(rest).is_some() {
+            let (open, hashes) = raw_string_start(rest).expect("checked");
+            let mut close = vec![b'"'];
+            close.extend(std::iter::repeat_n(b'#', hashes));
+            let body = i + open;
+            let end = b[body..]
+                .windows(close.len())
+                .position(|w| w == close.as_slice())
+                .map_or(b.len(), |n| body + n + close.len());
+            blank(&mut out, body, end - close.len().min(end));
+            i = end;
+        } else if b[i] == b'"' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            blank(&mut out, i + 1, j);
+            i = j + 1;
+        } else if b[i] == b'\'' {
+            // A character literal ('x', '\n', '\u{..}'), not a lifetime.
+            let end = if rest.get(1) == Some(&b'\\') {
+                rest.iter()
+                    .skip(2)
+                    .position(|&c| c == b'\'')
+                    .map(|n| i + 2 + n)
+            } else {
+                let width = text[i + 1..].chars().next().map_or(1, char::len_utf8);
+                (rest.get(1 + width) == Some(&b'\'')).then_some(i + 1 + width)
+            };
+            match end {
+                Some(end) => {
+                    blank(&mut out, i + 1, end);
+                    i = end + 1;
+                }
+                None => i += 1,
+            }
+        } else {
+            i += 1;
+        }
+    }
+    String::from_utf8(out).expect("blanking keeps UTF-8: whole characters become spaces")
+}
+
+/// The length of a raw string's opening (`r#"`, `br"`, …) and its number
+/// of `#`s, when `s` starts with one.
+fn raw_string_start(s: &[u8]) -> Option<(usize, usize)> {
+    let after_b = if s.first() == Some(&b'b') { 1 } else { 0 };
+    if s.get(after_b) != Some(&b'r') {
+        return None;
+    }
+    let hashes = s[after_b + 1..].iter().take_while(|&&c| c == b'#').count();
+    (s.get(after_b + 1 + hashes) == Some(&b'"')).then_some((after_b + 2 + hashes, hashes))
+}
+
+/// The functions with a body in `code` (as [`code_only`] leaves it).
+fn functions(code: &str) -> Vec<Function> {
+    let b = code.as_bytes();
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let mut found = Vec::new();
+    let mut i = 0;
+    while let Some(n) = code[i..].find("fn ") {
+        let at = i + n;
+        i = at + 3;
+        if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_') {
+            continue;
+        }
+        let name: String = code[at + 3..]
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() {
+            continue;
+        }
+        // The signature ends at the body's `{` or a declaration's `;`
+        // (not one of an array type's, `[u8; 16]`).
+        let Some(end) = signature_end(&b[at..]).map(|n| at + n) else {
+            break;
+        };
+        if b[end] == b';' {
+            continue;
+        }
+        let mut depth = 0;
+        let mut close = None;
+        for (k, &c) in b.iter().enumerate().skip(end) {
+            match c {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(k);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else { break };
+        let line_start = code[..at].rfind('\n').map_or(0, |n| n + 1);
+        let head = code[line_start..at].trim();
+        found.push(Function {
+            name,
+            line: line_of(at),
+            lines: line_of(close) - line_of(at) + 1,
+            public: head.split_whitespace().next() == Some("pub"),
+            signature: code[at..end].to_owned(),
+        });
+    }
+    found
+}
+
+/// Where a signature ends: its body's `{` or a declaration's `;`, outside
+/// brackets and parentheses.
+fn signature_end(s: &[u8]) -> Option<usize> {
+    let mut depth = 0i32;
+    for (k, &c) in s.iter().enumerate() {
+        match c {
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => depth -= 1,
+            b'{' | b';' if depth == 0 => return Some(k),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether a signature's return type is a `Result` whose error is `String`.
+fn returns_string_error(signature: &str) -> bool {
+    let Some((_, ret)) = signature.split_once("->") else {
+        return false;
+    };
+    let ret: String = ret
+        .split(" where ")
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    ret.contains("Result<") && ret.trim_end_matches('>').ends_with(",String")
 }
 
 #[test]

@@ -89,10 +89,7 @@ impl Gateway {
             .map(|(i, m)| (m.path.clone(), i))
             .collect();
         let limits = &config.limits;
-        let telemetry =
-            Tracer::from_config(&config.telemetry).map_err(|e| ConfigError::Invalid {
-                problems: vec![e.to_string()],
-            })?;
+        let telemetry = telemetry(config)?;
         let client =
             upstream::client::client_for(Duration::from_secs(limits.connect_timeout_secs), &mounts)
                 .map_err(|problems| ConfigError::Invalid { problems })?;
@@ -206,4 +203,11 @@ fn app_states(
             Arc::new(crate::apps::AppState::new(app).with_claude_domain(domain))
         })
         .collect()
+}
+
+/// Trace export, when configured (`[telemetry]`, `OTEL_*`).
+fn telemetry(config: &Config) -> Result<Option<Arc<Tracer>>, ConfigError> {
+    Tracer::from_config(&config.telemetry).map_err(|e| ConfigError::Invalid {
+        problems: vec![e.to_string()],
+    })
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::upstream::messages::{EndedBy, MessageSession};
 use mcp_ui_model::outcome::Failure;
 
 /// What the table needs of a session it holds: the upstream side owns the
@@ -27,6 +28,29 @@ pub trait Held: Send + Sync {
     fn announce(&self, message: Bytes) -> impl Future<Output = ()> + Send;
     /// Ends it, by the gateway, for `reason`.
     fn end_by_gateway(&self, reason: String);
+}
+
+/// A client's session in the gateway's table of owned sessions.
+impl Held for MessageSession {
+    fn is_closed(&self) -> bool {
+        MessageSession::is_closed(self)
+    }
+
+    fn idle(&self) -> std::time::Duration {
+        MessageSession::idle(self)
+    }
+
+    fn is_quiet(&self) -> bool {
+        MessageSession::is_quiet(self)
+    }
+
+    async fn announce(&self, message: Bytes) {
+        MessageSession::announce(self, message).await;
+    }
+
+    fn end_by_gateway(&self, reason: String) {
+        self.end(EndedBy::Gateway, reason);
+    }
 }
 
 /// A session id's process and number.

@@ -266,28 +266,5 @@ impl MessageSession {
     }
 }
 
-/// A client's session in the gateway's table of owned sessions.
-impl crate::session::Held for MessageSession {
-    fn is_closed(&self) -> bool {
-        MessageSession::is_closed(self)
-    }
-
-    fn idle(&self) -> std::time::Duration {
-        MessageSession::idle(self)
-    }
-
-    fn is_quiet(&self) -> bool {
-        MessageSession::is_quiet(self)
-    }
-
-    async fn announce(&self, message: Bytes) {
-        MessageSession::announce(self, message).await;
-    }
-
-    fn end_by_gateway(&self, reason: String) {
-        self.end(EndedBy::Gateway, reason);
-    }
-}
-
 #[cfg(test)]
 mod tests;
