@@ -10,8 +10,6 @@
 //! its own gateway mount URL. Needs the peers of `scripts/install-peers.sh`;
 //! with `MCP_UI_SKIP_PEERS=1` a missing install is a skip.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -24,6 +22,8 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use std::process::Command;
 use support::process::{NoLine, Proc, endpoint_url, line_in_file, with_fresh_port};
+
+use crate::support;
 
 const READY_LIMIT: Duration = Duration::from_secs(30);
 const CLIENT_LIMIT: Duration = Duration::from_secs(60);
