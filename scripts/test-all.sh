@@ -2,8 +2,9 @@
 # The whole test suite, as CI runs it: install the pinned real peers
 # (idempotent, fast when already installed), check the module graph has no
 # cycle, the deployment files (scripts/check-deploy.sh), formatting and lints,
-# then every Rust test: unit, in-process integration (rmcp fixtures) and the
-# real-peer tests (the scale-out test behind HAProxy among them).
+# then every Rust test: each crate's unit tests and the integration tests, one
+# binary (tests/gateway.rs): in-process (rmcp fixtures) and against the real
+# peers (the scale-out test behind HAProxy among them).
 set -euo pipefail
 case "${1:-}" in
     -h|--help)

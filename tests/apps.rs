@@ -5,8 +5,6 @@
 //! collision refused and resolved by a prefix, a widget's own tool name, and one
 //! member dying while the others keep working.
 
-mod support;
-
 use std::time::Duration;
 
 use mcp_ui_gateway::config::{AppConfig, Config, MemberConfig, UpstreamConfig};
@@ -14,6 +12,8 @@ use serde_json::{Value, json};
 use support::clients::{parse_sse, post_json};
 use support::gateway::{TestGateway, http, stdio, test_config};
 use support::peers::{Peers, setup, start_everything, time_stdio_command};
+
+use crate::support;
 
 /// A client of one app session, speaking raw JSON-RPC over POST.
 struct AppClient {

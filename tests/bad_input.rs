@@ -1,14 +1,14 @@
 //! Bad input and broken upstreams: each gets a clear status or JSON-RPC error,
 //! and the gateway keeps serving afterwards.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 use support::clients::{body_json, post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
+
+use crate::support;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bad-input-test","version":"1"}}}"#;
 

@@ -5,8 +5,6 @@
 //! are `sh -c` wrappers that start a grandchild in the background, as
 //! wrappers such as `npx` and `uvx` do.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -15,6 +13,8 @@ use hyper::{Method, StatusCode};
 use support::clients::{open_session, post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
 use support::process::{Proc, Stream, alive, cmdline, descendants, endpoint_url, wait_gone};
+
+use crate::support;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"children-test","version":"1"}}}"#;
 /// Bound on every wait.

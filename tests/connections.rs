@@ -5,8 +5,6 @@
 //! limit of the real binary, and a shutdown that idle connections do not
 //! hold up.
 
-mod support;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -14,6 +12,8 @@ use support::gateway::{TestGateway, demo_stdio, test_config};
 use support::process::{Proc, Stream, endpoint_url};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use crate::support;
 
 /// Bound on every wait; a failing test fails within it rather than hanging.
 const BOUND: Duration = Duration::from_secs(30);

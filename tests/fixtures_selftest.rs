@@ -4,8 +4,6 @@
 
 #![allow(deprecated)] // rmcp marks logging (asserted on here) deprecated by SEP-2577
 
-mod support;
-
 use std::time::Duration;
 
 use hyper::{Method, StatusCode};
@@ -21,6 +19,8 @@ use support::{
     fixture::{FIXTURE_NAME, ProtocolMode},
     upstreams::{self, HttpFlavor},
 };
+
+use crate::support;
 
 #[tokio::test]
 async fn http_stateful_sse_upstream_serves_every_era() -> anyhow::Result<()> {

@@ -1,8 +1,8 @@
 //! Golden-file tests of the rewrites on payloads captured from real servers
 //! (server-everything over streamable HTTP, mcp-server-time and the bundled
 //! demo over stdio; see tests/golden/README.md), with the overlays in
-//! tests/golden/overlays. `UPDATE_GOLDEN=1 cargo test --test golden`
-//! rewrites the expected files; review the diff before committing it.
+//! tests/golden/overlays. `UPDATE_GOLDEN=1 cargo test --test gateway
+//! golden::` rewrites the expected files; review the diff before committing it.
 
 use std::env;
 use std::fs;

@@ -12,8 +12,6 @@
 //! (`scripts/install-peers.sh`) first on the PATH. The
 //! gateway listens on 127.0.0.1 with a port of its choosing instead of 8787.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -22,6 +20,8 @@ use serde_json::Value;
 use support::clients::{parse_sse, post_json};
 use support::markdown::{self, Block, blocks};
 use support::process::{Proc, Stream, endpoint_url};
+
+use crate::support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-ui-gateway");
 const LIMIT: Duration = Duration::from_secs(90);

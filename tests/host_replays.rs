@@ -21,8 +21,6 @@
 //!   modelcontextprotocol/ext-apps#458 (a second initialize mid-conversation,
 //!   the widget's calls on the new session).
 
-mod support;
-
 use std::process::Command;
 use std::time::Duration;
 
@@ -33,6 +31,8 @@ use support::clients::{open_legacy_sse, open_sse, parse_sse, post_json};
 use support::gateway::{self as gw, TestGateway};
 use support::peers::{Peers, READY_LIMIT, setup, start_everything};
 use support::process::{Proc, Stream};
+
+use crate::support;
 
 const CHATGPT_TOOLS: &str = "openai-mcp/1.0.0";
 const CHATGPT_CONTROL: &str = "openai-mcp/1.0.0 (ChatGPT)";

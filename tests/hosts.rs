@@ -6,8 +6,6 @@
 //! `tools/list`. Sessionless (2026-07-28) requests are judged by the client
 //! named in their `_meta`.
 
-mod support;
-
 use std::path::Path;
 
 use hyper::StatusCode;
@@ -17,6 +15,8 @@ use serde_json::{Value, json};
 use support::clients::{parse_sse, post_json};
 use support::gateway::{self as gw, TestGateway};
 use support::upstreams::{HttpFlavor, start_http};
+
+use crate::support;
 
 const PUBLIC_URL: &str = "https://gw.example.com";
 const CHATGPT: &str = "https://board.example.com";

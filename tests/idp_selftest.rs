@@ -7,8 +7,6 @@
 //! Needs the peers of `scripts/install-peers.sh`; with `MCP_UI_SKIP_PEERS=1` a missing
 //! install is a skip.
 
-mod support;
-
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hyper::StatusCode;
@@ -19,6 +17,8 @@ use support::idp::{
     SHORT_LIVED_CLIENT_ID, SHORT_LIVED_CLIENT_SECRET, SHORT_LIVED_TTL, TOKEN_TTL, decode_jwt,
 };
 use support::peers::peers;
+
+use crate::support;
 
 const RESOURCE: &str = "http://127.0.0.1:1/mcp";
 const ES256_RESOURCE: &str = "http://127.0.0.1:1/es256/mcp";

@@ -3,8 +3,10 @@
 //! no function past 80, where one concern has become several; no crate
 //! hands another an error as a bare `String`; and percent-decoding happens
 //! in one place (`mcp_ui_wire::percent`), so every URL part is decoded by
-//! the same rules, each caller saying only what a `+` means to it.
+//! the same rules, each caller saying only what a `+` means to it. And every
+//! Rust file of `tests/` is a module of the one test binary, `tests/gateway.rs`.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
@@ -357,4 +359,68 @@ fn percent_decoding_is_done_in_one_place() {
         "decode with mcp_ui_wire::percent::percent_decode instead: {}",
         elsewhere.join(", ")
     );
+}
+
+/// The modules `text` declares (`mod name;`, `pub mod name;`).
+fn declared_modules(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .map(|l| l.trim().trim_start_matches("pub "))
+        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The modules `dir` holds: each `NAME.rs` but `skip`, each folder with a `mod.rs`,
+/// and each other folder with Rust files in it (as `NAME/`, which no `mod` line names).
+fn modules_in(dir: &Path, skip: &[&str]) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let (path, name) = (
+            entry.path(),
+            entry.file_name().to_string_lossy().into_owned(),
+        );
+        if skip.contains(&name.as_str()) {
+            continue;
+        }
+        if let Some(stem) = name.strip_suffix(".rs") {
+            found.insert(stem.to_owned());
+        } else if path.join("mod.rs").is_file() {
+            found.insert(name);
+        } else if path.is_dir() && !dir.join(format!("{name}.rs")).is_file() {
+            let mut files = std::fs::read_dir(&path).unwrap().flatten();
+            if files.any(|f| f.path().extension().is_some_and(|e| e == "rs")) {
+                found.insert(format!("{name}/"));
+            }
+        }
+    }
+    found
+}
+
+/// `autotests = false` (Cargo.toml): tests/gateway.rs is the only test binary, so a
+/// file its modules do not declare would compile nowhere and its tests never run.
+#[test]
+fn every_test_file_is_a_module_of_the_test_binary() {
+    let tests = root().join("tests");
+    // The fixture server is a [[bin]] of its own.
+    let skip = ["gateway.rs", "fixture_server"];
+    let mut pending = vec![(tests.join("gateway.rs"), tests.clone(), &skip[..])];
+    while let Some((file, dir, skip)) = pending.pop() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let found = modules_in(&dir, skip);
+        let declared = declared_modules(&text);
+        let undeclared: Vec<&String> = found.difference(&declared).collect();
+        assert!(
+            undeclared.is_empty(),
+            "{}: declare {undeclared:?} (`mod NAME;`, a folder with a mod.rs), or they never run",
+            relative(&file),
+        );
+        for name in found {
+            let (own, sub) = (dir.join(format!("{name}.rs")), dir.join(&name));
+            if own.is_file() && sub.is_dir() {
+                pending.push((own, sub, &[]));
+            } else if sub.join("mod.rs").is_file() {
+                pending.push((sub.join("mod.rs"), sub, &["mod.rs"]));
+            }
+        }
+    }
 }

@@ -10,8 +10,6 @@
 //! its own gateway mount URL. Needs the peers of `scripts/install-peers.sh`;
 //! with `MCP_UI_SKIP_PEERS=1` a missing install is a skip.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -24,6 +22,8 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use std::process::Command;
 use support::process::{NoLine, Proc, endpoint_url, line_in_file, with_fresh_port};
+
+use crate::support;
 
 const READY_LIMIT: Duration = Duration::from_secs(30);
 const CLIENT_LIMIT: Duration = Duration::from_secs(60);
@@ -632,12 +632,17 @@ async fn metadata_is_fetched_once_per_mount_whatever_the_host() {
     assert_eq!(n, 1, "one fetch per mount, not per host");
     assert_eq!(gw.gateway.auth.prm_cache.entries(), 1);
 
-    // A changed document is served once the entry has expired.
+    // A changed document is served once the entry has expired. The cache keeps
+    // tokio's time: the clock is moved past the entry's life, not waited on (and
+    // runs on at once, for the requests' real sockets).
     gw.gateway
         .auth
         .prm_cache
         .set_ttls(Duration::from_millis(200), Duration::from_millis(200));
     version.store(2, SeqCst);
+    tokio::time::pause();
+    tokio::time::advance(Duration::from_millis(250)).await;
+    tokio::time::resume();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
         let (_, doc) = get(format!("localhost:{port}")).await;

@@ -13,8 +13,6 @@
 //! The gateway runs in-process on 127.0.0.1:0 in front of the demo as a stdio child
 //! (killed with the gateway); every request is bounded.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -22,6 +20,8 @@ use hyper::StatusCode;
 use serde_json::{Value, json};
 use support::clients::{parse_sse, post_json};
 use support::gateway::{self as gw, TestGateway};
+
+use crate::support;
 
 const PROTOCOL: &str = "2025-11-25";
 

@@ -13,8 +13,6 @@
 //! is killed by PID when the test ends, panics included; every wait is bounded. The tests
 //! are heavy for a 2-core machine, so they take turns on one async mutex.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,6 +22,8 @@ use serde_json::Value;
 use support::clients::post_json;
 use support::peers::*;
 use support::process::{Proc, truncate};
+
+use crate::support;
 
 /// Test 1 for one upstream transport: each client direct, then through the gateway.
 async fn everything_clients_match_direct(transport: Transport) {

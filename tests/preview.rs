@@ -20,11 +20,8 @@
 //! when the test ends, panics included; every wait is bounded; only 127.0.0.1 is used
 //! (and the name `localhost`, which the browser resolves to it).
 
-#[path = "preview/hosts.rs"]
 mod hosts;
-#[path = "preview/sign_in.rs"]
 mod sign_in;
-mod support;
 
 use std::ffi::OsStr;
 use std::io::{Read as _, Write as _};
@@ -35,6 +32,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::process::{Proc, Stream, copy_dir};
+
+use crate::support;
 
 const SKIP_ENV: &str = "MCP_UI_SKIP_PEERS";
 /// The gateway must print its URLs within this.
@@ -238,6 +237,12 @@ fn summarize(
     (summary, context)
 }
 
+/// This test's turn: Chromium is not run beside the suite's other heavy tests
+/// (`support::peers::HEAVY`).
+fn turn() -> tokio::sync::MutexGuard<'static, ()> {
+    support::peers::HEAVY.blocking_lock()
+}
+
 /// Whether the browser peers are here; without them the test fails, unless
 /// skipping was asked for.
 fn browser_ready(test: &str) -> bool {
@@ -271,6 +276,7 @@ fn preview_page_shows_a_huge_or_deep_result_in_part_and_says_so() {
     if !browser_ready("the /preview large-result test") {
         return;
     }
+    let _turn = turn();
     let temp = tempfile::tempdir().unwrap();
     let overlays = temp.path().join("overlays");
     std::fs::create_dir(&overlays).unwrap();
@@ -367,6 +373,7 @@ fn preview_shows_the_mount_chosen_while_another_connects() {
     if !browser_ready("the /preview mount switch test") {
         return;
     }
+    let _turn = turn();
     let temp = tempfile::tempdir().unwrap();
     let overlays = temp.path().join("overlays");
     std::fs::create_dir(&overlays).unwrap();
@@ -492,6 +499,7 @@ fn preview_page_renders_calls_and_reloads_the_demo_widget() {
     if !browser_ready("the /preview browser test") {
         return;
     }
+    let _turn = turn();
     let temp = tempfile::tempdir().unwrap();
     let overlays = demo_with_two_widgets(
         temp.path(),
@@ -679,6 +687,7 @@ fn preview_refuses_a_widget_the_calls_hosts_refuse_and_says_why() {
     if !browser_ready("the /preview refusal test") {
         return;
     }
+    let _turn = turn();
     let temp = tempfile::tempdir().unwrap();
     let overlays = temp.path().join("overlays");
     copy_dir(&root().join("overlays"), &overlays);
@@ -775,6 +784,7 @@ fn preview_fills_a_render_tool_from_its_data_tool() {
     if !browser_ready("the /preview render-tool data test") {
         return;
     }
+    let _turn = turn();
     let temp = tempfile::tempdir().unwrap();
     let overlays = temp.path().join("overlays");
     copy_dir(&root().join("overlays"), &overlays);

@@ -2,8 +2,6 @@
 //! the same exercise as direct (tests/fixtures_selftest.rs), now through the
 //! gateway's streamable HTTP endpoint.
 
-mod support;
-
 use hyper::StatusCode;
 use rmcp::model::ProtocolVersion;
 use serde_json::Value;
@@ -12,6 +10,8 @@ use support::exercise::{check_client, exercise_fixture};
 use support::fixture::ProtocolMode;
 use support::gateway::{self as gw, TestGateway};
 use support::upstreams::{self, HttpFlavor, STDIO_COMMAND};
+
+use crate::support;
 
 fn eras() -> Vec<Era> {
     Era::matrix().into_iter().chain([Era::Auto]).collect()

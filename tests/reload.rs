@@ -22,8 +22,6 @@
 //! Only 127.0.0.1; every request and wait is bounded; stdio children end with the
 //! gateway (kill on drop).
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,6 +40,8 @@ use support::gateway::{self as gw, TestGateway};
 use support::process::copy_dir;
 use tokio::net::TcpListener;
 use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::support;
 
 const PROTOCOL: &str = "2025-11-25";
 /// One HTTP exchange.

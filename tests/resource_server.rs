@@ -11,15 +11,10 @@
 //! passage, which needs an HTTP upstream that reports the headers it got. Needs the peers
 //! of `scripts/install-peers.sh`; with `MCP_UI_SKIP_PEERS=1` a missing install is a skip.
 
-mod support;
-
 // The rules of admission, the claims passed on, and the introspection answers kept, a
 // module each.
-#[path = "resource_server/admission.rs"]
 mod admission;
-#[path = "resource_server/claims.rs"]
 mod claims;
-#[path = "resource_server/introspection.rs"]
 mod introspection;
 
 use std::collections::BTreeMap;
@@ -42,6 +37,8 @@ use support::idp::{
 };
 use support::peers::setup;
 use support::upstreams::{BoxResponse, STDIO_COMMAND, spawn_server};
+
+use crate::support;
 
 /// Where RFC 9728 puts protected-resource metadata.
 const PRM_PATH: &str = "/.well-known/oauth-protected-resource";

@@ -38,8 +38,6 @@
 //! with `--nocapture`). Every loop is bounded in count and time; processes
 //! are killed when their guards drop.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -60,6 +58,8 @@ use support::process::{
 };
 use support::upstreams::{HttpFlavor, STDIO_COMMAND, start_http};
 
+use crate::support;
+
 const KEY: &str = "5d2e8c1f0a9b7d6e4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d";
 const PROTOCOL: &str = "2025-11-25";
 const HTTP_PATH: &str = "/http/mcp";
@@ -78,9 +78,11 @@ const MAX_ITERATIONS: usize = 20_000;
 /// Bound on a whole scenario.
 const SCENARIO_LIMIT: Duration = Duration::from_secs(90);
 
-/// One scenario at a time: their figures are measured, and a 2-core machine
-/// runs nine gateways badly.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// One scenario at a time, and none beside the suite's other heavy tests: their
+/// figures are measured, and a 2-core machine runs nine gateways badly.
+async fn turn() -> tokio::sync::MutexGuard<'static, ()> {
+    support::peers::HEAVY.lock().await
+}
 
 // ---------------------------------------------------------------------------------------
 // Gateways and the balancer
@@ -666,7 +668,7 @@ async fn cluster() -> Cluster {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_robin_drain_loses_nothing_and_a_kill_only_the_calls_in_flight() {
-    let _serial = SERIAL.lock().await;
+    let _turn = turn().await;
     let mut c = cluster().await;
     let load = Load::start(&c.balancer).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -762,7 +764,7 @@ async fn round_robin_drain_loses_nothing_and_a_kill_only_the_calls_in_flight() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_sessions_stay_on_their_replica_and_the_killed_ones_go_on_elsewhere() {
-    let _serial = SERIAL.lock().await;
+    let _turn = turn().await;
     let mut c = cluster().await;
     let url = format!("{}{STDIO_PATH}", c.balancer.url);
     let client = client();
@@ -929,7 +931,7 @@ async fn stdio_sessions_stay_on_their_replica_and_the_killed_ones_go_on_elsewher
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_restart_under_load_loses_no_call_of_http_upstream_sessions() {
-    let _serial = SERIAL.lock().await;
+    let _turn = turn().await;
     let mut c = cluster().await;
     let load = Load::start(&c.balancer).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -1035,7 +1037,7 @@ async fn host_call(client: &Http, url: &str, claude: bool, n: usize) -> (bool, S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_patterns_on_a_shared_stdio_mount_need_no_affinity() {
-    let _serial = SERIAL.lock().await;
+    let _turn = turn().await;
     let mut c = cluster().await;
     let url = format!("{}{SHARED_PATH}", c.balancer.url);
     let stop = Arc::new(AtomicBool::new(false));

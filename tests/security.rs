@@ -6,8 +6,6 @@
 //! `sessions::stdio_sessions_belong_to_their_process`), and symlinks out of
 //! the overlay directory (`overlay::tests::symlinks_out_of_the_overlay_directory_are_refused`).
 
-mod support;
-
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -18,6 +16,8 @@ use support::gateway::{self as gw, TestGateway};
 use support::process::{Proc, Stream, endpoint_url, signal};
 use support::upstreams::{HttpFlavor, start_http};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"security-test","version":"1"}}}"#;
 const BOUND: Duration = Duration::from_secs(30);

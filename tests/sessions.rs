@@ -2,9 +2,6 @@
 //! a key serve one client alternately, and an upstream that forgets a session
 //! makes the client start over rather than silently getting a new one.
 
-mod support;
-
-#[path = "sessions/identity.rs"]
 mod identity;
 
 use hyper::{Method, StatusCode};
@@ -13,6 +10,8 @@ use serde_json::{Value, json};
 use support::clients::{parse_sse, post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
 use tokio_util::sync::CancellationToken;
+
+use crate::support;
 
 const KEY: &str = "3f1c0a5e9b7d24688d2f4e6a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e1f2a4b6c";
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"replica-test","version":"1"}}}"#;

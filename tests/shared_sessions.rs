@@ -5,8 +5,6 @@
 //! to the caller's token, log, and sleep; two clients use the same request
 //! ids and progress tokens throughout.
 
-mod support;
-
 use std::time::Duration;
 
 use hyper::{Method, StatusCode};
@@ -15,6 +13,8 @@ use serde_json::{Value, json};
 use support::clients::{SseReader, open_sse, parse_sse, post_json};
 use support::gateway::{self as gw, TestGateway};
 use support::upstreams::STDIO_COMMAND;
+
+use crate::support;
 
 const WAIT: Duration = Duration::from_secs(10);
 

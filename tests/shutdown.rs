@@ -3,14 +3,14 @@
 //! ends, stdio children are gone and the exit status is 0; a call longer
 //! than the grace period is cut at the grace.
 
-mod support;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use hyper::{Method, StatusCode};
 use support::clients::{open_session, open_sse, post_json};
 use support::process::{self, Proc, Stream, alive, endpoint_url, stdio_children};
+
+use crate::support;
 
 /// Bound on every wait; a failing test fails within it rather than hanging.
 const BOUND: Duration = Duration::from_secs(30);

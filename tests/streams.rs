@@ -2,14 +2,14 @@
 //! client unchanged, the GET stream relays server messages, and a cancelled
 //! request stops waiting at once.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use hyper::{Method, StatusCode};
 use support::clients::{open_sse, parse_sse, post_json};
 use support::gateway::{self as gw, TestGateway};
 use support::upstreams::{self, HttpFlavor, STDIO_COMMAND};
+
+use crate::support;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"streams","version":"1"}}}"#;
 const WAIT: Duration = Duration::from_secs(10);

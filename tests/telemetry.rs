@@ -7,8 +7,6 @@
 //! an HTTP upstream in its headers and `params._meta`, a stdio upstream in
 //! `params._meta`.
 
-mod support;
-
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -25,6 +23,8 @@ use support::clients::{post_json, request_raw};
 use support::gateway::{TestGateway, http, stdio, test_config};
 use support::process::Proc;
 use support::upstreams::{BoxResponse, spawn_server};
+
+use crate::support;
 
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";

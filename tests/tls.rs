@@ -7,8 +7,6 @@
 //! haproxy among them); `MCP_UI_SKIP_PEERS=1` turns their absence into a skip. Every
 //! process is started on 127.0.0.1 and killed by PID when its test ends.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -22,6 +20,8 @@ use support::clients::post_json;
 use support::peers::*;
 use support::pki::{Ca, Validity};
 use support::process::{Proc, start_haproxy, wait_listening};
+
+use crate::support;
 
 /// How long nginx and HAProxy get to listen.
 const LISTEN_LIMIT: Duration = Duration::from_secs(20);

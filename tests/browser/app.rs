@@ -13,7 +13,7 @@ fn a_widget_in_an_app_calls_its_own_servers_tool_by_its_own_name() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let root = root();
     let dir = tempfile::tempdir().unwrap();
     let python = root.join("tests/peers/.venv/bin/python");

@@ -14,7 +14,7 @@ fn builtin_table_renders_the_rows_sorts_on_click_and_follows_the_dark_theme() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let started = Instant::now();
     let overlays = tempfile::tempdir().expect("temp dir");
     std::fs::write(
@@ -132,7 +132,7 @@ fn builtin_table_action_completes_a_task_and_refreshes_through_the_app_only_tool
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let started = Instant::now();
     let (mut gateway, url) = start_gateway();
     let (summary, screenshot, took) = run_driver(
@@ -209,7 +209,7 @@ fn builtin_actions_ask_before_a_destructive_call_and_charts_draw_their_records()
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let started = Instant::now();
     let overlays = tempfile::tempdir().expect("temp dir");
     std::fs::write(
@@ -292,7 +292,7 @@ fn a_builtin_widget_with_nothing_to_show_says_why() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let table = |view: &str| {
         format!(
             "[tools.echo]\nwidget = \"builtin:table\"\nresult = {{ structured_from_text = true }}\n{view}"

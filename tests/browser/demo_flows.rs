@@ -9,7 +9,7 @@ fn done_on_task_2_completes_it_through_the_gateway_and_the_widget_shows_it() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let started = Instant::now();
     let (mut gateway, url) = start_gateway();
     let (summary, screenshot, took) = run_driver(
@@ -100,7 +100,7 @@ fn add_from_the_widget_adds_through_the_gateway_and_the_widget_lists_it() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let started = Instant::now();
     let (mut gateway, url) = start_gateway();
     let (summary, screenshot, took) = run_driver(
@@ -185,7 +185,7 @@ fn refresh_in_the_rendered_board_calls_the_app_only_helper_without_remounting() 
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let started = Instant::now();
     let (mut gateway, url) = start_gateway();
     let (summary, screenshot, took) = run_driver(

@@ -16,7 +16,7 @@ fn builtin_widgets_render_hostile_and_huge_content_and_run_none_of_it() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let json_kind = |kind: &str, view: &str| {
         format!(
             "[tools.echo]\nwidget = \"builtin:{kind}\"\nresult = {{ structured_from_text = true }}\nview = {view}\n"

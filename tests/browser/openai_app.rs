@@ -20,7 +20,7 @@ fn an_apps_sdk_react_widget_runs_in_an_mcp_apps_host_and_in_preview() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let overlays = demo_overlays_with(
         dir.path(),

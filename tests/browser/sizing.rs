@@ -12,7 +12,7 @@ fn widgets_in_a_tall_frame_report_their_contents_height() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let overlays = demo_overlays_with(
         dir.path(),

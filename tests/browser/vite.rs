@@ -110,7 +110,7 @@ fn run_vite_widget(name: &str, base: Option<&str>) {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let started = Instant::now();
     let overlays = tempfile::tempdir().expect("temp dir");
     build(overlays.path(), base);

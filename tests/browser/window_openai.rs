@@ -18,7 +18,7 @@ fn a_window_openai_widget_runs_in_an_mcp_apps_host_through_the_bridge() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
     let overlays = demo_overlays_with(
         dir.path(),
@@ -108,7 +108,7 @@ fn messages_from_another_frame_are_ignored_by_the_bridge() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let got = bridge_case("foreign");
     assert_eq!(got["foreign_frames"], 1, "the other frame posted: {got}");
     for when in ["during", "after"] {
@@ -133,7 +133,7 @@ fn a_proto_key_in_a_tool_result_never_becomes_the_prototype_of_what_call_tool_re
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let got = bridge_case("proto");
     assert_eq!(got["isError"], Value::Null, "{got}");
     assert_eq!(got["polluted"], Value::Null, "{got}");
@@ -157,7 +157,7 @@ fn widget_state_over_its_limit_is_refused_and_said_so_and_the_latest_state_is_ke
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let got = bridge_case("state-size");
     assert_eq!(got["small"], "resolved", "{got}");
     let big = texts(&got["big"]);
@@ -201,7 +201,7 @@ fn widget_state_is_restored_only_to_its_own_widget_and_call() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let got = bridge_case("planted");
     assert_eq!(got["planted_keys"], 2, "{got}");
     assert_eq!(got["mounted_with_planted"], Value::Null, "{got}");
@@ -220,7 +220,7 @@ fn tool_input_reaches_window_openai_only_with_the_hosts_notification() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let got = bridge_case("tool-input");
     assert_eq!(got["before"], serde_json::json!({}), "{got}");
     assert_eq!(got["events_before"], 0, "{got}");
@@ -243,7 +243,7 @@ fn host_style_variables_reach_a_window_openai_widgets_computed_style() {
     if !peers_ready() {
         return;
     }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = turn();
     let got = bridge_case("styles");
     assert_eq!(got["initialized"]["background"], "rgb(1, 2, 3)", "{got}");
     assert!(

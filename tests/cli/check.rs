@@ -632,6 +632,7 @@ view = { actions = [{ label = "Done", tool = "complete_task", arguments = { id =
     if !super::heights::chromium_ready("the measured part of check_applies_claudes_rules") {
         return;
     }
+    let _turn = super::heights::turn().await;
     let hints =
         "annotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false }";
     let fixed = format!(

@@ -7,6 +7,12 @@
 
 use super::*;
 
+/// This test's turn: Chromium is not run beside the suite's other heavy tests
+/// (`support::peers::HEAVY`).
+pub(super) async fn turn() -> tokio::sync::MutexGuard<'static, ()> {
+    support::peers::HEAVY.lock().await
+}
+
 /// Whether Chromium is here to measure with; without it the test fails,
 /// unless skipping was asked for.
 pub(super) fn chromium_ready(test: &str) -> bool {
@@ -149,6 +155,7 @@ async fn check_measures_each_inline_widget_with_its_sample() {
     if !chromium_ready("check_measures_each_inline_widget_with_its_sample") {
         return;
     }
+    let _turn = turn().await;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     widgets_dir(root);
@@ -277,6 +284,7 @@ async fn a_browser_that_does_not_answer_is_ended_at_the_timeout() {
     if !chromium_ready("a_browser_that_does_not_answer_is_ended_at_the_timeout") {
         return;
     }
+    let _turn = turn().await;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(

@@ -9,7 +9,7 @@ use std::ffi::OsStr;
 
 use serde_json::Value;
 
-use super::{base_url, browser_ready, drive, lines_until, start_gateway_with};
+use super::{base_url, browser_ready, drive, lines_until, start_gateway_with, turn};
 
 /// The demo with `list_tasks` on the built-in table and `complete_task` on a
 /// widget that knows only `window.openai`, behind `public_url` (so the hosts'
@@ -26,6 +26,7 @@ fn preview_renders_the_widget_as_each_host_and_says_what_each_sees() {
     if !browser_ready("the /preview hosts test") {
         return;
     }
+    let _turn = turn();
     let temp = tempfile::tempdir().unwrap();
     let overlays = super::demo_with_two_widgets(temp.path(), "");
     let config = temp.path().join("gw.toml");

@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::{Answer, Findings, Front, Kind, Servers, ask_method, post};
 use crate::support::peers::setup;
-use crate::{Answer, Findings, Front, Kind, Servers, ask_method, post};
 
 /// The keys the revision adds to a result.
 const ADDED: [&str; 3] = ["resultType", "ttlMs", "cacheScope"];

@@ -9,13 +9,13 @@ use std::time::Duration;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::support::clients::{SseReader, open_sse};
-use crate::support::peers::*;
-use crate::{
+use super::{
     Answer, Findings, Front, Kind, META_CAPABILITIES, META_CLIENT_INFO, META_SERVER_INFO,
     META_SUBSCRIPTION, META_VERSION, REVISION, Servers, all_caps, ask, post, request,
     revision_headers,
 };
+use crate::support::clients::{SseReader, open_sse};
+use crate::support::peers::*;
 
 /// The app's name; it is served at `/<APP>/mcp`.
 const APP: &str = "suite";

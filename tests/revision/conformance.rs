@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use super::{Front, stdio_upstream};
 use crate::support::peers::*;
 use crate::support::process::{Proc, Stream};
-use crate::{Front, stdio_upstream};
 
 /// One conformance run: `"<scenario> <check-id>"` -> its status (SUCCESS, FAILURE,
 /// WARNING, SKIPPED, INFO), as `conformance-2026.sh` writes them.

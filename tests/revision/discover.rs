@@ -4,11 +4,11 @@
 
 use serde_json::{Value, json};
 
-use crate::support::peers::setup;
-use crate::{
+use super::{
     Answer, Findings, Front, Kind, META_CAPABILITIES, META_CLIENT_INFO, META_SERVER_INFO,
     META_VERSION, REVISION, Servers, ask, meta, post,
 };
+use crate::support::peers::setup;
 
 /// Who asks.
 #[derive(Clone, Copy, Debug)]

@@ -9,12 +9,12 @@ use std::time::Duration;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::support::clients::{SseReader, open_sse};
-use crate::support::peers::setup;
-use crate::{
+use super::{
     Findings, Front, Kind, META_SUBSCRIPTION, Servers, all_caps, ask, ask_method, post, request,
     revision_headers,
 };
+use crate::support::clients::{SseReader, open_sse};
+use crate::support::peers::setup;
 
 /// A notification the gateway must deliver within this.
 const DELIVERY: Duration = Duration::from_secs(10);
@@ -304,10 +304,10 @@ async fn a_2026_upstreams_own_subscription_outlives_requests_and_hears_reloads()
     cmd.arg(peers.script("legacy_server.py"))
         .args(["--transport", "streamable-http"])
         .current_dir(&peers.root);
-    let mut upstream = crate::Proc::spawn("legacy_server.py (mcp 2.3, streamable HTTP)", &mut cmd);
+    let mut upstream = super::Proc::spawn("legacy_server.py (mcp 2.3, streamable HTTP)", &mut cmd);
     let url = upstream
-        .wait_for_async("the READY line on stdout", crate::READY_LIMIT, |s, l| {
-            (s == crate::Stream::Stdout)
+        .wait_for_async("the READY line on stdout", super::READY_LIMIT, |s, l| {
+            (s == super::Stream::Stdout)
                 .then(|| l.strip_prefix("READY ").map(str::to_owned))
                 .flatten()
         })

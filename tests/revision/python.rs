@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
+use super::{Findings, Front, Kind, REVISION, Servers};
 use crate::support::peers::*;
-use crate::{Findings, Front, Kind, REVISION, Servers};
 
 /// What `py_client.py` answers (its fixed elicitation content, sampling reply and root).
 const ELICITED: &str = "Gateway Tester";

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::support::peers::setup;
-use crate::{
+use super::{
     Answer, Findings, Front, Kind, Servers, all_caps, ask, eventually, post, request,
     revision_headers,
 };
+use crate::support::peers::setup;
 
 const NAME: &str = "Ada";
 const SAMPLED: &str = "sampled by the revision test";

@@ -3,11 +3,11 @@
 
 use serde_json::{Value, json};
 
-use crate::support::peers::setup;
-use crate::{
+use super::{
     Findings, Front, Kind, META_CAPABILITIES, META_VERSION, REVISION, Servers, meta, post, request,
     revision_headers,
 };
+use crate::support::peers::setup;
 
 /// One request and the refusal it must get: `(status, code)`, or `None` when it must
 /// be served (a result).

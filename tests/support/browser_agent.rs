@@ -42,11 +42,6 @@ impl Browser {
             .map(|c| c.3.as_str())
     }
 
-    /// Forget every cookie (a fresh browser).
-    pub fn clear(&mut self) {
-        self.cookies.clear();
-    }
-
     /// Forget the cookies whose name `forget` picks (a signing out somewhere).
     pub fn forget(&mut self, forget: impl Fn(&str) -> bool) {
         self.cookies.retain(|(_, _, name, _)| !forget(name));

@@ -1,7 +1,7 @@
 //! Test clients: rmcp clients in either protocol era with a handler that answers
 //! sampling, elicitation and roots and records notifications, plus raw HTTP and SSE
 //! helpers (hyper-util) for byte-exact assertions.
-#![allow(dead_code, deprecated)] // sampling, roots and logging are SEP-2577-deprecated in rmcp
+#![allow(deprecated)] // sampling, roots and logging are SEP-2577-deprecated in rmcp
 
 use std::{
     collections::VecDeque,

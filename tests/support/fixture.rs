@@ -2,7 +2,7 @@
 //! tools that exercise both directions of JSON-RPC (progress, logging, sampling,
 //! elicitation, roots) plus two static text resources.
 //!
-//! This file is compiled into the bin as well as into test crates, so it may only use
+//! This file is compiled into the bin as well as into the tests, so it may only use
 //! normal `[dependencies]` (rmcp without `client`/`elicitation`) and items unused by one
 //! of the two are expected.
 #![allow(dead_code, deprecated)] // sampling, roots and logging are SEP-2577-deprecated in rmcp

@@ -1,6 +1,5 @@
 //! Shared integration-test harness: the fixture MCP server, ways to run it as an
 //! upstream (streamable HTTP, legacy HTTP+SSE, stdio) and clients of both protocol eras.
-#![allow(dead_code)] // each test crate uses a different part of the harness
 
 pub mod browser_agent;
 pub mod clients;

@@ -27,7 +27,9 @@ pub const CONFORMANCE_OWN_TIMEOUT_S: &str = "170";
 /// The gateway must exit after SIGTERM within this.
 pub const STOP_LIMIT: Duration = Duration::from_secs(20);
 
-/// The heavy tests take turns: node servers, clients and the suite on 2 cores.
+/// The heavy tests take turns, across the whole suite (one process): node servers,
+/// clients and the conformance suites, Chromium, HAProxy and its replicas. Two of them
+/// at once on 2 cores would time each other out.
 pub static HEAVY: Mutex<()> = Mutex::const_new(());
 
 // ---------------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 //! Starts the fixture MCP server as an upstream on 127.0.0.1: streamable HTTP (rmcp's
 //! `StreamableHttpService` on hyper), legacy HTTP+SSE (2024-11-05, hand-written because
 //! rmcp 3.x has no such server) and stdio (the `mcp-fixture-server` bin).
-#![allow(dead_code)] // each test crate uses a different subset
 
 use std::{
     collections::HashMap,

@@ -9,8 +9,6 @@ mod limits;
 mod overlays;
 mod sse;
 mod stdio;
-#[path = "../support/mod.rs"]
-mod support;
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +18,8 @@ use support::gateway::{self as gw, TestGateway};
 use support::process::copy_dir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+use crate::support;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"faults-test","version":"1"}}}"#;
 const INIT_RESULT: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}"#;

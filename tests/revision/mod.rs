@@ -37,8 +37,6 @@ mod listen;
 mod python;
 mod rounds;
 mod sdk_snippets;
-#[path = "../support/mod.rs"]
-mod support;
 mod validation;
 
 use std::path::Path;
@@ -53,6 +51,8 @@ use serde_json::{Value, json};
 use support::clients::parse_sse;
 use support::peers::*;
 use support::process::{Proc, Stream};
+
+use crate::support;
 
 /// The revision under test.
 const REVISION: &str = "2026-07-28";

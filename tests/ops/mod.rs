@@ -23,8 +23,6 @@
 mod endpoints;
 mod metrics;
 mod request_ids;
-#[path = "../support/mod.rs"]
-mod support;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -35,6 +33,8 @@ use support::clients::{body_json, post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
 use support::process::{ClosedPort, Proc, Stream, endpoint_url};
 use support::upstreams::{self, HttpFlavor, STDIO_COMMAND};
+
+use crate::support;
 
 const PROTOCOL: &str = "2025-11-25";
 /// A condition that settles asynchronously (a child reaped).

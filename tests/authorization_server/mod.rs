@@ -28,8 +28,6 @@ mod hosts;
 mod local;
 mod logs;
 mod redirects;
-#[path = "../support/mod.rs"]
-mod support;
 mod tokens;
 
 use std::sync::Arc;
@@ -50,6 +48,8 @@ use support::idp::Idp;
 use support::peers::{Peers, setup};
 use support::pki::{Ca, Validity};
 use support::upstreams::STDIO_COMMAND;
+
+use crate::support;
 
 const LOGIN_CLIENT: &str = "gateway-login";
 const LOGIN_SECRET: &str = "gateway-login-secret";

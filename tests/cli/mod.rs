@@ -12,8 +12,6 @@ mod commands;
 mod heights;
 mod init;
 mod serve;
-#[path = "../support/mod.rs"]
-mod support;
 mod widgets;
 
 use std::path::Path;
@@ -21,6 +19,8 @@ use std::process::Output;
 use std::time::Duration;
 
 use support::upstreams::{self, HttpFlavor};
+
+use crate::support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-ui-gateway");
 /// Generous: a run starts stdio servers and waits for their handshakes.

@@ -27,18 +27,17 @@ mod demo_flows;
 mod hostile;
 mod openai_app;
 mod sizing;
-#[path = "../support/mod.rs"]
-mod support;
 mod vite;
 mod window_openai;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::process::{Proc, Stream, copy_dir, descendants, endpoint_url, signal, wait_gone};
+
+use crate::support;
 
 /// Set to `1` to skip (instead of fail) when the peers are not installed.
 const SKIP_ENV: &str = "MCP_UI_SKIP_PEERS";
@@ -51,8 +50,11 @@ const DRIVER_LIMIT: Duration = Duration::from_secs(90);
 /// The gateway must exit after SIGTERM within this.
 const STOP_LIMIT: Duration = Duration::from_secs(20);
 
-/// One Chromium at a time (2 cores).
-static TURN: Mutex<()> = Mutex::new(());
+/// This test's turn: one Chromium at a time (2 cores), and none beside the suite's
+/// other heavy tests (`support::peers::HEAVY`).
+fn turn() -> tokio::sync::MutexGuard<'static, ()> {
+    support::peers::HEAVY.blocking_lock()
+}
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
