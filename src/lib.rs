@@ -8,27 +8,20 @@
 //! crates whose dependencies are its layers (ARCHITECTURE.md, "Crates"):
 //! - `mcp-ui-proxy`: the HTTP side: listener, layers, routes, endpoints,
 //!   the relay, the shared state, OAuth, metrics, readiness, the preview;
-//! - `mcp-ui-upstream`: reaching upstreams: configuration, TLS, sessions,
-//!   the three transports, the probe, trace export, outcomes;
+//! - `mcp-ui-upstream`: reaching upstreams: the client pool and its TLS,
+//!   sessions, the three transports, the probe, trace export;
+//! - `mcp-ui-model`: what every layer shares: configuration, sealed session
+//!   ids, outcomes, the clock, the body reader;
+//! - `mcp-ui-identity`: the OAuth rules, pure;
 //! - `mcp-ui-rewrite`: the pure rewrites and the plan that picks one;
 //! - `mcp-ui-overlay`: the operator's overlay files, compiled;
 //! - `mcp-ui-wire`: JSON-RPC envelopes, SSE events, protocol revisions,
 //!   percent-decoding.
 //!
-//! Their modules are re-exported here under their own names
-//! (`mcp_ui_gateway::relay`, `::config`, `::overlay`, …), one path for each
-//! whatever crate holds it.
+//! The binary, the tests and the benches name each crate's modules by the
+//! crate that holds them (`mcp_ui_proxy::relay`, `mcp_ui_model::config`,
+//! `mcp_ui_overlay::overlay`, …); this crate exports only its own.
 
 pub mod cli;
 pub mod demo;
 pub mod log_filter;
-
-pub use mcp_ui_model::{config, outcome, reply};
-pub use mcp_ui_overlay::{host, overlay, spelling};
-pub use mcp_ui_proxy::{
-    app_endpoint, assets, endpoint, gateway, health, live, metrics, middleware, oauth, preview,
-    relay, router, server, stack, upstream_tools,
-};
-pub use mcp_ui_rewrite::{combine, rewrite};
-pub use mcp_ui_upstream::{probe, session, telemetry, upstream};
-pub use mcp_ui_wire::{jsonrpc, percent, protocol, sse};

@@ -3,7 +3,7 @@
 //! `mcp_ui_upstream::upstream::stdio`, …). A directive naming
 //! `mcp_ui_gateway`, the name every module logged under before the gateway
 //! was split into crates, still reaches them: it is applied to each crate
-//! as well, so `mcp_ui_gateway::relay=debug` is also
+//! as well, so `mcp_ui_proxy::relay=debug` is also
 //! `mcp_ui_proxy::relay=debug`. (`mcp_ui=debug` names them all by prefix.)
 
 /// The crates whose modules log, beside this one.
@@ -43,8 +43,8 @@ mod tests {
     #[test]
     fn a_gateway_directive_reaches_every_crate() {
         assert_eq!(
-            directives("warn,mcp_ui_gateway::relay=debug"),
-            "warn,mcp_ui_gateway::relay=debug,mcp_ui_proxy::relay=debug,\
+            directives("warn,mcp_ui_proxy::relay=debug"),
+            "warn,mcp_ui_proxy::relay=debug,mcp_ui_proxy::relay=debug,\
              mcp_ui_upstream::relay=debug,mcp_ui_rewrite::relay=debug,\
              mcp_ui_overlay::relay=debug,mcp_ui_wire::relay=debug"
         );

@@ -10,13 +10,13 @@ use mcp_ui_gateway::cli;
 use mcp_ui_gateway::cli::args::{Cli, Command, LogFormat, ServeArgs};
 use mcp_ui_gateway::cli::loaded::{Loaded, load_config, overlay_apps};
 use mcp_ui_gateway::cli::output::{fail, usage_fail};
-use mcp_ui_gateway::config::{Config, Overrides};
-use mcp_ui_gateway::gateway::Gateway;
-use mcp_ui_gateway::host::WidgetOrigins;
-use mcp_ui_gateway::live::Live;
-use mcp_ui_gateway::server::ListenerTls;
-use mcp_ui_gateway::server::Server;
-use mcp_ui_gateway::upstream::stdio::guardian;
+use mcp_ui_model::config::{Config, Overrides};
+use mcp_ui_overlay::host::WidgetOrigins;
+use mcp_ui_proxy::gateway::Gateway;
+use mcp_ui_proxy::live::Live;
+use mcp_ui_proxy::server::ListenerTls;
+use mcp_ui_proxy::server::Server;
+use mcp_ui_upstream::upstream::stdio::guardian;
 use tokio_util::sync::CancellationToken;
 
 /// mimalloc: the gateway allocates and frees small buffers on every request
@@ -43,7 +43,7 @@ fn main() -> ExitCode {
     // warnings and what a stdio upstream says on stderr (why it failed).
     let default_level = match cli.command {
         Some(Command::DemoServer { .. }) => "warn",
-        Some(Command::Check(_) | Command::Init(_)) => "warn,mcp_ui_gateway::upstream::stderr=info",
+        Some(Command::Check(_) | Command::Init(_)) => "warn,mcp_ui_upstream::upstream::stderr=info",
         _ => "info",
     };
     init_logging(cli.log_format, default_level);
@@ -194,9 +194,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
 /// then on; the exit code of a failure (said on stderr) otherwise.
 fn open_overlays(
     config: &Config,
-    resolved: &mcp_ui_gateway::config::Resolved,
+    resolved: &mcp_ui_model::config::Resolved,
 ) -> Result<Arc<Live>, ExitCode> {
-    let overlay_options = mcp_ui_gateway::overlay::LoadOptions {
+    let overlay_options = mcp_ui_overlay::overlay::LoadOptions {
         max_bytes: config.limits.max_widget_bytes,
         public_url: config.public_url.clone(),
         apps: overlay_apps(&resolved.apps),
@@ -231,7 +231,7 @@ async fn listen(
 }
 
 /// The settings the command line gives, over the configuration's.
-fn overrides(args: &ServeArgs, one: Option<mcp_ui_gateway::config::UpstreamConfig>) -> Overrides {
+fn overrides(args: &ServeArgs, one: Option<mcp_ui_model::config::UpstreamConfig>) -> Overrides {
     Overrides {
         listen: args.listen,
         overlays: args.overlays.clone(),
@@ -261,7 +261,7 @@ fn warn_and_raise_limits(config: &Config) {
     }
     // Every connection, upstream connection and stdio pipe takes a file
     // descriptor: take all the hard limit allows.
-    let fds = mcp_ui_gateway::server::raise_fd_limit();
+    let fds = mcp_ui_proxy::server::raise_fd_limit();
     let shown = |v: Option<u64>| v.map_or_else(|| "unlimited".to_owned(), |n| n.to_string());
     tracing::info!(
         soft = %shown(fds.soft),
@@ -301,10 +301,7 @@ fn announce(gateway: &Gateway, config: &Config, scheme: &str, addr: std::net::So
         );
     }
     if gateway.preview {
-        say!(
-            "Preview: {scheme}://{addr}{}",
-            mcp_ui_gateway::preview::PATH
-        );
+        say!("Preview: {scheme}://{addr}{}", mcp_ui_proxy::preview::PATH);
     }
     let paths = gateway.mounts.iter().map(|m| m.config.path.as_str());
     let paths = paths.chain(gateway.apps.iter().map(|a| a.config.path.as_str()));
@@ -317,9 +314,9 @@ fn announce(gateway: &Gateway, config: &Config, scheme: &str, addr: std::net::So
 
 /// What is listed once at start, beside serving: the overlays compared with
 /// their upstreams' live tools, and the app endpoints' members.
-async fn beside_serving(config: &mcp_ui_gateway::config::Config, gateway: &Gateway) {
+async fn beside_serving(config: &mcp_ui_model::config::Config, gateway: &Gateway) {
     let mounts: Vec<_> = gateway.mounts.iter().map(|m| &m.config).collect();
-    let compare = mcp_ui_gateway::upstream_tools::compare_at_start(
+    let compare = mcp_ui_proxy::upstream_tools::compare_at_start(
         &mounts,
         &config.limits,
         &gateway.live,
@@ -331,7 +328,7 @@ async fn beside_serving(config: &mcp_ui_gateway::config::Config, gateway: &Gatew
 /// The `[[app]]` endpoints' members are listed once, beside serving, as
 /// `check` lists them: a tool name two members offer is logged at start, not
 /// first met by a client.
-async fn name_app_collisions(config: &mcp_ui_gateway::config::Config, gateway: &Gateway) {
+async fn name_app_collisions(config: &mcp_ui_model::config::Config, gateway: &Gateway) {
     let apps: Vec<_> = gateway.apps.iter().map(|a| a.config.clone()).collect();
     if apps.is_empty() {
         return;
@@ -400,7 +397,7 @@ fn stop_on_signal(stop: CancellationToken) {
 }
 
 fn init_logging(format: LogFormat, default_level: &str) {
-    use mcp_ui_gateway::middleware::request_id::SpanFields;
+    use mcp_ui_proxy::middleware::request_id::SpanFields;
     use std::io::IsTerminal;
     use tracing_subscriber::fmt::format::{DefaultFields, JsonFields};
     use tracing_subscriber::layer::SubscriberExt;

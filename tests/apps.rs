@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use mcp_ui_gateway::config::{AppConfig, Config, MemberConfig, UpstreamConfig};
+use mcp_ui_model::config::{AppConfig, Config, MemberConfig, UpstreamConfig};
 use serde_json::{Value, json};
 use support::clients::{parse_sse, post_json};
 use support::gateway::{TestGateway, http, stdio, test_config};

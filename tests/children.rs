@@ -23,7 +23,7 @@ const BOUND: Duration = Duration::from_secs(20);
 /// The gateway's bundled demo server, behind `sh -c`: the shell writes its
 /// pid and its background grandchild's (a `sleep` that ignores SIGTERM) to
 /// `pids`, then becomes the server.
-fn wrapper(pids: &Path) -> mcp_ui_gateway::config::UpstreamConfig {
+fn wrapper(pids: &Path) -> mcp_ui_model::config::UpstreamConfig {
     let script = format!(
         "echo $$ > {f}; (trap '' TERM; exec sleep 300) & echo $! >> {f}; exec {gw} demo-server",
         f = pids.display(),

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_ui_gateway::live::Live;
+use mcp_ui_proxy::live::Live;
 use tokio_util::sync::CancellationToken;
 
 /// Bound on the wait for one reload (the watcher debounces for 200 ms).

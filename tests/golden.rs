@@ -8,9 +8,9 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use mcp_ui_gateway::host::Target;
-use mcp_ui_gateway::overlay::{self, OverlaySet};
-use mcp_ui_gateway::rewrite::{self, ListChanged, Warning};
+use mcp_ui_overlay::host::Target;
+use mcp_ui_overlay::overlay::{self, OverlaySet};
+use mcp_ui_rewrite::rewrite::{self, ListChanged, Warning};
 use serde_json::Value;
 
 /// What a case does with its input.

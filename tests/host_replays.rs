@@ -25,7 +25,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use hyper::{Method, StatusCode};
-use mcp_ui_gateway::config::{Config, UpstreamConfig};
+use mcp_ui_model::config::{Config, UpstreamConfig};
 use serde_json::{Value, json};
 use support::clients::{open_legacy_sse, open_sse, parse_sse, post_json};
 use support::gateway::{self as gw, TestGateway};
@@ -954,12 +954,12 @@ async fn a_widgets_own_calls_through_an_app_endpoint() {
     py.name = "py".into();
     let mut everything = http.config.clone();
     everything.name = "everything".into();
-    let app = mcp_ui_gateway::config::AppConfig {
+    let app = mcp_ui_model::config::AppConfig {
         name: "suite".into(),
         path: Some("/suite/mcp".into()),
         upstreams: vec![
-            mcp_ui_gateway::config::MemberConfig::Name("py".into()),
-            mcp_ui_gateway::config::MemberConfig::Name("everything".into()),
+            mcp_ui_model::config::MemberConfig::Name("py".into()),
+            mcp_ui_model::config::MemberConfig::Name("everything".into()),
         ],
         auth: None,
     };
@@ -1049,7 +1049,7 @@ async fn processes_started_for(g: &TestGateway, name: &str) -> u64 {
 /// its own.
 #[tokio::test]
 async fn host_patterns_with_tokens() {
-    use mcp_ui_gateway::config::{AuthConfig, SessionMode};
+    use mcp_ui_model::config::{AuthConfig, SessionMode};
     use support::idp::{Idp, SHORT_LIVED_CLIENT_ID, SHORT_LIVED_CLIENT_SECRET, decode_jwt};
 
     let Some((peers, _turn)) = setup().await else {

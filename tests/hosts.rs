@@ -10,7 +10,7 @@ use std::path::Path;
 
 use hyper::StatusCode;
 use hyper::header::HeaderMap;
-use mcp_ui_gateway::config::{AppConfig, Config, MemberConfig};
+use mcp_ui_model::config::{AppConfig, Config, MemberConfig};
 use serde_json::{Value, json};
 use support::clients::{parse_sse, post_json};
 use support::gateway::{self as gw, TestGateway};

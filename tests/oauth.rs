@@ -484,11 +484,11 @@ async fn public_url_names_the_resource_and_challenges_follow() {
     })
     .await
     .unwrap();
-    let config = mcp_ui_gateway::config::Config {
+    let config = mcp_ui_model::config::Config {
         public_url: Some("https://gw.example.com/".into()),
         upstreams: vec![
             support::gateway::http("files", &up.url),
-            mcp_ui_gateway::config::UpstreamConfig {
+            mcp_ui_model::config::UpstreamConfig {
                 name: "local".into(),
                 command: Some("true".into()),
                 ..Default::default()

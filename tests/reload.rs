@@ -33,7 +33,7 @@ use http_body_util::{BodyExt as _, Full};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::client::legacy::{Client as HyperClient, connect::HttpConnector};
 use hyper_util::rt::TokioExecutor;
-use mcp_ui_gateway::live::Reloaded;
+use mcp_ui_proxy::live::Reloaded;
 use serde_json::{Value, json};
 use support::clients::{SseReader, open_sse, parse_sse};
 use support::gateway::{self as gw, TestGateway};

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::{HeaderMap, Method, StatusCode};
-use mcp_ui_gateway::config::{
+use mcp_ui_model::config::{
     AppConfig, AuthConfig, AuthSetting, Config, IntrospectionConfig, MemberConfig, SessionMode,
     UpstreamConfig,
 };
@@ -1205,7 +1205,7 @@ security_schemes = [{ type = "oauth2", scopes = ["admin"] }]
         std::fs::write(overlays.path().join(format!("{mount}.toml")), schemes).unwrap();
     }
     let mut inband = fixture("inband", "/inband/mcp");
-    inband.auth_challenge = mcp_ui_gateway::config::AuthChallenge::InBand;
+    inband.auth_challenge = mcp_ui_model::config::AuthChallenge::InBand;
     let mut config = Config {
         upstreams: vec![fixture("mixed", "/mixed/mcp"), inband],
         overlays: overlays.path().to_path_buf(),

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use hyper::{Method, StatusCode};
-use mcp_ui_gateway::config::Config;
+use mcp_ui_model::config::Config;
 use support::clients::{post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
 use support::process::{Proc, Stream, endpoint_url, signal};

@@ -5,7 +5,7 @@
 mod identity;
 
 use hyper::{Method, StatusCode};
-use mcp_ui_gateway::config::Config;
+use mcp_ui_model::config::Config;
 use serde_json::{Value, json};
 use support::clients::{parse_sse, post_json, request_raw};
 use support::gateway::{self as gw, TestGateway};
@@ -670,7 +670,7 @@ async fn http_answers_pass_byte_for_byte() {
     for shared in [false, true] {
         let mut odd = gw::http("odd", &up.url);
         if shared {
-            odd.sessions = Some(mcp_ui_gateway::config::SessionMode::Shared);
+            odd.sessions = Some(mcp_ui_model::config::SessionMode::Shared);
         }
         let g = TestGateway::start(vec![odd]).await;
         let (sid, body) = opened(&g.url()).await;
@@ -799,7 +799,7 @@ async fn a_stale_id_is_revived_once_however_many_requests_find_it_gone() {
             support::upstreams::STDIO_COMMAND,
             &["--protocol", "2025"],
         );
-        up.sessions = Some(mcp_ui_gateway::config::SessionMode::Client);
+        up.sessions = Some(mcp_ui_model::config::SessionMode::Client);
         Config {
             session_key: Some("ab".repeat(32)),
             upstreams: vec![up],

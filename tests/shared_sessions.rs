@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use hyper::{Method, StatusCode};
-use mcp_ui_gateway::config::Config;
+use mcp_ui_model::config::Config;
 use serde_json::{Value, json};
 use support::clients::{SseReader, open_sse, parse_sse, post_json};
 use support::gateway::{self as gw, TestGateway};
@@ -105,9 +105,9 @@ async fn next_json(reader: &mut SseReader) -> Value {
 }
 
 /// The fixture over stdio, mounted as `name` with `sessions = "conversation"`.
-fn conversation_mount(name: &str) -> mcp_ui_gateway::config::UpstreamConfig {
+fn conversation_mount(name: &str) -> mcp_ui_model::config::UpstreamConfig {
     let mut up = gw::stdio(name, STDIO_COMMAND, &["--protocol", "2025"]);
-    up.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
+    up.sessions = Some(mcp_ui_model::config::SessionMode::Conversation);
     up
 }
 
@@ -283,7 +283,7 @@ async fn sessionless_requests_share_the_connection_with_sessions() {
         response(&headers, &body)["result"]["content"][0]["text"],
         "without"
     );
-    let children = mcp_ui_gateway::upstream::stdio::Children::running(&g.gateway.children);
+    let children = mcp_ui_upstream::upstream::stdio::Children::running(&g.gateway.children);
     assert_eq!(children, 1, "one child for both");
 }
 

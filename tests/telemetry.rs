@@ -18,7 +18,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 
-use mcp_ui_gateway::config::{Config, Telemetry};
+use mcp_ui_model::config::{Config, Telemetry};
 use support::clients::{post_json, request_raw};
 use support::gateway::{TestGateway, http, stdio, test_config};
 use support::process::Proc;
@@ -486,7 +486,7 @@ async fn a_collector_answering_without_end_is_not_read_without_end() {
 /// forgotten (404).
 /// An HTTP mount `web` at `/web` in front of `url`, and a stdio mount `pipe`
 /// at `/pipe` (`tests/otlp/echo_stdio.py`).
-fn web_and_pipe(url: &str) -> Vec<mcp_ui_gateway::config::UpstreamConfig> {
+fn web_and_pipe(url: &str) -> Vec<mcp_ui_model::config::UpstreamConfig> {
     let echo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/echo_stdio.py");
     let mut web = http("web", url);
     web.path = Some("/web".into());

@@ -14,7 +14,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use mcp_ui_gateway::sse;
+use mcp_ui_wire::sse;
 use serde_json::{Value, json};
 
 /// Bound on one exchange; a call that takes longer counts as an error.

@@ -9,7 +9,7 @@ use anyhow::bail;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::{Method, Request, StatusCode};
-use mcp_ui_gateway::sse;
+use mcp_ui_wire::sse;
 
 use crate::mcp::{HttpClient, Session, send};
 use crate::stats::{Stats, kind_of};

@@ -7,12 +7,12 @@
 use std::io::Write;
 use std::time::Duration;
 
-use crate::oauth::passthrough;
+use mcp_ui_proxy::oauth::passthrough;
 
-use crate::combine::names::collision_message;
-use crate::combine::{Names, list};
-use crate::config::{App, Limits, Mount, Transport};
-use crate::probe::{self, Prober};
+use mcp_ui_model::config::{App, Limits, Mount, Transport};
+use mcp_ui_rewrite::combine::names::collision_message;
+use mcp_ui_rewrite::combine::{Names, list};
+use mcp_ui_upstream::probe::{self, Prober};
 
 /// The collisions of every app's members' tools, one message each, as the
 /// app would answer them; a member that cannot be listed is said too.
@@ -78,7 +78,7 @@ pub async fn collisions(
 /// app where they do not.
 pub async fn auth_servers(apps: &[App], mounts: &[Mount], limits: &Limits) -> Vec<String> {
     let connect = Duration::from_secs(limits.request_timeout_secs.clamp(1, 10));
-    let Ok(client) = crate::upstream::client::client_for(connect, mounts) else {
+    let Ok(client) = mcp_ui_upstream::upstream::client::client_for(connect, mounts) else {
         return Vec::new();
     };
     let fetch = passthrough::Fetch {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::UpstreamConfig;
+use mcp_ui_model::config::UpstreamConfig;
 
 /// A lossless MCP reverse proxy that gives existing MCP servers a user interface.
 ///

@@ -24,14 +24,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{describe_transport, directory};
-use crate::config::{AuthChallenge, Limits, Mount};
-use crate::overlay::builtin::is_builtin_name;
-use crate::overlay::load::WIDGETS_DIR;
-use crate::overlay::{
+use mcp_ui_model::config::{AuthChallenge, Limits, Mount};
+use mcp_ui_overlay::overlay::builtin::is_builtin_name;
+use mcp_ui_overlay::overlay::load::WIDGETS_DIR;
+use mcp_ui_overlay::overlay::{
     BridgeKind, Inspection, LoadError, LoadOptions, RenderSite, ToolSite, inspect_dir_with,
 };
-use crate::probe::{self, Listing, Prober};
-use crate::rewrite::listing::findings;
+use mcp_ui_rewrite::rewrite::listing::findings;
+use mcp_ui_upstream::probe::{self, Listing, Prober};
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -47,7 +47,7 @@ pub struct Options {
     /// The gateway's `public_url`, when configured.
     pub public_url: Option<String>,
     /// The `[[app]]` endpoints an overlay file may name.
-    pub apps: Vec<crate::overlay::AppScope>,
+    pub apps: Vec<mcp_ui_overlay::overlay::AppScope>,
     /// The directory was named (`--overlays`): it must exist.
     pub dir_named: bool,
     /// How inline widgets are measured for Claude's height rule.

@@ -19,7 +19,7 @@
 use serde_json::Value;
 
 use super::init::table::toml_key;
-use crate::overlay::{ToolOverlay, ToolSite};
+use mcp_ui_overlay::overlay::{ToolOverlay, ToolSite};
 
 mod chatgpt;
 pub mod claude;

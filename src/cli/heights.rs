@@ -23,10 +23,10 @@ use serde_json::{Value, json};
 
 use super::directory::{Height, Measured};
 use super::init::table::toml_key;
-use crate::config::Mount;
-use crate::host::{HostKind, Target};
-use crate::overlay::{Inspection, OverlaySet, RenderSite, Sample, ToolSite, Widget};
-use crate::preview::{DeclaredCsp, widget_csp};
+use mcp_ui_model::config::Mount;
+use mcp_ui_overlay::host::{HostKind, Target};
+use mcp_ui_overlay::overlay::{Inspection, OverlaySet, RenderSite, Sample, ToolSite, Widget};
+use mcp_ui_proxy::preview::{DeclaredCsp, widget_csp};
 
 mod browser;
 mod page;
@@ -264,7 +264,7 @@ fn render_job(set: &OverlaySet, site: &RenderSite, sample: &Sample) -> Result<Jo
         return Err(unloaded());
     };
     let arguments = Value::Object(sample.arguments.clone());
-    let result = crate::rewrite::render::call_result(
+    let result = mcp_ui_rewrite::rewrite::render::call_result(
         &site.name,
         render,
         mount,
@@ -295,7 +295,7 @@ fn job(
     arguments: &serde_json::Map<String, Value>,
     result: Value,
 ) -> Job {
-    let read = crate::rewrite::read_result(widget, &Target::new(HostKind::Claude, None));
+    let read = mcp_ui_rewrite::rewrite::read_result(widget, &Target::new(HostKind::Claude, None));
     let content = &read["contents"][0];
     let html = content["text"].as_str().unwrap_or_default().to_owned();
     let csp = content

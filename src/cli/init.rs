@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{describe_transport, list};
-use crate::config::{Limits, Mount};
-use crate::overlay::{Inspection, inspect_dir_within};
-use crate::probe::{self, Listing, Prober};
+use mcp_ui_model::config::{Limits, Mount};
+use mcp_ui_overlay::overlay::{Inspection, inspect_dir_within};
+use mcp_ui_upstream::probe::{self, Listing, Prober};
 
 /// The editor schemas, written next to the stubs when missing so that the
 /// `#:schema` line of a stub resolves in a fresh directory.

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::overlay::load::WIDGETS_DIR;
-use crate::overlay::validate;
+use mcp_ui_overlay::overlay::load::WIDGETS_DIR;
+use mcp_ui_overlay::overlay::validate;
 
 const INDEX: &str = include_str!("init_widget/index.html");
 

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use crate::config::{self, App, Config, Overrides, Resolved, UpstreamConfig};
-use crate::overlay::AppScope;
+use mcp_ui_model::config::{self, App, Config, Overrides, Resolved, UpstreamConfig};
+use mcp_ui_overlay::overlay::AppScope;
 
 /// The configuration as every command sees it: defaults, file, environment
 /// and flags, with the bundled demo as the upstream when none is configured.

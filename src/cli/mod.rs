@@ -27,7 +27,7 @@ pub mod run_init;
 pub mod sign_ins;
 pub mod upstreams;
 
-use crate::config::{Mount, Transport};
+use mcp_ui_model::config::{Mount, Transport};
 
 /// How an upstream is reached, for progress lines and the `serve` banner:
 /// "streamable HTTP http://…", "legacy SSE http://…" or "stdio `cmd args`".
@@ -49,7 +49,7 @@ pub fn describe_transport(mount: &Mount) -> String {
 /// What an endpoint requires of its callers, for the `serve` banner: empty
 /// where no `[auth]` is configured anywhere, else "; requires a token of
 /// ISSUER (scopes …)" or "; public (auth = false)".
-pub fn describe_auth(auth: Option<&crate::config::Auth>, configured: bool) -> String {
+pub fn describe_auth(auth: Option<&mcp_ui_model::config::Auth>, configured: bool) -> String {
     match auth {
         Some(a) if a.scopes.is_empty() => format!("; requires a token of {}", a.issuer),
         Some(a) => format!(

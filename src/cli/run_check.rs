@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use super::args::CheckArgs;
 use super::loaded::{Loaded, load_config, overlay_apps};
 use super::output::{say, usage_fail};
-use crate::config::Overrides;
-use crate::host::WidgetOrigins;
+use mcp_ui_model::config::Overrides;
+use mcp_ui_overlay::host::WidgetOrigins;
 
 /// Run `check`: exit 0 when clean, 1 when problems were found, and
 /// [`USAGE_ERROR`](super::output::USAGE_ERROR) for a usage or configuration

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use super::args::InitArgs;
 use super::loaded::load_config;
 use super::output::{say, usage_fail};
-use crate::config::Overrides;
+use mcp_ui_model::config::Overrides;
 
 /// Run `init`: exit 0 when every stub was written, 1 when some could not
 /// be, and [`USAGE_ERROR`](super::output::USAGE_ERROR) for a usage or

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::directory::{SignIn, SignInKind};
 use super::loaded::Loaded;
-use crate::config::{Mount, Transport, auth::AuthSetting};
+use mcp_ui_model::config::{Mount, Transport, auth::AuthSetting};
 
 /// What each endpoint asks of the hosts, one [`SignIn`] per deciding
 /// setting (the endpoints it decides for named in it); `file` is the
@@ -105,7 +105,7 @@ async fn fetch_metadata(loaded: &Loaded, sign_ins: &mut [SignIn]) {
             Some((auth.issuer.as_str(), auth.ca_file.as_ref()?))
         })
         .collect();
-    let fetcher = match crate::oauth::fetch::Fetcher::new(connect, trusted) {
+    let fetcher = match mcp_ui_proxy::oauth::fetch::Fetcher::new(connect, trusted) {
         Ok(fetcher) => fetcher,
         Err(why) => {
             let why = why.join("; ");

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::args::OneUpstream;
 use super::list;
-use crate::config::{Mount, StdioCommand, Transport};
+use mcp_ui_model::config::{Mount, StdioCommand, Transport};
 
 /// The mounts `check` checks, from the `mounts` the configuration and the
 /// flags give. `--name NAME` without an upstream on the command line names

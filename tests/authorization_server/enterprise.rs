@@ -8,7 +8,7 @@
 //! `typ` and `alg` confusion, an untrusted issuer, a forged signature, a public client.
 
 use super::*;
-use mcp_ui_gateway::config::authorization::EnterpriseIssuerConfig;
+use mcp_ui_model::config::authorization::EnterpriseIssuerConfig;
 use support::idp::decode_jwt;
 
 const GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";

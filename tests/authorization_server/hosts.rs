@@ -9,7 +9,7 @@
 //! at an `[[app]]`'s.
 
 use super::*;
-use mcp_ui_gateway::config::{AppConfig, MemberConfig};
+use mcp_ui_model::config::{AppConfig, MemberConfig};
 
 /// ChatGPT's callback (developers.openai.com/apps-sdk, "Authentication") and the one of
 /// its app submission form.

@@ -38,7 +38,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, StatusCode};
 use hyper_util::rt::TokioIo;
-use mcp_ui_gateway::config::{AuthConfig, AuthorizationServerConfig, Config, UpstreamConfig};
+use mcp_ui_model::config::{AuthConfig, AuthorizationServerConfig, Config, UpstreamConfig};
 use serde_json::{Value, json};
 use support::browser_agent::{Browser, Page, encode_form, hidden_field, query_of};
 use support::clients::resolve_url;
@@ -90,8 +90,8 @@ fn provider_token_echo(name: &str) -> UpstreamConfig {
         &["-c", support::upstreams::ENV_ECHO_SERVER, "PROVIDER_TOKEN"],
     );
     stdio.path = Some("/stdio".into());
-    stdio.sessions = Some(mcp_ui_gateway::config::SessionMode::Conversation);
-    stdio.auth = Some(mcp_ui_gateway::config::AuthSetting::Table(Box::new(
+    stdio.sessions = Some(mcp_ui_model::config::SessionMode::Conversation);
+    stdio.auth = Some(mcp_ui_model::config::AuthSetting::Table(Box::new(
         AuthConfig {
             claims_to_env: Some(
                 [(
@@ -133,7 +133,7 @@ struct Setup {
     /// `[auth] clock_skew_secs` (60 by default): 0 to see a short-lived token expire.
     clock_skew_secs: Option<u64>,
     /// `[[app]]` endpoints besides the upstreams' own.
-    apps: Vec<mcp_ui_gateway::config::AppConfig>,
+    apps: Vec<mcp_ui_model::config::AppConfig>,
 }
 
 async fn world_set_up(
@@ -1341,7 +1341,7 @@ async fn the_providers_token_reaches_the_upstream_as_the_user() {
     .unwrap();
     let mut http_up = gw::http("github-like", &recorder.url);
     http_up.path = Some("/http".into());
-    http_up.auth = Some(mcp_ui_gateway::config::AuthSetting::Table(Box::new(
+    http_up.auth = Some(mcp_ui_model::config::AuthSetting::Table(Box::new(
         AuthConfig {
             claims_to_headers: Some(
                 [(

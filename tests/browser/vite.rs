@@ -174,11 +174,11 @@ fn run_vite_widget(name: &str, base: Option<&str>) {
 
     // What the gateway served: the same set the loader compiles, each file
     // immutable, typed, and readable cross-origin.
-    let options = mcp_ui_gateway::overlay::LoadOptions {
+    let options = mcp_ui_overlay::overlay::LoadOptions {
         public_url: Some(public_url.clone()),
         ..Default::default()
     };
-    let set = mcp_ui_gateway::overlay::load_dir_with(overlays.path(), &options)
+    let set = mcp_ui_overlay::overlay::load_dir_with(overlays.path(), &options)
         .expect("the overlays load");
     let widget = set.widgets().get("vite-app").expect("the widget");
     assert!(

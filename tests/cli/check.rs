@@ -530,7 +530,7 @@ async fn check_lists_upstreams_nothing_overlays_and_works_without_overlays() {
 /// HTTP: it opens a session, lists every page, and names the tools.
 #[tokio::test]
 async fn the_probe_lists_a_streamable_http_server_with_a_session() {
-    use mcp_ui_gateway::config::{Limits, Mount, Transport};
+    use mcp_ui_model::config::{Limits, Mount, Transport};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let stop = tokio_util::sync::CancellationToken::new();
@@ -553,10 +553,13 @@ async fn the_probe_lists_a_streamable_http_server_with_a_session() {
         connect_timeout_secs: 5,
         ..Limits::default()
     };
-    let listing =
-        mcp_ui_gateway::probe::list_tools(&mount, &limits, mcp_ui_gateway::probe::Prober::Command)
-            .await
-            .unwrap();
+    let listing = mcp_ui_upstream::probe::list_tools(
+        &mount,
+        &limits,
+        mcp_ui_upstream::probe::Prober::Command,
+    )
+    .await
+    .unwrap();
     let mut names: Vec<&str> = listing.names().collect();
     names.sort_unstable();
     assert_eq!(

@@ -28,13 +28,13 @@ const BOUND: Duration = Duration::from_secs(15);
 
 /// A gateway with the faulty upstream at /bad/mcp and the demo (stdio) at
 /// /good/mcp, short timeouts.
-async fn gateway_with(bad: mcp_ui_gateway::config::UpstreamConfig) -> TestGateway {
+async fn gateway_with(bad: mcp_ui_model::config::UpstreamConfig) -> TestGateway {
     gateway_tuned(bad, |_| {}).await
 }
 
 async fn gateway_tuned(
-    bad: mcp_ui_gateway::config::UpstreamConfig,
-    tune: impl FnOnce(&mut mcp_ui_gateway::config::Config),
+    bad: mcp_ui_model::config::UpstreamConfig,
+    tune: impl FnOnce(&mut mcp_ui_model::config::Config),
 ) -> TestGateway {
     let mut config = gw::test_config();
     config.limits.request_timeout_secs = 2;

@@ -77,7 +77,7 @@ async fn stdio_child_exiting_at_start_is_reported_with_its_last_stderr_lines() {
 
 #[test]
 fn backoff_doubles_from_half_a_second_to_thirty() {
-    use mcp_ui_gateway::upstream::stdio::backoff;
+    use mcp_ui_upstream::upstream::stdio::backoff;
     let waits: Vec<u64> = (1..=9).map(|n| backoff(n).as_millis() as u64).collect();
     assert_eq!(
         waits,

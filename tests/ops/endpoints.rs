@@ -59,7 +59,7 @@ async fn readyz_names_an_unreachable_upstream() {
 /// paths", naming none.)
 #[tokio::test]
 async fn a_path_nothing_serves_is_answered_with_the_paths_served() {
-    use mcp_ui_gateway::config::{AppConfig, Config, MemberConfig};
+    use mcp_ui_model::config::{AppConfig, Config, MemberConfig};
     let gateway = TestGateway::start_with(Config {
         upstreams: vec![
             gw::stdio("time", STDIO_COMMAND, &[]),

@@ -14,7 +14,7 @@
 
 use std::ffi::OsStr;
 
-use mcp_ui_gateway::config::{
+use mcp_ui_model::config::{
     AuthConfig, AuthSetting, AuthorizationServerConfig, Config, SessionMode,
 };
 use serde_json::{Value, json};
@@ -43,7 +43,7 @@ fn overlays(temp: &tempfile::TempDir) -> std::path::PathBuf {
 
 /// A stdio upstream at `/whoami/mcp` whose `whoami` tool answers the `sub` of the caller's
 /// token: the gateway starts a process per user with it in `WHO` (`claims_to_env`).
-fn whoami() -> mcp_ui_gateway::config::UpstreamConfig {
+fn whoami() -> mcp_ui_model::config::UpstreamConfig {
     let mut up = gw::stdio("whoami", "python3", &["-c", ENV_ECHO_SERVER, "WHO"]);
     up.sessions = Some(SessionMode::Conversation);
     up.auth = Some(AuthSetting::Table(Box::new(AuthConfig {

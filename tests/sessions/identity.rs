@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use hyper::{HeaderMap, Method, StatusCode};
-use mcp_ui_gateway::config::{
+use mcp_ui_model::config::{
     AppConfig, AuthConfig, AuthSetting, Config, MemberConfig, SessionMode, UpstreamConfig,
 };
 use serde_json::{Value, json};

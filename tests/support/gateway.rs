@@ -5,10 +5,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_ui_gateway::config::{Config, UpstreamConfig};
-use mcp_ui_gateway::gateway::Gateway;
-use mcp_ui_gateway::live::Live;
-use mcp_ui_gateway::server::Server;
+use mcp_ui_model::config::{Config, UpstreamConfig};
+use mcp_ui_proxy::gateway::Gateway;
+use mcp_ui_proxy::live::Live;
+use mcp_ui_proxy::server::Server;
 use tokio_util::sync::CancellationToken;
 
 pub struct TestGateway {
@@ -60,7 +60,7 @@ impl TestGateway {
     /// Serving on `listener`, already bound where `config.listen` says.
     pub fn start_on(config: Config, listener: tokio::net::TcpListener) -> Self {
         let resolved = config.resolve().expect("valid test config");
-        let options = mcp_ui_gateway::overlay::LoadOptions {
+        let options = mcp_ui_overlay::overlay::LoadOptions {
             max_bytes: config.limits.max_widget_bytes,
             public_url: config.public_url.clone(),
             apps: resolved.apps.iter().map(|a| a.overlay_scope()).collect(),
@@ -148,7 +148,7 @@ pub fn demo_stdio(name: &str) -> UpstreamConfig {
 /// `up` with one upstream connection per client session (`sessions =
 /// "client"`): what tests of a session's own child or connection use.
 pub fn per_client(mut up: UpstreamConfig) -> UpstreamConfig {
-    up.sessions = Some(mcp_ui_gateway::config::SessionMode::Client);
+    up.sessions = Some(mcp_ui_model::config::SessionMode::Client);
     up
 }
 

@@ -85,9 +85,9 @@ impl Idp {
 
     /// `[authorization_server.provider]` naming this provider ("Test IdP") and its login
     /// client (the one `start_with_login_client` was given).
-    pub fn provider(&self) -> mcp_ui_gateway::config::ProviderConfig {
+    pub fn provider(&self) -> mcp_ui_model::config::ProviderConfig {
         let (id, secret) = self.login.clone().expect("started with a login client");
-        mcp_ui_gateway::config::ProviderConfig {
+        mcp_ui_model::config::ProviderConfig {
             name: Some("Test IdP".into()),
             issuer: Some(self.issuer.clone()),
             client_id: id,

@@ -8,9 +8,11 @@ use serde_json::Value;
 
 use super::model::{Finding, Input, Located, Rule, Upstream};
 use crate::cli::init::table::toml_key;
-use crate::overlay::validate::url_origin;
-use crate::overlay::{SecurityScheme, ToolOverlay, WidgetDomain, WidgetManifest, WidgetSite};
-use crate::rewrite::call::is_text_wrapper_schema;
+use mcp_ui_overlay::overlay::validate::url_origin;
+use mcp_ui_overlay::overlay::{
+    SecurityScheme, ToolOverlay, WidgetDomain, WidgetManifest, WidgetSite,
+};
+use mcp_ui_rewrite::rewrite::call::is_text_wrapper_schema;
 
 /// [`Rule::WidgetDomain`] for every widget some tool or render tool shows
 /// with no ChatGPT domain, while the public URL is known.

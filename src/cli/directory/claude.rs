@@ -18,8 +18,8 @@ use super::model::{
     Upstream,
 };
 use crate::cli::init::table::toml_key;
-use crate::overlay::ToolOverlay;
-use crate::overlay::builtin::View;
+use mcp_ui_overlay::overlay::ToolOverlay;
+use mcp_ui_overlay::overlay::builtin::View;
 
 /// [`Rule::Title`]: a tool neither the upstream nor the overlay titles
 /// (`title`, or the upstream's `annotations.title`).
@@ -275,7 +275,7 @@ pub(super) fn height(height: &Height) -> Option<Finding> {
     let (place, message) = match &height.measured {
         Measured::Px(px) if *px <= limit => return None,
         Measured::Px(px) => {
-            let fix = if widget.starts_with(crate::overlay::builtin::PREFIX) {
+            let fix = if widget.starts_with(mcp_ui_overlay::overlay::builtin::PREFIX) {
                 "no `view` option bounds a built-in widget's height, which grows with its data: have the tool return fewer items per call (a page of them), point `view.data` at a shorter part of the result, or write a widget with a shorter inline layout"
             } else {
                 "make its inline layout shorter (fewer rows, a summary that opens fullscreen)"

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::overlay::{RenderSite, ToolSite, WidgetSite};
+use mcp_ui_overlay::overlay::{RenderSite, ToolSite, WidgetSite};
 
 /// A host whose app directory asks for a rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

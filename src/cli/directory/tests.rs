@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::overlay::{
+use mcp_ui_overlay::overlay::{
     Annotations, HostDomains, RenderSite, RenderTool, ResultShaping, SecurityScheme, ToolOverlay,
     ToolSite, WidgetDomain, WidgetManifest, WidgetSite,
 };
@@ -409,7 +409,7 @@ fn rule_ids_are_printed_under_app_directory() {
 /// render tool shows without a domain for ChatGPT is named at that key.
 #[test]
 fn a_builtin_widget_without_a_chatgpt_domain_is_named_at_its_view() {
-    let view = |toml: &str| -> Option<crate::overlay::builtin::View> {
+    let view = |toml: &str| -> Option<mcp_ui_overlay::overlay::builtin::View> {
         Some(toml::from_str(toml).unwrap())
     };
     let builtin = |v| ToolOverlay {

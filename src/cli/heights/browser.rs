@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::upstream::stdio::guardian;
+use mcp_ui_upstream::upstream::stdio::guardian;
 
 /// The names looked for on the PATH, in order, when neither `--browser`
 /// nor `$CHROMIUM` names a browser.

@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::overlay::builtin;
-use crate::rewrite::call::is_text_wrapper_schema;
-use crate::rewrite::file_param_problems;
+use mcp_ui_overlay::overlay::builtin;
+use mcp_ui_rewrite::rewrite::call::is_text_wrapper_schema;
+use mcp_ui_rewrite::rewrite::file_param_problems;
 
 /// Longest description line copied into a stub.
 pub(super) const DESCRIPTION_CHARS: usize = 100;

@@ -1,6 +1,6 @@
 use super::table::{humanize, toml_string, widget_name};
 use super::*;
-use crate::overlay::{ToolOverlay, validate};
+use mcp_ui_overlay::overlay::{ToolOverlay, validate};
 use serde_json::json;
 
 #[test]

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{all_hints, site, upstream};
 use crate::cli::directory::*;
-use crate::overlay::{Audience, RenderSite, RenderTool, ToolOverlay, ToolSite};
+use mcp_ui_overlay::overlay::{Audience, RenderSite, RenderTool, ToolOverlay, ToolSite};
 
 fn claude(sites: &[ToolSite], renders: &[RenderSite], tools: Option<&[Value]>) -> Vec<Finding> {
     let upstreams = [upstream(tools)];
@@ -382,7 +382,7 @@ fn hosts_choose_whose_rules_apply() {
     // No title, no hints, shaped results without a schema, a helper.
     let tools = [json!({"name": "t"})];
     let overlay = ToolOverlay {
-        result: crate::overlay::ResultShaping {
+        result: mcp_ui_overlay::overlay::ResultShaping {
             structured_from_text: true,
             ..Default::default()
         },
