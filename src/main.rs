@@ -293,7 +293,7 @@ fn announce(gateway: &Gateway, config: &Config, scheme: &str, addr: std::net::So
             cli::describe_auth(app.config.auth.as_ref(), config.auth.is_some())
         );
     }
-    if let Some(a) = &gateway.authorization_server {
+    if let Some(a) = &gateway.oauth.authorization_server {
         say!(
             "Authorization server: {} (metadata at {scheme}://{addr}/.well-known/oauth-authorization-server); users sign in with {}",
             a.issuer(),

@@ -75,9 +75,10 @@ async fn deleting_a_session_ends_its_whole_process_group() {
     eprintln!("group ignoring SIGTERM ended {took:?} after DELETE");
     // The grandchild ignores SIGTERM: it goes at the SIGKILL after the grace.
     assert!(took < Duration::from_secs(10), "{took:?}");
-    let freed =
-        support::clients::wait_until(BOUND, || (g.gateway.children.running() == 0).then_some(()))
-            .await;
+    let freed = support::clients::wait_until(BOUND, || {
+        (g.gateway.upstreams.children.running() == 0).then_some(())
+    })
+    .await;
     assert!(freed.is_some(), "the child's place was not given back");
 }
 

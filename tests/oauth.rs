@@ -630,13 +630,14 @@ async fn metadata_is_fetched_once_per_mount_whatever_the_host() {
     let n = fetches.load(SeqCst);
     eprintln!("{HOSTS} hosts in {elapsed:?}: {n} upstream fetches");
     assert_eq!(n, 1, "one fetch per mount, not per host");
-    assert_eq!(gw.gateway.auth.prm_cache.entries(), 1);
+    assert_eq!(gw.gateway.oauth.passthrough.prm_cache.entries(), 1);
 
     // A changed document is served once the entry has expired. The cache keeps
     // tokio's time: the clock is moved past the entry's life, not waited on (and
     // runs on at once, for the requests' real sockets).
     gw.gateway
-        .auth
+        .oauth
+        .passthrough
         .prm_cache
         .set_ttls(Duration::from_millis(200), Duration::from_millis(200));
     version.store(2, SeqCst);

@@ -1097,7 +1097,7 @@ async fn conversations_are_keyed_by_the_verified_subject() {
     })
     .await;
     let url = g.url();
-    let running = || g.gateway.children.running();
+    let running = || g.gateway.upstreams.children.running();
     let echo = |said: &str| {
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
             "name": "echo", "arguments": {"text": said},

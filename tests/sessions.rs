@@ -830,7 +830,7 @@ async fn a_stale_id_is_revived_once_however_many_requests_find_it_gone() {
         "{statuses:?}"
     );
     assert_eq!(
-        second.gateway.children.running(),
+        second.gateway.upstreams.children.running(),
         1,
         "one child for the one session opened again"
     );
@@ -903,7 +903,7 @@ async fn held_sessions_stay_within_the_mounts_limit_the_least_recently_used_endi
     post("alice".into(), "alice's first".into()).await;
     for i in 0..40 {
         post(format!("junk-{i}"), format!("junk {i}")).await;
-        let (live, _, _) = g.gateway.pools[0].counts();
+        let (live, _, _) = g.gateway.upstreams.pools[0].counts();
         assert!(
             live <= 8,
             "{live} upstream sessions held after {} tokens",

@@ -283,7 +283,8 @@ async fn sessionless_requests_share_the_connection_with_sessions() {
         response(&headers, &body)["result"]["content"][0]["text"],
         "without"
     );
-    let children = mcp_ui_upstream::upstream::stdio::Children::running(&g.gateway.children);
+    let children =
+        mcp_ui_upstream::upstream::stdio::Children::running(&g.gateway.upstreams.children);
     assert_eq!(children, 1, "one child for both");
 }
 
@@ -303,7 +304,7 @@ async fn conversations_each_get_a_connection_that_ends_when_they_go_quiet() {
     config.limits.session_reap_interval_secs = 1;
     let g = TestGateway::start_with(config).await;
     let url = g.url();
-    let running = || g.gateway.children.running();
+    let running = || g.gateway.upstreams.children.running();
     let echo = |talk: Option<&str>, text: &str| {
         let mut m = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":text}}});
         if let Some(t) = talk {
@@ -371,7 +372,7 @@ async fn a_conversation_can_be_named_by_a_header() {
         let (status, _, _) = post_json(&g.url(), &[("x-conversation", talk)], echo).await;
         assert_eq!(status, StatusCode::OK);
     }
-    assert_eq!(g.gateway.children.running(), 2);
+    assert_eq!(g.gateway.upstreams.children.running(), 2);
 }
 
 /// `tools/call` of the fixture's `progress` with `steps` steps, under id and
@@ -505,7 +506,7 @@ async fn a_conversation_is_bound_to_its_callers_credentials() {
             response(&response_headers, &body)["result"]["content"][0]["text"],
             who
         );
-        children.push(g.gateway.children.running());
+        children.push(g.gateway.upstreams.children.running());
     }
     assert_eq!(
         children,
@@ -530,8 +531,8 @@ async fn a_caller_flooding_conversations_ends_only_its_own_and_is_refused_only_w
     config.limits.max_caller_connections = 3;
     let g = TestGateway::start_with(config).await;
     let url = g.url();
-    let running = || g.gateway.children.running();
-    let started = || g.gateway.pools[0].counts().1;
+    let running = || g.gateway.upstreams.children.running();
+    let started = || g.gateway.upstreams.pools[0].counts().1;
     let call = |talk: &str, id: u32, tool: Value| {
         let mut m = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":tool});
         m["params"]["_meta"] = json!({"openai/session": talk});
@@ -579,7 +580,11 @@ async fn a_caller_flooding_conversations_ends_only_its_own_and_is_refused_only_w
         ));
     }
     let all_busy = support::clients::wait_until(WAIT, || {
-        let waiting: usize = g.gateway.pools[0].live().iter().map(|s| s.waiting()).sum();
+        let waiting: usize = g.gateway.upstreams.pools[0]
+            .live()
+            .iter()
+            .map(|s| s.waiting())
+            .sum();
         (waiting >= 3).then_some(())
     })
     .await;
@@ -637,7 +642,7 @@ async fn failed_starts_and_forgotten_client_sessions_leave_no_table_growing() {
         tokio::spawn(async move { post_json(&url, &[], slow.to_string()).await })
     };
     let waiting = support::clients::wait_until(WAIT, || {
-        (g.gateway.pools[0]
+        (g.gateway.upstreams.pools[0]
             .live()
             .iter()
             .map(|s| s.waiting())
@@ -662,7 +667,7 @@ async fn failed_starts_and_forgotten_client_sessions_leave_no_table_growing() {
         assert_eq!(refusal["id"], i, "{refusal}");
     }
     assert_eq!(
-        g.gateway.pools[0].places(),
+        g.gateway.upstreams.pools[0].places(),
         1,
         "200 failed starts left places behind"
     );
@@ -670,7 +675,7 @@ async fn failed_starts_and_forgotten_client_sessions_leave_no_table_growing() {
     // 300 client sessions of the shared connection (Claude opens one per call).
     for _ in 0..300 {
         Client::open(&shared_url, json!({})).await;
-        let kept = g.gateway.pools[1].peers().len();
+        let kept = g.gateway.upstreams.pools[1].peers().len();
         assert!(kept <= 16, "{kept} client sessions kept");
     }
     // The first, long forgotten, still works.

@@ -18,6 +18,7 @@ use super::{World, form, public_client, refresh, signed_in, support, world};
 fn remembered(w: &World) -> (usize, usize) {
     let r =
         w.gw.gateway
+            .oauth
             .authorization_server
             .as_ref()
             .unwrap()

@@ -82,7 +82,11 @@ async fn buffered_answers_over_the_memory_budget_are_refused_naming_it() {
         );
         refused.push(v["id"].as_u64().expect("the refused request's id"));
     }
-    assert_eq!(g.gateway.buffers.in_use(), 2 * ANSWER, "two answers held");
+    assert_eq!(
+        g.gateway.upstreams.buffers.in_use(),
+        2 * ANSWER,
+        "two answers held"
+    );
     release.send_replace(true);
     let mut answered = Vec::new();
     while let Some(joined) = tokio::time::timeout(BOUND, calls.join_next())
@@ -98,24 +102,38 @@ async fn buffered_answers_over_the_memory_budget_are_refused_naming_it() {
     refused.sort_unstable();
     assert_eq!(refused, [1, 2, 3, 4, 5]);
     assert_eq!(answered.len(), 2);
-    let released =
-        support::clients::wait_until(BOUND, || (g.gateway.buffers.in_use() == 0).then_some(()))
-            .await;
-    assert!(released.is_some(), "held: {}", g.gateway.buffers.in_use());
+    let released = support::clients::wait_until(BOUND, || {
+        (g.gateway.upstreams.buffers.in_use() == 0).then_some(())
+    })
+    .await;
+    assert!(
+        released.is_some(),
+        "held: {}",
+        g.gateway.upstreams.buffers.in_use()
+    );
     // A client that goes away while its answer is held gives the bytes back.
     let abandoned = tokio::spawn({
         let (bad, body) = (bad.clone(), call(9, "hold"));
         async move { post_json(&bad, &[], body).await }
     });
     let held = support::clients::wait_until(BOUND, || {
-        (g.gateway.buffers.in_use() == ANSWER).then_some(())
+        (g.gateway.upstreams.buffers.in_use() == ANSWER).then_some(())
     })
     .await;
-    assert!(held.is_some(), "held: {}", g.gateway.buffers.in_use());
+    assert!(
+        held.is_some(),
+        "held: {}",
+        g.gateway.upstreams.buffers.in_use()
+    );
     abandoned.abort();
-    let released =
-        support::clients::wait_until(BOUND, || (g.gateway.buffers.in_use() == 0).then_some(()))
-            .await;
-    assert!(released.is_some(), "held: {}", g.gateway.buffers.in_use());
+    let released = support::clients::wait_until(BOUND, || {
+        (g.gateway.upstreams.buffers.in_use() == 0).then_some(())
+    })
+    .await;
+    assert!(
+        released.is_some(),
+        "held: {}",
+        g.gateway.upstreams.buffers.in_use()
+    );
     assert_good_serves(&g).await;
 }

@@ -31,9 +31,10 @@ async fn stdio_children_are_capped() {
     assert_eq!(status, StatusCode::OK);
     let (status, _, _) = request_raw(Method::DELETE, &url, &[("mcp-session-id", &sid)], "").await;
     assert_eq!(status, StatusCode::OK);
-    let freed =
-        support::clients::wait_until(BOUND, || (g.gateway.children.running() == 0).then_some(()))
-            .await;
+    let freed = support::clients::wait_until(BOUND, || {
+        (g.gateway.upstreams.children.running() == 0).then_some(())
+    })
+    .await;
     assert!(freed.is_some(), "the child was not reaped");
     let (status, _, _) = post_json(&url, &[], INIT).await;
     assert_eq!(status, StatusCode::OK);
@@ -73,7 +74,7 @@ async fn requests_in_flight_per_session_are_capped() {
         })
     };
     let busy = support::clients::wait_until(BOUND, || {
-        (g.gateway.in_flight.count(sid.as_bytes()) == 1).then_some(())
+        (g.gateway.pending.in_flight.count(sid.as_bytes()) == 1).then_some(())
     })
     .await;
     assert!(busy.is_some(), "the slow call never started");

@@ -465,7 +465,7 @@ async fn metrics_count_client_sessions_connections_processes_and_revivals() {
     assert!(support::process::signal("KILL", &[pid]));
     assert!(support::process::wait_gone(vec![pid], Duration::from_secs(10)).is_empty());
     let gone = support::clients::wait_until(Duration::from_secs(10), || {
-        (gateway.gateway.children.running() == 0).then_some(())
+        (gateway.gateway.upstreams.children.running() == 0).then_some(())
     })
     .await;
     assert!(gone.is_some());

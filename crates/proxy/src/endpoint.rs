@@ -68,7 +68,7 @@ pub(crate) async fn admit(
     path: &str,
     req: &mut Request<Incoming>,
 ) -> Result<(), Box<Response<Body>>> {
-    let Some(base) = gw.auth.base(req.headers()) else {
+    let Some(base) = gw.oauth.passthrough.base(req.headers()) else {
         return Err(Box::new(mcp_ui_model::reply::text(
             http::StatusCode::BAD_REQUEST,
             "no valid Host header\n",
@@ -81,10 +81,10 @@ pub(crate) async fn admit(
         // What such a caller may reach is judged per request, once read.
         true => Access::Anonymous,
         false => {
-            let rs = &gw.resource_server;
+            let rs = &gw.oauth.resource_server;
             let policy = rs.policy_for(path, auth, || audience(gw, auth, path))?;
             let caller = rs.admit(auth, req.headers(), &policy, &metadata).await?;
-            let caller = match &gw.authorization_server {
+            let caller = match &gw.oauth.authorization_server {
                 Some(a) => a.reveal(caller),
                 None => caller,
             };
@@ -134,7 +134,7 @@ fn audience(
     if let Some(a) = &auth.audience {
         return Ok(a.clone());
     }
-    match gw.auth.public_url() {
+    match gw.oauth.passthrough.public_url() {
         Some(base) => Ok(crate::oauth::passthrough::resource_url(base, path)),
         None => Err(Box::new(mcp_ui_model::reply::text(
             http::StatusCode::INTERNAL_SERVER_ERROR,
@@ -154,7 +154,8 @@ pub(crate) struct Rated {
 
 impl Rated {
     fn take(&self, gw: &Gateway, cost: u32) -> Result<(), Box<Response<Body>>> {
-        gw.resource_server
+        gw.oauth
+            .resource_server
             .rate(self.per_minute, &self.path, self.caller, cost)
     }
 }

@@ -23,66 +23,43 @@ use crate::health::Readiness;
 use crate::live::Live;
 use crate::metrics::Metrics;
 use crate::middleware::origin_policy::OriginPolicy;
-use crate::oauth::passthrough::{AuthState, PrmTarget};
+use crate::oauth::OAuth;
+use crate::oauth::passthrough::PrmTarget;
+use crate::pending::Pending;
 use crate::upstream_tools::UpstreamTools;
 use mcp_ui_model::config::{Limits, Mount, Transport};
 use mcp_ui_model::session_id::{OpenedIds, SessionKey};
-use mcp_ui_upstream::session::pool::Pool;
-use mcp_ui_upstream::session::{InFlight, Owned};
 use mcp_ui_upstream::telemetry::Tracer;
-use mcp_ui_upstream::upstream::budget::Budget;
-use mcp_ui_upstream::upstream::client::Client;
-use mcp_ui_upstream::upstream::messages::MessageSession;
-use mcp_ui_upstream::upstream::stdio::{Children, Restarts};
+use mcp_ui_upstream::upstream::stdio::Restarts;
+use mcp_ui_upstream::upstreams::Upstreams;
 
-/// Everything a request handler needs, shared by all connections.
+/// Everything a request handler needs, shared by all connections: each
+/// feature's handle, composed.
 pub struct Gateway {
     pub mounts: Vec<MountState>,
     pub(crate) by_path: HashMap<String, usize>,
     /// The `[[app]]` endpoints, each combining several mounts.
     pub apps: Vec<Arc<crate::apps::AppState>>,
-    pub key: SessionKey,
-    /// Session ids `key` opened recently.
-    pub(crate) opened_ids: OpenedIds,
-    /// Identifies this process in the ids of sessions it owns.
-    pub instance: [u8; 16],
-    pub client: Client,
+    /// The sealed session ids: their key, the ids it opened recently, this
+    /// process's own number in the ids of sessions it owns.
+    pub ids: Ids,
     pub limits: Limits,
     pub(crate) origin_policy: Arc<OriginPolicy>,
-    /// Sessions this process owns for clients that own their connection
-    /// (stdio and legacy SSE upstreams, `sessions = "client"`).
-    pub sessions: Arc<Owned<MessageSession>>,
-    /// By mount index: the connections clients share, and their sessions.
-    pub pools: Arc<Vec<Pool>>,
-    /// Streamable HTTP sessions opened again in place of forgotten ones.
-    pub reopened: mcp_ui_upstream::session::reopened::Reopened,
-    /// Requests waiting for an upstream, per client session.
-    pub in_flight: Arc<InFlight>,
-    /// 2026-07-28 requests of 2025 upstreams waiting for the client's
-    /// input (`relay::rounds`).
-    pub(crate) rounds: Arc<Rounds>,
+    /// What the gateway holds of its upstreams: the HTTP client, the
+    /// sessions it owns, the connections sessions share, the stdio
+    /// children, the memory of answers read whole.
+    pub upstreams: Upstreams,
+    /// Requests in progress: places in flight, rounds set aside, sessions
+    /// being opened again.
+    pub pending: Pending,
     /// The overlays in force.
     pub live: Arc<Live>,
     /// The tool names each overlaid upstream listed, which render tools
     /// yield to.
     pub upstream_tools: Arc<UpstreamTools>,
     pub shutdown: CancellationToken,
-    /// The stdio children running, against `limits.max_stdio_children`.
-    pub children: Arc<Children>,
-    /// Memory held by answers read whole, against `limits.max_buffered_bytes`.
-    pub buffers: Arc<Budget>,
-    /// OAuth: upstream metadata locations and the rewritten documents.
-    pub auth: Arc<AuthState>,
-    /// The issuers of the endpoints that require a token (`[auth]`).
-    pub resource_server: crate::oauth::resource_server::ResourceServer,
-    /// The gateway as an authorization server (`[authorization_server]`).
-    pub authorization_server:
-        Option<Arc<crate::oauth::authorization_server::state::AuthorizationServer>>,
-    /// Revivals in flight: of a session this process owns by (mount, the
-    /// instance and number its id names), of an HTTP upstream's session by
-    /// (mount, the upstream id): one at a time each.
-    pub reviving: mcp_ui_upstream::session::Flights<(usize, [u8; 16], u64)>,
-    pub reopening: mcp_ui_upstream::session::Flights<(usize, String)>,
+    /// The gateway's three OAuth roles.
+    pub oauth: OAuth,
     /// Whether `/preview` is served (`Config::preview_enabled`).
     pub preview: bool,
     /// The token answered at `/.well-known/openai-apps-challenge`.
@@ -95,8 +72,14 @@ pub struct Gateway {
     pub telemetry: Option<Arc<Tracer>>,
 }
 
-/// The requests set aside for their round.
-pub(crate) type Rounds = crate::pending::parked::Parked<Box<crate::pending::round::Parked>>;
+/// The sealed session ids a gateway gives and opens.
+pub struct Ids {
+    pub key: SessionKey,
+    /// Session ids `key` opened recently.
+    pub(crate) opened: OpenedIds,
+    /// Identifies this process in the ids of sessions it owns.
+    pub instance: [u8; 16],
+}
 
 /// Most requests waiting for their client's input at once: past it a new
 /// round is refused (nobody else's is dropped for it); each caller's are

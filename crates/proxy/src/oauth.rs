@@ -34,3 +34,17 @@ pub mod fetch;
 pub mod keys;
 pub mod passthrough;
 pub mod resource_server;
+
+use std::sync::Arc;
+
+/// The gateway's three OAuth roles, each for the mounts and apps that
+/// choose it.
+pub struct OAuth {
+    /// An upstream's own OAuth passed through: its metadata locations and
+    /// the rewritten documents.
+    pub passthrough: Arc<passthrough::AuthState>,
+    /// The issuers of the endpoints that require a token (`[auth]`).
+    pub resource_server: resource_server::ResourceServer,
+    /// The gateway as an authorization server (`[authorization_server]`).
+    pub authorization_server: Option<Arc<authorization_server::state::AuthorizationServer>>,
+}

@@ -9,3 +9,26 @@ pub mod finish;
 pub mod parked;
 pub mod round;
 pub mod waiting;
+
+use std::sync::Arc;
+
+use mcp_ui_upstream::session::{Flights, InFlight, reopened::Reopened};
+
+/// The requests set aside for their round.
+pub(crate) type Rounds = parked::Parked<Box<round::Parked>>;
+
+/// Requests in progress, shared by every connection.
+pub struct Pending {
+    /// Requests waiting for an upstream, per client session.
+    pub in_flight: Arc<InFlight>,
+    /// 2026-07-28 requests of 2025 upstreams waiting for the client's
+    /// input (`relay::rounds`).
+    pub(crate) rounds: Arc<Rounds>,
+    /// Revivals in flight: of a session this process owns by (mount, the
+    /// instance and number its id names), of an HTTP upstream's session by
+    /// (mount, the upstream id): one at a time each.
+    pub reviving: Flights<(usize, [u8; 16], u64)>,
+    pub reopening: Flights<(usize, String)>,
+    /// Streamable HTTP sessions opened again in place of forgotten ones.
+    pub reopened: Reopened,
+}

@@ -277,7 +277,7 @@ fn route_of(
     route::post(&route::Post {
         http: !cx.mount.is_message(),
         client_sessions: !pooled::pooled(cx),
-        stateful: cx.gw.pools[cx.mount.index].stateful(),
+        stateful: cx.gw.upstreams.pools[cx.mount.index].stateful(),
         session: &cx.session,
         single: single.is_some(),
         initialize: single
@@ -320,7 +320,7 @@ fn in_flight(
     match cx.headers.get(SESSION_HEADER) {
         Some(sid) if has_request => {
             let max = cx.gw.limits.max_in_flight_per_session;
-            match cx.gw.in_flight.try_enter(sid.as_bytes(), max) {
+            match cx.gw.pending.in_flight.try_enter(sid.as_bytes(), max) {
                 Some(guard) => Ok(Some(guard)),
                 None => Err(Failure::TooManyInFlight { max }),
             }
@@ -392,7 +392,7 @@ async fn execute(
     tracing::debug!(upstream = %cx.upstream(), "a request without a session was refused: it goes through a session the gateway holds");
     let resp = pooled::post(cx, body, parsed, finisher).await;
     if resp.status().is_success() {
-        cx.gw.pools[cx.mount.index].set_stateful();
+        cx.gw.upstreams.pools[cx.mount.index].set_stateful();
     }
     resp
 }

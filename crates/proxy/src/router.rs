@@ -58,7 +58,7 @@ impl Service<Request<Incoming>> for Router {
         if path == "/healthz" {
             return ready(text(StatusCode::OK, "ok\n"));
         }
-        if let Some(authority) = &gw.authorization_server
+        if let Some(authority) = &gw.oauth.authorization_server
             && let Some(endpoint) = authority.endpoint(path)
         {
             let authority = authority.clone();
@@ -161,12 +161,16 @@ fn preview_page(gw: &Gateway, req: &Request<Incoming>) -> Response<Body> {
         })
         .chain(apps);
     let site = preview::Site {
-        public_url: gw.auth.public_url(),
-        base: gw.auth.base(req.headers()),
-        authorization_server: gw.authorization_server.as_ref().map(|a| preview::SignIn {
-            issuer: &a.config.issuer,
-            metadata: a.metadata_url(),
-        }),
+        public_url: gw.oauth.passthrough.public_url(),
+        base: gw.oauth.passthrough.base(req.headers()),
+        authorization_server: gw
+            .oauth
+            .authorization_server
+            .as_ref()
+            .map(|a| preview::SignIn {
+                issuer: &a.config.issuer,
+                metadata: a.metadata_url(),
+            }),
     };
     preview::serve(gw.preview, mounts, &site, req.method(), req.uri())
 }
@@ -214,14 +218,26 @@ async fn metadata(
                     overlays.mount(&mount.config.name),
                 );
                 let path = &mount.config.path;
-                return passthrough::serve_own(&gw.auth, required, path, &declared, req.headers());
+                return passthrough::serve_own(
+                    &gw.oauth.passthrough,
+                    required,
+                    path,
+                    &declared,
+                    req.headers(),
+                );
             }
             let fetch = passthrough::Fetch {
-                client: &gw.client,
+                client: &gw.upstreams.client,
                 timeout: gw.request_timeout(),
             };
-            passthrough::serve_prm(&gw.auth, mount.index, &mount.config, &fetch, req.headers())
-                .await
+            passthrough::serve_prm(
+                &gw.oauth.passthrough,
+                mount.index,
+                &mount.config,
+                &fetch,
+                req.headers(),
+            )
+            .await
         }
         (Some(_), &Method::OPTIONS) => cors::preflight(),
         (Some(_), _) => {

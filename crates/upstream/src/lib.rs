@@ -8,6 +8,7 @@
 //! - [`upstream`]: how each kind of upstream is reached: streamable HTTP over
 //!   a pooled client, legacy HTTP+SSE, or a stdio child, and the routing of
 //!   what they say.
+//! - [`upstreams`]: what the gateway holds of its upstreams, as one handle.
 //! - [`probe`]: a one-off MCP client that lists an upstream's live tools.
 //! - [`telemetry`]: OpenTelemetry traces by the MCP semantic conventions,
 //!   exported over OTLP/HTTP, and the trace context passed upstream.
@@ -17,3 +18,4 @@ pub mod session;
 pub mod telemetry;
 pub mod tls;
 pub mod upstream;
+pub mod upstreams;

@@ -62,14 +62,16 @@ pub(crate) fn session_of(
     let session = value
         .to_str()
         .ok()
-        .and_then(|v| AppSession::open(&gw.key, v, n))
+        .and_then(|v| AppSession::open(&gw.ids.key, v, n))
         .filter(|s| s.app == app.config.name && s.failed.len() == n && s.owner == owner)
         .ok_or(Failure::SessionNotFound)?;
     let ended = session.client.is_some_and(|client| {
         app.config.members.iter().any(|m| {
             gw.mounts.get(m.mount).is_some_and(|mount| {
                 let started = (session.started != 0).then_some(session.started);
-                gw.pools[mount.index].ended.contains(&client, started)
+                gw.upstreams.pools[mount.index]
+                    .ended
+                    .contains(&client, started)
             })
         })
     });

@@ -48,7 +48,13 @@ pub async fn metadata(
                 }
             }
         }
-        return passthrough::serve_own(&gw.auth, required, &app.config.path, &declared, headers);
+        return passthrough::serve_own(
+            &gw.oauth.passthrough,
+            required,
+            &app.config.path,
+            &declared,
+            headers,
+        );
     }
     let mut members = Vec::new();
     for m in &app.config.members {
@@ -57,11 +63,11 @@ pub async fn metadata(
         }
     }
     let fetch = passthrough::Fetch {
-        client: &gw.client,
+        client: &gw.upstreams.client,
         timeout: gw.request_timeout(),
     };
     passthrough::app::serve_app_prm(
-        &gw.auth,
+        &gw.oauth.passthrough,
         &app.config.name,
         &app.config.path,
         &members,
@@ -73,7 +79,7 @@ pub async fn metadata(
 
 /// The app's metadata URL for a request with these headers.
 pub(crate) fn prm_url(gw: &Gateway, app: &AppState, headers: &HeaderMap) -> Option<String> {
-    let base = gw.auth.base(headers)?;
+    let base = gw.oauth.passthrough.base(headers)?;
     Some(passthrough::prm_url(&base, &app.config.path))
 }
 
@@ -122,7 +128,10 @@ pub(crate) fn in_band_target(
     app: &AppState,
     headers: &HeaderMap,
 ) -> Option<(String, String)> {
-    Some((prm_url(gw, app, headers)?, gw.auth.base(headers)?))
+    Some((
+        prm_url(gw, app, headers)?,
+        gw.oauth.passthrough.base(headers)?,
+    ))
 }
 
 /// A member's message with an in-band challenge in its result

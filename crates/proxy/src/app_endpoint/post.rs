@@ -159,7 +159,7 @@ fn enter(
     match headers.get(SESSION_HEADER) {
         Some(sid) if message.kind == MessageKind::Request => {
             let max = gw.limits.max_in_flight_per_session;
-            match gw.in_flight.try_enter(sid.as_bytes(), max) {
+            match gw.pending.in_flight.try_enter(sid.as_bytes(), max) {
                 Some(guard) => Ok(Some(guard)),
                 None => Err(Box::new(
                     Failure::TooManyInFlight { max }.respond(message.id),

@@ -6,12 +6,14 @@ use std::time::Duration;
 use rand::RngCore;
 use tokio_util::sync::CancellationToken;
 
-use super::{Gateway, MAX_ROUNDS, MountState, Rounds};
+use super::{Gateway, Ids, MAX_ROUNDS, MountState};
 use crate::health::Readiness;
 use crate::live::Live;
 use crate::metrics::Metrics;
 use crate::middleware::origin_policy::OriginPolicy;
+use crate::oauth::OAuth;
 use crate::oauth::passthrough::AuthState;
+use crate::pending::{Pending, Rounds};
 use mcp_ui_model::config::{Config, ConfigError, Resolved};
 use mcp_ui_model::session_id::SessionKey;
 use mcp_ui_upstream::session::Owned;
@@ -20,6 +22,7 @@ use mcp_ui_upstream::telemetry::Tracer;
 use mcp_ui_upstream::upstream;
 use mcp_ui_upstream::upstream::budget::Budget;
 use mcp_ui_upstream::upstream::stdio::Children;
+use mcp_ui_upstream::upstreams::Upstreams;
 
 /// Each mount's pool, holding what `limits` allows: per mount, per caller,
 /// and, for every mount together, as many upstream connections as client
@@ -93,43 +96,50 @@ impl Gateway {
         let client =
             upstream::client::client_for(Duration::from_secs(limits.connect_timeout_secs), &mounts)
                 .map_err(|problems| ConfigError::Invalid { problems })?;
+        let origin_policy = OriginPolicy::new(config).with_open_paths(
+            authorization_server
+                .as_ref()
+                .map(|a| a.paths())
+                .unwrap_or_default(),
+        );
         Ok(Arc::new(Gateway {
             telemetry,
-            sessions: Arc::new(Owned::new(mounts.len(), limits.max_sessions)),
-            pools: Arc::new(pools(&mounts, limits)),
-            reopened: Default::default(),
+            upstreams: Upstreams {
+                sessions: Arc::new(Owned::new(mounts.len(), limits.max_sessions)),
+                pools: Arc::new(pools(&mounts, limits)),
+                client,
+                children: Children::new(limits.max_stdio_children),
+                buffers: Budget::new(limits.max_buffered_bytes),
+            },
             readiness: Readiness::new(mounts.len()),
             mounts: mount_states(config, mounts),
             by_path,
             apps: app_states(config, apps),
-            key,
-            opened_ids: Default::default(),
-            instance: instance(),
-            client,
+            ids: Ids {
+                key,
+                opened: Default::default(),
+                instance: instance(),
+            },
             limits: limits.clone(),
-            origin_policy: Arc::new(
-                OriginPolicy::new(config).with_open_paths(
-                    authorization_server
-                        .as_ref()
-                        .map(|a| a.paths())
-                        .unwrap_or_default(),
-                ),
-            ),
-            in_flight: Arc::default(),
-            rounds: Arc::new(Rounds::new(MAX_ROUNDS, limits.max_rounds_per_caller)),
+            origin_policy: Arc::new(origin_policy),
+            pending: Pending {
+                in_flight: Arc::default(),
+                rounds: Arc::new(Rounds::new(MAX_ROUNDS, limits.max_rounds_per_caller)),
+                reviving: Default::default(),
+                reopening: Default::default(),
+                reopened: Default::default(),
+            },
             live,
             upstream_tools: Arc::default(),
             shutdown: CancellationToken::new(),
-            children: Children::new(limits.max_stdio_children),
-            buffers: Budget::new(limits.max_buffered_bytes),
-            auth: Arc::new(AuthState::new(
-                config.public_url.clone(),
-                config.tls_cert.is_some(),
-            )),
-            resource_server,
-            authorization_server,
-            reviving: Default::default(),
-            reopening: Default::default(),
+            oauth: OAuth {
+                passthrough: Arc::new(AuthState::new(
+                    config.public_url.clone(),
+                    config.tls_cert.is_some(),
+                )),
+                resource_server,
+                authorization_server,
+            },
             preview: config.preview_enabled(),
             openai_apps_challenge: config.openai_apps_challenge.as_deref().map(Arc::from),
             metrics: Arc::new(metrics),

@@ -59,11 +59,11 @@ impl Gateway {
         &self,
         mount: &MountState,
     ) -> Result<(u64, Arc<MessageSession>), Failure> {
-        self.sessions.check_room()?;
+        self.upstreams.sessions.check_room()?;
         // Boxed here and below: starting an upstream session has a large
         // state, which every relayed request would otherwise carry.
         let session = Box::pin(self.start(mount, None)).await?;
-        let id = self.sessions.insert(mount.index, session.clone());
+        let id = self.upstreams.sessions.insert(mount.index, session.clone());
         Ok((id, session))
     }
 
@@ -77,16 +77,17 @@ impl Gateway {
         id: u64,
         hello: &Hello,
     ) -> Result<Arc<MessageSession>, Failure> {
-        self.sessions.check_room()?;
+        self.upstreams.sessions.check_room()?;
         let session = Box::pin(self.start(mount, None)).await?;
         let params = hello.initialize_params(protocol::LATEST_HANDSHAKE);
         if let Err(e) = handshake::initialize(&session, &params, self.handshake_timeout()).await {
             session.end(EndedBy::Unopened, "initialize failed");
             return Err(e);
         }
-        self.sessions
+        self.upstreams
+            .sessions
             .insert_revived(mount.index, instance, id, session.clone());
-        self.pools[mount.index].count_revived();
+        self.upstreams.pools[mount.index].count_revived();
         tracing::info!(upstream = %mount.config.name, "a session whose connection was gone is opened again for its client");
         Ok(session)
     }
@@ -102,11 +103,11 @@ impl Gateway {
         headers: &http::HeaderMap,
         claimed: &crate::oauth::resource_server::Claimed,
     ) -> Result<Conn, Failure> {
-        let pool = &self.pools[mount.index];
+        let pool = &self.upstreams.pools[mount.index];
         pool.connect(key, owner, |again| async move {
             let session = match &mount.config.transport {
                 Transport::Http { url } => {
-                    let pools = Arc::downgrade(&self.pools);
+                    let pools = Arc::downgrade(&self.upstreams.pools);
                     let index = mount.index;
                     let on_reopen: upstream::held::OnReopen = Arc::new(move || {
                         if let Some(p) = pools.upgrade() {
@@ -117,7 +118,7 @@ impl Gateway {
                         &mount.config.name,
                         url,
                         &self.limits,
-                        &self.client,
+                        &self.upstreams.client,
                         Some(pool.mux.clone()),
                         credentials(&mount.config, headers, &claimed.headers),
                         Some(on_reopen),
@@ -171,6 +172,7 @@ impl Gateway {
     /// for its place; whether one came free.
     async fn end_idlest_child(&self) -> bool {
         let idlest = self
+            .upstreams
             .pools
             .iter()
             .zip(&self.mounts)
@@ -185,7 +187,7 @@ impl Gateway {
         }
         // Its place is given back once its process group has ended.
         let until = tokio::time::Instant::now() + CHILD_PLACE_WAIT;
-        while self.children.running() >= self.limits.max_stdio_children {
+        while self.upstreams.children.running() >= self.limits.max_stdio_children {
             if tokio::time::Instant::now() >= until {
                 return false;
             }
@@ -222,11 +224,17 @@ impl Gateway {
             cmd.env.extend(env.iter().cloned());
         }
         let sup = Supervisor {
-            children: self.children.clone(),
+            children: self.upstreams.children.clone(),
             restarts: mount.restarts.clone(),
         };
         let open = || {
-            upstream::open_supervised(&config, &self.limits, &self.client, mux.clone(), Some(&sup))
+            upstream::open_supervised(
+                &config,
+                &self.limits,
+                &self.upstreams.client,
+                mux.clone(),
+                Some(&sup),
+            )
         };
         // A command that crashed a moment ago may start again shortly: a
         // request waits that out (within its own time) rather than fail.

@@ -37,10 +37,10 @@ impl Gateway {
     /// reloads and readiness as they are now.
     pub async fn metrics_text(&self) -> String {
         let (reloads_ok, reloads_failed) = self.live.reload_counts();
-        let owned = self.sessions.open_by_mount();
+        let owned = self.upstreams.sessions.open_by_mount();
         let mut sessions_open = owned.clone();
         let (mut client_sessions, mut revived) = (Vec::new(), Vec::new());
-        for (i, pool) in self.pools.iter().enumerate() {
+        for (i, pool) in self.upstreams.pools.iter().enumerate() {
             let (live, _, again) = pool.counts();
             sessions_open[i] += live;
             client_sessions.push((owned[i] + pool.peers().len()) as u64);
@@ -52,11 +52,11 @@ impl Gateway {
             processes_started: self.mounts.iter().map(|m| m.restarts.started()).collect(),
             sessions_revived: revived,
             sessions_open,
-            stdio_children: self.children.running(),
+            stdio_children: self.upstreams.children.running(),
             reloads_ok,
             reloads_failed,
             upstream_up: self.readiness.last(),
-            tls_upstream_handshakes: self.client.tls_handshakes(),
+            tls_upstream_handshakes: self.upstreams.client.tls_handshakes(),
             otlp_spans: self.telemetry.as_ref().map(|t| t.counts()),
         };
         self.metrics.render(&snapshot)
@@ -64,8 +64,8 @@ impl Gateway {
 
     /// End every session this process owns (children are killed).
     pub async fn close_all(&self, reason: &str) {
-        self.sessions.close_all(reason);
-        for pool in self.pools.iter() {
+        self.upstreams.sessions.close_all(reason);
+        for pool in self.upstreams.pools.iter() {
             pool.close_all(reason);
         }
     }
@@ -74,7 +74,7 @@ impl Gateway {
     /// sessions and announcing overlay changes. Both end with `shutdown`.
     pub(crate) fn spawn_background(self: &Arc<Self>) {
         let ttl = Duration::from_secs(self.limits.session_idle_secs);
-        let sessions = Arc::downgrade(&self.sessions);
+        let sessions = Arc::downgrade(&self.upstreams.sessions);
         let every = Duration::from_secs(self.limits.session_reap_interval_secs);
         let quiet_ttl = Duration::from_secs(self.limits.stdio_quiet_session_secs);
         let quiet = self
@@ -87,7 +87,7 @@ impl Gateway {
             quiet,
             conversation: Duration::from_secs(self.limits.conversation_idle_secs),
         };
-        let pools = Arc::downgrade(&self.pools);
+        let pools = Arc::downgrade(&self.upstreams.pools);
         mcp_ui_upstream::session::reaper::spawn(
             sessions,
             pools,
@@ -113,8 +113,8 @@ impl Gateway {
                 }
                 let Some(gw) = gw.upgrade() else { return };
                 gw.compare_overlays();
-                gw.sessions.announce(&LIST_CHANGED).await;
-                for pool in gw.pools.iter() {
+                gw.upstreams.sessions.announce(&LIST_CHANGED).await;
+                for pool in gw.upstreams.pools.iter() {
                     for peer in pool.peers().all() {
                         for m in LIST_CHANGED {
                             peer.send(bytes::Bytes::from_static(m));

@@ -18,7 +18,7 @@ pub(crate) fn refused(
 ) -> Option<Response<Body>> {
     let auth = cx.mount.config.auth.as_ref()?;
     let refusal = |r: &mcp_ui_identity::Rejection, id: Option<&RawValue>, in_band: bool| {
-        let base = cx.gw.auth.base(cx.headers).unwrap_or_default();
+        let base = cx.gw.oauth.passthrough.base(cx.headers).unwrap_or_default();
         let metadata = crate::oauth::passthrough::prm_url(&base, &cx.mount.config.path);
         crate::oauth::passthrough::refusal_of(auth, &metadata, r, id, in_band)
     };

@@ -278,7 +278,7 @@ fn resolve_session(
     let token = value
         .to_str()
         .ok()
-        .and_then(|v| gw.opened_ids.open(&gw.key, v))
+        .and_then(|v| gw.ids.opened.open(&gw.ids.key, v))
         .ok_or(Failure::SessionNotFound)?;
     if token.mount != mount.config.name || token.owner != owner {
         return Err(Failure::SessionNotFound);

@@ -24,7 +24,7 @@ pub fn record(gw: &Gateway, headers: &HeaderMap, end: SessionEnd) {
     let Some(token) = headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| gw.opened_ids.open(&gw.key, v))
+        .and_then(|v| gw.ids.opened.open(&gw.ids.key, v))
     else {
         return;
     };

@@ -118,8 +118,8 @@ async fn local_session(cx: &Ctx<'_>) -> Result<(Arc<MessageSession>, bool), Fail
     let SessionRef::Local { instance, id } = cx.session else {
         return Err(Failure::SessionNotFound);
     };
-    let sessions = &cx.gw.sessions;
-    let own = instance == cx.gw.instance;
+    let sessions = &cx.gw.upstreams.sessions;
+    let own = instance == cx.gw.ids.instance;
     if own && let Some(s) = sessions.get(cx.mount.index, id) {
         return Ok((s, false));
     }
@@ -131,7 +131,12 @@ async fn local_session(cx: &Ctx<'_>) -> Result<(Arc<MessageSession>, bool), Fail
     }
     // One revival per id: the client's other requests that found it gone
     // at the same moment wait for it, then use what it opened.
-    let _turn = cx.gw.reviving.turn((cx.mount.index, instance, id)).await;
+    let _turn = cx
+        .gw
+        .pending
+        .reviving
+        .turn((cx.mount.index, instance, id))
+        .await;
     if let Some(s) = sessions.revived(cx.mount.index, instance, id) {
         return Ok((s, false));
     }
@@ -155,7 +160,7 @@ fn finish_initialize(
             .get::<Outcome>()
             .is_some_and(|o| *o != Outcome::Ok);
     if failed {
-        if let Some(s) = cx.gw.sessions.remove(local) {
+        if let Some(s) = cx.gw.upstreams.sessions.remove(local) {
             s.end(EndedBy::Unopened, "initialize failed");
         }
         return resp;
@@ -163,7 +168,7 @@ fn finish_initialize(
     let token = Token {
         mount: cx.upstream().to_owned(),
         route: Route::Local {
-            instance: cx.gw.instance,
+            instance: cx.gw.ids.instance,
             id: local,
         },
         owner: cx.owner,
@@ -171,8 +176,8 @@ fn finish_initialize(
         started: Some(mcp_ui_model::clock::unix_millis()),
         hello: Some(hello),
     };
-    let id =
-        HeaderValue::from_str(&cx.gw.key.seal(&token)).expect("base64url is a valid header value");
+    let id = HeaderValue::from_str(&cx.gw.ids.key.seal(&token))
+        .expect("base64url is a valid header value");
     resp.headers_mut().insert(SESSION_HEADER, id);
     resp
 }
@@ -201,8 +206,8 @@ pub fn delete(cx: &Ctx<'_>) -> Response<Body> {
         }
         .respond(None);
     };
-    let sessions = &cx.gw.sessions;
-    let number = match instance == cx.gw.instance {
+    let sessions = &cx.gw.upstreams.sessions;
+    let number = match instance == cx.gw.ids.instance {
         true => Some(id),
         false => sessions.revived_number(cx.mount.index, instance, id),
     };

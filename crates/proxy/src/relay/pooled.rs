@@ -97,7 +97,7 @@ pub async fn post(
     ) {
         let (gw, mount) = (cx.gw, cx.mount);
         crate::oauth::passthrough::rewrite_challenges(
-            &gw.auth,
+            &gw.oauth.passthrough,
             mount.index,
             &mount.config,
             cx.headers,
@@ -296,7 +296,7 @@ fn single_end(cx: &Ctx<'_>, key: SlotKey) -> Option<EndOnDrop> {
     let gw = cx.gw.clone();
     let index = cx.mount.index;
     Some(EndOnDrop::new(move || {
-        gw.pools[index].end(&key, "its one request was answered");
+        gw.upstreams.pools[index].end(&key, "its one request was answered");
     }))
 }
 

@@ -55,7 +55,7 @@ pub(super) fn finisher(
     // A stdio upstream has no target: its results carry no challenge.
     let challenges = match (tool_call, &cx.mount.result_target) {
         (true, Some(target)) => Some(ResultChallenges {
-            auth: cx.gw.auth.clone(),
+            auth: cx.gw.oauth.passthrough.clone(),
             target: target.clone(),
             host: cx.headers.get(http::header::HOST).cloned(),
         }),

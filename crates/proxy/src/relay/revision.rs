@@ -150,7 +150,7 @@ pub(super) async fn bridged(cx: &Ctx<'_>) -> bool {
             mcp_ui_model::outcome::UpstreamError::Protocol { detail, .. },
         )) => {
             tracing::info!(upstream = %cx.upstream(), "upstream speaks only the handshake era ({detail}): the gateway stands in for 2026-07-28");
-            cx.gw.pools[cx.mount.index].set_speaks_envelope(false);
+            cx.gw.upstreams.pools[cx.mount.index].set_speaks_envelope(false);
             true
         }
         Err(e) => {

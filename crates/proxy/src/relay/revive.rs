@@ -24,9 +24,14 @@ pub async fn reopen(cx: &Ctx<'_>, stale: &str) -> Result<(), Failure> {
         r#"{{"jsonrpc":"2.0","id":"mcp-ui-gateway/initialize","method":"initialize","params":{params}}}"#
     );
     let req = super::forward::request_for(cx, http::Method::POST, Bytes::from(init), None);
-    let resp = send(&gw.client, cx.upstream(), req, gw.handshake_timeout())
-        .await
-        .map_err(Failure::Upstream)?;
+    let resp = send(
+        &gw.upstreams.client,
+        cx.upstream(),
+        req,
+        gw.handshake_timeout(),
+    )
+    .await
+    .map_err(Failure::Upstream)?;
     let status = resp.status();
     let sid = resp.headers().get(SESSION_HEADER).cloned();
     let body = resp
@@ -55,14 +60,23 @@ pub async fn reopen(cx: &Ctx<'_>, stale: &str) -> Result<(), Failure> {
     }
     req.headers_mut().remove(super::context::METHOD_HEADER);
     req.headers_mut().remove(super::context::NAME_HEADER);
-    if let Ok(resp) = send(&gw.client, cx.upstream(), req, gw.handshake_timeout()).await {
+    if let Ok(resp) = send(
+        &gw.upstreams.client,
+        cx.upstream(),
+        req,
+        gw.handshake_timeout(),
+    )
+    .await
+    {
         let _ = resp.into_body().collect().await;
     }
     let new = sid
         .to_str()
         .map_err(|_| refused(cx, "its session id is not text".into()))?;
-    gw.reopened.insert(cx.mount.index, stale, new.to_owned());
-    gw.pools[cx.mount.index].count_revived();
+    gw.pending
+        .reopened
+        .insert(cx.mount.index, stale, new.to_owned());
+    gw.upstreams.pools[cx.mount.index].count_revived();
     tracing::info!(upstream = %cx.upstream(), "the upstream forgot a client's session; opened another in its place");
     Ok(())
 }

@@ -247,6 +247,7 @@ impl Parking {
         let until = tokio::time::Instant::now() + wait;
         let key = match self
             .gw
+            .pending
             .rounds
             .insert(self.owner, until, parked, |p| ended(p))
         {
@@ -261,7 +262,7 @@ impl Parking {
         };
         // Its deadline: dropped then (which cancels it upstream) unless
         // its retry came.
-        let rounds = Arc::downgrade(&self.gw.rounds);
+        let rounds = Arc::downgrade(&self.gw.pending.rounds);
         tokio::spawn(async move {
             tokio::time::sleep(wait).await;
             if rounds.upgrade().and_then(|r| r.remove(key)).is_some() {
@@ -360,7 +361,7 @@ fn answer_upstream(gw: &Gateway, mount: usize, answer: &[u8]) {
     let Some(id) = jsonrpc::classify_one(answer).ok().and_then(|m| m.id) else {
         return;
     };
-    match gw.pools[mount].mux.answer(answer, id) {
+    match gw.upstreams.pools[mount].mux.answer(answer, id) {
         Ok(true) => {}
         Ok(false) => tracing::debug!("an answer for the upstream found its request gone"),
         Err(e) => tracing::debug!("an answer could not reach the upstream: {e}"),
@@ -377,7 +378,7 @@ fn take(
     key: u64,
     responses: &Map<String, Value>,
 ) -> Result<Box<Parked>, Option<String>> {
-    let taken = gw.rounds.take_if(key, |p| {
+    let taken = gw.pending.rounds.take_if(key, |p| {
         if p.mount != mount {
             return Err(None);
         }

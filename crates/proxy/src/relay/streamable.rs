@@ -107,9 +107,14 @@ async fn send_reviving(
     let gw = cx.gw;
     let used = current_session(cx);
     let req = upstream_request(cx, method.clone(), body.clone());
-    let resp = send(&gw.client, cx.upstream(), req, gw.request_timeout())
-        .await
-        .map_err(Failure::Upstream)?;
+    let resp = send(
+        &gw.upstreams.client,
+        cx.upstream(),
+        req,
+        gw.request_timeout(),
+    )
+    .await
+    .map_err(Failure::Upstream)?;
     let (
         true,
         SessionRef::Http {
@@ -123,7 +128,10 @@ async fn send_reviving(
     let index = cx.mount.index;
     let status = resp.status();
     if !matches!(status, StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST)
-        || gw.reopened.is_ended(index, stale, cx.session_started)
+        || gw
+            .pending
+            .reopened
+            .is_ended(index, stale, cx.session_started)
     {
         return Ok(resp);
     }
@@ -139,14 +147,19 @@ async fn send_reviving(
     drop(answer);
     // One reopening per id: requests that found it forgotten at the same
     // moment wait for it, then use the session it opened.
-    let _turn = gw.reopening.turn((index, stale.clone())).await;
+    let _turn = gw.pending.reopening.turn((index, stale.clone())).await;
     if current_session(cx) == used {
         super::revive::reopen(cx, stale).await?;
     }
     let req = upstream_request(cx, method, body);
-    send(&gw.client, cx.upstream(), req, gw.request_timeout())
-        .await
-        .map_err(Failure::Upstream)
+    send(
+        &gw.upstreams.client,
+        cx.upstream(),
+        req,
+        gw.request_timeout(),
+    )
+    .await
+    .map_err(Failure::Upstream)
 }
 
 /// The upstream session standing in for the client's now: the one its id
@@ -160,6 +173,7 @@ fn current_session(cx: &Ctx<'_>) -> Option<String> {
     };
     Some(
         cx.gw
+            .pending
             .reopened
             .current(cx.mount.index, s)
             .unwrap_or_else(|| s.clone()),
@@ -222,7 +236,7 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()
                     started: Some(mcp_ui_model::clock::unix_millis()),
                     hello: cx.hello.clone(),
                 };
-                HeaderValue::from_str(&cx.gw.key.seal(&token))
+                HeaderValue::from_str(&cx.gw.ids.key.seal(&token))
                     .expect("base64url is a valid header value")
             }
         };
@@ -230,7 +244,7 @@ fn relay_head(cx: &Ctx<'_>, parts: &http::response::Parts) -> Result<Response<()
     }
     let (gw, mount) = (cx.gw, cx.mount);
     crate::oauth::passthrough::rewrite_challenges(
-        &gw.auth,
+        &gw.oauth.passthrough,
         mount.index,
         &mount.config,
         cx.headers,
@@ -250,7 +264,7 @@ fn end_upstream_session(cx: &Ctx<'_>, upstream_id: &str) {
     let (gw, name) = (cx.gw.clone(), cx.upstream().to_owned());
     let bound = std::time::Duration::from_secs(gw.limits.connect_timeout_secs);
     tokio::spawn(async move {
-        let _ = send(&gw.client, &name, req, bound).await;
+        let _ = send(&gw.upstreams.client, &name, req, bound).await;
     });
 }
 
@@ -266,13 +280,17 @@ pub(crate) async fn forward_bodyless(
     if method == http::Method::DELETE
         && let Some(s) = current_session(cx)
     {
-        gw.reopened.end(cx.mount.index, &s, cx.session_started);
+        gw.pending
+            .reopened
+            .end(cx.mount.index, &s, cx.session_started);
         if let SessionRef::Http {
             upstream: Some(old),
             ..
         } = &cx.session
         {
-            gw.reopened.end(cx.mount.index, old, cx.session_started);
+            gw.pending
+                .reopened
+                .end(cx.mount.index, old, cx.session_started);
         }
     }
     match send_reviving(cx, method, Bytes::new(), revive).await {

@@ -134,13 +134,13 @@ impl Server {
         // `stdio::KILL_GRACE`) by the runtime that started it: keep every
         // runtime up until then.
         let reaped = tokio::time::timeout(KILL_GRACE + Duration::from_secs(3), async {
-            while gateway.children.running() > 0 {
+            while gateway.upstreams.children.running() > 0 {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         });
         if reaped.await.is_err() {
             tracing::warn!(
-                running = gateway.children.running(),
+                running = gateway.upstreams.children.running(),
                 "stdio children still running after shutdown; killing their groups"
             );
         }

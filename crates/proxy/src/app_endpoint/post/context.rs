@@ -95,7 +95,12 @@ impl<'a> Exchange<'a> {
         let overlay = tool.and_then(|(i, own)| overlays.mount(self.app.member_name(i))?.tool(own));
         let refused =
             crate::oauth::resource_server::gate(&self.access, method, overlay, uri).err()?;
-        let base = self.gw.auth.base(self.headers).unwrap_or_default();
+        let base = self
+            .gw
+            .oauth
+            .passthrough
+            .base(self.headers)
+            .unwrap_or_default();
         let metadata = crate::oauth::passthrough::prm_url(&base, &self.app.config.path);
         let in_band = method == "tools/call" && self.app.config.auth_challenge == "in-band";
         Some(crate::oauth::passthrough::refusal_of(

@@ -89,7 +89,7 @@ pub(super) async fn initialize(
             jsonrpc::error_response(raw(&id).as_deref(), code::SERVER_ERROR, &message),
         );
     };
-    let sid = session.seal(&gw.key);
+    let sid = session.seal(&gw.ids.key);
     let mut r = answer(&id, &result);
     if let Ok(v) = http::HeaderValue::from_str(&sid) {
         r.headers_mut().insert(SESSION_HEADER, v);

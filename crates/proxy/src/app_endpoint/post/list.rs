@@ -27,7 +27,7 @@ impl Exchange<'_> {
         let members = &self.app.config.members;
         let given = params.get("cursor").and_then(Value::as_str);
         let app = &self.app.config.name;
-        let mut at = match cursor::decode(&self.gw.key, app, given, members.len()) {
+        let mut at = match cursor::decode(&self.gw.ids.key, app, given, members.len()) {
             Ok(p) => p,
             Err(e) => return self.error(code::INVALID_PARAMS, &e),
         };
@@ -58,7 +58,7 @@ impl Exchange<'_> {
                     items.extend(page.items);
                     if let Some(n) = page.next {
                         next = Some(cursor::encode(
-                            &self.gw.key,
+                            &self.gw.ids.key,
                             app,
                             &cursor::Position {
                                 member: i,
@@ -203,13 +203,14 @@ impl Exchange<'_> {
     /// whole, with the page made of it, as on the member's own path.
     fn held(&self, m: &mcp_ui_model::config::Member, answer: &Bytes) -> Result<Permit, Miss> {
         self.gw
+            .upstreams
             .buffers
             .try_take(answer.len().saturating_mul(2))
             .ok_or_else(|| {
                 Miss::Full(Failure::BufferFull {
                     upstream: m.upstream.clone(),
                     at_least: answer.len(),
-                    limit: self.gw.buffers.max(),
+                    limit: self.gw.upstreams.buffers.max(),
                 })
             })
     }

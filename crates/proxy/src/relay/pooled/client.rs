@@ -65,7 +65,7 @@ pub(super) async fn initialize(
         started: Some(mcp_ui_model::clock::unix_millis()),
         hello: Some(hello),
     };
-    let sid = cx.gw.key.seal(&token);
+    let sid = cx.gw.ids.key.seal(&token);
     let mut r = reply::json(StatusCode::OK, bytes);
     r.headers_mut().insert(
         SESSION_HEADER,
@@ -198,7 +198,7 @@ impl Listener {
             },
             key,
             pool_index: cx.mount.index,
-            pools: Arc::downgrade(&cx.gw.pools),
+            pools: Arc::downgrade(&cx.gw.upstreams.pools),
         })
     }
 

@@ -15,7 +15,7 @@ use mcp_ui_wire::protocol::{self, Era};
 
 /// The mount's pool.
 pub(super) fn pool<'a>(cx: &Ctx<'a>) -> &'a Pool {
-    &cx.gw.pools[cx.mount.index]
+    &cx.gw.upstreams.pools[cx.mount.index]
 }
 
 /// The credentials a connection for this request carries: an HTTP

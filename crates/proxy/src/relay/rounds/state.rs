@@ -30,13 +30,13 @@ pub(super) fn seal(gw: &Gateway, mount: usize, key: u64, bound: u64, wait: Durat
     plain.extend_from_slice(
         &(mcp_ui_model::clock::unix_millis() + wait.as_millis() as u64).to_be_bytes(),
     );
-    gw.key.seal_bytes(&aad(gw, mount), &plain)
+    gw.ids.key.seal_bytes(&aad(gw, mount), &plain)
 }
 
 /// The parked request a state names, if it opens, is unexpired and is
 /// bound to `bound`.
 pub(super) fn open(gw: &Gateway, mount: usize, state: &str, bound: u64) -> Option<u64> {
-    let plain = gw.key.open_bytes(&aad(gw, mount), state)?;
+    let plain = gw.ids.key.open_bytes(&aad(gw, mount), state)?;
     let word = |i: usize| {
         Some(u64::from_be_bytes(
             plain.get(i * 8..i * 8 + 8)?.try_into().ok()?,

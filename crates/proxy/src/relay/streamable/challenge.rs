@@ -24,7 +24,7 @@ pub(super) fn in_band(
     if tool_call
         && matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
         && cx.mount.config.auth_challenge == AuthChallenge::InBand
-        && let (Some(id), Some(base)) = (id, cx.gw.auth.base(cx.headers))
+        && let (Some(id), Some(base)) = (id, cx.gw.oauth.passthrough.base(cx.headers))
     {
         let prm = crate::oauth::passthrough::prm_url(&base, &cx.mount.config.path);
         let answer = crate::oauth::passthrough::in_band_result(id, status, head.headers(), &prm);

@@ -28,7 +28,7 @@ pub(super) async fn finished(
 ) -> Response<Body> {
     let gw = cx.gw;
     let limit = gw.limits.max_message_bytes;
-    let (bytes, mut permit) = match read_whole(body, limit, &gw.buffers).await {
+    let (bytes, mut permit) = match read_whole(body, limit, &gw.upstreams.buffers).await {
         Ok(read) => read,
         Err(unread) => return unread.failure(cx).respond(Some(id)),
     };
