@@ -43,8 +43,8 @@ mod tests {
     #[test]
     fn a_gateway_directive_reaches_every_crate() {
         assert_eq!(
-            directives("warn,mcp_ui_proxy::relay=debug"),
-            "warn,mcp_ui_proxy::relay=debug,mcp_ui_proxy::relay=debug,\
+            directives("warn,mcp_ui_gateway::relay=debug"),
+            "warn,mcp_ui_gateway::relay=debug,mcp_ui_proxy::relay=debug,\
              mcp_ui_upstream::relay=debug,mcp_ui_rewrite::relay=debug,\
              mcp_ui_overlay::relay=debug,mcp_ui_wire::relay=debug"
         );

@@ -43,7 +43,7 @@ fn main() -> ExitCode {
     // warnings and what a stdio upstream says on stderr (why it failed).
     let default_level = match cli.command {
         Some(Command::DemoServer { .. }) => "warn",
-        Some(Command::Check(_) | Command::Init(_)) => "warn,mcp_ui_upstream::upstream::stderr=info",
+        Some(Command::Check(_) | Command::Init(_)) => "warn,mcp_ui_gateway::upstream::stderr=info",
         _ => "info",
     };
     init_logging(cli.log_format, default_level);

@@ -406,7 +406,7 @@ async fn rust_log_reaches_each_crate_by_its_name_and_the_gateways() {
     .unwrap();
     for spec in [
         "warn,mcp_ui_proxy::live=info",
-        "warn,mcp_ui_proxy::live=info",
+        "warn,mcp_ui_gateway::live=info",
         "warn",
     ] {
         let mut gateway = serve_demo_logging(dir.path(), &overlays, spec);

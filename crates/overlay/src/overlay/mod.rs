@@ -16,7 +16,7 @@
 //! - [`widget`] turns a widget folder's content into its resource, pure.
 //!
 //! Overlays know nothing of the rewrites that apply them
-//! ([`crate::rewrite`] depends on this module, not the reverse).
+//! (the rewrite crate depends on this one, not the reverse).
 
 pub mod builtin;
 mod domain;

@@ -2,7 +2,7 @@
 //! return every problem found with the key path it sits at, so loading and
 //! the offline `check` command report the same things in the same words.
 //! Rules that need the upstream's live `tools/list` (file parameters) are in
-//! [`crate::rewrite`], which sees that list.
+//! the rewrite crate (`mcp_ui_rewrite::rewrite`), which sees that list.
 
 use std::collections::BTreeSet;
 

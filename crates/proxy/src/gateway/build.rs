@@ -96,12 +96,7 @@ impl Gateway {
         let client =
             upstream::client::client_for(Duration::from_secs(limits.connect_timeout_secs), &mounts)
                 .map_err(|problems| ConfigError::Invalid { problems })?;
-        let origin_policy = OriginPolicy::new(config).with_open_paths(
-            authorization_server
-                .as_ref()
-                .map(|a| a.paths())
-                .unwrap_or_default(),
-        );
+        let origin_policy = origin_policy(config, authorization_server.as_ref());
         Ok(Arc::new(Gateway {
             telemetry,
             upstreams: Upstreams {
@@ -122,13 +117,7 @@ impl Gateway {
             },
             limits: limits.clone(),
             origin_policy: Arc::new(origin_policy),
-            pending: Pending {
-                in_flight: Arc::default(),
-                rounds: Arc::new(Rounds::new(MAX_ROUNDS, limits.max_rounds_per_caller)),
-                reviving: Default::default(),
-                reopening: Default::default(),
-                reopened: Default::default(),
-            },
+            pending: pending(limits),
             live,
             upstream_tools: Arc::default(),
             shutdown: CancellationToken::new(),
@@ -220,4 +209,27 @@ fn telemetry(config: &Config) -> Result<Option<Arc<Tracer>>, ConfigError> {
     Tracer::from_config(&config.telemetry).map_err(|e| ConfigError::Invalid {
         problems: vec![e.to_string()],
     })
+}
+
+/// Requests in progress, none yet; rounds bounded by `limits`.
+fn pending(limits: &mcp_ui_model::config::Limits) -> Pending {
+    Pending {
+        in_flight: Arc::default(),
+        rounds: Arc::new(Rounds::new(MAX_ROUNDS, limits.max_rounds_per_caller)),
+        reviving: Default::default(),
+        reopening: Default::default(),
+        reopened: Default::default(),
+    }
+}
+
+/// The `Host` and `Origin` policy, with the authorization server's paths
+/// open to any origin.
+fn origin_policy(
+    config: &Config,
+    authorization_server: Option<
+        &Arc<crate::oauth::authorization_server::state::AuthorizationServer>,
+    >,
+) -> OriginPolicy {
+    OriginPolicy::new(config)
+        .with_open_paths(authorization_server.map(|a| a.paths()).unwrap_or_default())
 }

@@ -8,7 +8,7 @@
 //! A connection is driven by the runtime of the thread that opened it and
 //! only ever lent to requests on that same thread, so a relayed request and
 //! its upstream connection never hand work to another thread (each worker
-//! runs its own single-threaded runtime, see [`crate::server`]). A
+//! runs its own single-threaded runtime: the proxy's `server`). A
 //! connection goes back to its pool when the response body has been read to
 //! its end; one whose body is dropped early is closed.
 //!
