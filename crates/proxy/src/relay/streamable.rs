@@ -94,10 +94,10 @@ pub async fn post(
 }
 
 /// Send a request for the client's session; when its route says to
-/// `revive` it and the upstream says it does not know it ([`mcp_ui_wire::protocol::forgot_session`]: it forgot the session,
-/// which the client did not end), open
-/// another in its place and send the request again: it never reached the
-/// upstream.
+/// `revive` it and the upstream says it does not know it
+/// ([`mcp_ui_wire::protocol::forgot_session`]: it forgot the session, which
+/// the client did not end), open another in its place and send the request
+/// again: it never reached the upstream.
 async fn send_reviving(
     cx: &Ctx<'_>,
     method: http::Method,
