@@ -163,7 +163,7 @@ async fn post_exchange(cx: &Ctx<'_>, body: &Bytes, parsed: jsonrpc::Body<'_>) ->
         Some(_) => revision::bridged(cx).await,
         None => false,
     };
-    let route = route_of(cx, &parsed, bridged.then_some(()).and(revision.as_ref()));
+    let route = route_of(cx, &parsed, revision.as_ref().filter(|_| bridged));
     if let (Route::StandIn(stand_in), Some(r), jsonrpc::Body::Single(m)) =
         (&route, &revision, &parsed)
         && let Some(answer) = stand_in_first(cx, stand_in, r, m, &overlays).await
@@ -266,7 +266,10 @@ fn route_of(
         jsonrpc::Body::Single(m) => Some(m),
         jsonrpc::Body::Batch(_) => None,
     };
-    let envelope = single.is_some_and(|m| {
+    // Only a request without a session may go by the envelope: the others
+    // are spared reading their params for it.
+    let sessionless = matches!(cx.session, context::SessionRef::None);
+    let envelope = single.filter(|_| sessionless).is_some_and(|m| {
         mcp_ui_wire::protocol::era(
             cx.headers
                 .get(context::PROTOCOL_HEADER)

@@ -93,9 +93,8 @@ impl Gateway {
             .collect();
         let limits = &config.limits;
         let telemetry = telemetry(config)?;
-        let client =
-            upstream::client::client_for(Duration::from_secs(limits.connect_timeout_secs), &mounts)
-                .map_err(|problems| ConfigError::Invalid { problems })?;
+        let client = upstream::client::client_for(connect_timeout, &mounts)
+            .map_err(|problems| ConfigError::Invalid { problems })?;
         let origin_policy = origin_policy(config, authorization_server.as_ref());
         Ok(Arc::new(Gateway {
             telemetry,

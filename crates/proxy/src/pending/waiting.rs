@@ -88,9 +88,9 @@ pub enum Next {
 }
 
 impl Waiting {
-    /// Waiting for `timeout` at most (`secs`, as the limit names it).
+    /// Waiting `secs` at most (`limits.request_timeout_secs`).
     pub(crate) fn new(
-        (timeout, secs): (Duration, u64),
+        secs: u64,
         session: Arc<MessageSession>,
         (rx, guard): (mpsc::Receiver<Delivery>, PendingGuard),
         id: &RawValue,
@@ -102,7 +102,7 @@ impl Waiting {
             guard: Some(guard),
             id: id.to_owned(),
             finisher,
-            deadline: Instant::now() + timeout,
+            deadline: Instant::now() + Duration::from_secs(secs),
             secs,
             _end: None,
             exchange: None,

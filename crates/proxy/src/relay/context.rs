@@ -220,15 +220,6 @@ impl<'a> Ctx<'a> {
     }
 
     /// The mount's upstream name.
-    /// How long a request sent upstream waits for its response, and that
-    /// limit's setting in seconds.
-    pub(crate) fn waiting_time(&self) -> (std::time::Duration, u64) {
-        (
-            self.gw.request_timeout(),
-            self.gw.limits.request_timeout_secs,
-        )
-    }
-
     pub fn upstream(&self) -> &str {
         &self.mount.config.name
     }

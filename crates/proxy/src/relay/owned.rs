@@ -81,7 +81,13 @@ pub async fn post(
     let progress = jsonrpc::params_view(m.params).request_progress_token;
     let resp = match session.request(body, id, progress).await {
         Ok(sent) => {
-            let waiting = Waiting::new(cx.waiting_time(), session.clone(), sent, id, finisher);
+            let waiting = Waiting::new(
+                cx.gw.limits.request_timeout_secs,
+                session.clone(),
+                sent,
+                id,
+                finisher,
+            );
             answer(cx, waiting, new_id.is_some()).await
         }
         Err(e) => e.respond(Some(id)),

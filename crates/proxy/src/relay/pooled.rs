@@ -250,7 +250,14 @@ pub(super) async fn exchange(
         .request_as(body, id, progress, peer.as_ref())
         .await?;
     Ok(Reply::Waiting(Box::new(
-        Waiting::new(cx.waiting_time(), session, sent, id, finisher).ending(end),
+        Waiting::new(
+            cx.gw.limits.request_timeout_secs,
+            session,
+            sent,
+            id,
+            finisher,
+        )
+        .ending(end),
     )))
 }
 

@@ -79,8 +79,8 @@ pub(crate) struct Post<'a> {
     pub single: bool,
     /// The message is an `initialize` request.
     pub initialize: bool,
-    /// The message is under the 2026-07-28 envelope (its `_meta` or
-    /// `MCP-Protocol-Version` names that revision).
+    /// The message, sent without a session, is under the 2026-07-28
+    /// envelope (its `_meta` or `MCP-Protocol-Version` names that revision).
     pub envelope: bool,
     /// The 2026-07-28 request's method, when the gateway stands in for the
     /// revision because the upstream is of the handshake era.
