@@ -3,8 +3,10 @@
 //! no function past 80, where one concern has become several; no crate
 //! hands another an error as a bare `String`; and percent-decoding happens
 //! in one place (`mcp_ui_wire::percent`), so every URL part is decoded by
-//! the same rules, each caller saying only what a `+` means to it. And every
-//! Rust file of `tests/` is a module of the one test binary, `tests/gateway.rs`.
+//! the same rules, each caller saying only what a `+` means to it. Only the
+//! request path is handed the whole gateway; the rest receive its handles.
+//! And every Rust file of `tests/` is a module of the one test binary,
+//! `tests/gateway.rs`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -358,6 +360,85 @@ fn percent_decoding_is_done_in_one_place() {
         elsewhere.is_empty(),
         "decode with mcp_ui_wire::percent::percent_decode instead: {}",
         elsewhere.join(", ")
+    );
+}
+
+/// The proxy crate's modules, beside the `gateway` module itself, that are
+/// handed the whole gateway: the listener, the service stack and the router, which compose
+/// it; and the request path that joins its handles for one request (the
+/// endpoints, the relay and its context, an app's members, a round put in
+/// place). Every other module receives the handles it reads (the ids, the
+/// upstreams, pending requests, OAuth's roles, the metrics, the overlays),
+/// so what a module can touch is said by its signatures.
+const HANDED_THE_GATEWAY: [&str; 17] = [
+    "server/listen.rs",
+    "server/listen/accept.rs",
+    "server/listen/worker.rs",
+    "stack.rs",
+    "router.rs",
+    "endpoint.rs",
+    "relay.rs",
+    "relay/context.rs",
+    "relay/member.rs",
+    "relay/rounds.rs",
+    "app_endpoint.rs",
+    "app_endpoint/member.rs",
+    "app_endpoint/oauth.rs",
+    "app_endpoint/post.rs",
+    "app_endpoint/post/context.rs",
+    "app_endpoint/post/initialize.rs",
+    "app_endpoint/stream.rs",
+];
+
+/// Whether `code` (comments and literals blanked) names the `Gateway` type
+/// of the `gateway` module: `gateway::Gateway` or `gateway::{.., Gateway, ..}`.
+fn names_the_gateway(code: &str) -> bool {
+    let word = |w: &str| w == "Gateway";
+    code.contains("gateway::Gateway")
+        || code.match_indices("gateway::{").any(|(at, _)| {
+            let group = &code[at..];
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            group
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(word)
+        })
+}
+
+#[test]
+fn only_the_request_path_is_handed_the_whole_gateway() {
+    assert!(names_the_gateway(
+        "use crate::gateway::{Gateway, MountState};"
+    ));
+    assert!(!names_the_gateway(
+        "use crate::gateway::{Ids, MountState};\nfn f(_: Side) { Side::Gateway }"
+    ));
+    let src = root().join("crates/proxy/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut named = BTreeSet::new();
+    for path in &files {
+        let within = path.strip_prefix(&src).expect("under src");
+        let within = within.to_string_lossy().replace('\\', "/");
+        if within == "gateway.rs" || within.starts_with("gateway/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).expect("a source file");
+        if names_the_gateway(&code_only(&text)) {
+            named.insert(within);
+        }
+    }
+    let allowed: BTreeSet<String> = HANDED_THE_GATEWAY.iter().map(|f| f.to_string()).collect();
+    let beyond: Vec<&String> = named.difference(&allowed).collect();
+    assert!(
+        beyond.is_empty(),
+        "these modules take the whole gateway; hand them the handles they read \
+         (gateway::Ids, Upstreams, Pending, OAuth, Metrics, Live), or say in \
+         HANDED_THE_GATEWAY why they join several: {beyond:?}"
+    );
+    let stale: Vec<&String> = allowed.difference(&named).collect();
+    assert!(
+        stale.is_empty(),
+        "no longer handed the gateway; strike them: {stale:?}"
     );
 }
 

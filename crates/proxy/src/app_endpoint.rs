@@ -52,12 +52,13 @@ pub async fn serve(
 ) -> Response<Body> {
     if let Some(auth) = &app.config.auth
         && req.method() != Method::OPTIONS
-        && let Err(refused) = crate::endpoint::admit(gw, auth, &app.config.path, &mut req).await
+        && let Err(refused) =
+            crate::endpoint::admit(&gw.oauth, auth, &app.config.path, &mut req).await
     {
         return *refused;
     }
     match *req.method() {
-        Method::POST => match post_body(gw, req).await {
+        Method::POST => match post_body(&gw.limits, &gw.oauth.resource_server, req).await {
             Ok((parts, bytes)) => {
                 let access = parts
                     .extensions

@@ -16,7 +16,11 @@ use hyper::body::Incoming;
 use crate::gateway::{Gateway, MountState};
 use crate::metrics::MethodId;
 use crate::middleware::cors;
+use crate::oauth::OAuth;
+use crate::oauth::passthrough::AuthState;
+use crate::oauth::resource_server::ResourceServer;
 use crate::relay;
+use mcp_ui_model::config::Limits;
 use mcp_ui_model::outcome::Failure;
 use mcp_ui_model::reply::Body;
 use mcp_ui_wire::protocol::BODY_FLOOR_BYTES_PER_SEC;
@@ -29,7 +33,7 @@ pub async fn serve(
 ) -> Response<Body> {
     if let Some(auth) = &mount.config.auth
         && req.method() != Method::OPTIONS
-        && let Err(refused) = admit(gw, auth, &mount.config.path, &mut req).await
+        && let Err(refused) = admit(&gw.oauth, auth, &mount.config.path, &mut req).await
     {
         return *refused;
     }
@@ -63,12 +67,12 @@ pub async fn serve(
 /// caller's `requests_per_minute` taken (a POST's once its body says how
 /// many requests it holds, [`Rated`]); or the answer that refuses it.
 pub(crate) async fn admit(
-    gw: &Gateway,
+    oauth: &OAuth,
     auth: &mcp_ui_model::config::Auth,
     path: &str,
     req: &mut Request<Incoming>,
 ) -> Result<(), Box<Response<Body>>> {
-    let Some(base) = gw.oauth.passthrough.base(req.headers()) else {
+    let Some(base) = oauth.passthrough.base(req.headers()) else {
         return Err(Box::new(mcp_ui_model::reply::text(
             http::StatusCode::BAD_REQUEST,
             "no valid Host header\n",
@@ -81,10 +85,10 @@ pub(crate) async fn admit(
         // What such a caller may reach is judged per request, once read.
         true => Access::Anonymous,
         false => {
-            let rs = &gw.oauth.resource_server;
-            let policy = rs.policy_for(path, auth, || audience(gw, auth, path))?;
+            let rs = &oauth.resource_server;
+            let policy = rs.policy_for(path, auth, || audience(&oauth.passthrough, auth, path))?;
             let caller = rs.admit(auth, req.headers(), &policy, &metadata).await?;
-            let caller = match &gw.oauth.authorization_server {
+            let caller = match &oauth.authorization_server {
                 Some(a) => a.reveal(caller),
                 None => caller,
             };
@@ -112,7 +116,7 @@ pub(crate) async fn admit(
             Method::POST => {
                 req.extensions_mut().insert(rated);
             }
-            _ => rated.take(gw, 1)?,
+            _ => rated.take(&oauth.resource_server, 1)?,
         }
     }
     if !auth.forward_token {
@@ -127,14 +131,14 @@ pub(crate) async fn admit(
 /// (its `Host` is the caller's word), so without either (which `check`
 /// refuses) every token is refused.
 fn audience(
-    gw: &Gateway,
+    passthrough: &AuthState,
     auth: &mcp_ui_model::config::Auth,
     path: &str,
 ) -> Result<String, Box<Response<Body>>> {
     if let Some(a) = &auth.audience {
         return Ok(a.clone());
     }
-    match gw.oauth.passthrough.public_url() {
+    match passthrough.public_url() {
         Some(base) => Ok(crate::oauth::passthrough::resource_url(base, path)),
         None => Err(Box::new(mcp_ui_model::reply::text(
             http::StatusCode::INTERNAL_SERVER_ERROR,
@@ -153,10 +157,8 @@ pub(crate) struct Rated {
 }
 
 impl Rated {
-    fn take(&self, gw: &Gateway, cost: u32) -> Result<(), Box<Response<Body>>> {
-        gw.oauth
-            .resource_server
-            .rate(self.per_minute, &self.path, self.caller, cost)
+    fn take(&self, rs: &ResourceServer, cost: u32) -> Result<(), Box<Response<Body>>> {
+        rs.rate(self.per_minute, &self.path, self.caller, cost)
     }
 }
 
@@ -179,7 +181,7 @@ fn cost_of(body: &[u8]) -> u32 {
 }
 
 async fn post(gw: &Arc<Gateway>, mount: &MountState, req: Request<Incoming>) -> Response<Body> {
-    match post_body(gw, req).await {
+    match post_body(&gw.limits, &gw.oauth.resource_server, req).await {
         Ok((parts, bytes)) => relay::post(gw, mount, parts, bytes).await,
         Err(refused) => refused,
     }
@@ -188,7 +190,8 @@ async fn post(gw: &Arc<Gateway>, mount: &MountState, req: Request<Incoming>) -> 
 /// A POST's head and body, once its media types are right and its body has
 /// arrived within the limits; otherwise the answer that refuses it.
 pub(crate) async fn post_body(
-    gw: &Gateway,
+    limits: &Limits,
+    rs: &ResourceServer,
     req: Request<Incoming>,
 ) -> Result<(http::request::Parts, Bytes), Response<Body>> {
     if !content_type_is_json(req.headers()) {
@@ -199,15 +202,15 @@ pub(crate) async fn post_body(
         return Err(refused.respond(None));
     }
     let (parts, body) = req.into_parts();
-    let patience = Duration::from_secs(gw.limits.header_read_timeout_secs);
-    let bytes = match read_body(body, gw.limits.max_body_bytes, patience).await {
+    let patience = Duration::from_secs(limits.header_read_timeout_secs);
+    let bytes = match read_body(body, limits.max_body_bytes, patience).await {
         Ok(bytes) => bytes,
         Err(failure) => return Err(failure.respond(None)),
     };
     // A batch goes whole or not at all.
     if let Some(rated) = parts.extensions.get::<Rated>() {
         rated
-            .take(gw, cost_of(&bytes))
+            .take(rs, cost_of(&bytes))
             .map_err(|refused| *refused)?;
     }
     Ok((parts, bytes))

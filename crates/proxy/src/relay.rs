@@ -451,7 +451,7 @@ pub(crate) async fn bodyless_parts(
         _ => pooled::delete(&cx),
     };
     if method == Method::DELETE {
-        ended::deleted(gw, headers, resp.status());
+        ended::deleted(&gw.ids, &gw.metrics, headers, resp.status());
     }
     resp
 }

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use crate::apps::AppState;
 use crate::gateway::Gateway;
 use crate::middleware::cors;
-use crate::oauth::passthrough;
+use crate::oauth::passthrough::{self, AuthState};
 use crate::relay::context::SESSION_HEADER;
 use mcp_ui_model::outcome::Failure;
 use mcp_ui_model::reply::{self, Body};
@@ -78,8 +78,12 @@ pub async fn metadata(
 }
 
 /// The app's metadata URL for a request with these headers.
-pub(crate) fn prm_url(gw: &Gateway, app: &AppState, headers: &HeaderMap) -> Option<String> {
-    let base = gw.oauth.passthrough.base(headers)?;
+pub(crate) fn prm_url(
+    passthrough: &AuthState,
+    app: &AppState,
+    headers: &HeaderMap,
+) -> Option<String> {
+    let base = passthrough.base(headers)?;
     Some(passthrough::prm_url(&base, &app.config.path))
 }
 
@@ -124,13 +128,13 @@ pub(crate) fn in_band_refusal(id: &RawValue, prm: &str, f: &Failure) -> Response
 /// What points a member's in-band challenges at the app's metadata: the
 /// app's metadata URL and the gateway's base, when the request has them.
 pub(crate) fn in_band_target(
-    gw: &Gateway,
+    passthrough: &AuthState,
     app: &AppState,
     headers: &HeaderMap,
 ) -> Option<(String, String)> {
     Some((
-        prm_url(gw, app, headers)?,
-        gw.oauth.passthrough.base(headers)?,
+        prm_url(passthrough, app, headers)?,
+        passthrough.base(headers)?,
     ))
 }
 

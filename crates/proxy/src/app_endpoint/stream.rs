@@ -62,5 +62,5 @@ pub async fn get(
     }
     // Ends with the client, the gateway's shutdown, or every member's.
     let merged = futures_util::stream::select_all(boxes);
-    deliver::event_stream(gw, None, merged)
+    deliver::event_stream(&gw.shutdown, None, merged)
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::gateway::{Gateway, MountState};
+use crate::gateway::{Gateway, Ids, MountState};
 use crate::oauth::resource_server::Access;
 use mcp_ui_model::config::SessionMode;
 use mcp_ui_model::outcome::Failure;
@@ -180,7 +180,7 @@ impl<'a> Ctx<'a> {
     ) -> Result<Self, Failure> {
         let owner = owner_of(access);
         let (session, session_host, hello, session_started) =
-            resolve_session(gw, mount, headers, owner)?;
+            resolve_session(&gw.ids, mount, headers, owner)?;
         Ok(Ctx {
             gw,
             mount,
@@ -258,7 +258,7 @@ type Resolved = (SessionRef, Option<HostKind>, Option<Hello>, Option<u64>);
 /// since its id was sealed is served in the mount's mode now, as one whose
 /// upstream side is gone.
 fn resolve_session(
-    gw: &Gateway,
+    ids: &Ids,
     mount: &MountState,
     headers: &HeaderMap,
     owner: Owner,
@@ -269,7 +269,7 @@ fn resolve_session(
     let token = value
         .to_str()
         .ok()
-        .and_then(|v| gw.ids.opened.open(&gw.ids.key, v))
+        .and_then(|v| ids.opened.open(&ids.key, v))
         .ok_or(Failure::SessionNotFound)?;
     if token.mount != mount.config.name || token.owner != owner {
         return Err(Failure::SessionNotFound);

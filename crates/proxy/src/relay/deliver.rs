@@ -170,10 +170,10 @@ pub(crate) fn respond_until(
 }
 
 /// A GET stream: `messages` as SSE events as they come (each seen by
-/// `watch`), a comment when idle, until they end, the client goes or the
-/// gateway shuts down.
+/// `watch`), a comment when idle, until they end, the client goes or
+/// `stop` (the gateway's shutdown).
 pub(crate) fn event_stream<S>(
-    gw: &crate::gateway::Gateway,
+    stop: &tokio_util::sync::CancellationToken,
     mut watch: Option<super::stream::Watch>,
     mut messages: S,
 ) -> Response<Body>
@@ -181,7 +181,7 @@ where
     S: futures_util::Stream<Item = Bytes> + Send + Unpin + 'static,
 {
     let (tx, out) = mpsc::channel::<Bytes>(16);
-    let stop = gw.shutdown.clone();
+    let stop = stop.clone();
     tokio::spawn(async move {
         loop {
             let bytes = tokio::select! {

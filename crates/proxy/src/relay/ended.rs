@@ -9,7 +9,7 @@ use http::StatusCode;
 use http::header::HeaderMap;
 
 use super::context::{Ctx, PROTOCOL_HEADER, SESSION_HEADER, SessionRef};
-use crate::gateway::Gateway;
+use crate::gateway::Ids;
 use crate::metrics::{Metrics, SessionEnd};
 use mcp_ui_upstream::upstream::messages::{EndedBy, MessageSession};
 
@@ -20,24 +20,24 @@ fn version(headers: &HeaderMap) -> Option<&str> {
 
 /// Record the end of the session `headers` name, `end`, timed from the
 /// start its id carries (an id sealed before ids carried one is not timed).
-pub fn record(gw: &Gateway, headers: &HeaderMap, end: SessionEnd) {
+pub fn record(ids: &Ids, metrics: &Metrics, headers: &HeaderMap, end: SessionEnd) {
     let Some(token) = headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| gw.ids.opened.open(&gw.ids.key, v))
+        .and_then(|v| ids.opened.open(&ids.key, v))
     else {
         return;
     };
     if let Some(lasted) = token.age() {
-        gw.metrics.record_session(version(headers), end, lasted);
+        metrics.record_session(version(headers), end, lasted);
     }
 }
 
 /// A `DELETE` answered `status`: a success ends the session; anything else
 /// leaves it as it was (an HTTP upstream's 404 is [`expired`]).
-pub fn deleted(gw: &Gateway, headers: &HeaderMap, status: StatusCode) {
+pub fn deleted(ids: &Ids, metrics: &Metrics, headers: &HeaderMap, status: StatusCode) {
     if status.is_success() {
-        record(gw, headers, SessionEnd::Deleted);
+        record(ids, metrics, headers, SessionEnd::Deleted);
     }
 }
 
@@ -54,7 +54,7 @@ pub fn expired(cx: &Ctx<'_>, status: StatusCode) {
             }
         )
     {
-        record(cx.gw, cx.headers, SessionEnd::Expired);
+        record(&cx.gw.ids, &cx.gw.metrics, cx.headers, SessionEnd::Expired);
     }
 }
 

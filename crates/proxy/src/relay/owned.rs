@@ -200,7 +200,7 @@ pub async fn get(cx: &Ctx<'_>) -> Response<Body> {
     };
     // Ends with the session, the client, or the gateway's shutdown.
     let messages = tokio_stream::wrappers::ReceiverStream::new(rx);
-    super::deliver::event_stream(cx.gw, super::watch::watch(cx), messages)
+    super::deliver::event_stream(&cx.gw.shutdown, super::watch::watch(cx), messages)
 }
 
 /// End a session this process owns (its child is stopped).

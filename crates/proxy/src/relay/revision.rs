@@ -229,5 +229,5 @@ pub(super) async fn listen(cx: &Ctx<'_>, m: &Message<'_>) -> Response<Body> {
     })
     .filter_map(move |m| std::future::ready(honored.deliver(&m, &sub)));
     let stream = futures_util::stream::once(std::future::ready(ack)).chain(messages);
-    super::deliver::event_stream(cx.gw, None, Box::pin(stream))
+    super::deliver::event_stream(&cx.gw.shutdown, None, Box::pin(stream))
 }

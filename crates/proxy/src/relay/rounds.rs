@@ -37,10 +37,13 @@ use serde_json::{Map, Value, json};
 use super::context::Ctx;
 use super::deliver::{self, Interrupt};
 use crate::gateway::Gateway;
+use crate::pending::Rounds;
 use crate::pending::parked::Full;
 use crate::pending::waiting::{Next, Waiting};
 use mcp_ui_model::reply::{self, Body};
+use mcp_ui_model::session_id::SessionKey;
 use mcp_ui_rewrite::bridge;
+use mcp_ui_upstream::upstream::messages::Mux;
 use mcp_ui_wire::jsonrpc::{self, Kind, code};
 use mcp_ui_wire::protocol::Caps;
 use state::{bound, open, seal};
@@ -102,14 +105,38 @@ pub(super) async fn answer(cx: &Ctx<'_>, mut waiting: Waiting) -> http::Response
     deliver::respond_until(cx, first, waiting, None, false, Some(interrupt))
 }
 
-/// What puts a request's round in place: the gateway, the mount, what the
-/// request is and declared, and whose it is.
+/// What puts a request's round in place: where it waits, what the request
+/// is and declared, and whose it is.
 struct Parking {
-    gw: Arc<Gateway>,
-    mount: usize,
+    place: Place,
     bound: u64,
     caps: Caps,
     owner: u64,
+}
+
+/// What a mount's rounds take of the gateway: the table they wait in, the
+/// upstream connection their answers go back on, the key and mount name
+/// that seal their state, and how long a request may wait.
+struct Place {
+    rounds: Arc<Rounds>,
+    mux: Arc<Mux>,
+    key: SessionKey,
+    mount: usize,
+    name: String,
+    timeout: Duration,
+}
+
+impl Place {
+    fn of(gw: &Gateway, mount: usize) -> Place {
+        Place {
+            rounds: gw.pending.rounds.clone(),
+            mux: gw.upstreams.pools[mount].mux.clone(),
+            key: gw.ids.key.clone(),
+            mount,
+            name: gw.mounts[mount].config.name.clone(),
+            timeout: gw.request_timeout(),
+        }
+    }
 }
 
 /// The capability a request of the upstream needs of the client, as the
@@ -136,8 +163,7 @@ impl Parking {
     fn of(cx: &Ctx<'_>, waiting: &Waiting) -> Option<Parking> {
         let a = waiting.bridged()?;
         Some(Parking {
-            gw: cx.gw.clone(),
-            mount: cx.mount.index,
+            place: Place::of(cx.gw, cx.mount.index),
             bound: bound(&a.method, a.uri.as_deref().or(a.name.as_deref())),
             caps: a.caps,
             owner: cx.credentials(),
@@ -210,7 +236,7 @@ impl Parking {
                 code::METHOD_NOT_FOUND,
                 &format!("{method}: not asked of a client of the 2026-07-28 revision"),
             );
-            answer_upstream(&self.gw, self.mount, &refusal);
+            answer_upstream(&self.place.mux, &refusal);
             return;
         }
         let key = serde_json::from_str::<String>(id.get()).unwrap_or_else(|_| id.get().to_owned());
@@ -225,7 +251,7 @@ impl Parking {
     fn refuse_upstream(&self, asked: &[Asked], why: &str) {
         for a in asked {
             let refusal = jsonrpc::error_response(Some(&a.id), code::METHOD_NOT_FOUND, why);
-            answer_upstream(&self.gw, self.mount, &refusal);
+            answer_upstream(&self.place.mux, &refusal);
         }
     }
 
@@ -233,21 +259,20 @@ impl Parking {
     /// open rounds (the caller's, the gateway's), the error that says so.
     fn park(self, waiting: Waiting, asked: Vec<Asked>) -> Given {
         let id = waiting.id().to_owned();
-        let wait = self.gw.request_timeout().min(MAX_WAIT);
+        let wait = self.place.timeout.min(MAX_WAIT);
         let requests = input_requests(&asked);
         waiting.park(true);
         let parked = Box::new(Parked {
             waiting,
             asked,
-            mount: self.mount,
+            mount: self.place.mount,
             bound: self.bound,
             caps: self.caps,
             owner: self.owner,
         });
         let until = tokio::time::Instant::now() + wait;
         let key = match self
-            .gw
-            .pending
+            .place
             .rounds
             .insert(self.owner, until, parked, |p| ended(p))
         {
@@ -262,7 +287,7 @@ impl Parking {
         };
         // Its deadline: dropped then (which cancels it upstream) unless
         // its retry came.
-        let rounds = Arc::downgrade(&self.gw.pending.rounds);
+        let rounds = Arc::downgrade(&self.place.rounds);
         tokio::spawn(async move {
             tokio::time::sleep(wait).await;
             if rounds.upgrade().and_then(|r| r.remove(key)).is_some() {
@@ -272,7 +297,7 @@ impl Parking {
         let result = json!({
             "resultType": "input_required",
             "inputRequests": requests,
-            "requestState": seal(&self.gw, self.mount, key, self.bound, wait),
+            "requestState": seal(&self.place.key, &self.place.name, key, self.bound, wait),
         });
         let body = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, id.get());
         Given::of(StatusCode::OK, Bytes::from(body))
@@ -357,11 +382,11 @@ fn invalid_state(id: &RawValue) -> http::Response<Body> {
 
 /// `answer` (a response under the id the gateway gave a request of the
 /// upstream's) to the connection that asked, under the upstream's id.
-fn answer_upstream(gw: &Gateway, mount: usize, answer: &[u8]) {
+fn answer_upstream(mux: &Mux, answer: &[u8]) {
     let Some(id) = jsonrpc::classify_one(answer).ok().and_then(|m| m.id) else {
         return;
     };
-    match gw.upstreams.pools[mount].mux.answer(answer, id) {
+    match mux.answer(answer, id) {
         Ok(true) => {}
         Ok(false) => tracing::debug!("an answer for the upstream found its request gone"),
         Err(e) => tracing::debug!("an answer could not reach the upstream: {e}"),
@@ -373,12 +398,12 @@ fn answer_upstream(gw: &Gateway, mount: usize, answer: &[u8]) {
 /// is not. `Err`: why the retry is refused, `None` for a state that names
 /// no request of the mount's (`invalid_request_state`).
 fn take(
-    gw: &Gateway,
+    rounds: &Rounds,
     mount: usize,
     key: u64,
     responses: &Map<String, Value>,
 ) -> Result<Box<Parked>, Option<String>> {
-    let taken = gw.pending.rounds.take_if(key, |p| {
+    let taken = rounds.take_if(key, |p| {
         if p.mount != mount {
             return Err(None);
         }
@@ -424,7 +449,7 @@ pub(super) async fn resume(
     let gw = cx.gw;
     let Some(key) = state
         .as_str()
-        .and_then(|s| open(gw, cx.mount.index, s, bound(method, name)))
+        .and_then(|s| open(&gw.ids.key, &cx.mount.config.name, s, bound(method, name)))
     else {
         return Some(invalid_state(id));
     };
@@ -433,7 +458,7 @@ pub(super) async fn resume(
         None | Some(Value::Null) => Map::new(),
         Some(_) => return Some(refused(id, "inputResponses must be an object", None)),
     };
-    let parked = match take(gw, cx.mount.index, key, &responses) {
+    let parked = match take(&gw.pending.rounds, cx.mount.index, key, &responses) {
         Ok(p) => p,
         Err(None) => return Some(invalid_state(id)),
         Err(Some(why)) => return Some(refused(id, &why, None)),
@@ -456,7 +481,7 @@ pub(super) async fn resume(
                     r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
                     a.id.get()
                 );
-                answer_upstream(gw, mount, answer.as_bytes());
+                answer_upstream(&gw.upstreams.pools[mount].mux, answer.as_bytes());
             }
             None => unanswered.push(a),
         }
@@ -464,8 +489,7 @@ pub(super) async fn resume(
     if !unanswered.is_empty() {
         // What the client left unanswered is asked again.
         let park = Parking {
-            gw: gw.clone(),
-            mount,
+            place: Place::of(gw, mount),
             bound,
             caps,
             owner,

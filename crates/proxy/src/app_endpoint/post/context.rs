@@ -70,7 +70,7 @@ impl<'a> Exchange<'a> {
     /// an error naming the member.
     pub(super) fn member_failed(&self, i: usize, f: Failure) -> Response<Body> {
         if oauth::is_refusal(&f) {
-            let prm = oauth::prm_url(self.gw, self.app, self.headers);
+            let prm = oauth::prm_url(&self.gw.oauth.passthrough, self.app, self.headers);
             return oauth::refusal(prm.as_deref(), f, raw(&self.id).as_deref());
         }
         let message = format!(

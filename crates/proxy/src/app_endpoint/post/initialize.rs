@@ -74,7 +74,7 @@ pub(super) async fn initialize(
         session.failed[i] = true;
     }
     if let Some(f) = refused {
-        let prm = oauth::prm_url(gw, app, headers);
+        let prm = oauth::prm_url(&gw.oauth.passthrough, app, headers);
         return oauth::refusal(prm.as_deref(), f, raw(&id).as_deref());
     }
     let borrowed: Vec<(&str, &Value)> = results.iter().map(|(n, r)| (*n, r)).collect();

@@ -112,7 +112,7 @@ impl Exchange<'_> {
         let (app, members) = (&self.app.config.name, &self.app.config.members);
         match miss {
             Miss::Refused(f) => {
-                let prm = oauth::prm_url(self.gw, self.app, self.headers);
+                let prm = oauth::prm_url(&self.gw.oauth.passthrough, self.app, self.headers);
                 Some(oauth::refusal(prm.as_deref(), f, raw(&self.id).as_deref()))
             }
             Miss::Full(f) => Some(f.respond(raw(&self.id).as_deref())),

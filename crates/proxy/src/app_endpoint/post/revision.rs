@@ -237,7 +237,7 @@ impl<'a> Exchange<'a> {
         let ack = honored.acknowledgement(&id);
         let rest = futures_util::stream::select_all(streams);
         let stream = futures_util::stream::once(std::future::ready(ack)).chain(rest);
-        crate::relay::deliver::event_stream(self.gw, None, Box::pin(stream))
+        crate::relay::deliver::event_stream(&self.gw.shutdown, None, Box::pin(stream))
     }
 }
 

@@ -44,7 +44,7 @@ impl Exchange<'_> {
         if owner == Owner::Unknown
             && let Some(f) = refused
         {
-            let prm = oauth::prm_url(self.gw, self.app, self.headers);
+            let prm = oauth::prm_url(&self.gw.oauth.passthrough, self.app, self.headers);
             if kind == Kind::Tools
                 && self.app.config.auth_challenge == "in-band"
                 && let (Some(id), Some(prm)) = (raw(&self.id), prm.as_deref())
@@ -134,7 +134,7 @@ impl Exchange<'_> {
             Ok(m) => m,
             Err(why) => return self.error(code::SERVER_ERROR, &why),
         };
-        let challenges = oauth::in_band_target(self.gw, self.app, self.headers);
+        let challenges = oauth::in_band_target(&self.gw.oauth.passthrough, self.app, self.headers);
         let shape: Shape = Arc::new(move |message: Bytes, _last: bool| {
             let message = stream::tagged(i, message);
             match &challenges {
@@ -182,7 +182,7 @@ impl Exchange<'_> {
             }
         }
         if let Some(f) = refused {
-            let prm = oauth::prm_url(self.gw, self.app, self.headers);
+            let prm = oauth::prm_url(&self.gw.oauth.passthrough, self.app, self.headers);
             return oauth::refusal(prm.as_deref(), f, raw(&self.id).as_deref());
         }
         self.error(

@@ -136,7 +136,7 @@ pub fn get(cx: &Ctx<'_>) -> Response<Body> {
     let messages = futures_util::stream::unfold(mailbox, |mut mb| async move {
         mb.rx.recv().await.map(|m| (m, mb))
     });
-    deliver::event_stream(cx.gw, watch::watch(cx), Box::pin(messages))
+    deliver::event_stream(&cx.gw.shutdown, watch::watch(cx), Box::pin(messages))
 }
 
 /// What the upstream says to a client session on its own (and to every
