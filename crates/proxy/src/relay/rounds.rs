@@ -3,11 +3,11 @@
 //! 2026-07-28 revision, which has no server-to-client requests: the request
 //! is answered with an `input_required` result (SEP-2322) naming what the
 //! upstream asked and carrying a sealed `requestState`, while the
-//! upstream's request waits here ("parked", in `Gateway::rounds`). The
-//! client's retry, with its `inputResponses`, is matched to it by that
-//! state; its answers go to the upstream as the answers to its requests,
-//! and whatever the upstream says next (another round, or the result)
-//! answers the retry.
+//! upstream's request waits here ("parked", in the rounds table of
+//! `pending::Pending`). The client's retry, with its `inputResponses`, is
+//! matched to it by that state; its answers go to the upstream as the
+//! answers to its requests, and whatever the upstream says next (another
+//! round, or the result) answers the retry.
 //!
 //! A state opens only here, only for the request it was given for (method
 //! and name or URI), and only once; a state tampered with, replayed or
