@@ -22,9 +22,10 @@ use tokio::process::Child;
 use tokio::time::Instant;
 
 use super::guardian;
-use super::kill::{KILL_GRACE, POLL, Sig, present, signal};
+use super::kill::{KILL_GRACE, POLL, Sig, present, running, signal};
 
-/// Bound on the wait for the leader after SIGKILL.
+/// Bound on the wait for the leader, and for the group to stop running,
+/// after SIGKILL.
 const AFTER_KILL: Duration = Duration::from_secs(3);
 
 /// How a group ended.
@@ -97,6 +98,16 @@ impl Group {
                 Err(_) => Err(io::Error::other("still running after SIGKILL")),
             },
         };
+        if ending == Ending::Killed {
+            // A member goes at SIGKILL once it next runs: the group has
+            // ended when none is left running.
+            // (Reading `/proc` blocks: off the runtime's threads.)
+            let until = Instant::now() + AFTER_KILL;
+            let running = || tokio::task::spawn_blocking(move || running(pgid));
+            while running().await.unwrap_or(false) && Instant::now() < until {
+                tokio::time::sleep(POLL).await;
+            }
+        }
         self.close(pgid);
         (status, ending)
     }

@@ -36,6 +36,48 @@ pub fn present(pgid: i32) -> bool {
     Pid::from_raw(pgid).is_some_and(|pid| test_kill_process_group(pid).is_ok())
 }
 
+/// Whether group `pgid` has a member still running, zombies aside: a
+/// member SIGKILLed is gone once it next runs, which on a busy machine is
+/// after the signal was sent.
+#[cfg(target_os = "linux")]
+pub fn running(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return present(pgid);
+    };
+    entries.flatten().any(|e| {
+        let is_pid = e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+        is_pid
+            && std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| runs_in(&stat, pgid))
+    })
+}
+
+/// Whether a `/proc/<pid>/stat` line is of a process of group `pgid` that
+/// is neither a zombie nor dead. Its fields after the command's closing
+/// parenthesis: state, parent, group.
+#[cfg(target_os = "linux")]
+fn runs_in(stat: &str, pgid: i32) -> bool {
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+        return false;
+    };
+    let mut fields = rest.split_whitespace();
+    let state = fields.next();
+    let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+    group == Some(pgid) && !matches!(state, Some("Z" | "X" | "x"))
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+pub fn running(pgid: i32) -> bool {
+    present(pgid)
+}
+
+#[cfg(not(unix))]
+pub fn running(_pgid: i32) -> bool {
+    false
+}
+
 #[cfg(not(unix))]
 pub fn signal(_pgid: i32, _sig: Sig) -> bool {
     false
@@ -57,5 +99,28 @@ pub(crate) fn end_groups(mut groups: Vec<i32>) {
     }
     for g in groups {
         signal(g, Sig::Kill);
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::runs_in;
+
+    #[test]
+    fn a_member_runs_until_it_is_a_zombie() {
+        // pid (comm) state ppid pgrp ...; a command may hold ") " itself.
+        let sleeping = "4242 (sleep) S 1 4200 4200 0 -1 4194560";
+        assert!(runs_in(sleeping, 4200));
+        assert!(!runs_in(sleeping, 4201));
+        assert!(runs_in("4243 (a) b (c)) R 7 4200 4200", 4200));
+        assert!(!runs_in("4244 (sleep) Z 1 4200 4200", 4200));
+        assert!(!runs_in("4245 (sleep) X 1 4200 4200", 4200));
+        assert!(!runs_in("garbled", 4200));
+    }
+
+    #[test]
+    fn this_process_runs_in_its_own_group() {
+        let own = rustix::process::getpgrp().as_raw_nonzero().get();
+        assert!(super::running(own));
     }
 }
