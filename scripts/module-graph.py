@@ -83,10 +83,11 @@ def strip_comments_and_strings(text):
 
 
 def without_test_modules(code):
-    """Code with `#[cfg(test)]` items (a test module, a test-only fn) removed."""
+    """Code with `#[cfg(test)]` items (a test module, a test-only fn) removed,
+    and those under `#[cfg(all(test, ..))]`."""
     out = []
     i = 0
-    for m in re.finditer(r"#\[cfg\(test\)\]", code):
+    for m in re.finditer(r"#\[cfg\((?:test|all\(test\b[^\]]*)\)\]", code):
         if m.start() < i:
             continue
         out.append(code[i:m.start()])
