@@ -6,6 +6,15 @@ use super::*;
 /// Answers every `tools/call` with a JSON result of `len` bytes, its head
 /// (with the length) at once and its body once `release` is true; a call of
 /// the tool `hold` never gets its body.
+/// Wait until the gateway holds `bytes` of answers read whole, failing with
+/// what it holds if that does not come within `BOUND`.
+async fn memory_held_reaches(g: &TestGateway, bytes: usize) {
+    let budget = &g.gateway.upstreams.buffers;
+    let reached =
+        support::clients::wait_until(BOUND, || (budget.in_use() == bytes).then_some(())).await;
+    assert!(reached.is_some(), "held: {}", budget.in_use());
+}
+
 async fn big_answers(
     len: usize,
     release: tokio::sync::watch::Receiver<bool>,
@@ -102,38 +111,14 @@ async fn buffered_answers_over_the_memory_budget_are_refused_naming_it() {
     refused.sort_unstable();
     assert_eq!(refused, [1, 2, 3, 4, 5]);
     assert_eq!(answered.len(), 2);
-    let released = support::clients::wait_until(BOUND, || {
-        (g.gateway.upstreams.buffers.in_use() == 0).then_some(())
-    })
-    .await;
-    assert!(
-        released.is_some(),
-        "held: {}",
-        g.gateway.upstreams.buffers.in_use()
-    );
+    memory_held_reaches(&g, 0).await;
     // A client that goes away while its answer is held gives the bytes back.
     let abandoned = tokio::spawn({
         let (bad, body) = (bad.clone(), call(9, "hold"));
         async move { post_json(&bad, &[], body).await }
     });
-    let held = support::clients::wait_until(BOUND, || {
-        (g.gateway.upstreams.buffers.in_use() == ANSWER).then_some(())
-    })
-    .await;
-    assert!(
-        held.is_some(),
-        "held: {}",
-        g.gateway.upstreams.buffers.in_use()
-    );
+    memory_held_reaches(&g, ANSWER).await;
     abandoned.abort();
-    let released = support::clients::wait_until(BOUND, || {
-        (g.gateway.upstreams.buffers.in_use() == 0).then_some(())
-    })
-    .await;
-    assert!(
-        released.is_some(),
-        "held: {}",
-        g.gateway.upstreams.buffers.in_use()
-    );
+    memory_held_reaches(&g, 0).await;
     assert_good_serves(&g).await;
 }
